@@ -1,0 +1,328 @@
+"""The `driftgate` command: run the service, migrate the store, administer orgs and keys.
+
+Exit codes: 0 success, 1 a gate failed (later commands such as `diff` and `preflight`),
+2 a usage, input or environment error. Errors are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from controller import __version__
+from controller.errors import ConfigError, DriftgateError
+from controller.settings import Settings, load_settings
+from controller.store import migrate
+from controller.store.db import Database
+
+F = TypeVar("F", bound=Callable[..., Any])
+CLI_ACTOR = "cli"
+
+
+class Context:
+    """What every command gets through `ctx.obj`: settings, built lazily once."""
+
+    def __init__(self, config: Path | None) -> None:
+        self.config = config
+        self._settings: Settings | None = None
+        self._database: Database | None = None
+
+    def settings(self, **overrides: Any) -> Settings:
+        if self._settings is None or overrides:
+            self._settings = load_settings(config_file=self.config, **overrides)
+        return self._settings
+
+    def database(self) -> Database:
+        if self._database is None:
+            self._database = Database(self.settings().effective_database_url)
+        return self._database
+
+    @contextmanager
+    def transaction(self) -> Iterator[Session]:
+        """A transaction on a store whose schema is current (else a clear error)."""
+        database = self.database()
+        current, head = migrate.current_revision(database), migrate.head_revision(database)
+        if current != head:
+            raise ConfigError(
+                f"the database schema is at revision {current or 'none'}, "
+                f"this release needs {head}; "
+                "run `driftgate db upgrade` first"
+            )
+        with database.transaction() as session:
+            yield session
+
+
+class DriftgateGroup(click.Group):
+    """Turns driftgate errors into one line on stderr and exit code 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except DriftgateError as exc:
+            _fail(exc.message)
+        except SQLAlchemyError as exc:
+            origin = getattr(exc, "orig", None)
+            reason = (str(origin or exc).strip().splitlines() or ["unknown"])[0]
+            _fail(f"database error: {reason}")
+        except OSError as exc:
+            _fail(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
+
+
+def _fail(message: str) -> None:
+    click.echo(f"driftgate: error: {message}", err=True)
+    sys.exit(2)
+
+
+@click.group(cls=DriftgateGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="DRIFTGATE_CONFIG",
+    help="driftgate.yaml with settings (environment variables override it).",
+)
+@click.pass_context
+def main(ctx: click.Context, config: Path | None) -> None:
+    """driftgate: contract drift monitor and run gate for REST/OpenAPI APIs and MCP servers."""
+    ctx.obj = Context(config)
+
+
+@main.command()
+def version() -> None:
+    """Print the driftgate version."""
+    click.echo(f"driftgate {__version__}")
+
+
+@main.group()
+def db() -> None:
+    """Manage the state store."""
+
+
+@db.command("upgrade")
+@click.option("--revision", default="head", show_default=True, help="Target migration revision.")
+@click.pass_obj
+def db_upgrade(obj: Context, revision: str) -> None:
+    """Apply database migrations (SQLite by default, Postgres via DRIFTGATE_DATABASE_URL)."""
+    now = migrate.upgrade(obj.database(), revision)
+    click.echo(f"database at revision {now}")
+
+
+@db.command("current")
+@click.pass_obj
+def db_current(obj: Context) -> None:
+    """Print the current and the latest migration revision."""
+    database = obj.database()
+    current = migrate.current_revision(database) or "none"
+    click.echo(f"current {current}, head {migrate.head_revision(database)}")
+
+
+def _server_options(func: F) -> F:
+    for option in reversed(
+        [
+            click.option("--host", help="Address to bind (default 127.0.0.1; 0.0.0.0 in Docker)."),
+            click.option("--port", type=int, help="Port to bind (default 8080)."),
+            click.option("--workers", type=int, help="gunicorn worker processes (default 2)."),
+            click.option("--threads", type=int, help="Threads per worker (default 8)."),
+        ]
+    ):
+        func = option(func)
+    return func
+
+
+@main.command()
+@_server_options
+@click.pass_obj
+def serve(
+    obj: Context, host: str | None, port: int | None, workers: int | None, threads: int | None
+) -> None:
+    """Serve the HTTP API with gunicorn (gthread workers)."""
+    settings = obj.settings(host=host, port=port, workers=workers, threads=threads)
+    from cli.server import run_gunicorn
+
+    run_gunicorn(settings)
+
+
+@main.command()
+@_server_options
+@click.pass_obj
+def up(
+    obj: Context, host: str | None, port: int | None, workers: int | None, threads: int | None
+) -> None:
+    """Run everything on one machine: migrate the store, then serve the API."""
+    settings = obj.settings(host=host, port=port, workers=workers, threads=threads)
+    from controller.crypto import load_secret_box
+
+    load_secret_box(settings, create=True)
+    revision = migrate.upgrade(obj.database(), "head")
+    click.echo(
+        f"driftgate {__version__}: database at revision {revision}; serving on http://{settings.host}:{settings.port}",
+        err=True,
+    )
+    from cli.server import run_gunicorn
+
+    run_gunicorn(settings)
+
+
+@main.group()
+def orgs() -> None:
+    """Administer organizations (plans and overlay products)."""
+
+
+@orgs.command("create")
+@click.argument("name")
+@click.option(
+    "--plan",
+    type=click.Choice(["free", "pro", "team", "enterprise"]),
+    default="free",
+    show_default=True,
+)
+@click.pass_obj
+def orgs_create(obj: Context, name: str, plan: str) -> None:
+    """Create an org."""
+    from controller.services import orgs as service
+
+    with obj.transaction() as session:
+        org = service.create_org(session, name, plan, actor=CLI_ACTOR)
+        click.echo(f"created org {org.name} ({org.id}) on plan {org.plan}")
+
+
+@orgs.command("list")
+@click.pass_obj
+def orgs_list(obj: Context) -> None:
+    """List orgs with their plans and products."""
+    from controller.services import orgs as service
+
+    with obj.transaction() as session:
+        for org in service.list_orgs(session):
+            products = ",".join(org.products) or "-"
+            click.echo(f"{org.name}\t{org.plan}\t{products}\t{org.id}")
+
+
+@orgs.command("set-plan")
+@click.argument("name")
+@click.argument("plan", type=click.Choice(["free", "pro", "team", "enterprise"]))
+@click.pass_obj
+def orgs_set_plan(obj: Context, name: str, plan: str) -> None:
+    """Change an org's plan (moving to free switches overlay products off)."""
+    from controller.services import orgs as service
+
+    with obj.transaction() as session:
+        org = service.set_plan(session, service.get_org(session, name), plan, actor=CLI_ACTOR)
+        click.echo(f"org {org.name} is on plan {org.plan}")
+
+
+def _product_command(enabled: bool) -> Callable[..., None]:
+    @click.argument("name")
+    @click.argument(
+        "product", type=click.Choice(["replay_cloud", "draftpr_repo", "toolmanifest_org"])
+    )
+    @click.pass_obj
+    def command(obj: Context, name: str, product: str) -> None:
+        from controller.services import orgs as service
+
+        with obj.transaction() as session:
+            org = service.set_product(
+                session, service.get_org(session, name), product, enabled, actor=CLI_ACTOR
+            )
+            click.echo(f"org {org.name} products: {', '.join(org.products) or 'none'}")
+
+    return command
+
+
+orgs.command("enable-product", help="Enable an overlay product for an org (paid plans only).")(
+    _product_command(True)
+)
+orgs.command("disable-product", help="Disable an overlay product for an org.")(
+    _product_command(False)
+)
+
+
+@main.group()
+def keys() -> None:
+    """Administer API keys (shown once, stored hashed)."""
+
+
+@keys.command("create")
+@click.option("--org", "org_name", required=True, help="Org name or id.")
+@click.option("--name", default="", help="A label for the key.")
+@click.pass_obj
+def keys_create(obj: Context, org_name: str, name: str) -> None:
+    """Create an API key; the key alone goes to stdout, once."""
+    from controller.services import auth
+    from controller.services import orgs as org_service
+
+    with obj.transaction() as session:
+        issued = auth.create_api_key(
+            session, org_service.get_org(session, org_name), name, actor=CLI_ACTOR
+        )
+    click.echo(
+        f"created key {issued.key.id} (ends in {issued.key.hint}) for org {org_name}; "
+        "it is shown once, store it now",
+        err=True,
+    )
+    click.echo(issued.secret)
+
+
+@keys.command("list")
+@click.option("--org", "org_name", required=True, help="Org name or id.")
+@click.pass_obj
+def keys_list(obj: Context, org_name: str) -> None:
+    """List an org's keys: id, hint, name, created, last used, revoked."""
+    from controller.services import auth
+    from controller.services import orgs as org_service
+
+    with obj.transaction() as session:
+        for key in auth.list_api_keys(session, org_service.get_org(session, org_name)):
+            click.echo(
+                "\t".join(
+                    [
+                        key.id,
+                        f"...{key.hint}",
+                        key.name or "-",
+                        key.created_at.isoformat(timespec="seconds"),
+                        key.last_used_at.isoformat(timespec="seconds")
+                        if key.last_used_at
+                        else "never",
+                        f"revoked {key.revoked_at.isoformat(timespec='seconds')}"
+                        if key.revoked_at
+                        else "active",
+                    ]
+                )
+            )
+
+
+@keys.command("revoke")
+@click.argument("key_id")
+@click.pass_obj
+def keys_revoke(obj: Context, key_id: str) -> None:
+    """Revoke a key by id; it stops working at once."""
+    from controller.services import auth
+
+    with obj.transaction() as session:
+        key = auth.revoke_api_key(session, key_id, datetime.now(UTC), actor=CLI_ACTOR)
+        click.echo(f"revoked key {key.id} (ends in {key.hint})")
+
+
+@main.group()
+def secrets() -> None:
+    """Manage the encryption of secrets at rest."""
+
+
+@secrets.command("rotate")
+@click.pass_obj
+def secrets_rotate(obj: Context) -> None:
+    """Re-encrypt every stored secret with the first key of DRIFTGATE_SECRET_KEY."""
+    from controller.crypto import load_secret_box
+    from controller.services.secrets import rotate_all
+
+    box = load_secret_box(obj.settings())
+    with obj.transaction() as session:
+        count = rotate_all(session, box)
+    click.echo(f"re-encrypted {count} secrets with the primary key")

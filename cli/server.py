@@ -1,0 +1,46 @@
+"""Runs the Flask app under gunicorn with `gthread` workers, configured from Settings.
+
+The app is built inside each worker after the fork (no `preload_app`), so every worker owns
+its database engine and no connection crosses a process boundary.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Flask
+from gunicorn.app.base import BaseApplication
+
+from controller.settings import Settings
+
+
+class DriftgateServer(BaseApplication):  # type: ignore[misc]
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        super().__init__()
+
+    def load_config(self) -> None:
+        options: dict[str, Any] = {
+            "bind": f"{self.settings.host}:{self.settings.port}",
+            "workers": self.settings.workers,
+            "worker_class": "gthread",
+            "threads": self.settings.threads,
+            "timeout": 60,
+            "graceful_timeout": 30,
+            "keepalive": 5,
+            "accesslog": None,
+            "errorlog": "-",
+            "loglevel": self.settings.log_level.lower(),
+            "proc_name": "driftgate-web",
+        }
+        for key, value in options.items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Flask:
+        from web.app import create_app
+
+        return create_app(self.settings)
+
+
+def run_gunicorn(settings: Settings) -> None:
+    DriftgateServer(settings).run()

@@ -1,0 +1,88 @@
+"""The error tree every layer of driftgate raises and one place per layer translates.
+
+    DriftgateError                 base; carries a stable machine `code` and a human message
+     ├── ConfigError               a setting or a config file is wrong (file:line when known)
+     ├── RequestError              the caller asked for something that cannot be done
+     │    ├── ValidationFailed     400: the input does not match the declared shape
+     │    ├── Unprocessable        422: well-formed input that cannot be acted on
+     │    ├── Unauthorized         401: missing, invalid or revoked credentials
+     │    ├── Forbidden            403: plan or product does not allow it
+     │    ├── NotFound             404: missing, or owned by another org (never told apart)
+     │    └── Conflict             409: duplicate names, managed objects, state clashes
+     ├── TemporaryError            worth retrying with backoff (network, lock timeouts)
+     └── PermanentError            retrying will not help; mark the thing stalled
+
+`web/errors.py` turns these into the JSON envelope, `cli` into exit codes, the reconciler
+into status conditions. Messages never contain credentials.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DriftgateError(Exception):
+    """Base of every error driftgate raises on purpose."""
+
+    code = "error"
+
+    def __init__(self, message: str, *, code: str | None = None, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.details = details
+
+
+class ConfigError(DriftgateError):
+    """A setting or a configuration file is invalid; the message names the setting or file:line."""
+
+    code = "config_error"
+
+
+class RequestError(DriftgateError):
+    """An error the caller can fix; `status` is the HTTP status it maps to."""
+
+    status = 400
+
+
+class ValidationFailed(RequestError):
+    code = "validation_error"
+    status = 400
+
+
+class Unprocessable(RequestError):
+    code = "validation_error"
+    status = 422
+
+
+class Unauthorized(RequestError):
+    code = "unauthorized"
+    status = 401
+
+
+class Forbidden(RequestError):
+    code = "forbidden"
+    status = 403
+
+
+class NotFound(RequestError):
+    code = "not_found"
+    status = 404
+
+
+class Conflict(RequestError):
+    code = "conflict"
+    status = 409
+
+
+class TemporaryError(DriftgateError):
+    """A failure that may go away on its own; callers retry with backoff."""
+
+    code = "temporary_error"
+
+
+class PermanentError(DriftgateError):
+    """A failure that retrying cannot fix."""
+
+    code = "permanent_error"

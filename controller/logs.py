@@ -1,0 +1,56 @@
+"""Structured logging: one JSON object per line on stderr, or plain text for humans.
+
+Log calls pass fields through `extra={"fields": {...}}`; the formatter merges them into the
+line. Credentials are never passed as fields.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from controller.settings import Settings
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "event": record.getMessage(),
+        }
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            line.update(fields)
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, default=str)
+
+
+class TextFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        fields = getattr(record, "fields", None) or {}
+        extra = " ".join(f"{k}={v}" for k, v in fields.items())
+        text = f"{record.levelname.lower():7} {record.name}: {record.getMessage()} {extra}".rstrip()
+        if record.exc_info:
+            text += "\n" + self.formatException(record.exc_info)
+        return text
+
+
+def configure_logging(settings: Settings) -> None:
+    """Route the `driftgate` loggers (and gunicorn's) to stderr in the configured format."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if settings.log_format == "json" else TextFormatter())
+    for name in ("driftgate", "gunicorn.error"):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.setLevel(settings.log_level)
+        logger.propagate = False
+
+
+def log(logger: logging.Logger, level: int, event: str, **fields: Any) -> None:
+    logger.log(level, event, extra={"fields": fields})

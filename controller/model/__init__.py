@@ -1,0 +1,1 @@
+"""Pydantic domain models shared by every layer (changes, severities, watches, manifests)."""

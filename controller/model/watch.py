@@ -1,0 +1,291 @@
+"""Watches: what a watch looks like on the wire, and the pure rules about its state.
+
+A watch observes one external contract (an OpenAPI document, a REST endpoint's JSON, or an
+MCP server). This module defines the request and response shapes of CONTRACT.md's "Watch"
+table and pure helpers: watch type inference from a URL, health bands, and the status a
+resumed watch returns to. Nothing here reads a clock; callers pass `now`.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, Field, StringConstraints, field_validator, model_validator
+
+from controller.model.base import ApiModel, RequestModel
+
+DEFAULT_INTERVAL_MINUTES = 15
+MAX_INTERVAL_MINUTES = 7 * 24 * 60
+REDACTED = "<redacted>"
+
+
+class WatchType(StrEnum):
+    OPENAPI = "openapi"
+    REST = "rest"
+    MCP = "mcp"
+
+
+class DriftStatus(StrEnum):
+    OK = "ok"
+    DRIFTED = "drifted"
+    ERROR = "error"
+    NEVER_RUN = "never_run"
+    DISABLED = "disabled"
+
+
+class FailureClass(StrEnum):
+    HTTP_ERROR = "http_error"
+    TIMEOUT = "timeout"
+    CONNECT_ERROR = "connect_error"
+    TLS_ERROR = "tls_error"
+    INVALID_CONTRACT = "invalid_contract"
+    TOO_LARGE = "too_large"
+    MCP_HANDSHAKE_FAILED = "mcp_handshake_failed"
+    BLOCKED_TARGET = "blocked_target"
+
+
+def check_http_url(value: str) -> str:
+    """Accept only absolute http(s) URLs with a host; no credentials in the URL."""
+    if any(ch.isspace() for ch in value):
+        raise ValueError("must not contain whitespace")
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https"):
+        raise ValueError("must be an http:// or https:// URL")
+    if not parts.hostname:
+        raise ValueError("must include a host")
+    if parts.username or parts.password:
+        raise ValueError("must not embed credentials; send them as headers instead")
+    try:
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError:
+        raise ValueError("has an invalid port") from None
+    return value
+
+
+def _check_name(value: str) -> str:
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
+HttpUrl = Annotated[
+    str, StringConstraints(min_length=1, max_length=2048), AfterValidator(check_http_url)
+]
+WatchName = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=200),
+    AfterValidator(_check_name),
+]
+Tag = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:/=@+-]{0,199}$")]
+HeaderName = Annotated[str, StringConstraints(pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$")]
+HeaderValue = Annotated[str, StringConstraints(max_length=8192, pattern=r"^[^\r\n\x00]*$")]
+Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+Interval = Annotated[int, Field(ge=1, le=MAX_INTERVAL_MINUTES)]
+
+
+def _unique_tags(tags: list[str] | None) -> list[str] | None:
+    if tags is None:
+        return None
+    seen: dict[str, None] = {}
+    for tag in tags:
+        seen.setdefault(tag, None)
+    return list(seen)
+
+
+class WatchCreate(RequestModel):
+    """Body of `POST /api/watches`. `label` is accepted as an alias of `name`."""
+
+    name: WatchName | None = None
+    label: WatchName | None = None
+    url: HttpUrl
+    watch_type: WatchType | None = None
+    interval_minutes: Interval | None = None
+    tags: Annotated[list[Tag], Field(max_length=50)] = Field(default_factory=list)
+    headers: Annotated[dict[HeaderName, HeaderValue], Field(max_length=50)] | None = None
+    webhook_url: HttpUrl | None = None
+    method: Method | None = None
+    body: Any = None
+
+    @field_validator("tags")
+    @classmethod
+    def _dedupe(cls, tags: list[str]) -> list[str]:
+        return _unique_tags(tags) or []
+
+    @model_validator(mode="after")
+    def _name_or_label(self) -> WatchCreate:
+        if self.name is None and self.label is None:
+            raise ValueError("`name` (or its alias `label`) is required")
+        if self.name is not None and self.label is not None and self.name != self.label:
+            raise ValueError("`name` and `label` disagree; send one of them")
+        return self
+
+    @property
+    def effective_name(self) -> str:
+        return self.name if self.name is not None else str(self.label)
+
+
+class WatchUpdate(RequestModel):
+    """Body of `PATCH /api/watches/<id>`: only the fields sent change; `headers: null` clears."""
+
+    name: WatchName | None = None
+    url: HttpUrl | None = None
+    interval_minutes: Interval | None = None
+    tags: Annotated[list[Tag], Field(max_length=50)] | None = None
+    headers: Annotated[dict[HeaderName, HeaderValue], Field(max_length=50)] | None = None
+    webhook_url: HttpUrl | None = None
+    method: Method | None = None
+    body: Any = None
+
+    @field_validator("tags")
+    @classmethod
+    def _dedupe(cls, tags: list[str] | None) -> list[str] | None:
+        return _unique_tags(tags)
+
+    @model_validator(mode="after")
+    def _something(self) -> WatchUpdate:
+        if not self.model_fields_set:
+            raise ValueError("send at least one field to change")
+        for field in ("name", "url", "interval_minutes", "tags"):
+            if field in self.model_fields_set and getattr(self, field) is None:
+                raise ValueError(f"`{field}` cannot be null")
+        return self
+
+
+class WatchListQuery(RequestModel):
+    tag: list[Tag] = Field(default_factory=list, description="only watches with all these tags")
+    drift_status: DriftStatus | None = None
+    watch_type: WatchType | None = None
+    limit: int = Field(default=50, ge=1, le=200)
+    cursor: Annotated[str, StringConstraints(max_length=512)] | None = None
+
+
+class Health(ApiModel):
+    band: Literal["healthy", "degraded", "unknown"]
+    is_stale_check: bool
+    minutes_since_last_check: int | None
+    expected_interval_minutes: int
+
+
+class IncidentSummary(ApiModel):
+    id: str
+    status: Literal["open", "acknowledged", "resolved"]
+    opened_at: datetime
+    breaking_count: int
+
+
+class ChangeCounts(ApiModel):
+    breaking: int = 0
+    warning: int = 0
+    info: int = 0
+
+
+class Baseline(ApiModel):
+    snapshot_id: str | None
+    fingerprint: str | None
+    accepted_at: datetime | None
+    accepted_by: str | None
+
+
+class ManagedBy(ApiModel):
+    source: str
+    path: str | None
+    revision: str | None
+
+
+class WatchOut(ApiModel):
+    """A watch as the API shows it; header values are never shown."""
+
+    id: str
+    name: str
+    watch_type: WatchType
+    url: str
+    drift_status: DriftStatus
+    interval_minutes: int
+    tags: list[str]
+    headers: dict[str, str]
+    webhook_url: str | None
+    method: str | None
+    body: Any = None
+    health: Health
+    last_checked_at: datetime | None
+    last_check_status: str | None
+    last_error: str | None
+    failure_class: FailureClass | None
+    incident: IncidentSummary | None
+    open_changes: ChangeCounts
+    baseline: Baseline | None
+    managed_by: ManagedBy | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class WatchList(ApiModel):
+    watches: list[WatchOut]
+    next_cursor: str | None = Field(
+        description="pass as `cursor` for the next page; null at the end"
+    )
+
+
+_OPENAPI_HINT = re.compile(r"(openapi|swagger|api-docs)", re.IGNORECASE)
+_SPEC_SUFFIX = (".json", ".yaml", ".yml")
+
+
+def infer_watch_type(url: str) -> WatchType | None:
+    """Guess the watch type from a URL where it is unambiguous; None when it is not."""
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/").lower()
+    host = (parts.hostname or "").lower()
+    if path.endswith(("/mcp", "/sse")) or host.startswith("mcp.") or path == "/mcp":
+        return WatchType.MCP
+    if _OPENAPI_HINT.search(path) or (
+        path.endswith(_SPEC_SUFFIX) and _OPENAPI_HINT.search(path + host)
+    ):
+        return WatchType.OPENAPI
+    return None
+
+
+def compute_health(
+    *,
+    status: str,
+    last_checked_at: datetime | None,
+    interval_minutes: int,
+    now: datetime,
+) -> Health:
+    """Health of the monitoring itself: stale when the last check is older than 2x the interval.
+
+    `unknown` when the watch never completed a check or is paused; `degraded` when checks are
+    stale or failing; `healthy` otherwise (a drifted contract is still monitored healthily).
+    """
+    minutes = None
+    if last_checked_at is not None:
+        minutes = max(0, int((now - last_checked_at).total_seconds() // 60))
+    stale = status != DriftStatus.DISABLED and (
+        minutes is not None and minutes > 2 * interval_minutes
+    )
+    if status in (DriftStatus.DISABLED, DriftStatus.NEVER_RUN) or last_checked_at is None:
+        band: Literal["healthy", "degraded", "unknown"] = "unknown"
+    elif stale or status == DriftStatus.ERROR:
+        band = "degraded"
+    else:
+        band = "healthy"
+    return Health(
+        band=band,
+        is_stale_check=stale,
+        minutes_since_last_check=minutes,
+        expected_interval_minutes=interval_minutes,
+    )
+
+
+def resumed_status(
+    *, has_baseline: bool, last_check_status: str | None, open_breaking: int
+) -> DriftStatus:
+    """The status a paused watch returns to: recomputed from what its checks last found."""
+    if last_check_status == "error":
+        return DriftStatus.ERROR
+    if not has_baseline:
+        return DriftStatus.NEVER_RUN
+    return DriftStatus.DRIFTED if open_breaking > 0 else DriftStatus.OK

@@ -1,0 +1,134 @@
+"""Credentials: org API keys and trial sessions, and the principal they resolve to.
+
+API keys (`dg_...`) and trial tokens (`dgt_...`) are shown once and stored as SHA-256
+hashes with a 4-character hint. A trial session owns a private sandbox org, so a trial can
+never see anything of a real org.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from controller.crypto import hash_token, new_token
+from controller.errors import NotFound, Unauthorized
+from controller.services import audit
+from controller.store.models import ApiKey, Org, TrialSession, new_id
+
+API_KEY_PREFIX = "dg_"
+TRIAL_PREFIX = "dgt_"
+# Touching last_used_at on every request would turn each read into a write.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: an org reached through an API key or a trial session."""
+
+    org_id: str
+    org_name: str
+    plan: str
+    products: frozenset[str]
+    kind: str  # "api_key" or "trial"
+    credential_id: str
+
+    @property
+    def actor(self) -> str:
+        return f"{self.kind}:{self.credential_id}"
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    key: ApiKey
+    secret: str
+
+
+def create_api_key(session: Session, org: Org, name: str = "", *, actor: str) -> IssuedKey:
+    secret = new_token(API_KEY_PREFIX)
+    key = ApiKey(org_id=org.id, name=name[:100], key_hash=hash_token(secret), hint=secret[-4:])
+    session.add(key)
+    session.flush()
+    audit.record(
+        session,
+        actor=actor,
+        action="api_key.create",
+        target_type="api_key",
+        target_id=key.id,
+        org_id=org.id,
+        details={"name": key.name, "hint": key.hint},
+    )
+    return IssuedKey(key, secret)
+
+
+def list_api_keys(session: Session, org: Org) -> list[ApiKey]:
+    return list(
+        session.scalars(select(ApiKey).where(ApiKey.org_id == org.id).order_by(ApiKey.created_at))
+    )
+
+
+def revoke_api_key(session: Session, key_id: str, now: datetime, *, actor: str) -> ApiKey:
+    key = session.scalar(select(ApiKey).where(ApiKey.id == key_id))
+    if key is None:
+        raise NotFound(f"no API key with id {key_id!r}")
+    if key.revoked_at is None:
+        key.revoked_at = now
+        audit.record(
+            session,
+            actor=actor,
+            action="api_key.revoke",
+            target_type="api_key",
+            target_id=key.id,
+            org_id=key.org_id,
+            details={"hint": key.hint},
+        )
+    return key
+
+
+def authenticate_api_key(session: Session, secret: str, now: datetime) -> Principal:
+    key = session.scalar(select(ApiKey).where(ApiKey.key_hash == hash_token(secret)))
+    if key is None or key.revoked_at is not None:
+        raise Unauthorized("the API key is invalid or revoked", code="invalid_api_key")
+    if key.last_used_at is None or now - key.last_used_at >= LAST_USED_RESOLUTION:
+        session.execute(update(ApiKey).where(ApiKey.id == key.id).values(last_used_at=now))
+    org = key.org
+    return Principal(org.id, org.name, org.plan, frozenset(org.products), "api_key", key.id)
+
+
+def create_trial(session: Session, now: datetime, days: int) -> tuple[TrialSession, str]:
+    org = Org(name=f"trial-{new_id()[:8]}", plan="free", products=[], is_trial=True)
+    session.add(org)
+    session.flush()
+    secret = new_token(TRIAL_PREFIX)
+    trial = TrialSession(
+        org_id=org.id,
+        token_hash=hash_token(secret),
+        hint=secret[-4:],
+        expires_at=now + timedelta(days=days),
+        validations_period=now.strftime("%Y-%m"),
+        validations_used=0,
+    )
+    session.add(trial)
+    session.flush()
+    return trial, secret
+
+
+def authenticate_trial(
+    session: Session, secret: str, now: datetime
+) -> tuple[Principal, TrialSession]:
+    trial = session.scalar(
+        select(TrialSession).where(TrialSession.token_hash == hash_token(secret))
+    )
+    if trial is None or trial.expires_at <= now:
+        raise Unauthorized("the trial session is invalid or expired", code="invalid_trial")
+    org = trial.org
+    principal = Principal(org.id, org.name, org.plan, frozenset(org.products), "trial", trial.id)
+    return principal, trial
+
+
+def trial_validations_remaining(trial: TrialSession, allowance: int, now: datetime) -> int:
+    """Validations left this calendar month (the counter restarts with each month)."""
+    used = trial.validations_used if trial.validations_period == now.strftime("%Y-%m") else 0
+    return max(0, allowance - used)

@@ -1,0 +1,33 @@
+"""Anonymous usage counting: event name and day, nothing that identifies anyone."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from controller.store.models import FunnelCounter
+
+
+def count_events(session: Session, names: list[str], now: datetime) -> None:
+    """Add the events to today's counters with one upsert per name (safe under concurrency)."""
+    day = now.strftime("%Y-%m-%d")
+    dialect = sqlite if session.get_bind().dialect.name == "sqlite" else postgresql
+    for name, count in sorted(Counter(names).items()):
+        stmt = dialect.insert(FunnelCounter).values(event=name, day=day, count=count)
+        session.execute(
+            stmt.on_conflict_do_update(
+                index_elements=[FunnelCounter.event, FunnelCounter.day],
+                set_={"count": FunnelCounter.count + stmt.excluded.count},
+            )
+        )
+
+
+def totals(session: Session) -> dict[str, int]:
+    result: Counter[str] = Counter()
+    for row in session.scalars(select(FunnelCounter)):
+        result[row.event] += row.count
+    return dict(result)

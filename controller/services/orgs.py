@@ -1,0 +1,121 @@
+"""Organizations: plans, overlay products, and the admin operations on them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from controller.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from controller.services import audit
+from controller.store.models import Org
+
+PLANS = ("free", "pro", "team", "enterprise")
+PRODUCTS = ("replay_cloud", "draftpr_repo", "toolmanifest_org")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+
+
+@dataclass(frozen=True)
+class OrgView:
+    id: str
+    name: str
+    plan: str
+    products: tuple[str, ...]
+    is_trial: bool
+    created_at: datetime
+
+
+def view(org: Org) -> OrgView:
+    return OrgView(org.id, org.name, org.plan, tuple(org.products), org.is_trial, org.created_at)
+
+
+def plan_at_least(plan: str, minimum: str) -> bool:
+    """True when `plan` is `minimum` or a higher plan ("Pro or higher" = pro, team, enterprise)."""
+    return PLANS.index(plan) >= PLANS.index(minimum)
+
+
+def create_org(session: Session, name: str, plan: str = "free", *, actor: str) -> Org:
+    if not _NAME.match(name):
+        raise ValidationFailed(
+            f"invalid org name {name!r}: use letters, digits, '.', '_' or '-' (at most 100)"
+        )
+    _check_plan(plan)
+    if session.scalar(select(Org.id).where(Org.name == name)) is not None:
+        raise Conflict(f"an org named {name!r} already exists", code="duplicate_name")
+    org = Org(name=name, plan=plan, products=[])
+    session.add(org)
+    session.flush()
+    audit.record(
+        session,
+        actor=actor,
+        action="org.create",
+        target_type="org",
+        target_id=org.id,
+        org_id=org.id,
+        details={"name": name, "plan": plan},
+    )
+    return org
+
+
+def get_org(session: Session, name_or_id: str) -> Org:
+    org = session.scalar(select(Org).where((Org.name == name_or_id) | (Org.id == name_or_id)))
+    if org is None:
+        raise NotFound(f"no org named {name_or_id!r}")
+    return org
+
+
+def list_orgs(session: Session) -> list[Org]:
+    return list(session.scalars(select(Org).where(Org.is_trial.is_(False)).order_by(Org.name)))
+
+
+def set_plan(session: Session, org: Org, plan: str, *, actor: str) -> Org:
+    _check_plan(plan)
+    previous = org.plan
+    org.plan = plan
+    dropped: list[str] = []
+    if plan == "free" and org.products:
+        # A free org cannot hold overlay products; downgrading switches them off.
+        dropped, org.products = list(org.products), []
+    audit.record(
+        session,
+        actor=actor,
+        action="org.set_plan",
+        target_type="org",
+        target_id=org.id,
+        org_id=org.id,
+        details={"from": previous, "to": plan, "productsDisabled": dropped},
+    )
+    return org
+
+
+def set_product(session: Session, org: Org, product: str, enabled: bool, *, actor: str) -> Org:
+    if product not in PRODUCTS:
+        raise ValidationFailed(f"unknown product {product!r} (one of: {', '.join(PRODUCTS)})")
+    if enabled and org.plan == "free":
+        raise Forbidden(
+            f"org {org.name!r} is on the free plan, which cannot enable {product}; "
+            "set a paid plan first (driftgate orgs set-plan)",
+            code="plan_required",
+        )
+    products = [p for p in org.products if p != product]
+    if enabled:
+        products.append(product)
+    org.products = sorted(products)
+    audit.record(
+        session,
+        actor=actor,
+        action="org.enable_product" if enabled else "org.disable_product",
+        target_type="org",
+        target_id=org.id,
+        org_id=org.id,
+        details={"product": product},
+    )
+    return org
+
+
+def _check_plan(plan: str) -> None:
+    if plan not in PLANS:
+        raise ValidationFailed(f"unknown plan {plan!r} (one of: {', '.join(PLANS)})")

@@ -1,0 +1,334 @@
+"""Watch use cases: create, list, read, update, delete, pause and resume, scoped to one org.
+
+Every function takes the caller's org id; a watch of another org is indistinguishable from
+a missing one. Header values are encrypted before they reach the session and never leave
+this module in clear text except through `decrypted_headers` for the fetchers.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from datetime import datetime
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from controller.crypto import SecretBox
+from controller.errors import Conflict, NotFound, Unprocessable, ValidationFailed
+from controller.model.watch import (
+    REDACTED,
+    Baseline,
+    ChangeCounts,
+    DriftStatus,
+    FailureClass,
+    ManagedBy,
+    WatchCreate,
+    WatchList,
+    WatchListQuery,
+    WatchOut,
+    WatchType,
+    WatchUpdate,
+    compute_health,
+    infer_watch_type,
+    resumed_status,
+)
+from controller.services import audit
+from controller.services.auth import Principal
+from controller.store.models import Watch, WatchTag
+
+DEFAULT_INTERVAL_MINUTES = 15
+
+
+def create_watch(
+    session: Session,
+    principal: Principal,
+    data: WatchCreate,
+    box: SecretBox,
+    *,
+    default_interval: int | None = None,
+) -> Watch:
+    watch_type = data.watch_type or infer_watch_type(data.url)
+    if watch_type is None:
+        raise Unprocessable(
+            "cannot infer watchType from the URL; send watchType (openapi, rest or mcp)",
+            details=[{"path": "/watchType", "message": "required when the URL does not tell"}],
+        )
+    name = data.effective_name
+    _ensure_name_free(session, principal.org_id, name)
+    watch = Watch(
+        org_id=principal.org_id,
+        name=name,
+        watch_type=watch_type.value,
+        url=data.url,
+        interval_minutes=data.interval_minutes or default_interval or DEFAULT_INTERVAL_MINUTES,
+        webhook_url=data.webhook_url,
+        method=data.method,
+        request_body=data.body,
+        drift_status=DriftStatus.NEVER_RUN.value,
+    )
+    _set_headers(watch, data.headers, box)
+    _set_tags(watch, data.tags)
+    session.add(watch)
+    _flush_unique(session, name)
+    audit.record(
+        session,
+        actor=principal.actor,
+        action="watch.create",
+        target_type="watch",
+        target_id=watch.id,
+        org_id=principal.org_id,
+        details={"name": name, "watchType": watch.watch_type, "url": watch.url},
+    )
+    return watch
+
+
+def get_watch(session: Session, org_id: str, watch_id: str) -> Watch:
+    watch = session.scalar(select(Watch).where(Watch.id == watch_id, Watch.org_id == org_id))
+    if watch is None:
+        raise NotFound("Watch not found")
+    return watch
+
+
+def list_watches(
+    session: Session, org_id: str, query: WatchListQuery
+) -> tuple[list[Watch], str | None]:
+    stmt = select(Watch).where(Watch.org_id == org_id)
+    if query.drift_status is not None:
+        stmt = stmt.where(Watch.drift_status == query.drift_status.value)
+    if query.watch_type is not None:
+        stmt = stmt.where(Watch.watch_type == query.watch_type.value)
+    for tag in query.tag:
+        stmt = stmt.where(
+            select(WatchTag.watch_id)
+            .where(WatchTag.watch_id == Watch.id, WatchTag.tag == tag)
+            .exists()
+        )
+    if query.cursor:
+        created_at, last_id = _decode_cursor(query.cursor)
+        stmt = stmt.where(
+            or_(
+                Watch.created_at > created_at,
+                and_(Watch.created_at == created_at, Watch.id > last_id),
+            )
+        )
+    rows = list(session.scalars(stmt.order_by(Watch.created_at, Watch.id).limit(query.limit + 1)))
+    next_cursor = None
+    if len(rows) > query.limit:
+        rows = rows[: query.limit]
+        next_cursor = _encode_cursor(rows[-1])
+    return rows, next_cursor
+
+
+def update_watch(
+    session: Session, principal: Principal, watch_id: str, data: WatchUpdate, box: SecretBox
+) -> Watch:
+    watch = get_watch(session, principal.org_id, watch_id)
+    ensure_unmanaged(watch)
+    fields = data.model_fields_set
+    changed: list[str] = sorted(f for f in fields if f != "headers")
+    if "name" in fields and data.name is not None and data.name != watch.name:
+        _ensure_name_free(session, principal.org_id, data.name)
+        watch.name = data.name
+    if "url" in fields and data.url is not None:
+        watch.url = data.url
+    if "interval_minutes" in fields and data.interval_minutes is not None:
+        watch.interval_minutes = data.interval_minutes
+    if "tags" in fields and data.tags is not None:
+        _set_tags(watch, data.tags)
+    if "headers" in fields:
+        _set_headers(watch, data.headers, box)
+        changed.append("headers")
+    if "webhook_url" in fields:
+        watch.webhook_url = data.webhook_url
+    if "method" in fields:
+        watch.method = data.method
+    if "body" in fields:
+        watch.request_body = data.body
+    _flush_unique(session, watch.name)
+    audit.record(
+        session,
+        actor=principal.actor,
+        action="watch.update",
+        target_type="watch",
+        target_id=watch.id,
+        org_id=principal.org_id,
+        details={"fields": sorted(changed)},
+    )
+    return watch
+
+
+def delete_watch(session: Session, principal: Principal, watch_id: str) -> None:
+    watch = get_watch(session, principal.org_id, watch_id)
+    ensure_unmanaged(watch)
+    session.delete(watch)
+    audit.record(
+        session,
+        actor=principal.actor,
+        action="watch.delete",
+        target_type="watch",
+        target_id=watch_id,
+        org_id=principal.org_id,
+        details={"name": watch.name},
+    )
+
+
+def pause_watch(session: Session, principal: Principal, watch_id: str) -> Watch:
+    watch = get_watch(session, principal.org_id, watch_id)
+    ensure_unmanaged(watch)
+    if watch.drift_status != DriftStatus.DISABLED:
+        watch.drift_status = DriftStatus.DISABLED.value
+        audit.record(
+            session,
+            actor=principal.actor,
+            action="watch.pause",
+            target_type="watch",
+            target_id=watch.id,
+            org_id=principal.org_id,
+        )
+    return watch
+
+
+def resume_watch(session: Session, principal: Principal, watch_id: str) -> Watch:
+    watch = get_watch(session, principal.org_id, watch_id)
+    ensure_unmanaged(watch)
+    if watch.drift_status == DriftStatus.DISABLED:
+        watch.drift_status = resumed_status(
+            has_baseline=watch.baseline_snapshot_id is not None,
+            last_check_status=watch.last_check_status,
+            open_breaking=watch.open_breaking,
+        ).value
+        audit.record(
+            session,
+            actor=principal.actor,
+            action="watch.resume",
+            target_type="watch",
+            target_id=watch.id,
+            org_id=principal.org_id,
+            details={"status": watch.drift_status},
+        )
+    return watch
+
+
+def ensure_unmanaged(watch: Watch) -> None:
+    """Watches declared in git are read-only through the API; git is the source of truth."""
+    if watch.managed_source is not None:
+        raise Conflict(
+            f"watch {watch.name!r} is managed by source {watch.managed_source!r}"
+            f" ({watch.managed_path or '.driftgate'}); change it in git instead",
+            code="managed_by_source",
+        )
+
+
+def decrypted_headers(watch: Watch, box: SecretBox) -> dict[str, str]:
+    if watch.headers_ciphertext is None:
+        return {}
+    headers = box.decrypt_json(watch.headers_ciphertext)
+    return {str(k): str(v) for k, v in headers.items()}
+
+
+def to_out(watch: Watch, now: datetime) -> WatchOut:
+    """The API view of a watch: header values redacted, health computed for `now`."""
+    baseline = None
+    if watch.baseline_snapshot_id is not None:
+        baseline = Baseline(
+            snapshot_id=watch.baseline_snapshot_id,
+            fingerprint=watch.baseline_fingerprint,
+            accepted_at=watch.baseline_accepted_at,
+            accepted_by=watch.baseline_accepted_by,
+        )
+    managed = None
+    if watch.managed_source is not None:
+        managed = ManagedBy(
+            source=watch.managed_source, path=watch.managed_path, revision=watch.managed_revision
+        )
+    return WatchOut(
+        id=watch.id,
+        name=watch.name,
+        watch_type=WatchType(watch.watch_type),
+        url=watch.url,
+        drift_status=DriftStatus(watch.drift_status),
+        interval_minutes=watch.interval_minutes,
+        tags=watch.tags,
+        headers={name: REDACTED for name in watch.header_names},
+        webhook_url=watch.webhook_url,
+        method=watch.method,
+        body=watch.request_body,
+        health=compute_health(
+            status=watch.drift_status,
+            last_checked_at=watch.last_checked_at,
+            interval_minutes=watch.interval_minutes,
+            now=now,
+        ),
+        last_checked_at=watch.last_checked_at,
+        last_check_status=watch.last_check_status,
+        last_error=watch.last_error,
+        failure_class=FailureClass(watch.failure_class) if watch.failure_class else None,
+        # Incidents are recorded by the checks of the controller; none exist before a check.
+        incident=None,
+        open_changes=ChangeCounts(
+            breaking=watch.open_breaking, warning=watch.open_warning, info=watch.open_info
+        ),
+        baseline=baseline,
+        managed_by=managed,
+        created_at=watch.created_at,
+        updated_at=watch.updated_at,
+    )
+
+
+def to_list(watches: list[Watch], next_cursor: str | None, now: datetime) -> WatchList:
+    return WatchList(watches=[to_out(w, now) for w in watches], next_cursor=next_cursor)
+
+
+def _set_headers(watch: Watch, headers: dict[str, str] | None, box: SecretBox) -> None:
+    if not headers:
+        watch.headers_ciphertext = None
+        watch.header_names = []
+        return
+    watch.headers_ciphertext = box.encrypt_json(headers)
+    watch.header_names = sorted(headers)
+
+
+def _set_tags(watch: Watch, tags: list[str]) -> None:
+    current = {row.tag: row for row in watch.tag_rows}
+    rows = []
+    for position, tag in enumerate(tags):
+        row = current.get(tag) or WatchTag(tag=tag)
+        row.position = position
+        rows.append(row)
+    watch.tag_rows = rows
+
+
+def _ensure_name_free(session: Session, org_id: str, name: str) -> None:
+    if (
+        session.scalar(select(Watch.id).where(Watch.org_id == org_id, Watch.name == name))
+        is not None
+    ):
+        raise Conflict(f"a watch named {name!r} already exists", code="duplicate_name")
+
+
+def _flush_unique(session: Session, name: str) -> None:
+    # Two concurrent creates can both pass the pre-check; the unique index decides.
+    try:
+        session.flush()
+    except IntegrityError:
+        raise Conflict(f"a watch named {name!r} already exists", code="duplicate_name") from None
+
+
+def _encode_cursor(watch: Watch) -> str:
+    raw = json.dumps([watch.created_at.isoformat(), watch.id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        created, last_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        return datetime.fromisoformat(created), str(last_id)
+    except (ValueError, TypeError, binascii.Error, UnicodeError):
+        raise ValidationFailed(
+            "invalid cursor; pass the nextCursor of a previous page",
+            details=[{"path": "/cursor", "message": "not a cursor issued by this API"}],
+        ) from None

@@ -1,0 +1,1 @@
+"""Alembic migration environment of the state store (run with `driftgate db upgrade`)."""

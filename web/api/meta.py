@@ -1,0 +1,32 @@
+"""`GET /openapi.json`: the interface description, built from the route registry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import current_app
+from pydantic import RootModel
+
+from web.api import REGISTRY
+from web.routes import Call
+
+
+class JsonDocument(RootModel[dict[str, Any]]):
+    pass
+
+
+@REGISTRY.route(
+    "GET",
+    "/openapi.json",
+    summary="OpenAPI 3.1 description of this API",
+    tag="meta",
+    auth="none",
+    responses={200: None},
+    raw_response={"application/json": {"schema": {"type": "object"}}},
+)
+def openapi_document(call: Call) -> JsonDocument:
+    """The machine-readable description of every route, generated from the code."""
+    cache = current_app.extensions
+    if "driftgate.openapi" not in cache:
+        cache["driftgate.openapi"] = REGISTRY.openapi(call.settings)
+    return JsonDocument(cache["driftgate.openapi"])

@@ -1,0 +1,98 @@
+"""Turns every error into the JSON envelope `{error, message, details}`; never HTML or a trace."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, Response, g, json, request
+from werkzeug.exceptions import HTTPException
+
+from controller.errors import DriftgateError, RequestError, TemporaryError
+from controller.logs import log
+
+logger = logging.getLogger("driftgate.web")
+
+HTTP_CODES = {
+    400: "bad_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+}
+
+
+def envelope(status: int, error: str, message: str, details: object = None) -> Response:
+    body: dict[str, object] = {"error": error, "message": message}
+    if details is not None:
+        body["details"] = details
+    return Response(json.dumps(body), status=status, mimetype="application/json")
+
+
+def init_app(app: Flask) -> None:
+    @app.errorhandler(RequestError)
+    def request_error(exc: RequestError) -> Response:
+        return envelope(exc.status, exc.code, exc.message, exc.details)
+
+    @app.errorhandler(TemporaryError)
+    def temporary_error(exc: TemporaryError) -> Response:
+        log(
+            logger,
+            logging.WARNING,
+            "request.temporary_error",
+            error=exc.code,
+            path=request.path,
+            correlationId=g.get("correlation_id"),
+        )
+        response = envelope(
+            503, "temporarily_unavailable", "the service is temporarily unavailable; retry shortly"
+        )
+        response.headers["Retry-After"] = "5"
+        return response
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException) -> Response:
+        status = exc.code or 500
+        code = HTTP_CODES.get(status, "http_error")
+        if status == 404:
+            message = f"no route {request.method} {request.path}"
+        elif status == 405:
+            message = f"method {request.method} is not allowed on {request.path}"
+        elif status == 413:
+            limit = app.config.get("MAX_CONTENT_LENGTH")
+            message = f"the request body exceeds the limit of {limit} bytes"
+        else:
+            message = exc.description or code
+        response = envelope(status, code, message)
+        if status == 405 and exc.get_response().headers.get("Allow"):
+            response.headers["Allow"] = exc.get_response().headers["Allow"]
+        return response
+
+    @app.errorhandler(Exception)
+    def unexpected(exc: Exception) -> Response:
+        if isinstance(exc, DriftgateError):
+            log(
+                logger,
+                logging.ERROR,
+                "request.failed",
+                error=exc.code,
+                message=exc.message,
+                path=request.path,
+                correlationId=g.get("correlation_id"),
+            )
+        else:
+            logger.exception(
+                "request.crashed",
+                extra={
+                    "fields": {
+                        "path": request.path,
+                        "method": request.method,
+                        "correlationId": g.get("correlation_id"),
+                    }
+                },
+            )
+        return envelope(
+            500,
+            "internal_error",
+            "an unexpected error occurred; it was logged with the correlation id "
+            f"{g.get('correlation_id', '')}".strip(),
+        )

@@ -1,0 +1,476 @@
+"""A small route registry: every endpoint declares its method, path, models and statuses once.
+
+The same declarations validate requests (pydantic), serialise responses, and build the
+OpenAPI 3.1 document at `/openapi.json`, so the document cannot drift from the code. A
+handler receives a `Call` (principal, parsed body and query, path values, a database
+session) and returns a model, or a `Reply` for another status or extra headers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, get_args, get_origin
+
+from flask import Flask, Response, current_app, g, request
+from pydantic import BaseModel, ValidationError
+from pydantic.json_schema import models_json_schema
+from sqlalchemy.orm import Session
+
+from controller import __version__
+from controller.errors import Forbidden, ValidationFailed
+from controller.services.auth import Principal
+from controller.services.orgs import plan_at_least
+from controller.settings import Settings
+from controller.store.models import TrialSession
+from web.db import request_session
+
+Auth = Literal["none", "key", "key_or_trial"]
+OPENAPI_VERSION = "3.1.0"
+API_VERSION = "0.6.0"
+CORRELATION_HEADER = "X-Service-Correlation-Id"
+
+ERROR_TEXT = {
+    400: "Malformed request: invalid JSON or a body/query that does not match the schema",
+    401: "Missing, invalid or revoked credentials",
+    403: "The plan or an overlay product does not allow this call",
+    404: "Not found (or owned by another org)",
+    409: "Conflict with the current state",
+    413: "Request body too large",
+    422: "Well-formed request that cannot be processed",
+    429: "Rate limit exceeded",
+    503: "Temporarily unavailable",
+}
+
+
+@dataclass
+class Reply:
+    """A handler result with an explicit status and optional extra headers."""
+
+    status: int
+    body: BaseModel | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Call:
+    """Everything a handler needs about the current request."""
+
+    settings: Settings
+    principal: Principal | None
+    trial: TrialSession | None
+    body: Any
+    query: Any
+    path: dict[str, str]
+    now: datetime
+    correlation_id: str
+
+    @property
+    def session(self) -> Session:
+        return request_session()
+
+    @property
+    def principal_required(self) -> Principal:
+        assert self.principal is not None, "route declared without auth"
+        return self.principal
+
+    @property
+    def org_id(self) -> str:
+        return self.principal_required.org_id
+
+    @property
+    def client_ip(self) -> str:
+        return request.remote_addr or "unknown"
+
+    def rate_limit(self, name: str, *, per_minute: int, burst: int) -> None:
+        """Take a token from this client's bucket for `name`, or raise 429."""
+        limiter = current_app.extensions["driftgate.ratelimiter"]
+        limiter.hit(name, self.client_ip, per_minute=per_minute, burst=burst)
+
+
+class Guard:
+    """A reusable check on the principal, answering 403 when it fails."""
+
+    def __init__(self, description: str, check: Callable[[Principal], None]) -> None:
+        self.description = description
+        self.check = check
+
+
+def requires_plan(minimum: str) -> Guard:
+    def check(principal: Principal) -> None:
+        if not plan_at_least(principal.plan, minimum):
+            raise Forbidden(
+                f"this call needs the {minimum} plan or higher; "
+                f"org {principal.org_name!r} is on {principal.plan}",
+                code="plan_required",
+            )
+
+    return Guard(f"requires the {minimum} plan or higher", check)
+
+
+def requires_product(product: str) -> Guard:
+    def check(principal: Principal) -> None:
+        if product not in principal.products:
+            raise Forbidden(
+                f"the {product} product is not enabled for org {principal.org_name!r}",
+                code=f"PRODUCT_REQUIRED: {product}",
+            )
+
+    return Guard(f"requires the {product} product", check)
+
+
+Handler = Callable[[Call], BaseModel | Reply]
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    rule: str
+    handler: Handler
+    summary: str
+    tag: str
+    responses: dict[int, type[BaseModel] | None]
+    body: type[BaseModel] | None = None
+    query: type[BaseModel] | None = None
+    auth: Auth = "key"
+    guards: tuple[Guard, ...] = ()
+    errors: tuple[int, ...] = ()
+    description: str | None = None
+    raw_response: dict[str, Any] | None = None
+
+    @property
+    def operation_id(self) -> str:
+        return self.handler.__name__
+
+    @property
+    def openapi_path(self) -> str:
+        path = self.rule
+        for name in self.path_params:
+            path = path.replace(f"<{name}>", "{" + name + "}")
+        return path
+
+    @property
+    def path_params(self) -> list[str]:
+        return [part[1:-1].split(":")[-1] for part in self.rule.split("/") if part.startswith("<")]
+
+    @property
+    def error_statuses(self) -> list[int]:
+        statuses = set(self.errors)
+        if self.body is not None:
+            statuses.update((400, 413))
+        if self.query is not None:
+            statuses.add(400)
+        if self.auth != "none":
+            statuses.add(401)
+        if self.guards:
+            statuses.add(403)
+        if self.path_params:
+            statuses.add(404)
+        return sorted(statuses)
+
+
+class Registry:
+    """Collects routes from the API modules and installs them on a Flask app."""
+
+    def __init__(self) -> None:
+        self.routes: list[Route] = []
+
+    def route(
+        self,
+        method: str,
+        rule: str,
+        *,
+        summary: str,
+        tag: str,
+        responses: dict[int, type[BaseModel] | None],
+        body: type[BaseModel] | None = None,
+        query: type[BaseModel] | None = None,
+        auth: Auth = "key",
+        guards: Iterable[Guard] = (),
+        errors: Iterable[int] = (),
+        raw_response: dict[str, Any] | None = None,
+    ) -> Callable[[Handler], Handler]:
+        def register(handler: Handler) -> Handler:
+            self.routes.append(
+                Route(
+                    method=method.upper(),
+                    rule=rule,
+                    handler=handler,
+                    summary=summary,
+                    tag=tag,
+                    responses=responses,
+                    body=body,
+                    query=query,
+                    auth=auth,
+                    guards=tuple(guards),
+                    errors=tuple(errors),
+                    description=(handler.__doc__ or "").strip() or None,
+                    raw_response=raw_response,
+                )
+            )
+            return handler
+
+        return register
+
+    def install(
+        self,
+        app: Flask,
+        authenticate: Callable[[Auth], tuple[Principal | None, TrialSession | None]],
+    ) -> None:
+        for route in self.routes:
+            app.add_url_rule(
+                route.rule,
+                endpoint=route.operation_id,
+                view_func=_make_view(route, authenticate),
+                methods=[route.method],
+            )
+
+    def openapi(self, settings: Settings) -> dict[str, Any]:
+        return build_openapi(self.routes, settings)
+
+
+def _make_view(
+    route: Route, authenticate: Callable[[Auth], tuple[Principal | None, TrialSession | None]]
+) -> Callable[..., Response]:
+    def view(**path: str) -> Response:
+        principal, trial = authenticate(route.auth)
+        if principal is not None:
+            g.org_id = principal.org_id
+            for guard in route.guards:
+                guard.check(principal)
+        query = _parse_query(route.query) if route.query is not None else None
+        body = _parse_body(route.body) if route.body is not None else None
+        call = Call(
+            settings=g.settings,
+            principal=principal,
+            trial=trial,
+            body=body,
+            query=query,
+            path=path,
+            now=datetime.now(UTC),
+            correlation_id=g.correlation_id,
+        )
+        result = route.handler(call)
+        if "db_session" in g:
+            g.db_session.commit()
+        reply = result if isinstance(result, Reply) else Reply(_default_status(route), result)
+        if reply.body is None:
+            response = Response(status=reply.status)
+        else:
+            payload = reply.body.model_dump(mode="json", by_alias=True)
+            response = Response(
+                json.dumps(payload), status=reply.status, mimetype="application/json"
+            )
+        response.headers.update(reply.headers)
+        return response
+
+    view.__name__ = route.operation_id
+    return view
+
+
+def _default_status(route: Route) -> int:
+    return min(s for s in route.responses if s < 300)
+
+
+def _parse_body(model: type[BaseModel]) -> BaseModel:
+    raw = request.get_data(cache=False)
+    if not raw.strip():
+        data: Any = {}
+    else:
+        try:
+            data = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ValidationFailed(
+                f"the request body is not valid JSON: {exc}", code="invalid_json"
+            ) from None
+    return _validate(model, data, "body")
+
+
+def _parse_query(model: type[BaseModel]) -> BaseModel:
+    data: dict[str, Any] = {}
+    list_fields = {
+        (info.alias or name)
+        for name, info in model.model_fields.items()
+        if get_origin(info.annotation) is list or list in get_args(info.annotation)
+    }
+    for key in request.args:
+        values = request.args.getlist(key)
+        data[key] = values if key in list_fields else values[-1]
+    return _validate(model, data, "query")
+
+
+def _validate(model: type[BaseModel], data: Any, where: str) -> BaseModel:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        details = [
+            {"path": "/" + "/".join(str(p) for p in err["loc"]), "message": _clean(err["msg"])}
+            for err in exc.errors(include_url=False, include_input=False)
+        ]
+        summary = "; ".join(f"{d['path']}: {d['message']}" for d in details[:5])
+        raise ValidationFailed(f"invalid request {where}: {summary}", details=details) from None
+
+
+def _clean(message: str) -> str:
+    return message.removeprefix("Value error, ")
+
+
+class ErrorEnvelope(BaseModel):
+    """The JSON body of every error response."""
+
+    error: str
+    message: str
+    details: Any = None
+
+
+def build_openapi(routes: list[Route], settings: Settings) -> dict[str, Any]:
+    """The OpenAPI 3.1.0 document of the registered routes."""
+    inputs: set[type[BaseModel]] = {r.body for r in routes if r.body} | {
+        r.query for r in routes if r.query
+    }
+    outputs: set[type[BaseModel]] = {m for r in routes for m in r.responses.values() if m}
+    outputs.add(ErrorEnvelope)
+    models: list[tuple[type[BaseModel], Literal["validation", "serialization"]]] = [
+        *((m, "validation") for m in sorted(inputs, key=lambda m: m.__name__)),
+        *((m, "serialization") for m in sorted(outputs, key=lambda m: m.__name__)),
+    ]
+    refs, top = models_json_schema(
+        models, ref_template="#/components/schemas/{model}", by_alias=True
+    )
+    schemas: dict[str, Any] = top.get("$defs", {})
+    header = {CORRELATION_HEADER: {"$ref": "#/components/headers/CorrelationId"}}
+    error_ref = refs[(ErrorEnvelope, "serialization")]
+
+    paths: dict[str, Any] = {}
+    for route in sorted(routes, key=lambda r: (r.openapi_path, r.method)):
+        operation: dict[str, Any] = {
+            "operationId": route.operation_id,
+            "summary": route.summary,
+            "tags": [route.tag],
+            "parameters": [],
+            "responses": {},
+        }
+        if route.description:
+            operation["description"] = route.description
+        if route.guards:
+            notes = "; ".join(g.description for g in route.guards)
+            operation["description"] = (
+                operation.get("description", "") + f"\n\nAccess: {notes}."
+            ).strip()
+        if route.auth == "none":
+            operation["security"] = []
+        elif route.auth == "key":
+            operation["security"] = [{"bearerAuth": []}, {"apiKeyHeader": []}]
+        else:
+            operation["security"] = [{"bearerAuth": []}, {"apiKeyHeader": []}, {"trialSession": []}]
+        for name in route.path_params:
+            operation["parameters"].append(
+                {
+                    "name": name,
+                    "in": "path",
+                    "required": True,
+                    "schema": {"type": "string", "maxLength": 200},
+                }
+            )
+        operation["parameters"].append({"$ref": "#/components/parameters/CorrelationId"})
+        if route.query is not None:
+            query_schema = _deref(schemas, refs[(route.query, "validation")])
+            for name, prop in query_schema.get("properties", {}).items():
+                param: dict[str, Any] = {"name": name, "in": "query", "schema": prop}
+                if name in query_schema.get("required", []):
+                    param["required"] = True
+                if prop.get("type") == "array":
+                    param["style"], param["explode"] = "form", True
+                if "description" in prop:
+                    param["description"] = prop["description"]
+                operation["parameters"].append(param)
+        if route.body is not None:
+            operation["requestBody"] = {
+                "required": True,
+                "content": {"application/json": {"schema": refs[(route.body, "validation")]}},
+            }
+        for status, model in sorted(route.responses.items()):
+            response: dict[str, Any] = {
+                "description": _status_text(status, route),
+                "headers": header,
+            }
+            if model is not None:
+                response["content"] = {
+                    "application/json": {"schema": refs[(model, "serialization")]}
+                }
+            elif route.raw_response is not None and status < 300:
+                response["content"] = route.raw_response
+            operation["responses"][str(status)] = response
+        for status in route.error_statuses:
+            operation["responses"].setdefault(
+                str(status),
+                {
+                    "description": ERROR_TEXT.get(status, "Error"),
+                    "headers": header,
+                    "content": {"application/json": {"schema": error_ref}},
+                },
+            )
+        operation["responses"]["500"] = {
+            "description": "Unexpected server error (logged; the body never holds details)",
+            "headers": header,
+            "content": {"application/json": {"schema": error_ref}},
+        }
+        paths.setdefault(route.openapi_path, {})[route.method.lower()] = operation
+
+    servers = [{"url": settings.public_base_url}] if settings.public_base_url else [{"url": "/"}]
+    return {
+        "openapi": OPENAPI_VERSION,
+        "info": {
+            "title": "driftgate",
+            "version": API_VERSION,
+            "description": (
+                "Self-hosted contract drift monitor and run gate. "
+                f"Server build {__version__}. Errors use the envelope "
+                "{error, message, details}."
+            ),
+            "license": {"name": "Apache-2.0", "identifier": "Apache-2.0"},
+        },
+        "servers": servers,
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {
+                "bearerAuth": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "Authorization: Bearer dg_...",
+                },
+                "apiKeyHeader": {"type": "apiKey", "in": "header", "name": "X-Api-Key"},
+                "trialSession": {"type": "apiKey", "in": "header", "name": "X-Service-Trial"},
+            },
+            "headers": {
+                "CorrelationId": {
+                    "description": "Echo of the request's correlation id, or a generated one",
+                    "schema": {"type": "string"},
+                }
+            },
+            "parameters": {
+                "CorrelationId": {
+                    "name": CORRELATION_HEADER,
+                    "in": "header",
+                    "required": False,
+                    "description": "Caller's correlation id (1-128 of A-Z a-z 0-9 . _ : -)",
+                    "schema": {"type": "string", "maxLength": 128},
+                }
+            },
+        },
+    }
+
+
+def _deref(schemas: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any]:
+    name = ref["$ref"].rsplit("/", 1)[-1]
+    result: dict[str, Any] = schemas[name]
+    return result
+
+
+def _status_text(status: int, route: Route) -> str:
+    return {200: "OK", 201: "Created", 202: "Accepted", 204: "No Content"}.get(
+        status, ERROR_TEXT.get(status, route.summary)
+    )
