@@ -41,9 +41,20 @@ class TextFormatter(logging.Formatter):
         return text
 
 
+class StderrHandler(logging.Handler):
+    """Writes to whatever `sys.stderr` is at emit time (test capture, gunicorn redirection)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001 - logging must never break a request
+            self.handleError(record)
+
+
 def configure_logging(settings: Settings) -> None:
     """Route the `driftgate` loggers (and gunicorn's) to stderr in the configured format."""
-    handler = logging.StreamHandler(sys.stderr)
+    handler = StderrHandler()
     handler.setFormatter(JsonFormatter() if settings.log_format == "json" else TextFormatter())
     for name in ("driftgate", "gunicorn.error"):
         logger = logging.getLogger(name)

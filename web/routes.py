@@ -340,6 +340,8 @@ def build_openapi(routes: list[Route], settings: Settings) -> dict[str, Any]:
         models, ref_template="#/components/schemas/{model}", by_alias=True
     )
     schemas: dict[str, Any] = top.get("$defs", {})
+    for component in schemas.values():
+        _tighten(component)
     header = {CORRELATION_HEADER: {"$ref": "#/components/headers/CorrelationId"}}
     error_ref = refs[(ErrorEnvelope, "serialization")]
 
@@ -462,6 +464,35 @@ def build_openapi(routes: list[Route], settings: Settings) -> dict[str, Any]:
             },
         },
     }
+
+
+def _tighten(schema: Any) -> None:
+    """Make the published schema say exactly what the models accept.
+
+    Drops `default: null` from properties that refuse null (absent means unchanged), and
+    closes maps whose keys are constrained by `patternProperties`.
+    """
+    if isinstance(schema, list):
+        for item in schema:
+            _tighten(item)
+        return
+    if not isinstance(schema, dict):
+        return
+    if "patternProperties" in schema and "additionalProperties" not in schema:
+        schema["additionalProperties"] = False
+    for prop in schema.get("properties", {}).values():
+        if "default" in prop and prop["default"] is None and not _allows_null(prop):
+            del prop["default"]
+    for value in schema.values():
+        _tighten(value)
+
+
+def _allows_null(schema: dict[str, Any]) -> bool:
+    if not schema or schema.get("type") == "null":
+        return True
+    if isinstance(schema.get("type"), list) and "null" in schema["type"]:
+        return True
+    return any(_allows_null(s) for s in schema.get("anyOf", []) + schema.get("oneOf", []))
 
 
 def _deref(schemas: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any]:

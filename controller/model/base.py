@@ -15,6 +15,5 @@ class ApiModel(BaseModel):
 class RequestModel(BaseModel):
     """A request body or query: camelCase names, unknown fields refused."""
 
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", str_strip_whitespace=True
-    )
+    # No whitespace stripping: what the published schema accepts is exactly what is stored.
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")

@@ -14,13 +14,21 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, Field, StringConstraints, field_validator, model_validator
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from controller.model.base import ApiModel, RequestModel
 
 DEFAULT_INTERVAL_MINUTES = 15
 MAX_INTERVAL_MINUTES = 7 * 24 * 60
 REDACTED = "<redacted>"
+CURSOR_PATTERN = r"^[0-9]{1,16}\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 
 
 class WatchType(StrEnum):
@@ -48,37 +56,51 @@ class FailureClass(StrEnum):
     BLOCKED_TARGET = "blocked_target"
 
 
-def check_http_url(value: str) -> str:
-    """Accept only absolute http(s) URLs with a host; no credentials in the URL."""
-    if any(ch.isspace() for ch in value):
-        raise ValueError("must not contain whitespace")
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https"):
-        raise ValueError("must be an http:// or https:// URL")
-    if not parts.hostname:
-        raise ValueError("must include a host")
-    if parts.username or parts.password:
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_PORT = r"(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})"
+# ASCII host names and IPv4 addresses (RFC 3986 reg-name characters); IDNs go in punycode and
+# IPv6 literals are not accepted, because a pattern cannot say which of them are valid.
+_HOST = r"[A-Za-z0-9._~%!$&'()*+,;=-]+"
+URL_PATTERN = rf"^[hH][tT][tT][pP][sS]?://{_HOST}(?::{_PORT})?(?:[/?#][^\x00-\x20\x7f]*)?$"
+NAME_PATTERN = r"^[^ \x00-\x1f\x7f]([^\x00-\x1f\x7f]*[^ \x00-\x1f\x7f])?$"
+
+
+def explain_bad_url(value: object) -> object:
+    """Give the common URL mistakes a clear message; the pattern stays the contract."""
+    if not isinstance(value, str):
+        return value
+    scheme, sep, rest = value.partition("://")
+    if not sep or scheme.lower() not in ("http", "https"):
+        raise ValueError("must be an absolute http:// or https:// URL")
+    if _CONTROL.search(value) or " " in value:
+        raise ValueError("must not contain spaces or control characters")
+    host = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    if "@" in host:
         raise ValueError("must not embed credentials; send them as headers instead")
-    try:
-        parts.port  # noqa: B018 - raises on a malformed port
-    except ValueError:
-        raise ValueError("has an invalid port") from None
+    if not host or host.startswith(":"):
+        raise ValueError("must include a host")
     return value
 
 
-def _check_name(value: str) -> str:
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
-        raise ValueError("must not contain control characters")
+def explain_bad_name(value: object) -> object:
+    if isinstance(value, str):
+        if _CONTROL.search(value):
+            raise ValueError("must not contain control characters")
+        if value != value.strip(" "):
+            raise ValueError("must not start or end with a space")
     return value
 
 
+# The patterns are published in /openapi.json, so what a client validates is what we accept.
 HttpUrl = Annotated[
-    str, StringConstraints(min_length=1, max_length=2048), AfterValidator(check_http_url)
+    str,
+    StringConstraints(max_length=2048, pattern=URL_PATTERN),
+    BeforeValidator(explain_bad_url),
 ]
 WatchName = Annotated[
     str,
-    StringConstraints(strip_whitespace=True, min_length=1, max_length=200),
-    AfterValidator(_check_name),
+    StringConstraints(min_length=1, max_length=200, pattern=NAME_PATTERN),
+    BeforeValidator(explain_bad_name),
 ]
 Tag = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:/=@+-]{0,199}$")]
 HeaderName = Annotated[str, StringConstraints(pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$")]
@@ -97,10 +119,14 @@ def _unique_tags(tags: list[str] | None) -> list[str] | None:
 
 
 class WatchCreate(RequestModel):
-    """Body of `POST /api/watches`. `label` is accepted as an alias of `name`."""
+    """Body of `POST /api/watches`. `label` is accepted as an alias of `name` (send one)."""
 
-    name: WatchName | None = None
-    label: WatchName | None = None
+    model_config = ConfigDict(
+        json_schema_extra={"oneOf": [{"required": ["name"]}, {"required": ["label"]}]}
+    )
+
+    name: WatchName = Field(default=None)
+    label: WatchName = Field(default=None)
     url: HttpUrl
     watch_type: WatchType | None = None
     interval_minutes: Interval | None = None
@@ -117,24 +143,25 @@ class WatchCreate(RequestModel):
 
     @model_validator(mode="after")
     def _name_or_label(self) -> WatchCreate:
-        if self.name is None and self.label is None:
-            raise ValueError("`name` (or its alias `label`) is required")
-        if self.name is not None and self.label is not None and self.name != self.label:
-            raise ValueError("`name` and `label` disagree; send one of them")
+        if (self.name is None) == (self.label is None):
+            raise ValueError("send `name` (or its alias `label`), not both")
         return self
 
     @property
     def effective_name(self) -> str:
-        return self.name if self.name is not None else str(self.label)
+        return self.name if self.name is not None else self.label
 
 
 class WatchUpdate(RequestModel):
     """Body of `PATCH /api/watches/<id>`: only the fields sent change; `headers: null` clears."""
 
-    name: WatchName | None = None
-    url: HttpUrl | None = None
-    interval_minutes: Interval | None = None
-    tags: Annotated[list[Tag], Field(max_length=50)] | None = None
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
+
+    # Not nullable on the wire: these cannot be cleared, only changed.
+    name: WatchName = Field(default=None)
+    url: HttpUrl = Field(default=None)
+    interval_minutes: Interval = Field(default=None)
+    tags: Annotated[list[Tag], Field(max_length=50)] = Field(default=None)
     headers: Annotated[dict[HeaderName, HeaderValue], Field(max_length=50)] | None = None
     webhook_url: HttpUrl | None = None
     method: Method | None = None
@@ -149,9 +176,6 @@ class WatchUpdate(RequestModel):
     def _something(self) -> WatchUpdate:
         if not self.model_fields_set:
             raise ValueError("send at least one field to change")
-        for field in ("name", "url", "interval_minutes", "tags"):
-            if field in self.model_fields_set and getattr(self, field) is None:
-                raise ValueError(f"`{field}` cannot be null")
         return self
 
 
@@ -160,7 +184,9 @@ class WatchListQuery(RequestModel):
     drift_status: DriftStatus | None = None
     watch_type: WatchType | None = None
     limit: int = Field(default=50, ge=1, le=200)
-    cursor: Annotated[str, StringConstraints(max_length=512)] | None = None
+    cursor: Annotated[str, StringConstraints(pattern=CURSOR_PATTERN)] | None = Field(
+        default=None, description="the nextCursor of the previous page"
+    )
 
 
 class Health(ApiModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Field, RootModel, StringConstraints
 
 from controller import __version__
 from controller.model.base import ApiModel, RequestModel
@@ -89,23 +89,17 @@ class FunnelEvent(RequestModel):
 
 
 class FunnelBatch(RequestModel):
-    """One event (`event`) or a batch (`events`, at most 50). Nothing else is accepted, so no
-    personal data can arrive."""
+    events: Annotated[list[FunnelEvent], Field(min_length=1, max_length=50)]
 
-    event: EventName | None = None
-    occurred_at: datetime | None = None
-    events: Annotated[list[FunnelEvent], Field(max_length=50)] | None = None
 
-    @model_validator(mode="after")
-    def _one_form(self) -> FunnelBatch:
-        if (self.event is None) == (self.events is None):
-            raise ValueError("send either `event` or `events`")
-        return self
+class FunnelBody(RootModel[FunnelEvent | FunnelBatch]):
+    """One event (`{event}`) or a batch (`{events: [...]}`, at most 50). Nothing else is
+    accepted, so no personal data can arrive."""
 
     def names(self) -> list[str]:
-        if self.events is not None:
-            return [e.event for e in self.events]
-        return [str(self.event)]
+        if isinstance(self.root, FunnelBatch):
+            return [e.event for e in self.root.events]
+        return [self.root.event]
 
 
 class FunnelAccepted(ApiModel):
@@ -118,7 +112,7 @@ class FunnelAccepted(ApiModel):
     summary="Record usage micro-events",
     tag="public",
     auth="none",
-    body=FunnelBatch,
+    body=FunnelBody,
     responses={202: FunnelAccepted},
     errors=(429,),
 )

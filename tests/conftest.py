@@ -1,0 +1,129 @@
+"""Shared fixtures: settings from a dict, a migrated database per test, the app, and orgs with keys.
+
+The suite runs on SQLite by default. With `DRIFTGATE_TEST_DATABASE_URL` set to a Postgres
+URL (CI sets `postgresql+psycopg://postgres@127.0.0.1:5432/test`) it creates a private
+database next to it, migrates it once, and truncates every table between tests.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from controller.services import auth as auth_service
+from controller.services import orgs as org_service
+from controller.settings import Settings, load_settings
+from controller.store import migrate
+from controller.store.db import Database
+from controller.store.models import Base
+
+TEST_DB_URL = os.environ.get("DRIFTGATE_TEST_DATABASE_URL", "")
+ON_POSTGRES = TEST_DB_URL.startswith("postgresql")
+SECRET = "test-secret-key-for-driftgate-tests"
+
+
+def make_settings(tmp_path: Path, **values: Any) -> Settings:
+    env = {"DRIFTGATE_DATA_DIR": str(tmp_path / "data"), "DRIFTGATE_SECRET_KEY": SECRET}
+    return load_settings(env=env, **values)
+
+
+@pytest.fixture(scope="session")
+def _template_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A migrated database shared by the session: a SQLite file to copy, or a Postgres database."""
+    if ON_POSTGRES:
+        admin = create_engine(TEST_DB_URL, isolation_level="AUTOCOMMIT")
+        name = f"driftgate_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        url = make_url(TEST_DB_URL).set(database=name).render_as_string(hide_password=False)
+        database = Database(url)
+        migrate.upgrade(database)
+        database.dispose()
+        yield url
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+    else:
+        path = tmp_path_factory.mktemp("template") / "template.db"
+        database = Database(f"sqlite:///{path}")
+        migrate.upgrade(database)
+        database.dispose()
+        yield str(path)
+
+
+@pytest.fixture
+def database(_template_database: str, tmp_path: Path) -> Iterator[Database]:
+    """A migrated, empty database for one test."""
+    if ON_POSTGRES:
+        database = Database(_template_database)
+        tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+        with database.engine.begin() as conn:
+            conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+    else:
+        path = tmp_path / "driftgate.db"
+        shutil.copyfile(_template_database, path)
+        database = Database(f"sqlite:///{path}")
+    yield database
+    database.dispose()
+
+
+@pytest.fixture
+def settings(tmp_path: Path, database: Database) -> Settings:
+    return make_settings(tmp_path, database_url=database.url)
+
+
+@pytest.fixture
+def app(settings: Settings, database: Database) -> Flask:
+    from web.app import create_app
+
+    return create_app(settings, database=database)
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+@dataclass
+class OrgKey:
+    org_id: str
+    org_name: str
+    key: str
+    key_id: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.key}"}
+
+
+@pytest.fixture
+def make_org(database: Database) -> Callable[..., OrgKey]:
+    """Create an org (plan, products) with one API key, straight through the services."""
+
+    def make(name: str | None = None, plan: str = "pro", products: tuple[str, ...] = ()) -> OrgKey:
+        with database.transaction() as session:
+            org = org_service.create_org(
+                session, name or f"org-{uuid.uuid4().hex[:8]}", plan, actor="test"
+            )
+            for product in products:
+                org_service.set_product(session, org, product, True, actor="test")
+            issued = auth_service.create_api_key(session, org, "test", actor="test")
+            return OrgKey(org.id, org.name, issued.secret, issued.key.id)
+
+    return make
+
+
+@pytest.fixture
+def acme(make_org: Callable[..., OrgKey]) -> OrgKey:
+    return make_org("acme", "pro")
