@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import schemathesis
-from schemathesis.config import SchemathesisConfig
 from flask import Flask
 from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 from openapi_spec_validator import validate
+from schemathesis.config import SchemathesisConfig
 
 from tests.conftest import OrgKey
 from web.api import REGISTRY
