@@ -1,0 +1,107 @@
+"""End to end: `driftgate up` under real gunicorn, driven over HTTP like a user with curl."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from controller.store.db import Database
+from tests.conftest import SECRET
+
+DRIFTGATE = [sys.executable, "-m", "cli"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def server(tmp_path: Path, database: Database) -> Iterator[tuple[str, dict[str, str]]]:
+    port = free_port()
+    env = {
+        **os.environ,
+        "DRIFTGATE_DATABASE_URL": database.url,
+        "DRIFTGATE_DATA_DIR": str(tmp_path / "data"),
+        "DRIFTGATE_SECRET_KEY": SECRET,
+        "DRIFTGATE_WORKERS": "2",
+    }
+    log = (tmp_path / "server.log").open("w")
+    process = subprocess.Popen(
+        [*DRIFTGATE, "up", "--port", str(port)], env=env, stdout=log, stderr=log
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError((tmp_path / "server.log").read_text())
+        time.sleep(0.1)
+    yield base, env
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=30) == 0
+    log.close()
+
+
+def test_a_user_session_against_the_running_server(server: tuple[str, dict[str, str]]) -> None:
+    base, env = server
+    subprocess.run(
+        [*DRIFTGATE, "orgs", "create", "acme", "--plan", "pro"],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    key = subprocess.run(
+        [*DRIFTGATE, "keys", "create", "--org", "acme"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    auth = {"Authorization": f"Bearer {key}", "User-Agent": "driftgate-tests"}
+    with httpx.Client(base_url=base, headers=auth, timeout=10) as http:
+        assert http.get("/health/ready").json() == {"status": "ok", "database": "ok"}
+        created = http.post(
+            "/api/watches", json={"name": "stripe", "url": "https://api.example.com/openapi.json"}
+        )
+        assert created.status_code == 201
+        watch_id = created.json()["id"]
+        listed = http.get("/api/watches").json()
+        assert [w["id"] for w in listed["watches"]] == [watch_id]
+        assert http.post(f"/api/watches/{watch_id}/pause").json()["driftStatus"] == "disabled"
+        assert http.delete(f"/api/watches/{watch_id}").status_code == 204
+        mistakes = [
+            http.post(
+                "/api/watches", content=b"{oops", headers={"Content-Type": "application/json"}
+            ),
+            http.post("/api/watches", json={"name": "x", "url": "not a url"}),
+            http.get(f"/api/watches/{watch_id}"),
+            http.put("/api/watches"),
+            http.get("/api/watches", headers={"Authorization": "Bearer dg_wrong"}),
+            http.post(
+                "/api/watches",
+                content=b"x" * 2_000_000,
+                headers={"Content-Type": "application/json"},
+            ),
+        ]
+        assert [m.status_code for m in mistakes] == [400, 400, 404, 405, 401, 413]
+        for mistake in mistakes:
+            assert mistake.headers["content-type"] == "application/json"
+            assert set(mistake.json()) >= {"error", "message"}
+            assert mistake.headers["X-Service-Correlation-Id"]
+        document = http.get("/openapi.json").json()
+        assert document["openapi"] == "3.1.0" and "/api/watches" in document["paths"]

@@ -1,0 +1,84 @@
+"""Settings: defaults, environment, YAML file with line numbers, and clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from controller.errors import ConfigError
+from controller.settings import load_settings
+
+
+def test_defaults_use_sqlite_in_the_data_dir(tmp_path: Path) -> None:
+    settings = load_settings(env={"DRIFTGATE_DATA_DIR": str(tmp_path)})
+    assert settings.effective_database_url == f"sqlite:///{(tmp_path / 'driftgate.db').resolve()}"
+    assert settings.port == 8080 and settings.workers == 2
+    assert settings.allow_private_targets is False
+
+
+def test_environment_values_are_parsed(tmp_path: Path) -> None:
+    settings = load_settings(
+        env={
+            "DRIFTGATE_DATABASE_URL": "postgresql+psycopg://u@db/driftgate",
+            "DRIFTGATE_SECRET_KEY": "first-key-0123456789, second-key-0123456789",
+            "DRIFTGATE_ALLOW_PRIVATE_TARGETS": "true",
+            "DRIFTGATE_LOG_LEVEL": "debug",
+            "DRIFTGATE_PORT": "9000",
+        }
+    )
+    assert settings.effective_database_url == "postgresql+psycopg://u@db/driftgate"
+    assert [k.get_secret_value() for k in settings.secret_key] == [
+        "first-key-0123456789",
+        "second-key-0123456789",
+    ]
+    assert settings.allow_private_targets is True
+    assert settings.log_level == "DEBUG" and settings.port == 9000
+    assert "first-key" not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        ({"DRIFTGATE_PORT": "eighty"}, "DRIFTGATE_PORT"),
+        ({"DRIFTGATE_PORT": "70000"}, "DRIFTGATE_PORT"),
+        ({"DRIFTGATE_WORKERS": "0"}, "DRIFTGATE_WORKERS"),
+        ({"DRIFTGATE_DATABASE_URL": "mysql://x"}, "DRIFTGATE_DATABASE_URL"),
+        ({"DRIFTGATE_ALLOW_PRIVATE_TARGETS": "perhaps"}, "DRIFTGATE_ALLOW_PRIVATE_TARGETS"),
+        ({"DRIFTGATE_LOG_FORMAT": "xml"}, "DRIFTGATE_LOG_FORMAT"),
+    ],
+)
+def test_bad_values_name_the_variable(env: dict[str, str], needle: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings(env=env)
+    assert needle in info.value.message
+
+
+def test_yaml_file_with_env_overrides(tmp_path: Path) -> None:
+    config = tmp_path / "driftgate.yaml"
+    config.write_text("port: 9100\nworkers: 3\nlog_format: text\n")
+    settings = load_settings(env={"DRIFTGATE_CONFIG": str(config), "DRIFTGATE_WORKERS": "4"})
+    assert settings.port == 9100 and settings.workers == 4 and settings.log_format == "text"
+    assert settings.config == config
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("port: 80\nworkers: many\n", "driftgate.yaml:2: workers"),
+        ("port: 80\ncolour: red\n", "driftgate.yaml:2: unknown setting 'colour'"),
+        ("port: [1,\n", "driftgate.yaml:2: invalid YAML"),
+        ("- a\n- b\n", "driftgate.yaml:1: the config file must be a mapping"),
+    ],
+)
+def test_bad_yaml_files_give_file_and_line(tmp_path: Path, text: str, needle: str) -> None:
+    config = tmp_path / "driftgate.yaml"
+    config.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_settings(env={}, config_file=config)
+    assert needle in info.value.message
+
+
+def test_missing_config_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_settings(env={}, config_file=tmp_path / "absent.yaml")
