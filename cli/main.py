@@ -59,6 +59,10 @@ class Context:
         with database.transaction() as session:
             yield session
 
+    def close(self) -> None:
+        if self._database is not None:
+            self._database.dispose()
+
 
 class DriftgateGroup(click.Group):
     """Turns driftgate errors into one line on stderr and exit code 2."""
@@ -92,6 +96,7 @@ def _fail(message: str) -> None:
 def main(ctx: click.Context, config: Path | None) -> None:
     """driftgate: contract drift monitor and run gate for REST/OpenAPI APIs and MCP servers."""
     ctx.obj = Context(config)
+    ctx.call_on_close(ctx.obj.close)
 
 
 @main.command()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from cryptography.fernet import Fernet
+from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from controller.crypto import SecretBox, hash_token, load_secret_box, new_token
@@ -14,9 +15,7 @@ from controller.errors import ConfigError, PermanentError
 from controller.services.secrets import rotate_all
 from controller.store.db import Database
 from controller.store.models import Watch
-from tests.conftest import OrgKey
-from flask.testing import FlaskClient
-from tests.conftest import make_settings
+from tests.conftest import OrgKey, make_settings
 
 
 def test_round_trip_with_passphrase_and_fernet_keys() -> None:

@@ -28,6 +28,24 @@ def envelope(status: int, error: str, message: str, details: object = None) -> R
     return Response(json.dumps(body), status=status, mimetype="application/json")
 
 
+DRAIN_LIMIT = 64 * 1024 * 1024
+
+
+def _discard_body() -> None:
+    """Read and drop an oversized body (up to a bound) so the client can read our 413 and
+    its keep-alive connection stays in step; past the bound the server closes it."""
+    stream = request.environ.get("wsgi.input")
+    remaining = min(request.content_length or 0, DRAIN_LIMIT)
+    try:
+        while stream is not None and remaining > 0:
+            chunk = stream.read(min(remaining, 65536))
+            if not chunk:
+                break
+            remaining -= len(chunk)
+    except OSError:
+        pass
+
+
 def init_app(app: Flask) -> None:
     @app.errorhandler(RequestError)
     def request_error(exc: RequestError) -> Response:
@@ -63,6 +81,8 @@ def init_app(app: Flask) -> None:
         else:
             message = exc.description or code
         response = envelope(status, code, message)
+        if status == 413:
+            _discard_body()
         if status == 405 and exc.get_response().headers.get("Allow"):
             response.headers["Allow"] = exc.get_response().headers["Allow"]
         return response

@@ -1,0 +1,33 @@
+"""Conformance over the shared corpora: report the figures, hold the levels reached."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = Path("/work/shared/conformance")
+sys.path.insert(0, str(ROOT))
+
+from bench.conformance import run  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not CORPUS.exists(), reason="conformance corpus not present")
+
+# The level reached when this test was written; raise it when the engine improves.
+OPENAPI_MIN_PERCENT = 98.0
+
+
+def test_conformance_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    report = run(CORPUS)
+    with capsys.disabled():
+        print(
+            f"\nconformance: OpenAPI {report['openapi']['agree']}/{report['openapi']['scored']}"
+            f" = {report['openapi']['percent']:.1f}% ({report['openapi']['intentional']}"
+            f" intentional), MCP {report['mcp']['agree']}/{report['mcp']['scored']}"
+        )
+    assert report["mcp"]["percent"] == 100.0
+    assert report["openapi"]["percent"] >= OPENAPI_MIN_PERCENT
+    assert report["openapi"]["no_change_misses"] == []
+    assert report["mcp"]["no_change_misses"] == []

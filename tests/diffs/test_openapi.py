@@ -1,0 +1,238 @@
+"""OpenAPI engine: operations, parameters, bodies, responses, security, versions and refs."""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+from typing import Any
+
+import pytest
+
+from controller.diffs import ContractParseError, DiffOptions, diff_openapi, load_document
+
+
+def spec(paths: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": paths, **extra}
+
+
+def op(**kw: Any) -> dict[str, Any]:
+    return {"responses": {"200": {"description": "ok"}}, **kw}
+
+
+def json_body(schema: Any) -> dict[str, Any]:
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+def rules(base: Any, rev: Any, **kw: Any) -> dict[str, str]:
+    return {c.rule: c.severity.value for c in diff_openapi(base, rev, **kw)}
+
+
+def test_identical_documents_have_no_changes() -> None:
+    doc = spec({"/a": {"get": op()}})
+    assert diff_openapi(doc, copy.deepcopy(doc)) == []
+
+
+def test_operation_removed_is_breaking_with_location() -> None:
+    changes = diff_openapi(spec({"/v1/charges": {"get": op()}}), spec({}))
+    assert [(c.rule, c.severity.value, c.location and c.location.operation) for c in changes] == [
+        ("endpoint-removed", "breaking", "GET /v1/charges")
+    ]
+
+
+def test_deprecated_operation_removed_is_a_warning() -> None:
+    assert rules(spec({"/a": {"get": op(deprecated=True)}}), spec({})) == {
+        "endpoint-removed-deprecated": "warning"
+    }
+
+
+def test_removed_before_sunset_is_breaking_when_today_is_known() -> None:
+    base = spec({"/a": {"get": op(deprecated=True, **{"x-sunset": "2999-01-01"})}})
+    opts = DiffOptions(today=dt.date(2024, 1, 1))
+    assert rules(base, spec({}), options=opts) == {"endpoint-removed-before-sunset": "breaking"}
+
+
+def test_renamed_path_parameter_is_the_same_operation() -> None:
+    param = {"in": "path", "required": True, "schema": {"type": "string"}}
+    base = spec({"/users/{id}": {"get": op(parameters=[{**param, "name": "id"}])}})
+    rev = spec({"/users/{userId}": {"get": op(parameters=[{**param, "name": "userId"}])}})
+    assert diff_openapi(base, rev) == []
+
+
+def test_endpoint_added_is_info() -> None:
+    assert rules(spec({}), spec({"/a": {"post": op()}})) == {"endpoint-added": "info"}
+
+
+@pytest.mark.parametrize("where", ["query", "header", "cookie"])
+def test_parameters_in_every_location(where: str) -> None:
+    p = {"name": "x", "in": where, "schema": {"type": "string"}}
+    base = spec({"/a": {"get": op(parameters=[p])}})
+    required = spec({"/a": {"get": op(parameters=[{**p, "required": True}])}})
+    assert rules(spec({"/a": {"get": op()}}), required) == {
+        "request-parameter-added-required": "breaking"
+    }
+    assert rules(base, spec({"/a": {"get": op()}})) == {"request-parameter-removed": "warning"}
+    assert rules(base, required) == {"request-parameter-became-required": "breaking"}
+    narrowed = spec({"/a": {"get": op(parameters=[{**p, "schema": {"type": "integer"}}])}})
+    assert rules(base, narrowed) == {"request-parameter-type-changed": "breaking"}
+
+
+def test_request_body_and_media_types() -> None:
+    body = json_body({"type": "object", "properties": {"a": {"type": "string"}}})
+    base = spec({"/a": {"post": op(requestBody=body)}})
+    xml = {"content": {"application/xml": body["content"]["application/json"]}}
+    assert rules(base, spec({"/a": {"post": op(requestBody=xml)}})) == {
+        "request-body-media-type-removed": "breaking",
+        "request-body-media-type-added": "info",
+    }
+    required = {**body, "required": True}
+    assert rules(
+        spec({"/a": {"post": op()}}), spec({"/a": {"post": op(requestBody=required)}})
+    ) == {"request-body-added-required": "breaking"}
+
+
+def test_responses_status_codes_and_headers() -> None:
+    resp = {
+        "description": "ok",
+        "headers": {"X-Rate": {"required": True, "schema": {"type": "integer"}}},
+    }
+    base = spec({"/a": {"get": {"responses": {"200": resp, "404": {"description": "no"}}}}})
+    rev = spec({"/a": {"get": {"responses": {"201": {"description": "ok"}}}}})
+    assert rules(base, rev) == {
+        "response-success-status-removed": "breaking",
+        "response-non-success-status-removed": "info",
+        "response-success-status-added": "info",
+    }
+    no_header = spec(
+        {"/a": {"get": {"responses": {"200": {"description": "ok"}, "404": {"description": "no"}}}}}
+    )
+    assert rules(base, no_header) == {"response-header-removed-required": "breaking"}
+
+
+def test_response_property_removed_is_breaking_when_required() -> None:
+    schema = {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}
+    base = spec({"/a": {"get": {"responses": {"200": {"description": "", **json_body(schema)}}}}})
+    rev_schema = {"type": "object", "properties": {}}
+    rev = spec(
+        {"/a": {"get": {"responses": {"200": {"description": "", **json_body(rev_schema)}}}}}
+    )
+    [change] = diff_openapi(base, rev)
+    assert change.rule == "response-property-removed-required"
+    assert change.severity.value == "breaking"
+    assert change.path.endswith("/responses/200/content/application~1json/schema/properties/id")
+    assert change.location is not None and change.location.operation == "GET /a"
+
+
+def test_security_requirements() -> None:
+    base = spec({"/a": {"get": op()}})
+    rev = spec({"/a": {"get": op(security=[{"oauth": ["read"]}])}})
+    assert rules(base, rev) == {"security-requirement-added": "breaking"}
+    scoped = spec({"/a": {"get": op(security=[{"oauth": ["read", "write"]}])}})
+    assert rules(rev, scoped) == {"security-scope-added": "warning"}
+
+
+def test_servers() -> None:
+    base = spec({}, servers=[{"url": "https://a.example"}])
+    rev = spec({}, servers=[{"url": "https://b.example"}])
+    assert rules(base, rev) == {"server-removed": "warning", "server-added": "info"}
+
+
+def test_swagger_2_body_and_responses() -> None:
+    def swagger(prop_type: str) -> dict[str, Any]:
+        schema = {"type": "object", "properties": {"n": {"type": prop_type}}, "required": ["n"]}
+        return {
+            "swagger": "2.0",
+            "info": {"title": "t", "version": "1"},
+            "paths": {
+                "/a": {
+                    "post": {
+                        "parameters": [{"in": "body", "name": "b", "schema": schema}],
+                        "responses": {"200": {"description": "ok", "schema": schema}},
+                    }
+                }
+            },
+        }
+
+    assert rules(swagger("string"), swagger("integer")) == {
+        "request-property-type-changed": "breaking",
+        "response-property-type-changed": "breaking",
+    }
+
+
+def test_openapi_31_type_arrays() -> None:
+    def doc(t: Any) -> dict[str, Any]:
+        schema = {"type": "object", "properties": {"v": {"type": t}}}
+        d = spec({"/a": {"get": {"responses": {"200": {"description": "", **json_body(schema)}}}}})
+        d["openapi"] = "3.1.0"
+        return d
+
+    assert rules(doc("string"), doc(["string", "null"])) == {
+        "response-property-became-nullable": "breaking"
+    }
+
+
+def test_ref_cycles_are_compared_without_inlining() -> None:
+    def doc(extra_type: str) -> dict[str, Any]:
+        node = {
+            "type": "object",
+            "properties": {
+                "next": {"$ref": "#/components/schemas/Node"},
+                "other": {"anyOf": [{"$ref": "#/components/schemas/Node"}, {"type": "string"}]},
+                "v": {"type": extra_type},
+            },
+        }
+        ref = {"$ref": "#/components/schemas/Node"}
+        return spec(
+            {"/a": {"get": {"responses": {"200": {"description": "", **json_body(ref)}}}}},
+            components={"schemas": {"Node": node}},
+        )
+
+    changes = diff_openapi(doc("string"), doc("integer"))
+    assert [(c.rule, c.severity.value) for c in changes] == [
+        ("response-property-type-changed", "breaking")
+    ]
+    assert changes[0].path.endswith("/schema/properties/v")
+
+
+def test_mutually_recursive_refs_terminate() -> None:
+    def doc(t: str) -> dict[str, Any]:
+        schemas = {
+            "A": {"type": "object", "properties": {"b": {"$ref": "#/components/schemas/B"}}},
+            "B": {
+                "type": "object",
+                "properties": {"a": {"$ref": "#/components/schemas/A"}, "x": {"type": t}},
+            },
+        }
+        ref = {"$ref": "#/components/schemas/A"}
+        return spec(
+            {"/a": {"post": op(requestBody=json_body(ref))}}, components={"schemas": schemas}
+        )
+
+    assert rules(doc("string"), doc("boolean")) == {"request-property-type-changed": "breaking"}
+
+
+def test_example_refs_are_not_resolved() -> None:
+    text = json.dumps(
+        spec(
+            {"/a": {"get": op()}},
+            components={"examples": {"scim": {"value": {"$ref": "https://api.example/x"}}}},
+        )
+    )
+    doc = load_document(text, "spec.json")
+    assert diff_openapi(doc, doc) == []
+
+
+def test_external_refs_go_through_the_resolver() -> None:
+    files = {
+        "schemas.yaml": {"Pet": {"type": "object", "properties": {"n": {"type": "string"}}}},
+        "schemas2.yaml": {"Pet": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+    }
+
+    def doc(name: str) -> dict[str, Any]:
+        ref = {"$ref": f"{name}#/Pet"}
+        return spec({"/a": {"get": {"responses": {"200": {"description": "", **json_body(ref)}}}}})
+
+    changes = diff_openapi(doc("schemas.yaml"), doc("schemas2.yaml"), resolver=files.__getitem__)
+    assert [c.rule for c in changes] == ["response-property-type-changed"]
+    with pytest.raises(ContractParseError, match="resolver"):
+        diff_openapi(doc("schemas.yaml"), doc("schemas2.yaml"))

@@ -1,0 +1,29 @@
+"""docs/rules.md is generated from the catalog and must not go stale."""
+
+from __future__ import annotations
+
+from controller.diffs.rules import (
+    AGENT_ACTIONS,
+    CATALOG,
+    SCHEMA_FAMILIES,
+    render_rules_markdown,
+)
+from tests.diffs.gen_rules_doc import RULES_DOC
+
+
+def test_rules_doc_is_current() -> None:
+    assert RULES_DOC.read_text(encoding="utf-8") == render_rules_markdown(), (
+        "docs/rules.md is stale: run `python -m tests.diffs.gen_rules_doc`"
+    )
+
+
+def test_rule_ids_are_kebab_case_and_actions_known() -> None:
+    for rule_id, rule in CATALOG.items():
+        assert rule_id == rule_id.lower() and " " not in rule_id and "_" not in rule_id
+        assert rule.agent_action in AGENT_ACTIONS, rule_id
+        assert rule.hint and rule.summary
+
+
+def test_families_are_unique() -> None:
+    aspects = [f.aspect for f in SCHEMA_FAMILIES]
+    assert len(aspects) == len(set(aspects))
