@@ -1,0 +1,36 @@
+# Two entry points for a fresh clone (see README): `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test lint pytest schemas clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+## run: install and start driftgate (API + migrations) on the embedded SQLite store
+run: $(VENV)/.installed
+	$(BIN)/driftgate up
+
+## test: install, then lint (ruff), type-check (mypy --strict) and run the test suite
+test: lint pytest
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+pytest: $(VENV)/.installed
+	$(BIN)/pytest
+
+## schemas: regenerate config-schema/ from the pydantic models
+schemas: $(VENV)/.installed
+	$(BIN)/python -m controller.configschema
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,61 @@
+"""JSON Schemas of driftgate's configuration files, generated from the pydantic models.
+
+`config-schema/*.json` is committed so editors and CI can validate files without driftgate
+installed; `python -m controller.configschema` (or `make schemas`) rewrites them, and a test
+fails when the committed copies differ from the models.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from controller.settings import Settings
+
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def settings_schema() -> dict[str, Any]:
+    """Schema of driftgate.yaml: the settings, under their snake_case names."""
+    schema = Settings.model_json_schema(mode="validation")
+    schema["properties"].pop("config", None)
+    secret = schema["properties"]["secret_key"]
+    secret["description"] = (
+        "Encryption keys for secrets at rest (the first encrypts); prefer DRIFTGATE_SECRET_KEY"
+    )
+    schema["properties"]["secret_key"] = {
+        "anyOf": [secret, {"type": "string", "description": "comma-separated keys"}]
+    }
+    schema["additionalProperties"] = False
+    return {
+        "$schema": SCHEMA_DIALECT,
+        "$id": "https://driftgate.dev/schemas/driftgate.schema.json",
+        **schema,
+        "title": "driftgate.yaml",
+    }
+
+
+def all_schemas() -> dict[str, dict[str, Any]]:
+    return {"driftgate.schema.json": settings_schema()}
+
+
+def render(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+
+
+def write_all(directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, schema in all_schemas().items():
+        path = directory / name
+        path.write_text(render(schema), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":  # pragma: no cover - developer tool
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("config-schema")
+    for path in write_all(target):
+        print(f"wrote {path}")
