@@ -82,3 +82,11 @@ def test_bad_yaml_files_give_file_and_line(tmp_path: Path, text: str, needle: st
 def test_missing_config_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read config file"):
         load_settings(env={}, config_file=tmp_path / "absent.yaml")
+
+
+def test_every_setting_is_documented() -> None:
+    from controller.settings import FIELDS, env_name
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "operations.md").read_text(encoding="utf-8")
+    missing = [f for f in FIELDS if f != "config" and (f"`{f}`" not in text or env_name(f) not in text)]
+    assert missing == []
