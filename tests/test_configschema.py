@@ -23,5 +23,7 @@ def test_example_config_validates() -> None:
     jsonschema.Draft202012Validator.check_schema(schema)
     example = yaml.safe_load((ROOT / "examples" / "driftgate.yaml").read_text(encoding="utf-8"))
     jsonschema.validate(example, schema)
-    errors = list(jsonschema.Draft202012Validator(schema).iter_errors({"port": "eighty", "colour": 1}))
+    errors = list(
+        jsonschema.Draft202012Validator(schema).iter_errors({"port": "eighty", "colour": 1})
+    )
     assert len(errors) == 2

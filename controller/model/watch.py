@@ -22,6 +22,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from controller.model.base import ApiModel, RequestModel
 
@@ -109,6 +110,13 @@ Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 Interval = Annotated[int, Field(ge=1, le=MAX_INTERVAL_MINUTES)]
 
 
+def refuse_null(value: object) -> object:
+    # Absent means "not given"; an explicit null is refused, as the published schema says.
+    if value is None:
+        raise ValueError("must not be null")
+    return value
+
+
 def _unique_tags(tags: list[str] | None) -> list[str] | None:
     if tags is None:
         return None
@@ -125,8 +133,8 @@ class WatchCreate(RequestModel):
         json_schema_extra={"oneOf": [{"required": ["name"]}, {"required": ["label"]}]}
     )
 
-    name: WatchName = Field(default=None)
-    label: WatchName = Field(default=None)
+    name: WatchName | SkipJsonSchema[None] = None
+    label: WatchName | SkipJsonSchema[None] = None
     url: HttpUrl
     watch_type: WatchType | None = None
     interval_minutes: Interval | None = None
@@ -141,6 +149,11 @@ class WatchCreate(RequestModel):
     def _dedupe(cls, tags: list[str]) -> list[str]:
         return _unique_tags(tags) or []
 
+    @field_validator("name", "label", mode="before")
+    @classmethod
+    def _not_null(cls, value: object) -> object:
+        return refuse_null(value)
+
     @model_validator(mode="after")
     def _name_or_label(self) -> WatchCreate:
         if (self.name is None) == (self.label is None):
@@ -149,7 +162,7 @@ class WatchCreate(RequestModel):
 
     @property
     def effective_name(self) -> str:
-        return self.name if self.name is not None else self.label
+        return self.name if self.name is not None else str(self.label)
 
 
 class WatchUpdate(RequestModel):
@@ -158,10 +171,10 @@ class WatchUpdate(RequestModel):
     model_config = ConfigDict(json_schema_extra={"minProperties": 1})
 
     # Not nullable on the wire: these cannot be cleared, only changed.
-    name: WatchName = Field(default=None)
-    url: HttpUrl = Field(default=None)
-    interval_minutes: Interval = Field(default=None)
-    tags: Annotated[list[Tag], Field(max_length=50)] = Field(default=None)
+    name: WatchName | SkipJsonSchema[None] = None
+    url: HttpUrl | SkipJsonSchema[None] = None
+    interval_minutes: Interval | SkipJsonSchema[None] = None
+    tags: Annotated[list[Tag], Field(max_length=50)] | SkipJsonSchema[None] = None
     headers: Annotated[dict[HeaderName, HeaderValue], Field(max_length=50)] | None = None
     webhook_url: HttpUrl | None = None
     method: Method | None = None
@@ -171,6 +184,11 @@ class WatchUpdate(RequestModel):
     @classmethod
     def _dedupe(cls, tags: list[str] | None) -> list[str] | None:
         return _unique_tags(tags)
+
+    @field_validator("name", "url", "interval_minutes", "tags", mode="before")
+    @classmethod
+    def _not_null(cls, value: object) -> object:
+        return refuse_null(value)
 
     @model_validator(mode="after")
     def _something(self) -> WatchUpdate:
