@@ -1,0 +1,353 @@
+"""Conformance runner: driftgate's engines against the OpenAPI (oasdiff) and MCP corpora.
+
+Usage: python bench/conformance.py [--corpus DIR] [--verbose]
+
+Prints the agreement per corpus and every disagreement. Documented intentional differences
+(docs/decisions.md, "Diff engines") are counted separately, never as agreement.
+It reads files; the engines it calls do not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from controller.diffs.loader import load_document  # noqa: E402
+from controller.diffs.mcp import diff_mcp  # noqa: E402
+from controller.diffs.openapi import DiffOptions, diff_openapi, normalize_path  # noqa: E402
+from controller.model.change import Change  # noqa: E402
+
+DEFAULT_CORPUS = Path("/work/shared/conformance")
+LEVEL_RANK = {"INFO": 1, "WARN": 2, "ERR": 3}
+SEVERITY_RANK = {"info": 1, "warning": 2, "breaking": 3}
+
+# oasdiff rule -> why driftgate's severity differs on purpose (docs/decisions.md).
+INTENTIONAL = {
+    "api-removed-with-deprecation": "deprecated operation removed is a warning (CONTRACT.md)",
+    "api-path-removed-with-deprecation": "deprecated operation removed is a warning (CONTRACT.md)",
+    "request-property-pattern-added": "a new pattern is a new constraint: warning (CONTRACT.md)",
+    "request-parameter-pattern-added": "a new pattern is a new constraint: warning (CONTRACT.md)",
+    "api-security-scope-added": "a newly required OAuth scope can reject existing tokens",
+    "request-property-removed": "removed from a closed schema is breaking (CONTRACT.md)",
+}
+
+# driftgate ids that differ from oasdiff's naming.
+_RENAMES = {
+    "request-property-added-required": "new-required-request-property",
+    "request-property-added-required-with-default": "new-required-request-property-with-default",
+    "request-property-added-optional": "new-optional-request-property",
+    "request-property-removed-closed-schema": "request-property-removed",
+    "response-property-removed-required": "response-required-property-removed",
+    "response-property-removed": "response-optional-property-removed",
+    "response-property-added-required": "response-required-property-added",
+    "response-property-added-optional": "response-optional-property-added",
+    "response-body-enum-value-removed": "response-mediatype-enum-value-removed",
+    "request-parameter-added-required": "new-required-request-parameter",
+    "request-parameter-added-optional": "new-optional-request-parameter",
+    "request-parameter-removed-deprecated": "request-parameter-removed-with-deprecation",
+    "request-parameter-sunset-invalid": "request-parameter-sunset-parse",
+    "request-parameter-sunset-moved-earlier": "request-parameter-sunset-date-changed-too-small",
+    "endpoint-sunset-deleted": "sunset-deleted",
+    "endpoint-sunset-moved-earlier": "api-sunset-date-changed-too-small",
+    "endpoint-stability-decreased": "api-stability-decreased",
+    "endpoint-stability-increased": "api-stability-increased",
+    "endpoint-stability-invalid": "api-invalid-stability-level",
+    "security-requirement-added": "api-security-added",
+    "security-requirement-removed": "api-security-removed",
+    "security-scope-added": "api-security-scope-added",
+    "security-scope-removed": "api-security-scope-removed",
+    "response-header-removed-required": "required-response-header-removed",
+    "response-header-removed-optional": "optional-response-header-removed",
+    "endpoint-operation-id-changed": "api-operation-id-removed",
+    "endpoint-sunset-missing": "api-deprecated-sunset-missing",
+    "request-parameter-sunset-missing": "request-parameter-deprecated-sunset-missing",
+}
+
+
+def to_oasdiff(change: Change, revision_paths: set[str]) -> str:
+    """Map one driftgate change onto the oasdiff rule id that reports the same thing."""
+    rule = change.rule
+    if rule in _RENAMES:
+        return _RENAMES[rule]
+    if rule in (
+        "endpoint-removed",
+        "endpoint-removed-deprecated",
+        "endpoint-removed-before-sunset",
+    ):
+        op = (change.location.operation if change.location else "") or ""
+        path = op.split(" ", 1)[1] if " " in op else ""
+        whole_path = normalize_path(path) not in revision_paths
+        stem = "api-path-removed" if whole_path else "api-removed"
+        suffix = {
+            "endpoint-removed": "without-deprecation",
+            "endpoint-removed-deprecated": "with-deprecation",
+            "endpoint-removed-before-sunset": "before-sunset",
+        }[rule]
+        return f"{stem}-{suffix}"
+    if rule == "endpoint-sunset-invalid":
+        return (
+            "api-path-sunset-parse"
+            if change.path.endswith("/x-sunset")
+            else ("api-deprecated-sunset-parse")
+        )
+    if rule.endswith("-stability-invalid"):
+        return "api-invalid-stability-level"
+    if rule == "response-property-became-not-write-only":
+        return "response-required-property-became-not-write-only"
+    if rule.endswith("-type-specialized") and rule.startswith(("request-body", "request-property")):
+        return rule.replace("-type-specialized", "-type-changed")
+    if rule.startswith("request-parameter-type-specialized"):
+        return "request-parameter-type-changed"
+    return rule
+
+
+@dataclass
+class Outcome:
+    case_id: str
+    status: str  # agree | intentional | disagree
+    problems: list[str] = field(default_factory=list)
+    intentional: list[str] = field(default_factory=list)
+
+
+def run_openapi_case(case: dict[str, Any], corpus: Path) -> Outcome:
+    base_file = corpus / "openapi" / case["base"]
+    rev_file = corpus / "openapi" / case["revision"]
+    out = Outcome(case["id"], "agree")
+    try:
+        base = load_document(base_file.read_bytes(), base_file.name, kind="openapi")
+        rev = load_document(rev_file.read_bytes(), rev_file.name, kind="openapi")
+        opts = case.get("options") or {}
+        options = DiffOptions(
+            today=dt.date.today(),
+            sunset_days_stable=int(opts.get("deprecation_days_stable", 0)),
+            sunset_days_beta=int(opts.get("deprecation_days_beta", 0)),
+            stability_threshold=str(opts.get("stability_level", "draft")),
+        )
+        changes = diff_openapi(base, rev, options=options)
+    except Exception as exc:  # noqa: BLE001 - a runner reports, it does not stop
+        out.status = "disagree"
+        out.problems.append(f"error: {type(exc).__name__}: {exc}")
+        return out
+    rev_paths = {normalize_path(str(p)) for p in (rev.get("paths") or {})}
+    mapped = [(to_oasdiff(c, rev_paths), c) for c in changes]
+    scope = case["scope"]
+    if scope.get("checks") == "single":
+        # The extractor lists the check's registered rules; a check may also emit rules
+        # registered elsewhere (sunset parse errors), and expected rules are in view by
+        # definition.
+        allowed = set(scope["rules"]) | {e["rule"] for e in case["expect"]}
+        mapped = [(r, c) for r, c in mapped if r in allowed]
+    min_rank = LEVEL_RANK[case["min_level"]]
+    visible = [(r, c) for r, c in mapped if c.severity.rank >= min_rank]
+
+    expected_rules = set()
+    for exp in case["expect"]:
+        expected_rules.add(exp["rule"])
+        hits = [
+            c
+            for r, c in mapped
+            if r == exp["rule"] and _location_matches(c, exp.get("method"), exp.get("path"))
+        ]
+        if not hits:
+            out.problems.append(f"missing {exp['rule']} ({exp['severity']})")
+            continue
+        if not any(c.severity.value == exp["severity"] for c in hits):
+            msg = (
+                f"severity {exp['rule']}: ours {hits[0].severity.value}, oasdiff {exp['severity']}"
+            )
+            (out.intentional if exp["rule"] in INTENTIONAL else out.problems).append(msg)
+    if case["exhaustive"]:
+        for rule, c in visible:
+            if rule not in expected_rules:
+                msg = f"extra {rule} ({c.severity.value}) at {c.path}"
+                (out.intentional if rule in INTENTIONAL else out.problems).append(msg)
+        count = case.get("expect_count")
+        extras_ok = all(r in expected_rules or r in INTENTIONAL for r, _ in visible)
+        in_expected = [1 for r, _ in visible if r in expected_rules]
+        if (
+            count is not None
+            and len(in_expected) != count
+            and extras_ok
+            and count > 0
+            and not out.intentional
+        ):
+            out.problems.append(f"count: ours {len(in_expected)}, oasdiff {count}")
+    for rule in case.get("expect_absent") or []:
+        for r, c in visible:
+            if r == rule:
+                msg = f"should be absent at {case['min_level']}+: {rule} ({c.severity.value})"
+                (out.intentional if rule in INTENTIONAL else out.problems).append(msg)
+    if case["expect"] and not changes:
+        out.problems.append("NO CHANGE reported for a real change")
+    if out.problems:
+        out.status = "disagree"
+    elif out.intentional:
+        out.status = "intentional"
+    return out
+
+
+def _location_matches(change: Change, method: str | None, path: str | None) -> bool:
+    if not method and not path:
+        return True
+    op = (change.location.operation if change.location else None) or ""
+    want = f"{(method or '').upper()} {path or ''}".strip()
+    return normalize_path(op.split(" ", 1)[-1]) == normalize_path(want.split(" ", 1)[-1]) and (
+        not method or op.startswith(method.upper() + " ")
+    )
+
+
+# -- MCP ---------------------------------------------------------------------------------------
+
+# driftgate MCP rule -> corpus rule (tool-input property rules become param rules).
+_MCP_RULES = {
+    "tool-input-property-removed": "param-removed",
+    "tool-input-property-removed-closed-schema": "param-removed",
+    "tool-input-property-added-required": "param-added-required",
+    "tool-input-property-added-required-with-default": "param-added-required",
+    "tool-input-property-added-optional": "param-added-optional",
+    "tool-input-property-became-required": "param-became-required",
+    "tool-input-property-became-required-with-default": "param-became-required",
+    "tool-input-property-became-optional": "param-became-optional",
+    "tool-input-property-description-changed": "param-description-changed",
+    "tool-input-property-default-value-changed": "param-default-changed",
+    "tool-input-property-default-value-added": "param-default-changed",
+    "tool-input-property-default-value-removed": "param-default-changed",
+    "tool-input-additional-properties-allowed": "additional-properties-allowed",
+    "tool-input-additional-properties-forbidden": "additional-properties-forbidden",
+    "tool-input-schema-invalid": "input-schema-invalid",
+    "tool-annotation-risk-increased": "annotations-changed",
+    "tool-annotations-changed": "annotations-changed",
+    "tool-schema-dialect-changed": "schema-dialect-changed",
+    "tool-output-schema-added": "output-schema-added",
+    "tool-output-schema-removed": "output-schema-removed",
+    "resource-template-removed": "resource-template-removed",
+    "capability-removed-minor": "capability-removed",
+}
+
+
+def to_mcp_rule(change: Change) -> str:
+    """Map one driftgate MCP change onto the corpus' rule vocabulary."""
+    rule = change.rule
+    if rule in _MCP_RULES:
+        return _MCP_RULES[rule]
+    if rule.startswith("tool-output"):
+        return "output-schema-changed"
+    if rule.startswith("tool-input") and ("type" in rule or "types" in rule):
+        return "type-changed"
+    if rule.startswith("tool-input") and "enum-value-removed" in rule:
+        return "enum-values-removed"
+    if rule.startswith("tool-input") and "enum-value-added" in rule:
+        return "enum-values-added"
+    return rule
+
+
+def run_mcp_case(case: dict[str, Any], corpus: Path) -> tuple[Outcome, dict[str, int]]:
+    folder = corpus / "mcp" / case["dir"]
+    out = Outcome(case["id"], "agree")
+    stats = {"info_expected": 0, "info_matched": 0}
+    try:
+        before = load_document((folder / "before.json").read_bytes(), "before.json", kind="mcp")
+        after = load_document((folder / "after.json").read_bytes(), "after.json", kind="mcp")
+        changes = diff_mcp(before, after)
+    except Exception as exc:  # noqa: BLE001 - a runner reports, it does not stop
+        out.status = "disagree"
+        out.problems.append(f"error: {type(exc).__name__}: {exc}")
+        return out, stats
+    ours = Counter()
+    for c in changes:
+        tool = (c.location.tool if c.location else None) or ""
+        ours[(to_mcp_rule(c), tool, c.severity.value)] += 1
+    worst = max((c.severity.rank for c in changes), default=0)
+    names = {0: "none", 1: "info", 2: "warning", 3: "breaking"}
+    if names[worst] != case["expected_max_severity"]:
+        out.problems.append(
+            f"max severity ours {names[worst]}, expected {case['expected_max_severity']}"
+        )
+    theirs = Counter()
+    for f in case["findings"]:
+        theirs[(f["rule"], f.get("tool") or "", f["severity"])] += 1
+    for key in theirs:
+        rule, tool, sev = key
+        if sev == "info":
+            stats["info_expected"] += 1
+            stats["info_matched"] += 1 if key in ours else 0
+            continue
+        if key not in ours:
+            out.problems.append(f"missing {rule} {sev} tool={tool!r}")
+    for key in ours:
+        rule, tool, sev = key
+        if sev != "info" and key not in theirs:
+            out.problems.append(f"extra {rule} {sev} tool={tool!r}")
+    if case["findings"] and not changes:
+        out.problems.append("NO CHANGE reported for a real change")
+    if out.problems:
+        out.status = "disagree"
+    return out, stats
+
+
+def run(corpus: Path, verbose: bool = False) -> dict[str, Any]:
+    """Run both corpora; return the figures (also printed)."""
+    report: dict[str, Any] = {}
+    cases = json.loads((corpus / "openapi" / "cases.json").read_text())["cases"]
+    outcomes = [run_openapi_case(c, corpus) for c in cases]
+    report["openapi"] = _summarise("OpenAPI (oasdiff corpus)", outcomes, verbose)
+    mcp_cases = json.loads((corpus / "mcp" / "cases.json").read_text())["cases"]
+    results = [run_mcp_case(c, corpus) for c in mcp_cases]
+    report["mcp"] = _summarise("MCP corpus", [o for o, _ in results], verbose)
+    info_exp = sum(s["info_expected"] for _, s in results)
+    info_hit = sum(s["info_matched"] for _, s in results)
+    print(f"  MCP info-level findings matched (not scored): {info_hit}/{info_exp}")
+    report["mcp"]["info_matched"] = [info_hit, info_exp]
+    return report
+
+
+def _summarise(title: str, outcomes: list[Outcome], verbose: bool) -> dict[str, Any]:
+    total = len(outcomes)
+    agree = sum(o.status == "agree" for o in outcomes)
+    intentional = sum(o.status == "intentional" for o in outcomes)
+    disagree = [o for o in outcomes if o.status == "disagree"]
+    scored = total - intentional
+    pct = 100.0 * agree / scored if scored else 100.0
+    print(
+        f"{title}: {agree}/{scored} = {pct:.1f}% agreement "
+        f"({intentional} documented intentional differences, {total} cases)"
+    )
+    for o in disagree:
+        print(f"  DISAGREE {o.case_id}: " + "; ".join(o.problems))
+    if verbose:
+        for o in outcomes:
+            if o.status == "intentional":
+                print(f"  intentional {o.case_id}: " + "; ".join(o.intentional))
+    return {
+        "total": total,
+        "agree": agree,
+        "intentional": intentional,
+        "scored": scored,
+        "percent": pct,
+        "disagreements": [o.case_id for o in disagree],
+        "no_change_misses": [
+            o.case_id for o in disagree if any("NO CHANGE" in p for p in o.problems)
+        ],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args()
+    run(args.corpus, args.verbose)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""Benchmark of the OpenAPI engine on large real specs (../shared/bench/openapi/).
+
+Usage: python bench/diff_bench.py [--dir DIR] [--repeat N]
+
+Per pair: parse time of each side, fingerprint time, diff time, change counts, peak memory
+(tracemalloc peak of Python allocations, plus the process' peak RSS), and the unchanged path
+(same spec twice: parse once, fingerprint, equal fingerprints, no diff). Prints figures only;
+a benchmark never fails a build on a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+import tracemalloc
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from controller.diffs.canonical import fingerprint  # noqa: E402
+from controller.diffs.loader import load_document  # noqa: E402
+from controller.diffs.openapi import diff_openapi  # noqa: E402
+
+DEFAULT_DIR = Path("/work/shared/bench/openapi")
+PAIRS = (
+    ("github-2021-09-27.json", "github-2022-07-18.json"),
+    ("stripe-2021-10-19.json", "stripe-2022-04-12.json"),
+    ("stripe-2023-03-11.yaml", "stripe-2023-09-12.yaml"),
+)
+
+
+def _timed(fn, *args, **kw):  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    result = fn(*args, **kw)
+    return result, time.perf_counter() - start
+
+
+def bench_pair(folder: Path, base_name: str, rev_name: str) -> dict[str, object]:
+    """Measure one pair; return its figures."""
+    base_bytes = (folder / base_name).read_bytes()
+    rev_bytes = (folder / rev_name).read_bytes()
+    base, t_parse_base = _timed(load_document, base_bytes, base_name, kind="openapi")
+    rev, t_parse_rev = _timed(load_document, rev_bytes, rev_name, kind="openapi")
+    start = time.perf_counter()
+    fp_base, fp_rev = fingerprint(base), fingerprint(rev)
+    t_fp = time.perf_counter() - start
+    changes, t_diff = _timed(diff_openapi, base, rev)
+    del base, rev
+    # Memory in a second pass: tracemalloc slows allocation-heavy code several times over.
+    tracemalloc.start()
+    diff_openapi(
+        load_document(base_bytes, base_name, kind="openapi"),
+        load_document(rev_bytes, rev_name, kind="openapi"),
+    )
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    counts = Counter(c.severity.value for c in changes)
+    return {
+        "pair": f"{base_name} -> {rev_name}",
+        "parse_s": t_parse_base + t_parse_rev,
+        "fingerprint_s": t_fp,
+        "diff_s": t_diff,
+        "total_s": t_parse_base + t_parse_rev + t_diff,
+        "peak_mb": peak / 1e6,
+        "changes": len(changes),
+        "counts": dict(counts),
+        "fingerprints_differ": fp_base != fp_rev,
+    }
+
+
+def bench_unchanged(folder: Path, name: str) -> dict[str, object]:
+    """Same spec twice, the way a check sees it: parse the fetch, fingerprint, compare."""
+    data = (folder / name).read_bytes()
+    baseline_fp = fingerprint(load_document(data, name, kind="openapi"))
+    start = time.perf_counter()
+    doc = load_document(data, name, kind="openapi")
+    fp = fingerprint(doc)
+    t_total = time.perf_counter() - start
+    start = time.perf_counter()
+    fingerprint(doc)
+    t_fp = time.perf_counter() - start
+    other = load_document(data, name, kind="openapi")
+    start = time.perf_counter()
+    same = diff_openapi(doc, other)
+    t_diff_same = time.perf_counter() - start
+    return {
+        "spec": name,
+        "unchanged_total_s": t_total,
+        "fingerprint_only_s": t_fp,
+        "equal": fp == baseline_fp,
+        "diff_of_equal_docs_s": t_diff_same,
+        "diff_of_equal_docs_changes": len(same),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR)
+    args = parser.parse_args()
+    print("pair | parse s | fingerprint s | diff s | parse+diff s | peak MB (py) | changes")
+    for base_name, rev_name in PAIRS:
+        r = bench_pair(args.dir, base_name, rev_name)
+        print(
+            f"{r['pair']} | {r['parse_s']:.2f} | {r['fingerprint_s']:.2f} | {r['diff_s']:.2f} | "
+            f"{r['total_s']:.2f} | {r['peak_mb']:.0f} | {r['changes']} {r['counts']}"
+        )
+    print()
+    print("unchanged spec | parse+fingerprint s | fingerprint only s | equal | diff(doc, doc) s")
+    for base_name, _ in PAIRS:
+        u = bench_unchanged(args.dir, base_name)
+        print(
+            f"{u['spec']} | {u['unchanged_total_s']:.2f} | {u['fingerprint_only_s']:.2f} | "
+            f"{u['equal']} | {u['diff_of_equal_docs_s']:.2f} ({u['diff_of_equal_docs_changes']})"
+        )
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\nprocess peak RSS: {rss:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""Turning raw findings into `Change` objects through the rule catalog.
+
+Engines know *what* changed and *where*; this module knows how each rule is classified and
+worded, so every engine produces the same change object (CONTRACT.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from controller.diffs.jsonschema import Finding
+from controller.diffs.rules import CATALOG, FAMILIES, Direction
+from controller.model.change import Change, Location, Severity
+
+_CHANGE_TYPES = (
+    ("removed", "removed"),
+    ("deleted", "removed"),
+    ("unset", "removed"),
+    ("added", "added"),
+    ("set", "added"),
+)
+
+
+def escape_pointer(segment: str) -> str:
+    """Escape one JSON Pointer segment (RFC 6901)."""
+    return segment.replace("~", "~0").replace("/", "~1")
+
+
+def make_change(
+    rule_id: str,
+    path: str,
+    *,
+    location: Location | None = None,
+    before: Any = None,
+    after: Any = None,
+    name: str | None = None,
+    detail: str | None = None,
+    prefix: str | None = None,
+) -> Change:
+    """Build the change for a catalog rule; the summary comes from the rule's template."""
+    rule = CATALOG[rule_id]
+    text = _format(
+        rule.summary,
+        name=name if name is not None else "",
+        before=_short(before),
+        after=_short(after),
+        detail=detail or "",
+    )
+    if prefix:
+        text = f"{prefix}: {text}"
+    # Fields come from the catalog and the engines, so validation is skipped: large vendor
+    # specs yield 10^5 changes and building them validated would dominate the diff time.
+    return Change.model_construct(
+        path=path,
+        severity=rule.severity,
+        summary=text,
+        rule=rule_id,
+        changeType=change_type_of(rule_id),
+        before=before,
+        after=after,
+        location=location,
+        agentAction=rule.agent_action,
+        ignored=False,
+        ignoreReason=None,
+    )
+
+
+def changes_from_findings(
+    findings: Iterable[Finding],
+    *,
+    direction: Direction,
+    root_prefix: str,
+    nested_prefix: str,
+    pointer: str,
+    location: Location | None,
+    label: str,
+) -> list[Change]:
+    """Classify schema findings of one subject (a body, a parameter, a tool input ...)."""
+    out: list[Change] = []
+    for f in findings:
+        if f.aspect not in FAMILIES:
+            continue
+        prefix = nested_prefix if _is_nested(f.path) else root_prefix
+        rule_id = f"{prefix}-{f.aspect}"
+        if rule_id not in CATALOG:
+            continue
+        field = field_name(f.path)
+        # Membership rules name the property themselves.
+        named = FAMILIES[f.aspect].nested_only
+        where = f"{label} property '{field}'" if field and not named else label
+        path = pointer + "".join("/" + escape_pointer(s) for s in f.path)
+        out.append(
+            make_change(
+                rule_id,
+                path,
+                location=location,
+                before=f.before,
+                after=f.after,
+                name=f"'{field}'" if field else (f.name or ""),
+                prefix=where,
+            )
+        )
+    return out
+
+
+_PROPERTY_STEPS = frozenset(
+    {"properties", "additionalProperties", "patternProperties", "dependentSchemas"}
+)
+
+
+def _is_nested(path: tuple[str, ...]) -> bool:
+    # Array items and composition stay on the subject itself; a property step nests.
+    return any(seg in _PROPERTY_STEPS for seg in path)
+
+
+def field_name(path: tuple[str, ...]) -> str:
+    """Render a schema path as a field path: `a.b[].c`, composition steps left out."""
+    parts: list[str] = []
+    i = 0
+    while i < len(path):
+        seg = path[i]
+        if seg in ("properties", "patternProperties", "dependentSchemas") and i + 1 < len(path):
+            parts.append(path[i + 1])
+            i += 2
+            continue
+        if seg == "items":
+            parts.append("[]")
+        elif seg == "additionalProperties":
+            parts.append("{*}")
+        elif seg in ("oneOf", "anyOf", "allOf", "prefixItems") and i + 1 < len(path):
+            i += 2
+            continue
+        i += 1
+    text = ""
+    for part in parts:
+        if part in ("[]", "{*}"):
+            text += part
+        else:
+            text += ("." if text else "") + part
+    return text
+
+
+def change_type_of(rule_id: str) -> str:
+    """Return `added`, `removed` or `changed` for a rule id."""
+    for token, kind in _CHANGE_TYPES:
+        if rule_id.endswith("-" + token) or f"-{token}-" in rule_id:
+            return kind
+    return "changed"
+
+
+def max_severity(changes: Iterable[Change]) -> Severity | None:
+    """Return the worst severity among changes that are not ignored, or None."""
+    worst: Severity | None = None
+    for c in changes:
+        if c.ignored:
+            continue
+        if worst is None or c.severity.rank > worst.rank:
+            worst = c.severity
+    return worst
+
+
+def _short(value: Any) -> str:
+    if value is None:
+        return "none"
+    text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+class _Defaulting(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+def _format(template: str, **values: str) -> str:
+    return template.format_map(_Defaulting(values)).replace("  ", " ").strip()

@@ -1,0 +1,82 @@
+"""Drift explanation: per change a summary, the agentAction token and a human hint.
+
+Backs `POST /api/drift/explain` and the CLI's text output. Input changes may come from another
+system (the draft-PR webhook calls `summary` `message`); rules unknown to this catalog still
+get a hint chosen by severity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from controller.diffs.rules import ACCEPT, ACK, CATALOG, NEW_ENUM
+from controller.model.change import Change, Severity
+
+_FALLBACK_HINTS = {
+    Severity.BREAKING: (ACK, "Breaking for consumers: update the client or tool before deploying."),
+    Severity.WARNING: (ACCEPT, "Review recommended before the next deploy."),
+    Severity.INFO: (ACCEPT, "Backward compatible; accept the new baseline when convenient."),
+}
+
+
+def explain_changes(changes: Iterable[Change | Mapping[str, Any]]) -> dict[str, Any]:
+    """Explain changes: `{changes: [...], counts, ignored, agentActions, summary}`.
+
+    Mappings are validated into `Change` (pydantic `ValidationError` on bad input, with the
+    JSON path of the problem); ignored changes are listed but not counted.
+    """
+    items: list[dict[str, Any]] = []
+    counts = {s.value: 0 for s in Severity}
+    ignored = 0
+    actions: set[str] = set()
+    for raw in changes:
+        change = raw if isinstance(raw, Change) else Change.model_validate(dict(raw))
+        rule = CATALOG.get(change.rule)
+        fallback_action, fallback_hint = _FALLBACK_HINTS[change.severity]
+        action = change.agentAction or (rule.agent_action if rule else fallback_action)
+        if rule is None and change.agentAction == "accept_baseline":
+            action = fallback_action
+        hint = rule.hint if rule else fallback_hint
+        if rule is None and "enum" in change.rule and "added" in change.rule:
+            action = NEW_ENUM
+        entry: dict[str, Any] = {
+            "path": change.path,
+            "severity": change.severity.value,
+            "rule": change.rule,
+            "summary": change.summary,
+            "agentAction": action,
+            "hint": hint,
+        }
+        if change.location is not None:
+            entry["location"] = change.location.model_dump(exclude_none=True)
+        if change.ignored:
+            entry["ignored"] = True
+            entry["ignoreReason"] = change.ignoreReason
+            ignored += 1
+        else:
+            counts[change.severity.value] += 1
+            actions.add(action)
+        items.append(entry)
+    return {
+        "changes": items,
+        "counts": counts,
+        "ignored": ignored,
+        "agentActions": sorted(actions),
+        "summary": summarize_counts(counts, ignored),
+    }
+
+
+def summarize_counts(counts: Mapping[str, int], ignored: int = 0) -> str:
+    """Render counts as one sentence: `2 breaking, 1 warning, 0 info changes (1 ignored).`"""
+    total = sum(counts.values())
+    if total == 0 and ignored == 0:
+        return "No changes."
+    text = (
+        f"{counts.get('breaking', 0)} breaking, {counts.get('warning', 0)} warning, "
+        f"{counts.get('info', 0)} info change{'s' if total != 1 else ''}"
+    )
+    if ignored:
+        text += f" ({ignored} ignored)"
+    verdict = " Breaking: act before deploying." if counts.get("breaking") else ""
+    return text + "." + verdict

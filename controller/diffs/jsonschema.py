@@ -1,0 +1,916 @@
+"""JSON Schema diff: the shared core of every engine.
+
+`SchemaDiffer` walks a baseline and a revised schema side by side and yields `Finding`s: an
+aspect of the rule catalog (`type-changed`, `removed-required` ...) at a path relative to the
+schema root. It never inlines `$ref`s: a pair of references is compared once, the result is
+memoised per (base ref, revision ref), and a pair met again while it is being compared (a
+cycle) contributes nothing more. References whose targets and transitive references are
+textually unchanged are skipped without walking them. Direction (request or response) decides
+membership aspects and readOnly / writeOnly handling; everything else is classified later by
+the catalog.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from controller.diffs.refs import Document, resolve_pointer
+from controller.diffs.rules import Direction
+
+_LOCAL_REF = re.compile(r'"\$ref":\s*"(#[^"]*)"')
+_COMPONENT_REF = re.compile(r'"\$ref":\s*"(#/(?:components/schemas|definitions)/[^"]*)"')
+_ANY_STRING_PATTERNS = frozenset({".*", "^.*$", "^.*", ".*$", "(.*)", "^(.*)$"})
+_ANNOTATIONS = frozenset(
+    {
+        "description",
+        "title",
+        "example",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "externalDocs",
+        "$comment",
+        "x-stability-level",
+        "x-sunset",
+    }
+)
+
+# Numeric keyword -> (family stem, True for an upper bound).
+STABILITY_LEVELS = ("draft", "alpha", "beta", "stable")
+_BOUNDS: tuple[tuple[str, str, bool], ...] = (
+    ("maximum", "max", True),
+    ("minimum", "min", False),
+    ("exclusiveMaximum", "exclusive-max", True),
+    ("exclusiveMinimum", "exclusive-min", False),
+    ("maxLength", "max-length", True),
+    ("minLength", "min-length", False),
+    ("maxItems", "max-items", True),
+    ("minItems", "min-items", False),
+    ("maxProperties", "max-properties", True),
+    ("minProperties", "min-properties", False),
+    ("maxContains", "max-contains", True),
+    ("minContains", "min-contains", False),
+)
+# Keywords holding one subschema that restricts data when present.
+_SUBSCHEMA_KEYWORDS: tuple[tuple[str, str], ...] = (
+    ("contains", "contains"),
+    ("propertyNames", "property-names"),
+    ("contentSchema", "content-schema"),
+    ("if", "if"),
+    ("then", "then"),
+    ("else", "else"),
+    ("not", "not"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One raw difference: a catalog aspect at a path relative to the compared schema."""
+
+    aspect: str
+    path: tuple[str, ...] = ()
+    before: Any = None
+    after: Any = None
+    name: str | None = None
+    # Set on the internal marker that stands for "compare this pair of references here".
+    edge: tuple[str, str] | None = None
+
+    def under(self, *segments: str) -> Finding:
+        """Return this finding moved below `segments`."""
+        return Finding(
+            self.aspect, segments + self.path, self.before, self.after, self.name, self.edge
+        )
+
+
+def diff_schemas(
+    base: Any,
+    revision: Any,
+    direction: Direction | str,
+    *,
+    base_root: Any = None,
+    revision_root: Any = None,
+    report_descriptions: bool = False,
+) -> list[Finding]:
+    """Diff two JSON Schemas in a direction; `*_root` resolve local `$ref`s (default: self)."""
+    differ = SchemaDiffer(
+        Document(base if base_root is None else base_root),
+        Document(revision if revision_root is None else revision_root),
+        Direction(direction),
+        report_descriptions=report_descriptions,
+    )
+    return differ.diff(base, revision)
+
+
+class SchemaDiffer:
+    """Compares schemas of two documents in one direction, memoising reference pairs."""
+
+    def __init__(
+        self,
+        base_doc: Document,
+        revision_doc: Document,
+        direction: Direction,
+        *,
+        report_descriptions: bool = False,
+        closed_schema_breaking: bool = True,
+        stability_threshold: str = "draft",
+        unchanged_refs: UnchangedRefs | None = None,
+    ) -> None:
+        self.base_doc = base_doc
+        self.revision_doc = revision_doc
+        self.direction = direction
+        self.report_descriptions = report_descriptions
+        # MCP servers built with zod advertise additionalProperties:false but strip unknown
+        # keys instead of rejecting them, so a removed input there is not a rejected call.
+        self.closed_schema_breaking = closed_schema_breaking
+        self.stability_threshold = stability_threshold
+        self.unchanged = unchanged_refs or UnchangedRefs(base_doc.root, revision_doc.root)
+        self._memo: dict[tuple[str, str], list[Finding]] = {}
+        self._pending: dict[tuple[str, str], tuple[Any, Document, Any, Document]] = {}
+        self._active: set[tuple[object, object]] = set()
+
+    def diff(self, base: Any, revision: Any) -> list[Finding]:
+        """Return the findings between two schemas of this differ's documents.
+
+        Each pair of references is reported once, at the shortest path that reaches it, so a
+        component met through many paths (or through a cycle) does not multiply findings.
+        """
+        return self._expand(self._diff(base, self.base_doc, revision, self.revision_doc))
+
+    def _expand(self, items: list[Finding]) -> list[Finding]:
+        out: list[Finding] = []
+        seen: set[tuple[str, str]] = set()
+        queue: deque[tuple[tuple[str, ...], list[Finding]]] = deque([((), items)])
+        while queue:
+            prefix, batch = queue.popleft()
+            for f in batch:
+                if f.edge is None:
+                    out.append(f.under(*prefix) if prefix else f)
+                elif f.edge not in seen:
+                    seen.add(f.edge)
+                    queue.append((prefix + f.path, self._pair_items(f.edge)))
+        return out
+
+    def _pair_items(self, pair: tuple[str, str]) -> list[Finding]:
+        cached = self._memo.get(pair)
+        if cached is None:
+            b, bdoc, r, rdoc = self._pending.pop(pair)
+            cached = self._memo[pair] = self._diff(b, bdoc, r, rdoc)
+        return cached
+
+    # -- references -------------------------------------------------------------------------
+
+    def _diff(self, b: Any, bdoc: Document, r: Any, rdoc: Document) -> list[Finding]:
+        bref = _ref_of(b)
+        rref = _ref_of(r)
+        if bref is None and rref is None:
+            return self._compare(b, bdoc, r, rdoc)
+        bkey = rkey = None
+        if bref is not None:
+            bkey, b, bdoc = bdoc.resolve(bref)
+        if rref is not None:
+            rkey, r, rdoc = rdoc.resolve(rref)
+        if bkey is not None and rkey is not None:
+            # Never inline: a pair of references becomes an edge, compared once on demand.
+            pair = (bkey, rkey)
+            if bkey == rkey and bdoc.uri == "" and self.unchanged.is_unchanged(bref or ""):
+                return []
+            if pair not in self._memo and pair not in self._pending:
+                self._pending[pair] = (b, bdoc, r, rdoc)
+            return [Finding("", (), edge=pair)]
+        token = (bkey if bkey is not None else id(b), rkey if rkey is not None else id(r))
+        if token in self._active:
+            return []
+        self._active.add(token)
+        try:
+            return self._diff(b, bdoc, r, rdoc)
+        finally:
+            self._active.discard(token)
+
+    def _resolved(self, node: Any, doc: Document) -> Any:
+        seen = 0
+        while (ref := _ref_of(node)) is not None and seen < 64:
+            _, node, doc = doc.resolve(ref)
+            seen += 1
+        return node
+
+    # -- one schema pair --------------------------------------------------------------------
+
+    def _compare(self, b: Any, bdoc: Document, r: Any, rdoc: Document) -> list[Finding]:
+        b = _as_schema(b)
+        r = _as_schema(r)
+        if b is r:
+            return []
+        out: list[Finding] = []
+        if self._compare_wrapping(b, bdoc, r, rdoc, out):
+            return out
+        if not self._compare_types(b, r, out):
+            return out  # incompatible types: one finding says it all
+        self._compare_scalars(b, r, out)
+        self._compare_enums(b, r, out)
+        self._compare_properties(b, bdoc, r, rdoc, out)
+        self._compare_subschemas(b, bdoc, r, rdoc, out)
+        self._compare_composition(b, bdoc, r, rdoc, out)
+        self._compare_discriminator(b, r, out)
+        return out
+
+    def _compare_wrapping(
+        self,
+        b: dict[str, Any],
+        bdoc: Document,
+        r: dict[str, Any],
+        rdoc: Document,
+        out: list[Finding],
+    ) -> bool:
+        """Handle a plain schema turning into oneOf/anyOf alternatives, or back.
+
+        Comparing such a pair keyword by keyword would report every property as removed;
+        instead the pair is one finding: types widened or narrowed when all alternatives are
+        bare types, `wrapped-in-one-of`, `wrapped-in-any-of` when the old shape is kept as
+        an alternative, else `restructured`.
+        """
+        b_alts, r_alts = _wrapper(b), _wrapper(r)
+        if (b_alts is None) == (r_alts is None):
+            return False
+        plain, plain_doc, alts, alts_doc = (
+            (b, bdoc, r_alts, rdoc) if r_alts is not None else (r, rdoc, b_alts, bdoc)
+        )
+        assert alts is not None
+        if not _is_plain(plain):
+            return False
+        resolved = [_as_schema(self._resolved(a, alts_doc)) for a in alts]
+        if _is_bare_type(plain) and all(_is_bare_type(a) for a in resolved):
+            union = frozenset().union(*(_types(a)[0] or frozenset() for a in resolved))
+            own = _types(plain)[0] or frozenset()
+            bt, rt = (own, union) if r_alts is not None else (union, own)
+            if bt == rt:
+                return True
+            widened = all(_accepts(rt, t) for t in bt)
+            narrowed = all(_accepts(bt, t) for t in rt)
+            aspect = (
+                "list-of-types-widened"
+                if widened
+                else "list-of-types-narrowed"
+                if narrowed
+                else "type-changed"
+            )
+            out.append(Finding(aspect, (), _type_text(bt), _type_text(rt)))
+            return True
+        wrapping = r_alts is not None
+        keyword = "oneOf" if (r if wrapping else b).get("oneOf") else "anyOf"
+        kept = any(
+            not self._expand(
+                self._diff(plain, plain_doc, a, alts_doc)
+                if wrapping
+                else self._diff(a, alts_doc, plain, plain_doc)
+            )
+            for a in alts
+        )
+        if wrapping and keyword == "oneOf":
+            out.append(Finding("wrapped-in-one-of", (), None, len(alts)))
+        elif wrapping and kept:
+            out.append(Finding("wrapped-in-any-of", (), None, len(alts)))
+        else:
+            out.append(
+                Finding(
+                    "restructured",
+                    (),
+                    keyword if not wrapping else None,
+                    keyword if wrapping else None,
+                )
+            )
+        return True
+
+    def _compare_types(self, b: dict[str, Any], r: dict[str, Any], out: list[Finding]) -> bool:
+        bt, bnull = _types(b)
+        rt, rnull = _types(r)
+        compatible = True
+        if bt != rt:
+            before = _type_text(bt)
+            after = _type_text(rt)
+            if bt is None:
+                out.append(Finding("type-specialized", (), before, after))
+            elif rt is None:
+                out.append(Finding("type-generalized", (), before, after))
+            else:
+                widened = all(_accepts(rt, t) for t in bt)
+                narrowed = all(_accepts(bt, t) for t in rt)
+                multi = len(bt) > 1 or len(rt) > 1
+                if widened:
+                    aspect = "list-of-types-widened" if multi else "type-generalized"
+                elif narrowed:
+                    aspect = "list-of-types-narrowed" if multi else "type-specialized"
+                else:
+                    aspect = "type-changed"
+                    compatible = bool(bt & rt) or _structural(bt) == _structural(rt)
+                out.append(Finding(aspect, (), before, after))
+        if bnull != rnull and not (bt is None and rt is None):
+            out.append(Finding("became-nullable" if rnull else "became-not-nullable"))
+        return compatible
+
+    def _compare_scalars(self, b: dict[str, Any], r: dict[str, Any], out: list[Finding]) -> None:
+        bf, rf = b.get("format"), r.get("format")
+        if bf != rf:
+            if bf is None:
+                out.append(Finding("format-added", (), None, rf))
+            elif rf is None:
+                out.append(Finding("format-removed", (), bf, None))
+            else:
+                out.append(Finding("format-changed", (), bf, rf))
+        for keyword, stem, upper in _BOUNDS:
+            bv, rv = _number(b.get(keyword)), _number(r.get(keyword))
+            if bv == rv:
+                continue
+            if bv is None:
+                out.append(Finding(f"{stem}-set", (), None, rv))
+            elif rv is None:
+                out.append(Finding(f"{stem}-unset", (), bv, None))
+            elif upper:
+                out.append(Finding(f"{stem}-{'decreased' if rv < bv else 'increased'}", (), bv, rv))
+            else:
+                out.append(Finding(f"{stem}-{'increased' if rv > bv else 'decreased'}", (), bv, rv))
+        bm, rm = _number(b.get("multipleOf")), _number(r.get("multipleOf"))
+        if bm != rm:
+            if bm is None:
+                out.append(Finding("multiple-of-set", (), None, rm))
+            elif rm is None:
+                out.append(Finding("multiple-of-unset", (), bm, None))
+            else:
+                out.append(Finding("multiple-of-changed", (), bm, rm))
+        bu, ru = bool(b.get("uniqueItems")), bool(r.get("uniqueItems"))
+        if bu != ru:
+            out.append(Finding("unique-items-set" if ru else "unique-items-unset"))
+        bp, rp = b.get("pattern") or None, r.get("pattern") or None
+        if bp != rp:
+            if bp is None:
+                out.append(Finding("pattern-added", (), None, rp))
+            elif rp is None:
+                out.append(Finding("pattern-removed", (), bp, None))
+            elif rp in _ANY_STRING_PATTERNS:
+                out.append(Finding("pattern-generalized", (), bp, rp))
+            else:
+                out.append(Finding("pattern-changed", (), bp, rp))
+        if "default" in b or "default" in r:
+            if "default" not in b:
+                out.append(Finding("default-value-added", (), None, r["default"]))
+            elif "default" not in r:
+                out.append(Finding("default-value-removed", (), b["default"], None))
+            elif not _same(b["default"], r["default"]):
+                out.append(Finding("default-value-changed", (), b["default"], r["default"]))
+        if "const" in b or "const" in r:
+            if "const" not in b:
+                out.append(Finding("const-added", (), None, r["const"]))
+            elif "const" not in r:
+                out.append(Finding("const-removed", (), b["const"], None))
+            elif not _same(b["const"], r["const"]):
+                out.append(Finding("const-changed", (), b["const"], r["const"]))
+        for keyword, aspect in (
+            ("contentMediaType", "content-media-type-changed"),
+            ("contentEncoding", "content-encoding-changed"),
+        ):
+            if b.get(keyword) != r.get(keyword):
+                out.append(Finding(aspect, (), b.get(keyword), r.get(keyword)))
+        bd, rd = bool(b.get("deprecated")), bool(r.get("deprecated"))
+        if bd != rd:
+            aspect = "reactivated"
+            if rd:
+                aspect = "deprecated-with-sunset" if r.get("x-sunset") else "deprecated"
+            out.append(Finding(aspect, (), None, r.get("x-sunset")))
+        self._compare_stability(b, r, out)
+        if self.report_descriptions and b.get("description") != r.get("description"):
+            out.append(
+                Finding("description-changed", (), b.get("description"), r.get("description"))
+            )
+
+    def _compare_stability(self, b: dict[str, Any], r: dict[str, Any], out: list[Finding]) -> None:
+        bl, rl = b.get("x-stability-level"), r.get("x-stability-level")
+        if bl == rl:
+            return
+        if rl is not None and rl not in STABILITY_LEVELS:
+            out.append(Finding("stability-invalid", (), bl, rl))
+            return
+        if bl is not None and bl not in STABILITY_LEVELS:
+            return
+        rank_b = STABILITY_LEVELS.index(bl or "stable")
+        rank_r = STABILITY_LEVELS.index(rl or "stable")
+        if rank_b < STABILITY_LEVELS.index(self.stability_threshold):
+            return  # below the level the caller cares about
+        if rank_r < rank_b:
+            out.append(Finding("stability-decreased", (), bl, rl))
+        elif rank_r > rank_b:
+            out.append(Finding("stability-increased", (), bl, rl))
+
+    def _compare_enums(self, b: dict[str, Any], r: dict[str, Any], out: list[Finding]) -> None:
+        be, re_ = b.get("enum"), r.get("enum")
+        if be is None and re_ is None:
+            return
+        if not isinstance(be, list) or not isinstance(re_, list):
+            if isinstance(re_, list) and be is None:
+                out.append(Finding("became-enum", (), None, re_))
+            elif isinstance(be, list) and re_ is None:
+                out.append(Finding("enum-removed", (), be, None))
+            return
+        bkeys = {_key(v): v for v in be}
+        rkeys = {_key(v): v for v in re_}
+        for k, v in bkeys.items():
+            if k not in rkeys:
+                out.append(Finding("enum-value-removed", (), v, None, _text(v)))
+        for k, v in rkeys.items():
+            if k not in bkeys:
+                out.append(Finding("enum-value-added", (), None, v, _text(v)))
+
+    def _compare_properties(
+        self,
+        b: dict[str, Any],
+        bdoc: Document,
+        r: dict[str, Any],
+        rdoc: Document,
+        out: list[Finding],
+    ) -> None:
+        bprops = b.get("properties")
+        rprops = r.get("properties")
+        breq = _required(b)
+        rreq = _required(r)
+        if isinstance(bprops, dict) or isinstance(rprops, dict):
+            bprops = bprops if isinstance(bprops, dict) else {}
+            rprops = rprops if isinstance(rprops, dict) else {}
+            request = self.direction is Direction.REQUEST
+            closed = self.closed_schema_breaking and r.get("additionalProperties") is False
+            for name, bsub in bprops.items():
+                if name in rprops:
+                    continue
+                bs = _as_schema(self._resolved(bsub, bdoc))
+                if self._irrelevant(bs):
+                    continue
+                if request:
+                    aspect = "removed-closed-schema" if closed else "removed"
+                else:
+                    aspect = "removed-required" if name in breq else "removed"
+                out.append(Finding(aspect, ("properties", name), name=name))
+            for name, rsub in rprops.items():
+                if name in bprops:
+                    continue
+                rs = _as_schema(self._resolved(rsub, rdoc))
+                if self._irrelevant(rs):
+                    continue
+                if name in rreq:
+                    aspect = "added-required"
+                    if request and "default" in rs:
+                        aspect = "added-required-with-default"
+                else:
+                    aspect = "added-optional"
+                out.append(Finding(aspect, ("properties", name), name=name))
+            for name, bsub in bprops.items():
+                if name not in rprops:
+                    continue
+                rsub = rprops[name]
+                for f in self._diff(bsub, bdoc, rsub, rdoc):
+                    out.append(f.under("properties", name))
+                self._compare_required(name, name in breq, name in rreq, rsub, rdoc, out)
+                if not request and name in rreq:
+                    bs = _as_schema(self._resolved(bsub, bdoc))
+                    rs = _as_schema(self._resolved(rsub, rdoc))
+                    if bs.get("writeOnly") and not rs.get("writeOnly"):
+                        out.append(
+                            Finding("became-not-write-only", ("properties", name), name=name)
+                        )
+        # `required` may name properties defined elsewhere (allOf siblings, parents).
+        props_b = _dict(b.get("properties"))
+        props_r = _dict(r.get("properties"))
+        for name in sorted((breq ^ rreq) - set(props_b) - set(props_r)):
+            self._compare_required(name, name in breq, name in rreq, None, rdoc, out)
+        self._compare_additional(b, bdoc, r, rdoc, out)
+
+    def _compare_required(
+        self, name: str, was: bool, now: bool, rsub: Any, rdoc: Document, out: list[Finding]
+    ) -> None:
+        if was == now:
+            return
+        rs = _as_schema(self._resolved(rsub, rdoc)) if rsub is not None else {}
+        if self._irrelevant(rs):
+            return
+        if now:
+            aspect = "became-required"
+            if self.direction is Direction.REQUEST and "default" in rs:
+                aspect = "became-required-with-default"
+        else:
+            aspect = "became-optional"
+        out.append(Finding(aspect, ("properties", name), name=name))
+
+    def _irrelevant(self, schema: dict[str, Any]) -> bool:
+        # readOnly fields are never sent, writeOnly fields never read.
+        if self.direction is Direction.REQUEST:
+            return bool(schema.get("readOnly"))
+        return bool(schema.get("writeOnly"))
+
+    def _compare_additional(
+        self,
+        b: dict[str, Any],
+        bdoc: Document,
+        r: dict[str, Any],
+        rdoc: Document,
+        out: list[Finding],
+    ) -> None:
+        ba, ra = b.get("additionalProperties"), r.get("additionalProperties")
+        if ra is False and ba is not False:
+            out.append(Finding("additional-properties-forbidden", (), ba, False))
+        elif ba is False and ra is not False:
+            out.append(Finding("additional-properties-allowed", (), False, ra))
+        elif isinstance(ba, dict) and isinstance(ra, dict):
+            for f in self._diff(ba, bdoc, ra, rdoc):
+                out.append(f.under("additionalProperties"))
+
+    def _compare_subschemas(
+        self,
+        b: dict[str, Any],
+        bdoc: Document,
+        r: dict[str, Any],
+        rdoc: Document,
+        out: list[Finding],
+    ) -> None:
+        bi, ri = b.get("items"), r.get("items")
+        if isinstance(bi, dict) and isinstance(ri, dict):
+            for f in self._diff(bi, bdoc, ri, rdoc):
+                out.append(f.under("items"))
+        bpi, rpi = b.get("prefixItems"), r.get("prefixItems")
+        if bpi is None and isinstance(rpi, list):
+            out.append(Finding("prefix-items-added"))
+        elif isinstance(bpi, list) and rpi is None:
+            out.append(Finding("prefix-items-removed"))
+        elif isinstance(bpi, list) and isinstance(rpi, list):
+            for i, (bs, rs) in enumerate(zip(bpi, rpi, strict=False)):
+                for f in self._diff(bs, bdoc, rs, rdoc):
+                    out.append(f.under("prefixItems", str(i)))
+        for keyword, stem in (
+            ("unevaluatedItems", "unevaluated-items"),
+            ("unevaluatedProperties", "unevaluated-properties"),
+        ):
+            if keyword not in b and keyword in r:
+                out.append(Finding(f"{stem}-added", (), None, r[keyword]))
+            elif keyword in b and keyword not in r:
+                out.append(Finding(f"{stem}-removed", (), b[keyword], None))
+            elif isinstance(b.get(keyword), dict) and isinstance(r.get(keyword), dict):
+                for f in self._diff(b[keyword], bdoc, r[keyword], rdoc):
+                    out.append(f.under(keyword))
+        for keyword, stem in _SUBSCHEMA_KEYWORDS:
+            if keyword not in b and keyword not in r:
+                continue
+            if keyword not in b:
+                out.append(Finding(f"{stem}-added"))
+            elif keyword not in r:
+                out.append(Finding(f"{stem}-removed"))
+            elif keyword != "not":
+                for f in self._diff(b[keyword], bdoc, r[keyword], rdoc):
+                    out.append(f.under(keyword))
+        self._compare_maps(b, bdoc, r, rdoc, "patternProperties", "pattern-property", out)
+        self._compare_maps(b, bdoc, r, rdoc, "dependentSchemas", "dependent-schema", out)
+        bdr = b.get("dependentRequired")
+        rdr = r.get("dependentRequired")
+        if isinstance(bdr, dict) or isinstance(rdr, dict):
+            bdr = bdr if isinstance(bdr, dict) else {}
+            rdr = rdr if isinstance(rdr, dict) else {}
+            for name in bdr.keys() - rdr.keys():
+                out.append(Finding("dependent-required-removed", (), bdr[name], None, name))
+            for name in rdr.keys() - bdr.keys():
+                out.append(Finding("dependent-required-added", (), None, rdr[name], name))
+            for name in bdr.keys() & rdr.keys():
+                if sorted(map(str, bdr[name])) != sorted(map(str, rdr[name])):
+                    out.append(
+                        Finding("dependent-required-changed", (), bdr[name], rdr[name], name)
+                    )
+
+    def _compare_maps(
+        self,
+        b: dict[str, Any],
+        bdoc: Document,
+        r: dict[str, Any],
+        rdoc: Document,
+        keyword: str,
+        stem: str,
+        out: list[Finding],
+    ) -> None:
+        bm, rm = b.get(keyword), r.get(keyword)
+        if not isinstance(bm, dict) and not isinstance(rm, dict):
+            return
+        bm = bm if isinstance(bm, dict) else {}
+        rm = rm if isinstance(rm, dict) else {}
+        for name in bm:
+            if name not in rm:
+                out.append(Finding(f"{stem}-removed", (), name, None, name))
+        for name in rm:
+            if name not in bm:
+                out.append(Finding(f"{stem}-added", (), None, name, name))
+            else:
+                for f in self._diff(bm[name], bdoc, rm[name], rdoc):
+                    out.append(f.under(keyword, name))
+
+    def _compare_composition(
+        self,
+        b: dict[str, Any],
+        bdoc: Document,
+        r: dict[str, Any],
+        rdoc: Document,
+        out: list[Finding],
+    ) -> None:
+        for keyword, stem in (("oneOf", "one-of"), ("anyOf", "any-of"), ("allOf", "all-of")):
+            bl = _list(b.get(keyword))
+            rl = _list(r.get(keyword))
+            if not bl and not rl:
+                continue
+            pairs, removed, added = _match_alternatives(bl, rl)
+            for i in removed:
+                out.append(Finding(f"{stem}-removed", (), _label(bl[i], i), None, _label(bl[i], i)))
+            for j in added:
+                aspect = f"{stem}-added"
+                if keyword == "allOf" and _is_annotation_only(self._resolved(rl[j], rdoc)):
+                    aspect = "all-of-added-annotation-only"
+                out.append(Finding(aspect, (), None, _label(rl[j], j), _label(rl[j], j)))
+            for i, j in pairs:
+                for f in self._diff(bl[i], bdoc, rl[j], rdoc):
+                    out.append(f.under(keyword, str(j)))
+
+    def _compare_discriminator(
+        self, b: dict[str, Any], r: dict[str, Any], out: list[Finding]
+    ) -> None:
+        bd, rd = b.get("discriminator"), r.get("discriminator")
+        if not isinstance(bd, dict) and not isinstance(rd, dict):
+            return
+        if not isinstance(bd, dict):
+            out.append(Finding("discriminator-added", (), None, rd))
+            return
+        if not isinstance(rd, dict):
+            out.append(Finding("discriminator-removed", (), bd, None))
+            return
+        if bd.get("propertyName") != rd.get("propertyName"):
+            out.append(
+                Finding(
+                    "discriminator-property-name-changed",
+                    (),
+                    bd.get("propertyName"),
+                    rd.get("propertyName"),
+                )
+            )
+        bm = _dict(bd.get("mapping"))
+        rm = _dict(rd.get("mapping"))
+        removed = [k for k in bm if k not in rm]
+        added = [k for k in rm if k not in bm]
+        changed = [k for k in bm if k in rm and bm[k] != rm[k]]
+        if added:
+            out.append(Finding("discriminator-mapping-added", (), None, added, ", ".join(added)))
+        if removed:
+            out.append(
+                Finding("discriminator-mapping-deleted", (), removed, None, ", ".join(removed))
+            )
+        if changed:
+            out.append(Finding("discriminator-mapping-changed", (), None, None, ", ".join(changed)))
+
+
+class UnchangedRefs:
+    """Knows which component schemas are unchanged, including everything they refer to.
+
+    A component is unchanged when its text is equal in both documents and every component it
+    refers to (transitively) is unchanged too; computed once per pair of documents.
+    """
+
+    def __init__(self, base_root: Any, revision_root: Any) -> None:
+        self._base = base_root
+        self._revision = revision_root
+        self._dirty: set[str] | None = None
+
+    def is_unchanged(self, ref: str) -> bool:
+        """Return True when the component at `ref` and its references did not change."""
+        if not ref.startswith(("#/components/schemas/", "#/definitions/")):
+            return False
+        if self._dirty is None:
+            self._dirty = self._compute_dirty()
+        return ref not in self._dirty
+
+    def _components(self, root: Any) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        if not isinstance(root, dict):
+            return found
+        schemas = (
+            (root.get("components") or {}).get("schemas")
+            if isinstance(root.get("components"), dict)
+            else None
+        )
+        if isinstance(schemas, dict):
+            for name, node in schemas.items():
+                found["#/components/schemas/" + _escape(str(name))] = node
+        definitions = root.get("definitions")
+        if isinstance(definitions, dict):
+            for name, node in definitions.items():
+                found["#/definitions/" + _escape(str(name))] = node
+        return found
+
+    def _compute_dirty(self) -> set[str]:
+        base = self._components(self._base)
+        revision = self._components(self._revision)
+        dirty: set[str] = set()
+        referrers: dict[str, set[str]] = {}
+        for ref in base.keys() | revision.keys():
+            if ref not in base or ref not in revision or base[ref] != revision[ref]:
+                dirty.add(ref)
+                continue
+            text = json.dumps(revision[ref], default=str)
+            for target in set(_COMPONENT_REF.findall(text)):
+                referrers.setdefault(target, set()).add(ref)
+        # Everything that refers (transitively) to a changed component is changed too.
+        stack = list(dirty)
+        while stack:
+            ref = stack.pop()
+            for parent in referrers.get(ref, ()):
+                if parent not in dirty:
+                    dirty.add(parent)
+                    stack.append(parent)
+        return dirty
+
+    def subtree_unchanged(self, base: Any, revision: Any) -> bool:
+        """Return True when two subtrees are equal and everything they refer to is unchanged."""
+        if base != revision:
+            return False
+        return self._refs_unchanged(revision, set())
+
+    def _refs_unchanged(self, node: Any, seen: set[str]) -> bool:
+        text = json.dumps(node, default=str)
+        for ref in set(_LOCAL_REF.findall(text)):
+            if ref in seen:
+                continue
+            seen.add(ref)
+            if ref.startswith(("#/components/schemas/", "#/definitions/")):
+                if not self.is_unchanged(ref):
+                    return False
+                continue
+            try:
+                old = resolve_pointer(self._base, ref)
+                new = resolve_pointer(self._revision, ref)
+            except KeyError:
+                return False
+            if old != new or not self._refs_unchanged(new, seen):
+                return False
+        return True
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _ref_of(node: Any) -> str | None:
+    if type(node) is dict:
+        ref = node.get("$ref")
+        if type(ref) is str:
+            return ref
+    return None
+
+
+def _as_schema(node: Any) -> dict[str, Any]:
+    if node is True or node is None:
+        return {}
+    if node is False:
+        return {"not": {}}
+    if isinstance(node, dict):
+        return node
+    return {}
+
+
+def _types(schema: dict[str, Any]) -> tuple[frozenset[str] | None, bool]:
+    raw = schema.get("type")
+    nullable = bool(schema.get("nullable") or schema.get("x-nullable"))
+    if raw is None:
+        return None, nullable
+    names = [raw] if isinstance(raw, str) else [str(t) for t in raw if t is not None]
+    if "null" in names:
+        nullable = True
+        names = [n for n in names if n != "null"]
+    if not names:
+        return None, nullable
+    return frozenset(names), nullable
+
+
+def _accepts(types: frozenset[str], t: str) -> bool:
+    return t in types or (t == "integer" and "number" in types)
+
+
+def _structural(types: frozenset[str]) -> frozenset[str]:
+    return frozenset(t for t in types if t in ("object", "array"))
+
+
+def _type_text(types: frozenset[str] | None) -> str:
+    if types is None:
+        return "any"
+    return "|".join(sorted(types))
+
+
+def _number(value: Any) -> float | int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value
+
+
+def _required(schema: dict[str, Any]) -> set[str]:
+    req = schema.get("required")
+    if isinstance(req, list):
+        return {str(x) for x in req}
+    return set()
+
+
+def _key(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a == b and type(a) is type(b) or _key(a) == _key(b)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def _label(node: Any, index: int) -> str:
+    ref = _ref_of(node)
+    if ref:
+        return ref.rsplit("/", 1)[-1]
+    if isinstance(node, dict) and node.get("title"):
+        return str(node["title"])
+    return f"#{index}"
+
+
+def _escape(name: str) -> str:
+    return name.replace("~", "~0").replace("/", "~1")
+
+
+def _match_alternatives(
+    bl: list[Any], rl: list[Any]
+) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+    """Pair oneOf/anyOf/allOf members: same `$ref`, then equal text, then same title/type."""
+    pairs: list[tuple[int, int]] = []
+    free_b = list(range(len(bl)))
+    free_r = list(range(len(rl)))
+
+    def take(match: Any) -> None:
+        for i in list(free_b):
+            for j in free_r:
+                if match(bl[i], rl[j]):
+                    pairs.append((i, j))
+                    free_b.remove(i)
+                    free_r.remove(j)
+                    break
+
+    take(lambda x, y: _ref_of(x) is not None and _ref_of(x) == _ref_of(y))
+    take(lambda x, y: _ref_of(x) is None and _ref_of(y) is None and x == y)
+    take(lambda x, y: _identity(x) is not None and _identity(x) == _identity(y))
+    if len(free_b) == len(free_r):
+        take(lambda x, y: _ref_of(x) is None and _ref_of(y) is None)
+    return pairs, free_b, free_r
+
+
+def _identity(node: Any) -> str | None:
+    if not isinstance(node, dict) or _ref_of(node) is not None:
+        return None
+    if node.get("title"):
+        return "title:" + str(node["title"])
+    return None
+
+
+def _wrapper(schema: dict[str, Any]) -> list[Any] | None:
+    """Return the alternatives of a pure oneOf/anyOf wrapper, else None."""
+    if "type" in schema or "properties" in schema or "$ref" in schema:
+        return None
+    for keyword in ("oneOf", "anyOf"):
+        alts = schema.get(keyword)
+        if isinstance(alts, list) and alts:
+            return alts
+    return None
+
+
+def _is_plain(schema: dict[str, Any]) -> bool:
+    return not any(k in schema for k in ("oneOf", "anyOf", "allOf")) and (
+        "type" in schema or "properties" in schema
+    )
+
+
+def _is_bare_type(schema: dict[str, Any]) -> bool:
+    return (
+        "type" in schema
+        and all(
+            k in ("type", "format", "description", "title", "nullable", "example") for k in schema
+        )
+        and not _structural(_types(schema)[0] or frozenset())
+    )
+
+
+def _is_annotation_only(node: Any) -> bool:
+    return isinstance(node, dict) and bool(node) and all(k in _ANNOTATIONS for k in node)

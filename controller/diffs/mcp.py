@@ -1,0 +1,383 @@
+"""MCP diff: what a server advertises (tools, prompts, resources, templates, server info).
+
+A snapshot is normalised first: the corpus capture format (`mcp-surface-capture/v1`, snake
+case keys) and raw JSON-RPC results (`tools`, `resourceTemplates`, `serverInfo`,
+`protocolVersion`) are both accepted, lists become maps by name or URI, and missing annotation
+hints take the MCP defaults (readOnlyHint false, destructiveHint true, idempotentHint false,
+openWorldHint true). Tool input schemas are compared as requests, output schemas as
+responses; every change carries `location.tool` where a tool is concerned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.diffs.core import changes_from_findings, escape_pointer, make_change
+from controller.diffs.jsonschema import SchemaDiffer
+from controller.diffs.refs import Document
+from controller.diffs.rules import Direction
+from controller.model.change import Change, Location
+
+HINT_DEFAULTS = {
+    "readOnlyHint": False,
+    "destructiveHint": True,
+    "idempotentHint": False,
+    "openWorldHint": True,
+}
+CORE_CAPABILITIES = frozenset({"tools", "prompts", "resources"})
+_SERVER_INFO_META = ("title", "description", "icons", "websiteUrl")
+
+
+@dataclass
+class McpSnapshot:
+    """The comparable surface of one MCP server."""
+
+    server_info: dict[str, Any] = field(default_factory=dict)
+    protocol_version: str | None = None
+    capabilities: dict[str, Any] | None = None
+    instructions: str | None = None
+    tools: dict[str, dict[str, Any]] | None = None
+    prompts: dict[str, dict[str, Any]] | None = None
+    resources: dict[str, dict[str, Any]] | None = None
+    resource_templates: dict[str, dict[str, Any]] | None = None
+    errors: dict[str, Any] = field(default_factory=dict)
+
+
+def normalize_mcp_snapshot(doc: Any) -> McpSnapshot:
+    """Build an `McpSnapshot` from a capture file or from raw list results."""
+    if not isinstance(doc, dict):
+        return McpSnapshot()
+
+    def pick(*keys: str) -> Any:
+        for key in keys:
+            if key in doc:
+                return doc[key]
+        return None
+
+    info = pick("server_info", "serverInfo")
+    caps = pick("capabilities")
+    return McpSnapshot(
+        server_info=info if isinstance(info, dict) else {},
+        protocol_version=pick("protocol_version", "protocolVersion"),
+        capabilities=caps if isinstance(caps, dict) else None,
+        instructions=pick("instructions"),
+        tools=_by_key(pick("tools"), "name"),
+        prompts=_by_key(pick("prompts"), "name"),
+        resources=_by_key(pick("resources"), "uri"),
+        resource_templates=_by_key(pick("resource_templates", "resourceTemplates"), "uriTemplate"),
+        errors=pick("errors") if isinstance(pick("errors"), dict) else {},
+    )
+
+
+def diff_mcp(base: Any, revision: Any) -> list[Change]:
+    """Return the classified changes between two MCP snapshots (dicts or `McpSnapshot`s)."""
+    b = base if isinstance(base, McpSnapshot) else normalize_mcp_snapshot(base)
+    r = revision if isinstance(revision, McpSnapshot) else normalize_mcp_snapshot(revision)
+    out: list[Change] = []
+    _server(b, r, out)
+    _capabilities(b, r, out)
+    _tools(b, r, out)
+    _prompts(b, r, out)
+    _resources(b, r, out)
+    return out
+
+
+def _by_key(items: Any, key: str) -> dict[str, dict[str, Any]] | None:
+    if items is None:
+        return None
+    if isinstance(items, dict) and isinstance(items.get(key + "s"), list):
+        items = items[key + "s"]
+    if not isinstance(items, list):
+        return None
+    return {str(i.get(key)): i for i in items if isinstance(i, dict)}
+
+
+def _server(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
+    bname, rname = b.server_info.get("name"), r.server_info.get("name")
+    if bname != rname:
+        out.append(
+            make_change("server-name-changed", "/server_info/name", before=bname, after=rname)
+        )
+    bver, rver = b.server_info.get("version"), r.server_info.get("version")
+    if bver != rver:
+        out.append(
+            make_change("server-version-changed", "/server_info/version", before=bver, after=rver)
+        )
+    if any(b.server_info.get(k) != r.server_info.get(k) for k in _SERVER_INFO_META):
+        out.append(make_change("server-info-metadata-changed", "/server_info"))
+    if b.protocol_version != r.protocol_version:
+        out.append(
+            make_change(
+                "protocol-version-changed",
+                "/protocol_version",
+                before=b.protocol_version,
+                after=r.protocol_version,
+            )
+        )
+    if (b.instructions or "") != (r.instructions or ""):
+        out.append(make_change("instructions-changed", "/instructions"))
+    for surface in sorted(set(r.errors) - set(b.errors)):
+        if r.errors.get(surface) != b.errors.get(surface):
+            out.append(
+                make_change(
+                    "list-failed", f"/errors/{surface}", name=surface, after=r.errors[surface]
+                )
+            )
+
+
+def _capabilities(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
+    if b.capabilities is None or r.capabilities is None:
+        return
+    for name in b.capabilities:
+        if name not in r.capabilities:
+            rule = "capability-removed" if name in CORE_CAPABILITIES else "capability-removed-minor"
+            out.append(make_change(rule, f"/capabilities/{escape_pointer(name)}", name=name))
+        elif b.capabilities[name] != r.capabilities[name]:
+            out.append(
+                make_change(
+                    "capability-flags-changed",
+                    f"/capabilities/{escape_pointer(name)}",
+                    name=name,
+                    before=b.capabilities[name],
+                    after=r.capabilities[name],
+                )
+            )
+    for name in r.capabilities:
+        if name not in b.capabilities:
+            out.append(
+                make_change("capability-added", f"/capabilities/{escape_pointer(name)}", name=name)
+            )
+
+
+def _tools(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
+    btools = b.tools or {}
+    rtools = r.tools if r.tools is not None else ({} if _capability_gone(b, r, "tools") else None)
+    if rtools is None:
+        return  # tools not listed this time (not advertised or failed): not drift by itself
+    for name in btools:
+        if name not in rtools:
+            out.append(
+                make_change(
+                    "tool-removed", _tool_ptr(name), location=Location(tool=name), name=name
+                )
+            )
+    for name in rtools:
+        if name not in btools:
+            out.append(
+                make_change("tool-added", _tool_ptr(name), location=Location(tool=name), name=name)
+            )
+    for name, bt in btools.items():
+        if name in rtools and bt != rtools[name]:
+            _tool(name, bt, rtools[name], out)
+
+
+def _capability_gone(b: McpSnapshot, r: McpSnapshot, cap: str) -> bool:
+    return bool(b.capabilities and cap in b.capabilities) and bool(
+        r.capabilities is not None and cap not in r.capabilities
+    )
+
+
+def _tool(name: str, bt: dict[str, Any], rt: dict[str, Any], out: list[Change]) -> None:
+    loc = Location(tool=name)
+    ptr = _tool_ptr(name)
+    if (bt.get("description") or "") != (rt.get("description") or ""):
+        out.append(
+            make_change(
+                "tool-description-changed",
+                ptr + "/description",
+                location=loc,
+                name=name,
+                before=bt.get("description"),
+                after=rt.get("description"),
+            )
+        )
+    if bt.get("title") != rt.get("title"):
+        out.append(make_change("tool-title-changed", ptr + "/title", location=loc, name=name))
+    _annotations(name, bt.get("annotations"), rt.get("annotations"), loc, ptr, out)
+    if bt.get("execution") != rt.get("execution"):
+        out.append(
+            make_change("tool-execution-changed", ptr + "/execution", location=loc, name=name)
+        )
+    if bt.get("_meta") != rt.get("_meta") or bt.get("icons") != rt.get("icons"):
+        out.append(make_change("tool-metadata-changed", ptr, location=loc, name=name))
+    bin_, rin = bt.get("inputSchema"), rt.get("inputSchema")
+    if isinstance(bin_, dict) and isinstance(rin, dict):
+        if bin_.get("$schema") != rin.get("$schema"):
+            out.append(
+                make_change(
+                    "tool-schema-dialect-changed",
+                    ptr + "/inputSchema/$schema",
+                    location=loc,
+                    name=name,
+                    before=bin_.get("$schema"),
+                    after=rin.get("$schema"),
+                )
+            )
+        invalid = bin_.get("type") == "object" and rin.get("type") != "object"
+        if invalid:
+            out.append(
+                make_change(
+                    "tool-input-schema-invalid", ptr + "/inputSchema", location=loc, name=name
+                )
+            )
+        differ = SchemaDiffer(
+            Document(bin_),
+            Document(rin),
+            Direction.REQUEST,
+            report_descriptions=True,
+            closed_schema_breaking=False,
+        )
+        findings = differ.diff(bin_, rin)
+        if invalid:
+            findings = [f for f in findings if f.path]
+        out += changes_from_findings(
+            findings,
+            direction=Direction.REQUEST,
+            root_prefix="tool-input",
+            nested_prefix="tool-input-property",
+            pointer=ptr + "/inputSchema",
+            location=loc,
+            label=f"tool {name} input",
+        )
+    bout, rout = bt.get("outputSchema"), rt.get("outputSchema")
+    if bout is None and rout is not None:
+        out.append(
+            make_change("tool-output-schema-added", ptr + "/outputSchema", location=loc, name=name)
+        )
+    elif bout is not None and rout is None:
+        out.append(
+            make_change(
+                "tool-output-schema-removed", ptr + "/outputSchema", location=loc, name=name
+            )
+        )
+    elif isinstance(bout, dict) and isinstance(rout, dict) and bout != rout:
+        differ = SchemaDiffer(Document(bout), Document(rout), Direction.RESPONSE)
+        out += changes_from_findings(
+            differ.diff(bout, rout),
+            direction=Direction.RESPONSE,
+            root_prefix="tool-output",
+            nested_prefix="tool-output-property",
+            pointer=ptr + "/outputSchema",
+            location=loc,
+            label=f"tool {name} output",
+        )
+
+
+def _annotations(
+    name: str, before: Any, after: Any, loc: Location, ptr: str, out: list[Change]
+) -> None:
+    b = before if isinstance(before, dict) else {}
+    a = after if isinstance(after, dict) else {}
+    if b == a:
+        return
+
+    def hint(d: dict[str, Any], key: str) -> bool:
+        value = d.get(key, HINT_DEFAULTS[key])
+        return bool(value) if isinstance(value, bool) else HINT_DEFAULTS[key]
+
+    riskier: list[str] = []
+    if hint(b, "readOnlyHint") and not hint(a, "readOnlyHint"):
+        riskier.append("readOnlyHint turned false")
+    if (
+        not hint(b, "destructiveHint")
+        and hint(a, "destructiveHint")
+        and not hint(a, "readOnlyHint")
+    ):
+        riskier.append("destructiveHint turned true")
+    if not hint(b, "openWorldHint") and hint(a, "openWorldHint"):
+        riskier.append("openWorldHint turned true")
+    rule = "tool-annotation-risk-increased" if riskier else "tool-annotations-changed"
+    out.append(
+        make_change(
+            rule,
+            ptr + "/annotations",
+            location=loc,
+            name=name,
+            before=before,
+            after=after,
+            detail=", ".join(riskier),
+        )
+    )
+
+
+def _prompts(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
+    bp = b.prompts or {}
+    rp = r.prompts if r.prompts is not None else ({} if _capability_gone(b, r, "prompts") else None)
+    if rp is None:
+        return
+    for name in bp:
+        ptr = f"/prompts/{escape_pointer(name)}"
+        if name not in rp:
+            out.append(make_change("prompt-removed", ptr, name=name))
+            continue
+        if (bp[name].get("description") or "") != (rp[name].get("description") or ""):
+            out.append(make_change("prompt-description-changed", ptr + "/description", name=name))
+        bargs = {
+            str(a.get("name")): a for a in bp[name].get("arguments") or [] if isinstance(a, dict)
+        }
+        rargs = {
+            str(a.get("name")): a for a in rp[name].get("arguments") or [] if isinstance(a, dict)
+        }
+        for arg in bargs:
+            if arg not in rargs:
+                out.append(make_change("prompt-argument-removed", ptr, name=name, detail=arg))
+            elif not bargs[arg].get("required") and rargs[arg].get("required"):
+                out.append(
+                    make_change("prompt-argument-became-required", ptr, name=name, detail=arg)
+                )
+            elif bargs[arg].get("required") and not rargs[arg].get("required"):
+                out.append(
+                    make_change("prompt-argument-became-optional", ptr, name=name, detail=arg)
+                )
+        for arg in rargs:
+            if arg not in bargs:
+                rule = (
+                    "prompt-argument-added-required"
+                    if rargs[arg].get("required")
+                    else "prompt-argument-added-optional"
+                )
+                out.append(make_change(rule, ptr, name=name, detail=arg))
+    for name in rp:
+        if name not in bp:
+            out.append(make_change("prompt-added", f"/prompts/{escape_pointer(name)}", name=name))
+
+
+def _resources(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
+    gone = _capability_gone(b, r, "resources")
+    bt = b.resource_templates or {}
+    rt = r.resource_templates if r.resource_templates is not None else ({} if gone else None)
+    if rt is not None:
+        for uri in bt:
+            ptr = f"/resource_templates/{escape_pointer(uri)}"
+            if uri not in rt:
+                out.append(make_change("resource-template-removed", ptr, name=uri))
+            elif bt[uri] != rt[uri]:
+                out.append(make_change("resource-template-changed", ptr, name=uri))
+        for uri in rt:
+            if uri not in bt:
+                out.append(
+                    make_change(
+                        "resource-template-added",
+                        f"/resource_templates/{escape_pointer(uri)}",
+                        name=uri,
+                    )
+                )
+    br = b.resources or {}
+    rr = r.resources if r.resources is not None else ({} if gone else None)
+    if rr is not None:
+        for uri in br:
+            ptr = f"/resources/{escape_pointer(uri)}"
+            if uri not in rr:
+                out.append(make_change("resource-removed", ptr, name=uri))
+            elif br[uri] != rr[uri]:
+                out.append(make_change("resource-metadata-changed", ptr, name=uri))
+        for uri in rr:
+            if uri not in br:
+                out.append(
+                    make_change("resource-added", f"/resources/{escape_pointer(uri)}", name=uri)
+                )
+
+
+def _tool_ptr(name: str) -> str:
+    return f"/tools/{escape_pointer(name)}"

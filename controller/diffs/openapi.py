@@ -1,0 +1,777 @@
+"""OpenAPI diff: Swagger 2.0, OpenAPI 3.0 and 3.1 documents, compared operation by operation.
+
+Operations are matched by method and a normalised path template (`/users/{id}` and
+`/users/{userId}` are the same operation); path parameters are matched by position.
+Swagger 2.0 operations are first viewed in the 3.x shape (request body and media types from
+`consumes`/`produces`). Schemas are compared by `controller.diffs.jsonschema` in the right
+direction: request bodies and parameters as requests, responses and headers as responses.
+Every change carries `location.operation` (`GET /v1/charges`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from controller.diffs.core import changes_from_findings, escape_pointer, make_change
+from controller.diffs.jsonschema import STABILITY_LEVELS, SchemaDiffer, UnchangedRefs
+from controller.diffs.loader import check_openapi
+from controller.diffs.refs import Document, DocumentStore, Resolver
+from controller.diffs.rules import Direction
+from controller.model.change import Change, Location
+
+METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+UNSTABLE_LEVELS = ("draft", "alpha")
+_PARAM_RE = re.compile(r"\{[^}/]*\}")
+_SWAGGER_SCHEMA_KEYS = (
+    "type",
+    "format",
+    "items",
+    "enum",
+    "default",
+    "maximum",
+    "minimum",
+    "exclusiveMaximum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "multipleOf",
+    "x-nullable",
+)
+
+
+@dataclass(frozen=True)
+class DiffOptions:
+    """Settings of an OpenAPI diff. `today` enables sunset-date checks (the engine has no clock)."""
+
+    today: dt.date | None = None
+    # Minimum announced grace period, in days, before a deprecated operation or parameter
+    # may go away; when set, deprecating without an `x-sunset` date is reported.
+    sunset_days_stable: int = 0
+    sunset_days_beta: int = 0
+    # Property stability changes are reported from this level up (`x-stability-level`).
+    stability_threshold: str = "draft"
+
+    def sunset_days(self, stability: Any) -> int:
+        """Return the grace period that applies to an operation of this stability level."""
+        return self.sunset_days_beta if stability == "beta" else self.sunset_days_stable
+
+
+def diff_openapi(
+    base: Any,
+    revision: Any,
+    *,
+    resolver: Resolver | None = None,
+    base_uri: str = "",
+    revision_uri: str = "",
+    options: DiffOptions | None = None,
+) -> list[Change]:
+    """Return the classified changes from one OpenAPI document to another.
+
+    `resolver(uri)` returns the parsed document for a relative-file or URL `$ref`; without it
+    such references raise `ContractParseError`.
+    """
+    # load_document already checked references; here only the kind and version.
+    check_openapi(base, check_refs=False)
+    check_openapi(revision, check_refs=False)
+    if base == revision:
+        return []
+    return _OpenAPIDiff(base, revision, resolver, base_uri, revision_uri, options).run()
+
+
+class _OpenAPIDiff:
+    def __init__(
+        self,
+        base: dict[str, Any],
+        revision: dict[str, Any],
+        resolver: Resolver | None,
+        base_uri: str,
+        revision_uri: str,
+        options: DiffOptions | None,
+    ) -> None:
+        store = DocumentStore(resolver)
+        self.base = Document(base, base_uri, store)
+        self.rev = Document(revision, revision_uri, store)
+        self.options = options or DiffOptions()
+        unchanged = UnchangedRefs(base, revision)
+        self.unchanged = unchanged
+        self.request = self._new_differ(Direction.REQUEST, self.base, self.rev)
+        self.response = self._new_differ(Direction.RESPONSE, self.base, self.rev)
+        self.changes: list[Change] = []
+
+    def run(self) -> list[Change]:
+        base_ops = _operations(self.base.root)
+        rev_ops = _operations(self.rev.root)
+        for key, (raw_path, method, op, item) in base_ops.items():
+            name = f"{method.upper()} {raw_path}"
+            loc = Location(operation=name)
+            pointer = f"/paths/{escape_pointer(raw_path)}/{method}"
+            if key not in rev_ops:
+                self._operation_removed(op, name, loc, pointer)
+                continue
+            rev_path, _, rop, ritem = rev_ops[key]
+            rname = f"{method.upper()} {rev_path}"
+            rpointer = f"/paths/{escape_pointer(rev_path)}/{method}"
+            if (
+                op == rop
+                and item == ritem
+                and self.unchanged.subtree_unchanged(op, rop)
+                and (self.unchanged.subtree_unchanged(item, ritem))
+            ):
+                if _security(self.base.root, op) == _security(self.rev.root, rop):
+                    continue
+            self._operation(
+                raw_path, op, item, rev_path, rop, ritem, Location(operation=rname), rpointer
+            )
+        for key, (raw_path, method, _op, _item) in rev_ops.items():
+            if key not in base_ops:
+                name = f"{method.upper()} {raw_path}"
+                self.changes.append(
+                    make_change(
+                        "endpoint-added",
+                        f"/paths/{escape_pointer(raw_path)}/{method}",
+                        location=Location(operation=name),
+                        name=name,
+                    )
+                )
+        self._servers()
+        return self.changes
+
+    # -- operations -------------------------------------------------------------------------
+
+    def _operation_removed(self, op: dict[str, Any], name: str, loc: Location, ptr: str) -> None:
+        rule = "endpoint-removed"
+        if op.get("x-stability-level") in UNSTABLE_LEVELS:
+            rule = "endpoint-removed-unstable"
+        sunset = op.get("x-sunset")
+        if op.get("deprecated"):
+            rule = "endpoint-removed-deprecated"
+            day = _parse_date(sunset)
+            today = self.options.today
+            if day is not None and today is not None and day > today:
+                rule = "endpoint-removed-before-sunset"
+        self.changes.append(make_change(rule, ptr, location=loc, name=name, before=sunset))
+
+    def _operation(
+        self,
+        base_path: str,
+        op: dict[str, Any],
+        item: dict[str, Any],
+        rev_path: str,
+        rop: dict[str, Any],
+        ritem: dict[str, Any],
+        loc: Location,
+        ptr: str,
+    ) -> None:
+        name = loc.operation or ""
+        self._lifecycle(op, rop, name, loc, ptr)
+        if (
+            op.get("x-stability-level") in UNSTABLE_LEVELS
+            and rop.get("x-stability-level") in UNSTABLE_LEVELS
+        ):
+            # The vendor promises nothing for draft/alpha operations: one info change.
+            start = len(self.changes)
+            self._operation_body(base_path, op, item, rev_path, rop, ritem, loc, ptr)
+            found = self.changes[start:]
+            del self.changes[start:]
+            if found:
+                self._add(
+                    "endpoint-unstable-changed",
+                    ptr,
+                    loc,
+                    name,
+                    after=sorted({c.rule for c in found}),
+                    detail=str(len(found)),
+                )
+            return
+        self._operation_body(base_path, op, item, rev_path, rop, ritem, loc, ptr)
+
+    def _operation_body(
+        self,
+        base_path: str,
+        op: dict[str, Any],
+        item: dict[str, Any],
+        rev_path: str,
+        rop: dict[str, Any],
+        ritem: dict[str, Any],
+        loc: Location,
+        ptr: str,
+    ) -> None:
+        name = loc.operation or ""
+        if op.get("operationId") != rop.get("operationId") and op.get("operationId"):
+            self.changes.append(
+                make_change(
+                    "endpoint-operation-id-changed",
+                    ptr + "/operationId",
+                    location=loc,
+                    name=name,
+                    before=op.get("operationId"),
+                    after=rop.get("operationId"),
+                )
+            )
+        self._security_changes(op, rop, loc, ptr)
+        self._parameters(base_path, op, item, rev_path, rop, ritem, loc, ptr)
+        self._request_body(op, rop, loc, ptr)
+        self._responses(op, rop, loc, ptr)
+
+    def _lifecycle(
+        self, op: dict[str, Any], rop: dict[str, Any], name: str, loc: Location, ptr: str
+    ) -> None:
+        was, now = bool(op.get("deprecated")), bool(rop.get("deprecated"))
+        bsun, rsun = op.get("x-sunset"), rop.get("x-sunset")
+        if not was and now:
+            if rsun is not None and _parse_date(rsun) is None:
+                self._add("endpoint-sunset-invalid", ptr, loc, name, after=rsun)
+            rule = "endpoint-deprecated-with-sunset" if rsun is not None else "endpoint-deprecated"
+            stability = rop.get("x-stability-level")
+            if (
+                rsun is None
+                and self.options.sunset_days(stability) > 0
+                and stability
+                not in (
+                    "draft",
+                    "alpha",
+                )
+            ):
+                self._add("endpoint-sunset-missing", ptr, loc, name)
+            self._add(rule, ptr + "/deprecated", loc, name, after=rsun)
+        elif was and not now:
+            self._add("endpoint-reactivated", ptr + "/deprecated", loc, name)
+        elif was and now and bsun != rsun:
+            bday, rday = _parse_date(bsun), _parse_date(rsun)
+            if bsun is not None and rsun is None:
+                self._add("endpoint-sunset-deleted", ptr + "/x-sunset", loc, name, before=bsun)
+            elif (bsun is not None and bday is None) or (rsun is not None and rday is None):
+                self._add("endpoint-sunset-invalid", ptr + "/x-sunset", loc, name, after=rsun)
+            elif bday is not None and rday is not None and rday < bday:
+                self._add("endpoint-sunset-moved-earlier", ptr + "/x-sunset", loc, name, bsun, rsun)
+        bst, rst = op.get("x-stability-level"), rop.get("x-stability-level")
+        for value in (bst, rst):
+            if value is not None and value not in STABILITY_LEVELS:
+                self._add("endpoint-stability-invalid", ptr, loc, name, after=value)
+                return
+        if bst != rst and bst is not None:
+            rank_b = STABILITY_LEVELS.index(bst)
+            rank_r = STABILITY_LEVELS.index(rst or "stable")
+            if rank_r < rank_b:
+                self._add("endpoint-stability-decreased", ptr, loc, name, bst, rst)
+            elif rank_r > rank_b:
+                self._add("endpoint-stability-increased", ptr, loc, name, bst, rst)
+
+    def _add(
+        self,
+        rule: str,
+        ptr: str,
+        loc: Location,
+        name: str,
+        before: Any = None,
+        after: Any = None,
+        detail: str | None = None,
+    ) -> None:
+        self.changes.append(
+            make_change(
+                rule, ptr, location=loc, name=name, before=before, after=after, detail=detail
+            )
+        )
+
+    # -- security and servers ---------------------------------------------------------------
+
+    def _security_changes(
+        self, op: dict[str, Any], rop: dict[str, Any], loc: Location, ptr: str
+    ) -> None:
+        bsec = _security(self.base.root, op)
+        rsec = _security(self.rev.root, rop)
+        if bsec == rsec:
+            return
+        bmap = {_req_key(r): r for r in bsec}
+        rmap = {_req_key(r): r for r in rsec}
+        name = loc.operation or ""
+        if bsec and not rsec:
+            self._add("security-requirement-removed", ptr + "/security", loc, name, "any", None)
+            return
+        if not bsec and rsec:
+            for key in rmap:
+                self._add("security-requirement-added", ptr + "/security", loc, name, None, key)
+            return
+        for key in bmap:
+            if key not in rmap:
+                self._add("security-requirement-removed", ptr + "/security", loc, name, key, None)
+        for key in rmap:
+            if key not in bmap:
+                self._add("security-requirement-added", ptr + "/security", loc, name, None, key)
+            else:
+                for scheme, scopes in rmap[key].items():
+                    old = set(bmap[key].get(scheme) or [])
+                    new = set(scopes or [])
+                    for s in sorted(new - old):
+                        self._add("security-scope-added", ptr + "/security", loc, scheme, None, s)
+                    for s in sorted(old - new):
+                        self._add("security-scope-removed", ptr + "/security", loc, scheme, s, None)
+
+    def _servers(self) -> None:
+        bs = {str(s.get("url")) for s in self.base.root.get("servers") or [] if isinstance(s, dict)}
+        rs = {str(s.get("url")) for s in self.rev.root.get("servers") or [] if isinstance(s, dict)}
+        if "swagger" in self.base.root:
+            bs = {_swagger_server(self.base.root)} - {""}
+            rs = {_swagger_server(self.rev.root)} - {""}
+        for url in sorted(bs - rs):
+            self.changes.append(make_change("server-removed", "/servers", before=url))
+        for url in sorted(rs - bs):
+            self.changes.append(make_change("server-added", "/servers", after=url))
+
+    # -- parameters -------------------------------------------------------------------------
+
+    def _parameters(
+        self,
+        base_path: str,
+        op: dict[str, Any],
+        item: dict[str, Any],
+        rev_path: str,
+        rop: dict[str, Any],
+        ritem: dict[str, Any],
+        loc: Location,
+        ptr: str,
+    ) -> None:
+        bparams = self._collect_params(self.base, base_path, item, op)
+        rparams = self._collect_params(self.rev, rev_path, ritem, rop)
+        for key, (bp, bdoc) in bparams.items():
+            label = f"{bp.get('in')} parameter '{bp.get('name')}'"
+            if key not in rparams:
+                rule = "request-parameter-removed"
+                if bp.get("deprecated"):
+                    rule = "request-parameter-removed-deprecated"
+                    day = _parse_date(bp.get("x-sunset"))
+                    today = self.options.today
+                    if bp.get("x-sunset") is not None and day is None:
+                        rule = "request-parameter-sunset-invalid"
+                    elif day is not None and today is not None and day > today:
+                        rule = "request-parameter-removed-before-sunset"
+                pptr = f"{ptr}/parameters/{escape_pointer(str(bp.get('name')))}"
+                self._add(rule, pptr, loc, label, before=bp.get("x-sunset"))
+                continue
+            rp, rdoc = rparams[key]
+            pptr = f"{ptr}/parameters/{escape_pointer(str(rp.get('name')))}"
+            self._parameter(bp, bdoc, rp, rdoc, loc, pptr, label)
+        for key, (rp, _) in rparams.items():
+            if key in bparams:
+                continue
+            label = f"{rp.get('in')} parameter '{rp.get('name')}'"
+            rule = (
+                "request-parameter-added-required"
+                if rp.get("required")
+                else "request-parameter-added-optional"
+            )
+            pptr = f"{ptr}/parameters/{escape_pointer(str(rp.get('name')))}"
+            self._add(rule, pptr, loc, label)
+
+    def _collect_params(
+        self, doc: Document, path: str, item: dict[str, Any], op: dict[str, Any]
+    ) -> dict[tuple[str, str], tuple[dict[str, Any], Document]]:
+        positions = {m.group(0)[1:-1]: i for i, m in enumerate(_PARAM_RE.finditer(path))}
+        found: dict[tuple[str, str], tuple[dict[str, Any], Document]] = {}
+        for source in (item.get("parameters"), op.get("parameters")):
+            for raw in source or []:
+                param, pdoc = _deref(raw, doc)
+                if not isinstance(param, dict):
+                    continue
+                where = str(param.get("in"))
+                if where in ("body", "formData"):
+                    continue
+                pname = str(param.get("name"))
+                if where == "path":
+                    key = ("path", str(positions.get(pname, pname)))
+                elif where == "header":
+                    key = ("header", pname.lower())
+                else:
+                    key = (where, pname)
+                found[key] = (param, pdoc)
+        return found
+
+    def _parameter(
+        self,
+        bp: dict[str, Any],
+        bdoc: Document,
+        rp: dict[str, Any],
+        rdoc: Document,
+        loc: Location,
+        ptr: str,
+        label: str,
+    ) -> None:
+        was, now = bool(bp.get("required")), bool(rp.get("required"))
+        if not was and now:
+            self._add("request-parameter-became-required", ptr + "/required", loc, label)
+        elif was and not now:
+            self._add("request-parameter-became-optional", ptr + "/required", loc, label)
+        bd, rd = bool(bp.get("deprecated")), bool(rp.get("deprecated"))
+        bsun, rsun = bp.get("x-sunset"), rp.get("x-sunset")
+        if not bd and rd:
+            if rsun is not None and _parse_date(rsun) is None:
+                self._add("request-parameter-sunset-invalid", ptr, loc, label, after=rsun)
+            if rsun is None and self.options.sunset_days_stable > 0:
+                self._add("request-parameter-sunset-missing", ptr, loc, label)
+            self._add("request-parameter-deprecated", ptr + "/deprecated", loc, label, after=rsun)
+        elif bd and not rd:
+            self._add("request-parameter-reactivated", ptr + "/deprecated", loc, label)
+        elif bd and rd and bsun != rsun:
+            bday, rday = _parse_date(bsun), _parse_date(rsun)
+            if bsun is not None and rsun is None:
+                self._add("request-parameter-sunset-deleted", ptr, loc, label, before=bsun)
+            elif (bsun is not None and bday is None) or (rsun is not None and rday is None):
+                self._add("request-parameter-sunset-invalid", ptr, loc, label, after=rsun)
+            elif bday is not None and rday is not None and rday < bday:
+                self._add("request-parameter-sunset-moved-earlier", ptr, loc, label, bsun, rsun)
+        bstyle = (bp.get("style"), bp.get("explode"), bp.get("collectionFormat"))
+        rstyle = (rp.get("style"), rp.get("explode"), rp.get("collectionFormat"))
+        if bstyle != rstyle:
+            self._add(
+                "request-parameter-style-changed",
+                ptr,
+                loc,
+                label,
+                _style_text(bstyle),
+                _style_text(rstyle),
+            )
+        bs, rs = _param_schema(bp), _param_schema(rp)
+        if bs is None or rs is None:
+            return
+        findings = self._differ(Direction.REQUEST, bdoc, rdoc).diff(bs, rs)
+        self.changes += changes_from_findings(
+            findings,
+            direction=Direction.REQUEST,
+            root_prefix="request-parameter",
+            nested_prefix="request-parameter-property",
+            pointer=ptr + "/schema",
+            location=loc,
+            label=label,
+        )
+
+    # -- bodies -----------------------------------------------------------------------------
+
+    def _request_body(
+        self, op: dict[str, Any], rop: dict[str, Any], loc: Location, ptr: str
+    ) -> None:
+        bbody, bdoc = self._body(self.base, op)
+        rbody, rdoc = self._body(self.rev, rop)
+        name = loc.operation or ""
+        bptr = ptr + "/requestBody"
+        if bbody is None and rbody is None:
+            return
+        if bbody is None:
+            assert rbody is not None
+            rule = (
+                "request-body-added-required"
+                if rbody.get("required")
+                else ("request-body-added-optional")
+            )
+            self._add(rule, bptr, loc, name)
+            return
+        if rbody is None:
+            self._add("request-body-removed", bptr, loc, name)
+            return
+        was, now = bool(bbody.get("required")), bool(rbody.get("required"))
+        if not was and now:
+            self._add("request-body-became-required", bptr + "/required", loc, name)
+        elif was and not now:
+            self._add("request-body-became-optional", bptr + "/required", loc, name)
+        self._content(
+            bbody.get("content"),
+            bdoc,
+            rbody.get("content"),
+            rdoc,
+            Direction.REQUEST,
+            loc,
+            bptr + "/content",
+            "request body",
+        )
+
+    def _body(self, doc: Document, op: dict[str, Any]) -> tuple[dict[str, Any] | None, Document]:
+        if "swagger" in doc.root:
+            return _swagger_body(doc.root, op, doc), doc
+        raw = op.get("requestBody")
+        if raw is None:
+            return None, doc
+        body, bdoc = _deref(raw, doc)
+        return (body if isinstance(body, dict) else None), bdoc
+
+    def _content(
+        self,
+        bcontent: Any,
+        bdoc: Document,
+        rcontent: Any,
+        rdoc: Document,
+        direction: Direction,
+        loc: Location,
+        ptr: str,
+        label: str,
+    ) -> None:
+        bmap = _media_types(bcontent)
+        rmap = _media_types(rcontent)
+        request = direction is Direction.REQUEST
+        for mt, (raw_mt, _) in bmap.items():
+            if mt not in rmap:
+                rule = (
+                    "request-body-media-type-removed" if request else "response-media-type-removed"
+                )
+                self._add(rule, f"{ptr}/{escape_pointer(raw_mt)}", loc, raw_mt)
+        for mt, (raw_mt, _) in rmap.items():
+            if mt not in bmap:
+                rule = "request-body-media-type-added" if request else "response-media-type-added"
+                self._add(rule, f"{ptr}/{escape_pointer(raw_mt)}", loc, raw_mt)
+        for mt, (_, bmedia) in bmap.items():
+            if mt not in rmap:
+                continue
+            raw_mt, rmedia = rmap[mt]
+            bschema = bmedia.get("schema") if isinstance(bmedia, dict) else None
+            rschema = rmedia.get("schema") if isinstance(rmedia, dict) else None
+            if bschema is None and rschema is None:
+                continue
+            differ = self._differ(direction, bdoc, rdoc)
+            findings = differ.diff(bschema or {}, rschema or {})
+            root, nested = (
+                ("request-body", "request-property")
+                if request
+                else (
+                    "response-body",
+                    "response-property",
+                )
+            )
+            self.changes += changes_from_findings(
+                findings,
+                direction=direction,
+                root_prefix=root,
+                nested_prefix=nested,
+                pointer=f"{ptr}/{escape_pointer(raw_mt)}/schema",
+                location=loc,
+                label=f"{label} ({raw_mt})",
+            )
+
+    def _differ(self, direction: Direction, bdoc: Document, rdoc: Document) -> SchemaDiffer:
+        if bdoc is self.base and rdoc is self.rev:
+            return self.request if direction is Direction.REQUEST else self.response
+        return self._new_differ(direction, bdoc, rdoc)
+
+    def _new_differ(self, direction: Direction, bdoc: Document, rdoc: Document) -> SchemaDiffer:
+        return SchemaDiffer(
+            bdoc,
+            rdoc,
+            direction,
+            stability_threshold=self.options.stability_threshold,
+            unchanged_refs=self.unchanged,
+        )
+
+    # -- responses --------------------------------------------------------------------------
+
+    def _responses(self, op: dict[str, Any], rop: dict[str, Any], loc: Location, ptr: str) -> None:
+        bres = {str(k): v for k, v in (op.get("responses") or {}).items()}
+        rres = {str(k): v for k, v in (rop.get("responses") or {}).items()}
+        swagger_b = "swagger" in self.base.root
+        swagger_r = "swagger" in self.rev.root
+        for code, braw in bres.items():
+            rptr = f"{ptr}/responses/{escape_pointer(code)}"
+            success = code.startswith("2") or code.upper() == "2XX"
+            if code not in rres:
+                rule = (
+                    "response-success-status-removed"
+                    if success
+                    else "response-non-success-status-removed"
+                )
+                self._add(rule, rptr, loc, code)
+                continue
+            bresp, bdoc = _deref(braw, self.base)
+            rresp, rdoc = _deref(rres[code], self.rev)
+            if not isinstance(bresp, dict) or not isinstance(rresp, dict):
+                continue
+            label = f"response {code}"
+            self._headers(bresp, bdoc, rresp, rdoc, loc, rptr, label)
+            bcontent = (
+                _swagger_content(self.base.root, op, bresp) if swagger_b else bresp.get("content")
+            )
+            rcontent = (
+                _swagger_content(self.rev.root, rop, rresp) if swagger_r else rresp.get("content")
+            )
+            self._content(
+                bcontent, bdoc, rcontent, rdoc, Direction.RESPONSE, loc, rptr + "/content", label
+            )
+        for code in rres:
+            if code not in bres:
+                success = code.startswith("2") or code.upper() == "2XX"
+                rule = (
+                    "response-success-status-added"
+                    if success
+                    else ("response-non-success-status-added")
+                )
+                self._add(rule, f"{ptr}/responses/{escape_pointer(code)}", loc, code)
+
+    def _headers(
+        self,
+        bresp: dict[str, Any],
+        bdoc: Document,
+        rresp: dict[str, Any],
+        rdoc: Document,
+        loc: Location,
+        ptr: str,
+        label: str,
+    ) -> None:
+        bh = {str(k).lower(): (str(k), v) for k, v in (bresp.get("headers") or {}).items()}
+        rh = {str(k).lower(): (str(k), v) for k, v in (rresp.get("headers") or {}).items()}
+        for key, (raw, bval) in bh.items():
+            hptr = f"{ptr}/headers/{escape_pointer(raw)}"
+            bhead, bhdoc = _deref(bval, bdoc)
+            bhead = bhead if isinstance(bhead, dict) else {}
+            if key not in rh:
+                rule = (
+                    "response-header-removed-required"
+                    if bhead.get("required")
+                    else "response-header-removed-optional"
+                )
+                self._add(rule, hptr, loc, raw)
+                continue
+            rhead, rhdoc = _deref(rh[key][1], rdoc)
+            rhead = rhead if isinstance(rhead, dict) else {}
+            was, now = bool(bhead.get("required")), bool(rhead.get("required"))
+            if was and not now:
+                self._add("response-header-became-optional", hptr, loc, raw)
+            elif now and not was:
+                self._add("response-header-became-required", hptr, loc, raw)
+            bs, rs = _param_schema(bhead), _param_schema(rhead)
+            if bs is not None and rs is not None:
+                findings = self._differ(Direction.RESPONSE, bhdoc, rhdoc).diff(bs, rs)
+                self.changes += changes_from_findings(
+                    findings,
+                    direction=Direction.RESPONSE,
+                    root_prefix="response-header",
+                    nested_prefix="response-header-property",
+                    pointer=hptr + "/schema",
+                    location=loc,
+                    label=f"{label} header '{raw}'",
+                )
+        for key, (raw, _) in rh.items():
+            if key not in bh:
+                self._add("response-header-added", f"{ptr}/headers/{escape_pointer(raw)}", loc, raw)
+
+
+# -- document helpers ----------------------------------------------------------------------
+
+
+def normalize_path(path: str) -> str:
+    """Return the path template with parameter names erased: `/users/{id}` -> `/users/{}`."""
+    return _PARAM_RE.sub("{}", path.rstrip("/") or "/")
+
+
+def _operations(
+    root: dict[str, Any],
+) -> dict[tuple[str, str], tuple[str, str, dict[str, Any], dict[str, Any]]]:
+    ops: dict[tuple[str, str], tuple[str, str, dict[str, Any], dict[str, Any]]] = {}
+    for raw_path, item in (root.get("paths") or {}).items():
+        if not isinstance(item, dict):
+            continue
+        if isinstance(item.get("$ref"), str) and item["$ref"].startswith("#"):
+            try:
+                _, item, _ = Document(root).resolve(item["$ref"])
+            except Exception:  # noqa: BLE001 - dangling path refs are caught by the loader
+                continue
+        path = str(raw_path)
+        for method in METHODS:
+            op = item.get(method)
+            if isinstance(op, dict):
+                ops[(method, normalize_path(path))] = (path, method, op, item)
+    return ops
+
+
+def _deref(node: Any, doc: Document) -> tuple[Any, Document]:
+    hops = 0
+    while isinstance(node, dict) and isinstance(node.get("$ref"), str) and hops < 32:
+        _, node, doc = doc.resolve(node["$ref"])
+        hops += 1
+    return node, doc
+
+
+def _param_schema(param: dict[str, Any]) -> Any:
+    if "schema" in param:
+        return param["schema"]
+    content = param.get("content")
+    if isinstance(content, dict) and content:
+        media = next(iter(content.values()))
+        if isinstance(media, dict):
+            return media.get("schema")
+    if "type" in param:  # Swagger 2.0 non-body parameter or header
+        return {k: param[k] for k in _SWAGGER_SCHEMA_KEYS if k in param}
+    return None
+
+
+def _media_types(content: Any) -> dict[str, tuple[str, Any]]:
+    if not isinstance(content, dict):
+        return {}
+    return {str(k).split(";")[0].strip().lower(): (str(k), v) for k, v in content.items()}
+
+
+def _swagger_body(root: dict[str, Any], op: dict[str, Any], doc: Document) -> dict[str, Any] | None:
+    consumes = op.get("consumes") or root.get("consumes") or ["application/json"]
+    form: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
+    body: dict[str, Any] | None = None
+    for raw in op.get("parameters") or []:
+        param, _ = _deref(raw, doc)
+        if not isinstance(param, dict):
+            continue
+        if param.get("in") == "body":
+            body = {
+                "required": bool(param.get("required")),
+                "content": {mt: {"schema": param.get("schema", {})} for mt in consumes},
+            }
+        elif param.get("in") == "formData":
+            form["properties"][str(param.get("name"))] = _param_schema(param) or {}
+            if param.get("required"):
+                form["required"].append(str(param.get("name")))
+    if body is None and form["properties"]:
+        body = {
+            "required": bool(form["required"]),
+            "content": {mt: {"schema": form} for mt in consumes},
+        }
+    return body
+
+
+def _swagger_content(root: dict[str, Any], op: dict[str, Any], resp: dict[str, Any]) -> Any:
+    if "schema" not in resp:
+        return None
+    produces = op.get("produces") or root.get("produces") or ["application/json"]
+    return {mt: {"schema": resp["schema"]} for mt in produces}
+
+
+def _swagger_server(root: dict[str, Any]) -> str:
+    host = root.get("host")
+    if not host:
+        return ""
+    return f"{host}{root.get('basePath') or ''}"
+
+
+def _security(root: dict[str, Any], op: dict[str, Any]) -> list[dict[str, Any]]:
+    sec = op.get("security", root.get("security"))
+    if not isinstance(sec, list):
+        return []
+    return [s for s in sec if isinstance(s, dict) and s]
+
+
+def _req_key(requirement: dict[str, Any]) -> str:
+    return "+".join(sorted(str(k) for k in requirement))
+
+
+def _style_text(style: tuple[Any, Any, Any]) -> str:
+    return ",".join(str(s) for s in style if s is not None) or "default"
+
+
+def _parse_date(value: Any) -> dt.date | None:
+    if value is None:
+        return None
+    if isinstance(value, dt.date):
+        return value
+    text = str(value).strip()
+    try:
+        return dt.date.fromisoformat(text[:10]) if len(text) >= 10 else None
+    except ValueError:
+        return None

@@ -1,0 +1,1555 @@
+"""The rule catalog: every kind of change driftgate reports, with its fixed classification.
+
+Schema-level changes come in *families* (one aspect such as `max-length-decreased`) that carry
+one severity per direction (request = data we send, response = data we read, CONTRACT.md) and
+expand into concrete, stable rule ids by subject: `request-property-max-length-decreased`,
+`response-body-max-length-decreased`, `tool-input-property-...` and so on. Contract-level
+rules (operations, parameters, tools, prompts ...) are listed one by one. Rule ids are never
+renamed; `docs/rules.md` is generated from this module by `render_rules_markdown`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from controller.model.change import Severity
+
+
+class Direction(StrEnum):
+    """Whether a schema describes data we send (request) or data we read (response)."""
+
+    REQUEST = "request"
+    RESPONSE = "response"
+
+
+B, W, I = Severity.BREAKING, Severity.WARNING, Severity.INFO  # noqa: E741 - table shorthand
+
+# Agent action tokens (CONTRACT.md); rules pick one of these.
+UPDATE_CLIENT = "update_client_schema"
+UPDATE_TOOL = "update_tool_schema"
+REMOVE_TOOL = "remove_tool_usage"
+NEW_ENUM = "handle_new_enum_value"
+SEND_REQUIRED = "send_new_required_field"
+REVIEW_DESCRIPTION = "review_tool_description"
+ACK = "ack_incident"
+ACCEPT = "accept_baseline"
+CHECK_CONFIG = "check_watch_config"
+AGENT_ACTIONS = (
+    UPDATE_CLIENT,
+    UPDATE_TOOL,
+    REMOVE_TOOL,
+    NEW_ENUM,
+    SEND_REQUIRED,
+    REVIEW_DESCRIPTION,
+    ACK,
+    ACCEPT,
+    CHECK_CONFIG,
+)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One concrete rule: a stable id, its severity, and how to explain a finding."""
+
+    id: str
+    severity: Severity
+    summary: str
+    agent_action: str
+    hint: str
+    family: str = ""
+    direction: Direction | None = None
+
+
+@dataclass(frozen=True)
+class SchemaFamily:
+    """A schema aspect classified per direction; expands into one rule per subject."""
+
+    aspect: str
+    request: Severity
+    response: Severity
+    summary: str
+    hint: str
+    action: str = UPDATE_CLIENT
+    request_action: str | None = None
+    # Subject-specific severities, keyed by subject prefix (e.g. "request-parameter").
+    overrides: dict[str, Severity] = field(default_factory=dict)
+    # Membership aspects only exist below the root of a schema (they concern a property).
+    nested_only: bool = False
+
+    def severity_for(self, direction: Direction, prefix: str) -> Severity:
+        """Return the severity of this aspect for a subject prefix in a direction."""
+        if prefix in self.overrides:
+            return self.overrides[prefix]
+        return self.request if direction is Direction.REQUEST else self.response
+
+    def action_for(self, direction: Direction) -> str:
+        """Return the agent action token for a finding in a direction."""
+        if direction is Direction.REQUEST and self.request_action:
+            return self.request_action
+        return self.action
+
+
+# Subject prefixes per direction: (root prefix, nested prefix). The root is the schema of a
+# request body, parameter, response body, header or tool input/output; nested is anything below.
+SUBJECTS: dict[Direction, tuple[tuple[str, str], ...]] = {
+    Direction.REQUEST: (
+        ("request-body", "request-property"),
+        ("request-parameter", "request-parameter-property"),
+        ("tool-input", "tool-input-property"),
+    ),
+    Direction.RESPONSE: (
+        ("response-body", "response-property"),
+        ("response-header", "response-header-property"),
+        ("tool-output", "tool-output-property"),
+    ),
+}
+
+
+def _f(
+    aspect: str,
+    request: Severity,
+    response: Severity,
+    summary: str,
+    hint: str,
+    **kw: object,
+) -> SchemaFamily:
+    return SchemaFamily(aspect, request, response, summary, hint, **kw)  # type: ignore[arg-type]
+
+
+_TIGHTER = "Clients must send values inside the new bound; readers are unaffected."
+_LOOSER = "Readers may now receive values outside the old bound; senders are unaffected."
+_NEW_BOUND = "A bound now exists where there was none; check the values you send."
+_DROPPED_BOUND = "The bound is gone; readers may receive values they did not expect."
+
+
+def _bound_families(name: str, label: str) -> list[SchemaFamily]:
+    """Families for a numeric upper/lower bound (`max`, `max-length` ...)."""
+    upper = name.startswith("max") or name.startswith("exclusive-max")
+    tighter, looser = ("decreased", "increased") if upper else ("increased", "decreased")
+    return [
+        _f(f"{name}-{tighter}", B, I, f"{label} tightened from {{before}} to {{after}}", _TIGHTER),
+        _f(f"{name}-{looser}", I, B, f"{label} relaxed from {{before}} to {{after}}", _LOOSER),
+        _f(f"{name}-set", W, I, f"{label} set to {{after}}", _NEW_BOUND),
+        _f(f"{name}-unset", I, B, f"{label} {{before}} removed", _DROPPED_BOUND),
+    ]
+
+
+def _pair(aspect: str, label: str, added_request: Severity = B) -> list[SchemaFamily]:
+    """Families for a keyword that restricts values when added (contains, if, ...)."""
+    removed_request = I if added_request is B else B
+    return [
+        _f(
+            f"{aspect}-added",
+            added_request,
+            I if added_request is B else B,
+            f"{label} added",
+            "A new restriction applies to the data; senders must satisfy it.",
+        ),
+        _f(
+            f"{aspect}-removed",
+            removed_request,
+            B if added_request is B else I,
+            f"{label} removed",
+            "A restriction was lifted; readers may receive data they did not expect.",
+        ),
+    ]
+
+
+SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
+    # Membership: a property appears, disappears or changes required-ness.
+    _f(
+        "added-required",
+        B,
+        I,
+        "required property {name} added",
+        "Send the new required field on every call.",
+        action=ACCEPT,
+        request_action=SEND_REQUIRED,
+        nested_only=True,
+    ),
+    _f(
+        "added-required-with-default",
+        B,
+        I,
+        "required property {name} added (it has a default, but must still be sent)",
+        "A default does not help: a required field must be sent.",
+        action=ACCEPT,
+        request_action=SEND_REQUIRED,
+        nested_only=True,
+    ),
+    _f(
+        "added-optional",
+        I,
+        I,
+        "optional property {name} added",
+        "Backward compatible; use the new field when useful.",
+        action=ACCEPT,
+        nested_only=True,
+    ),
+    _f(
+        "removed",
+        W,
+        W,
+        "property {name} removed",
+        "Stop sending or reading the field; it is ignored or rejected now.",
+        nested_only=True,
+    ),
+    _f(
+        "removed-required",
+        W,
+        B,
+        "required property {name} removed",
+        "Readers that relied on the field break; update the client model.",
+        nested_only=True,
+    ),
+    _f(
+        "removed-closed-schema",
+        B,
+        W,
+        "property {name} removed from a schema that forbids extra properties",
+        "Calls that still send the field are rejected; stop sending it.",
+        nested_only=True,
+    ),
+    _f(
+        "became-required",
+        B,
+        I,
+        "property {name} became required",
+        "Always send the field now.",
+        action=ACCEPT,
+        request_action=SEND_REQUIRED,
+        nested_only=True,
+    ),
+    _f(
+        "became-required-with-default",
+        B,
+        I,
+        "property {name} became required (it has a default, but must still be sent)",
+        "Always send the field now; a default does not make it optional.",
+        action=ACCEPT,
+        request_action=SEND_REQUIRED,
+        nested_only=True,
+    ),
+    _f(
+        "became-optional",
+        I,
+        B,
+        "property {name} became optional",
+        "Readers must handle the field being absent.",
+        nested_only=True,
+    ),
+    # Types.
+    _f(
+        "type-changed",
+        B,
+        B,
+        "type changed from {before} to {after}",
+        "The value has an incompatible type now; update the client model.",
+    ),
+    _f(
+        "type-generalized",
+        I,
+        B,
+        "type widened from {before} to {after}",
+        "Readers get values they may not parse (for example decimals where integers were).",
+    ),
+    _f(
+        "type-specialized",
+        B,
+        I,
+        "type narrowed from {before} to {after}",
+        "Senders must restrict their values to the narrower type.",
+    ),
+    _f(
+        "list-of-types-widened",
+        I,
+        B,
+        "list of types widened from {before} to {after}",
+        "Readers may get values of a type they do not handle.",
+    ),
+    _f(
+        "list-of-types-narrowed",
+        B,
+        I,
+        "list of types narrowed from {before} to {after}",
+        "Senders may no longer send some of the old types.",
+    ),
+    _f(
+        "became-nullable",
+        I,
+        B,
+        "became nullable",
+        "Readers must handle null values.",
+    ),
+    _f(
+        "became-not-nullable",
+        B,
+        I,
+        "is no longer nullable",
+        "Senders may no longer send null.",
+    ),
+    _f(
+        "format-added",
+        W,
+        I,
+        "format {after} added",
+        "Values must now follow the format; check what you send.",
+    ),
+    _f(
+        "format-removed",
+        I,
+        W,
+        "format {before} removed",
+        "Readers may receive values that do not follow the old format.",
+    ),
+    _f(
+        "format-changed",
+        B,
+        B,
+        "format changed from {before} to {after}",
+        "The value representation changed; update parsing and serialisation.",
+    ),
+    # Enums and constants.
+    _f(
+        "enum-value-added",
+        I,
+        W,
+        "enum value {after} added",
+        "Handle the new value (or a fallback) where you read this field.",
+        action=NEW_ENUM,
+        request_action=ACCEPT,
+    ),
+    _f(
+        "enum-value-removed",
+        B,
+        I,
+        "enum value {before} removed",
+        "Stop sending the removed value.",
+    ),
+    _f(
+        "became-enum",
+        B,
+        I,
+        "became an enum of {after}",
+        "Only the listed values are accepted now.",
+    ),
+    _f(
+        "enum-removed",
+        I,
+        W,
+        "is no longer restricted to an enum",
+        "Readers may receive values outside the old enum.",
+        action=NEW_ENUM,
+        request_action=ACCEPT,
+    ),
+    _f(
+        "const-added",
+        B,
+        I,
+        "constant {after} imposed",
+        "Only the constant value is accepted now.",
+    ),
+    _f(
+        "const-removed",
+        I,
+        B,
+        "constant {before} removed",
+        "Readers may receive other values than the old constant.",
+    ),
+    _f(
+        "const-changed",
+        B,
+        B,
+        "constant changed from {before} to {after}",
+        "The fixed value changed; update the client.",
+    ),
+    # Numeric and size bounds.
+    *_bound_families("max", "maximum"),
+    *_bound_families("min", "minimum"),
+    *_bound_families("exclusive-max", "exclusive maximum"),
+    *_bound_families("exclusive-min", "exclusive minimum"),
+    *_bound_families("max-length", "maxLength"),
+    *_bound_families("min-length", "minLength"),
+    *_bound_families("max-items", "maxItems"),
+    *_bound_families("min-items", "minItems"),
+    *_bound_families("max-properties", "maxProperties"),
+    *_bound_families("min-properties", "minProperties"),
+    *_bound_families("max-contains", "maxContains"),
+    *_bound_families("min-contains", "minContains"),
+    _f(
+        "multiple-of-changed",
+        B,
+        B,
+        "multipleOf changed from {before} to {after}",
+        "Allowed steps changed; check values on both sides.",
+    ),
+    _f("multiple-of-set", W, I, "multipleOf {after} set", _NEW_BOUND),
+    _f("multiple-of-unset", I, W, "multipleOf {before} removed", _DROPPED_BOUND),
+    _f(
+        "unique-items-set",
+        W,
+        I,
+        "items must be unique now",
+        "Do not send duplicate items.",
+    ),
+    _f(
+        "unique-items-unset",
+        I,
+        W,
+        "items are no longer guaranteed unique",
+        "Readers may receive duplicates.",
+    ),
+    # Patterns.
+    _f(
+        "pattern-added",
+        W,
+        I,
+        "pattern {after} added",
+        "Values must now match the pattern; check what you send.",
+    ),
+    _f(
+        "pattern-changed",
+        W,
+        I,
+        "pattern changed from {before} to {after}",
+        "Check that the values you send match the new pattern.",
+    ),
+    _f(
+        "pattern-generalized",
+        I,
+        I,
+        "pattern relaxed from {before} to {after}",
+        "The new pattern accepts any string.",
+    ),
+    _f(
+        "pattern-removed",
+        I,
+        I,
+        "pattern {before} removed",
+        "Values are no longer checked against the pattern.",
+    ),
+    # Defaults.
+    _f(
+        "default-value-added",
+        I,
+        I,
+        "default {after} added",
+        "Behaviour when the field is omitted may change.",
+        overrides={"request-parameter": B},
+    ),
+    _f(
+        "default-value-changed",
+        I,
+        I,
+        "default changed from {before} to {after}",
+        "Behaviour when the field is omitted changed; send it explicitly if you rely on it.",
+        overrides={"request-parameter": B},
+    ),
+    _f(
+        "default-value-removed",
+        I,
+        I,
+        "default {before} removed",
+        "Behaviour when the field is omitted may change.",
+        overrides={"request-parameter": B},
+    ),
+    # Object shape.
+    _f(
+        "additional-properties-forbidden",
+        W,
+        I,
+        "additional properties are forbidden now",
+        "Calls with extra keys are rejected now; send only documented fields.",
+    ),
+    _f(
+        "additional-properties-allowed",
+        I,
+        I,
+        "additional properties are allowed now",
+        "Backward compatible for senders; readers may see unknown keys.",
+    ),
+    # Composition.
+    _f(
+        "one-of-added",
+        I,
+        B,
+        "oneOf alternative {after} added",
+        "Readers must handle the new alternative.",
+    ),
+    _f(
+        "one-of-removed",
+        B,
+        I,
+        "oneOf alternative {before} removed",
+        "Stop sending the removed alternative.",
+    ),
+    _f(
+        "any-of-added",
+        I,
+        I,
+        "anyOf alternative {after} added",
+        "A new alternative is accepted.",
+    ),
+    _f(
+        "any-of-removed",
+        B,
+        I,
+        "anyOf alternative {before} removed",
+        "Stop sending the removed alternative.",
+    ),
+    _f(
+        "all-of-added",
+        B,
+        I,
+        "allOf subschema {after} added",
+        "Data must satisfy an additional subschema.",
+    ),
+    _f(
+        "all-of-removed",
+        W,
+        I,
+        "allOf subschema {before} removed",
+        "A subschema no longer applies; review the fields it defined.",
+    ),
+    _f(
+        "all-of-added-annotation-only",
+        I,
+        I,
+        "allOf subschema {after} with annotations only added",
+        "Documentation only; no effect on data.",
+    ),
+    _f(
+        "wrapped-in-any-of",
+        I,
+        B,
+        "schema became anyOf with {after} alternatives, the old shape kept as one",
+        "Old data still fits; readers may get the new alternatives.",
+    ),
+    _f(
+        "restructured",
+        W,
+        B,
+        "schema restructured ({before} -> {after}); the old shape is not kept as an alternative",
+        "Review the new shape against what you send and read.",
+    ),
+    _f(
+        "wrapped-in-one-of",
+        B,
+        B,
+        "schema wrapped in a oneOf",
+        "The shape is now one of several alternatives; update the client model.",
+    ),
+    _f(
+        "discriminator-added",
+        I,
+        I,
+        "discriminator added",
+        "Polymorphic values are tagged now.",
+    ),
+    _f(
+        "discriminator-removed",
+        I,
+        I,
+        "discriminator removed",
+        "Polymorphic values are no longer tagged.",
+    ),
+    _f(
+        "discriminator-property-name-changed",
+        I,
+        I,
+        "discriminator property changed from {before} to {after}",
+        "Read the new tag property.",
+    ),
+    _f(
+        "discriminator-mapping-added",
+        I,
+        I,
+        "discriminator mapping {after} added",
+        "A new tag value exists.",
+    ),
+    _f(
+        "discriminator-mapping-deleted",
+        I,
+        I,
+        "discriminator mapping {before} removed",
+        "A tag value is gone.",
+    ),
+    _f(
+        "discriminator-mapping-changed",
+        I,
+        I,
+        "discriminator mapping changed for {name}",
+        "A tag value maps to another schema.",
+    ),
+    # JSON Schema 2019-09 / 2020-12 keywords.
+    *_pair("contains", "contains"),
+    *_pair("prefix-items", "prefixItems", added_request=I),
+    *_pair("unevaluated-items", "unevaluatedItems"),
+    *_pair("unevaluated-properties", "unevaluatedProperties"),
+    *_pair("dependent-required", "dependentRequired"),
+    _f(
+        "dependent-required-changed",
+        B,
+        B,
+        "dependentRequired changed for {name}",
+        "Co-required fields changed; check what you send and read.",
+    ),
+    *_pair("dependent-schema", "dependentSchemas"),
+    *_pair("pattern-property", "patternProperties"),
+    *_pair("property-names", "propertyNames"),
+    *_pair("content-schema", "contentSchema"),
+    _f(
+        "content-media-type-changed",
+        B,
+        B,
+        "contentMediaType changed from {before} to {after}",
+        "The embedded content has another media type.",
+    ),
+    _f(
+        "content-encoding-changed",
+        B,
+        B,
+        "contentEncoding changed from {before} to {after}",
+        "The embedded content is encoded differently.",
+    ),
+    *_pair("if", "if"),
+    *_pair("then", "then"),
+    *_pair("else", "else"),
+    *_pair("not", "not"),
+    # Lifecycle and documentation.
+    _f(
+        "deprecated",
+        I,
+        I,
+        "deprecated",
+        "Plan a migration away from the field.",
+        action=ACCEPT,
+        nested_only=True,
+    ),
+    _f(
+        "deprecated-with-sunset",
+        I,
+        I,
+        "deprecated, sunset {after}",
+        "Migrate away from the field before the sunset date.",
+        action=ACCEPT,
+        nested_only=True,
+    ),
+    _f(
+        "reactivated",
+        I,
+        I,
+        "no longer deprecated",
+        "Nothing to do.",
+        action=ACCEPT,
+        nested_only=True,
+    ),
+    _f(
+        "stability-decreased",
+        B,
+        B,
+        "stability decreased from {before} to {after}",
+        "The field may change without notice now.",
+        action=ACK,
+        nested_only=True,
+    ),
+    _f(
+        "stability-increased",
+        I,
+        I,
+        "stability increased from {before} to {after}",
+        "Nothing to do.",
+        action=ACCEPT,
+        nested_only=True,
+    ),
+    _f(
+        "stability-invalid",
+        B,
+        B,
+        "stability level {after} is not valid",
+        "Valid levels: draft, alpha, beta, stable.",
+        action=CHECK_CONFIG,
+        nested_only=True,
+    ),
+    _f(
+        "became-not-write-only",
+        I,
+        W,
+        "required property {name} is no longer write-only",
+        "Readers now receive a field that was never returned before; check your model.",
+        nested_only=True,
+    ),
+    _f(
+        "description-changed",
+        I,
+        I,
+        "description changed",
+        "Read the new description; it may change how the field is used.",
+        action=ACCEPT,
+    ),
+)
+
+
+def _r(rule_id: str, severity: Severity, summary: str, action: str, hint: str, family: str) -> Rule:
+    return Rule(rule_id, severity, summary, action, hint, family)
+
+
+# Contract-level rules: operations, parameters, media types, statuses, security, MCP surface.
+CONTRACT_RULES: tuple[Rule, ...] = (
+    # OpenAPI paths and operations.
+    _r(
+        "endpoint-added",
+        I,
+        "operation {name} added",
+        ACCEPT,
+        "Backward compatible.",
+        "openapi",
+    ),
+    _r(
+        "endpoint-removed",
+        B,
+        "operation {name} removed",
+        UPDATE_CLIENT,
+        "Calls to this operation fail now; migrate to a replacement.",
+        "openapi",
+    ),
+    _r(
+        "endpoint-removed-deprecated",
+        W,
+        "deprecated operation {name} removed",
+        UPDATE_CLIENT,
+        "The operation was deprecated first; a consumer that did not migrate still breaks.",
+        "openapi",
+    ),
+    _r(
+        "endpoint-removed-before-sunset",
+        B,
+        "operation {name} removed before its sunset date {before}",
+        UPDATE_CLIENT,
+        "The vendor removed the operation earlier than announced.",
+        "openapi",
+    ),
+    _r(
+        "endpoint-removed-unstable",
+        I,
+        "draft/alpha operation {name} removed",
+        UPDATE_CLIENT,
+        "The vendor marked the operation unstable; it could go away without notice.",
+        "openapi",
+    ),
+    _r(
+        "endpoint-unstable-changed",
+        I,
+        "draft/alpha operation {name} changed ({detail} changes, not classified)",
+        ACCEPT,
+        "The vendor promises no compatibility for draft/alpha operations; review before use.",
+        "openapi",
+    ),
+    _r(
+        "endpoint-sunset-missing",
+        B,
+        "operation {name} deprecated without a sunset date",
+        ACK,
+        "The grace period before removal is unknown; ask the vendor.",
+        "openapi",
+    ),
+    _r(
+        "request-parameter-sunset-missing",
+        B,
+        "{name} deprecated without a sunset date",
+        ACK,
+        "The grace period before removal is unknown.",
+        "openapi",
+    ),
+    _r(
+        "endpoint-deprecated",
+        I,
+        "operation {name} deprecated",
+        ACCEPT,
+        "Plan a migration away from the operation.",
+        "openapi",
+    ),
+    _r(
+        "endpoint-deprecated-with-sunset",
+        I,
+        "operation {name} deprecated with sunset {after}",
+        ACCEPT,
+        "Migrate away from the operation before the sunset date.",
+        "openapi",
+    ),
+    _r(
+        "endpoint-reactivated",
+        I,
+        "operation {name} is no longer deprecated",
+        ACCEPT,
+        "Nothing to do.",
+        "openapi",
+    ),
+    _r(
+        "endpoint-sunset-deleted",
+        B,
+        "sunset date removed from deprecated operation {name}",
+        ACK,
+        "The deprecation schedule is unknown now; ask the vendor.",
+        "openapi",
+    ),
+    _r(
+        "endpoint-sunset-invalid",
+        B,
+        "sunset date {after} of operation {name} cannot be parsed",
+        CHECK_CONFIG,
+        "The vendor's deprecation metadata is malformed.",
+        "openapi",
+    ),
+    _r(
+        "endpoint-sunset-moved-earlier",
+        B,
+        "sunset date of operation {name} moved from {before} to {after}",
+        ACK,
+        "The operation goes away sooner than announced.",
+        "openapi",
+    ),
+    _r(
+        "endpoint-stability-decreased",
+        B,
+        "stability of operation {name} decreased from {before} to {after}",
+        ACK,
+        "The operation may change without notice now.",
+        "openapi",
+    ),
+    _r(
+        "endpoint-stability-increased",
+        I,
+        "stability of operation {name} increased from {before} to {after}",
+        ACCEPT,
+        "Nothing to do.",
+        "openapi",
+    ),
+    _r(
+        "endpoint-stability-invalid",
+        B,
+        "stability level {after} of operation {name} is not valid",
+        CHECK_CONFIG,
+        "Valid levels: draft, alpha, beta, stable.",
+        "openapi",
+    ),
+    _r(
+        "endpoint-operation-id-changed",
+        I,
+        "operationId of {name} changed from {before} to {after}",
+        ACCEPT,
+        "Generated clients may rename the method.",
+        "openapi",
+    ),
+    _r(
+        "server-added",
+        I,
+        "server {after} added",
+        ACCEPT,
+        "Backward compatible.",
+        "openapi",
+    ),
+    _r(
+        "server-removed",
+        W,
+        "server {before} removed",
+        CHECK_CONFIG,
+        "Clients configured with this base URL may stop working.",
+        "openapi",
+    ),
+    # Parameters.
+    _r(
+        "request-parameter-added-required",
+        B,
+        "required {name} parameter added",
+        SEND_REQUIRED,
+        "Send the new parameter on every call.",
+        "openapi",
+    ),
+    _r(
+        "request-parameter-added-optional",
+        I,
+        "optional {name} parameter added",
+        ACCEPT,
+        "Backward compatible.",
+        "openapi",
+    ),
+    _r(
+        "request-parameter-removed",
+        W,
+        "{name} parameter removed",
+        UPDATE_CLIENT,
+        "Stop sending the parameter; it is ignored or rejected now.",
+        "openapi",
+    ),
+    _r(
+        "request-parameter-removed-deprecated",
+        I,
+        "deprecated {name} parameter removed",
+        UPDATE_CLIENT,
+        "Stop sending the parameter.",
+        "openapi",
+    ),
+    _r(
+        "request-parameter-removed-before-sunset",
+        B,
+        "{name} parameter removed before its sunset date {before}",
+        UPDATE_CLIENT,
+        "The vendor removed the parameter earlier than announced.",
+        "openapi",
+    ),
+    _r(
+        "request-parameter-became-required",
+        B,
+        "{name} parameter became required",
+        SEND_REQUIRED,
+        "Always send the parameter now.",
+        "openapi",
+    ),
+    _r(
+        "request-parameter-became-optional",
+        I,
+        "{name} parameter became optional",
+        ACCEPT,
+        "Backward compatible.",
+        "openapi",
+    ),
+    _r(
+        "request-parameter-deprecated",
+        I,
+        "{name} parameter deprecated",
+        ACCEPT,
+        "Plan to stop sending the parameter.",
+        "openapi",
+    ),
+    _r(
+        "request-parameter-reactivated",
+        I,
+        "{name} parameter is no longer deprecated",
+        ACCEPT,
+        "Nothing to do.",
+        "openapi",
+    ),
+    _r(
+        "request-parameter-sunset-deleted",
+        B,
+        "sunset date removed from deprecated {name} parameter",
+        ACK,
+        "The deprecation schedule is unknown now.",
+        "openapi",
+    ),
+    _r(
+        "request-parameter-sunset-invalid",
+        B,
+        "sunset date {after} of {name} parameter cannot be parsed",
+        CHECK_CONFIG,
+        "The vendor's deprecation metadata is malformed.",
+        "openapi",
+    ),
+    _r(
+        "request-parameter-sunset-moved-earlier",
+        B,
+        "sunset date of {name} parameter moved from {before} to {after}",
+        ACK,
+        "The parameter goes away sooner than announced.",
+        "openapi",
+    ),
+    _r(
+        "request-parameter-style-changed",
+        B,
+        "serialisation of {name} parameter changed from {before} to {after}",
+        UPDATE_CLIENT,
+        "Serialise the parameter the new way.",
+        "openapi",
+    ),
+    # Request bodies and media types.
+    _r(
+        "request-body-added-required",
+        B,
+        "required request body added",
+        SEND_REQUIRED,
+        "Send a body on every call.",
+        "openapi",
+    ),
+    _r(
+        "request-body-added-optional",
+        I,
+        "optional request body added",
+        ACCEPT,
+        "Backward compatible.",
+        "openapi",
+    ),
+    _r(
+        "request-body-removed",
+        W,
+        "request body removed",
+        UPDATE_CLIENT,
+        "Stop sending a body.",
+        "openapi",
+    ),
+    _r(
+        "request-body-became-required",
+        B,
+        "request body became required",
+        SEND_REQUIRED,
+        "Send a body on every call.",
+        "openapi",
+    ),
+    _r(
+        "request-body-became-optional",
+        I,
+        "request body became optional",
+        ACCEPT,
+        "Backward compatible.",
+        "openapi",
+    ),
+    _r(
+        "request-body-media-type-added",
+        I,
+        "request media type {name} added",
+        ACCEPT,
+        "Backward compatible.",
+        "openapi",
+    ),
+    _r(
+        "request-body-media-type-removed",
+        B,
+        "request media type {name} removed",
+        UPDATE_CLIENT,
+        "Send the body in one of the remaining media types.",
+        "openapi",
+    ),
+    _r(
+        "response-media-type-added",
+        I,
+        "response media type {name} added",
+        ACCEPT,
+        "Backward compatible unless you negotiate content loosely.",
+        "openapi",
+    ),
+    _r(
+        "response-media-type-removed",
+        B,
+        "response media type {name} removed",
+        UPDATE_CLIENT,
+        "Request and parse one of the remaining media types.",
+        "openapi",
+    ),
+    # Responses and headers.
+    _r(
+        "response-success-status-added",
+        I,
+        "success status {name} added",
+        ACCEPT,
+        "Handle the new status where you branch on status codes.",
+        "openapi",
+    ),
+    _r(
+        "response-success-status-removed",
+        B,
+        "success status {name} removed",
+        UPDATE_CLIENT,
+        "Code that expects this status no longer sees it.",
+        "openapi",
+    ),
+    _r(
+        "response-non-success-status-added",
+        I,
+        "non-success status {name} added",
+        ACCEPT,
+        "Handle the new error status.",
+        "openapi",
+    ),
+    _r(
+        "response-non-success-status-removed",
+        I,
+        "non-success status {name} removed",
+        ACCEPT,
+        "Nothing to do.",
+        "openapi",
+    ),
+    _r(
+        "response-header-added",
+        I,
+        "response header {name} added",
+        ACCEPT,
+        "Backward compatible.",
+        "openapi",
+    ),
+    _r(
+        "response-header-removed-required",
+        B,
+        "required response header {name} removed",
+        UPDATE_CLIENT,
+        "Code that reads the header breaks.",
+        "openapi",
+    ),
+    _r(
+        "response-header-removed-optional",
+        W,
+        "optional response header {name} removed",
+        UPDATE_CLIENT,
+        "Code that reads the header gets nothing now.",
+        "openapi",
+    ),
+    _r(
+        "response-header-became-optional",
+        B,
+        "response header {name} became optional",
+        UPDATE_CLIENT,
+        "Handle the header being absent.",
+        "openapi",
+    ),
+    _r(
+        "response-header-became-required",
+        I,
+        "response header {name} became required",
+        ACCEPT,
+        "Backward compatible.",
+        "openapi",
+    ),
+    # Security.
+    _r(
+        "security-requirement-added",
+        B,
+        "security requirement {after} added",
+        CHECK_CONFIG,
+        "Configure the new credentials for this operation.",
+        "openapi",
+    ),
+    _r(
+        "security-requirement-removed",
+        I,
+        "security requirement {before} removed",
+        ACCEPT,
+        "Another way to authenticate remains or none is needed.",
+        "openapi",
+    ),
+    _r(
+        "security-scope-added",
+        W,
+        "security scope {after} added to {name}",
+        CHECK_CONFIG,
+        "Tokens may need the new scope.",
+        "openapi",
+    ),
+    _r(
+        "security-scope-removed",
+        I,
+        "security scope {before} removed from {name}",
+        ACCEPT,
+        "Nothing to do.",
+        "openapi",
+    ),
+    _r(
+        "global-security-requirement-added",
+        B,
+        "global security requirement {after} added",
+        CHECK_CONFIG,
+        "Configure the new credentials.",
+        "openapi",
+    ),
+    _r(
+        "global-security-requirement-removed",
+        I,
+        "global security requirement {before} removed",
+        ACCEPT,
+        "Nothing to do.",
+        "openapi",
+    ),
+    # MCP surface.
+    _r(
+        "tool-removed",
+        B,
+        "tool {name} removed",
+        REMOVE_TOOL,
+        "Calls and saved agent workflows that name the tool fail; remove or replace it.",
+        "mcp",
+    ),
+    _r("tool-added", I, "tool {name} added", ACCEPT, "Backward compatible.", "mcp"),
+    _r(
+        "tool-description-changed",
+        W,
+        "description of tool {name} changed",
+        REVIEW_DESCRIPTION,
+        "The text the model reads changed (rug-pull risk); review it before trusting the tool.",
+        "mcp",
+    ),
+    _r(
+        "tool-title-changed",
+        I,
+        "title of tool {name} changed",
+        ACCEPT,
+        "Cosmetic.",
+        "mcp",
+    ),
+    _r(
+        "tool-annotation-risk-increased",
+        W,
+        "tool {name}: {detail}",
+        REVIEW_DESCRIPTION,
+        "The tool may now modify or destroy data; review the permissions you give it.",
+        "mcp",
+    ),
+    _r(
+        "tool-annotations-changed",
+        I,
+        "annotations of tool {name} changed",
+        ACCEPT,
+        "No risk increase.",
+        "mcp",
+    ),
+    _r(
+        "tool-execution-changed",
+        I,
+        "execution settings of tool {name} changed",
+        ACCEPT,
+        "Informational.",
+        "mcp",
+    ),
+    _r(
+        "tool-metadata-changed",
+        I,
+        "metadata of tool {name} changed",
+        ACCEPT,
+        "Informational.",
+        "mcp",
+    ),
+    _r(
+        "tool-input-schema-invalid",
+        B,
+        "input schema of tool {name} is no longer an object schema",
+        UPDATE_TOOL,
+        "Strict clients reject the tool list; report it to the server's maintainers.",
+        "mcp",
+    ),
+    _r(
+        "tool-schema-dialect-changed",
+        I,
+        "JSON Schema dialect of tool {name} changed",
+        ACCEPT,
+        "Informational.",
+        "mcp",
+    ),
+    _r(
+        "tool-output-schema-added",
+        I,
+        "output schema of tool {name} added",
+        ACCEPT,
+        "Structured output is described now.",
+        "mcp",
+    ),
+    _r(
+        "tool-output-schema-removed",
+        W,
+        "output schema of tool {name} removed",
+        UPDATE_TOOL,
+        "Consumers of structuredContent lose their contract.",
+        "mcp",
+    ),
+    _r(
+        "prompt-removed",
+        B,
+        "prompt {name} removed",
+        REMOVE_TOOL,
+        "Stop using the prompt.",
+        "mcp",
+    ),
+    _r("prompt-added", I, "prompt {name} added", ACCEPT, "Backward compatible.", "mcp"),
+    _r(
+        "prompt-description-changed",
+        I,
+        "description of prompt {name} changed",
+        ACCEPT,
+        "Informational.",
+        "mcp",
+    ),
+    _r(
+        "prompt-argument-added-required",
+        B,
+        "required argument {detail} added to prompt {name}",
+        SEND_REQUIRED,
+        "Pass the new argument.",
+        "mcp",
+    ),
+    _r(
+        "prompt-argument-added-optional",
+        I,
+        "optional argument {detail} added to prompt {name}",
+        ACCEPT,
+        "Backward compatible.",
+        "mcp",
+    ),
+    _r(
+        "prompt-argument-became-required",
+        B,
+        "argument {detail} of prompt {name} became required",
+        SEND_REQUIRED,
+        "Always pass the argument now.",
+        "mcp",
+    ),
+    _r(
+        "prompt-argument-became-optional",
+        I,
+        "argument {detail} of prompt {name} became optional",
+        ACCEPT,
+        "Backward compatible.",
+        "mcp",
+    ),
+    _r(
+        "prompt-argument-removed",
+        W,
+        "argument {detail} removed from prompt {name}",
+        UPDATE_TOOL,
+        "Stop passing the argument.",
+        "mcp",
+    ),
+    _r(
+        "resource-template-removed",
+        B,
+        "resource template {name} removed",
+        REMOVE_TOOL,
+        "Stop reading resources through this template.",
+        "mcp",
+    ),
+    _r(
+        "resource-template-added",
+        I,
+        "resource template {name} added",
+        ACCEPT,
+        "Backward compatible.",
+        "mcp",
+    ),
+    _r(
+        "resource-template-changed",
+        I,
+        "resource template {name} changed",
+        ACCEPT,
+        "Informational.",
+        "mcp",
+    ),
+    _r(
+        "resource-removed",
+        W,
+        "resource {name} removed",
+        UPDATE_TOOL,
+        "Resource lists are often data-driven; check that you still need it.",
+        "mcp",
+    ),
+    _r("resource-added", I, "resource {name} added", ACCEPT, "Backward compatible.", "mcp"),
+    _r(
+        "resource-metadata-changed",
+        I,
+        "metadata of resource {name} changed",
+        ACCEPT,
+        "Informational.",
+        "mcp",
+    ),
+    _r(
+        "capability-removed",
+        B,
+        "capability {name} no longer advertised",
+        REMOVE_TOOL,
+        "Everything behind the capability is unavailable now.",
+        "mcp",
+    ),
+    _r(
+        "capability-removed-minor",
+        W,
+        "capability {name} no longer advertised",
+        CHECK_CONFIG,
+        "An optional feature of the server is gone.",
+        "mcp",
+    ),
+    _r(
+        "capability-added",
+        I,
+        "capability {name} advertised",
+        ACCEPT,
+        "Backward compatible.",
+        "mcp",
+    ),
+    _r(
+        "capability-flags-changed",
+        I,
+        "flags of capability {name} changed",
+        ACCEPT,
+        "Informational.",
+        "mcp",
+    ),
+    _r(
+        "instructions-changed",
+        W,
+        "server instructions changed",
+        REVIEW_DESCRIPTION,
+        "The text the model reads changed; review it.",
+        "mcp",
+    ),
+    _r(
+        "server-name-changed",
+        W,
+        "server name changed from {before} to {after}",
+        CHECK_CONFIG,
+        "Check that the watch still points at the intended server.",
+        "mcp",
+    ),
+    _r(
+        "server-version-changed",
+        I,
+        "server version changed from {before} to {after}",
+        ACCEPT,
+        "Informational.",
+        "mcp",
+    ),
+    _r(
+        "server-info-metadata-changed",
+        I,
+        "server metadata changed",
+        ACCEPT,
+        "Informational.",
+        "mcp",
+    ),
+    _r(
+        "protocol-version-changed",
+        I,
+        "protocol version changed from {before} to {after}",
+        ACCEPT,
+        "Informational; the tool surface is compared separately.",
+        "mcp",
+    ),
+    _r(
+        "list-failed",
+        W,
+        "listing {name} failed: {after}",
+        CHECK_CONFIG,
+        "The server could not list this surface; check the server and the watch.",
+        "mcp",
+    ),
+)
+
+
+# New constraints where there were none (CONTRACT.md: request warning).
+NEW_CONSTRAINT_ASPECTS = frozenset(
+    {
+        f"{stem}-set"
+        for stem in (
+            "max",
+            "min",
+            "exclusive-max",
+            "exclusive-min",
+            "max-length",
+            "min-length",
+            "max-items",
+            "min-items",
+            "max-properties",
+            "min-properties",
+            "max-contains",
+            "min-contains",
+            "multiple-of",
+            "unique-items",
+        )
+    }
+    | {"pattern-added", "format-added"}
+)
+
+
+def adjust_for_subject(prefix: str, aspect: str, severity: Severity) -> Severity:
+    """Apply the MCP-specific classification (docs/decisions.md, "Diff engines").
+
+    Tool output schemas describe optional `structuredContent` (servers also send text
+    content), so no output-schema change is worse than a warning. A new bound on a tool
+    input is sent to the model with the schema on every `tools/list`, so it is information.
+    """
+    if prefix.startswith("tool-output") and severity is B:
+        return W
+    if prefix.startswith("tool-input") and aspect in NEW_CONSTRAINT_ASPECTS:
+        return I
+    return severity
+
+
+def build_catalog() -> dict[str, Rule]:
+    """Expand the schema families and add the contract rules into one id -> rule map."""
+    catalog: dict[str, Rule] = {}
+    for fam in SCHEMA_FAMILIES:
+        for direction, subjects in SUBJECTS.items():
+            for root, nested in subjects:
+                prefixes = (nested,) if fam.nested_only else (root, nested)
+                for prefix in prefixes:
+                    rule_id = f"{prefix}-{fam.aspect}"
+                    catalog[rule_id] = Rule(
+                        id=rule_id,
+                        severity=adjust_for_subject(
+                            prefix, fam.aspect, fam.severity_for(direction, prefix)
+                        ),
+                        summary=fam.summary,
+                        agent_action=fam.action_for(direction),
+                        hint=fam.hint,
+                        family=fam.aspect,
+                        direction=direction,
+                    )
+    for rule in CONTRACT_RULES:
+        if rule.id in catalog:
+            raise ValueError(f"duplicate rule id {rule.id}")
+        catalog[rule.id] = rule
+    return catalog
+
+
+CATALOG: dict[str, Rule] = build_catalog()
+FAMILIES: dict[str, SchemaFamily] = {fam.aspect: fam for fam in SCHEMA_FAMILIES}
+
+
+def get_rule(rule_id: str) -> Rule:
+    """Return the rule with this id; KeyError for an unknown id."""
+    return CATALOG[rule_id]
+
+
+def render_rules_markdown() -> str:
+    """Render docs/rules.md: schema families with per-direction severities, then contract rules."""
+    lines = [
+        "# driftgate rule catalog",
+        "",
+        "<!-- Generated by `python -m tests.diffs.gen_rules_doc` from controller/diffs/rules.py;"
+        " do not edit by hand. -->",
+        "",
+        "Rule ids are stable and never renamed. Severity is fixed per rule; a rules file may",
+        "override it or ignore findings (see `apply_rules_file`).",
+        "",
+        "## Schema rules",
+        "",
+        "Each family below expands into one rule id per subject: `<subject>-<aspect>`.",
+        "Request subjects (data we send): " + _subjects_text(Direction.REQUEST) + ".",
+        "Response subjects (data we read): " + _subjects_text(Direction.RESPONSE) + ".",
+        "Families marked *nested* concern a property and exist only for nested subjects.",
+        "",
+        "| aspect | request | response | agentAction (request / response) | summary | hint |",
+        "|---|---|---|---|---|---|",
+    ]
+    for fam in SCHEMA_FAMILIES:
+        req = fam.request.value
+        if fam.overrides:
+            extra = ", ".join(f"{k}: {v.value}" for k, v in sorted(fam.overrides.items()))
+            req = f"{req} ({extra})"
+        aspect = f"`{fam.aspect}`" + (" *nested*" if fam.nested_only else "")
+        actions = f"`{fam.action_for(Direction.REQUEST)}` / `{fam.action_for(Direction.RESPONSE)}`"
+        lines.append(
+            f"| {aspect} | {req} | {fam.response.value} | {actions} | {fam.summary} | {fam.hint} |"
+        )
+    lines += [
+        "",
+        "## Contract rules",
+        "",
+        "| rule | area | severity | agentAction | summary | hint |",
+        "|---|---|---|---|---|---|",
+    ]
+    for rule in CONTRACT_RULES:
+        lines.append(
+            f"| `{rule.id}` | {rule.family} | {rule.severity.value} | `{rule.agent_action}` "
+            f"| {rule.summary} | {rule.hint} |"
+        )
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _subjects_text(direction: Direction) -> str:
+    return ", ".join(f"`{root}` (root) / `{nested}`" for root, nested in SUBJECTS[direction])

@@ -1,0 +1,76 @@
+"""The change object: one classified difference between a baseline contract and its revision.
+
+Every diff engine returns a list of `Change`; the API, the CLI, drift events and the draft-PR
+webhook all carry this shape (CONTRACT.md, "Change object and classification").
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+
+class Severity(StrEnum):
+    """How much a change matters to a consumer; ordered breaking > warning > info."""
+
+    BREAKING = "breaking"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        """Return 3 for breaking, 2 for warning, 1 for info (higher is worse)."""
+        return _RANKS[self]
+
+
+_RANKS = {Severity.BREAKING: 3, Severity.WARNING: 2, Severity.INFO: 1}
+
+
+class Location(BaseModel):
+    """Where a change applies: an OpenAPI operation (`GET /v1/charges`) or an MCP tool."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    operation: str | None = None
+    tool: str | None = None
+
+
+class Change(BaseModel):
+    """One classified change. `summary` is also accepted as `message` (draft-PR webhook)."""
+
+    model_config = ConfigDict(populate_by_name=True, frozen=True)
+
+    path: str
+    severity: Severity
+    summary: str = Field(validation_alias=AliasChoices("summary", "message"))
+    rule: str
+    changeType: str = "changed"
+    before: Any = None
+    after: Any = None
+    location: Location | None = None
+    agentAction: str = "accept_baseline"
+    ignored: bool = False
+    ignoreReason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the documented JSON form: optional fields only when they carry a value."""
+        data: dict[str, Any] = {
+            "path": self.path,
+            "severity": self.severity.value,
+            "summary": self.summary,
+            "rule": self.rule,
+            "changeType": self.changeType,
+            "agentAction": self.agentAction,
+        }
+        if self.before is not None:
+            data["before"] = self.before
+        if self.after is not None:
+            data["after"] = self.after
+        if self.location is not None:
+            data["location"] = self.location.model_dump(exclude_none=True)
+        if self.ignored:
+            data["ignored"] = True
+            data["ignoreReason"] = self.ignoreReason
+        return data
