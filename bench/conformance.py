@@ -27,7 +27,7 @@ from controller.diffs.mcp import diff_mcp  # noqa: E402
 from controller.diffs.openapi import DiffOptions, diff_openapi, normalize_path  # noqa: E402
 from controller.model.change import Change  # noqa: E402
 
-DEFAULT_CORPUS = Path("/work/shared/conformance")
+DEFAULT_CORPUS = ROOT.parent / "shared" / "conformance"
 LEVEL_RANK = {"INFO": 1, "WARN": 2, "ERR": 3}
 SEVERITY_RANK = {"info": 1, "warning": 2, "breaking": 3}
 

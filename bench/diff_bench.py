@@ -26,7 +26,7 @@ from controller.diffs.canonical import fingerprint  # noqa: E402
 from controller.diffs.loader import load_document  # noqa: E402
 from controller.diffs.openapi import diff_openapi  # noqa: E402
 
-DEFAULT_DIR = Path("/work/shared/bench/openapi")
+DEFAULT_DIR = ROOT.parent / "shared" / "bench" / "openapi"
 PAIRS = (
     ("github-2021-09-27.json", "github-2022-07-18.json"),
     ("stripe-2021-10-19.json", "stripe-2022-04-12.json"),

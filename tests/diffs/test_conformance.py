@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-CORPUS = Path("/work/shared/conformance")
+CORPUS = ROOT.parent / "shared" / "conformance"  # shared/ sits beside the clone
 sys.path.insert(0, str(ROOT))
 
 from bench.conformance import run  # noqa: E402
