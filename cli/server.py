@@ -32,9 +32,28 @@ class DriftgateServer(BaseApplication):  # type: ignore[misc]
             "errorlog": "-",
             "loglevel": self.settings.log_level.lower(),
             "proc_name": "driftgate-web",
+            "logconfig_dict": self._logconfig(),
         }
         for key, value in options.items():
             self.cfg.set(key, value)
+
+    def _logconfig(self) -> dict[str, Any]:
+        """gunicorn's own messages in the same format (JSON lines by default) as ours."""
+        formatter = "JsonFormatter" if self.settings.log_format == "json" else "TextFormatter"
+        level = self.settings.log_level
+        return {
+            "version": 1,
+            "disable_existing_loggers": False,
+            "formatters": {"driftgate": {"()": f"controller.logs.{formatter}"}},
+            "handlers": {
+                "stderr": {"class": "controller.logs.StderrHandler", "formatter": "driftgate"}
+            },
+            "loggers": {
+                "gunicorn.error": {"handlers": ["stderr"], "level": level, "propagate": False},
+                "gunicorn.access": {"handlers": [], "level": "WARNING", "propagate": False},
+            },
+            "root": {"handlers": ["stderr"], "level": "WARNING"},
+        }
 
     def load(self) -> Flask:
         from web.app import create_app

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -55,6 +56,10 @@ def server(tmp_path: Path, database: Database) -> Iterator[tuple[str, dict[str, 
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=30) == 0
     log.close()
+    # Everything the server logged after its start-up banner is one JSON object per line.
+    lines = (tmp_path / "server.log").read_text().splitlines()[1:]
+    events = [json.loads(line)["event"] for line in lines if line.strip()]
+    assert "http.request" in events and "Starting gunicorn" in " ".join(events)
 
 
 def test_a_user_session_against_the_running_server(server: tuple[str, dict[str, str]]) -> None:
