@@ -11,7 +11,9 @@ a benchmark never fails a build on a time.
 from __future__ import annotations
 
 import argparse
+import json
 import resource
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -50,6 +52,8 @@ def bench_pair(folder: Path, base_name: str, rev_name: str) -> dict[str, object]
     fp_base, fp_rev = fingerprint(base), fingerprint(rev)
     t_fp = time.perf_counter() - start
     changes, t_diff = _timed(diff_openapi, base, rev)
+    # Peak RSS of the process so far: parse, fingerprint and diff of this pair only.
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     del base, rev
     # Memory in a second pass: tracemalloc slows allocation-heavy code several times over.
     tracemalloc.start()
@@ -67,6 +71,7 @@ def bench_pair(folder: Path, base_name: str, rev_name: str) -> dict[str, object]
         "diff_s": t_diff,
         "total_s": t_parse_base + t_parse_rev + t_diff,
         "peak_mb": peak / 1e6,
+        "rss_mb": rss_mb,
         "changes": len(changes),
         "counts": dict(counts),
         "fingerprints_differ": fp_base != fp_rev,
@@ -101,13 +106,29 @@ def bench_unchanged(folder: Path, name: str) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR)
+    parser.add_argument("--pair", type=int, help=argparse.SUPPRESS)  # child process mode
     args = parser.parse_args()
-    print("pair | parse s | fingerprint s | diff s | parse+diff s | peak MB (py) | changes")
-    for base_name, rev_name in PAIRS:
-        r = bench_pair(args.dir, base_name, rev_name)
+    if args.pair is not None:
+        result = bench_pair(args.dir, *PAIRS[args.pair])
+        print(json.dumps(result))
+        return
+    print(
+        "pair | parse s | fingerprint s | diff s | parse+diff s | peak MB (tracemalloc) "
+        "| peak RSS MB (own process) | changes"
+    )
+    for index in range(len(PAIRS)):
+        # Each pair in a fresh interpreter, so the peak RSS is that pair's alone.
+        child = subprocess.run(
+            [sys.executable, __file__, "--dir", str(args.dir), "--pair", str(index)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        r = json.loads(child.stdout)
         print(
             f"{r['pair']} | {r['parse_s']:.2f} | {r['fingerprint_s']:.2f} | {r['diff_s']:.2f} | "
-            f"{r['total_s']:.2f} | {r['peak_mb']:.0f} | {r['changes']} {r['counts']}"
+            f"{r['total_s']:.2f} | {r['peak_mb']:.0f} | {r['rss_mb']:.0f} | "
+            f"{r['changes']} {r['counts']}"
         )
     print()
     print("unchanged spec | parse+fingerprint s | fingerprint only s | equal | diff(doc, doc) s")
@@ -117,8 +138,6 @@ def main() -> None:
             f"{u['spec']} | {u['unchanged_total_s']:.2f} | {u['fingerprint_only_s']:.2f} | "
             f"{u['equal']} | {u['diff_of_equal_docs_s']:.2f} ({u['diff_of_equal_docs_changes']})"
         )
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"\nprocess peak RSS: {rss:.0f} MB")
 
 
 if __name__ == "__main__":

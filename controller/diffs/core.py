@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from controller.diffs.jsonschema import Finding
@@ -90,7 +91,7 @@ def changes_from_findings(
         # Membership rules name the property themselves.
         named = FAMILIES[f.aspect].nested_only
         where = f"{label} property '{field}'" if field and not named else label
-        path = pointer + "".join("/" + escape_pointer(s) for s in f.path)
+        path = pointer + _pointer_suffix(f.path)
         out.append(
             make_change(
                 rule_id,
@@ -110,11 +111,19 @@ _PROPERTY_STEPS = frozenset(
 )
 
 
+@lru_cache(maxsize=65536)
 def _is_nested(path: tuple[str, ...]) -> bool:
     # Array items and composition stay on the subject itself; a property step nests.
     return any(seg in _PROPERTY_STEPS for seg in path)
 
 
+@lru_cache(maxsize=65536)
+def _pointer_suffix(path: tuple[str, ...]) -> str:
+    # The same schema paths recur for every operation that reaches a component: cache them.
+    return "".join("/" + escape_pointer(segment) for segment in path)
+
+
+@lru_cache(maxsize=65536)
 def field_name(path: tuple[str, ...]) -> str:
     """Render a schema path as a field path: `a.b[].c`, composition steps left out."""
     parts: list[str] = []
@@ -142,6 +151,7 @@ def field_name(path: tuple[str, ...]) -> str:
     return text
 
 
+@lru_cache(maxsize=1024)
 def change_type_of(rule_id: str) -> str:
     """Return `added`, `removed` or `changed` for a rule id."""
     for token, kind in _CHANGE_TYPES:

