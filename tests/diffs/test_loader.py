@@ -56,3 +56,34 @@ def test_yaml_and_json_give_the_same_document() -> None:
 def test_yaml_dates_stay_strings() -> None:
     doc = load_document("a: 2024-01-02\n")
     assert doc == {"a": "2024-01-02"}
+
+
+def test_yaml_is_read_as_yaml_1_2() -> None:
+    # OpenAPI 3 mandates YAML 1.2: the 1.1 booleans stay strings, 0o17 is octal.
+    doc = load_document("a: yes\nb: on\nc: 0o17\nd: true\ne: ~\n200: ok\n", "x.yaml", kind="json")
+    assert doc == {"a": "yes", "b": "on", "c": 15, "d": True, "e": None, 200: "ok"}
+
+
+def test_yaml_duplicate_keys_keep_the_last_value() -> None:
+    assert load_document("a: 1\na: 2\n", "x.yaml", kind="json") == {"a": 2}
+
+
+def test_yaml_multi_document_streams_are_refused() -> None:
+    with pytest.raises(ContractParseError) as info:
+        load_document("a: 1\n---\nb: 2\n", "x.yaml", kind="json")
+    assert "single YAML document" in str(info.value) and "x.yaml:2" in str(info.value)
+    assert load_document("---\na: 1\n...\n", "x.yaml", kind="json") == {"a": 1}
+
+
+def test_yaml_errors_name_line_and_column() -> None:
+    with pytest.raises(ContractParseError) as info:
+        load_document("openapi: 3.0.0\npaths: {a: [1,\n", "spec.yaml")
+    assert "spec.yaml:2:" in str(info.value)
+
+
+def test_yaml_alias_bombs_are_refused() -> None:
+    levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 9):
+        levels.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
+    with pytest.raises(ContractParseError):
+        load_document("\n".join(levels) + "\n", "bomb.yaml", kind="json")
