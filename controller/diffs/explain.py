@@ -34,12 +34,16 @@ def explain_changes(changes: Iterable[Change | Mapping[str, Any]]) -> dict[str, 
         change = raw if isinstance(raw, Change) else Change.model_validate(dict(raw))
         rule = CATALOG.get(change.rule)
         fallback_action, fallback_hint = _FALLBACK_HINTS[change.severity]
-        action = change.agentAction or (rule.agent_action if rule else fallback_action)
-        if rule is None and change.agentAction == "accept_baseline":
+        # A token the sender chose wins; otherwise the rule's, else one chosen by severity.
+        if "agentAction" in change.model_fields_set:
+            action = change.agentAction
+        elif rule is not None:
+            action = rule.agent_action
+        elif "enum" in change.rule and "added" in change.rule:
+            action = NEW_ENUM
+        else:
             action = fallback_action
         hint = rule.hint if rule else fallback_hint
-        if rule is None and "enum" in change.rule and "added" in change.rule:
-            action = NEW_ENUM
         entry: dict[str, Any] = {
             "path": change.path,
             "severity": change.severity.value,

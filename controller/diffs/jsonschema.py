@@ -22,6 +22,8 @@ from controller.diffs.refs import Document, resolve_pointer
 from controller.diffs.rules import Direction
 
 _LOCAL_REF = re.compile(r'"\$ref":\s*"(#[^"]*)"')
+# A reference into another document: its target can change while this text stays equal.
+EXTERNAL_REF = re.compile(r'"\$ref":\s*"(?!#)')
 _COMPONENT_REF = re.compile(r'"\$ref":\s*"(#/(?:components/schemas|definitions)/[^"]*)"')
 _ANY_STRING_PATTERNS = frozenset({".*", "^.*$", "^.*", ".*$", "(.*)", "^(.*)$"})
 _ANNOTATIONS = frozenset(
@@ -717,6 +719,9 @@ class UnchangedRefs:
                 dirty.add(ref)
                 continue
             text = json.dumps(revision[ref], default=str)
+            if EXTERNAL_REF.search(text):
+                dirty.add(ref)
+                continue
             for target in set(_COMPONENT_REF.findall(text)):
                 referrers.setdefault(target, set()).add(ref)
         # Everything that refers (transitively) to a changed component is changed too.
@@ -737,6 +742,8 @@ class UnchangedRefs:
 
     def _refs_unchanged(self, node: Any, seen: set[str]) -> bool:
         text = json.dumps(node, default=str)
+        if EXTERNAL_REF.search(text):
+            return False
         for ref in set(_LOCAL_REF.findall(text)):
             if ref in seen:
                 continue

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gc
+import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.diffs.core import changes_from_findings, escape_pointer, make_change
-from controller.diffs.jsonschema import STABILITY_LEVELS, SchemaDiffer, UnchangedRefs
+from controller.diffs.jsonschema import EXTERNAL_REF, STABILITY_LEVELS, SchemaDiffer, UnchangedRefs
 from controller.diffs.loader import check_openapi
 from controller.diffs.refs import Document, DocumentStore, Resolver
 from controller.diffs.rules import Direction
@@ -83,8 +84,8 @@ def diff_openapi(
     # load_document already checked references; here only the kind and version.
     check_openapi(base, check_refs=False)
     check_openapi(revision, check_refs=False)
-    if base == revision:
-        return []
+    if base == revision and not EXTERNAL_REF.search(json.dumps(base, default=str)):
+        return []  # equal, and nothing outside the documents could differ
     with _collector_paused():
         return _OpenAPIDiff(base, revision, resolver, base_uri, revision_uri, options).run()
 

@@ -1,0 +1,220 @@
+"""Offline diffs: read two contracts (files or URLs), diff them, apply a rules file.
+
+The use case behind `driftgate diff` and `driftgate compare`. Reading is I/O (files, and
+URLs through `controller.sources.http`); parsing and diffing are the pure engines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from controller.diffs import (
+    ContractParseError,
+    RulesFile,
+    RulesFileError,
+    apply_rules_file,
+    diff_json_samples,
+    diff_mcp,
+    diff_openapi,
+    load_document,
+)
+from controller.diffs.overrides import parse_rules_file
+from controller.errors import DriftgateError
+from controller.model.change import Change, Severity
+from controller.sources.http import CLI_USER_AGENT, FetchError, fetch, make_client
+
+ContractType = Literal["auto", "openapi", "mcp", "json"]
+Threshold = Literal["breaking", "warning", "info", "never"]
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
+class InputError(DriftgateError):
+    """An input of a diff cannot be read or parsed (exit code 2 in the CLI)."""
+
+    code = "input_error"
+
+
+@dataclass
+class DiffReport:
+    """The result of one offline diff."""
+
+    base: str
+    revision: str
+    contract_type: str
+    changes: list[Change]
+    profile: str | None = None
+    counts: dict[str, int] = field(init=False)
+    ignored: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.counts = {s.value: 0 for s in Severity}
+        self.ignored = 0
+        for change in self.changes:
+            if change.ignored:
+                self.ignored += 1
+            else:
+                self.counts[change.severity.value] += 1
+
+    def reaches(self, threshold: Threshold) -> bool:
+        """True when a change that is not ignored is at least as severe as `threshold`."""
+        if threshold == "never":
+            return False
+        floor = Severity(threshold).rank
+        return any(not c.ignored and c.severity.rank >= floor for c in self.changes)
+
+
+class Reader:
+    """Reads contract locations: local paths, `file://` URLs, and http(s) URLs."""
+
+    def __init__(self, *, allow_private: bool = True) -> None:
+        self.allow_private = allow_private
+        self._client: Any = None
+
+    def read(self, location: str) -> bytes:
+        if location.startswith(("http://", "https://")):
+            if self._client is None:
+                self._client = make_client(
+                    allow_private=self.allow_private, user_agent=CLI_USER_AGENT
+                )
+            try:
+                return fetch(self._client, location).content
+            except FetchError as exc:
+                raise InputError(f"cannot fetch {exc.message}") from None
+        path = Path(location.removeprefix("file://"))
+        try:
+            if path.stat().st_size > MAX_FILE_BYTES:
+                raise InputError(f"{location}: larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
+            return path.read_bytes()
+        except OSError as exc:
+            raise InputError(f"cannot read {location}: {exc.strerror or exc}") from None
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+
+def detect_type(document: Any) -> str:
+    """`openapi` for OpenAPI/Swagger documents, `mcp` for MCP snapshots, else `json`."""
+    if isinstance(document, dict):
+        if "openapi" in document or "swagger" in document:
+            return "openapi"
+        if "tools" in document and (
+            "server_info" in document
+            or "serverInfo" in document
+            or "protocol_version" in document
+            or "protocolVersion" in document
+            or "capabilities" in document
+        ):
+            return "mcp"
+    return "json"
+
+
+def diff_contracts(
+    base: str,
+    revision: str,
+    *,
+    contract_type: ContractType = "auto",
+    rules: RulesFile | None = None,
+    reader: Reader | None = None,
+) -> DiffReport:
+    """Read, parse and diff two contracts; raise `InputError` when an input is unusable."""
+    own_reader = reader is None
+    reader = reader or Reader()
+    try:
+        base_doc = _parse(reader.read(base), base, contract_type)
+        rev_doc = _parse(reader.read(revision), revision, contract_type)
+        resolved = contract_type
+        if resolved == "auto":
+            resolved = detect_type(base_doc)  # type: ignore[assignment]
+            other = detect_type(rev_doc)
+            if other != resolved:
+                raise InputError(
+                    f"{base} looks like {resolved} but {revision} looks like {other}; "
+                    "pass --type to compare them anyway"
+                )
+        changes = _run(resolved, base, revision, base_doc, rev_doc, _resolver(reader))
+        if rules is not None:
+            changes = apply_rules_file(changes, rules)
+        return DiffReport(base, revision, str(resolved), changes)
+    except ContractParseError as exc:
+        raise InputError(str(exc)) from None
+    finally:
+        if own_reader:
+            reader.close()
+
+
+def compare_payloads(
+    base: str,
+    revision: str,
+    *,
+    profile: Literal["cli", "hosted"] = "cli",
+    rules: RulesFile | None = None,
+    reader: Reader | None = None,
+) -> DiffReport:
+    """The offline `compare_json`: infer schemas from two JSON payloads and diff them."""
+    own_reader = reader is None
+    reader = reader or Reader()
+    try:
+        base_doc = _parse(reader.read(base), base, "json")
+        rev_doc = _parse(reader.read(revision), revision, "json")
+        changes = diff_json_samples(base_doc, rev_doc, profile=profile)
+        if rules is not None:
+            changes = apply_rules_file(changes, rules)
+        return DiffReport(base, revision, "json", changes, profile=profile)
+    except ContractParseError as exc:
+        raise InputError(str(exc)) from None
+    finally:
+        if own_reader:
+            reader.close()
+
+
+def load_rules(path: str) -> RulesFile:
+    """Read a rules file (YAML or JSON); `InputError` names the file and the problem."""
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read rules file {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise InputError(f"{path}{line}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: a rules file is a mapping with `overrides` and `ignore`")
+    try:
+        return parse_rules_file(data)
+    except RulesFileError as exc:
+        raise InputError(f"{path}: {exc}") from None
+
+
+def _parse(data: bytes, location: str, kind: str) -> Any:
+    return load_document(data, location, kind=kind)  # type: ignore[arg-type]
+
+
+def _resolver(reader: Reader) -> Callable[[str], Any]:
+    def resolve(uri: str) -> Any:
+        return load_document(reader.read(uri), uri, kind="json")
+
+    return resolve
+
+
+def _run(
+    kind: str, base: str, revision: str, base_doc: Any, rev_doc: Any, resolver: Callable[[str], Any]
+) -> list[Change]:
+    if kind == "openapi":
+        return diff_openapi(
+            base_doc, rev_doc, resolver=resolver, base_uri=_uri(base), revision_uri=_uri(revision)
+        )
+    if kind == "mcp":
+        return diff_mcp(base_doc, rev_doc)
+    return diff_json_samples(base_doc, rev_doc, profile="cli")
+
+
+def _uri(location: str) -> str:
+    if location.startswith(("http://", "https://")):
+        return location
+    return str(Path(location.removeprefix("file://")).resolve())

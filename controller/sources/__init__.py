@@ -1,0 +1,1 @@
+"""I/O adapters: HTTP fetchers (and later git and MCP clients)."""

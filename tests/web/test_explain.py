@@ -1,0 +1,90 @@
+"""`POST /api/drift/explain`: hints for changes, no key, clear errors with JSON paths."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from flask.testing import FlaskClient
+
+
+def test_explains_changes_with_rule_actions_and_fallbacks(client: FlaskClient) -> None:
+    changes = [
+        {
+            "path": "/paths/~1v1~1charges/get/responses/200",
+            "severity": "breaking",
+            "summary": "property 'id' removed",
+            "rule": "response-property-removed-required",
+            "location": {"operation": "GET /v1/charges"},
+        },
+        # The draft-PR webhook's shape: `message`, no rule.
+        {"path": "tools/search", "severity": "warning", "message": "description changed"},
+        {
+            "path": "/x",
+            "severity": "info",
+            "summary": "new enum value",
+            "rule": "x-enum-value-added",
+        },
+        {
+            "path": "/y",
+            "severity": "breaking",
+            "summary": "gone",
+            "rule": "endpoint-removed",
+            "agentAction": "ack_incident",
+            "ignored": True,
+            "ignoreReason": "we never call it",
+        },
+    ]
+    response = client.post("/api/drift/explain", json={"changes": changes})
+    assert response.status_code == 200
+    body = response.json
+    first, second, third, fourth = body["changes"]
+    assert first["agentAction"] == "update_client_schema" and first["hint"]
+    assert first["location"] == {"operation": "GET /v1/charges", "tool": None}
+    assert second["rule"] == "unclassified" and second["summary"] == "description changed"
+    assert second["agentAction"] == "accept_baseline" and second["hint"]
+    assert third["agentAction"] == "handle_new_enum_value"
+    assert fourth["ignored"] is True and fourth["agentAction"] == "ack_incident"
+    assert body["counts"] == {"breaking": 1, "warning": 1, "info": 1}
+    assert body["ignored"] == 1
+    assert body["summary"].startswith("1 breaking, 1 warning, 1 info changes (1 ignored).")
+    assert body["agentActions"] == sorted(body["agentActions"])
+
+
+def test_empty_list_is_fine(client: FlaskClient) -> None:
+    body = client.post("/api/drift/explain", json={"changes": []}).json
+    assert body["changes"] == [] and body["summary"] == "No changes."
+
+
+@pytest.mark.parametrize(
+    ("payload", "path"),
+    [
+        ({}, "/changes"),
+        ({"changes": [{"path": "/a", "severity": "fatal", "summary": "x"}]}, "/changes/0/severity"),
+        ({"changes": [{"path": "/a", "severity": "info"}]}, "/changes/0"),
+        (
+            {"changes": [{"path": "/a", "severity": "info", "summary": "x", "message": "y"}]},
+            "/changes/0",
+        ),
+        ({"changes": [{"path": "/a", "severity": "info", "summary": None}]}, "/changes/0/summary"),
+        (
+            {"changes": [{"path": "/a", "severity": "info", "summary": "x", "rule": "Not Kebab"}]},
+            "/changes/0/rule",
+        ),
+        ({"changes": "nope"}, "/changes"),
+    ],
+)
+def test_bad_input_names_the_json_path(client: FlaskClient, payload: object, path: str) -> None:
+    response = client.post("/api/drift/explain", json=payload)
+    assert response.status_code == 400
+    assert response.json["error"] == "validation_error"
+    assert path in [d["path"] for d in response.json["details"]]
+
+
+def test_limits(client: FlaskClient) -> None:
+    many = {"changes": [{"path": "/a", "severity": "info", "summary": "x"}] * 5001}
+    response = client.post("/api/drift/explain", json=many)
+    assert response.status_code == 400 and response.json["details"][0]["path"] == "/changes"
+    huge = json.dumps({"changes": [{"path": "/a" * 600_000, "severity": "info", "summary": "x"}]})
+    too_big = client.post("/api/drift/explain", data=huge, content_type="application/json")
+    assert too_big.status_code == 413 and too_big.json["error"] == "payload_too_large"
