@@ -19,6 +19,7 @@ from controller.services.diffing import DiffReport, Threshold
 
 FORMATS = ("text", "json", "markdown", "github", "sarif", "junit")
 MARKDOWN_ROWS = 250
+PRETTY_LIMIT = 2000
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL = {Severity.BREAKING: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 _GITHUB_LEVEL = {Severity.BREAKING: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
@@ -75,7 +76,7 @@ def render_json(report: DiffReport, fail_on: Threshold) -> str:
     }
     if report.profile is not None:
         payload["profile"] = report.profile
-    return json.dumps(payload, indent=2, default=str) + "\n"
+    return _dump(payload, len(report.changes))
 
 
 def render_markdown(report: DiffReport, fail_on: Threshold) -> str:
@@ -192,7 +193,7 @@ def render_sarif(report: DiffReport, fail_on: Threshold) -> str:
             }
         ],
     }
-    return json.dumps(log, indent=2, default=str) + "\n"
+    return _dump(log, len(report.changes))
 
 
 def render_junit(report: DiffReport, fail_on: Threshold) -> str:
@@ -230,6 +231,13 @@ def render_junit(report: DiffReport, fail_on: Threshold) -> str:
     root.append(suite)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _dump(document: Any, size: int) -> str:
+    # Indented output goes through json's pure-Python encoder; large reports stay compact
+    # so that 10^5 changes serialise in about a second instead of ten.
+    indent = 2 if size <= PRETTY_LIMIT else None
+    return json.dumps(document, indent=indent, default=str) + "\n"
 
 
 def _md(text: str) -> str:
