@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint pytest schemas clean
+.PHONY: run test lint pytest generate clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,9 +28,10 @@ lint: $(VENV)/.installed
 pytest: $(VENV)/.installed
 	$(BIN)/pytest
 
-## schemas: regenerate config-schema/ from the pydantic models
-schemas: $(VENV)/.installed
+## generate: regenerate config-schema/ and docs/rules.md from the code (tests fail when stale)
+generate: $(VENV)/.installed
 	$(BIN)/python -m controller.configschema
+	$(BIN)/python -m tests.diffs.gen_rules_doc
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_committed_schemas_match_the_models() -> None:
     for name, schema in all_schemas().items():
         committed = (ROOT / "config-schema" / name).read_text(encoding="utf-8")
-        assert committed == render(schema), f"config-schema/{name} is stale: run `make schemas`"
+        assert committed == render(schema), f"config-schema/{name} is stale: run `make generate`"
 
 
 def test_example_config_validates() -> None:

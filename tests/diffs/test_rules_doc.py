@@ -13,7 +13,7 @@ from tests.diffs.gen_rules_doc import RULES_DOC
 
 def test_rules_doc_is_current() -> None:
     assert RULES_DOC.read_text(encoding="utf-8") == render_rules_markdown(), (
-        "docs/rules.md is stale: run `python -m tests.diffs.gen_rules_doc`"
+        "docs/rules.md is stale: run `make generate`"
     )
 
 
