@@ -16,10 +16,12 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -120,6 +122,14 @@ class Watch(Base):
     open_info: Mapped[int] = mapped_column(Integer, default=0)
     incident_id: Mapped[str | None] = mapped_column(String(36), default=None)
 
+    etag: Mapped[str | None] = mapped_column(String(512), default=None)
+    last_modified: Mapped[str | None] = mapped_column(String(128), default=None)
+    source_hash: Mapped[str | None] = mapped_column(String(64), default=None)
+    last_snapshot_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    last_success_at: Mapped[datetime | None] = mapped_column(default=None)
+    next_check_at: Mapped[datetime | None] = mapped_column(default=None, index=True)
+    protocol_version: Mapped[str | None] = mapped_column(String(32), default=None)
+
     managed_source: Mapped[str | None] = mapped_column(String(200), default=None)
     managed_path: Mapped[str | None] = mapped_column(String(1024), default=None)
     managed_revision: Mapped[str | None] = mapped_column(String(64), default=None)
@@ -179,3 +189,178 @@ class FunnelCounter(Base):
     event: Mapped[str] = mapped_column(String(64), primary_key=True)
     day: Mapped[str] = mapped_column(String(10), primary_key=True)
     count: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class Snapshot(Base):
+    """A fetched contract, canonical JSON compressed with zlib; one row per distinct fingerprint."""
+
+    __tablename__ = "snapshots"
+    __table_args__ = (UniqueConstraint("watch_id", "fingerprint"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    watch_id: Mapped[str] = mapped_column(ForeignKey("watches.id", ondelete="CASCADE"), index=True)
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    content: Mapped[bytes] = mapped_column(LargeBinary)
+    size: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Incident(Base):
+    """Breaking drift on a watch, from detection until it is resolved."""
+
+    __tablename__ = "incidents"
+    __table_args__ = (Index("ix_incidents_watch_status", "watch_id", "status"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"), index=True)
+    watch_id: Mapped[str] = mapped_column(ForeignKey("watches.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(16), default="open")
+    opened_at: Mapped[datetime] = mapped_column(default=utcnow)
+    breaking_count: Mapped[int] = mapped_column(Integer, default=0)
+    drift_event_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    acknowledged_at: Mapped[datetime | None] = mapped_column(default=None)
+    acknowledged_by: Mapped[str | None] = mapped_column(String(200), default=None)
+    ack_note: Mapped[str | None] = mapped_column(Text, default=None)
+    resolved_at: Mapped[datetime | None] = mapped_column(default=None)
+    resolution: Mapped[str | None] = mapped_column(String(32), default=None)
+    resolved_by: Mapped[str | None] = mapped_column(String(200), default=None)
+
+
+class DriftEvent(Base):
+    """The changes one check found against the baseline (compressed JSON change objects)."""
+
+    __tablename__ = "drift_events"
+    __table_args__ = (
+        Index("ix_drift_events_org_detected", "org_id", "detected_at", "id"),
+        Index("ix_drift_events_watch_detected", "watch_id", "detected_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"))
+    watch_id: Mapped[str] = mapped_column(ForeignKey("watches.id", ondelete="CASCADE"))
+    detected_at: Mapped[datetime] = mapped_column(default=utcnow)
+    kind: Mapped[str] = mapped_column(String(16), default="drift")
+    base_snapshot_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    snapshot_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    breaking_count: Mapped[int] = mapped_column(Integer, default=0)
+    warning_count: Mapped[int] = mapped_column(Integer, default=0)
+    info_count: Mapped[int] = mapped_column(Integer, default=0)
+    changes: Mapped[bytes] = mapped_column(LargeBinary)
+    incident_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    agent_actions: Mapped[list[str]] = mapped_column(JSONType, default=list)
+
+
+class Job(Base):
+    """Work for the controller: queued by the ticker or the API, claimed with a lease.
+
+    `(key, period)` is unique so periodic work is enqueued once per period by any number of
+    replicas; partial unique indexes keep at most one queued and one running job per key;
+    `fence` increases with every claim, so a worker whose lease expired cannot finish it.
+    """
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        UniqueConstraint("key", "period"),
+        Index("ix_jobs_claim", "status", "run_after"),
+        Index(
+            "uq_jobs_one_queued",
+            "key",
+            unique=True,
+            sqlite_where=text("status = 'queued'"),
+            postgresql_where=text("status = 'queued'"),
+        ),
+        Index(
+            "uq_jobs_one_running",
+            "key",
+            unique=True,
+            sqlite_where=text("status = 'running'"),
+            postgresql_where=text("status = 'running'"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )
+    kind: Mapped[str] = mapped_column(String(32))
+    key: Mapped[str] = mapped_column(String(200))
+    period: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    run_after: Mapped[datetime] = mapped_column(default=utcnow)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    fence: Mapped[int] = mapped_column(Integer, default=0)
+    lease_owner: Mapped[str | None] = mapped_column(String(200), default=None)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(default=None)
+    payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    last_error: Mapped[str | None] = mapped_column(Text, default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class OutboxMessage(Base):
+    """An event to deliver, written in the same transaction as the change that causes it."""
+
+    __tablename__ = "outbox"
+    __table_args__ = (
+        Index("ix_outbox_due", "status", "next_attempt_at"),
+        Index("ix_outbox_org_created", "org_id", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"))
+    event_type: Mapped[str] = mapped_column(String(64))
+    channel: Mapped[str] = mapped_column(String(16))
+    destination_ciphertext: Mapped[str] = mapped_column(Text)
+    destination_hint: Mapped[str] = mapped_column(String(200))
+    payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    watch_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(default=utcnow)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    delivered_at: Mapped[datetime | None] = mapped_column(default=None)
+    last_error: Mapped[str | None] = mapped_column(Text, default=None)
+
+
+class DeliveryAttempt(Base):
+    """One try to deliver an outbox message; the raw material of the alert stats."""
+
+    __tablename__ = "delivery_attempts"
+    __table_args__ = (Index("ix_delivery_attempts_org_time", "org_id", "attempted_at"),)
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )
+    outbox_id: Mapped[str] = mapped_column(ForeignKey("outbox.id", ondelete="CASCADE"), index=True)
+    org_id: Mapped[str] = mapped_column(String(36))
+    attempted_at: Mapped[datetime] = mapped_column(default=utcnow)
+    success: Mapped[bool] = mapped_column(Boolean, default=False)
+    status_code: Mapped[int | None] = mapped_column(Integer, default=None)
+    latency_ms: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+
+
+class NotificationDefaults(Base):
+    """An org's defaults for new watches: destination, interval and which severities alert."""
+
+    __tablename__ = "notification_defaults"
+
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"), primary_key=True)
+    destination_kind: Mapped[str | None] = mapped_column(String(16), default=None)
+    destination_ciphertext: Mapped[str | None] = mapped_column(Text, default=None)
+    destination_hint: Mapped[str | None] = mapped_column(String(200), default=None)
+    interval_minutes: Mapped[int | None] = mapped_column(Integer, default=None)
+    alert_severities: Mapped[list[str]] = mapped_column(JSONType, default=list)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class WebhookSecret(Base):
+    """An org's signing secret (Standard Webhooks `whsec_...`), encrypted at rest."""
+
+    __tablename__ = "webhook_secrets"
+
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"), primary_key=True)
+    secret_ciphertext: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
