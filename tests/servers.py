@@ -70,7 +70,9 @@ class SpecServer:
         self._server = ThreadingHTTPServer((host, 0), Handler)
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     def url(self, path: str) -> str:
         return f"http://{self.host}:{self.port}{path}"

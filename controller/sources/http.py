@@ -224,6 +224,23 @@ def fetch(
         raise FetchError(f"{url}: {_reason(exc)}", "http_error") from None
 
 
+def post_json(client: httpx.Client, url: str, body: bytes, headers: Mapping[str, str]) -> int:
+    """POST `body` and return the status code; transport failures become `FetchError`."""
+    try:
+        response = client.post(url, content=body, headers=dict(headers), follow_redirects=False)
+        response.read()
+        return response.status_code
+    except BlockedAddress as exc:
+        raise FetchError(str(exc), "blocked_target") from None
+    except httpx.TimeoutException:
+        raise FetchError(f"{url}: timed out", "timeout") from None
+    except httpx.ConnectError as exc:
+        failure = "tls_error" if _is_tls(exc) else "connect_error"
+        raise FetchError(f"{url}: cannot connect: {_reason(exc)}", failure) from None
+    except httpx.HTTPError as exc:
+        raise FetchError(f"{url}: {_reason(exc)}", "http_error") from None
+
+
 def _too_large(url: str, max_bytes: int) -> str:
     return f"{url}: the response is larger than {max_bytes // (1024 * 1024)} MB"
 
@@ -240,3 +257,101 @@ def _is_tls(exc: BaseException) -> bool:
 def _reason(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]
+
+
+# Streaming requests for protocol clients (controller/sources/mcp.py): they keep a response
+# open while they read it (server-sent events), so the caller drives the body and this
+# module still owns every httpx exception and the address guard.
+
+HttpClient = httpx.Client
+"""The client type other modules accept; only this module names httpx."""
+
+
+class OpenResponse:
+    """A response whose body is read as it arrives; failures while reading are `FetchError`."""
+
+    def __init__(self, response: httpx.Response, label: str) -> None:
+        self._response = response
+        self._label = label
+
+    @property
+    def status(self) -> int:
+        return self._response.status_code
+
+    @property
+    def url(self) -> str:
+        return str(self._response.url)
+
+    def header(self, name: str) -> str | None:
+        """The value of header `name` (case-insensitive), or None."""
+        value = self._response.headers.get(name)
+        return None if value is None else str(value)
+
+    def iter_bytes(self) -> Iterable[bytes]:
+        """Yield the body in chunks as they arrive."""
+        try:
+            yield from self._response.iter_bytes()
+        except Exception as exc:
+            raise as_fetch_error(exc, self._label) from None
+
+
+class StreamedRequest:
+    """`with StreamedRequest(client, "POST", url, ...) as response:` sends one request.
+
+    `label` replaces the URL in error messages (callers pass a form without credentials);
+    `timeout` (seconds) bounds each phase of this request below the client's own timeouts.
+    """
+
+    def __init__(
+        self,
+        client: httpx.Client,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        content: bytes | None = None,
+        timeout: float | None = None,
+        label: str | None = None,
+    ) -> None:
+        self._label = label or url
+        self._stream = client.stream(
+            method,
+            url,
+            headers=dict(headers or {}),
+            content=content,
+            timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else max(timeout, 0.001),
+        )
+
+    def __enter__(self) -> OpenResponse:
+        try:
+            response = self._stream.__enter__()
+        except Exception as exc:
+            raise as_fetch_error(exc, self._label) from None
+        return OpenResponse(response, self._label)
+
+    def __exit__(self, *exc_info: Any) -> None:
+        try:
+            self._stream.__exit__(*exc_info)
+        except httpx.HTTPError:
+            pass  # closing a response that already failed: the first error is the one to report
+
+
+def as_fetch_error(exc: Exception, label: str) -> Exception:
+    """Map an exception from httpx or the address guard to `FetchError`; others pass unchanged."""
+    if isinstance(exc, FetchError):
+        return exc
+    if isinstance(exc, BlockedAddress):
+        return FetchError(str(exc), "blocked_target")
+    if isinstance(exc, httpx.TooManyRedirects):
+        return FetchError(f"{label}: more than {MAX_REDIRECTS} redirects", "http_error")
+    if isinstance(exc, httpx.TimeoutException):
+        return FetchError(f"{label}: timed out", "timeout")
+    if isinstance(exc, httpx.ConnectError):
+        if _is_tls(exc):
+            return FetchError(f"{label}: TLS handshake failed: {_reason(exc)}", "tls_error")
+        return FetchError(f"{label}: cannot connect: {_reason(exc)}", "connect_error")
+    if isinstance(exc, httpx.UnsupportedProtocol):
+        return FetchError(f"{label}: only http:// and https:// URLs can be fetched", "http_error")
+    if isinstance(exc, httpx.HTTPError):
+        return FetchError(f"{label}: {_reason(exc)}", "http_error")
+    return exc

@@ -57,6 +57,27 @@ class Database:
         with self.session() as session, session.begin():
             yield session
 
+    @contextmanager
+    def claim_transaction(self) -> Iterator[Session]:
+        """A transaction for claiming work: write-locked from its first statement on SQLite
+        (`BEGIN IMMEDIATE`, so two claimers never read the same rows and then collide);
+        on Postgres an ordinary transaction, with `FOR UPDATE SKIP LOCKED` in the queries."""
+        if not self.is_sqlite:
+            with self.transaction() as session:
+                yield session
+            return
+        with self.engine.connect() as raw:
+            conn = raw.execution_options(isolation_level="AUTOCOMMIT")
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            try:
+                with Session(bind=conn, expire_on_commit=False) as session:
+                    yield session
+                    session.flush()
+                conn.exec_driver_sql("COMMIT")
+            except BaseException:
+                conn.exec_driver_sql("ROLLBACK")
+                raise
+
     def ping(self) -> None:
         with self.engine.connect() as conn:
             conn.execute(text("SELECT 1"))

@@ -1,0 +1,516 @@
+"""One check of one watch: fetch, fingerprint, diff against the baseline, record, notify.
+
+A check reads what it needs in a short transaction, fetches and diffs outside any
+transaction (network and CPU), then writes everything it learned in one transaction: the
+snapshot (compressed, one row per distinct fingerprint), the drift event, the watch's status
+and counts, the incident, and the outbox events. A failure leaves the baseline and the last
+good snapshot untouched. `driftStatus` moves exactly as CONTRACT.md's table says:
+
+    never_run --first good check--> ok (becomes the baseline)
+    ok --breaking changes--> drifted (incident opens)
+    ok --warning/info only--> ok (event recorded; info-only advances the baseline)
+    drifted --breaking changes gone--> ok (incident resolved: reverted)
+    any but disabled --fetch or parse fails--> error (reason check_failed:<class>)
+    error --next good check--> ok or drifted by the diff against the baseline
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from controller.crypto import SecretBox
+from controller.diffs import (
+    ContractParseError,
+    diff_json_samples,
+    diff_mcp,
+    diff_openapi,
+    fingerprint,
+    load_document,
+)
+from controller.events.outbox import emit
+from controller.model.change import Change, Severity
+from controller.model.watch import DriftStatus
+from controller.services.watches import decrypted_headers
+from controller.settings import Settings
+from controller.sources.http import FetchError, fetch
+from controller.store.models import DriftEvent, Incident, Snapshot, Watch
+
+EVENT_CHANGES_IN_ALERTS = 50
+MAX_CONTRACT_BYTES = 25 * 1024 * 1024
+
+
+@dataclass
+class Fetched:
+    """What a fetcher returns: raw bytes (None when the server said 304) and validators."""
+
+    content: bytes | None
+    etag: str | None = None
+    last_modified: str | None = None
+    document: Any = None  # set by fetchers that parse themselves (MCP)
+    protocol_version: str | None = None
+
+
+Fetcher = Callable[["CheckInput"], Fetched]
+
+
+@dataclass
+class CheckInput:
+    """What a check knows about its watch before it touches the network."""
+
+    watch_id: str
+    org_id: str
+    watch_type: str
+    url: str
+    method: str | None
+    body: Any
+    headers: dict[str, str]
+    etag: str | None
+    last_modified: str | None
+    source_hash: str | None
+    baseline_snapshot_id: str | None
+    baseline_document: Any
+    last_fingerprint: str | None
+
+
+@dataclass
+class CheckResult:
+    watch_id: str
+    outcome: str  # unchanged | baseline | changed | error | skipped
+    status: str | None = None
+    drift_event_id: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    failure_class: str | None = None
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v not in (None, {})}
+
+
+def run_check(
+    database: Any,
+    watch_id: str,
+    *,
+    box: SecretBox,
+    fetcher: Fetcher,
+    now: datetime,
+) -> CheckResult:
+    """Check one watch now and record the result."""
+    with database.session() as session:
+        check = _read(session, watch_id, box)
+    if check is None:
+        return CheckResult(watch_id, "skipped")
+    try:
+        fetched = fetcher(check)
+    except FetchError as exc:
+        return _record_failure(database, box, check, exc.failure_class, exc.message, now)
+    if fetched.content is None and fetched.document is None:
+        return _record_unchanged(database, box, check, fetched, None, now)
+    source_hash = (
+        hashlib.sha256(fetched.content).hexdigest() if fetched.content is not None else None
+    )
+    if source_hash is not None and source_hash == check.source_hash:
+        return _record_unchanged(database, box, check, fetched, source_hash, now)
+    try:
+        document = (
+            fetched.document if fetched.document is not None else _parse(check, fetched.content)
+        )
+    except ContractParseError as exc:
+        return _record_failure(database, box, check, "invalid_contract", str(exc), now)
+    print_ = fingerprint(document)
+    if print_ == check.last_fingerprint:
+        return _record_unchanged(database, box, check, fetched, source_hash, now)
+    changes: list[Change] = []
+    if check.baseline_document is not None:
+        try:
+            changes = _diff(check.watch_type, check.baseline_document, document)
+        except ContractParseError as exc:
+            return _record_failure(database, box, check, "invalid_contract", str(exc), now)
+    return _record_new_snapshot(
+        database, box, check, fetched, source_hash, document, print_, changes, now
+    )
+
+
+def http_fetcher(settings: Settings, client: Any) -> Fetcher:
+    """The fetcher of `openapi` and `rest` watches (conditional GET, or the watch's method)."""
+
+    def fetch_contract(check: CheckInput) -> Fetched:
+        result = fetch(
+            client,
+            check.url,
+            method=check.method or "GET",
+            headers=check.headers,
+            body=check.body,
+            etag=check.etag if check.method in (None, "GET") else None,
+            last_modified=check.last_modified if check.method in (None, "GET") else None,
+            max_bytes=MAX_CONTRACT_BYTES,
+        )
+        if result.not_modified:
+            return Fetched(
+                None, result.etag or check.etag, result.last_modified or check.last_modified
+            )
+        return Fetched(result.content, result.etag, result.last_modified)
+
+    return fetch_contract
+
+
+# -- reading and diffing -------------------------------------------------------------------
+
+
+def _read(session: Session, watch_id: str, box: SecretBox) -> CheckInput | None:
+    watch = session.get(Watch, watch_id)
+    if watch is None or watch.drift_status == DriftStatus.DISABLED:
+        return None
+    baseline_document = None
+    if watch.baseline_snapshot_id is not None:
+        baseline = session.get(Snapshot, watch.baseline_snapshot_id)
+        if baseline is not None:
+            baseline_document = decode_snapshot(baseline)
+    last_fingerprint = None
+    if watch.last_snapshot_id is not None:
+        last_fingerprint = session.scalar(
+            select(Snapshot.fingerprint).where(Snapshot.id == watch.last_snapshot_id)
+        )
+    return CheckInput(
+        watch_id=watch.id,
+        org_id=watch.org_id,
+        watch_type=watch.watch_type,
+        url=watch.url,
+        method=watch.method,
+        body=watch.request_body,
+        headers=decrypted_headers(watch, box),
+        etag=watch.etag,
+        last_modified=watch.last_modified,
+        source_hash=watch.source_hash,
+        baseline_snapshot_id=watch.baseline_snapshot_id,
+        baseline_document=baseline_document,
+        last_fingerprint=last_fingerprint,
+    )
+
+
+def _parse(check: CheckInput, content: bytes | None) -> Any:
+    if check.watch_type == "openapi":
+        return load_document(content or b"", check.url, kind="openapi")
+    return load_document(content or b"", check.url, kind="json")
+
+
+def _diff(watch_type: str, baseline: Any, document: Any) -> list[Change]:
+    if watch_type == "openapi":
+        return diff_openapi(baseline, document)
+    if watch_type == "mcp":
+        return diff_mcp(baseline, document)
+    # A REST endpoint shows one sample per check; an optional field that is absent from one
+    # response is a warning (the lenient profile), not breaking.
+    return diff_json_samples(baseline, document, profile="hosted")
+
+
+def encode_document(document: Any) -> bytes:
+    return zlib.compress(json.dumps(document, sort_keys=True, separators=(",", ":")).encode(), 6)
+
+
+def decode_snapshot(snapshot: Snapshot) -> Any:
+    return json.loads(zlib.decompress(snapshot.content))
+
+
+def encode_changes(changes: list[Change]) -> bytes:
+    return zlib.compress(json.dumps([c.to_json() for c in changes], default=str).encode(), 6)
+
+
+def decode_changes(blob: bytes) -> list[dict[str, Any]]:
+    result: list[dict[str, Any]] = json.loads(zlib.decompress(blob))
+    return result
+
+
+def count_changes(changes: list[Change]) -> dict[str, int]:
+    counts = {s.value: 0 for s in Severity}
+    for change in changes:
+        if not change.ignored:
+            counts[change.severity.value] += 1
+    return counts
+
+
+# -- recording -----------------------------------------------------------------------------
+
+
+def _locked_watch(session: Session, watch_id: str) -> Watch | None:
+    stmt = select(Watch).where(Watch.id == watch_id)
+    if session.get_bind().dialect.name != "sqlite":
+        stmt = stmt.with_for_update()
+    return session.scalar(stmt)
+
+
+def _record_failure(
+    database: Any,
+    box: SecretBox,
+    check: CheckInput,
+    failure_class: str,
+    message: str,
+    now: datetime,
+) -> CheckResult:
+    with database.transaction() as session:
+        watch = _locked_watch(session, check.watch_id)
+        if watch is None:
+            return CheckResult(check.watch_id, "skipped")
+        was = watch.drift_status
+        watch.last_checked_at = now
+        watch.last_check_status = "error"
+        watch.failure_class = failure_class
+        watch.last_error = message[:2000]
+        if was != DriftStatus.DISABLED:
+            watch.drift_status = DriftStatus.ERROR.value
+        if was != DriftStatus.ERROR and was != DriftStatus.DISABLED:
+            emit(
+                session,
+                box,
+                org_id=watch.org_id,
+                event_type="drift.check_failed",
+                data={
+                    "watchId": watch.id,
+                    "watchName": watch.name,
+                    "failureClass": failure_class,
+                    "error": watch.last_error,
+                    "reason": f"check_failed:{failure_class}",
+                },
+                now=now,
+                watch=watch,
+            )
+        return CheckResult(
+            watch.id, "error", watch.drift_status, failure_class=failure_class, error=message
+        )
+
+
+def _record_unchanged(
+    database: Any,
+    box: SecretBox,
+    check: CheckInput,
+    fetched: Fetched,
+    source_hash: str | None,
+    now: datetime,
+) -> CheckResult:
+    with database.transaction() as session:
+        watch = _locked_watch(session, check.watch_id)
+        if watch is None:
+            return CheckResult(check.watch_id, "skipped")
+        _mark_success(watch, fetched, source_hash, now)
+        if watch.drift_status == DriftStatus.ERROR:
+            # Back from an error with the same contract: the stored comparison still holds.
+            watch.drift_status = (
+                DriftStatus.DRIFTED.value if watch.open_breaking > 0 else DriftStatus.OK.value
+            )
+            if watch.baseline_snapshot_id is None:
+                watch.drift_status = DriftStatus.NEVER_RUN.value
+        return CheckResult(watch.id, "unchanged", watch.drift_status)
+
+
+def _mark_success(watch: Watch, fetched: Fetched, source_hash: str | None, now: datetime) -> None:
+    watch.last_checked_at = now
+    watch.last_success_at = now
+    watch.last_check_status = "ok"
+    watch.failure_class = None
+    watch.last_error = None
+    watch.etag = fetched.etag
+    watch.last_modified = fetched.last_modified
+    if fetched.protocol_version:
+        watch.protocol_version = fetched.protocol_version
+    if source_hash is not None:
+        watch.source_hash = source_hash
+
+
+def _record_new_snapshot(
+    database: Any,
+    box: SecretBox,
+    check: CheckInput,
+    fetched: Fetched,
+    source_hash: str | None,
+    document: Any,
+    print_: str,
+    changes: list[Change],
+    now: datetime,
+) -> CheckResult:
+    with database.transaction() as session:
+        watch = _locked_watch(session, check.watch_id)
+        if watch is None:
+            return CheckResult(check.watch_id, "skipped")
+        if watch.baseline_snapshot_id != check.baseline_snapshot_id:
+            # A new baseline was accepted while we fetched; the next check diffs against it.
+            _mark_success(watch, fetched, None, now)
+            return CheckResult(watch.id, "unchanged", watch.drift_status)
+        snapshot = session.scalar(
+            select(Snapshot).where(Snapshot.watch_id == watch.id, Snapshot.fingerprint == print_)
+        )
+        if snapshot is None:
+            content = encode_document(document)
+            snapshot = Snapshot(
+                watch_id=watch.id,
+                fingerprint=print_,
+                content=content,
+                size=len(content),
+                created_at=now,
+            )
+            session.add(snapshot)
+            session.flush()
+        _mark_success(watch, fetched, source_hash, now)
+        watch.last_snapshot_id = snapshot.id
+        paused = watch.drift_status == DriftStatus.DISABLED
+
+        if watch.baseline_snapshot_id is None:
+            _set_baseline(watch, snapshot, now, "first-check")
+            if not paused:
+                watch.drift_status = DriftStatus.OK.value
+            return CheckResult(watch.id, "baseline", watch.drift_status)
+
+        counts = count_changes(changes)
+        event = None
+        if changes:
+            event = DriftEvent(
+                org_id=watch.org_id,
+                watch_id=watch.id,
+                detected_at=now,
+                base_snapshot_id=watch.baseline_snapshot_id,
+                snapshot_id=snapshot.id,
+                breaking_count=counts["breaking"],
+                warning_count=counts["warning"],
+                info_count=counts["info"],
+                changes=encode_changes(changes),
+                agent_actions=sorted({c.agentAction for c in changes if not c.ignored}),
+            )
+            session.add(event)
+            session.flush()
+
+        was_drifted = watch.drift_status == DriftStatus.DRIFTED
+        incident = _open_incident(session, watch.id)
+        if counts["breaking"] > 0:
+            watch.open_breaking, watch.open_warning, watch.open_info = (
+                counts["breaking"],
+                counts["warning"],
+                counts["info"],
+            )
+            if not paused:
+                watch.drift_status = DriftStatus.DRIFTED.value
+            if incident is None:
+                incident = Incident(
+                    org_id=watch.org_id,
+                    watch_id=watch.id,
+                    status="open",
+                    opened_at=now,
+                    breaking_count=counts["breaking"],
+                    drift_event_id=event.id if event else None,
+                )
+                session.add(incident)
+                session.flush()
+                _emit_incident(session, box, watch, incident, "incident.open", now)
+            else:
+                incident.breaking_count = counts["breaking"]
+                incident.drift_event_id = event.id if event else incident.drift_event_id
+            watch.incident_id = incident.id
+            if event is not None:
+                event.incident_id = incident.id
+        else:
+            if incident is not None:
+                _resolve(incident, now, "reverted", "system")
+                _emit_incident(session, box, watch, incident, "incident.resolved", now)
+                watch.incident_id = None
+            if was_drifted:
+                emit(
+                    session,
+                    box,
+                    org_id=watch.org_id,
+                    event_type="drift.cleared",
+                    data={"watchId": watch.id, "watchName": watch.name, "counts": counts},
+                    now=now,
+                    watch=watch,
+                )
+            if counts["warning"] == 0:
+                # Info-only (or no semantic change): the baseline advances by itself.
+                _set_baseline(watch, snapshot, now, "auto:info-only")
+                watch.open_breaking = watch.open_warning = watch.open_info = 0
+            else:
+                watch.open_breaking, watch.open_warning, watch.open_info = (
+                    0,
+                    counts["warning"],
+                    counts["info"],
+                )
+            if not paused:
+                watch.drift_status = DriftStatus.OK.value
+
+        if event is not None and (counts["breaking"] or counts["warning"]):
+            worst = "breaking" if counts["breaking"] else "warning"
+            emit(
+                session,
+                box,
+                org_id=watch.org_id,
+                event_type="drift.detected",
+                data={
+                    "watchId": watch.id,
+                    "watchName": watch.name,
+                    "watchUrl": watch.url,
+                    "driftEventId": event.id,
+                    "incidentId": event.incident_id,
+                    "counts": counts,
+                    "agentActions": event.agent_actions,
+                    "changes": [c.to_json() for c in changes if not c.ignored][
+                        :EVENT_CHANGES_IN_ALERTS
+                    ],
+                },
+                now=now,
+                watch=watch,
+                severity=worst,
+            )
+        return CheckResult(
+            watch.id,
+            "changed",
+            watch.drift_status,
+            drift_event_id=event.id if event else None,
+            counts=counts,
+        )
+
+
+def _set_baseline(watch: Watch, snapshot: Snapshot, now: datetime, by: str) -> None:
+    watch.baseline_snapshot_id = snapshot.id
+    watch.baseline_fingerprint = snapshot.fingerprint
+    watch.baseline_accepted_at = now
+    watch.baseline_accepted_by = by
+
+
+def _open_incident(session: Session, watch_id: str) -> Incident | None:
+    return session.scalar(
+        select(Incident).where(
+            Incident.watch_id == watch_id, Incident.status.in_(("open", "acknowledged"))
+        )
+    )
+
+
+def _resolve(incident: Incident, now: datetime, resolution: str, by: str) -> None:
+    incident.status = "resolved"
+    incident.resolved_at = now
+    incident.resolution = resolution
+    incident.resolved_by = by
+
+
+def _emit_incident(
+    session: Session, box: SecretBox, watch: Watch, incident: Incident, kind: str, now: datetime
+) -> None:
+    emit(
+        session,
+        box,
+        org_id=watch.org_id,
+        event_type=kind,
+        data={
+            "incidentId": incident.id,
+            "watchId": watch.id,
+            "watchName": watch.name,
+            "status": incident.status,
+            "breakingCount": incident.breaking_count,
+            "resolution": incident.resolution,
+        },
+        now=now,
+        watch=watch,
+    )

@@ -1,0 +1,1 @@
+"""Events: the durable outbox, Standard Webhooks signing, and delivery to webhooks and Slack."""

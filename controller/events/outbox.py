@@ -1,0 +1,97 @@
+"""The durable outbox: events are rows written in the same transaction as their cause.
+
+`emit` decides the destinations of an event (the watch's own webhook, the org's default
+destination) and the org's alert policy (which severities notify), and stores one message
+per destination. Destination URLs can hold tokens (Slack webhook URLs do), so they are
+stored encrypted with only the host shown. Delivery happens later, in the controller.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from sqlalchemy.orm import Session
+
+from controller.crypto import SecretBox
+from controller.store.models import NotificationDefaults, OutboxMessage, Watch
+
+EVENT_TYPES = (
+    "drift.detected",
+    "drift.cleared",
+    "drift.check_failed",
+    "incident.open",
+    "incident.acknowledged",
+    "incident.resolved",
+    "agent.contract.blocked",
+    "agent.unblocked",
+    "ingress.quarantine",
+)
+DEFAULT_ALERT_SEVERITIES = ("breaking", "warning")
+SEVERITY_RANK = {"breaking": 3, "warning": 2, "info": 1}
+
+
+def channel_of(url: str) -> str:
+    """`slack` for Slack incoming webhooks, `webhook` for everything else."""
+    host = (urlsplit(url).hostname or "").lower()
+    return "slack" if host == "hooks.slack.com" or host.endswith(".slack.com") else "webhook"
+
+
+def emit(
+    session: Session,
+    box: SecretBox,
+    *,
+    org_id: str,
+    event_type: str,
+    data: dict[str, Any],
+    now: datetime,
+    watch: Watch | None = None,
+    severity: str | None = None,
+    extra_destinations: Iterable[str] = (),
+) -> list[OutboxMessage]:
+    """Queue `event_type` for every destination whose policy wants it; return the messages."""
+    defaults = session.get(NotificationDefaults, org_id)
+    policy = (
+        tuple(defaults.alert_severities)
+        if defaults and defaults.alert_severities
+        else DEFAULT_ALERT_SEVERITIES
+    )
+    if severity is not None and severity not in policy:
+        return []
+    destinations: dict[str, str] = {}
+    if watch is not None and watch.webhook_url:
+        destinations[watch.webhook_url] = channel_of(watch.webhook_url)
+    if defaults is not None and defaults.destination_ciphertext:
+        url = str(box.decrypt_json(defaults.destination_ciphertext))
+        destinations.setdefault(url, defaults.destination_kind or channel_of(url))
+    for url in extra_destinations:
+        destinations.setdefault(url, channel_of(url))
+    message_id = f"msg_{uuid.uuid4().hex}"
+    payload = {"type": event_type, "timestamp": now.isoformat(), "data": data}
+    messages = []
+    for index, (url, channel) in enumerate(sorted(destinations.items())):
+        message = OutboxMessage(
+            id=str(uuid.uuid4()),
+            org_id=org_id,
+            event_type=event_type,
+            channel=channel,
+            destination_ciphertext=box.encrypt_json(url),
+            destination_hint=destination_hint(url),
+            payload={**payload, "_messageId": f"{message_id}_{index}"},
+            watch_id=watch.id if watch is not None else None,
+            status="pending",
+            next_attempt_at=now,
+            created_at=now,
+        )
+        session.add(message)
+        messages.append(message)
+    return messages
+
+
+def destination_hint(url: str) -> str:
+    """What a person may see of a destination: scheme and host, never the path or token."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname or '?'}"

@@ -1,0 +1,241 @@
+"""The controller process: an APScheduler ticker that enqueues due work, and workers that run it.
+
+The ticker (APScheduler 3.x, in memory, never a shared job store) runs every few seconds:
+it enqueues a `check:<watch>` job for every watch whose next check is due, requeues jobs of
+crashed workers, and delivers due outbox messages. Worker threads claim check jobs from the
+job table (see `controller.jobs`) with bounded concurrency. Each watch is checked once per
+interval in a slot offset by a deterministic jitter (a hash of its id), which spreads
+watches evenly over their interval and makes every replica agree on the slot.
+SIGTERM stops the ticker, lets running checks finish within a grace period, and gives
+claimed-but-unstarted jobs back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from apscheduler.schedulers.background import BackgroundScheduler
+from sqlalchemy import or_, select
+
+from controller import jobs
+from controller.checks import Fetcher, http_fetcher, run_check
+from controller.crypto import SecretBox
+from controller.events.delivery import deliver_due
+from controller.logs import log
+from controller.model.watch import DriftStatus
+from controller.settings import Settings
+from controller.sources.http import make_client
+from controller.store.db import Database
+from controller.store.models import Watch
+
+logger = logging.getLogger("driftgate.controller")
+CHECK = "check"
+TICK_SECONDS = 5
+DUE_BATCH = 500
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def jitter_seconds(watch_id: str, interval_minutes: int) -> int:
+    """A stable offset within the interval, so watches do not all fire at once."""
+    digest = int(hashlib.sha256(watch_id.encode()).hexdigest()[:12], 16)
+    return digest % (interval_minutes * 60)
+
+
+def slot(watch_id: str, interval_minutes: int, now: datetime) -> tuple[int, datetime]:
+    """The current slot index of a watch and when its next slot starts."""
+    length = interval_minutes * 60
+    offset = jitter_seconds(watch_id, interval_minutes)
+    index = (int(now.timestamp()) - offset) // length
+    next_start = datetime.fromtimestamp(offset + (index + 1) * length, UTC)
+    return index, next_start
+
+
+def enqueue_due_checks(database: Database, now: datetime, limit: int = DUE_BATCH) -> int:
+    """Queue a check for every due watch (once per slot, whichever replica gets there)."""
+    with database.transaction() as session:
+        due = list(
+            session.scalars(
+                select(Watch)
+                .where(
+                    Watch.drift_status != DriftStatus.DISABLED.value,
+                    or_(Watch.next_check_at.is_(None), Watch.next_check_at <= now),
+                )
+                .order_by(Watch.next_check_at)
+                .limit(limit)
+            )
+        )
+        for watch in due:
+            index, next_start = slot(watch.id, watch.interval_minutes, now)
+            jobs.enqueue(
+                session,
+                kind=CHECK,
+                key=f"{CHECK}:{watch.id}",
+                period=f"{watch.interval_minutes}m:{index}",
+                run_after=now,
+                payload={"watchId": watch.id},
+            )
+            watch.next_check_at = next_start
+        return len(due)
+
+
+def request_check(database: Database, watch_id: str, now: datetime) -> int:
+    """Queue a check now (API); joins an already queued check of the same watch."""
+    with database.transaction() as session:
+        job = jobs.enqueue(
+            session,
+            kind=CHECK,
+            key=f"{CHECK}:{watch_id}",
+            period=f"manual:{now.timestamp():.6f}",
+            run_after=now,
+            payload={"watchId": watch_id, "manual": True},
+        )
+        assert job is not None
+        return job.id
+
+
+class Controller:
+    """Ticker plus workers for one process; several may run against one Postgres."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        database: Database,
+        box: SecretBox,
+        *,
+        concurrency: int = 8,
+        tick_seconds: float = TICK_SECONDS,
+        fetcher: Fetcher | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.settings = settings
+        self.database = database
+        self.box = box
+        self.concurrency = concurrency
+        self.tick_seconds = tick_seconds
+        self.clock = clock
+        self.worker = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        self.client = make_client(allow_private=settings.allow_private_targets)
+        self.fetcher = fetcher or http_fetcher(settings, self.client)
+        self.pool = ThreadPoolExecutor(
+            max_workers=concurrency, thread_name_prefix="driftgate-check"
+        )
+        self.running: dict[Future[Any], jobs.Claimed] = {}
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.scheduler = BackgroundScheduler(timezone=UTC)
+
+    # One round of everything; the ticker calls it, tests and benchmarks may call it directly.
+    def tick(self) -> None:
+        now = self.clock()
+        try:
+            jobs.reap(self.database, now)
+            enqueue_due_checks(self.database, now)
+            deliver_due(self.database, self.box, self.client, now)
+        except Exception:  # noqa: BLE001 - the ticker must survive a bad round
+            logger.exception("controller.tick_failed")
+        self.dispatch()
+
+    def dispatch(self) -> int:
+        """Claim as many check jobs as there are free workers and start them."""
+        if self.stopping.is_set():
+            return 0
+        with self.lock:
+            self.running = {f: j for f, j in self.running.items() if not f.done()}
+            free = self.concurrency - len(self.running)
+        if free <= 0:
+            return 0
+        claimed = jobs.claim(
+            self.database, worker=self.worker, kinds=(CHECK,), now=self.clock(), limit=free
+        )
+        for job in claimed:
+            future = self.pool.submit(self.execute, job)
+            with self.lock:
+                self.running[future] = job
+        return len(claimed)
+
+    def execute(self, job: jobs.Claimed) -> None:
+        if self.stopping.is_set():
+            jobs.release(self.database, job, self.clock())
+            return
+        watch_id = str(job.payload.get("watchId", job.key.split(":", 1)[-1]))
+        try:
+            result = run_check(
+                self.database, watch_id, box=self.box, fetcher=self.fetcher, now=self.clock()
+            )
+        except Exception as exc:  # noqa: BLE001 - a crashed check fails its job, not the worker
+            logger.exception("check.crashed", extra={"fields": {"watchId": watch_id}})
+            jobs.finish(
+                self.database, job, self.clock(), error=f"{type(exc).__name__}: {exc}"[:500]
+            )
+            return
+        if not jobs.finish(self.database, job, self.clock(), result=result.as_dict()):
+            log(logger, logging.WARNING, "check.fenced_out", watchId=watch_id, job=job.id)
+        log(
+            logger,
+            logging.INFO,
+            "check.complete",
+            watchId=watch_id,
+            outcome=result.outcome,
+            status=result.status,
+            failureClass=result.failure_class,
+        )
+        if not self.stopping.is_set():
+            self.dispatch()
+
+    def run_until_done(self, timeout: float = 30.0) -> None:
+        """Run rounds until no job is due or running (tests and benchmarks)."""
+        deadline = self.clock() + timedelta(seconds=timeout)
+        while self.clock() < deadline:
+            self.tick()
+            with self.lock:
+                pending = [f for f in self.running if not f.done()]
+            for future in pending:
+                future.result()
+            if not pending and self.dispatch() == 0:
+                return
+
+    def start(self) -> None:
+        self.scheduler.add_job(
+            self.tick,
+            "interval",
+            seconds=self.tick_seconds,
+            id="tick",
+            max_instances=1,
+            coalesce=True,
+            next_run_time=self.clock(),
+        )
+        self.scheduler.start()
+        log(
+            logger,
+            logging.INFO,
+            "controller.started",
+            worker=self.worker,
+            concurrency=self.concurrency,
+        )
+
+    def stop(self, grace: float = 30.0) -> None:
+        """Stop ticking; let running checks finish within `grace` seconds and give back the
+        jobs that had not started (a check cut off later is requeued by the reaper)."""
+        self.stopping.set()
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=False)
+        with self.lock:
+            pending = dict(self.running)
+        for future, job in pending.items():
+            if future.cancel():
+                jobs.release(self.database, job, self.clock())
+        wait(list(pending), timeout=grace)
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.client.close()
+        log(logger, logging.INFO, "controller.stopped", worker=self.worker)

@@ -1,0 +1,147 @@
+"""Org notification defaults (destination, interval, alert policy) and the signing secret.
+
+New watches inherit the default interval when they are created; the default destination and
+alert policy apply to every event when it is emitted. The signing secret (`whsec_...`) is
+created on first use, encrypted at rest, and shown only by `driftgate orgs webhook-secret`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+from sqlalchemy.orm import Session
+
+from controller.crypto import SecretBox
+from controller.events.signing import new_secret
+from controller.model.base import ApiModel, RequestModel
+from controller.model.watch import HttpUrl, Interval
+from controller.services import audit
+from controller.services.auth import Principal
+from controller.store.models import NotificationDefaults, WebhookSecret
+
+Severity = Literal["breaking", "warning", "info"]
+DEFAULT_SEVERITIES: list[Severity] = ["breaking", "warning"]
+
+
+class DestinationIn(RequestModel):
+    kind: Literal["webhook", "slack"]
+    url: HttpUrl
+
+
+class AlertPolicy(RequestModel):
+    severities: Annotated[list[Severity], Field(min_length=1, max_length=3)] = Field(
+        description="drift.detected notifies when a change of one of these severities is found"
+    )
+
+
+class NotificationDefaultsIn(RequestModel):
+    """Replacement defaults (PUT): omitted fields are cleared."""
+
+    destination: DestinationIn | None = None
+    interval_minutes: Interval | None = None
+    alert_policy: AlertPolicy | None = None
+
+
+class DestinationOut(ApiModel):
+    kind: str
+    url_hint: str = Field(description="scheme and host only; the full URL may hold a token")
+
+
+class AlertPolicyOut(ApiModel):
+    severities: list[str]
+
+
+class NotificationDefaultsOut(ApiModel):
+    destination: DestinationOut | None
+    interval_minutes: int | None
+    alert_policy: AlertPolicyOut
+
+
+def get_defaults(session: Session, org_id: str) -> NotificationDefaultsOut:
+    return to_out(session.get(NotificationDefaults, org_id))
+
+
+def default_interval(session: Session, org_id: str) -> int | None:
+    row = session.get(NotificationDefaults, org_id)
+    return row.interval_minutes if row is not None else None
+
+
+def put_defaults(
+    session: Session, principal: Principal, data: NotificationDefaultsIn, box: SecretBox
+) -> NotificationDefaultsOut:
+    from controller.events.outbox import destination_hint
+
+    row = session.get(NotificationDefaults, principal.org_id)
+    if row is None:
+        row = NotificationDefaults(org_id=principal.org_id)
+        session.add(row)
+    if data.destination is None:
+        row.destination_kind = row.destination_ciphertext = row.destination_hint = None
+    else:
+        row.destination_kind = data.destination.kind
+        row.destination_ciphertext = box.encrypt_json(data.destination.url)
+        row.destination_hint = destination_hint(data.destination.url)
+    row.interval_minutes = data.interval_minutes
+    row.alert_severities = list(data.alert_policy.severities) if data.alert_policy else []
+    session.flush()
+    audit.record(
+        session,
+        actor=principal.actor,
+        action="org.notification_defaults",
+        target_type="org",
+        target_id=principal.org_id,
+        org_id=principal.org_id,
+        details={
+            "destination": row.destination_hint,
+            "intervalMinutes": row.interval_minutes,
+            "severities": row.alert_severities,
+        },
+    )
+    return to_out(row)
+
+
+def to_out(row: NotificationDefaults | None) -> NotificationDefaultsOut:
+    if row is None:
+        return NotificationDefaultsOut(
+            destination=None,
+            interval_minutes=None,
+            alert_policy=AlertPolicyOut(severities=list(DEFAULT_SEVERITIES)),
+        )
+    destination = None
+    if row.destination_kind and row.destination_hint:
+        destination = DestinationOut(kind=row.destination_kind, url_hint=row.destination_hint)
+    return NotificationDefaultsOut(
+        destination=destination,
+        interval_minutes=row.interval_minutes,
+        alert_policy=AlertPolicyOut(severities=row.alert_severities or list(DEFAULT_SEVERITIES)),
+    )
+
+
+def signing_secret(session: Session, org_id: str, box: SecretBox) -> str:
+    """The org's `whsec_...` secret, created on first use."""
+    row = session.get(WebhookSecret, org_id)
+    if row is None:
+        secret = new_secret()
+        session.add(WebhookSecret(org_id=org_id, secret_ciphertext=box.encrypt_json(secret)))
+        session.flush()
+        return secret
+    return str(box.decrypt_json(row.secret_ciphertext))
+
+
+def rotate_signing_secret(session: Session, org_id: str, box: SecretBox, *, actor: str) -> str:
+    secret = new_secret()
+    row = session.get(WebhookSecret, org_id)
+    if row is None:
+        session.add(WebhookSecret(org_id=org_id, secret_ciphertext=box.encrypt_json(secret)))
+    else:
+        row.secret_ciphertext = box.encrypt_json(secret)
+    audit.record(
+        session,
+        actor=actor,
+        action="org.webhook_secret.rotate",
+        target_type="org",
+        target_id=org_id,
+        org_id=org_id,
+    )
+    return secret

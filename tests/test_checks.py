@@ -1,0 +1,254 @@
+"""Checks end to end: a real loopback server whose spec the test changes, every transition."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from controller.checks import CheckResult, decode_changes, http_fetcher, run_check
+from controller.crypto import load_secret_box
+from controller.model.watch import WatchCreate
+from controller.services import watches as watch_service
+from controller.services.auth import Principal
+from controller.settings import Settings
+from controller.sources.http import make_client
+from controller.store.db import Database
+from controller.store.models import DriftEvent, Incident, OutboxMessage, Snapshot, Watch
+from tests.conftest import OrgKey, make_settings
+from tests.servers import SpecServer, spec_server
+from tests.specs import as_json, charges_spec
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def server() -> Iterator[SpecServer]:
+    with spec_server() as running:
+        yield running
+
+
+class Harness:
+    def __init__(
+        self, database: Database, settings: Settings, org: OrgKey, server: SpecServer
+    ) -> None:
+        self.database = database
+        self.settings = settings
+        self.box = load_secret_box(settings)
+        self.server = server
+        self.client = make_client(allow_private=settings.allow_private_targets, timeout=1.0)
+        self.fetcher = http_fetcher(settings, self.client)
+        self.principal = Principal(
+            org.org_id, org.org_name, "pro", frozenset(), "api_key", org.key_id
+        )
+        self.now = NOW
+
+    def watch(self, path: str = "/openapi.json", **fields: object) -> str:
+        url = self.server.url(path)
+        data = WatchCreate.model_validate(
+            {"name": f"w{path}", "url": url, "watchType": "openapi", **fields}
+        )
+        with self.database.transaction() as session:
+            return watch_service.create_watch(session, self.principal, data, self.box).id
+
+    def check(self, watch_id: str, minutes: int = 15) -> CheckResult:
+        self.now += timedelta(minutes=minutes)
+        return run_check(self.database, watch_id, box=self.box, fetcher=self.fetcher, now=self.now)
+
+    def get(self, watch_id: str) -> Watch:
+        with self.database.session() as session:
+            watch = session.get(Watch, watch_id)
+            assert watch is not None
+            return watch
+
+    def events(self) -> list[str]:
+        with self.database.session() as session:
+            return list(
+                session.scalars(select(OutboxMessage.event_type).order_by(OutboxMessage.created_at))
+            )
+
+
+@pytest.fixture
+def harness(
+    tmp_path: Path, database: Database, acme: OrgKey, server: SpecServer
+) -> Iterator[Harness]:
+    settings = make_settings(tmp_path, database_url=database.url, allow_private_targets=True)
+    made = Harness(database, settings, acme, server)
+    yield made
+    made.client.close()
+
+
+def serve(h: Harness, **knobs: object) -> None:
+    h.server.set("/openapi.json", as_json(charges_spec(**knobs)))  # type: ignore[arg-type]
+
+
+def test_first_check_sets_the_baseline_then_unchanged_is_cheap(harness: Harness) -> None:
+    serve(harness)
+    watch_id = harness.watch(webhookUrl="https://hooks.example.com/drift")
+    assert harness.get(watch_id).drift_status == "never_run"
+    first = harness.check(watch_id)
+    assert first.outcome == "baseline" and first.status == "ok"
+    watch = harness.get(watch_id)
+    assert watch.baseline_snapshot_id == watch.last_snapshot_id is not None
+    assert watch.etag and watch.last_check_status == "ok"
+    again = harness.check(watch_id)
+    assert again.outcome == "unchanged" and again.status == "ok"
+    # The second fetch was conditional and the server answered 304.
+    assert harness.server.requests[-1][2].get("If-None-Match") == watch.etag
+    assert harness.events() == []
+
+
+def test_breaking_drift_opens_an_incident_and_a_revert_resolves_it(harness: Harness) -> None:
+    serve(harness)
+    watch_id = harness.watch(webhookUrl="https://hooks.example.com/drift")
+    harness.check(watch_id)
+    serve(harness, required=("id",), refunds=False)
+    drifted = harness.check(watch_id)
+    assert drifted.status == "drifted" and drifted.counts["breaking"] >= 2
+    watch = harness.get(watch_id)
+    assert watch.open_breaking == drifted.counts["breaking"] and watch.incident_id
+    with harness.database.session() as session:
+        incident = session.get(Incident, watch.incident_id)
+        assert incident is not None and incident.status == "open"
+        event = session.get(DriftEvent, drifted.drift_event_id)
+        assert event is not None and event.incident_id == incident.id
+        rules = {c["rule"] for c in decode_changes(event.changes)}
+    assert "endpoint-removed" in rules
+    assert harness.events() == ["incident.open", "drift.detected"]
+
+    serve(harness)  # the vendor reverts
+    reverted = harness.check(watch_id)
+    assert reverted.status == "ok"
+    watch = harness.get(watch_id)
+    assert watch.incident_id is None and watch.open_breaking == 0
+    with harness.database.session() as session:
+        incident = session.scalars(select(Incident)).one()
+        assert incident.status == "resolved" and incident.resolution == "reverted"
+    assert harness.events()[-2:] == ["incident.resolved", "drift.cleared"]
+
+
+def test_warning_only_keeps_ok_and_the_baseline(harness: Harness) -> None:
+    serve(harness)
+    watch_id = harness.watch(webhookUrl="https://hooks.example.com/drift")
+    harness.check(watch_id)
+    baseline = harness.get(watch_id).baseline_snapshot_id
+    serve(harness, status_enum=("paid", "failed", "refunded"))  # a new enum value in a response
+    result = harness.check(watch_id)
+    assert result.status == "ok" and result.counts["warning"] == 1 and result.drift_event_id
+    watch = harness.get(watch_id)
+    assert watch.baseline_snapshot_id == baseline and watch.open_warning == 1
+    assert harness.events() == ["drift.detected"]
+
+
+def test_info_only_advances_the_baseline(harness: Harness) -> None:
+    serve(harness)
+    watch_id = harness.watch()
+    harness.check(watch_id)
+    before = harness.get(watch_id).baseline_snapshot_id
+    serve(harness, description="A charge, documented better")
+    result = harness.check(watch_id)
+    assert result.status == "ok"
+    watch = harness.get(watch_id)
+    assert watch.baseline_snapshot_id != before and watch.baseline_accepted_by == "auto:info-only"
+    assert watch.open_warning == watch.open_info == 0
+
+
+@pytest.mark.parametrize(
+    ("route", "failure_class"),
+    [
+        ({"body": "oops", "status": 500}, "http_error"),
+        ({"body": "openapi: [unclosed", "content_type": "application/yaml"}, "invalid_contract"),
+        ({"body": '{"openapi": "3.0.0", "paths": {"/a": {"$ref": "#/nope"}}}'}, "invalid_contract"),
+        ({"body": "{}", "delay": 1.5}, "timeout"),
+    ],
+)
+def test_failures_set_error_and_keep_the_baseline(
+    harness: Harness, route: dict[str, object], failure_class: str
+) -> None:
+    serve(harness)
+    watch_id = harness.watch(webhookUrl="https://hooks.example.com/drift")
+    harness.check(watch_id)
+    baseline = harness.get(watch_id).baseline_snapshot_id
+    harness.server.set("/openapi.json", **route)  # type: ignore[arg-type]
+    failed = harness.check(watch_id)
+    assert failed.status == "error" and failed.failure_class == failure_class
+    watch = harness.get(watch_id)
+    assert watch.baseline_snapshot_id == baseline and watch.failure_class == failure_class
+    assert harness.events() == ["drift.check_failed"]
+    harness.check(watch_id)  # still failing: no second alert
+    assert harness.events() == ["drift.check_failed"]
+    serve(harness)
+    recovered = harness.check(watch_id)
+    assert recovered.status == "ok" and harness.get(watch_id).failure_class is None
+
+
+def test_error_before_any_good_check_stays_error_then_recovers(harness: Harness) -> None:
+    harness.server.set("/openapi.json", "nope", status=503)
+    watch_id = harness.watch()
+    assert harness.check(watch_id).status == "error"
+    serve(harness)
+    assert harness.check(watch_id).outcome == "baseline"
+    assert harness.get(watch_id).drift_status == "ok"
+
+
+def test_oversize_and_redirect_loop(harness: Harness) -> None:
+    harness.server.set("/openapi.json", "", status=302, headers={"Location": "/openapi.json"})
+    watch_id = harness.watch()
+    looped = harness.check(watch_id)
+    assert looped.failure_class == "http_error" and "redirects" in (looped.error or "")
+    harness.server.set("/openapi.json", "x" * 100)
+    from controller import checks
+
+    original = checks.MAX_CONTRACT_BYTES
+    checks.MAX_CONTRACT_BYTES = 50
+    try:
+        assert harness.check(watch_id).failure_class == "too_large"
+    finally:
+        checks.MAX_CONTRACT_BYTES = original
+
+
+def test_private_addresses_are_refused_by_default(
+    tmp_path: Path, database: Database, acme: OrgKey, server: SpecServer
+) -> None:
+    settings = make_settings(tmp_path, database_url=database.url)
+    guarded = Harness(database, settings, acme, server)
+    try:
+        serve(guarded)
+        watch_id = guarded.watch()
+        result = guarded.check(watch_id)
+        assert result.failure_class == "blocked_target" and server.requests == []
+    finally:
+        guarded.client.close()
+
+
+def test_paused_watches_are_not_checked(harness: Harness) -> None:
+    serve(harness)
+    watch_id = harness.watch()
+    with harness.database.transaction() as session:
+        watch_service.pause_watch(session, harness.principal, watch_id)
+    assert harness.check(watch_id).outcome == "skipped"
+    assert harness.server.requests == []
+
+
+def test_snapshots_are_deduplicated_by_fingerprint(harness: Harness) -> None:
+    serve(harness)
+    watch_id = harness.watch()
+    harness.check(watch_id)
+    serve(harness, required=("id",))
+    harness.check(watch_id)
+    serve(harness)
+    harness.check(watch_id)
+    serve(harness, required=("id",))
+    harness.check(watch_id)
+    with harness.database.session() as session:
+        assert len(list(session.scalars(select(Snapshot.id)))) == 2
+
+
+def test_headers_are_sent_decrypted(harness: Harness) -> None:
+    serve(harness)
+    watch_id = harness.watch(headers={"Authorization": "Bearer vendor-token"})
+    harness.check(watch_id)
+    assert harness.server.requests[0][2]["Authorization"] == "Bearer vendor-token"
