@@ -156,23 +156,72 @@ def serve(
 
 @main.command()
 @_server_options
+@click.option("--no-controller", is_flag=True, help="Serve the API only (no checks run).")
 @click.pass_obj
 def up(
-    obj: Context, host: str | None, port: int | None, workers: int | None, threads: int | None
+    obj: Context,
+    host: str | None,
+    port: int | None,
+    workers: int | None,
+    threads: int | None,
+    no_controller: bool,
 ) -> None:
-    """Run everything on one machine: migrate the store, then serve the API."""
+    """Run everything on one machine: migrate the store, start the controller, serve the API."""
     settings = obj.settings(host=host, port=port, workers=workers, threads=threads)
     from controller.crypto import load_secret_box
 
     load_secret_box(settings, create=True)
     revision = migrate.upgrade(obj.database(), "head")
     click.echo(
-        f"driftgate {__version__}: database at revision {revision}; serving on http://{settings.host}:{settings.port}",
+        f"driftgate {__version__}: database at revision {revision}; "
+        f"serving on http://{settings.host}:{settings.port}",
         err=True,
     )
-    from cli.server import run_gunicorn
+    from cli.server import run_gunicorn, start_controller_process
 
-    run_gunicorn(settings)
+    child = None if no_controller else start_controller_process(obj.config)
+    try:
+        run_gunicorn(settings)
+    finally:
+        if child is not None:
+            child.terminate()
+            child.wait(timeout=60)
+
+
+@main.command()
+@click.option("--concurrency", type=int, default=8, show_default=True, help="Checks run at once.")
+@click.option("--tick", type=float, default=5.0, show_default=True, help="Seconds between rounds.")
+@click.pass_obj
+def controller(obj: Context, concurrency: int, tick: float) -> None:
+    """Run the controller: schedule and run checks, deliver events (no HTTP serving)."""
+    import signal
+    import threading
+
+    from controller.crypto import load_secret_box
+    from controller.logs import configure_logging
+    from controller.scheduler import Controller
+
+    settings = obj.settings()
+    configure_logging(settings)
+    database = obj.database()
+    current, head = migrate.current_revision(database), migrate.head_revision(database)
+    if current != head:
+        raise ConfigError(
+            f"the database schema is at {current or 'none'}; run `driftgate db upgrade`"
+        )
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    runner = Controller(
+        settings,
+        database,
+        load_secret_box(settings, create=True),
+        concurrency=concurrency,
+        tick_seconds=tick,
+    )
+    runner.start()
+    stop.wait()
+    runner.stop()
 
 
 @main.group()
@@ -429,3 +478,49 @@ def compare(
     rules_file = load_rules(rules) if rules else None
     report = compare_payloads(base, revision, profile=profile, rules=rules_file)  # type: ignore[arg-type]
     _emit(report, fmt, fail_on, output)
+
+
+@orgs.command("webhook-secret")
+@click.argument("name")
+@click.option(
+    "--rotate", is_flag=True, help="Replace the secret; receivers must switch to the new one."
+)
+@click.pass_obj
+def orgs_webhook_secret(obj: Context, name: str, rotate: bool) -> None:
+    """Print the org's webhook signing secret (whsec_...), creating or rotating it."""
+    from controller.crypto import load_secret_box
+    from controller.services import notifications
+    from controller.services import orgs as org_service
+
+    box = load_secret_box(obj.settings())
+    with obj.transaction() as session:
+        org = org_service.get_org(session, name)
+        if rotate:
+            secret = notifications.rotate_signing_secret(session, org.id, box, actor=CLI_ACTOR)
+        else:
+            secret = notifications.signing_secret(session, org.id, box)
+    click.echo(secret)
+
+
+@main.group()
+def audit() -> None:
+    """Audit exports."""
+
+
+@audit.command("verify")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.pass_obj
+def audit_verify(obj: Context, path: str) -> None:
+    """Check the signature of an audit export; exit 1 when it does not verify."""
+    from controller.crypto import load_secret_box
+    from controller.services.export import AuditVerificationError, verify_audit
+
+    box = load_secret_box(obj.settings())
+    try:
+        document = verify_audit(Path(path).read_bytes(), box)
+    except AuditVerificationError as exc:
+        click.echo(f"driftgate: audit file does not verify: {exc}", err=True)
+        sys.exit(1)
+    click.echo(
+        f"verified: {len(document.get('events', []))} events, exported {document.get('exportedAt')}"
+    )

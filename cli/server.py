@@ -6,6 +6,8 @@ its database engine and no connection crosses a process boundary.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 from flask import Flask
@@ -63,3 +65,11 @@ class DriftgateServer(BaseApplication):  # type: ignore[misc]
 
 def run_gunicorn(settings: Settings) -> None:
     DriftgateServer(settings).run()
+
+
+def start_controller_process(config: Any) -> subprocess.Popen[bytes]:
+    """The controller of `driftgate up`, as its own process beside the web workers."""
+    command = [sys.executable, "-m", "cli"]
+    if config is not None:
+        command += ["--config", str(config)]
+    return subprocess.Popen([*command, "controller"])

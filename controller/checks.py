@@ -37,6 +37,7 @@ from controller.diffs import (
     load_document,
 )
 from controller.events.outbox import emit
+from controller.incidents import close_incident, current_incident, emit_incident
 from controller.model.change import Change, Severity
 from controller.model.watch import DriftStatus
 from controller.services.watches import decrypted_headers
@@ -386,7 +387,7 @@ def _record_new_snapshot(
             session.flush()
 
         was_drifted = watch.drift_status == DriftStatus.DRIFTED
-        incident = _open_incident(session, watch.id)
+        incident = current_incident(session, watch.id)
         if counts["breaking"] > 0:
             watch.open_breaking, watch.open_warning, watch.open_info = (
                 counts["breaking"],
@@ -406,7 +407,7 @@ def _record_new_snapshot(
                 )
                 session.add(incident)
                 session.flush()
-                _emit_incident(session, box, watch, incident, "incident.open", now)
+                emit_incident(session, box, watch, incident, "incident.open", now)
             else:
                 incident.breaking_count = counts["breaking"]
                 incident.drift_event_id = event.id if event else incident.drift_event_id
@@ -415,9 +416,9 @@ def _record_new_snapshot(
                 event.incident_id = incident.id
         else:
             if incident is not None:
-                _resolve(incident, now, "reverted", "system")
-                _emit_incident(session, box, watch, incident, "incident.resolved", now)
-                watch.incident_id = None
+                close_incident(
+                    session, box, watch, incident, now, resolution="reverted", by="system"
+                )
             if was_drifted:
                 emit(
                     session,
@@ -478,39 +479,3 @@ def _set_baseline(watch: Watch, snapshot: Snapshot, now: datetime, by: str) -> N
     watch.baseline_fingerprint = snapshot.fingerprint
     watch.baseline_accepted_at = now
     watch.baseline_accepted_by = by
-
-
-def _open_incident(session: Session, watch_id: str) -> Incident | None:
-    return session.scalar(
-        select(Incident).where(
-            Incident.watch_id == watch_id, Incident.status.in_(("open", "acknowledged"))
-        )
-    )
-
-
-def _resolve(incident: Incident, now: datetime, resolution: str, by: str) -> None:
-    incident.status = "resolved"
-    incident.resolved_at = now
-    incident.resolution = resolution
-    incident.resolved_by = by
-
-
-def _emit_incident(
-    session: Session, box: SecretBox, watch: Watch, incident: Incident, kind: str, now: datetime
-) -> None:
-    emit(
-        session,
-        box,
-        org_id=watch.org_id,
-        event_type=kind,
-        data={
-            "incidentId": incident.id,
-            "watchId": watch.id,
-            "watchName": watch.name,
-            "status": incident.status,
-            "breakingCount": incident.breaking_count,
-            "resolution": incident.resolution,
-        },
-        now=now,
-        watch=watch,
-    )

@@ -36,6 +36,7 @@ class SecretBox:
         if not keys:
             raise ConfigError("DRIFTGATE_SECRET_KEY: at least one key is needed")
         self._fernet = MultiFernet([Fernet(_to_fernet_key(k)) for k in keys])
+        self._keys = list(keys)
 
     def encrypt_json(self, value: Any) -> str:
         raw = json.dumps(value, separators=(",", ":"), sort_keys=True).encode()
@@ -50,6 +51,15 @@ class SecretBox:
                 "keep the old key in DRIFTGATE_SECRET_KEY until `driftgate secrets rotate` ran",
                 code="secret_undecryptable",
             ) from None
+
+    def derived_keys(self, purpose: str) -> list[bytes]:
+        """One key per configured key (primary first) for another purpose, e.g. signing audit
+        exports; derived with HKDF so the encryption keys are never used twice."""
+        info = f"driftgate {purpose} v1".encode()
+        return [
+            HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(k.encode())
+            for k in self._keys
+        ]
 
     def rotate(self, token: str) -> str:
         """Re-encrypt a token with the primary key."""

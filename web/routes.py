@@ -121,7 +121,7 @@ def requires_product(product: str) -> Guard:
     return Guard(f"requires the {product} product", check)
 
 
-Handler = Callable[[Call], BaseModel | Reply]
+Handler = Callable[[Call], BaseModel | Reply | Response]
 
 
 @dataclass(frozen=True)
@@ -253,6 +253,8 @@ def _make_view(
             correlation_id=g.correlation_id,
         )
         result = route.handler(call)
+        if isinstance(result, Response):
+            return result  # a streamed body; the handler owns its transaction
         if "db_session" in g:
             g.db_session.commit()
         reply = result if isinstance(result, Reply) else Reply(_default_status(route), result)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
+from flask import Response, current_app, stream_with_context
 from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
@@ -11,8 +12,10 @@ from controller.diffs.explain import explain_changes
 from controller.model.base import ApiModel, RequestModel
 from controller.model.change import Change, Location, Severity
 from controller.model.watch import ChangeCounts, refuse_null
+from controller.services import drift as drift_service
+from controller.services import export
 from web.api import REGISTRY
-from web.routes import Call
+from web.routes import CORRELATION_HEADER, Call
 
 MAX_CHANGES = 5000
 UNCLASSIFIED = "unclassified"
@@ -143,3 +146,67 @@ def explain_drift(call: Call) -> ExplainOut:
         agent_actions=result["agentActions"],
         summary=result["summary"],
     )
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/drift",
+    summary="List drift events",
+    tag="drift",
+    query=drift_service.DriftQuery,
+    responses={200: drift_service.DriftPage},
+)
+def list_drift(call: Call) -> drift_service.DriftPage:
+    """Drift events of the org, newest first, at most 50 a page; filter by `watchId`."""
+    return drift_service.list_events(call.session, call.org_id, call.query)
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/drift/events/<event_id>",
+    summary="One drift event with its changes",
+    tag="drift",
+    responses={200: drift_service.DriftEventOut},
+)
+def get_drift_event(call: Call) -> drift_service.DriftEventOut:
+    """The event, its counts and every change object."""
+    return drift_service.get_event(call.session, call.org_id, call.path["event_id"])
+
+
+class ExportQuery(RequestModel):
+    format: Literal["json", "csv", "audit"] = "json"
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/drift/export",
+    summary="Export the drift history",
+    tag="drift",
+    query=ExportQuery,
+    responses={200: None},
+    raw_response={
+        "application/json": {"schema": {"type": "object"}},
+        "text/csv": {"schema": {"type": "string"}},
+    },
+)
+def export_drift(call: Call) -> Response:
+    """Streams every drift event: `json` (driftgate-drift-export-v1), `csv` (one row per event,
+    `changesJson` column) or `audit` (events, acknowledgement trail and preflight decisions,
+    signed with HMAC-SHA256; `driftgate audit verify FILE` checks it)."""
+    session, org_id, now = call.session, call.org_id, call.now
+    fmt = call.query.format
+    if fmt == "csv":
+        body = export.stream_csv(session, org_id)
+        mimetype, extension = "text/csv", "csv"
+    elif fmt == "audit":
+        body = export.stream_audit(
+            session, org_id, now, current_app.extensions["driftgate.secret_box"]
+        )
+        mimetype, extension = "application/json", "audit.json"
+    else:
+        body = export.stream_json(session, org_id, now)
+        mimetype, extension = "application/json", "json"
+    response = Response(stream_with_context(body), mimetype=mimetype)
+    response.headers["Content-Disposition"] = f'attachment; filename="driftgate-drift.{extension}"'
+    response.headers[CORRELATION_HEADER] = call.correlation_id
+    return response

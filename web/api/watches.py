@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from flask import current_app
+from datetime import UTC, datetime
+from typing import Any
 
+from flask import current_app
+from pydantic import Field
+
+from controller import jobs
 from controller.crypto import SecretBox
+from controller.model.base import ApiModel, RequestModel
 from controller.model.watch import WatchCreate, WatchList, WatchListQuery, WatchOut, WatchUpdate
+from controller.scheduler import request_check
+from controller.services import drift, notifications
 from controller.services import watches as service
 from web.api import REGISTRY
+from web.db import database as request_database
 from web.routes import Call, Reply
 
 
@@ -28,7 +37,11 @@ def _box() -> SecretBox:
 def list_watches(call: Call) -> WatchList:
     """Watches of the caller's org, oldest first, filtered by tag (all given), status and type."""
     rows, cursor = service.list_watches(call.session, call.org_id, call.query)
-    return service.to_list(rows, cursor, call.now)
+    listing = service.to_list(rows, cursor, call.now)
+    incidents = drift.incidents_by_watch(call.session, [w.id for w in rows])
+    for item in listing.watches:
+        item.incident = incidents.get(item.id)
+    return listing
 
 
 @REGISTRY.route(
@@ -42,8 +55,15 @@ def list_watches(call: Call) -> WatchList:
 )
 def create_watch(call: Call) -> Reply:
     """Creates a watch in `never_run`; `watchType` is inferred from the URL when it is clear."""
-    watch = service.create_watch(call.session, call.principal_required, call.body, _box())
-    return Reply(201, service.to_out(watch, call.now), {"Location": f"/api/watches/{watch.id}"})
+    interval = notifications.default_interval(call.session, call.org_id)
+    watch = service.create_watch(
+        call.session, call.principal_required, call.body, _box(), default_interval=interval
+    )
+    return Reply(
+        201,
+        drift.watch_out(call.session, watch, call.now),
+        {"Location": f"/api/watches/{watch.id}"},
+    )
 
 
 @REGISTRY.route(
@@ -55,8 +75,8 @@ def create_watch(call: Call) -> Reply:
 )
 def get_watch(call: Call) -> WatchOut:
     """One watch of the caller's org; another org's id answers 404."""
-    return service.to_out(
-        service.get_watch(call.session, call.org_id, call.path["watch_id"]), call.now
+    return drift.watch_out(
+        call.session, service.get_watch(call.session, call.org_id, call.path["watch_id"]), call.now
     )
 
 
@@ -74,7 +94,7 @@ def update_watch(call: Call) -> WatchOut:
     watch = service.update_watch(
         call.session, call.principal_required, call.path["watch_id"], call.body, _box()
     )
-    return service.to_out(watch, call.now)
+    return drift.watch_out(call.session, watch, call.now)
 
 
 @REGISTRY.route(
@@ -101,8 +121,10 @@ def delete_watch(call: Call) -> Reply:
 )
 def pause_watch(call: Call) -> WatchOut:
     """Sets `driftStatus` to `disabled`; paused watches are not checked and block preflight."""
-    return service.to_out(
-        service.pause_watch(call.session, call.principal_required, call.path["watch_id"]), call.now
+    return drift.watch_out(
+        call.session,
+        service.pause_watch(call.session, call.principal_required, call.path["watch_id"]),
+        call.now,
     )
 
 
@@ -116,6 +138,122 @@ def pause_watch(call: Call) -> WatchOut:
 )
 def resume_watch(call: Call) -> WatchOut:
     """Recomputes `driftStatus` from the last check (never_run, ok, drifted or error)."""
-    return service.to_out(
-        service.resume_watch(call.session, call.principal_required, call.path["watch_id"]), call.now
+    return drift.watch_out(
+        call.session,
+        service.resume_watch(call.session, call.principal_required, call.path["watch_id"]),
+        call.now,
     )
+
+
+class CheckQuery(RequestModel):
+    wait: float = Field(default=0, ge=0, le=60, description="seconds to wait for the result")
+
+
+class CheckOut(ApiModel):
+    job_id: int
+    status: str = Field(description="queued, running, done or failed")
+    result: dict[str, Any] | None = None
+    watch: WatchOut | None = None
+
+
+@REGISTRY.route(
+    "POST",
+    "/api/watches/<watch_id>/check",
+    summary="Check a watch now",
+    tag="watches",
+    query=CheckQuery,
+    responses={200: CheckOut, 202: CheckOut},
+    errors=(409,),
+)
+def check_watch(call: Call) -> Reply:
+    """Queues a check (joining one already queued); with `?wait=SECONDS` waits for its result
+    (200), else answers 202 with the job id. A paused watch answers 409."""
+    watch = service.get_watch(call.session, call.org_id, call.path["watch_id"])
+    drift.ensure_checkable(watch)
+    call.session.commit()
+    database = request_database()
+    job_id = request_check(database, watch.id, call.now)
+    job = jobs.wait_for(database, job_id, call.query.wait) if call.query.wait else None
+    if job is not None and job.status in ("done", "failed"):
+        with database.session() as session:
+            fresh = service.get_watch(session, call.org_id, watch.id)
+            out = drift.watch_out(session, fresh, datetime.now(UTC))
+        return Reply(200, CheckOut(job_id=job_id, status=job.status, result=job.result, watch=out))
+    return Reply(202, CheckOut(job_id=job_id, status=job.status if job else "queued"))
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/watches/<watch_id>/status",
+    summary="Status of a watch",
+    tag="watches",
+    responses={200: drift.WatchStatus},
+)
+def watch_status(call: Call) -> drift.WatchStatus:
+    """The watch, its preflight reason tokens, its last drift event and the agentActions."""
+    return drift.watch_status(call.session, call.org_id, call.path["watch_id"], call.now)
+
+
+@REGISTRY.route(
+    "POST",
+    "/api/watches/<watch_id>/baseline",
+    summary="Accept the current snapshot as baseline",
+    tag="watches",
+    body=drift.BaselineIn,
+    responses={200: WatchOut},
+    errors=(409,),
+)
+def accept_baseline(call: Call) -> WatchOut:
+    """Makes the last fetched snapshot the baseline (with a reason; audited) and resolves the
+    open incident."""
+    watch = drift.accept_baseline(
+        call.session,
+        call.principal_required,
+        call.path["watch_id"],
+        call.body.reason,
+        _box(),
+        call.now,
+    )
+    return drift.watch_out(call.session, watch, call.now)
+
+
+@REGISTRY.route(
+    "POST",
+    "/api/watches/<watch_id>/incident/ack",
+    summary="Acknowledge the open incident",
+    tag="watches",
+    body=drift.IncidentAction,
+    responses={200: drift.IncidentOut},
+)
+def acknowledge_incident(call: Call) -> drift.IncidentOut:
+    """Marks the watch's open incident acknowledged, with an optional note (audited)."""
+    incident = drift.acknowledge(
+        call.session,
+        call.principal_required,
+        call.path["watch_id"],
+        call.body.note,
+        _box(),
+        call.now,
+    )
+    return drift.incident_out(incident)
+
+
+@REGISTRY.route(
+    "POST",
+    "/api/watches/<watch_id>/incident/resolve",
+    summary="Resolve the open incident",
+    tag="watches",
+    body=drift.IncidentAction,
+    responses={200: drift.IncidentOut},
+)
+def resolve_incident(call: Call) -> drift.IncidentOut:
+    """Resolves the watch's incident by hand (the baseline stays as it is; audited)."""
+    incident = drift.resolve(
+        call.session,
+        call.principal_required,
+        call.path["watch_id"],
+        call.body.note,
+        _box(),
+        call.now,
+    )
+    return drift.incident_out(incident)

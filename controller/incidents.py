@@ -1,0 +1,66 @@
+"""Incidents: breaking drift on a watch from detection until it is resolved.
+
+Shared by the checks (which open incidents and resolve them when the vendor reverts) and by
+the people-facing services (acknowledge, resolve, accept a baseline). Each move emits its
+event through the outbox in the caller's transaction.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from controller.crypto import SecretBox
+from controller.events.outbox import emit
+from controller.store.models import Incident, Watch
+
+ACTIVE = ("open", "acknowledged")
+
+
+def current_incident(session: Session, watch_id: str) -> Incident | None:
+    """The open or acknowledged incident of a watch, if any."""
+    return session.scalar(
+        select(Incident).where(Incident.watch_id == watch_id, Incident.status.in_(ACTIVE))
+    )
+
+
+def close_incident(
+    session: Session,
+    box: SecretBox,
+    watch: Watch,
+    incident: Incident,
+    now: datetime,
+    *,
+    resolution: str,
+    by: str,
+) -> None:
+    """Resolve the incident (`reverted`, `baseline_accepted`, `manual`) and say so."""
+    incident.status = "resolved"
+    incident.resolved_at = now
+    incident.resolution = resolution
+    incident.resolved_by = by
+    watch.incident_id = None
+    emit_incident(session, box, watch, incident, "incident.resolved", now)
+
+
+def emit_incident(
+    session: Session, box: SecretBox, watch: Watch, incident: Incident, kind: str, now: datetime
+) -> None:
+    emit(
+        session,
+        box,
+        org_id=watch.org_id,
+        event_type=kind,
+        data={
+            "incidentId": incident.id,
+            "watchId": watch.id,
+            "watchName": watch.name,
+            "status": incident.status,
+            "breakingCount": incident.breaking_count,
+            "resolution": incident.resolution,
+        },
+        now=now,
+        watch=watch,
+    )

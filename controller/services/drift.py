@@ -1,0 +1,374 @@
+"""Drift history, incidents and baselines: what checks recorded, and what people do about it.
+
+All functions are scoped to the caller's org. Accepting a baseline and acknowledging or
+resolving an incident are audited and emit the matching events through the outbox.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import Field
+from sqlalchemy import and_, func, or_, select
+from sqlalchemy.orm import Session
+
+from controller.checks import decode_changes
+from controller.crypto import SecretBox
+from controller.errors import Conflict, NotFound
+from controller.incidents import close_incident, current_incident, emit_incident
+from controller.model.base import ApiModel, RequestModel
+from controller.model.watch import DriftStatus, IncidentSummary, WatchOut
+from controller.services import audit
+from controller.services.auth import Principal
+from controller.services.watches import get_watch, to_out
+from controller.store.models import DriftEvent, Incident, Snapshot, Watch
+
+PAGE_LIMIT = 50
+EVENT_CURSOR_PATTERN = (
+    r"^[0-9]{1,16}\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+)
+
+
+class ChangeCountsOut(ApiModel):
+    breaking: int
+    warning: int
+    info: int
+
+
+class DriftEventSummary(ApiModel):
+    id: str
+    watch_id: str
+    detected_at: datetime
+    counts: ChangeCountsOut
+    agent_actions: list[str]
+    incident_id: str | None
+
+
+class DriftEventOut(DriftEventSummary):
+    watch_name: str
+    base_snapshot_id: str | None
+    snapshot_id: str | None
+    changes: list[dict[str, Any]]
+
+
+class DriftPage(ApiModel):
+    events: list[DriftEventSummary]
+    next_cursor: str | None
+
+
+class DriftQuery(RequestModel):
+    watch_id: str | None = Field(default=None, max_length=64)
+    limit: int = Field(default=PAGE_LIMIT, ge=1, le=PAGE_LIMIT)
+    cursor: str | None = Field(default=None, pattern=EVENT_CURSOR_PATTERN)
+
+
+class WatchStatus(ApiModel):
+    """The status object of one watch (CONTRACT.md) with its last drift event."""
+
+    watch: WatchOut
+    reasons: list[str]
+    last_drift_event: DriftEventSummary | None
+    agent_actions: list[str]
+
+
+class BaselineIn(RequestModel):
+    reason: str = Field(min_length=1, max_length=2000)
+
+
+class IncidentAction(RequestModel):
+    note: str | None = Field(default=None, max_length=2000)
+
+
+class IncidentOut(ApiModel):
+    id: str
+    watch_id: str
+    status: Literal["open", "acknowledged", "resolved"]
+    opened_at: datetime
+    breaking_count: int
+    acknowledged_at: datetime | None
+    acknowledged_by: str | None
+    resolved_at: datetime | None
+    resolution: str | None
+
+
+def incidents_by_watch(session: Session, watch_ids: list[str]) -> dict[str, IncidentSummary]:
+    """The current (open or acknowledged) incident of each watch, in one query."""
+    if not watch_ids:
+        return {}
+    rows = session.scalars(
+        select(Incident).where(
+            Incident.watch_id.in_(watch_ids), Incident.status.in_(("open", "acknowledged"))
+        )
+    )
+    return {row.watch_id: incident_summary(row) for row in rows}
+
+
+def incident_summary(incident: Incident) -> IncidentSummary:
+    return IncidentSummary(
+        id=incident.id,
+        status=incident.status,
+        opened_at=incident.opened_at,
+        breaking_count=incident.breaking_count,
+    )
+
+
+def watch_out(session: Session, watch: Watch, now: datetime) -> WatchOut:
+    out = to_out(watch, now)
+    out.incident = incidents_by_watch(session, [watch.id]).get(watch.id)
+    return out
+
+
+def reasons_of(watch: Watch) -> list[str]:
+    """The preflight reason tokens of SPEC.md for a watch's current state."""
+    status = watch.drift_status
+    if status == DriftStatus.DRIFTED:
+        return ["breaking_drift"]
+    if status == DriftStatus.ERROR:
+        return [f"check_failed:{watch.failure_class}" if watch.failure_class else "check_failed"]
+    if status == DriftStatus.NEVER_RUN:
+        return ["never_checked"]
+    if status == DriftStatus.DISABLED:
+        return ["disabled"]
+    return []
+
+
+def watch_status(session: Session, org_id: str, watch_id: str, now: datetime) -> WatchStatus:
+    watch = get_watch(session, org_id, watch_id)
+    event = session.scalar(
+        select(DriftEvent)
+        .where(DriftEvent.watch_id == watch.id)
+        .order_by(DriftEvent.detected_at.desc(), DriftEvent.id.desc())
+        .limit(1)
+    )
+    actions: list[str] = []
+    if watch.drift_status == DriftStatus.DRIFTED and event is not None:
+        actions = sorted(set(event.agent_actions) | {"ack_incident"})
+    elif watch.drift_status == DriftStatus.ERROR:
+        actions = ["check_watch_config"]
+    return WatchStatus(
+        watch=watch_out(session, watch, now),
+        reasons=reasons_of(watch),
+        last_drift_event=summary(event) if event else None,
+        agent_actions=actions,
+    )
+
+
+def summary(event: DriftEvent) -> DriftEventSummary:
+    return DriftEventSummary(
+        id=event.id,
+        watch_id=event.watch_id,
+        detected_at=event.detected_at,
+        counts=ChangeCountsOut(
+            breaking=event.breaking_count, warning=event.warning_count, info=event.info_count
+        ),
+        agent_actions=list(event.agent_actions),
+        incident_id=event.incident_id,
+    )
+
+
+def list_events(session: Session, org_id: str, query: DriftQuery) -> DriftPage:
+    stmt = select(DriftEvent).where(DriftEvent.org_id == org_id)
+    if query.watch_id:
+        stmt = stmt.where(DriftEvent.watch_id == query.watch_id)
+    if query.cursor:
+        micros, _, last_id = query.cursor.partition(".")
+        at = datetime.fromtimestamp(int(micros) / 1_000_000, UTC)
+        stmt = stmt.where(
+            or_(
+                DriftEvent.detected_at < at,
+                and_(DriftEvent.detected_at == at, DriftEvent.id < last_id),
+            )
+        )
+    rows = list(
+        session.scalars(
+            stmt.order_by(DriftEvent.detected_at.desc(), DriftEvent.id.desc()).limit(
+                query.limit + 1
+            )
+        )
+    )
+    cursor = None
+    if len(rows) > query.limit:
+        rows = rows[: query.limit]
+        last = rows[-1]
+        cursor = f"{int(last.detected_at.timestamp() * 1_000_000)}.{last.id}"
+    return DriftPage(events=[summary(r) for r in rows], next_cursor=cursor)
+
+
+def get_event(session: Session, org_id: str, event_id: str) -> DriftEventOut:
+    row = session.execute(
+        select(DriftEvent, Watch.name)
+        .join(Watch, Watch.id == DriftEvent.watch_id)
+        .where(DriftEvent.id == event_id, DriftEvent.org_id == org_id)
+    ).first()
+    if row is None:
+        raise NotFound("Drift event not found")
+    event, name = row
+    base = summary(event)
+    return DriftEventOut(
+        **base.model_dump(),
+        watch_name=name,
+        base_snapshot_id=event.base_snapshot_id,
+        snapshot_id=event.snapshot_id,
+        changes=decode_changes(event.changes),
+    )
+
+
+def iter_events(
+    session: Session, org_id: str, batch: int = 200
+) -> Iterator[tuple[DriftEvent, Watch]]:
+    """Every drift event of the org with its watch, oldest first, read in batches."""
+    stmt = (
+        select(DriftEvent, Watch)
+        .join(Watch, Watch.id == DriftEvent.watch_id)
+        .where(DriftEvent.org_id == org_id)
+        .order_by(DriftEvent.detected_at, DriftEvent.id)
+        .execution_options(yield_per=batch)
+    )
+    for row in session.execute(stmt):
+        yield row[0], row[1]
+
+
+def accept_baseline(
+    session: Session,
+    principal: Principal,
+    watch_id: str,
+    reason: str,
+    box: SecretBox,
+    now: datetime,
+) -> Watch:
+    """Make the last good snapshot the baseline; resolve the incident; audited."""
+    watch = get_watch(session, principal.org_id, watch_id)
+    if watch.last_snapshot_id is None:
+        raise Conflict("the watch has no snapshot yet; run a check first", code="no_snapshot")
+    snapshot = session.get(Snapshot, watch.last_snapshot_id)
+    assert snapshot is not None
+    previous = watch.baseline_snapshot_id
+    watch.baseline_snapshot_id = snapshot.id
+    watch.baseline_fingerprint = snapshot.fingerprint
+    watch.baseline_accepted_at = now
+    watch.baseline_accepted_by = principal.actor
+    watch.open_breaking = watch.open_warning = watch.open_info = 0
+    if watch.drift_status in (DriftStatus.DRIFTED, DriftStatus.NEVER_RUN):
+        watch.drift_status = DriftStatus.OK.value
+    incident = current_incident(session, watch.id)
+    if incident is not None:
+        close_incident(
+            session, box, watch, incident, now, resolution="baseline_accepted", by=principal.actor
+        )
+    audit.record(
+        session,
+        actor=principal.actor,
+        action="watch.baseline_accept",
+        target_type="watch",
+        target_id=watch.id,
+        org_id=principal.org_id,
+        details={"reason": reason, "from": previous, "to": snapshot.id},
+    )
+    return watch
+
+
+def acknowledge(
+    session: Session,
+    principal: Principal,
+    watch_id: str,
+    note: str | None,
+    box: SecretBox,
+    now: datetime,
+) -> Incident:
+    watch = get_watch(session, principal.org_id, watch_id)
+    incident = current_incident(session, watch.id)
+    if incident is None:
+        raise NotFound("no open incident on this watch", code="not_found")
+    if incident.status == "open":
+        incident.status = "acknowledged"
+        incident.acknowledged_at = now
+        incident.acknowledged_by = principal.actor
+        incident.ack_note = note
+        audit.record(
+            session,
+            actor=principal.actor,
+            action="incident.acknowledge",
+            target_type="incident",
+            target_id=incident.id,
+            org_id=principal.org_id,
+            details={"note": note},
+        )
+        emit_incident(session, box, watch, incident, "incident.acknowledged", now)
+    return incident
+
+
+def resolve(
+    session: Session,
+    principal: Principal,
+    watch_id: str,
+    note: str | None,
+    box: SecretBox,
+    now: datetime,
+) -> Incident:
+    watch = get_watch(session, principal.org_id, watch_id)
+    incident = current_incident(session, watch.id)
+    if incident is None:
+        raise NotFound("no open incident on this watch", code="not_found")
+    close_incident(session, box, watch, incident, now, resolution="manual", by=principal.actor)
+    audit.record(
+        session,
+        actor=principal.actor,
+        action="incident.resolve",
+        target_type="incident",
+        target_id=incident.id,
+        org_id=principal.org_id,
+        details={"note": note},
+    )
+    return incident
+
+
+def incident_out(incident: Incident) -> IncidentOut:
+    return IncidentOut(
+        id=incident.id,
+        watch_id=incident.watch_id,
+        status=incident.status,
+        opened_at=incident.opened_at,
+        breaking_count=incident.breaking_count,
+        acknowledged_at=incident.acknowledged_at,
+        acknowledged_by=incident.acknowledged_by,
+        resolved_at=incident.resolved_at,
+        resolution=incident.resolution,
+    )
+
+
+def ack_trail(session: Session, org_id: str) -> list[dict[str, Any]]:
+    rows = session.scalars(
+        select(Incident)
+        .where(Incident.org_id == org_id, Incident.acknowledged_at.is_not(None))
+        .order_by(Incident.acknowledged_at)
+    )
+    return [
+        {
+            "incidentId": r.id,
+            "watchId": r.watch_id,
+            "acknowledgedAt": r.acknowledged_at.isoformat() if r.acknowledged_at else None,
+            "acknowledgedBy": r.acknowledged_by,
+            "note": r.ack_note,
+            "resolvedAt": r.resolved_at.isoformat() if r.resolved_at else None,
+            "resolution": r.resolution,
+        }
+        for r in rows
+    ]
+
+
+def status_counts(session: Session, org_id: str) -> dict[str, int]:
+    counts = {s.value: 0 for s in DriftStatus}
+    for status, count in session.execute(
+        select(Watch.drift_status, func.count())
+        .where(Watch.org_id == org_id)
+        .group_by(Watch.drift_status)
+    ):
+        counts[status] = int(count)
+    return counts
+
+
+def ensure_checkable(watch: Watch) -> None:
+    if watch.drift_status == DriftStatus.DISABLED:
+        raise Conflict("the watch is paused; resume it first", code="watch_paused")

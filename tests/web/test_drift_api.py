@@ -1,0 +1,289 @@
+"""The story of a watch through the API with a real controller running in-process:
+check, drift, status, history, acknowledge, baseline, exports, signed delivery."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from flask import Flask
+
+from cli.main import main
+from controller.crypto import load_secret_box
+from controller.events.delivery import deliver_due
+from controller.scheduler import Controller
+from controller.services import notifications
+from controller.settings import Settings
+from controller.sources.http import make_client
+from controller.store.db import Database
+from tests.conftest import SECRET, OrgKey, make_settings
+from tests.receivers import Receiver
+from tests.servers import SpecServer, spec_server
+from tests.specs import as_json, charges_spec
+
+
+@pytest.fixture
+def server() -> Iterator[SpecServer]:
+    with spec_server() as running:
+        yield running
+
+
+@pytest.fixture
+def live_settings(tmp_path: Path, database: Database) -> Settings:
+    return make_settings(tmp_path, database_url=database.url, allow_private_targets=True)
+
+
+@pytest.fixture
+def live_app(live_settings: Settings, database: Database) -> Flask:
+    from web.app import create_app
+
+    return create_app(live_settings, database=database)
+
+
+@pytest.fixture
+def controller(live_settings: Settings, database: Database) -> Iterator[Controller]:
+    running = Controller(
+        live_settings, database, load_secret_box(live_settings), concurrency=2, tick_seconds=0.2
+    )
+    running.start()
+    yield running
+    running.stop(grace=5)
+
+
+def test_the_story_of_a_watch(
+    live_app: Flask, acme: OrgKey, server: SpecServer, controller: Controller, database: Database
+) -> None:
+    client = live_app.test_client()
+    h = acme.headers
+    server.set("/openapi.json", as_json(charges_spec()))
+    created = client.post(
+        "/api/watches",
+        json={"name": "payments", "url": server.url("/openapi.json"), "tags": ["vendor:acmepay"]},
+        headers=h,
+    ).json
+    path = f"/api/watches/{created['id']}"
+
+    first = client.post(f"{path}/check?wait=20", headers=h)
+    assert first.status_code == 200, first.json
+    assert first.json["status"] == "done" and first.json["watch"]["driftStatus"] == "ok"
+    assert first.json["watch"]["baseline"]["snapshotId"]
+
+    server.set("/openapi.json", as_json(charges_spec(required=("id",), refunds=False)))
+    drifted = client.post(f"{path}/check?wait=20", headers=h).json
+    assert drifted["watch"]["driftStatus"] == "drifted"
+    assert drifted["watch"]["incident"]["status"] == "open"
+    assert drifted["watch"]["openChanges"]["breaking"] >= 2
+
+    status = client.get(f"{path}/status", headers=h).json
+    assert status["reasons"] == ["breaking_drift"]
+    assert (
+        "ack_incident" in status["agentActions"]
+        and "remove_tool_usage" not in status["agentActions"]
+    )
+    assert status["lastDriftEvent"]["counts"]["breaking"] >= 2
+
+    history = client.get(f"/api/drift?watchId={created['id']}", headers=h).json
+    assert len(history["events"]) == 1 and history["nextCursor"] is None
+    event = client.get(f"/api/drift/events/{history['events'][0]['id']}", headers=h).json
+    assert event["watchName"] == "payments"
+    assert any(c["rule"] == "endpoint-removed" for c in event["changes"])
+
+    acked = client.post(f"{path}/incident/ack", json={"note": "on it"}, headers=h).json
+    assert acked["status"] == "acknowledged" and acked["acknowledgedBy"].startswith("api_key:")
+    assert client.get(path, headers=h).json["incident"]["status"] == "acknowledged"
+
+    portfolio = client.get("/api/portfolio/status", headers=h).json
+    assert portfolio["counts"]["drifted"] == 1
+    assert portfolio["watches"][0]["reasons"] == ["breaking_drift"]
+
+    accepted = client.post(
+        f"{path}/baseline", json={"reason": "migrated the client"}, headers=h
+    ).json
+    assert accepted["driftStatus"] == "ok" and accepted["incident"] is None
+    assert accepted["openChanges"] == {"breaking": 0, "warning": 0, "info": 0}
+    again = client.post(f"{path}/check?wait=20", headers=h).json
+    assert again["watch"]["driftStatus"] == "ok"
+
+    exported = client.get("/api/drift/export?format=json", headers=h)
+    body = json.loads(exported.get_data())
+    assert body["schema"] == "driftgate-drift-export-v1"
+    record = body["events"][0]
+    assert record["vendor"] == "acmepay" and record["incidentStatus"] == "resolved"
+    assert record["breakingCount"] >= 2 and record["changes"]
+    rows = list(
+        csv.DictReader(
+            io.StringIO(
+                client.get("/api/drift/export?format=csv", headers=h).get_data(as_text=True)
+            )
+        )
+    )
+    assert rows[0]["watchName"] == "payments" and json.loads(rows[0]["changesJson"])
+
+
+def test_audit_export_verifies_and_tampering_is_caught(
+    live_app: Flask,
+    acme: OrgKey,
+    server: SpecServer,
+    controller: Controller,
+    tmp_path: Path,
+    database: Database,
+) -> None:
+    client = live_app.test_client()
+    server.set("/openapi.json", as_json(charges_spec()))
+    watch = client.post(
+        "/api/watches", json={"name": "p", "url": server.url("/openapi.json")}, headers=acme.headers
+    ).json
+    client.post(f"/api/watches/{watch['id']}/check?wait=20", headers=acme.headers)
+    server.set("/openapi.json", as_json(charges_spec(refunds=False)))
+    client.post(f"/api/watches/{watch['id']}/check?wait=20", headers=acme.headers)
+    client.post(
+        f"/api/watches/{watch['id']}/incident/ack", json={"note": "seen"}, headers=acme.headers
+    )
+    audit = client.get("/api/drift/export?format=audit", headers=acme.headers).get_data()
+    document = json.loads(audit)
+    assert document["schema"] == "driftgate-drift-audit-v1"
+    assert document["ackTrail"][0]["note"] == "seen" and document["signature"].startswith(
+        "hmac-sha256:"
+    )
+    good, bad = tmp_path / "audit.json", tmp_path / "tampered.json"
+    good.write_bytes(audit)
+    bad.write_bytes(audit.replace(b'"seen"', b'"SEEN"'))
+    env = {"DRIFTGATE_DATABASE_URL": database.url, "DRIFTGATE_SECRET_KEY": SECRET}
+    verified = CliRunner().invoke(main, ["audit", "verify", str(good)], env=env)
+    assert verified.exit_code == 0 and "verified: 1 events" in verified.output
+    tampered = CliRunner().invoke(main, ["audit", "verify", str(bad)], env=env)
+    assert tampered.exit_code == 1 and "changed after export" in tampered.stderr
+    other_key = CliRunner().invoke(
+        main,
+        ["audit", "verify", str(good)],
+        env={**env, "DRIFTGATE_SECRET_KEY": "some other key 0123456789"},
+    )
+    assert other_key.exit_code == 1 and "not among the configured keys" in other_key.stderr
+
+
+def test_check_of_a_paused_watch_is_409(live_app: Flask, acme: OrgKey) -> None:
+    client = live_app.test_client()
+    watch = client.post(
+        "/api/watches",
+        json={"name": "p", "url": "https://x.example/openapi.json"},
+        headers=acme.headers,
+    ).json
+    client.post(f"/api/watches/{watch['id']}/pause", headers=acme.headers)
+    response = client.post(f"/api/watches/{watch['id']}/check", headers=acme.headers)
+    assert response.status_code == 409 and response.json["error"] == "watch_paused"
+
+
+def test_check_without_wait_is_queued(live_app: Flask, acme: OrgKey) -> None:
+    client = live_app.test_client()
+    watch = client.post(
+        "/api/watches",
+        json={"name": "p", "url": "https://x.example/openapi.json"},
+        headers=acme.headers,
+    ).json
+    first = client.post(f"/api/watches/{watch['id']}/check", headers=acme.headers)
+    second = client.post(f"/api/watches/{watch['id']}/check", headers=acme.headers)
+    assert first.status_code == second.status_code == 202
+    assert first.json["jobId"] == second.json["jobId"]  # joins the queued check
+
+
+def test_notification_defaults(live_app: Flask, acme: OrgKey) -> None:
+    client = live_app.test_client()
+    assert client.get("/api/org/notification-defaults", headers=acme.headers).json == {
+        "destination": None,
+        "intervalMinutes": None,
+        "alertPolicy": {"severities": ["breaking", "warning"]},
+    }
+    put = client.put(
+        "/api/org/notification-defaults",
+        headers=acme.headers,
+        json={
+            "destination": {
+                "kind": "slack",
+                "url": "https://hooks.slack.com/services/T000/B000/secret-token",
+            },
+            "intervalMinutes": 30,
+            "alertPolicy": {"severities": ["breaking"]},
+        },
+    )
+    assert put.status_code == 200
+    assert put.json["destination"] == {"kind": "slack", "urlHint": "https://hooks.slack.com"}
+    assert "secret-token" not in put.get_data(as_text=True)
+    watch = client.post(
+        "/api/watches",
+        json={"name": "p", "url": "https://x.example/openapi.json"},
+        headers=acme.headers,
+    ).json
+    assert watch["intervalMinutes"] == 30
+    bad = client.put(
+        "/api/org/notification-defaults",
+        headers=acme.headers,
+        json={"alertPolicy": {"severities": ["urgent"]}},
+    )
+    assert bad.status_code == 400
+
+
+def test_signed_delivery_with_retries_and_stats(
+    live_settings: Settings, database: Database, acme: OrgKey, live_app: Flask
+) -> None:
+    box = load_secret_box(live_settings)
+    with database.transaction() as session:
+        secret = notifications.signing_secret(session, acme.org_id, box)
+    receiver = Receiver(secret=secret, fail_first=2)
+    client = live_app.test_client()
+    try:
+        client.put(
+            "/api/org/notification-defaults",
+            headers=acme.headers,
+            json={"destination": {"kind": "webhook", "url": receiver.url}},
+        )
+        from controller.events.outbox import emit
+
+        now = datetime.now(UTC)
+        with database.transaction() as session:
+            emit(
+                session,
+                box,
+                org_id=acme.org_id,
+                event_type="incident.open",
+                data={"watchId": "w1", "watchName": "payments"},
+                now=now,
+            )
+        http = make_client(allow_private=True)
+        try:
+            assert deliver_due(database, box, http, now) == 1
+            assert deliver_due(database, box, http, now) == 0  # backing off
+            stats = client.get("/api/alerts/stats", headers=acme.headers).json
+            assert stats["totals"]["retrying"] == 1
+            assert stats["lastAttempts"][0]["statusCode"] == 500
+            assert stats["lastAttempts"][0]["destination"] == "http://127.0.0.1"
+            later = now + timedelta(seconds=31)
+            assert deliver_due(database, box, http, later) == 1
+            assert deliver_due(database, box, http, later + timedelta(seconds=61)) == 1
+        finally:
+            http.close()
+        assert receiver.attempts == 3 and receiver.rejected == []
+        delivered = receiver.received[0]
+        assert delivered["body"]["type"] == "incident.open"
+        assert delivered["body"]["data"]["watchName"] == "payments"
+        assert delivered["headers"]["webhook-id"].startswith("msg_")
+        stats = client.get("/api/alerts/stats", headers=acme.headers).json
+        assert stats["totals"] == {"successful": 1, "failed": 0, "retrying": 0, "pending": 0}
+        assert stats["byChannel"]["webhook"]["successful"] == 1
+        assert [a["success"] for a in stats["lastAttempts"]] == [True, False, False]
+    finally:
+        receiver.close()
+
+
+def test_webhook_secret_cli(database: Database, acme: OrgKey) -> None:
+    env = {"DRIFTGATE_DATABASE_URL": database.url, "DRIFTGATE_SECRET_KEY": SECRET}
+    first = CliRunner().invoke(main, ["orgs", "webhook-secret", "acme"], env=env)
+    again = CliRunner().invoke(main, ["orgs", "webhook-secret", "acme"], env=env)
+    rotated = CliRunner().invoke(main, ["orgs", "webhook-secret", "acme", "--rotate"], env=env)
+    assert first.output.startswith("whsec_") and first.output == again.output
+    assert rotated.output.startswith("whsec_") and rotated.output != first.output
