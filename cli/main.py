@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -191,8 +191,15 @@ def up(
 @main.command()
 @click.option("--concurrency", type=int, default=8, show_default=True, help="Checks run at once.")
 @click.option("--tick", type=float, default=5.0, show_default=True, help="Seconds between rounds.")
+@click.option(
+    "--lease",
+    type=float,
+    default=120.0,
+    show_default=True,
+    help="Seconds a claimed check is reserved; a crashed worker's checks are retried after it.",
+)
 @click.pass_obj
-def controller(obj: Context, concurrency: int, tick: float) -> None:
+def controller(obj: Context, concurrency: int, tick: float, lease: float) -> None:
     """Run the controller: schedule and run checks, deliver events (no HTTP serving)."""
     import signal
     import threading
@@ -218,6 +225,7 @@ def controller(obj: Context, concurrency: int, tick: float) -> None:
         load_secret_box(settings, create=True),
         concurrency=concurrency,
         tick_seconds=tick,
+        lease=timedelta(seconds=lease),
     )
     runner.start()
     stop.wait()

@@ -117,6 +117,7 @@ class Controller:
         tick_seconds: float = TICK_SECONDS,
         fetcher: Fetcher | None = None,
         clock: Callable[[], datetime] = utcnow,
+        lease: timedelta = jobs.DEFAULT_LEASE,
     ) -> None:
         self.settings = settings
         self.database = database
@@ -124,6 +125,7 @@ class Controller:
         self.concurrency = concurrency
         self.tick_seconds = tick_seconds
         self.clock = clock
+        self.lease = lease
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self.client = make_client(allow_private=settings.allow_private_targets)
         self.fetcher = fetcher or http_fetcher(settings, self.client)
@@ -156,7 +158,12 @@ class Controller:
         if free <= 0:
             return 0
         claimed = jobs.claim(
-            self.database, worker=self.worker, kinds=(CHECK,), now=self.clock(), limit=free
+            self.database,
+            worker=self.worker,
+            kinds=(CHECK,),
+            now=self.clock(),
+            limit=free,
+            lease=self.lease,
         )
         for job in claimed:
             future = self.pool.submit(self.execute, job)
@@ -169,6 +176,9 @@ class Controller:
             jobs.release(self.database, job, self.clock())
             return
         watch_id = str(job.payload.get("watchId", job.key.split(":", 1)[-1]))
+        done = threading.Event()
+        heartbeat = threading.Thread(target=self._keep_lease, args=(job, done), daemon=True)
+        heartbeat.start()
         try:
             result = run_check(
                 self.database, watch_id, box=self.box, fetcher=self.fetcher, now=self.clock()
@@ -179,6 +189,9 @@ class Controller:
                 self.database, job, self.clock(), error=f"{type(exc).__name__}: {exc}"[:500]
             )
             return
+        finally:
+            done.set()
+            heartbeat.join()
         if not jobs.finish(self.database, job, self.clock(), result=result.as_dict()):
             log(logger, logging.WARNING, "check.fenced_out", watchId=watch_id, job=job.id)
         log(
@@ -192,6 +205,13 @@ class Controller:
         )
         if not self.stopping.is_set():
             self.dispatch()
+
+    def _keep_lease(self, job: jobs.Claimed, done: threading.Event) -> None:
+        """Renew the lease while a check runs, so only a dead worker's checks expire."""
+        interval = max(0.2, self.lease.total_seconds() / 3)
+        while not done.wait(interval):
+            if not jobs.extend(self.database, job, self.clock(), self.lease):
+                return
 
     def run_until_done(self, timeout: float = 30.0) -> None:
         """Run rounds until no job is due or running (tests and benchmarks)."""

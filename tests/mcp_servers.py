@@ -1,0 +1,340 @@
+"""Real MCP servers for tests: SDK servers in child processes, and a raw JSON-RPC server.
+
+`SdkServer` runs `python -m tests.mcp_servers <mode> <surface.json>` in a child process: a
+low-level server of the official `mcp` SDK on a free 127.0.0.1 port (Streamable HTTP,
+stateless JSON-response Streamable HTTP, or the legacy HTTP+SSE transport), or over stdio.
+The child reads the surface file (server name, tools, prompts, resources, templates, page
+size) on every list call, so a test changes what the server advertises by rewriting it;
+which lists exist is fixed when the child starts, because that decides its capabilities.
+
+`RawMcpServer` is a small JSON-RPC server on http.server, in a thread, for what the SDK will
+not do: send fields outside the schema, paginate without end, choose an unknown protocol
+version, answer garbage. It records every request it sees.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import IO, Any
+
+ROOT = Path(__file__).resolve().parents[1]
+MODES = ("streamable", "stateless-json", "sse", "stdio")
+
+
+def write_surface(path: Path, **surface: Any) -> Path:
+    """Write a surface file: name, version, instructions, tools, prompts, resources,
+    resource_templates (a key that is absent means the list is not served), page_size."""
+    path.write_text(json.dumps(surface), encoding="utf-8")
+    return path
+
+
+def stdio_command(surface: Path) -> list[str]:
+    """The argv that runs the SDK test server over stdio."""
+    # The script path, not `-m`: the fetcher starts it from whatever directory pytest runs in.
+    return [sys.executable, str(Path(__file__).resolve()), "stdio", str(surface)]
+
+
+class SdkServer:
+    """`with SdkServer("streamable", surface) as server:` serves `server.url` until exit."""
+
+    def __init__(self, mode: str, surface: Path) -> None:
+        assert mode in MODES and mode != "stdio"
+        self.mode = mode
+        self.surface = surface
+        self.port = 0
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        path = "/sse" if self.mode == "sse" else "/mcp"
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def __enter__(self) -> SdkServer:
+        self._log = open(self.surface.with_suffix(f".{self.mode}.log"), "wb")
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "tests.mcp_servers", self.mode, str(self.surface)],
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            cwd=ROOT,
+            env=env,
+        )
+        try:
+            self.port = self._read_port(timeout=20.0)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def _read_port(self, timeout: float) -> int:
+        assert self._process is not None and self._process.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._process.stdout, selectors.EVENT_READ)
+            if not selector.select(timeout):
+                raise RuntimeError(f"the {self.mode} test server did not start")
+        line = self._process.stdout.readline().decode()
+        if not line.startswith("PORT "):
+            raise RuntimeError(f"the {self.mode} test server failed: {self.log_text()}")
+        return int(line.split()[1])
+
+    def log_text(self) -> str:
+        path = self.surface.with_suffix(f".{self.mode}.log")
+        return path.read_text(errors="replace")[-2000:] if path.exists() else ""
+
+    def __exit__(self, *exc_info: object) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            process.terminate()
+            try:
+                process.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            if process.stdout is not None:
+                process.stdout.close()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+class RawMcpServer:
+    """A hand-written Streamable HTTP MCP server (JSON responses) on 127.0.0.1.
+
+    `requests` holds (HTTP method, JSON-RPC method or None, headers) for every request.
+    Set attributes before fetching to change behaviour.
+    """
+
+    def __init__(self) -> None:
+        self.protocol_version = "2025-06-18"
+        self.capabilities: dict[str, Any] = {"tools": {}}
+        self.server_info: dict[str, Any] = {"name": "raw", "version": "1.0.0"}
+        self.tools: list[dict[str, Any]] = []
+        self.page_size = 0  # 0: one page
+        self.endless_cursor = False
+        self.initialize_error: dict[str, Any] | None = None
+        self.discover_error: dict[str, Any] = {"code": -32601, "message": "Method not found"}
+        self.answer_every_post: tuple[int, str, bytes] | None = None
+        self.delay = 0.0
+        self.requests: list[tuple[str, str | None, dict[str, str]]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                message = json.loads(body or b"null")
+                method = message.get("method") if isinstance(message, dict) else None
+                server.requests.append(("POST", method, dict(self.headers)))
+                if server.delay:
+                    time.sleep(server.delay)
+                if server.answer_every_post is not None:
+                    self._send(*server.answer_every_post)
+                    return
+                if "id" not in message:
+                    self._send(202, "application/json", b"")
+                    return
+                reply = server.reply(message)
+                headers = {"Mcp-Session-Id": "raw-session-1"} if method == "initialize" else {}
+                self._send(200, "application/json", json.dumps(reply).encode(), headers)
+
+            def do_DELETE(self) -> None:  # noqa: N802
+                server.requests.append(("DELETE", None, dict(self.headers)))
+                self._send(200, "application/json", b"")
+
+            def do_GET(self) -> None:  # noqa: N802
+                server.requests.append(("GET", None, dict(self.headers)))
+                self._send(405, "text/plain", b"method not allowed")
+
+            def _send(
+                self,
+                status: int,
+                content_type: str,
+                body: bytes,
+                headers: dict[str, str] | None = None,
+            ) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                try:
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                return
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/mcp"
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    def reply(self, message: dict[str, Any]) -> dict[str, Any]:
+        method, request_id = message.get("method"), message.get("id")
+        params = message.get("params") or {}
+        if method == "server/discover":
+            return {"jsonrpc": "2.0", "id": request_id, "error": self.discover_error}
+        if method == "initialize":
+            if self.initialize_error is not None:
+                return {"jsonrpc": "2.0", "id": request_id, "error": self.initialize_error}
+            result: dict[str, Any] = {
+                "protocolVersion": self.protocol_version,
+                "capabilities": self.capabilities,
+                "serverInfo": self.server_info,
+            }
+        elif method == "tools/list":
+            cursor = int(params.get("cursor") or 0)
+            size = self.page_size or len(self.tools) or 1
+            result = {"tools": self.tools[cursor : cursor + size]}
+            if self.endless_cursor:
+                result["nextCursor"] = str(cursor + 1)
+            elif cursor + size < len(self.tools):
+                result["nextCursor"] = str(cursor + size)
+        else:
+            error = {"code": -32601, "message": f"Method not found: {method}"}
+            return {"jsonrpc": "2.0", "id": request_id, "error": error}
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+    def methods(self) -> list[str | None]:
+        return [method for _, method, _ in self.requests]
+
+    def __enter__(self) -> RawMcpServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+
+# The child process: an SDK low-level server whose lists come from the surface file.
+
+
+def _build_server(surface_path: Path) -> Any:
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+
+    def load() -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(surface_path.read_text(encoding="utf-8"))
+        return data
+
+    def page(key: str, params: Any) -> tuple[list[Any], str | None]:
+        surface = load()
+        items = surface.get(key) or []
+        size = int(surface.get("page_size") or 0) or max(len(items), 1)
+        start = int(getattr(params, "cursor", None) or 0)
+        more = str(start + size) if start + size < len(items) else None
+        return items[start : start + size], more
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        items, more = page("tools", params)
+        tools = [types.Tool.model_validate(item) for item in items]
+        return types.ListToolsResult(tools=tools, next_cursor=more)
+
+    async def list_prompts(ctx: Any, params: Any) -> Any:
+        items, more = page("prompts", params)
+        prompts = [types.Prompt.model_validate(item) for item in items]
+        return types.ListPromptsResult(prompts=prompts, next_cursor=more)
+
+    async def list_resources(ctx: Any, params: Any) -> Any:
+        items, more = page("resources", params)
+        resources = [types.Resource.model_validate(item) for item in items]
+        return types.ListResourcesResult(resources=resources, next_cursor=more)
+
+    async def list_templates(ctx: Any, params: Any) -> Any:
+        items, more = page("resource_templates", params)
+        templates = [types.ResourceTemplate.model_validate(item) for item in items]
+        return types.ListResourceTemplatesResult(resource_templates=templates, next_cursor=more)
+
+    surface = load()
+    handlers: dict[str, Any] = {"on_list_tools": list_tools}
+    if "prompts" in surface:
+        handlers["on_list_prompts"] = list_prompts
+    if "resources" in surface:
+        handlers["on_list_resources"] = list_resources
+    if "resource_templates" in surface:
+        handlers["on_list_resource_templates"] = list_templates
+    return Server(
+        surface.get("name", "driftgate-test"),
+        version=surface.get("version", "1.0.0"),
+        instructions=surface.get("instructions"),
+        **handlers,
+    )
+
+
+def _serve_http(mode: str, surface_path: Path) -> None:
+    import uvicorn
+
+    server = _build_server(surface_path)
+    if mode == "sse":
+        from mcp.server.sse import SseServerTransport
+        from starlette.applications import Starlette
+        from starlette.requests import Request
+        from starlette.responses import Response
+        from starlette.routing import Mount, Route
+
+        transport = SseServerTransport("/messages/")
+
+        async def sse_endpoint(request: Request) -> Response:
+            async with transport.connect_sse(
+                request.scope,
+                request.receive,
+                request._send,
+            ) as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+            return Response()
+
+        app: Any = Starlette(
+            routes=[
+                Route("/sse", endpoint=sse_endpoint, methods=["GET"]),
+                Mount("/messages/", app=transport.handle_post_message),
+            ]
+        )
+    else:
+        stateless = mode == "stateless-json"
+        app = server.streamable_http_app(
+            streamable_http_path="/mcp", json_response=stateless, stateless_http=stateless
+        )
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    # Listening before the port is announced: the parent's first request just waits.
+    print(f"PORT {sock.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _serve_stdio(surface_path: Path) -> None:
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    server = _build_server(surface_path)
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(main)
+
+
+if __name__ == "__main__":
+    mode_arg, surface_arg = sys.argv[1], Path(sys.argv[2])
+    if mode_arg == "stdio":
+        _serve_stdio(surface_arg)
+    else:
+        _serve_http(mode_arg, surface_arg)

@@ -1,0 +1,170 @@
+"""The controller as processes: replicas racing on Postgres, a worker killed mid-check,
+graceful shutdown, and the schedule's slots."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from controller.crypto import load_secret_box
+from controller.model.watch import WatchCreate
+from controller.scheduler import enqueue_due_checks, jitter_seconds, slot
+from controller.services import watches as watch_service
+from controller.services.auth import Principal
+from controller.store.db import Database
+from controller.store.models import Job, Snapshot, Watch
+from tests.conftest import ON_POSTGRES, SECRET, OrgKey
+from tests.servers import SpecServer, spec_server
+from tests.specs import as_json, charges_spec
+
+
+@pytest.fixture
+def server() -> Iterator[SpecServer]:
+    with spec_server() as running:
+        yield running
+
+
+def make_watches(database: Database, org: OrgKey, tmp_path: Path, urls: list[str]) -> list[str]:
+    from tests.conftest import make_settings
+
+    box = load_secret_box(make_settings(tmp_path, database_url=database.url))
+    principal = Principal(org.org_id, org.org_name, "pro", frozenset(), "api_key", org.key_id)
+    ids = []
+    with database.transaction() as session:
+        for index, url in enumerate(urls):
+            data = WatchCreate.model_validate(
+                {"name": f"w{index}", "url": url, "watchType": "openapi"}
+            )
+            ids.append(watch_service.create_watch(session, principal, data, box).id)
+    return ids
+
+
+def controller_process(database: Database, tmp_path: Path, *extra: str) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "DRIFTGATE_DATABASE_URL": database.url,
+        "DRIFTGATE_SECRET_KEY": SECRET,
+        "DRIFTGATE_DATA_DIR": str(tmp_path / "data"),
+        "DRIFTGATE_ALLOW_PRIVATE_TARGETS": "true",
+        "DRIFTGATE_LOG_FORMAT": "text",
+    }
+    with (tmp_path / f"controller-{time.monotonic_ns()}.log").open("wb") as log:
+        # The child keeps its own copy of the descriptor; the parent's closes here.
+        return subprocess.Popen(
+            [sys.executable, "-m", "cli", "controller", "--tick", "0.2", *extra],
+            env=env,
+            stdout=log,
+            stderr=log,
+        )
+
+
+def wait_until(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.1)
+
+
+def checked(database: Database) -> int:
+    with database.session() as session:
+        return int(
+            session.scalar(
+                select(func.count()).select_from(Watch).where(Watch.last_checked_at.is_not(None))
+            )
+            or 0
+        )
+
+
+def test_slots_are_stable_and_spread() -> None:
+    now = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+    index, next_start = slot("watch-a", 15, now)
+    assert next_start > now and next_start - now <= timedelta(minutes=15)
+    assert slot("watch-a", 15, now + timedelta(seconds=1))[0] in (index, index + 1)
+    offsets = {jitter_seconds(f"watch-{i}", 15) for i in range(200)}
+    assert len(offsets) > 150 and max(offsets) < 900
+
+
+def test_due_checks_are_enqueued_once_per_slot(
+    database: Database, acme: OrgKey, tmp_path: Path
+) -> None:
+    ids = make_watches(
+        database, acme, tmp_path, [f"https://x.example/{i}/openapi.json" for i in range(5)]
+    )
+    now = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+    assert enqueue_due_checks(database, now) == 5
+    assert enqueue_due_checks(database, now) == 0  # next_check_at moved to the next slot
+    with database.transaction() as session:
+        for watch in session.scalars(select(Watch)):
+            watch.next_check_at = None  # another replica that did not see the update
+    assert enqueue_due_checks(database, now) == 5
+    with database.session() as session:
+        assert session.scalar(select(func.count()).select_from(Job)) == 5
+        keys = set(session.scalars(select(Job.key)))
+    assert keys == {f"check:{i}" for i in ids}
+
+
+@pytest.mark.skipif(not ON_POSTGRES, reason="replicas coordinate through Postgres")
+def test_three_replicas_check_each_watch_exactly_once(
+    database: Database, acme: OrgKey, tmp_path: Path, server: SpecServer
+) -> None:
+    urls = [server.set(f"/{i}/openapi.json", as_json(charges_spec())) for i in range(40)]
+    make_watches(database, acme, tmp_path, urls)
+    processes = [controller_process(database, tmp_path, "--concurrency", "4") for _ in range(3)]
+    try:
+        wait_until(lambda: checked(database) == 40)
+        time.sleep(1.0)  # let any duplicate show up
+    finally:
+        for process in processes:
+            process.send_signal(signal.SIGTERM)
+        for process in processes:
+            assert process.wait(timeout=30) == 0
+    fetched = [path for method, path, _ in server.requests if method == "GET"]
+    assert sorted(fetched) == sorted(f"/{i}/openapi.json" for i in range(40))
+    with database.session() as session:
+        owners = set(session.scalars(select(Job.lease_owner)))
+        done = session.scalar(select(func.count()).select_from(Job).where(Job.status == "done"))
+    assert done == 40
+    assert owners == {None}
+
+
+def test_a_worker_killed_mid_check_leaves_nothing_half_written(
+    database: Database, acme: OrgKey, tmp_path: Path, server: SpecServer
+) -> None:
+    server.set("/slow/openapi.json", as_json(charges_spec()), delay=3.0)
+    (watch_id,) = make_watches(database, acme, tmp_path, [server.url("/slow/openapi.json")])
+    victim = controller_process(database, tmp_path, "--lease", "1")
+    wait_until(lambda: any(path == "/slow/openapi.json" for _, path, _ in server.requests))
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(timeout=10)
+    with database.session() as session:
+        watch = session.get(Watch, watch_id)
+        assert (
+            watch is not None
+            and watch.drift_status == "never_run"
+            and watch.last_snapshot_id is None
+        )
+        job = session.scalars(select(Job)).one()
+        assert job.status == "running"  # its lease will expire
+        assert session.scalar(select(func.count()).select_from(Snapshot)) == 0
+    server.set("/slow/openapi.json", as_json(charges_spec()))
+    survivor = controller_process(database, tmp_path, "--lease", "5")
+    try:
+        wait_until(lambda: checked(database) == 1)
+    finally:
+        survivor.send_signal(signal.SIGTERM)
+        assert survivor.wait(timeout=30) == 0
+    with database.session() as session:
+        job = session.scalars(select(Job)).one()
+        assert job.status == "done" and job.attempts == 2 and job.fence == 2
+        watch = session.get(Watch, watch_id)
+        assert watch is not None and watch.drift_status == "ok"
