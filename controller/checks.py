@@ -43,6 +43,7 @@ from controller.model.watch import DriftStatus
 from controller.services.watches import decrypted_headers
 from controller.settings import Settings
 from controller.sources.http import FetchError, fetch
+from controller.sources.mcp import fetch_mcp_snapshot
 from controller.store.models import DriftEvent, Incident, Snapshot, Watch
 
 EVENT_CHANGES_IN_ALERTS = 50
@@ -138,6 +139,23 @@ def run_check(
     return _record_new_snapshot(
         database, box, check, fetched, source_hash, document, print_, changes, now
     )
+
+
+def contract_fetcher(settings: Settings, client: Any) -> Fetcher:
+    """The fetcher of every watch type: HTTP for `openapi` and `rest`, an MCP client for `mcp`."""
+    over_http = http_fetcher(settings, client)
+
+    def fetch_contract(check: CheckInput) -> Fetched:
+        if check.watch_type != "mcp":
+            return over_http(check)
+        snapshot = fetch_mcp_snapshot(
+            check.url, client=client, headers=check.headers, allow_stdio=settings.allow_stdio_mcp
+        )
+        # How the server was reached is not part of its contract.
+        snapshot.pop("transport", None)
+        return Fetched(None, document=snapshot, protocol_version=snapshot.get("protocol_version"))
+
+    return fetch_contract
 
 
 def http_fetcher(settings: Settings, client: Any) -> Fetcher:

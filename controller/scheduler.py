@@ -26,7 +26,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy import or_, select
 
 from controller import jobs
-from controller.checks import Fetcher, http_fetcher, run_check
+from controller.checks import Fetcher, contract_fetcher, run_check
 from controller.crypto import SecretBox
 from controller.events.delivery import deliver_due
 from controller.logs import log
@@ -128,7 +128,7 @@ class Controller:
         self.lease = lease
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self.client = make_client(allow_private=settings.allow_private_targets)
-        self.fetcher = fetcher or http_fetcher(settings, self.client)
+        self.fetcher = fetcher or contract_fetcher(settings, self.client)
         self.pool = ThreadPoolExecutor(
             max_workers=concurrency, thread_name_prefix="driftgate-check"
         )

@@ -252,3 +252,37 @@ def test_headers_are_sent_decrypted(harness: Harness) -> None:
     watch_id = harness.watch(headers={"Authorization": "Bearer vendor-token"})
     harness.check(watch_id)
     assert harness.server.requests[0][2]["Authorization"] == "Bearer vendor-token"
+
+
+def test_mcp_watch_drifts_when_a_tool_is_removed(harness: Harness, tmp_path: Path) -> None:
+    from controller.checks import contract_fetcher
+    from tests.mcp_servers import SdkServer
+    from tests.sources.test_mcp_client import COUNT, SEARCH, full_surface
+
+    surface = full_surface(tmp_path / "surface.json")
+    with SdkServer("streamable", surface) as mcp_server:
+        data = WatchCreate.model_validate(
+            {"name": "tools", "url": mcp_server.url, "watchType": "mcp"}
+        )
+        with harness.database.transaction() as session:
+            watch_id = watch_service.create_watch(session, harness.principal, data, harness.box).id
+        fetcher = contract_fetcher(harness.settings, harness.client)
+
+        def check() -> CheckResult:
+            harness.now += timedelta(minutes=15)
+            return run_check(
+                harness.database, watch_id, box=harness.box, fetcher=fetcher, now=harness.now
+            )
+
+        assert check().outcome == "baseline"
+        assert check().outcome == "unchanged"
+        assert harness.get(watch_id).protocol_version
+        full_surface(surface, tools=[SEARCH, COUNT])  # the vendor drops delete_item
+        drifted = check()
+    assert drifted.status == "drifted" and drifted.counts["breaking"] == 1
+    with harness.database.session() as session:
+        event = session.get(DriftEvent, drifted.drift_event_id)
+        assert event is not None
+        (change,) = decode_changes(event.changes)
+    assert change["rule"] == "tool-removed" and change["location"] == {"tool": "delete_item"}
+    assert change["agentAction"] == "remove_tool_usage"

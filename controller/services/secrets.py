@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from controller.crypto import SecretBox
-from controller.store.models import Watch
+from controller.store.models import NotificationDefaults, OutboxMessage, Watch, WebhookSecret
+
+# Every encrypted column of the store.
+ENCRYPTED: tuple[InstrumentedAttribute[Any], ...] = (
+    Watch.headers_ciphertext,
+    NotificationDefaults.destination_ciphertext,
+    WebhookSecret.secret_ciphertext,
+    OutboxMessage.destination_ciphertext,
+)
 
 
 def rotate_all(session: Session, box: SecretBox) -> int:
     """Re-encrypt all secrets in the caller's transaction; return how many were rewritten."""
     count = 0
-    for watch in session.scalars(select(Watch).where(Watch.headers_ciphertext.is_not(None))):
-        assert watch.headers_ciphertext is not None
-        watch.headers_ciphertext = box.rotate(watch.headers_ciphertext)
-        count += 1
+    for column in ENCRYPTED:
+        model = column.class_
+        for row in session.scalars(select(model).where(column.is_not(None))):
+            setattr(row, column.key, box.rotate(getattr(row, column.key)))
+            count += 1
     return count
