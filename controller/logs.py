@@ -56,11 +56,14 @@ def configure_logging(settings: Settings) -> None:
     """Route the `driftgate` loggers (and gunicorn's) to stderr in the configured format."""
     handler = StderrHandler()
     handler.setFormatter(JsonFormatter() if settings.log_format == "json" else TextFormatter())
-    for name in ("driftgate", "gunicorn.error"):
+    for name in ("driftgate", "gunicorn.error", "apscheduler"):
         logger = logging.getLogger(name)
         logger.handlers[:] = [handler]
         logger.setLevel(settings.log_level)
         logger.propagate = False
+    # A tick skipped because the previous one still runs is expected under load, not news.
+    logging.getLogger("apscheduler.scheduler").setLevel(logging.ERROR)
+    logging.getLogger("apscheduler.executors").setLevel(logging.ERROR)
 
 
 def log(logger: logging.Logger, level: int, event: str, **fields: Any) -> None:

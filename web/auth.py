@@ -7,18 +7,21 @@ echoes the credential.
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 
 from flask import request
+from sqlalchemy.exc import SQLAlchemyError
 
 from controller.errors import Unauthorized
 from controller.services import auth as auth_service
 from controller.services.auth import Principal
 from controller.store.models import TrialSession
-from web.db import request_session
+from web.db import database, request_session
 from web.routes import Auth
 
 TRIAL_HEADER = "X-Service-Trial"
+logger = logging.getLogger("driftgate.web")
 
 
 def api_key_from_headers() -> str | None:
@@ -41,7 +44,10 @@ def authenticate(auth: Auth) -> tuple[Principal | None, TrialSession | None]:
     now = datetime.now(UTC)
     key = api_key_from_headers()
     if key is not None:
-        return auth_service.authenticate_api_key(request_session(), key, now), None
+        principal = auth_service.authenticate_api_key(request_session(), key, now)
+        if principal.touch:
+            _touch(principal.credential_id, now)
+        return principal, None
     if auth == "key_or_trial":
         token = request.headers.get(TRIAL_HEADER, "").strip()
         if token:
@@ -54,3 +60,17 @@ def authenticate(auth: Auth) -> tuple[Principal | None, TrialSession | None]:
     raise Unauthorized(
         "an API key is required: send `Authorization: Bearer dg_...`", code="missing_credentials"
     )
+
+
+def _touch(key_id: str, now: datetime) -> None:
+    if request.method not in ("GET", "HEAD", "OPTIONS"):
+        # A writing request holds the write lock already: record it in its transaction.
+        auth_service.touch_api_key(request_session(), key_id, now)
+        return
+    # A read gets its own short transaction, so it never holds the write lock, and a busy
+    # store costs a missed timestamp, never a failed request.
+    try:
+        with database().transaction() as session:
+            auth_service.touch_api_key(session, key_id, now)
+    except SQLAlchemyError:
+        logger.warning("api_key.touch_failed", extra={"fields": {"keyId": key_id}})

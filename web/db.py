@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Flask, current_app, g
+from flask import Flask, current_app, g, request
 from sqlalchemy.orm import Session
 
 from controller.store.db import Database
@@ -15,7 +15,9 @@ def database() -> Database:
 
 def request_session() -> Session:
     if "db_session" not in g:
-        g.db_session = database().session()
+        # Reads stay deferred (they never block writers on SQLite); writing methods take the
+        # write lock up front.
+        g.db_session = database().session(writes=request.method not in ("GET", "HEAD", "OPTIONS"))
     session: Session = g.db_session
     return session
 

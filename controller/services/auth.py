@@ -34,6 +34,7 @@ class Principal:
     products: frozenset[str]
     kind: str  # "api_key" or "trial"
     credential_id: str
+    touch: bool = False  # the key's last use is older than LAST_USED_RESOLUTION
 
     @property
     def actor(self) -> str:
@@ -91,10 +92,16 @@ def authenticate_api_key(session: Session, secret: str, now: datetime) -> Princi
     key = session.scalar(select(ApiKey).where(ApiKey.key_hash == hash_token(secret)))
     if key is None or key.revoked_at is not None:
         raise Unauthorized("the API key is invalid or revoked", code="invalid_api_key")
-    if key.last_used_at is None or now - key.last_used_at >= LAST_USED_RESOLUTION:
-        session.execute(update(ApiKey).where(ApiKey.id == key.id).values(last_used_at=now))
     org = key.org
-    return Principal(org.id, org.name, org.plan, frozenset(org.products), "api_key", key.id)
+    stale = key.last_used_at is None or now - key.last_used_at >= LAST_USED_RESOLUTION
+    return Principal(
+        org.id, org.name, org.plan, frozenset(org.products), "api_key", key.id, touch=stale
+    )
+
+
+def touch_api_key(session: Session, key_id: str, now: datetime) -> None:
+    """Record that a key was used (callers do it at most once a minute per key)."""
+    session.execute(update(ApiKey).where(ApiKey.id == key_id).values(last_used_at=now))
 
 
 def create_trial(session: Session, now: datetime, days: int) -> tuple[TrialSession, str]:

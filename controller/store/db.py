@@ -2,7 +2,8 @@
 
 The engine is created lazily and again after a fork (gunicorn workers fork after the app is
 built), so no connection crosses a process boundary. SQLite runs in WAL mode with a busy
-timeout and enforced foreign keys; Postgres uses psycopg 3 with a small pool.
+timeout, enforced foreign keys and `BEGIN IMMEDIATE` for writing transactions; Postgres uses
+psycopg 3 with a small pool.
 """
 
 from __future__ import annotations
@@ -45,38 +46,32 @@ class Database:
                     self._pid = os.getpid()
         return self._engine
 
-    def session(self) -> Session:
-        """A new session; the caller commits or rolls back (or uses `transaction`)."""
-        self.engine  # noqa: B018 - makes sure the sessionmaker belongs to this process
+    def session(self, *, writes: bool = False) -> Session:
+        """A new session; the caller commits or rolls back (or uses `transaction`).
+
+        On SQLite, `writes=True` takes the write lock when the transaction begins
+        (`BEGIN IMMEDIATE`): a deferred transaction that reads and then writes fails at once
+        when another connection wrote in between, while an immediate one waits its turn.
+        Read-only sessions stay deferred, so in WAL mode they never block the writers.
+        """
+        engine = self.engine
         assert self._sessions is not None
+        if writes and self.is_sqlite:
+            return self._sessions(bind=engine.execution_options(driftgate_immediate=True))
         return self._sessions()
 
     @contextmanager
     def transaction(self) -> Iterator[Session]:
-        """A session that commits on success and rolls back on any error."""
-        with self.session() as session, session.begin():
+        """A writing session that commits on success and rolls back on any error."""
+        with self.session(writes=True) as session, session.begin():
             yield session
 
     @contextmanager
     def claim_transaction(self) -> Iterator[Session]:
-        """A transaction for claiming work: write-locked from its first statement on SQLite
-        (`BEGIN IMMEDIATE`, so two claimers never read the same rows and then collide);
-        on Postgres an ordinary transaction, with `FOR UPDATE SKIP LOCKED` in the queries."""
-        if not self.is_sqlite:
-            with self.transaction() as session:
-                yield session
-            return
-        with self.engine.connect() as raw:
-            conn = raw.execution_options(isolation_level="AUTOCOMMIT")
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-            try:
-                with Session(bind=conn, expire_on_commit=False) as session:
-                    yield session
-                    session.flush()
-                conn.exec_driver_sql("COMMIT")
-            except BaseException:
-                conn.exec_driver_sql("ROLLBACK")
-                raise
+        """A transaction for claiming work: on Postgres the queries add `FOR UPDATE SKIP
+        LOCKED`; on SQLite it holds the write lock from its start (`BEGIN IMMEDIATE`)."""
+        with self.transaction() as session:
+            yield session
 
     def ping(self) -> None:
         with self.engine.connect() as conn:
@@ -99,15 +94,24 @@ def _make_engine(url: str) -> Engine:
         kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
         engine = create_engine(url, **kwargs)
         event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin)
         return engine
     kwargs.update(pool_size=5, max_overflow=10, pool_pre_ping=True, pool_recycle=1800)
     return create_engine(url, **kwargs)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # pysqlite would begin transactions itself, lazily and deferred; driftgate begins them.
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def _sqlite_begin(connection: Any) -> None:
+    # pysqlite's own implicit BEGIN is off (see _sqlite_pragmas); writers take the lock first.
+    immediate = connection.get_execution_options().get("driftgate_immediate", False)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")

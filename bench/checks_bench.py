@@ -1,0 +1,285 @@
+"""Benchmark of the controller: checks per second on SQLite and Postgres, one and three replicas.
+
+A loopback server (its own process) serves 5,000 OpenAPI specs with ETags. For each store, the
+benchmark seeds 5,000 watches, then runs rounds in which every watch is due at once:
+
+- `first`: the first check of every watch (fetch, parse, fingerprint, store the baseline);
+- `unchanged`: every spec is the same again (conditional GET answered 304);
+- `changed`: every spec has a breaking change (parse, diff, drift event, incident, outbox);
+- `unchanged x3` (Postgres): the same as `unchanged` with three controller processes.
+
+It counts fetches per spec per round from the server's own log, so duplicate and lost checks
+are measured, not assumed. Run: `python bench/checks_bench.py [--watches N] [--postgres URL]`.
+Figures go to docs/performance.md; nothing here fails on a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from sqlalchemy import create_engine, func, insert, select, text, update  # noqa: E402
+from sqlalchemy.engine import make_url  # noqa: E402
+
+from controller.store import migrate  # noqa: E402
+from controller.store.db import Database  # noqa: E402
+from controller.store.models import Org, Watch  # noqa: E402
+from tests.specs import charges_spec  # noqa: E402
+
+SECRET = "benchmark-secret-key-0123456789"
+
+
+def serve(port_file: str, version_file: str, log_file: str) -> None:
+    """The spec server: /spec/<n>.json in the version named by `version_file`."""
+    bodies = {
+        "v1": json.dumps(charges_spec()).encode(),
+        "v2": json.dumps(charges_spec(required=("id",), refunds=False)).encode(),
+    }
+    log = open(log_file, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:  # noqa: N802
+            version = Path(version_file).read_text().strip()
+            log.write(f"{version} {self.path}\n")
+            tag = f'"{version}"'
+            if self.headers.get("If-None-Match") == tag:
+                self.send_response(304)
+                self.send_header("ETag", tag)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            body = bodies[version]
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("ETag", tag)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    Path(port_file).write_text(str(server.server_address[1]))
+    server.serve_forever()
+
+
+def seed(database: Database, port: int, count: int) -> None:
+    now = datetime.now(UTC)
+    with database.transaction() as session:
+        org_id = str(uuid.uuid4())
+        session.execute(
+            insert(Org).values(
+                id=org_id, name="bench", plan="pro", products=[], is_trial=False, created_at=now
+            )
+        )
+        rows = [
+            {
+                "id": str(uuid.uuid4()),
+                "org_id": org_id,
+                "name": f"spec-{i}",
+                "watch_type": "openapi",
+                "url": f"http://127.0.0.1:{port}/spec/{i}.json",
+                "drift_status": "never_run",
+                "interval_minutes": 15,
+                "header_names": [],
+                "open_breaking": 0,
+                "open_warning": 0,
+                "open_info": 0,
+                "created_at": now,
+                "updated_at": now,
+            }
+            for i in range(count)
+        ]
+        for start in range(0, count, 1000):
+            session.execute(insert(Watch), rows[start : start + 1000])
+
+
+def make_due(database: Database) -> datetime:
+    now = datetime.now(UTC)
+    with database.transaction() as session:
+        session.execute(update(Watch).values(next_check_at=None))
+    return now
+
+
+def checked_since(database: Database, since: datetime) -> int:
+    with database.session() as session:
+        return int(
+            session.scalar(
+                select(func.count()).select_from(Watch).where(Watch.last_checked_at >= since)
+            )
+            or 0
+        )
+
+
+def run_round(
+    label: str,
+    database: Database,
+    url: str,
+    replicas: int,
+    count: int,
+    log_file: str,
+    concurrency: int,
+) -> dict[str, Any]:
+    offset = Path(log_file).stat().st_size
+    env = {
+        **os.environ,
+        "DRIFTGATE_DATABASE_URL": url,
+        "DRIFTGATE_SECRET_KEY": SECRET,
+        "DRIFTGATE_ALLOW_PRIVATE_TARGETS": "true",
+        "DRIFTGATE_LOG_LEVEL": "WARNING",
+    }
+    since = make_due(database)
+    started = time.perf_counter()
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "cli",
+                "controller",
+                "--tick",
+                "0.2",
+                "--concurrency",
+                str(concurrency),
+            ],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(replicas)
+    ]
+    deadline = time.monotonic() + 600
+    while checked_since(database, since) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    elapsed = time.perf_counter() - started
+    time.sleep(1.0)  # anything fetched twice would show up now
+    for process in processes:
+        process.send_signal(signal.SIGTERM)
+    for process in processes:
+        process.wait(timeout=60)
+    with open(log_file) as handle:
+        handle.seek(offset)
+        fetches = Counter(line.split()[1] for line in handle if line.strip())
+    checked = checked_since(database, since)
+    return {
+        "round": label,
+        "replicas": replicas,
+        "checks": checked,
+        "seconds": elapsed,
+        "per_second": checked / elapsed,
+        "duplicates": sum(n - 1 for n in fetches.values() if n > 1),
+        "lost": count - len(fetches),
+    }
+
+
+def bench_store(
+    label: str,
+    url: str,
+    port: int,
+    version_file: str,
+    log_file: str,
+    count: int,
+    concurrency: int,
+    replicas_too: bool,
+) -> list[dict[str, Any]]:
+    database = Database(url)
+    migrate.upgrade(database)
+    seed(database, port, count)
+    Path(version_file).write_text("v1")
+    results = [
+        run_round("first", database, url, 1, count, log_file, concurrency),
+        run_round("unchanged", database, url, 1, count, log_file, concurrency),
+    ]
+    if replicas_too:
+        results.append(run_round("unchanged x3", database, url, 3, count, log_file, concurrency))
+    Path(version_file).write_text("v2")
+    results.append(run_round("changed", database, url, 1, count, log_file, concurrency))
+    database.dispose()
+    for result in results:
+        result["store"] = label
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--watches", type=int, default=5000)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--postgres", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="driftgate-bench-"))
+    port_file, version_file, log_file = (str(work / n) for n in ("port", "version", "fetches.log"))
+    Path(version_file).write_text("v1")
+    Path(log_file).touch()
+    server = multiprocessing.Process(
+        target=serve, args=(port_file, version_file, log_file), daemon=True
+    )
+    server.start()
+    while not Path(port_file).exists() or not Path(port_file).read_text():
+        time.sleep(0.05)
+    port = int(Path(port_file).read_text())
+    results = bench_store(
+        "sqlite",
+        f"sqlite:///{work / 'bench.db'}",
+        port,
+        version_file,
+        log_file,
+        args.watches,
+        args.concurrency,
+        replicas_too=False,
+    )
+    admin = create_engine(args.postgres, isolation_level="AUTOCOMMIT")
+    name = f"driftgate_bench_{os.getpid()}"
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        pg_url = make_url(args.postgres).set(database=name).render_as_string(hide_password=False)
+        results += bench_store(
+            "postgres",
+            pg_url,
+            port,
+            version_file,
+            log_file,
+            args.watches,
+            args.concurrency,
+            replicas_too=True,
+        )
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        server.terminate()
+    print(f"{args.watches} watches, concurrency {args.concurrency} per controller")
+    print("store | round | replicas | checks | seconds | checks/s | duplicates | lost")
+    for r in results:
+        print(
+            f"{r['store']} | {r['round']} | {r['replicas']} | {r['checks']} | {r['seconds']:.1f} | "
+            f"{r['per_second']:.0f} | {r['duplicates']} | {r['lost']}"
+        )
+    single = next(r for r in results if r["store"] == "postgres" and r["round"] == "unchanged")
+    triple = next(r for r in results if r["store"] == "postgres" and r["round"] == "unchanged x3")
+    print(f"scaling to 3 replicas on Postgres: {triple['per_second'] / single['per_second']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
