@@ -97,6 +97,9 @@ class CheckResult:
         return {k: v for k, v in self.__dict__.items() if v not in (None, {})}
 
 
+OnCommit = Callable[[Session, "CheckResult"], None]
+
+
 def run_check(
     database: Any,
     watch_id: str,
@@ -104,40 +107,66 @@ def run_check(
     box: SecretBox,
     fetcher: Fetcher,
     now: datetime,
+    on_commit: OnCommit | None = None,
 ) -> CheckResult:
-    """Check one watch now and record the result."""
+    """Check one watch now and record the result.
+
+    `on_commit(session, result)` runs inside the transaction that records the result (the
+    controller finishes its job there, so the check and its job commit together; raising
+    rolls the check back).
+    """
     with database.session() as session:
         check = _read(session, watch_id, box)
     if check is None:
-        return CheckResult(watch_id, "skipped")
+        return _commit(database, on_commit, lambda s: CheckResult(watch_id, "skipped"))
+    return _commit(database, on_commit, _evaluate(check, box, fetcher, now))
+
+
+def _commit(
+    database: Any, on_commit: OnCommit | None, write: Callable[[Session], CheckResult]
+) -> CheckResult:
+    with database.transaction() as session:
+        result = write(session)
+        if on_commit is not None:
+            on_commit(session, result)
+        return result
+
+
+def _evaluate(
+    check: CheckInput, box: SecretBox, fetcher: Fetcher, now: datetime
+) -> Callable[[Session], CheckResult]:
+    """Fetch and diff outside any transaction; return the write that records the outcome."""
     try:
         fetched = fetcher(check)
     except FetchError as exc:
-        return _record_failure(database, box, check, exc.failure_class, exc.message, now)
+        failure = (exc.failure_class, exc.message)
+        return lambda s: _record_failure(s, box, check, failure[0], failure[1], now)
     if fetched.content is None and fetched.document is None:
-        return _record_unchanged(database, box, check, fetched, None, now)
+        return lambda s: _record_unchanged(s, box, check, fetched, None, now)
     source_hash = (
         hashlib.sha256(fetched.content).hexdigest() if fetched.content is not None else None
     )
     if source_hash is not None and source_hash == check.source_hash:
-        return _record_unchanged(database, box, check, fetched, source_hash, now)
+        return lambda s: _record_unchanged(s, box, check, fetched, source_hash, now)
     try:
         document = (
             fetched.document if fetched.document is not None else _parse(check, fetched.content)
         )
     except ContractParseError as exc:
-        return _record_failure(database, box, check, "invalid_contract", str(exc), now)
+        message = str(exc)
+        return lambda s: _record_failure(s, box, check, "invalid_contract", message, now)
     print_ = fingerprint(document)
     if print_ == check.last_fingerprint:
-        return _record_unchanged(database, box, check, fetched, source_hash, now)
+        return lambda s: _record_unchanged(s, box, check, fetched, source_hash, now)
     changes: list[Change] = []
     if check.baseline_document is not None:
         try:
             changes = _diff(check.watch_type, check.baseline_document, document)
         except ContractParseError as exc:
-            return _record_failure(database, box, check, "invalid_contract", str(exc), now)
-    return _record_new_snapshot(
-        database, box, check, fetched, source_hash, document, print_, changes, now
+            message = str(exc)
+            return lambda s: _record_failure(s, box, check, "invalid_contract", message, now)
+    return lambda s: _record_new_snapshot(
+        s, box, check, fetched, source_hash, document, print_, changes, now
     )
 
 
@@ -267,66 +296,64 @@ def _locked_watch(session: Session, watch_id: str) -> Watch | None:
 
 
 def _record_failure(
-    database: Any,
+    session: Session,
     box: SecretBox,
     check: CheckInput,
     failure_class: str,
     message: str,
     now: datetime,
 ) -> CheckResult:
-    with database.transaction() as session:
-        watch = _locked_watch(session, check.watch_id)
-        if watch is None:
-            return CheckResult(check.watch_id, "skipped")
-        was = watch.drift_status
-        watch.last_checked_at = now
-        watch.last_check_status = "error"
-        watch.failure_class = failure_class
-        watch.last_error = message[:2000]
-        if was != DriftStatus.DISABLED:
-            watch.drift_status = DriftStatus.ERROR.value
-        if was != DriftStatus.ERROR and was != DriftStatus.DISABLED:
-            emit(
-                session,
-                box,
-                org_id=watch.org_id,
-                event_type="drift.check_failed",
-                data={
-                    "watchId": watch.id,
-                    "watchName": watch.name,
-                    "failureClass": failure_class,
-                    "error": watch.last_error,
-                    "reason": f"check_failed:{failure_class}",
-                },
-                now=now,
-                watch=watch,
-            )
-        return CheckResult(
-            watch.id, "error", watch.drift_status, failure_class=failure_class, error=message
+    watch = _locked_watch(session, check.watch_id)
+    if watch is None:
+        return CheckResult(check.watch_id, "skipped")
+    was = watch.drift_status
+    watch.last_checked_at = now
+    watch.last_check_status = "error"
+    watch.failure_class = failure_class
+    watch.last_error = message[:2000]
+    if was != DriftStatus.DISABLED:
+        watch.drift_status = DriftStatus.ERROR.value
+    if was != DriftStatus.ERROR and was != DriftStatus.DISABLED:
+        emit(
+            session,
+            box,
+            org_id=watch.org_id,
+            event_type="drift.check_failed",
+            data={
+                "watchId": watch.id,
+                "watchName": watch.name,
+                "failureClass": failure_class,
+                "error": watch.last_error,
+                "reason": f"check_failed:{failure_class}",
+            },
+            now=now,
+            watch=watch,
         )
+    return CheckResult(
+        watch.id, "error", watch.drift_status, failure_class=failure_class, error=message
+    )
 
 
 def _record_unchanged(
-    database: Any,
+    session: Session,
     box: SecretBox,
     check: CheckInput,
     fetched: Fetched,
     source_hash: str | None,
     now: datetime,
 ) -> CheckResult:
-    with database.transaction() as session:
-        watch = _locked_watch(session, check.watch_id)
-        if watch is None:
-            return CheckResult(check.watch_id, "skipped")
-        _mark_success(watch, fetched, source_hash, now)
-        if watch.drift_status == DriftStatus.ERROR:
-            # Back from an error with the same contract: the stored comparison still holds.
-            watch.drift_status = (
-                DriftStatus.DRIFTED.value if watch.open_breaking > 0 else DriftStatus.OK.value
-            )
-            if watch.baseline_snapshot_id is None:
-                watch.drift_status = DriftStatus.NEVER_RUN.value
-        return CheckResult(watch.id, "unchanged", watch.drift_status)
+    watch = _locked_watch(session, check.watch_id)
+    if watch is None:
+        return CheckResult(check.watch_id, "skipped")
+    _mark_success(watch, fetched, source_hash, now)
+    if watch.drift_status == DriftStatus.ERROR:
+        # Back from an error with the same contract: the stored comparison still holds.
+        watch.drift_status = (
+            DriftStatus.DRIFTED.value if watch.open_breaking > 0 else DriftStatus.OK.value
+        )
+        if watch.baseline_snapshot_id is None:
+            watch.drift_status = DriftStatus.NEVER_RUN.value
+    return CheckResult(watch.id, "unchanged", watch.drift_status)
 
 
 def _mark_success(watch: Watch, fetched: Fetched, source_hash: str | None, now: datetime) -> None:
@@ -344,7 +371,7 @@ def _mark_success(watch: Watch, fetched: Fetched, source_hash: str | None, now: 
 
 
 def _record_new_snapshot(
-    database: Any,
+    session: Session,
     box: SecretBox,
     check: CheckInput,
     fetched: Fetched,
@@ -354,142 +381,139 @@ def _record_new_snapshot(
     changes: list[Change],
     now: datetime,
 ) -> CheckResult:
-    with database.transaction() as session:
-        watch = _locked_watch(session, check.watch_id)
-        if watch is None:
-            return CheckResult(check.watch_id, "skipped")
-        if watch.baseline_snapshot_id != check.baseline_snapshot_id:
-            # A new baseline was accepted while we fetched; the next check diffs against it.
-            _mark_success(watch, fetched, None, now)
-            return CheckResult(watch.id, "unchanged", watch.drift_status)
-        snapshot = session.scalar(
-            select(Snapshot).where(Snapshot.watch_id == watch.id, Snapshot.fingerprint == print_)
+    watch = _locked_watch(session, check.watch_id)
+    if watch is None:
+        return CheckResult(check.watch_id, "skipped")
+    if watch.baseline_snapshot_id != check.baseline_snapshot_id:
+        # A new baseline was accepted while we fetched; the next check diffs against it.
+        _mark_success(watch, fetched, None, now)
+        return CheckResult(watch.id, "unchanged", watch.drift_status)
+    snapshot = session.scalar(
+        select(Snapshot).where(Snapshot.watch_id == watch.id, Snapshot.fingerprint == print_)
+    )
+    if snapshot is None:
+        content = encode_document(document)
+        snapshot = Snapshot(
+            watch_id=watch.id,
+            fingerprint=print_,
+            content=content,
+            size=len(content),
+            created_at=now,
         )
-        if snapshot is None:
-            content = encode_document(document)
-            snapshot = Snapshot(
-                watch_id=watch.id,
-                fingerprint=print_,
-                content=content,
-                size=len(content),
-                created_at=now,
-            )
-            session.add(snapshot)
-            session.flush()
-        _mark_success(watch, fetched, source_hash, now)
-        watch.last_snapshot_id = snapshot.id
-        paused = watch.drift_status == DriftStatus.DISABLED
+        session.add(snapshot)
+        session.flush()
+    _mark_success(watch, fetched, source_hash, now)
+    watch.last_snapshot_id = snapshot.id
+    paused = watch.drift_status == DriftStatus.DISABLED
 
-        if watch.baseline_snapshot_id is None:
-            _set_baseline(watch, snapshot, now, "first-check")
-            if not paused:
-                watch.drift_status = DriftStatus.OK.value
-            return CheckResult(watch.id, "baseline", watch.drift_status)
+    if watch.baseline_snapshot_id is None:
+        _set_baseline(watch, snapshot, now, "first-check")
+        if not paused:
+            watch.drift_status = DriftStatus.OK.value
+        return CheckResult(watch.id, "baseline", watch.drift_status)
 
-        counts = count_changes(changes)
-        event = None
-        if changes:
-            event = DriftEvent(
+    counts = count_changes(changes)
+    event = None
+    if changes:
+        event = DriftEvent(
+            org_id=watch.org_id,
+            watch_id=watch.id,
+            detected_at=now,
+            base_snapshot_id=watch.baseline_snapshot_id,
+            snapshot_id=snapshot.id,
+            breaking_count=counts["breaking"],
+            warning_count=counts["warning"],
+            info_count=counts["info"],
+            changes=encode_changes(changes),
+            agent_actions=sorted({c.agentAction for c in changes if not c.ignored}),
+        )
+        session.add(event)
+        session.flush()
+
+    was_drifted = watch.drift_status == DriftStatus.DRIFTED
+    incident = current_incident(session, watch.id)
+    if counts["breaking"] > 0:
+        watch.open_breaking, watch.open_warning, watch.open_info = (
+            counts["breaking"],
+            counts["warning"],
+            counts["info"],
+        )
+        if not paused:
+            watch.drift_status = DriftStatus.DRIFTED.value
+        if incident is None:
+            incident = Incident(
                 org_id=watch.org_id,
                 watch_id=watch.id,
-                detected_at=now,
-                base_snapshot_id=watch.baseline_snapshot_id,
-                snapshot_id=snapshot.id,
+                status="open",
+                opened_at=now,
                 breaking_count=counts["breaking"],
-                warning_count=counts["warning"],
-                info_count=counts["info"],
-                changes=encode_changes(changes),
-                agent_actions=sorted({c.agentAction for c in changes if not c.ignored}),
+                drift_event_id=event.id if event else None,
             )
-            session.add(event)
+            session.add(incident)
             session.flush()
-
-        was_drifted = watch.drift_status == DriftStatus.DRIFTED
-        incident = current_incident(session, watch.id)
-        if counts["breaking"] > 0:
-            watch.open_breaking, watch.open_warning, watch.open_info = (
-                counts["breaking"],
-                counts["warning"],
-                counts["info"],
-            )
-            if not paused:
-                watch.drift_status = DriftStatus.DRIFTED.value
-            if incident is None:
-                incident = Incident(
-                    org_id=watch.org_id,
-                    watch_id=watch.id,
-                    status="open",
-                    opened_at=now,
-                    breaking_count=counts["breaking"],
-                    drift_event_id=event.id if event else None,
-                )
-                session.add(incident)
-                session.flush()
-                emit_incident(session, box, watch, incident, "incident.open", now)
-            else:
-                incident.breaking_count = counts["breaking"]
-                incident.drift_event_id = event.id if event else incident.drift_event_id
-            watch.incident_id = incident.id
-            if event is not None:
-                event.incident_id = incident.id
+            emit_incident(session, box, watch, incident, "incident.open", now)
         else:
-            if incident is not None:
-                close_incident(
-                    session, box, watch, incident, now, resolution="reverted", by="system"
-                )
-            if was_drifted:
-                emit(
-                    session,
-                    box,
-                    org_id=watch.org_id,
-                    event_type="drift.cleared",
-                    data={"watchId": watch.id, "watchName": watch.name, "counts": counts},
-                    now=now,
-                    watch=watch,
-                )
-            if counts["warning"] == 0:
-                # Info-only (or no semantic change): the baseline advances by itself.
-                _set_baseline(watch, snapshot, now, "auto:info-only")
-                watch.open_breaking = watch.open_warning = watch.open_info = 0
-            else:
-                watch.open_breaking, watch.open_warning, watch.open_info = (
-                    0,
-                    counts["warning"],
-                    counts["info"],
-                )
-            if not paused:
-                watch.drift_status = DriftStatus.OK.value
-
-        if event is not None and (counts["breaking"] or counts["warning"]):
-            worst = "breaking" if counts["breaking"] else "warning"
+            incident.breaking_count = counts["breaking"]
+            incident.drift_event_id = event.id if event else incident.drift_event_id
+        watch.incident_id = incident.id
+        if event is not None:
+            event.incident_id = incident.id
+    else:
+        if incident is not None:
+            close_incident(session, box, watch, incident, now, resolution="reverted", by="system")
+        if was_drifted:
             emit(
                 session,
                 box,
                 org_id=watch.org_id,
-                event_type="drift.detected",
-                data={
-                    "watchId": watch.id,
-                    "watchName": watch.name,
-                    "watchUrl": watch.url,
-                    "driftEventId": event.id,
-                    "incidentId": event.incident_id,
-                    "counts": counts,
-                    "agentActions": event.agent_actions,
-                    "changes": [c.to_json() for c in changes if not c.ignored][
-                        :EVENT_CHANGES_IN_ALERTS
-                    ],
-                },
+                event_type="drift.cleared",
+                data={"watchId": watch.id, "watchName": watch.name, "counts": counts},
                 now=now,
                 watch=watch,
-                severity=worst,
             )
-        return CheckResult(
-            watch.id,
-            "changed",
-            watch.drift_status,
-            drift_event_id=event.id if event else None,
-            counts=counts,
+        if counts["warning"] == 0:
+            # Info-only (or no semantic change): the baseline advances by itself.
+            _set_baseline(watch, snapshot, now, "auto:info-only")
+            watch.open_breaking = watch.open_warning = watch.open_info = 0
+        else:
+            watch.open_breaking, watch.open_warning, watch.open_info = (
+                0,
+                counts["warning"],
+                counts["info"],
+            )
+        if not paused:
+            watch.drift_status = DriftStatus.OK.value
+
+    if event is not None and (counts["breaking"] or counts["warning"]):
+        worst = "breaking" if counts["breaking"] else "warning"
+        emit(
+            session,
+            box,
+            org_id=watch.org_id,
+            event_type="drift.detected",
+            data={
+                "watchId": watch.id,
+                "watchName": watch.name,
+                "watchUrl": watch.url,
+                "driftEventId": event.id,
+                "incidentId": event.incident_id,
+                "counts": counts,
+                "agentActions": event.agent_actions,
+                "changes": [c.to_json() for c in changes if not c.ignored][
+                    :EVENT_CHANGES_IN_ALERTS
+                ],
+            },
+            now=now,
+            watch=watch,
+            severity=worst,
         )
+    return CheckResult(
+        watch.id,
+        "changed",
+        watch.drift_status,
+        drift_event_id=event.id if event else None,
+        counts=counts,
+    )
 
 
 def _set_baseline(watch: Watch, snapshot: Snapshot, now: datetime, by: str) -> None:

@@ -24,9 +24,10 @@ from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
 
 from controller import jobs
-from controller.checks import Fetcher, contract_fetcher, run_check
+from controller.checks import CheckResult, Fetcher, contract_fetcher, run_check
 from controller.crypto import SecretBox
 from controller.events.delivery import deliver_due
 from controller.logs import log
@@ -104,6 +105,10 @@ def request_check(database: Database, watch_id: str, now: datetime) -> int:
         return job.id
 
 
+class FencedOut(Exception):
+    """This controller's lease on a job was lost; its result must not be written."""
+
+
 class Controller:
     """Ticker plus workers for one process; several may run against one Postgres."""
 
@@ -136,6 +141,9 @@ class Controller:
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.scheduler = BackgroundScheduler(timezone=UTC)
+        self.heartbeat = threading.Thread(
+            target=self._keep_leases, name="driftgate-lease", daemon=True
+        )
 
     # One round of everything; the ticker calls it, tests and benchmarks may call it directly.
     def tick(self) -> None:
@@ -155,7 +163,8 @@ class Controller:
         with self.lock:
             self.running = {f: j for f, j in self.running.items() if not f.done()}
             free = self.concurrency - len(self.running)
-        if free <= 0:
+        # Claim in batches: one claim transaction per few finished checks, not per check.
+        if free < max(1, self.concurrency // 4) and self.running:
             return 0
         claimed = jobs.claim(
             self.database,
@@ -176,27 +185,34 @@ class Controller:
             jobs.release(self.database, job, self.clock())
             return
         watch_id = str(job.payload.get("watchId", job.key.split(":", 1)[-1]))
-        done = threading.Event()
-        heartbeat = threading.Thread(target=self._keep_lease, args=(job, done), daemon=True)
-        heartbeat.start()
+
+        def finish_with_check(session: Session, result: CheckResult) -> None:
+            # The job ends in the transaction that records the check: both or neither. A
+            # worker whose lease was taken over writes nothing.
+            if not jobs.finish_in(session, job, self.clock(), result=result.as_dict()):
+                raise FencedOut(job.id)
+
         try:
             result = run_check(
-                self.database, watch_id, box=self.box, fetcher=self.fetcher, now=self.clock()
+                self.database,
+                watch_id,
+                box=self.box,
+                fetcher=self.fetcher,
+                now=self.clock(),
+                on_commit=finish_with_check,
             )
+        except FencedOut:
+            log(logger, logging.WARNING, "check.fenced_out", watchId=watch_id, job=job.id)
+            return
         except Exception as exc:  # noqa: BLE001 - a crashed check fails its job, not the worker
             logger.exception("check.crashed", extra={"fields": {"watchId": watch_id}})
             jobs.finish(
                 self.database, job, self.clock(), error=f"{type(exc).__name__}: {exc}"[:500]
             )
             return
-        finally:
-            done.set()
-            heartbeat.join()
-        if not jobs.finish(self.database, job, self.clock(), result=result.as_dict()):
-            log(logger, logging.WARNING, "check.fenced_out", watchId=watch_id, job=job.id)
         log(
             logger,
-            logging.INFO,
+            logging.DEBUG,
             "check.complete",
             watchId=watch_id,
             outcome=result.outcome,
@@ -206,12 +222,24 @@ class Controller:
         if not self.stopping.is_set():
             self.dispatch()
 
-    def _keep_lease(self, job: jobs.Claimed, done: threading.Event) -> None:
-        """Renew the lease while a check runs, so only a dead worker's checks expire."""
+    def _keep_leases(self) -> None:
+        """One thread renews the leases of every check this controller runs, every third of
+        the lease, so only a dead controller's checks expire."""
         interval = max(0.2, self.lease.total_seconds() / 3)
-        while not done.wait(interval):
-            if not jobs.extend(self.database, job, self.clock(), self.lease):
-                return
+        while not self.stopping.wait(interval):
+            with self.lock:
+                running = [job for future, job in self.running.items() if not future.done()]
+            if running:
+                try:
+                    jobs.extend_all(
+                        self.database,
+                        self.worker,
+                        [j.id for j in running],
+                        self.clock(),
+                        self.lease,
+                    )
+                except Exception:  # noqa: BLE001 - the next round tries again
+                    logger.exception("controller.heartbeat_failed")
 
     def run_until_done(self, timeout: float = 30.0) -> None:
         """Run rounds until no job is due or running (tests and benchmarks)."""
@@ -226,6 +254,7 @@ class Controller:
                 return
 
     def start(self) -> None:
+        self.heartbeat.start()
         self.scheduler.add_job(
             self.tick,
             "interval",
@@ -257,5 +286,7 @@ class Controller:
                 jobs.release(self.database, job, self.clock())
         wait(list(pending), timeout=grace)
         self.pool.shutdown(wait=False, cancel_futures=True)
+        if self.heartbeat.is_alive():
+            self.heartbeat.join(timeout=5)
         self.client.close()
         log(logger, logging.INFO, "controller.stopped", worker=self.worker)

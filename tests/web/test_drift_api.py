@@ -110,19 +110,14 @@ def test_the_story_of_a_watch(
     again = client.post(f"{path}/check?wait=20", headers=h).json
     assert again["watch"]["driftStatus"] == "ok"
 
-    exported = client.get("/api/drift/export?format=json", headers=h)
-    body = json.loads(exported.get_data())
+    with client.get("/api/drift/export?format=json", headers=h) as exported:
+        body = json.loads(exported.get_data())
     assert body["schema"] == "driftgate-drift-export-v1"
     record = body["events"][0]
     assert record["vendor"] == "acmepay" and record["incidentStatus"] == "resolved"
     assert record["breakingCount"] >= 2 and record["changes"]
-    rows = list(
-        csv.DictReader(
-            io.StringIO(
-                client.get("/api/drift/export?format=csv", headers=h).get_data(as_text=True)
-            )
-        )
-    )
+    with client.get("/api/drift/export?format=csv", headers=h) as exported_csv:
+        rows = list(csv.DictReader(io.StringIO(exported_csv.get_data(as_text=True))))
     assert rows[0]["watchName"] == "payments" and json.loads(rows[0]["changesJson"])
 
 
@@ -145,7 +140,8 @@ def test_audit_export_verifies_and_tampering_is_caught(
     client.post(
         f"/api/watches/{watch['id']}/incident/ack", json={"note": "seen"}, headers=acme.headers
     )
-    audit = client.get("/api/drift/export?format=audit", headers=acme.headers).get_data()
+    with client.get("/api/drift/export?format=audit", headers=acme.headers) as exported:
+        audit = exported.get_data()
     document = json.loads(audit)
     assert document["schema"] == "driftgate-drift-audit-v1"
     assert document["ackTrail"][0]["note"] == "seen" and document["signature"].startswith(

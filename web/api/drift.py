@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any, Literal
 
-from flask import Response, current_app, stream_with_context
+from flask import Response, current_app
 from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
+from sqlalchemy.orm import Session
 
 from controller.diffs.explain import explain_changes
 from controller.model.base import ApiModel, RequestModel
@@ -14,7 +16,9 @@ from controller.model.change import Change, Location, Severity
 from controller.model.watch import ChangeCounts, refuse_null
 from controller.services import drift as drift_service
 from controller.services import export
+from controller.store.db import Database
 from web.api import REGISTRY
+from web.db import database
 from web.routes import CORRELATION_HEADER, Call
 
 MAX_CHANGES = 5000
@@ -193,20 +197,32 @@ def export_drift(call: Call) -> Response:
     """Streams every drift event: `json` (driftgate-drift-export-v1), `csv` (one row per event,
     `changesJson` column) or `audit` (events, acknowledgement trail and preflight decisions,
     signed with HMAC-SHA256; `driftgate audit verify FILE` checks it)."""
-    session, org_id, now = call.session, call.org_id, call.now
-    fmt = call.query.format
+    org_id, now, fmt = call.org_id, call.now, call.query.format
+    box = current_app.extensions["driftgate.secret_box"]
     if fmt == "csv":
-        body = export.stream_csv(session, org_id)
         mimetype, extension = "text/csv", "csv"
-    elif fmt == "audit":
-        body = export.stream_audit(
-            session, org_id, now, current_app.extensions["driftgate.secret_box"]
-        )
-        mimetype, extension = "application/json", "audit.json"
     else:
-        body = export.stream_json(session, org_id, now)
-        mimetype, extension = "application/json", "json"
-    response = Response(stream_with_context(body), mimetype=mimetype)
+        mimetype, extension = "application/json", "audit.json" if fmt == "audit" else "json"
+
+    def produce(session: Session) -> Iterator[str]:
+        if fmt == "csv":
+            return export.stream_csv(session, org_id)
+        if fmt == "audit":
+            return export.stream_audit(session, org_id, now, box)
+        return export.stream_json(session, org_id, now)
+
+    body = _streamed(database(), produce)
+    response = Response(body, mimetype=mimetype)
     response.headers["Content-Disposition"] = f'attachment; filename="driftgate-drift.{extension}"'
     response.headers[CORRELATION_HEADER] = call.correlation_id
     return response
+
+
+def _streamed(store: Database, produce: Callable[[Session], Iterator[str]]) -> Iterator[str]:
+    """Run `produce` in a read session of its own that lives exactly as long as the stream
+    (a client that disconnects closes the generator, and so the session)."""
+    session = store.session()
+    try:
+        yield from produce(session)
+    finally:
+        session.close()
