@@ -36,6 +36,7 @@ def server(tmp_path: Path, database: Database) -> Iterator[tuple[str, dict[str, 
         "DRIFTGATE_DATA_DIR": str(tmp_path / "data"),
         "DRIFTGATE_SECRET_KEY": SECRET,
         "DRIFTGATE_WORKERS": "2",
+        "DRIFTGATE_ALLOW_PRIVATE_TARGETS": "true",
     }
     log = (tmp_path / "server.log").open("w")
     process = subprocess.Popen(
@@ -110,3 +111,55 @@ def test_a_user_session_against_the_running_server(server: tuple[str, dict[str, 
             assert mistake.headers["X-Service-Correlation-Id"]
         document = http.get("/openapi.json").json()
         assert document["openapi"] == "3.1.0" and "/api/watches" in document["paths"]
+
+
+def test_up_watches_a_local_spec_and_delivers_a_signed_webhook(
+    server: tuple[str, dict[str, str]],
+) -> None:
+    from tests.receivers import Receiver
+    from tests.servers import spec_server
+    from tests.specs import as_json, charges_spec
+
+    base, env = server
+    subprocess.run(
+        [*DRIFTGATE, "orgs", "create", "acme", "--plan", "pro"],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    key = subprocess.run(
+        [*DRIFTGATE, "keys", "create", "--org", "acme"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    secret = subprocess.run(
+        [*DRIFTGATE, "orgs", "webhook-secret", "acme"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    receiver = Receiver(secret=secret)
+    auth = {"Authorization": f"Bearer {key}", "User-Agent": "driftgate-tests"}
+    try:
+        with spec_server() as specs, httpx.Client(base_url=base, headers=auth, timeout=40) as http:
+            url = specs.set("/openapi.json", as_json(charges_spec()))
+            http.put(
+                "/api/org/notification-defaults",
+                json={"destination": {"kind": "webhook", "url": receiver.url}},
+            )
+            watch = http.post("/api/watches", json={"name": "local", "url": url}).json()
+            first = http.post(f"/api/watches/{watch['id']}/check?wait=30").json()
+            assert first["watch"]["driftStatus"] == "ok"
+            specs.set("/openapi.json", as_json(charges_spec(refunds=False)))
+            second = http.post(f"/api/watches/{watch['id']}/check?wait=30").json()
+            assert second["watch"]["driftStatus"] == "drifted"
+            deadline = time.monotonic() + 30
+            while len(receiver.received) < 2 and time.monotonic() < deadline:
+                time.sleep(0.2)
+        kinds = sorted(m["body"]["type"] for m in receiver.received)
+        assert kinds == ["drift.detected", "incident.open"] and receiver.rejected == []
+    finally:
+        receiver.close()

@@ -283,3 +283,54 @@ def test_webhook_secret_cli(database: Database, acme: OrgKey) -> None:
     rotated = CliRunner().invoke(main, ["orgs", "webhook-secret", "acme", "--rotate"], env=env)
     assert first.output.startswith("whsec_") and first.output == again.output
     assert rotated.output.startswith("whsec_") and rotated.output != first.output
+
+
+def test_slack_destinations_get_a_readable_message(
+    live_settings: Settings, database: Database, acme: OrgKey, live_app: Flask
+) -> None:
+    box = load_secret_box(live_settings)
+    receiver = Receiver()
+    try:
+        live_app.test_client().put(
+            "/api/org/notification-defaults",
+            headers=acme.headers,
+            json={"destination": {"kind": "slack", "url": receiver.url}},
+        )
+        from controller.events.outbox import emit
+
+        now = datetime.now(UTC)
+        with database.transaction() as session:
+            emit(
+                session,
+                box,
+                org_id=acme.org_id,
+                event_type="drift.detected",
+                severity="breaking",
+                data={
+                    "watchName": "payments",
+                    "counts": {"breaking": 2, "warning": 0, "info": 1},
+                    "changes": [{"severity": "breaking", "summary": "GET /v1/refunds removed"}],
+                },
+                now=now,
+            )
+            emit(
+                session,
+                box,
+                org_id=acme.org_id,
+                event_type="drift.detected",
+                severity="info",
+                data={"watchName": "payments"},
+                now=now,
+            )  # below the alert policy: not sent
+        http = make_client(allow_private=True)
+        try:
+            assert deliver_due(database, box, http, now) == 1
+        finally:
+            http.close()
+        (message,) = receiver.received
+        text = message["body"]["text"]
+        assert "Contract drift on *payments*" in text and "2 breaking" in text
+        assert "GET /v1/refunds removed" in text
+        assert "webhook-signature" not in {k.lower() for k in message["headers"]}
+    finally:
+        receiver.close()
