@@ -304,11 +304,15 @@ def main() -> None:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         server.terminate()
     print(f"{args.watches} watches, concurrency {args.concurrency} per controller")
-    print("store | round | replicas | checks | seconds | checks/s | duplicates | lost")
+    print(
+        "store | round | replicas | checks | seconds | checks/s (with start-up) "
+        "| checks/s (steady) | duplicates | lost"
+    )
     for r in results:
         print(
             f"{r['store']} | {r['round']} | {r['replicas']} | {r['checks']} | {r['seconds']:.1f} | "
-            f"{r['per_second']:.0f} | {r['duplicates']} | {r['lost']}"
+            f"{r['per_second']:.0f} | {r['steady_per_second']:.0f} | "
+            f"{r['duplicates']} | {r['lost']}"
         )
     single = next(r for r in results if r["store"] == "postgres" and r["round"] == "unchanged")
     triple = next(r for r in results if r["store"] == "postgres" and r["round"] == "unchanged x3")

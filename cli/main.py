@@ -210,7 +210,8 @@ def controller(obj: Context, concurrency: int, tick: float, lease: float) -> Non
 
     settings = obj.settings()
     configure_logging(settings)
-    database = obj.database()
+    # Every worker, the lease thread and the ticker may hold a connection at once.
+    database = Database(settings.effective_database_url, pool_size=concurrency + 4)
     current, head = migrate.current_revision(database), migrate.head_revision(database)
     if current != head:
         raise ConfigError(
@@ -230,6 +231,7 @@ def controller(obj: Context, concurrency: int, tick: float, lease: float) -> Non
     runner.start()
     stop.wait()
     runner.stop()
+    database.dispose()
 
 
 @main.group()

@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, lazyload
 
 from controller.crypto import SecretBox
 from controller.diffs import (
@@ -79,8 +79,7 @@ class CheckInput:
     last_modified: str | None
     source_hash: str | None
     baseline_snapshot_id: str | None
-    baseline_document: Any
-    last_fingerprint: str | None
+    last_snapshot_id: str | None
 
 
 @dataclass
@@ -119,7 +118,7 @@ def run_check(
         check = _read(session, watch_id, box)
     if check is None:
         return _commit(database, on_commit, lambda s: CheckResult(watch_id, "skipped"))
-    return _commit(database, on_commit, _evaluate(check, box, fetcher, now))
+    return _commit(database, on_commit, _evaluate(database, check, box, fetcher, now))
 
 
 def _commit(
@@ -133,9 +132,13 @@ def _commit(
 
 
 def _evaluate(
-    check: CheckInput, box: SecretBox, fetcher: Fetcher, now: datetime
+    database: Any, check: CheckInput, box: SecretBox, fetcher: Fetcher, now: datetime
 ) -> Callable[[Session], CheckResult]:
-    """Fetch and diff outside any transaction; return the write that records the outcome."""
+    """Fetch and diff outside any transaction; return the write that records the outcome.
+
+    Stored snapshots are read only when the fetched contract is new: an unchanged contract
+    (a 304, the same bytes) costs no decompression and no parsing of the baseline.
+    """
     try:
         fetched = fetcher(check)
     except FetchError as exc:
@@ -156,12 +159,13 @@ def _evaluate(
         message = str(exc)
         return lambda s: _record_failure(s, box, check, "invalid_contract", message, now)
     print_ = fingerprint(document)
-    if print_ == check.last_fingerprint:
+    baseline_document, last_fingerprint = _stored(database, check)
+    if print_ == last_fingerprint:
         return lambda s: _record_unchanged(s, box, check, fetched, source_hash, now)
     changes: list[Change] = []
-    if check.baseline_document is not None:
+    if baseline_document is not None:
         try:
-            changes = _diff(check.watch_type, check.baseline_document, document)
+            changes = _diff(check.watch_type, baseline_document, document)
         except ContractParseError as exc:
             message = str(exc)
             return lambda s: _record_failure(s, box, check, "invalid_contract", message, now)
@@ -214,19 +218,11 @@ def http_fetcher(settings: Settings, client: Any) -> Fetcher:
 
 
 def _read(session: Session, watch_id: str, box: SecretBox) -> CheckInput | None:
-    watch = session.get(Watch, watch_id)
+    watch = session.scalar(
+        select(Watch).where(Watch.id == watch_id).options(lazyload(Watch.tag_rows))
+    )
     if watch is None or watch.drift_status == DriftStatus.DISABLED:
         return None
-    baseline_document = None
-    if watch.baseline_snapshot_id is not None:
-        baseline = session.get(Snapshot, watch.baseline_snapshot_id)
-        if baseline is not None:
-            baseline_document = decode_snapshot(baseline)
-    last_fingerprint = None
-    if watch.last_snapshot_id is not None:
-        last_fingerprint = session.scalar(
-            select(Snapshot.fingerprint).where(Snapshot.id == watch.last_snapshot_id)
-        )
     return CheckInput(
         watch_id=watch.id,
         org_id=watch.org_id,
@@ -239,9 +235,24 @@ def _read(session: Session, watch_id: str, box: SecretBox) -> CheckInput | None:
         last_modified=watch.last_modified,
         source_hash=watch.source_hash,
         baseline_snapshot_id=watch.baseline_snapshot_id,
-        baseline_document=baseline_document,
-        last_fingerprint=last_fingerprint,
+        last_snapshot_id=watch.last_snapshot_id,
     )
+
+
+def _stored(database: Any, check: CheckInput) -> tuple[Any, str | None]:
+    """The baseline document and the last snapshot's fingerprint."""
+    with database.session() as session:
+        baseline_document = None
+        if check.baseline_snapshot_id is not None:
+            baseline = session.get(Snapshot, check.baseline_snapshot_id)
+            if baseline is not None:
+                baseline_document = decode_snapshot(baseline)
+        last_fingerprint = None
+        if check.last_snapshot_id is not None:
+            last_fingerprint = session.scalar(
+                select(Snapshot.fingerprint).where(Snapshot.id == check.last_snapshot_id)
+            )
+    return baseline_document, last_fingerprint
 
 
 def _parse(check: CheckInput, content: bytes | None) -> Any:
@@ -289,7 +300,8 @@ def count_changes(changes: list[Change]) -> dict[str, int]:
 
 
 def _locked_watch(session: Session, watch_id: str) -> Watch | None:
-    stmt = select(Watch).where(Watch.id == watch_id)
+    # A check never needs the tags; loading them would cost a second query per check.
+    stmt = select(Watch).where(Watch.id == watch_id).options(lazyload(Watch.tag_rows))
     if session.get_bind().dialect.name != "sqlite":
         stmt = stmt.with_for_update()
     return session.scalar(stmt)

@@ -25,8 +25,9 @@ SQLITE_BUSY_TIMEOUT_MS = 10_000
 class Database:
     """Owns the engine for one URL in the current process."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, pool_size: int = 5) -> None:
         self.url = url
+        self.pool_size = pool_size
         self._lock = threading.Lock()
         self._pid: int | None = None
         self._engine: Engine | None = None
@@ -41,7 +42,7 @@ class Database:
         if self._engine is None or self._pid != os.getpid():
             with self._lock:
                 if self._engine is None or self._pid != os.getpid():
-                    self._engine = _make_engine(self.url)
+                    self._engine = _make_engine(self.url, self.pool_size)
                     self._sessions = sessionmaker(self._engine, expire_on_commit=False)
                     self._pid = os.getpid()
         return self._engine
@@ -84,7 +85,7 @@ class Database:
         self._sessions = None
 
 
-def _make_engine(url: str) -> Engine:
+def _make_engine(url: str, pool_size: int) -> Engine:
     parsed = make_url(url)
     kwargs: dict[str, Any] = {}
     if parsed.get_backend_name() == "sqlite":
@@ -92,11 +93,13 @@ def _make_engine(url: str) -> Engine:
         if database and database != ":memory:":
             Path(database).parent.mkdir(parents=True, exist_ok=True)
         kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+        if database and database != ":memory:":
+            kwargs.update(pool_size=pool_size, max_overflow=10)
         engine = create_engine(url, **kwargs)
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
-    kwargs.update(pool_size=5, max_overflow=10, pool_pre_ping=True, pool_recycle=1800)
+    kwargs.update(pool_size=pool_size, max_overflow=10, pool_pre_ping=True, pool_recycle=1800)
     return create_engine(url, **kwargs)
 
 
