@@ -63,21 +63,16 @@ def server(tmp_path: Path, database: Database) -> Iterator[tuple[str, dict[str, 
     assert "http.request" in events and "Starting gunicorn" in " ".join(events)
 
 
+def driftgate(env: dict[str, str], *args: str) -> str:
+    """Run a driftgate command like an operator would; return what it printed."""
+    done = subprocess.run([*DRIFTGATE, *args], env=env, check=True, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
 def test_a_user_session_against_the_running_server(server: tuple[str, dict[str, str]]) -> None:
     base, env = server
-    subprocess.run(
-        [*DRIFTGATE, "orgs", "create", "acme", "--plan", "pro"],
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    key = subprocess.run(
-        [*DRIFTGATE, "keys", "create", "--org", "acme"],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+    driftgate(env, "orgs", "create", "acme", "--plan", "pro")
+    key = driftgate(env, "keys", "create", "--org", "acme")
     auth = {"Authorization": f"Bearer {key}", "User-Agent": "driftgate-tests"}
     with httpx.Client(base_url=base, headers=auth, timeout=10) as http:
         assert http.get("/health/ready").json() == {"status": "ok", "database": "ok"}
@@ -121,26 +116,9 @@ def test_up_watches_a_local_spec_and_delivers_a_signed_webhook(
     from tests.specs import as_json, charges_spec
 
     base, env = server
-    subprocess.run(
-        [*DRIFTGATE, "orgs", "create", "acme", "--plan", "pro"],
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    key = subprocess.run(
-        [*DRIFTGATE, "keys", "create", "--org", "acme"],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    secret = subprocess.run(
-        [*DRIFTGATE, "orgs", "webhook-secret", "acme"],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+    driftgate(env, "orgs", "create", "acme", "--plan", "pro")
+    key = driftgate(env, "keys", "create", "--org", "acme")
+    secret = driftgate(env, "orgs", "webhook-secret", "acme")
     receiver = Receiver(secret=secret)
     auth = {"Authorization": f"Bearer {key}", "User-Agent": "driftgate-tests"}
     try:

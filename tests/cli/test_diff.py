@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -14,56 +13,15 @@ from sarif_pydantic import Sarif
 
 from cli.main import main
 from tests.servers import spec_server
-
-
-def spec(*, required: list[str], status_enum: list[str], extra_path: bool = True) -> dict[str, Any]:
-    paths: dict[str, Any] = {
-        "/v1/charges/{id}": {
-            "get": {
-                "operationId": "getCharge",
-                "parameters": [
-                    {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
-                ],
-                "responses": {
-                    "200": {
-                        "description": "ok",
-                        "content": {
-                            "application/json": {"schema": {"$ref": "#/components/schemas/Charge"}}
-                        },
-                    }
-                },
-            }
-        }
-    }
-    if extra_path:
-        paths["/v1/refunds"] = {"get": {"responses": {"200": {"description": "ok"}}}}
-    return {
-        "openapi": "3.0.3",
-        "info": {"title": "pay", "version": "1"},
-        "paths": paths,
-        "components": {
-            "schemas": {
-                "Charge": {
-                    "type": "object",
-                    "required": required,
-                    "properties": {
-                        "id": {"type": "string"},
-                        "amount": {"type": "integer"},
-                        "status": {"type": "string", "enum": status_enum},
-                        "parent": {"$ref": "#/components/schemas/Charge"},
-                    },
-                }
-            }
-        },
-    }
+from tests.specs import charges_spec
 
 
 @pytest.fixture
 def files(tmp_path: Path) -> dict[str, str]:
-    base = spec(required=["id", "amount"], status_enum=["paid", "failed"])
-    same = spec(required=["id", "amount"], status_enum=["paid", "failed"])
-    warning_only = spec(required=["id", "amount"], status_enum=["paid", "failed", "refunded"])
-    breaking = spec(required=["id"], status_enum=["paid", "failed"], extra_path=False)
+    base = charges_spec()
+    same = charges_spec()
+    warning_only = charges_spec(status_enum=("paid", "failed", "refunded"))
+    breaking = charges_spec(required=("id",), refunds=False)
     out = {}
     for name, doc in [
         ("base", base),
