@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session, lazyload
 
 from controller.crypto import SecretBox
@@ -354,6 +354,19 @@ def _record_unchanged(
     source_hash: str | None,
     now: datetime,
 ) -> CheckResult:
+    # The common case, one statement: a healthy watch whose contract did not change.
+    values = _success_values(fetched, source_hash, now)
+    healthy = session.execute(
+        update(Watch)
+        .where(
+            Watch.id == check.watch_id,
+            Watch.drift_status.in_((DriftStatus.OK.value, DriftStatus.DRIFTED.value)),
+        )
+        .values(**values)
+        .returning(Watch.drift_status)
+    ).scalar()
+    if healthy is not None:
+        return CheckResult(check.watch_id, "unchanged", healthy)
     watch = _locked_watch(session, check.watch_id)
     if watch is None:
         return CheckResult(check.watch_id, "skipped")
@@ -368,18 +381,28 @@ def _record_unchanged(
     return CheckResult(watch.id, "unchanged", watch.drift_status)
 
 
-def _mark_success(watch: Watch, fetched: Fetched, source_hash: str | None, now: datetime) -> None:
-    watch.last_checked_at = now
-    watch.last_success_at = now
-    watch.last_check_status = "ok"
-    watch.failure_class = None
-    watch.last_error = None
-    watch.etag = fetched.etag
-    watch.last_modified = fetched.last_modified
+def _success_values(fetched: Fetched, source_hash: str | None, now: datetime) -> dict[str, Any]:
+    """The columns a successful fetch sets on its watch."""
+    values: dict[str, Any] = {
+        "last_checked_at": now,
+        "last_success_at": now,
+        "last_check_status": "ok",
+        "failure_class": None,
+        "last_error": None,
+        "etag": fetched.etag,
+        "last_modified": fetched.last_modified,
+        "updated_at": now,
+    }
     if fetched.protocol_version:
-        watch.protocol_version = fetched.protocol_version
+        values["protocol_version"] = fetched.protocol_version
     if source_hash is not None:
-        watch.source_hash = source_hash
+        values["source_hash"] = source_hash
+    return values
+
+
+def _mark_success(watch: Watch, fetched: Fetched, source_hash: str | None, now: datetime) -> None:
+    for column, value in _success_values(fetched, source_hash, now).items():
+        setattr(watch, column, value)
 
 
 def _record_new_snapshot(
