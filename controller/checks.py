@@ -107,15 +107,19 @@ def run_check(
     fetcher: Fetcher,
     now: datetime,
     on_commit: OnCommit | None = None,
+    prepared: dict[str, CheckInput] | None = None,
 ) -> CheckResult:
     """Check one watch now and record the result.
 
     `on_commit(session, result)` runs inside the transaction that records the result (the
     controller finishes its job there, so the check and its job commit together; raising
-    rolls the check back).
+    rolls the check back). `prepared` holds inputs read in bulk by `read_checks`; a watch
+    missing from it (paused or deleted meanwhile) is read again here.
     """
-    with database.session() as session:
-        check = _read(session, watch_id, box)
+    check = (prepared or {}).get(watch_id)
+    if check is None:
+        with database.session() as session:
+            check = _read(session, watch_id, box)
     if check is None:
         return _commit(database, on_commit, lambda s: CheckResult(watch_id, "skipped"))
     return _commit(database, on_commit, _evaluate(database, check, box, fetcher, now))
@@ -217,12 +221,28 @@ def http_fetcher(settings: Settings, client: Any) -> Fetcher:
 # -- reading and diffing -------------------------------------------------------------------
 
 
+def read_checks(database: Any, watch_ids: list[str], box: SecretBox) -> dict[str, CheckInput]:
+    """The inputs of several checks in one query (the controller reads a claimed batch)."""
+    if not watch_ids:
+        return {}
+    with database.session() as session:
+        watches = session.scalars(
+            select(Watch).where(Watch.id.in_(watch_ids)).options(lazyload(Watch.tag_rows))
+        )
+        inputs = (_input(w, box) for w in watches if w.drift_status != DriftStatus.DISABLED)
+        return {check.watch_id: check for check in inputs}
+
+
 def _read(session: Session, watch_id: str, box: SecretBox) -> CheckInput | None:
     watch = session.scalar(
         select(Watch).where(Watch.id == watch_id).options(lazyload(Watch.tag_rows))
     )
     if watch is None or watch.drift_status == DriftStatus.DISABLED:
         return None
+    return _input(watch, box)
+
+
+def _input(watch: Watch, box: SecretBox) -> CheckInput:
     return CheckInput(
         watch_id=watch.id,
         org_id=watch.org_id,

@@ -27,7 +27,14 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from controller import jobs
-from controller.checks import CheckResult, Fetcher, contract_fetcher, run_check
+from controller.checks import (
+    CheckInput,
+    CheckResult,
+    Fetcher,
+    contract_fetcher,
+    read_checks,
+    run_check,
+)
 from controller.crypto import SecretBox
 from controller.events.delivery import deliver_due
 from controller.logs import log
@@ -174,13 +181,15 @@ class Controller:
             limit=free,
             lease=self.lease,
         )
+        ids = [str(job.payload.get("watchId", job.key.split(":", 1)[-1])) for job in claimed]
+        prepared = read_checks(self.database, ids, self.box)
         for job in claimed:
-            future = self.pool.submit(self.execute, job)
+            future = self.pool.submit(self.execute, job, prepared)
             with self.lock:
                 self.running[future] = job
         return len(claimed)
 
-    def execute(self, job: jobs.Claimed) -> None:
+    def execute(self, job: jobs.Claimed, prepared: dict[str, CheckInput] | None = None) -> None:
         if self.stopping.is_set():
             jobs.release(self.database, job, self.clock())
             return
@@ -200,6 +209,7 @@ class Controller:
                 fetcher=self.fetcher,
                 now=self.clock(),
                 on_commit=finish_with_check,
+                prepared=prepared,
             )
         except FencedOut:
             log(logger, logging.WARNING, "check.fenced_out", watchId=watch_id, job=job.id)
