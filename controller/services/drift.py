@@ -269,6 +269,17 @@ def accept_baseline(
     return watch
 
 
+def _open_incident_of(
+    session: Session, principal: Principal, watch_id: str
+) -> tuple[Watch, Incident]:
+    """The caller's watch and its open (or acknowledged) incident, else 404."""
+    watch = get_watch(session, principal.org_id, watch_id)
+    incident = current_incident(session, watch.id)
+    if incident is None:
+        raise NotFound("no open incident on this watch", code="not_found")
+    return watch, incident
+
+
 def acknowledge(
     session: Session,
     principal: Principal,
@@ -277,10 +288,7 @@ def acknowledge(
     box: SecretBox,
     now: datetime,
 ) -> Incident:
-    watch = get_watch(session, principal.org_id, watch_id)
-    incident = current_incident(session, watch.id)
-    if incident is None:
-        raise NotFound("no open incident on this watch", code="not_found")
+    watch, incident = _open_incident_of(session, principal, watch_id)
     if incident.status == "open":
         incident.status = "acknowledged"
         incident.acknowledged_at = now
@@ -307,10 +315,7 @@ def resolve(
     box: SecretBox,
     now: datetime,
 ) -> Incident:
-    watch = get_watch(session, principal.org_id, watch_id)
-    incident = current_incident(session, watch.id)
-    if incident is None:
-        raise NotFound("no open incident on this watch", code="not_found")
+    watch, incident = _open_incident_of(session, principal, watch_id)
     close_incident(session, box, watch, incident, now, resolution="manual", by=principal.actor)
     audit.record(
         session,

@@ -334,3 +334,21 @@ def test_slack_destinations_get_a_readable_message(
         assert "webhook-signature" not in {k.lower() for k in message["headers"]}
     finally:
         receiver.close()
+
+
+def test_incident_actions_without_an_incident_are_404(live_app: Flask, acme: OrgKey) -> None:
+    client = live_app.test_client()
+    watch = client.post(
+        "/api/watches",
+        json={"name": "p", "url": "https://x.example/openapi.json"},
+        headers=acme.headers,
+    ).json
+    for action in ("ack", "resolve"):
+        response = client.post(
+            f"/api/watches/{watch['id']}/incident/{action}", json={}, headers=acme.headers
+        )
+        assert response.status_code == 404 and response.json["error"] == "not_found"
+    baseline = client.post(
+        f"/api/watches/{watch['id']}/baseline", json={"reason": "x"}, headers=acme.headers
+    )
+    assert baseline.status_code == 409 and baseline.json["error"] == "no_snapshot"
