@@ -48,8 +48,9 @@ from tests.specs import charges_spec  # noqa: E402
 SECRET = "benchmark-secret-key-0123456789"
 
 
-def serve(port_file: str, version_file: str, log_file: str) -> None:
-    """The spec server: /spec/<n>.json in the version named by `version_file`."""
+def serve(port_file: str, version_file: str, log_file: str, latency: float) -> None:
+    """The spec server: /spec/<n>.json in the version named by `version_file`, each answer
+    after `latency` seconds (a vendor's round trip)."""
     bodies = {
         "v1": json.dumps(charges_spec()).encode(),
         "v2": json.dumps(charges_spec(required=("id",), refunds=False)).encode(),
@@ -58,9 +59,14 @@ def serve(port_file: str, version_file: str, log_file: str) -> None:
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body leave in separate writes; without this, Nagle's algorithm and the
+        # client's delayed ACK hold every 200 for 40 ms.
+        disable_nagle_algorithm = True
 
         def do_GET(self) -> None:  # noqa: N802
             version = Path(version_file).read_text().strip()
+            if latency:
+                time.sleep(latency)
             log.write(f"{version} {self.path}\n")
             tag = f'"{version}"'
             if self.headers.get("If-None-Match") == tag:
@@ -138,6 +144,18 @@ def make_due(database: Database, label: str) -> datetime:
     return now
 
 
+def machine_cpu() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine so far, from /proc/stat (Linux)."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return (0.0, 0.0)
+    ticks = [int(f) for f in fields]
+    idle = ticks[3] + ticks[4]  # idle + iowait
+    hz = os.sysconf("SC_CLK_TCK")
+    return ((sum(ticks) - idle) / hz, sum(ticks) / hz)
+
+
 def checked_since(database: Database, since: datetime) -> int:
     with database.session() as session:
         return int(
@@ -167,6 +185,7 @@ def run_round(
     }
     since = make_due(database, label)
     started = time.perf_counter()
+    busy_before, total_before = machine_cpu()
     processes = [
         subprocess.Popen(
             [
@@ -190,11 +209,15 @@ def run_round(
     while checked_since(database, since) < count and time.monotonic() < deadline:
         time.sleep(0.05)
     elapsed = time.perf_counter() - started
+    busy_after, total_after = machine_cpu()
     time.sleep(1.0)  # anything fetched twice would show up now
     for process in processes:
         process.send_signal(signal.SIGTERM)
+    cpu = 0.0
     for process in processes:
-        process.wait(timeout=60)
+        _, _, usage = os.wait4(process.pid, 0)
+        process.returncode = 0
+        cpu += usage.ru_utime + usage.ru_stime
     with open(log_file) as handle:
         handle.seek(offset)
         fetches = Counter(line.split()[1] for line in handle if line.strip())
@@ -225,6 +248,8 @@ def run_round(
         "steady_per_second": steady,
         "duplicates": sum(max(0, n - jobs_per_path[path]) for path, n in fetches.items()),
         "lost": count - checked,
+        "cpu_ms_per_check": 1000 * cpu / max(1, checked),
+        "machine_busy": (busy_after - busy_before) / max(0.001, total_after - total_before),
     }
 
 
@@ -261,35 +286,56 @@ def main() -> None:
     parser.add_argument("--watches", type=int, default=5000)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--postgres", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--stores", default="sqlite,postgres", help="comma list: sqlite,postgres")
+    parser.add_argument(
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="the spec server answers after this delay, like a vendor across the internet",
+    )
     args = parser.parse_args()
+    stores = set(args.stores.split(","))
     work = Path(tempfile.mkdtemp(prefix="driftgate-bench-"))
     port_file, version_file, log_file = (str(work / n) for n in ("port", "version", "fetches.log"))
     Path(version_file).write_text("v1")
     Path(log_file).touch()
     server = multiprocessing.Process(
-        target=serve, args=(port_file, version_file, log_file), daemon=True
+        target=serve,
+        args=(port_file, version_file, log_file, args.latency_ms / 1000),
+        daemon=True,
     )
     server.start()
     while not Path(port_file).exists() or not Path(port_file).read_text():
         time.sleep(0.05)
     port = int(Path(port_file).read_text())
-    results = bench_store(
-        "sqlite",
-        f"sqlite:///{work / 'bench.db'}",
-        port,
-        version_file,
-        log_file,
-        args.watches,
-        args.concurrency,
-        replicas_too=False,
-    )
+    results = []
+    if "sqlite" in stores:
+        results += bench_store(
+            "sqlite",
+            f"sqlite:///{work / 'bench.db'}",
+            port,
+            version_file,
+            log_file,
+            args.watches,
+            args.concurrency,
+            replicas_too=False,
+        )
+    if "postgres" in stores:
+        results += postgres_rounds(args, port, version_file, log_file)
+    server.terminate()
+    report(args, results)
+
+
+def postgres_rounds(
+    args: argparse.Namespace, port: int, version_file: str, log_file: str
+) -> list[dict[str, Any]]:
     admin = create_engine(args.postgres, isolation_level="AUTOCOMMIT")
     name = f"driftgate_bench_{os.getpid()}"
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     try:
         pg_url = make_url(args.postgres).set(database=name).render_as_string(hide_password=False)
-        results += bench_store(
+        return bench_store(
             "postgres",
             pg_url,
             port,
@@ -302,20 +348,30 @@ def main() -> None:
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        server.terminate()
-    print(f"{args.watches} watches, concurrency {args.concurrency} per controller")
+
+
+def report(args: argparse.Namespace, results: list[dict[str, Any]]) -> None:
+    print(
+        f"{args.watches} watches, concurrency {args.concurrency} per controller, "
+        f"server latency {args.latency_ms:.0f} ms"
+    )
     print(
         "store | round | replicas | checks | seconds | checks/s (with start-up) "
-        "| checks/s (steady) | duplicates | lost"
+        "| checks/s (steady) | controller CPU ms/check | machine CPU busy | duplicates | lost"
     )
     for r in results:
         print(
             f"{r['store']} | {r['round']} | {r['replicas']} | {r['checks']} | {r['seconds']:.1f} | "
             f"{r['per_second']:.0f} | {r['steady_per_second']:.0f} | "
+            f"{r['cpu_ms_per_check']:.1f} | {r['machine_busy']:.0%} | "
             f"{r['duplicates']} | {r['lost']}"
         )
-    single = next(r for r in results if r["store"] == "postgres" and r["round"] == "unchanged")
-    triple = next(r for r in results if r["store"] == "postgres" and r["round"] == "unchanged x3")
+    single = next(
+        (r for r in results if r["round"] == "unchanged" and r["store"] == "postgres"), None
+    )
+    triple = next((r for r in results if r["round"] == "unchanged x3"), None)
+    if single is None or triple is None:
+        return
     ratio = triple["steady_per_second"] / single["steady_per_second"]
     print(f"scaling to 3 replicas on Postgres (steady): {ratio:.2f}x")
 

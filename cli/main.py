@@ -189,7 +189,13 @@ def up(
 
 
 @main.command()
-@click.option("--concurrency", type=int, default=8, show_default=True, help="Checks run at once.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 64),
+    default=8,
+    show_default=True,
+    help="Checks run at once.",
+)
 @click.option("--tick", type=float, default=5.0, show_default=True, help="Seconds between rounds.")
 @click.option(
     "--lease",

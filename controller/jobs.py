@@ -17,9 +17,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import and_, exists, select, update
+from sqlalchemy import Table, Update, and_, bindparam, exists, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
@@ -28,6 +28,68 @@ from controller.store.models import Job
 
 DEFAULT_LEASE = timedelta(seconds=120)
 MAX_ATTEMPTS = 3
+
+# The claim and the finish run for every check, so they are built once as Core statements:
+# no ORM objects, no statement construction per call. A claim is one UPDATE ... RETURNING
+# over the due jobs it picks; Postgres adds FOR UPDATE SKIP LOCKED to the pick.
+_JOBS = cast(Table, Job.__table__)
+_RUNNING = _JOBS.alias("running")
+
+
+def _claim_statement(*, skip_locked: bool) -> Update:
+    due = (
+        select(_JOBS.c.id)
+        .where(
+            _JOBS.c.status == "queued",
+            _JOBS.c.kind.in_(bindparam("b_kinds", expanding=True)),
+            _JOBS.c.run_after <= bindparam("b_now", type_=_JOBS.c.run_after.type),
+            ~exists().where(and_(_RUNNING.c.key == _JOBS.c.key, _RUNNING.c.status == "running")),
+        )
+        .order_by(_JOBS.c.run_after, _JOBS.c.id)
+        .limit(bindparam("b_limit"))
+    )
+    if skip_locked:
+        due = due.with_for_update(skip_locked=True)
+    return (
+        _JOBS.update()
+        .where(_JOBS.c.id.in_(due.scalar_subquery()))
+        .values(
+            status="running",
+            fence=_JOBS.c.fence + 1,
+            attempts=_JOBS.c.attempts + 1,
+            lease_owner=bindparam("b_worker"),
+            lease_expires_at=bindparam("b_expires", type_=_JOBS.c.lease_expires_at.type),
+            started_at=bindparam("b_now", type_=_JOBS.c.started_at.type),
+        )
+        .returning(
+            _JOBS.c.id,
+            _JOBS.c.kind,
+            _JOBS.c.key,
+            _JOBS.c.period,
+            _JOBS.c.fence,
+            _JOBS.c.payload,
+            _JOBS.c.run_after,
+        )
+    )
+
+
+_CLAIM = {True: _claim_statement(skip_locked=True), False: _claim_statement(skip_locked=False)}
+_FINISH = (
+    _JOBS.update()
+    .where(
+        _JOBS.c.id == bindparam("b_id"),
+        _JOBS.c.fence == bindparam("b_fence"),
+        _JOBS.c.status == "running",
+    )
+    .values(
+        status=bindparam("b_status"),
+        finished_at=bindparam("b_now", type_=_JOBS.c.finished_at.type),
+        result=bindparam("b_result", type_=_JOBS.c.result.type),
+        last_error=bindparam("b_error"),
+        lease_owner=None,
+        lease_expires_at=None,
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -83,35 +145,23 @@ def claim(
     limit: int = 1,
     lease: timedelta = DEFAULT_LEASE,
 ) -> list[Claimed]:
-    """Lease up to `limit` due jobs of `kinds` to `worker`."""
-    running = aliased(Job)
+    """Lease up to `limit` due jobs of `kinds` to `worker`, oldest due first."""
     with database.claim_transaction() as session:
-        stmt = (
-            select(Job)
-            .where(
-                Job.status == "queued",
-                Job.kind.in_(kinds),
-                Job.run_after <= now,
-                ~exists().where(and_(running.key == Job.key, running.status == "running")),
-            )
-            .order_by(Job.run_after, Job.id)
-            .limit(limit)
+        rows = session.connection().execute(
+            _CLAIM[not database.is_sqlite],
+            {
+                "b_kinds": list(kinds),
+                "b_now": now,
+                "b_limit": limit,
+                "b_worker": worker,
+                "b_expires": now + lease,
+            },
         )
-        if not database.is_sqlite:
-            stmt = stmt.with_for_update(skip_locked=True, of=Job)
-        jobs = list(session.scalars(stmt))
-        claimed = []
-        for job in jobs:
-            job.status = "running"
-            job.fence += 1
-            job.attempts += 1
-            job.lease_owner = worker
-            job.lease_expires_at = now + lease
-            job.started_at = now
-            claimed.append(
-                Claimed(job.id, job.kind, job.key, job.period, job.fence, dict(job.payload))
-            )
-        return claimed
+        picked = sorted(rows, key=lambda row: (row.run_after, row.id))
+        return [
+            Claimed(row.id, row.kind, row.key, row.period, row.fence, dict(row.payload))
+            for row in picked
+        ]
 
 
 def extend_all(
@@ -149,19 +199,18 @@ def finish_in(
     error: str | None = None,
 ) -> bool:
     """`finish` inside the caller's transaction, so a job's effects and its end commit together."""
-    outcome = session.execute(
-        update(Job)
-        .where(Job.id == job.id, Job.fence == job.fence, Job.status == "running")
-        .values(
-            status="failed" if error else "done",
-            finished_at=now,
-            result=result,
-            last_error=error,
-            lease_owner=None,
-            lease_expires_at=None,
-        )
+    outcome = session.connection().execute(
+        _FINISH,
+        {
+            "b_id": job.id,
+            "b_fence": job.fence,
+            "b_status": "failed" if error else "done",
+            "b_now": now,
+            "b_result": result,
+            "b_error": error,
+        },
     )
-    return bool(getattr(outcome, "rowcount", 0))
+    return bool(outcome.rowcount)
 
 
 def reap(database: Database, now: datetime, max_attempts: int = MAX_ATTEMPTS) -> int:

@@ -26,6 +26,7 @@ from controller.errors import DriftgateError
 DEFAULT_MAX_BYTES = 25 * 1024 * 1024
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=30.0, write=10.0, pool=10.0)
 MAX_REDIRECTS = 5
+MAX_CONNECTIONS = 64  # per client; above any sensible controller concurrency
 CLI_USER_AGENT = f"driftgate-cli/{__version__}"
 CONTROLLER_USER_AGENT = f"driftgate/{__version__}"
 
@@ -118,8 +119,9 @@ class _GuardedTransport(httpx.HTTPTransport):
         # httpx does not expose httpcore's network backend; the pool is rebuilt with ours.
         self._pool = httpcore.ConnectionPool(
             ssl_context=httpx.create_ssl_context(),
-            max_connections=20,
-            max_keepalive_connections=10,
+            max_connections=MAX_CONNECTIONS,
+            # As many idle connections as busy ones: a controller's workers reuse them.
+            max_keepalive_connections=MAX_CONNECTIONS,
             keepalive_expiry=5.0,
             network_backend=_GuardedBackend(is_allowed),
         )
