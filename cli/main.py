@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from controller import __version__
 from controller.errors import ConfigError, DriftgateError
-from controller.settings import Settings, load_settings
+from controller.settings import Settings, load_settings, process_environment
 from controller.store import migrate
 from controller.store.db import Database
 
@@ -233,6 +233,7 @@ def controller(obj: Context, concurrency: int, tick: float, lease: float) -> Non
         concurrency=concurrency,
         tick_seconds=tick,
         lease=timedelta(seconds=lease),
+        env=process_environment(),
     )
     runner.start()
     stop.wait()
@@ -540,3 +541,98 @@ def audit_verify(obj: Context, path: str) -> None:
     click.echo(
         f"verified: {len(document.get('events', []))} events, exported {document.get('exportedAt')}"
     )
+
+
+@main.command()
+@click.option("--source", "source_name", help="Only this source (default: every source).")
+@click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@click.option("--force", is_flag=True, help="Apply again even when the revision is applied.")
+@click.pass_obj
+def reconcile(obj: Context, source_name: str | None, dry_run: bool, force: bool) -> None:
+    """Reconcile git sources now: fetch, validate, plan (creates, updates, prunes), apply.
+
+    Exit 0 when every source is applied (or unchanged), 1 when one is invalid or failed.
+    """
+    from controller.crypto import load_secret_box
+    from controller.reconcile import Reconciler
+
+    settings = obj.settings()
+    specs = list(settings.sources)
+    if source_name is not None:
+        spec = settings.source(source_name)
+        if spec is None:
+            known = ", ".join(s.name for s in specs) or "none configured"
+            raise ConfigError(f"unknown source {source_name!r} (sources: {known})")
+        specs = [spec]
+    if not specs:
+        raise ConfigError("no sources configured: add `sources:` to the config file (--config)")
+    with obj.transaction():
+        pass  # the schema must be current before anything is applied
+    reconciler = Reconciler(
+        settings, obj.database(), load_secret_box(settings, create=True), env=process_environment()
+    )
+    failed = False
+    for spec in specs:
+        result = reconciler.reconcile(spec, force=force, dry_run=dry_run)
+        revision = (result.revision or "-")[:12]
+        click.echo(f"{spec.name}: {result.result} at {revision} ({result.duration_ms} ms)")
+        if result.message and result.result not in ("applied", "dry_run"):
+            click.echo(f"  {result.message}")
+        if result.plan is not None:
+            plan = result.plan.as_dict()
+            for verb in ("create", "update", "prune"):
+                for kind, names in plan[verb].items():
+                    for name in names:
+                        click.echo(f"  {verb} {kind[:-1] if kind != 'watches' else 'watch'} {name}")
+            click.echo(
+                f"  {plan['created']} to create, {plan['updated']} to update, "
+                f"{plan['pruned']} to prune"
+                if dry_run
+                else f"  {plan['created']} created, {plan['updated']} updated, "
+                f"{plan['pruned']} pruned"
+            )
+        for problem in result.problems:
+            click.echo(f"  {problem}")
+        failed = failed or result.result in ("stalled", "failed")
+    if failed:
+        sys.exit(1)
+
+
+@main.group()
+def sources() -> None:
+    """Git sources and their reconcile status."""
+
+
+@sources.command("list")
+@click.pass_obj
+def sources_list(obj: Context) -> None:
+    """One line per configured source: ready, applied revision, last run."""
+    from controller.store.models import Source
+
+    with obj.transaction() as session:
+        for spec in obj.settings().sources:
+            row = session.get(Source, spec.name)
+            ready = next(
+                (c for c in (row.conditions if row else []) if c.get("type") == "Ready"), None
+            )
+            state = "suspended" if spec.suspend else (ready or {}).get("reason", "NotReconciled")
+            applied = (row.last_applied_revision or "-")[:12] if row else "-"
+            click.echo(f"{spec.name}\t{spec.org}\t{state}\t{applied}\t{spec.branch}:{spec.path}")
+
+
+@sources.command("status")
+@click.argument("name")
+@click.pass_obj
+def sources_status(obj: Context, name: str) -> None:
+    """The full status of one source as JSON (the same as GET /api/sources/NAME)."""
+    from controller.services import sources as source_service
+    from controller.services.orgs import get_org
+
+    settings = obj.settings()
+    spec = settings.source(name)
+    if spec is None:
+        raise ConfigError(f"unknown source {name!r}")
+    with obj.transaction() as session:
+        org = get_org(session, spec.org)
+        out = source_service.get_source(session, settings, org.id, name)
+        click.echo(out.model_dump_json(by_alias=True, indent=2))

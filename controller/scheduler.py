@@ -17,7 +17,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -46,6 +46,7 @@ from controller.store.models import Watch
 
 logger = logging.getLogger("driftgate.controller")
 CHECK = "check"
+RECONCILE = "reconcile"
 TICK_SECONDS = 5
 DUE_BATCH = 500
 
@@ -62,8 +63,12 @@ def jitter_seconds(watch_id: str, interval_minutes: int) -> int:
 
 def slot(watch_id: str, interval_minutes: int, now: datetime) -> tuple[int, datetime]:
     """The current slot index of a watch and when its next slot starts."""
-    length = interval_minutes * 60
-    offset = jitter_seconds(watch_id, interval_minutes)
+    return slot_of(watch_id, interval_minutes * 60, now)
+
+
+def slot_of(key: str, length: int, now: datetime) -> tuple[int, datetime]:
+    """The current slot of `key` for a period of `length` seconds, offset by a stable jitter."""
+    offset = int(hashlib.sha256(key.encode()).hexdigest()[:12], 16) % length
     index = (int(now.timestamp()) - offset) // length
     next_start = datetime.fromtimestamp(offset + (index + 1) * length, UTC)
     return index, next_start
@@ -95,6 +100,40 @@ def enqueue_due_checks(database: Database, now: datetime, limit: int = DUE_BATCH
             )
             watch.next_check_at = next_start
         return len(due)
+
+
+def enqueue_due_sources(database: Database, settings: Settings, now: datetime) -> int:
+    """Queue a reconcile of every source once per interval (jittered per source)."""
+    queued = 0
+    with database.transaction() as session:
+        for source in settings.sources:
+            if source.suspend:
+                continue
+            index, _ = slot_of(source.name, source.interval, now)
+            job = jobs.enqueue(
+                session,
+                kind=RECONCILE,
+                key=f"{RECONCILE}:{source.name}",
+                period=f"{source.interval}s:{index}",
+                run_after=now,
+                payload={"source": source.name},
+            )
+            queued += job is not None
+    return queued
+
+
+def request_reconcile(session: Session, name: str, now: datetime, reason: str) -> int:
+    """Queue a reconcile of one source now (API, push webhook); joins one already queued."""
+    job = jobs.enqueue(
+        session,
+        kind=RECONCILE,
+        key=f"{RECONCILE}:{name}",
+        period=f"manual:{now.timestamp():.6f}",
+        run_after=now,
+        payload={"source": name, "force": False, "reason": reason},
+    )
+    assert job is not None
+    return job.id
 
 
 def request_check(database: Database, watch_id: str, now: datetime) -> int:
@@ -130,8 +169,11 @@ class Controller:
         fetcher: Fetcher | None = None,
         clock: Callable[[], datetime] = utcnow,
         lease: timedelta = jobs.DEFAULT_LEASE,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.settings = settings
+        self.env: Mapping[str, str] = env or {}
+        self.reconciler: Any = None
         self.database = database
         self.box = box
         self.concurrency = concurrency
@@ -157,6 +199,8 @@ class Controller:
         now = self.clock()
         try:
             jobs.reap(self.database, now)
+            if self.settings.sources:
+                enqueue_due_sources(self.database, self.settings, now)
             enqueue_due_checks(self.database, now)
             deliver_due(self.database, self.box, self.client, now)
         except Exception:  # noqa: BLE001 - the ticker must survive a bad round
@@ -176,12 +220,16 @@ class Controller:
         claimed = jobs.claim(
             self.database,
             worker=self.worker,
-            kinds=(CHECK,),
+            kinds=(CHECK, RECONCILE) if self.settings.sources else (CHECK,),
             now=self.clock(),
             limit=free,
             lease=self.lease,
         )
-        ids = [str(job.payload.get("watchId", job.key.split(":", 1)[-1])) for job in claimed]
+        ids = [
+            str(job.payload.get("watchId", job.key.split(":", 1)[-1]))
+            for job in claimed
+            if job.kind == CHECK
+        ]
         prepared = read_checks(self.database, ids, self.box)
         for job in claimed:
             future = self.pool.submit(self.execute, job, prepared)
@@ -192,6 +240,9 @@ class Controller:
     def execute(self, job: jobs.Claimed, prepared: dict[str, CheckInput] | None = None) -> None:
         if self.stopping.is_set():
             jobs.release(self.database, job, self.clock())
+            return
+        if job.kind == RECONCILE:
+            self.execute_reconcile(job)
             return
         watch_id = str(job.payload.get("watchId", job.key.split(":", 1)[-1]))
 
@@ -229,6 +280,33 @@ class Controller:
             status=result.status,
             failureClass=result.failure_class,
         )
+        if not self.stopping.is_set():
+            self.dispatch()
+
+    def execute_reconcile(self, job: jobs.Claimed) -> None:
+        """Run one source's reconcile; its own transaction applies it, the job ends after."""
+        from controller.reconcile import Reconciler
+
+        name = str(job.payload.get("source", job.key.split(":", 1)[-1]))
+        spec = self.settings.source(name)
+        try:
+            if spec is None:
+                result: dict[str, Any] = {"result": "skipped", "message": "unknown source"}
+            else:
+                if self.reconciler is None:
+                    self.reconciler = Reconciler(
+                        self.settings, self.database, self.box, env=self.env
+                    )
+                result = self.reconciler.reconcile(spec).as_dict()
+                result.pop("plan", None)
+                result["problems"] = result["problems"][:20]
+        except Exception as exc:  # noqa: BLE001 - a crashed reconcile fails its job only
+            logger.exception("reconcile.crashed", extra={"fields": {"source": name}})
+            jobs.finish(
+                self.database, job, self.clock(), error=f"{type(exc).__name__}: {exc}"[:500]
+            )
+            return
+        jobs.finish(self.database, job, self.clock(), result=result)
         if not self.stopping.is_set():
             self.dispatch()
 

@@ -9,6 +9,7 @@ variable (or file:line) and what is wrong. The result is frozen and passed expli
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -19,6 +20,59 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from controller.errors import ConfigError
 
 ENV_PREFIX = "DRIFTGATE_"
+SOURCE_NAME_PATTERN = r"^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$"
+_DURATION = re.compile(r"^\s*(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s)?\s*$")
+
+
+def parse_duration(value: Any) -> int:
+    """Seconds from an integer or a duration such as `90s`, `5m`, `1h30m`."""
+    if isinstance(value, bool):
+        raise ValueError("must be seconds or a duration such as 5m")
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    if text.isdigit():
+        return int(text)
+    match = _DURATION.match(text)
+    if not text or match is None or not any(match.groups()):
+        raise ValueError(f"{text!r} is not a duration (use e.g. 30s, 5m, 1h)")
+    hours, minutes, seconds = (int(part or 0) for part in match.groups())
+    return hours * 3600 + minutes * 60 + seconds
+
+
+class SourceSpec(BaseModel):
+    """A git repository whose `.driftgate/` files the controller applies to one org."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    name: str = Field(pattern=SOURCE_NAME_PATTERN, description="unique name of the source")
+    org: str = Field(min_length=1, description="org name or id the objects belong to")
+    url: str = Field(
+        min_length=1,
+        description="local path, file://, git://, https:// (token_env) or ssh (ssh_key_file)",
+    )
+    branch: str = Field(default="main", min_length=1)
+    path: str = Field(default=".driftgate", description="directory of the files in the repo")
+    interval: int = Field(
+        default=300, ge=10, le=86400, description="seconds between polls (or 30s, 5m, 1h)"
+    )
+    suspend: bool = Field(default=False, description="keep the applied state, stop reconciling")
+    allow_empty: bool = Field(
+        default=False,
+        alias="allowEmpty",
+        description="allow a revision that prunes every object this source owns",
+    )
+    token_env: str | None = Field(
+        default=None,
+        pattern=r"^[A-Z_][A-Z0-9_]*$",
+        description="https: environment variable holding an access token",
+    )
+    ssh_key_file: str | None = Field(default=None, description="ssh: private key file")
+
+    @field_validator("interval", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> int:
+        return parse_duration(value)
 
 
 class Settings(BaseModel):
@@ -49,6 +103,12 @@ class Settings(BaseModel):
     trial_validations_per_month: int = Field(default=500, ge=0)
     trial_days: int = Field(default=30, ge=1, le=365)
     public_base_url: str | None = None
+    github_webhook_secret: SecretStr | None = Field(
+        default=None, description="verifies X-Hub-Signature-256 on POST /hooks/github"
+    )
+    sources: tuple[SourceSpec, ...] = Field(
+        default=(), description="git repositories to reconcile (config file only)"
+    )
     config: Path | None = Field(
         default=None, description="the YAML file these settings were read from"
     )
@@ -68,6 +128,18 @@ class Settings(BaseModel):
         if not value.startswith(("sqlite", "postgresql")):
             raise ValueError("must be a sqlite:// or postgresql+psycopg:// URL")
         return value
+
+    @field_validator("sources")
+    @classmethod
+    def _unique_sources(cls, value: tuple[SourceSpec, ...]) -> tuple[SourceSpec, ...]:
+        names = [source.name for source in value]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate source name(s): {', '.join(duplicates)}")
+        return value
+
+    def source(self, name: str) -> SourceSpec | None:
+        return next((s for s in self.sources if s.name == name), None)
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -93,6 +165,12 @@ def env_name(field: str) -> str:
     return ENV_PREFIX + field.upper()
 
 
+def process_environment() -> dict[str, str]:
+    """A copy of the process environment, for `${env:NAME}` header references in git sources
+    (resolved by the controller, never stored in clear)."""
+    return dict(os.environ)
+
+
 def load_settings(
     env: Mapping[str, str] | None = None,
     config_file: str | Path | None = None,
@@ -105,16 +183,17 @@ def load_settings(
 
     path_text = config_file or environ.get(env_name("config"))
     lines: dict[str, int] = {}
+    node_of_file: Any = None
     if path_text:
         path = Path(path_text)
-        file_values, lines = _read_config_file(path)
+        file_values, lines, node_of_file = _read_config_file(path)
         for key, value in file_values.items():
             values[key] = value
             origin[key] = f"{path}:{lines.get(key, 1)}: {key}"
         values["config"] = path
     for field in FIELDS:
         name = env_name(field)
-        if name in environ and field != "config":
+        if name in environ and field not in ("config", "sources"):
             values[field] = environ[name]
             origin[field] = name
     for field, value in overrides.items():
@@ -129,11 +208,33 @@ def load_settings(
         for error in exc.errors():
             field = str(error["loc"][0]) if error["loc"] else "settings"
             where = origin.get(field, env_name(field))
+            if field == "sources" and path_text and len(error["loc"]) > 1:
+                nested = ".".join(str(part) for part in error["loc"])
+                where = f"{path_text}:{_nested_line(node_of_file, error['loc'])}: {nested}"
             problems.append(f"{where}: {error['msg']}")
         raise ConfigError("invalid settings: " + "; ".join(problems)) from None
 
 
-def _read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
+def _nested_line(node: Any, loc: tuple[Any, ...]) -> int:
+    """The 1-based line of the YAML node at `loc` (as deep as the file goes)."""
+    line = node.start_mark.line + 1 if node is not None else 1
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next((v for k, v in node.value if getattr(k, "value", None) == part), None)
+            if match is None:
+                break
+            node = match
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                break
+            node = node.value[part]
+        else:
+            break
+        line = node.start_mark.line + 1
+    return line
+
+
+def _read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, int], Any]:
     """Read a driftgate.yaml; return its values and the line of each top-level key."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -148,7 +249,7 @@ def _read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{path}{line}: invalid YAML: {problem}") from None
     if data is None:
-        return {}, {}
+        return {}, {}, None
     if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
         raise ConfigError(f"{path}:1: the config file must be a mapping of setting names")
     lines = {str(k.value): k.start_mark.line + 1 for k, _ in node.value if hasattr(k, "value")}
@@ -158,4 +259,4 @@ def _read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
             raise ConfigError(
                 f"{path}:{lines.get(str(key), 1)}: unknown setting {key!r} (known: {known})"
             )
-    return dict(data), lines
+    return dict(data), lines, node

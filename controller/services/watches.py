@@ -66,8 +66,8 @@ def create_watch(
         request_body=data.body,
         drift_status=DriftStatus.NEVER_RUN.value,
     )
-    _set_headers(watch, data.headers, box)
-    _set_tags(watch, data.tags)
+    set_headers(watch, data.headers, box)
+    set_tags(watch, data.tags)
     session.add(watch)
     _flush_unique(session, name)
     audit.record(
@@ -134,9 +134,9 @@ def update_watch(
     if "interval_minutes" in fields and data.interval_minutes is not None:
         watch.interval_minutes = data.interval_minutes
     if "tags" in fields and data.tags is not None:
-        _set_tags(watch, data.tags)
+        set_tags(watch, data.tags)
     if "headers" in fields:
-        _set_headers(watch, data.headers, box)
+        set_headers(watch, data.headers, box)
         changed.append("headers")
     if "webhook_url" in fields:
         watch.webhook_url = data.webhook_url
@@ -279,7 +279,7 @@ def to_list(watches: list[Watch], next_cursor: str | None, now: datetime) -> Wat
     return WatchList(watches=[to_out(w, now) for w in watches], next_cursor=next_cursor)
 
 
-def _set_headers(watch: Watch, headers: dict[str, str] | None, box: SecretBox) -> None:
+def set_headers(watch: Watch, headers: dict[str, str] | None, box: SecretBox) -> None:
     if not headers:
         watch.headers_ciphertext = None
         watch.header_names = []
@@ -288,7 +288,7 @@ def _set_headers(watch: Watch, headers: dict[str, str] | None, box: SecretBox) -
     watch.header_names = sorted(headers)
 
 
-def _set_tags(watch: Watch, tags: list[str]) -> None:
+def set_tags(watch: Watch, tags: list[str]) -> None:
     current = {row.tag: row for row in watch.tag_rows}
     rows = []
     for position, tag in enumerate(tags):

@@ -133,6 +133,10 @@ class Watch(Base):
     managed_source: Mapped[str | None] = mapped_column(String(200), default=None)
     managed_path: Mapped[str | None] = mapped_column(String(1024), default=None)
     managed_revision: Mapped[str | None] = mapped_column(String(64), default=None)
+    managed_digest: Mapped[str | None] = mapped_column(String(64), default=None)
+    watch_set_id: Mapped[str | None] = mapped_column(
+        ForeignKey("watch_sets.id", ondelete="SET NULL"), default=None, index=True
+    )
 
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
@@ -364,3 +368,129 @@ class WebhookSecret(Base):
     org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"), primary_key=True)
     secret_ciphertext: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Source(Base):
+    """The status of one git source (its definition lives in the controller's config file)."""
+
+    __tablename__ = "sources"
+
+    name: Mapped[str] = mapped_column(String(63), primary_key=True)
+    org_id: Mapped[str | None] = mapped_column(
+        ForeignKey("orgs.id", ondelete="CASCADE"), default=None, index=True
+    )
+    url: Mapped[str] = mapped_column(String(2048), default="")
+    branch: Mapped[str] = mapped_column(String(255), default="main")
+    path: Mapped[str] = mapped_column(String(1024), default=".driftgate")
+    suspended: Mapped[bool] = mapped_column(Boolean, default=False)
+    last_fetched_revision: Mapped[str | None] = mapped_column(String(64), default=None)
+    last_attempted_revision: Mapped[str | None] = mapped_column(String(64), default=None)
+    last_applied_revision: Mapped[str | None] = mapped_column(String(64), default=None)
+    last_fetched_at: Mapped[datetime | None] = mapped_column(default=None)
+    last_applied_at: Mapped[datetime | None] = mapped_column(default=None)
+    conditions: Mapped[list[dict[str, Any]]] = mapped_column(JSONType, default=list)
+    problems: Mapped[list[dict[str, Any]]] = mapped_column(JSONType, default=list)
+    runs: Mapped[list[dict[str, Any]]] = mapped_column(JSONType, default=list)
+    inventory: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    next_reconcile_at: Mapped[datetime | None] = mapped_column(default=None)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class Template(Base):
+    """An org's watch template (system starter templates live in code, not here)."""
+
+    __tablename__ = "templates"
+    __table_args__ = (UniqueConstraint("org_id", "name"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(200))
+    watch_type: Mapped[str] = mapped_column(String(16))
+    url_pattern: Mapped[str] = mapped_column(String(2048))
+    policy_preset: Mapped[str | None] = mapped_column(String(64), default=None)
+    headers_ciphertext: Mapped[str | None] = mapped_column(Text, default=None)
+    header_names: Mapped[list[str]] = mapped_column(JSONType, default=list)
+    tags: Mapped[list[str]] = mapped_column(JSONType, default=list)
+    managed_source: Mapped[str | None] = mapped_column(String(63), default=None)
+    managed_path: Mapped[str | None] = mapped_column(String(1024), default=None)
+    managed_revision: Mapped[str | None] = mapped_column(String(64), default=None)
+    managed_digest: Mapped[str | None] = mapped_column(String(64), default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class WatchSet(Base):
+    """A named set of an org's watches (e.g. staging, production)."""
+
+    __tablename__ = "watch_sets"
+    __table_args__ = (UniqueConstraint("org_id", "name"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(200))
+    environment: Mapped[str | None] = mapped_column(String(100), default=None)
+    description: Mapped[str | None] = mapped_column(Text, default=None)
+    managed_source: Mapped[str | None] = mapped_column(String(63), default=None)
+    managed_path: Mapped[str | None] = mapped_column(String(1024), default=None)
+    managed_revision: Mapped[str | None] = mapped_column(String(64), default=None)
+    managed_digest: Mapped[str | None] = mapped_column(String(64), default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class Agent(Base):
+    """An agent binding: which watches an agent depends on and the policy of its run gate."""
+
+    __tablename__ = "agents"
+    __table_args__ = (
+        UniqueConstraint("org_id", "key", name="uq_agents_org_key"),
+        UniqueConstraint("org_id", "slug", name="uq_agents_org_slug"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(200))
+    slug: Mapped[str] = mapped_column(String(200))
+    name: Mapped[str | None] = mapped_column(String(200), default=None)
+    environment: Mapped[str | None] = mapped_column(String(100), default=None)
+    policy: Mapped[str] = mapped_column(String(64), default="notify-only")
+    policy_rules: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    runtime_webhook: Mapped[str | None] = mapped_column(String(2048), default=None)
+    repo_ref: Mapped[str | None] = mapped_column(String(512), default=None)
+    conditions: Mapped[list[dict[str, Any]]] = mapped_column(JSONType, default=list)
+    managed_source: Mapped[str | None] = mapped_column(String(63), default=None)
+    managed_path: Mapped[str | None] = mapped_column(String(1024), default=None)
+    managed_revision: Mapped[str | None] = mapped_column(String(64), default=None)
+    managed_digest: Mapped[str | None] = mapped_column(String(64), default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+    bindings: Mapped[list[AgentWatch]] = relationship(
+        cascade="all, delete-orphan", lazy="selectin", order_by="AgentWatch.position"
+    )
+
+
+class AgentWatch(Base):
+    """One watch reference of an agent; `watch_id` is null while it resolves to nothing
+    (the agent's preflight then fails closed)."""
+
+    __tablename__ = "agent_watches"
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
+    )
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), index=True)
+    position: Mapped[int] = mapped_column(Integer)
+    ref: Mapped[str] = mapped_column(String(2048))
+    watch_id: Mapped[str | None] = mapped_column(
+        ForeignKey("watches.id", ondelete="SET NULL"), default=None, index=True
+    )
+
+
+class HookDelivery(Base):
+    """A push webhook delivery already handled (GitHub retries deliveries)."""
+
+    __tablename__ = "hook_deliveries"
+
+    delivery_id: Mapped[str] = mapped_column(String(100), primary_key=True)
+    received_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)

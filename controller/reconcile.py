@@ -1,0 +1,919 @@
+"""Reconcile one git source: read `.driftgate/*.yaml` at a revision, validate all of it, plan,
+apply in one transaction, and record the status.
+
+The loop follows Flux's source/kustomize controllers:
+
+- fetch (pygit2, only when the remote head moved) -> `lastFetchedRevision`;
+- a revision already applied is a no-op (bindings that resolved to nothing are retried);
+- a revision that failed validation stays `Stalled` until a new revision arrives;
+- validate every file (schema with file:line:column, then semantics), resolve `${env:NAME}`
+  header references, and compute the desired objects with a digest each;
+- plan by the inventory of objects this source owns (`managed_source`): create, update (the
+  digest changed), prune; refuse to prune everything unless the source sets `allowEmpty`;
+- apply everything and the new status in one transaction, so a failure or a kill halfway
+  leaves the previous state serving; status says what was applied and what is wrong.
+
+Objects created through the API are never pruned: the inventory holds only this source's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.orm import Session
+
+from controller.crypto import SecretBox
+from controller.gitops.load import Bundle, Problem, load_bundle
+from controller.logs import log
+from controller.model.watch import DriftStatus
+from controller.services.templates import SYSTEM_TEMPLATES
+from controller.services.watches import set_headers, set_tags
+from controller.settings import Settings, SourceSpec
+from controller.sources.git import (
+    GitCache,
+    GitError,
+    GitRemote,
+    redact_url,
+    set_network_timeouts,
+)
+from controller.store.db import Database
+from controller.store.models import Agent, AgentWatch, Org, Source, Template, Watch, WatchSet
+from controller.store.types import utcnow
+
+logger = logging.getLogger("driftgate.reconcile")
+
+KINDS = ("templates", "watchSets", "watches", "agents")
+RUNS_KEPT = 10
+PRESET_POLICIES = ("notify-only", "staging-strict", "production-guard")
+ENV_REFERENCE = re.compile(r"^\$\{env:([A-Z_][A-Z0-9_]*)\}$")
+DEFAULT_INTERVAL_MINUTES = 15
+GIT_CONNECT_SECONDS = 15.0
+GIT_READ_SECONDS = 60.0
+
+
+@dataclass
+class Desired:
+    """The objects a revision declares, by kind and name, each with its values and digest."""
+
+    templates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    watch_sets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    watches: dict[str, dict[str, Any]] = field(default_factory=dict)
+    agents: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def of(self, kind: str) -> dict[str, dict[str, Any]]:
+        return {
+            "templates": self.templates,
+            "watchSets": self.watch_sets,
+            "watches": self.watches,
+            "agents": self.agents,
+        }[kind]
+
+
+@dataclass
+class Plan:
+    """What applying a revision changes, by kind: names to create, update and prune."""
+
+    create: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in KINDS})
+    update: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in KINDS})
+    prune: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in KINDS})
+    current: dict[str, dict[str, tuple[str, str | None]]] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not any(self.create[k] or self.update[k] or self.prune[k] for k in KINDS)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "created": sum(len(v) for v in self.create.values()),
+            "updated": sum(len(v) for v in self.update.values()),
+            "pruned": sum(len(v) for v in self.prune.values()),
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "create": {k: sorted(v) for k, v in self.create.items() if v},
+            "update": {k: sorted(v) for k, v in self.update.items() if v},
+            "prune": {k: sorted(v) for k, v in self.prune.items() if v},
+            **self.counts(),
+        }
+
+
+@dataclass
+class RunResult:
+    source: str
+    result: str  # applied | unchanged | stalled | failed | suspended | dry_run
+    revision: str | None = None
+    plan: Plan | None = None
+    problems: list[Problem] = field(default_factory=list)
+    message: str = ""
+    duration_ms: int = 0
+    invalid_files: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "result": self.result,
+            "revision": self.revision,
+            "message": self.message,
+            "durationMs": self.duration_ms,
+            "plan": self.plan.as_dict() if self.plan is not None else None,
+            "problems": [problem_dict(p) for p in self.problems],
+        }
+
+
+class Reconciler:
+    """Reconciles the sources of one controller (or one CLI call)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        database: Database,
+        box: SecretBox,
+        *,
+        env: Mapping[str, str],
+        cache: GitCache | None = None,
+    ) -> None:
+        self.settings = settings
+        self.database = database
+        self.box = box
+        self.env = env
+        self.cache = cache or GitCache(settings.data_dir / "git", env=env)
+        set_network_timeouts(GIT_CONNECT_SECONDS, GIT_READ_SECONDS)
+        self._digest_key = box.derived_keys("gitops digest")[0]
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def reconcile(
+        self, spec: SourceSpec, *, force: bool = False, dry_run: bool = False
+    ) -> RunResult:
+        started = time.perf_counter()
+        result = self._reconcile(spec, force=force, dry_run=dry_run)
+        result.duration_ms = int((time.perf_counter() - started) * 1000)
+        if not dry_run:
+            self._record_run(spec, result)
+        log(
+            logger,
+            logging.INFO if result.result != "unchanged" else logging.DEBUG,
+            "reconcile.complete",
+            source=spec.name,
+            result=result.result,
+            revision=result.revision,
+            durationMs=result.duration_ms,
+            **(result.plan.counts() if result.plan else {}),
+        )
+        return result
+
+    def _reconcile(self, spec: SourceSpec, *, force: bool, dry_run: bool) -> RunResult:
+        org_id = self._ensure_source(spec)
+        if org_id is None:
+            return RunResult(spec.name, "failed", message=f"org {spec.org!r} does not exist")
+        if spec.suspend and not force:
+            return RunResult(spec.name, "suspended", message="the source is suspended")
+        try:
+            outcome = self.cache.fetch(spec.name, _remote(spec))
+        except GitError as exc:
+            return RunResult(spec.name, "failed", message=f"fetch failed: {exc.message}")
+        revision = outcome.revision
+        with self.database.session() as session:
+            source = session.get(Source, spec.name)
+            assert source is not None
+            applied, attempted = source.last_applied_revision, source.last_attempted_revision
+            stalled = _condition(source.conditions, "Stalled")
+            stalled_on = (source.inventory or {}).get("invalidFilesFor")
+        self._note_fetch(spec.name, revision)
+        if revision == applied and not force:
+            if not dry_run:
+                self._retry_bindings(spec.name, org_id)
+            return RunResult(spec.name, "unchanged", revision, message="revision already applied")
+        if (
+            revision == attempted
+            and stalled
+            and stalled.get("status") == "True"
+            and stalled_on == _spec_digest(spec)
+            and not force
+        ):
+            return RunResult(
+                spec.name,
+                "stalled",
+                revision,
+                message="revision failed before; waiting for a new one",
+            )
+        try:
+            files = self.cache.read_directory(spec.name, revision, spec.path)
+        except GitError as exc:
+            return RunResult(spec.name, "failed", revision, message=f"read failed: {exc.message}")
+        with self.database.session() as session:
+            api_templates = _api_templates(session, org_id)
+        bundle = load_bundle(
+            files, directory=spec.path, known_templates=set(api_templates) | set(SYSTEM_TEMPLATES)
+        )
+        if bundle.problems:
+            # Only problems in the files themselves wait for a new revision; the others (a
+            # missing environment variable, a conflict, allowEmpty) are retried every run.
+            return RunResult(
+                spec.name,
+                "stalled",
+                revision,
+                problems=bundle.problems,
+                message="invalid revision",
+                invalid_files=True,
+            )
+        desired, problems = self.desired_state(bundle, spec, api_templates)
+        if problems:
+            return RunResult(
+                spec.name, "stalled", revision, problems=problems, message="invalid revision"
+            )
+        try:
+            with self.database.transaction() as session:
+                plan, conflicts = self.plan(session, spec.name, org_id, desired)
+                if conflicts:
+                    raise _Refused(conflicts)
+                declared = sum(len(desired.of(k)) for k in KINDS)
+                owned = sum(len(plan.current.get(k, {})) for k in KINDS)
+                if declared == 0 and owned > 0 and not spec.allow_empty:
+                    raise _Refused(
+                        [
+                            Problem(
+                                file=spec.path,
+                                line=1,
+                                column=1,
+                                path="",
+                                message=(
+                                    f"this revision declares nothing and would prune all {owned} "
+                                    "objects of the source; set allowEmpty on the source "
+                                    "to allow it"
+                                ),
+                            )
+                        ]
+                    )
+                if dry_run:
+                    session.rollback()
+                    return RunResult(spec.name, "dry_run", revision, plan)
+                self.apply(session, spec, org_id, revision, desired, plan)
+                _set_applied(session, spec.name, revision)
+        except _Refused as refused:
+            return RunResult(
+                spec.name, "stalled", revision, problems=refused.problems, message="refused"
+            )
+        return RunResult(spec.name, "applied", revision, plan)
+
+    # -- desired state ---------------------------------------------------------------------
+
+    def desired_state(
+        self, bundle: Bundle, spec: SourceSpec, api_templates: Mapping[str, Template]
+    ) -> tuple[Desired, list[Problem]]:
+        desired = Desired()
+        problems: list[Problem] = []
+        base = spec.path.rstrip("/")
+        templates_file = f"{base}/templates.yaml"
+        sets_file = f"{base}/watch-sets.yaml"
+        agents_file = f"{base}/agents.yaml"
+        declared_templates: dict[str, dict[str, Any]] = {}
+        if bundle.templates is not None:
+            raw = bundle.templates.model_dump(by_alias=True, exclude_none=True)
+            for index, template in enumerate(raw.get("templates", [])):
+                headers, header_problems = self._resolve_headers(
+                    bundle, "templates.yaml", ("templates", index, "headers"), template
+                )
+                problems += header_problems
+                values = {
+                    "name": template["name"],
+                    "watch_type": template["watchType"],
+                    "url_pattern": template["urlPattern"],
+                    "policy_preset": template.get("policyPreset"),
+                    "tags": list(template.get("tags", [])),
+                    "headers": headers,
+                    "path": templates_file,
+                }
+                declared_templates[template["name"]] = values
+                desired.templates[template["name"]] = self._with_digest(values)
+        if bundle.watch_sets is not None:
+            raw = bundle.watch_sets.model_dump(by_alias=True, exclude_none=True)
+            for set_index, watch_set in enumerate(raw.get("watchSets", [])):
+                desired.watch_sets[watch_set["name"]] = self._with_digest(
+                    {
+                        "name": watch_set["name"],
+                        "environment": watch_set.get("environment"),
+                        "description": watch_set.get("description"),
+                        "path": sets_file,
+                    }
+                )
+                for index, entry in enumerate(watch_set.get("watches", [])):
+                    where = ("watchSets", set_index, "watches", index)
+                    template = _template_values(
+                        entry.get("template"), declared_templates, api_templates, self.box
+                    )
+                    headers, header_problems = self._resolve_headers(
+                        bundle, "watch-sets.yaml", (*where, "headers"), entry
+                    )
+                    problems += header_problems
+                    merged_headers = {**(template.get("headers") or {}), **headers}
+                    tags = list(dict.fromkeys([*template.get("tags", []), *entry.get("tags", [])]))
+                    values = {
+                        "name": entry["name"],
+                        "watch_type": entry.get("watchType") or template.get("watch_type"),
+                        "url": entry.get("url") or template.get("url_pattern"),
+                        "headers": merged_headers,
+                        "tags": tags,
+                        "interval_minutes": entry.get("intervalMinutes"),
+                        "watch_set": watch_set["name"],
+                        "path": sets_file,
+                    }
+                    desired.watches[entry["name"]] = self._with_digest(values)
+        if bundle.agents is not None:
+            raw = bundle.agents.model_dump(by_alias=True, exclude_none=True)
+            policies = raw.get("policies", {}) or {}
+            for index, agent in enumerate(raw.get("agents", [])):
+                refs: list[str] = []
+                for ref_index, ref in enumerate(agent.get("watches", [])):
+                    if isinstance(ref, dict):
+                        name = ref["name"]
+                        existing = desired.watches.get(name)
+                        if existing is not None and existing["url"] != ref["url"]:
+                            line, column = bundle.locate(
+                                "agents.yaml", ("agents", index, "watches", ref_index)
+                            )
+                            problems.append(
+                                Problem(
+                                    file=agents_file,
+                                    line=line,
+                                    column=column,
+                                    path=f"agents[{index}].watches[{ref_index}]",
+                                    message=f"watch {name!r} is declared twice with different URLs",
+                                )
+                            )
+                        elif existing is None:
+                            desired.watches[name] = self._with_digest(
+                                {
+                                    "name": name,
+                                    "watch_type": ref["type"],
+                                    "url": ref["url"],
+                                    "headers": {},
+                                    "tags": [],
+                                    "interval_minutes": None,
+                                    "watch_set": None,
+                                    "path": agents_file,
+                                }
+                            )
+                        refs.append(name)
+                    else:
+                        refs.append(str(ref))
+                policy = agent.get("policy") or "notify-only"
+                values = {
+                    "key": agent["id"],
+                    "slug": agent.get("slug") or agent["id"],
+                    "name": agent.get("name"),
+                    "environment": agent.get("environment"),
+                    "policy": policy,
+                    "policy_rules": policies.get(policy) if policy not in PRESET_POLICIES else None,
+                    "runtime_webhook": agent.get("runtime_webhook"),
+                    "repo_ref": agent.get("repoRef"),
+                    "refs": refs,
+                    "path": agents_file,
+                }
+                desired.agents[agent["id"]] = self._with_digest(values)
+        return desired, problems
+
+    def _resolve_headers(
+        self, bundle: Bundle, file: str, where: tuple[Any, ...], declared: Mapping[str, Any]
+    ) -> tuple[dict[str, str], list[Problem]]:
+        headers: dict[str, str] = {}
+        problems: list[Problem] = []
+        for name, value in (declared.get("headers") or {}).items():
+            match = ENV_REFERENCE.match(str(value))
+            if match is None:
+                headers[name] = str(value)
+                continue
+            variable = match.group(1)
+            resolved = self.env.get(variable)
+            if resolved is None:
+                line, column = bundle.locate(file, (*where, name))
+                problems.append(
+                    Problem(
+                        file=file,
+                        line=line,
+                        column=column,
+                        path=".".join(str(p) for p in (*where, name)),
+                        message=(
+                            f"header {name!r} references ${{env:{variable}}}, which is not set "
+                            "in the controller's environment"
+                        ),
+                    )
+                )
+                continue
+            headers[name] = resolved
+        return headers, problems
+
+    def _with_digest(self, values: dict[str, Any]) -> dict[str, Any]:
+        # Keyed, so resolved secret header values never appear in the store, not even hashed
+        # with a plain hash; a rotated secret still changes the digest and updates the watch.
+        canonical = json.dumps(values, sort_keys=True, separators=(",", ":"), default=str)
+        values["digest"] = hmac.new(
+            self._digest_key, canonical.encode(), hashlib.sha256
+        ).hexdigest()
+        return values
+
+    # -- plan ------------------------------------------------------------------------------
+
+    def plan(
+        self, session: Session, source: str, org_id: str, desired: Desired
+    ) -> tuple[Plan, list[Problem]]:
+        plan = Plan()
+        conflicts: list[Problem] = []
+        for kind, model, key_column in (
+            ("templates", Template, Template.name),
+            ("watchSets", WatchSet, WatchSet.name),
+            ("watches", Watch, Watch.name),
+            ("agents", Agent, Agent.key),
+        ):
+            wanted = desired.of(kind)
+            rows = session.execute(
+                select(key_column, model.id, model.managed_source, model.managed_digest).where(
+                    model.org_id == org_id
+                )
+            ).all()
+            owned: dict[str, tuple[str, str | None]] = {}
+            for key, row_id, managed_source, digest in rows:
+                if managed_source == source:
+                    owned[key] = (row_id, digest)
+                elif key in wanted:
+                    owner = f"source {managed_source!r}" if managed_source else "the API (not git)"
+                    conflicts.append(
+                        Problem(
+                            file=wanted[key]["path"],
+                            line=1,
+                            column=1,
+                            path=kind,
+                            message=f"{_singular(kind)} {key!r} already exists, owned by {owner}",
+                        )
+                    )
+            if kind == "agents":
+                slugs = {v["slug"]: k for k, v in wanted.items()}
+                for slug, other_source in session.execute(
+                    select(Agent.slug, Agent.managed_source).where(
+                        Agent.org_id == org_id, Agent.slug.in_(list(slugs))
+                    )
+                ).all():
+                    if other_source != source:
+                        conflicts.append(
+                            Problem(
+                                file=wanted[slugs[slug]]["path"],
+                                line=1,
+                                column=1,
+                                path="agents",
+                                message=f"agent slug {slug!r} is already used in this org",
+                            )
+                        )
+            plan.current[kind] = owned
+            for key, values in wanted.items():
+                if key not in owned:
+                    plan.create[kind].append(key)
+                elif owned[key][1] != values["digest"]:
+                    plan.update[kind].append(key)
+            plan.prune[kind] = [key for key in owned if key not in wanted]
+        return plan, conflicts
+
+    # -- apply -----------------------------------------------------------------------------
+
+    def apply(
+        self,
+        session: Session,
+        spec: SourceSpec,
+        org_id: str,
+        revision: str,
+        desired: Desired,
+        plan: Plan,
+    ) -> None:
+        managed = {"managed_source": spec.name, "managed_revision": revision}
+        # Templates.
+        for name in plan.prune["templates"]:
+            session.delete(session.get_one(Template, plan.current["templates"][name][0]))
+        for name in plan.create["templates"] + plan.update["templates"]:
+            values = desired.templates[name]
+            template = (
+                session.get_one(Template, plan.current["templates"][name][0])
+                if name in plan.current["templates"]
+                else Template(org_id=org_id, name=name)
+            )
+            template.watch_type = values["watch_type"]
+            template.url_pattern = values["url_pattern"]
+            template.policy_preset = values["policy_preset"]
+            template.tags = values["tags"]
+            template.headers_ciphertext = (
+                self.box.encrypt_json(values["headers"]) if values["headers"] else None
+            )
+            template.header_names = sorted(values["headers"])
+            _mark(template, values, managed)
+            session.add(template)
+        # Watch sets (before watches, which point at them).
+        set_ids: dict[str, str] = {}
+        for name in plan.create["watchSets"] + plan.update["watchSets"]:
+            values = desired.watch_sets[name]
+            watch_set = (
+                session.get_one(WatchSet, plan.current["watchSets"][name][0])
+                if name in plan.current["watchSets"]
+                else WatchSet(org_id=org_id, name=name)
+            )
+            watch_set.environment = values["environment"]
+            watch_set.description = values["description"]
+            _mark(watch_set, values, managed)
+            session.add(watch_set)
+        session.flush()
+        if desired.watch_sets:
+            set_ids = dict(
+                session.execute(
+                    select(WatchSet.name, WatchSet.id).where(
+                        WatchSet.org_id == org_id, WatchSet.name.in_(list(desired.watch_sets))
+                    )
+                ).all()
+            )
+        # Watches.
+        for name in plan.prune["watches"]:
+            session.delete(session.get_one(Watch, plan.current["watches"][name][0]))
+        for name in plan.create["watches"] + plan.update["watches"]:
+            values = desired.watches[name]
+            existing = name in plan.current["watches"]
+            watch = (
+                session.get_one(Watch, plan.current["watches"][name][0])
+                if existing
+                else Watch(
+                    org_id=org_id,
+                    name=name,
+                    drift_status=DriftStatus.NEVER_RUN.value,
+                    open_breaking=0,
+                    open_warning=0,
+                    open_info=0,
+                    header_names=[],
+                )
+            )
+            if existing and watch.url != values["url"]:
+                # A different contract: the next check compares against a fresh baseline.
+                watch.etag = None
+                watch.last_modified = None
+                watch.source_hash = None
+            watch.watch_type = values["watch_type"]
+            watch.url = values["url"]
+            watch.interval_minutes = values["interval_minutes"] or DEFAULT_INTERVAL_MINUTES
+            watch.watch_set_id = set_ids.get(values["watch_set"]) if values["watch_set"] else None
+            set_headers(watch, values["headers"], self.box)
+            set_tags(watch, values["tags"])
+            _mark(watch, values, managed)
+            session.add(watch)
+        for name in plan.prune["watchSets"]:
+            session.delete(session.get_one(WatchSet, plan.current["watchSets"][name][0]))
+        session.flush()
+        # Agents and their bindings.
+        for key in plan.prune["agents"]:
+            session.delete(session.get_one(Agent, plan.current["agents"][key][0]))
+        changed_agents = plan.create["agents"] + plan.update["agents"]
+        if changed_agents:
+            lookup = _watch_lookup(
+                session,
+                org_id,
+                [ref for key in changed_agents for ref in desired.agents[key]["refs"]],
+            )
+            for key in changed_agents:
+                values = desired.agents[key]
+                agent = (
+                    session.get_one(Agent, plan.current["agents"][key][0])
+                    if key in plan.current["agents"]
+                    else Agent(org_id=org_id, key=key)
+                )
+                agent.slug = values["slug"]
+                agent.name = values["name"]
+                agent.environment = values["environment"]
+                agent.policy = values["policy"]
+                agent.policy_rules = values["policy_rules"]
+                agent.runtime_webhook = values["runtime_webhook"]
+                agent.repo_ref = values["repo_ref"]
+                agent.bindings = [
+                    AgentWatch(position=position, ref=ref, watch_id=lookup.get(ref))
+                    for position, ref in enumerate(values["refs"])
+                ]
+                _mark(agent, values, managed)
+                session.add(agent)
+        # Unchanged objects record the revision they were last confirmed at.
+        for model in (Template, WatchSet, Watch, Agent):
+            session.execute(
+                update(model)
+                .where(model.org_id == org_id, model.managed_source == spec.name)
+                .values(managed_revision=revision)
+                .execution_options(synchronize_session=False)
+            )
+        session.flush()
+        # Agents whose bindings pointed at something this revision created or removed.
+        self._rebind(session, spec.name, org_id)
+
+    def _rebind(self, session: Session, source: str, org_id: str) -> int:
+        """Resolve this source's bindings again when some point at nothing; returns how many
+        bindings changed."""
+        rows = session.execute(
+            select(AgentWatch.id, AgentWatch.ref)
+            .join(Agent, Agent.id == AgentWatch.agent_id)
+            .where(
+                Agent.org_id == org_id,
+                Agent.managed_source == source,
+                AgentWatch.watch_id.is_(None),
+            )
+        ).all()
+        if not rows:
+            return 0
+        lookup = _watch_lookup(session, org_id, [ref for _, ref in rows])
+        changed = 0
+        for binding_id, ref in rows:
+            watch_id = lookup.get(ref)
+            if watch_id is not None:
+                session.execute(
+                    update(AgentWatch)
+                    .where(AgentWatch.id == binding_id)
+                    .values(watch_id=watch_id)
+                    .execution_options(synchronize_session=False)
+                )
+                changed += 1
+        return changed
+
+    def _retry_bindings(self, source: str, org_id: str) -> None:
+        with self.database.session() as session:
+            pending = session.scalar(
+                select(AgentWatch.agent_id)
+                .join(Agent, Agent.id == AgentWatch.agent_id)
+                .where(
+                    Agent.org_id == org_id,
+                    Agent.managed_source == source,
+                    AgentWatch.watch_id.is_(None),
+                )
+                .limit(1)
+            )
+        if pending is None:
+            return
+        with self.database.transaction() as session:
+            self._rebind(session, source, org_id)
+
+    # -- status ----------------------------------------------------------------------------
+
+    def _ensure_source(self, spec: SourceSpec) -> str | None:
+        with self.database.transaction() as session:
+            org_id = session.scalar(
+                select(Org.id).where(or_(Org.id == spec.org, Org.name == spec.org))
+            )
+            source = session.get(Source, spec.name)
+            if source is None:
+                source = Source(name=spec.name, conditions=[], problems=[], runs=[], inventory={})
+                session.add(source)
+            source.org_id = org_id
+            source.url = redact_url(spec.url)
+            source.branch = spec.branch
+            source.path = spec.path
+            source.suspended = spec.suspend
+            return org_id
+
+    def _note_fetch(self, name: str, revision: str) -> None:
+        with self.database.transaction() as session:
+            session.execute(
+                update(Source)
+                .where(Source.name == name)
+                .values(last_fetched_revision=revision, last_fetched_at=utcnow())
+                .execution_options(synchronize_session=False)
+            )
+
+    def _record_run(self, spec: SourceSpec, result: RunResult) -> None:
+        now = utcnow()
+        with self.database.transaction() as session:
+            source = session.get(Source, spec.name)
+            if source is None:
+                return
+            run = {
+                "revision": result.revision,
+                "result": result.result,
+                "at": now.isoformat().replace("+00:00", "Z"),
+                "durationMs": result.duration_ms,
+                "message": result.message,
+                **(result.plan.counts() if result.plan else {}),
+            }
+            if (
+                result.result == "unchanged"
+                and source.runs
+                and source.runs[0]["result"] == run["result"]
+                and source.runs[0]["revision"] == run["revision"]
+            ):
+                # A no-op poll replaces the previous no-op instead of filling the history.
+                source.runs = [run, *source.runs[1:]]
+            else:
+                source.runs = [run, *source.runs][:RUNS_KEPT]
+            conditions = list(source.conditions or [])
+            if result.result in ("applied", "unchanged"):
+                if result.result == "applied":
+                    source.problems = []
+                    source.last_attempted_revision = result.revision
+                conditions = _set_condition(
+                    conditions,
+                    "Ready",
+                    "True",
+                    "Succeeded",
+                    f"applied revision {result.revision}",
+                    now,
+                )
+                conditions = _set_condition(conditions, "Stalled", "False", "Succeeded", "", now)
+            elif result.result == "stalled":
+                source.last_attempted_revision = result.revision
+                source.inventory = {
+                    "invalidFilesFor": _spec_digest(spec) if result.invalid_files else None
+                }
+                if result.problems:
+                    source.problems = [problem_dict(p) for p in result.problems]
+                first = str(result.problems[0]) if result.problems else result.message
+                more = f" (+{len(result.problems) - 1} more)" if len(result.problems) > 1 else ""
+                message = f"revision {result.revision}: {first}{more}"
+                conditions = _set_condition(
+                    conditions, "Ready", "False", "ValidationFailed", message, now
+                )
+                conditions = _set_condition(
+                    conditions, "Stalled", "True", "ValidationFailed", message, now
+                )
+            elif result.result == "failed":
+                conditions = _set_condition(
+                    conditions, "Ready", "False", "ReconciliationFailed", result.message, now
+                )
+            elif result.result == "suspended":
+                conditions = _set_condition(
+                    conditions,
+                    "Ready",
+                    _status_of(conditions, "Ready"),
+                    "Suspended",
+                    "reconciliation is suspended; the applied state keeps serving",
+                    now,
+                )
+            conditions = _set_condition(conditions, "Reconciling", "False", "Idle", "", now)
+            source.conditions = conditions
+            source.next_reconcile_at = None
+
+
+class _Refused(Exception):
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("refused")
+        self.problems = problems
+
+
+def _spec_digest(spec: SourceSpec) -> str:
+    """What a stalled revision was validated with: a changed source definition retries it."""
+    return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:16]
+
+
+def _remote(spec: SourceSpec) -> GitRemote:
+    return GitRemote(
+        url=spec.url,
+        branch=spec.branch,
+        token_env=spec.token_env,
+        ssh_key_file=spec.ssh_key_file,
+    )
+
+
+def problem_dict(problem: Problem) -> dict[str, Any]:
+    return {
+        "file": problem.file,
+        "line": problem.line,
+        "column": problem.column,
+        "path": problem.path,
+        "message": problem.message,
+    }
+
+
+def _mark(row: Any, values: Mapping[str, Any], managed: Mapping[str, Any]) -> None:
+    row.managed_source = managed["managed_source"]
+    row.managed_revision = managed["managed_revision"]
+    row.managed_path = values["path"]
+    row.managed_digest = values["digest"]
+
+
+def _singular(kind: str) -> str:
+    return {
+        "templates": "template",
+        "watchSets": "watch set",
+        "watches": "watch",
+        "agents": "agent",
+    }[kind]
+
+
+def _api_templates(session: Session, org_id: str) -> dict[str, Template]:
+    return {t.name: t for t in session.scalars(select(Template).where(Template.org_id == org_id))}
+
+
+def _template_values(
+    name: str | None,
+    declared: Mapping[str, dict[str, Any]],
+    api_templates: Mapping[str, Template],
+    box: SecretBox,
+) -> dict[str, Any]:
+    if name is None:
+        return {}
+    if name in declared:
+        return dict(declared[name])
+    if name in api_templates:
+        template = api_templates[name]
+        return {
+            "watch_type": template.watch_type,
+            "url_pattern": template.url_pattern,
+            "tags": list(template.tags or []),
+            "headers": box.decrypt_json(template.headers_ciphertext)
+            if template.headers_ciphertext
+            else {},
+        }
+    system = SYSTEM_TEMPLATES[name]
+    return {
+        "watch_type": system.watch_type,
+        "url_pattern": system.url_pattern,
+        "tags": list(system.tags),
+        "headers": {},
+    }
+
+
+def _watch_lookup(session: Session, org_id: str, refs: list[str]) -> dict[str, str]:
+    """Watch references (name, id or URL) -> watch id, within one org."""
+    if not refs:
+        return {}
+    wanted = list(dict.fromkeys(refs))
+    rows = session.execute(
+        select(Watch.id, Watch.name, Watch.url).where(
+            Watch.org_id == org_id,
+            or_(Watch.name.in_(wanted), Watch.id.in_(wanted), Watch.url.in_(wanted)),
+        )
+    ).all()
+    lookup: dict[str, str] = {}
+    for watch_id, _name, url in rows:
+        lookup.setdefault(url, watch_id)
+        lookup[watch_id] = watch_id
+    for watch_id, name, _url in rows:
+        lookup[name] = watch_id  # a name beats a URL that another watch also serves
+    return lookup
+
+
+def binding_conditions(bindings: list[AgentWatch]) -> list[dict[str, Any]]:
+    """The agent's `WatchesResolved` condition, computed when read: a reference that points
+    at nothing (never resolved, or its watch was deleted) fails the agent's preflight closed."""
+    missing = [b.ref for b in bindings if b.watch_id is None]
+    if not missing:
+        return [{"type": "WatchesResolved", "status": "True", "reason": "Resolved", "message": ""}]
+    return [
+        {
+            "type": "WatchesResolved",
+            "status": "False",
+            "reason": "WatchNotFound",
+            "message": "no watch matches: " + ", ".join(missing) + "; preflight blocks this agent",
+            "refs": missing,
+        }
+    ]
+
+
+def _condition(conditions: list[dict[str, Any]] | None, kind: str) -> dict[str, Any] | None:
+    return next((c for c in conditions or [] if c.get("type") == kind), None)
+
+
+def _status_of(conditions: list[dict[str, Any]], kind: str) -> str:
+    found = _condition(conditions, kind)
+    return str(found["status"]) if found else "Unknown"
+
+
+def _set_condition(
+    conditions: list[dict[str, Any]],
+    kind: str,
+    status: str,
+    reason: str,
+    message: str,
+    now: datetime,
+) -> list[dict[str, Any]]:
+    """Set a condition; `lastTransitionTime` moves only when the status changes."""
+    previous = _condition(conditions, kind)
+    transition = (
+        previous["lastTransitionTime"]
+        if previous is not None and previous.get("status") == status
+        else now.isoformat().replace("+00:00", "Z")
+    )
+    updated = {
+        "type": kind,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": transition,
+    }
+    others = [c for c in conditions if c.get("type") != kind]
+    order = {"Ready": 0, "Reconciling": 1, "Stalled": 2}
+    return sorted([*others, updated], key=lambda c: order.get(str(c.get("type")), 9))
+
+
+def _set_applied(session: Session, name: str, revision: str) -> None:
+    session.execute(
+        update(Source)
+        .where(Source.name == name)
+        .values(last_applied_revision=revision, last_applied_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )

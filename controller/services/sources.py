@@ -1,0 +1,218 @@
+"""Git sources as the API and the CLI show them: status of each configured source of an org,
+requests to reconcile one, and push webhooks that only enqueue.
+
+A source's definition lives in the controller's config file; its status lives in the store.
+Another org's source answers 404, exactly like a missing one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import Field
+from sqlalchemy import delete, func, insert, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from controller.errors import NotFound, Unauthorized
+from controller.model.base import ApiModel
+from controller.scheduler import request_reconcile
+from controller.settings import Settings, SourceSpec
+from controller.sources.git import redact_url
+from controller.store.models import Agent, HookDelivery, Org, Source, Template, Watch, WatchSet
+
+HOOK_DELIVERIES_KEPT = timedelta(days=7)
+
+
+class Condition(ApiModel):
+    type: str
+    status: str
+    reason: str
+    message: str
+    last_transition_time: str | None = None
+
+
+class SourceProblem(ApiModel):
+    file: str
+    line: int
+    column: int
+    path: str
+    message: str
+
+
+class SourceRun(ApiModel):
+    revision: str | None
+    result: str
+    at: str
+    duration_ms: int
+    message: str = ""
+    created: int | None = None
+    updated: int | None = None
+    pruned: int | None = None
+
+
+class SourceOut(ApiModel):
+    name: str
+    url: str
+    branch: str
+    path: str
+    interval_seconds: int
+    suspended: bool
+    allow_empty: bool
+    last_fetched_revision: str | None
+    last_attempted_revision: str | None
+    last_applied_revision: str | None
+    last_fetched_at: datetime | None
+    last_applied_at: datetime | None
+    conditions: list[Condition]
+    problems: list[SourceProblem]
+    runs: list[SourceRun]
+    inventory: dict[str, int] = Field(description="objects this source owns, by kind")
+
+
+class SourceList(ApiModel):
+    sources: list[SourceOut]
+
+
+class ReconcileQueued(ApiModel):
+    source: str
+    job_id: int
+
+
+class HookAccepted(ApiModel):
+    queued: list[str]
+    duplicate: bool = False
+
+
+def _org_sources(settings: Settings, session: Session, org_id: str) -> list[SourceSpec]:
+    org = session.get(Org, org_id)
+    if org is None:
+        return []
+    return [s for s in settings.sources if s.org in (org.id, org.name)]
+
+
+def list_sources(session: Session, settings: Settings, org_id: str) -> SourceList:
+    return SourceList(
+        sources=[_out(session, spec, org_id) for spec in _org_sources(settings, session, org_id)]
+    )
+
+
+def get_source(session: Session, settings: Settings, org_id: str, name: str) -> SourceOut:
+    spec = next((s for s in _org_sources(settings, session, org_id) if s.name == name), None)
+    if spec is None:
+        raise NotFound("Source not found")
+    return _out(session, spec, org_id)
+
+
+def queue_reconcile(
+    session: Session, settings: Settings, org_id: str, name: str, now: datetime
+) -> ReconcileQueued:
+    get_source(session, settings, org_id, name)
+    return ReconcileQueued(source=name, job_id=request_reconcile(session, name, now, "api"))
+
+
+def _out(session: Session, spec: SourceSpec, org_id: str) -> SourceOut:
+    row = session.get(Source, spec.name)
+    inventory = {}
+    for kind, model in (
+        ("templates", Template),
+        ("watchSets", WatchSet),
+        ("watches", Watch),
+        ("agents", Agent),
+    ):
+        inventory[kind] = int(
+            session.scalar(
+                select(func.count())
+                .select_from(model)
+                .where(model.org_id == org_id, model.managed_source == spec.name)
+            )
+            or 0
+        )
+    return SourceOut(
+        name=spec.name,
+        url=redact_url(spec.url),
+        branch=spec.branch,
+        path=spec.path,
+        interval_seconds=spec.interval,
+        suspended=spec.suspend,
+        allow_empty=spec.allow_empty,
+        last_fetched_revision=row.last_fetched_revision if row else None,
+        last_attempted_revision=row.last_attempted_revision if row else None,
+        last_applied_revision=row.last_applied_revision if row else None,
+        last_fetched_at=row.last_fetched_at if row else None,
+        last_applied_at=row.last_applied_at if row else None,
+        conditions=[Condition.model_validate(_camel(c)) for c in (row.conditions if row else [])],
+        problems=[SourceProblem.model_validate(p) for p in (row.problems if row else [])],
+        runs=[SourceRun.model_validate(_camel(r)) for r in (row.runs if row else [])],
+        inventory=inventory,
+    )
+
+
+def _camel(values: dict[str, Any]) -> dict[str, Any]:
+    return {_snake(k): v for k, v in values.items()}
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+
+
+# -- push webhooks -------------------------------------------------------------------------
+
+
+def verify_github_signature(secret: str | None, body: bytes, signature: str | None) -> None:
+    """`X-Hub-Signature-256: sha256=<hex HMAC of the body>`; anything else is 401."""
+    if not secret:
+        raise Unauthorized("push webhooks are not configured (github_webhook_secret)")
+    if not signature or not signature.startswith("sha256="):
+        raise Unauthorized("missing X-Hub-Signature-256")
+    expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(expected, signature.removeprefix("sha256=")):
+        raise Unauthorized("X-Hub-Signature-256 does not match the body")
+
+
+def accept_push(
+    session: Session,
+    settings: Settings,
+    delivery_id: str | None,
+    event: str | None,
+    payload: dict[str, Any],
+    now: datetime,
+) -> HookAccepted:
+    """Record the delivery once and queue the sources it concerns; never touches git."""
+    if delivery_id:
+        session.execute(
+            delete(HookDelivery).where(HookDelivery.received_at < now - HOOK_DELIVERIES_KEPT)
+        )
+        try:
+            with session.begin_nested():
+                session.execute(
+                    insert(HookDelivery).values(delivery_id=delivery_id[:100], received_at=now)
+                )
+        except IntegrityError:
+            return HookAccepted(queued=[], duplicate=True)
+    if event not in ("push", None):
+        return HookAccepted(queued=[])
+    repository = payload.get("repository") or {}
+    names = {
+        str(repository.get(key) or "").lower().removesuffix(".git").rstrip("/")
+        for key in ("clone_url", "ssh_url", "git_url", "html_url", "url", "full_name")
+    } - {""}
+    branch = str(payload.get("ref") or "").removeprefix("refs/heads/")
+    queued = []
+    for spec in settings.sources:
+        if spec.suspend or spec.branch != branch:
+            continue
+        if not any(_same_repository(spec.url, name) for name in names):
+            continue
+        request_reconcile(session, spec.name, now, "push")
+        queued.append(spec.name)
+    return HookAccepted(queued=queued)
+
+
+def _same_repository(url: str, name: str) -> bool:
+    clean = redact_url(url).lower().removesuffix(".git").rstrip("/")
+    return clean == name or clean.endswith("/" + name) or clean.endswith(":" + name)

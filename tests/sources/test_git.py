@@ -1,0 +1,402 @@
+"""The git cache against real repositories: by path, file://, git daemon, and loopback https."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pygit2
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from controller.errors import PermanentError, TemporaryError
+from controller.sources.git import (
+    STALE_LOCK_SECONDS,
+    GitCache,
+    GitError,
+    GitRemote,
+    cache_dir_name,
+    redact_url,
+)
+from tests.gitrepos import RepoBuilder, git_daemon, isolated_git_config
+
+TOKEN = "ghp_s3cr3t-token-value-0123456789"
+AGENTS = "agents:\n  - name: billing-bot\n"
+TEMPLATES = "templates: []\n"
+
+
+@pytest.fixture(autouse=True)
+def _no_machine_git_config(tmp_path: Path) -> Iterator[None]:
+    with isolated_git_config(tmp_path / "empty-git-config"):
+        yield
+
+
+@pytest.fixture
+def origin(tmp_path: Path) -> RepoBuilder:
+    builder = RepoBuilder(tmp_path / "remotes" / "config.git")
+    builder.commit(
+        {
+            ".driftgate/agents.yaml": AGENTS,
+            ".driftgate/templates.yaml": TEMPLATES,
+            ".driftgate/nested/ignored.yaml": "x: 1\n",
+            "README.md": "# config\n",
+        },
+        message="initial",
+    )
+    return builder
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> GitCache:
+    return GitCache(tmp_path / "data" / "git", env={"GIT_TOKEN": TOKEN})
+
+
+def reason_of(info: pytest.ExceptionInfo[GitError]) -> str:
+    return info.value.reason
+
+
+def test_fetch_by_path_reads_the_config_directory(cache: GitCache, origin: RepoBuilder) -> None:
+    outcome = cache.fetch("team-a", GitRemote(url=str(origin.path)))
+    assert outcome.fetched and outcome.revision == origin.head()
+    files = cache.read_directory("team-a", outcome.revision)
+    assert files == {"agents.yaml": AGENTS.encode(), "templates.yaml": TEMPLATES.encode()}
+    assert cache.revision_exists("team-a", outcome.revision)
+    assert cache.path_for("team-a").parent == cache.root
+    assert not (cache.path_for("team-a") / "config").read_text().count("url")  # anonymous
+
+
+def test_second_fetch_without_new_commits_downloads_nothing(
+    cache: GitCache, origin: RepoBuilder
+) -> None:
+    first = cache.fetch("team-a", GitRemote(url=origin.url))
+    again = cache.fetch("team-a", GitRemote(url=origin.url))
+    assert first.fetched and not again.fetched
+    assert again.revision == first.revision == origin.head()
+
+
+def test_new_commit_and_force_push_are_fetched(cache: GitCache, origin: RepoBuilder) -> None:
+    remote = GitRemote(url=origin.url)
+    first = cache.fetch("team-a", remote).revision
+
+    second = origin.commit(
+        {".driftgate/agents.yaml": "agents: []\n", ".driftgate/templates.yaml": None}
+    )
+    outcome = cache.fetch("team-a", remote)
+    assert outcome.fetched and outcome.revision == second
+    assert cache.read_directory("team-a", second) == {"agents.yaml": b"agents: []\n"}
+
+    rewritten = origin.commit({".driftgate/watch-sets.yaml": "watchSets: []\n"}, branch="rewrite")
+    origin.force_reset(rewritten)
+    outcome = cache.fetch("team-a", remote)
+    assert outcome.fetched and outcome.revision == rewritten
+    assert cache.read_directory("team-a", rewritten) == {"watch-sets.yaml": b"watchSets: []\n"}
+    # Earlier revisions stay readable: a status can still point at them.
+    assert cache.read_directory("team-a", first)["agents.yaml"] == AGENTS.encode()
+
+
+def test_other_branch_and_missing_branch(cache: GitCache, origin: RepoBuilder) -> None:
+    staging = origin.commit({".driftgate/agents.yaml": "agents: []\n"}, branch="staging")
+    assert cache.fetch("team-a", GitRemote(url=origin.url, branch="staging")).revision == staging
+    with pytest.raises(GitError) as info:
+        cache.fetch("team-a", GitRemote(url=origin.url, branch="nope"))
+    assert reason_of(info) == "branch_not_found" and isinstance(info.value, PermanentError)
+    assert "nope" in info.value.message
+    with pytest.raises(GitError) as invalid:
+        cache.fetch("team-a", GitRemote(url=origin.url, branch="bad..name"))
+    assert reason_of(invalid) == "branch_not_found"
+
+
+def test_missing_directory_file_in_its_place_and_unknown_revision(
+    cache: GitCache, origin: RepoBuilder
+) -> None:
+    revision = cache.fetch("team-a", GitRemote(url=origin.url)).revision
+    assert cache.read_directory("team-a", revision, "config") == {}
+    assert cache.read_directory("team-a", revision, ".driftgate/nested") == {
+        "ignored.yaml": b"x: 1\n"
+    }
+    assert set(cache.read_directory("team-a", revision, "")) == {"README.md"}
+    with pytest.raises(GitError) as file_instead:
+        cache.read_directory("team-a", revision, "README.md")
+    assert reason_of(file_instead) == "read_failed"
+
+    unknown = "0123456789abcdef0123456789abcdef01234567"
+    for name, rev in (("team-a", unknown), ("team-a", "HEAD"), ("never-fetched", revision)):
+        with pytest.raises(GitError) as info:
+            cache.read_directory(name, rev)
+        assert reason_of(info) == "read_failed"
+        assert not cache.revision_exists(name, rev)
+    blob = str(origin.repo.create_blob(b"not a commit"))
+    assert not cache.revision_exists("team-a", blob)
+
+
+def test_not_a_repository(cache: GitCache, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for url in (str(empty), empty.as_uri(), str(tmp_path / "missing")):
+        with pytest.raises(GitError) as info:
+            cache.fetch("team-a", GitRemote(url=url))
+        assert reason_of(info) == "not_a_repository", info.value.message
+        assert isinstance(info.value, PermanentError)
+
+
+def test_empty_remote_has_no_branch(cache: GitCache, tmp_path: Path) -> None:
+    RepoBuilder(tmp_path / "bare.git")
+    with pytest.raises(GitError) as info:
+        cache.fetch("team-a", GitRemote(url=str(tmp_path / "bare.git")))
+    assert reason_of(info) == "branch_not_found"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "",
+        "ftp://127.0.0.1/config.git",
+        "http://127.0.0.1:1/config.git",
+        "https://127.0.0.1:1/",
+        "https://127.0.0.1:bad/config.git",
+        "file://elsewhere/config.git",
+        "git@host:-oProxyCommand=x",
+        "https://127.0.0.1:1/config.git\nHost: evil",
+    ],
+)
+def test_invalid_urls(cache: GitCache, url: str) -> None:
+    with pytest.raises(GitError) as info:
+        cache.fetch("team-a", GitRemote(url=url))
+    assert reason_of(info) == "invalid_url"
+
+
+def test_password_in_url_is_refused_and_never_shown(cache: GitCache) -> None:
+    url = f"https://someone:{TOKEN}@127.0.0.1:1/config.git"
+    with pytest.raises(GitError) as info:
+        cache.fetch("team-a", GitRemote(url=url))
+    assert reason_of(info) == "invalid_url"
+    assert TOKEN not in str(info.value) and "someone" not in str(info.value)
+    assert "token_env" in str(info.value)
+
+
+def test_redact_url() -> None:
+    assert redact_url(f"https://u:{TOKEN}@example.com/a.git") == "https://example.com/a.git"
+    assert redact_url("ssh://git@example.com:22/a.git") == "ssh://example.com:22/a.git"
+    assert redact_url("git@example.com:org/a.git") == "example.com:org/a.git"
+    assert redact_url("/srv/git/a.git") == "/srv/git/a.git"
+
+
+def test_credentials_must_match_the_url_form(cache: GitCache, origin: RepoBuilder) -> None:
+    cases = [
+        (GitRemote(url=origin.url, token_env="GIT_TOKEN"), "invalid_url"),
+        (GitRemote(url=origin.url, ssh_key_file="/nonexistent/key"), "invalid_url"),
+        (
+            GitRemote(url="ssh://git@127.0.0.1:1/a.git", ssh_key_file="/nonexistent/key"),
+            "auth_failed",
+        ),
+        (GitRemote(url="git@127.0.0.1:a.git", ssh_known_hosts="/etc/ssh/known"), "auth_failed"),
+    ]
+    for remote, reason in cases:
+        with pytest.raises(GitError) as info:
+            cache.fetch("team-a", remote)
+        assert reason_of(info) == reason, info.value.message
+
+
+def test_missing_token_variable_is_a_clear_error(cache: GitCache) -> None:
+    remote = GitRemote(url="https://127.0.0.1:1/config.git", token_env="MISSING_TOKEN")
+    with pytest.raises(GitError) as info:
+        cache.fetch("team-a", remote)
+    assert reason_of(info) == "auth_failed"
+    assert "MISSING_TOKEN" in info.value.message and "not set" in info.value.message
+
+
+def test_unreachable_https_is_temporary_and_hides_the_token(cache: GitCache) -> None:
+    remote = GitRemote(url="https://127.0.0.1:1/config.git", token_env="GIT_TOKEN")
+    with pytest.raises(GitError) as info:
+        cache.fetch("team-a", remote)
+    assert reason_of(info) == "unreachable" and isinstance(info.value, TemporaryError)
+    assert TOKEN not in str(info.value) and "127.0.0.1" in str(info.value)
+
+
+def test_fetch_over_git_daemon(cache: GitCache, origin: RepoBuilder) -> None:
+    with git_daemon(origin.path.parent) as port:
+        remote = GitRemote(url=f"git://127.0.0.1:{port}/config.git")
+        outcome = cache.fetch("team-a", remote)
+        assert outcome.fetched and outcome.revision == origin.head()
+        assert "agents.yaml" in cache.read_directory("team-a", outcome.revision)
+        assert not cache.fetch("team-a", remote).fetched
+        newer = origin.commit({".driftgate/agents.yaml": "agents: []\n"})
+        assert cache.fetch("team-a", remote) == type(outcome)(revision=newer, fetched=True)
+        with pytest.raises(GitError) as info:
+            cache.fetch("team-b", GitRemote(url=f"git://127.0.0.1:{port}/missing.git"))
+        assert reason_of(info) == "not_a_repository", info.value.message
+
+
+def test_concurrent_fetches_of_one_source(cache: GitCache, origin: RepoBuilder) -> None:
+    remote = GitRemote(url=origin.url)
+    barrier = threading.Barrier(4)
+    results: list[object] = []
+
+    def fetch() -> None:
+        barrier.wait()
+        try:
+            results.append(cache.fetch("team-a", remote))
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            results.append(exc)
+
+    threads = [threading.Thread(target=fetch) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    revisions = {getattr(result, "revision", result) for result in results}
+    assert revisions == {origin.head()}
+    assert sum(getattr(result, "fetched", False) for result in results) == 1
+
+
+def test_lock_held_by_another_process_is_temporary(cache: GitCache, origin: RepoBuilder) -> None:
+    remote = GitRemote(url=origin.url)
+    cache.fetch("team-a", remote)
+    newer = origin.commit({".driftgate/agents.yaml": "agents: []\n"})
+    lock = cache.path_for("team-a") / "refs" / "heads" / "main.lock"
+    lock.write_text("")  # what a concurrent fetch in another process holds
+
+    with pytest.raises(GitError) as info:
+        cache.fetch("team-a", remote)
+    assert reason_of(info) == "unreachable" and isinstance(info.value, TemporaryError)
+    assert "locked" in info.value.message
+
+    old = time.time() - STALE_LOCK_SECONDS - 60
+    os.utime(lock, (old, old))  # a crashed process left it behind
+    assert cache.fetch("team-a", remote).revision == newer
+    assert not lock.exists()
+
+
+def test_cache_directory_names_stay_inside_the_root(tmp_path: Path) -> None:
+    cache = GitCache(tmp_path / "git")
+    names = ["team-a", "Team-A", "../../etc", ".", "..", "a/b", "a_b", "", "x" * 300, "ü"]
+    dirs = [cache_dir_name(name) for name in names]
+    assert len(set(dirs)) == len(names)
+    for directory in dirs:
+        assert "/" not in directory and not directory.startswith(".")
+        assert len(directory) < 80
+        assert cache.path_for("x").parent == cache.root
+    assert cache_dir_name("team-a").startswith("team-a-")
+
+
+# The retry cap: a loopback https server that rejects every credential.
+
+
+@dataclass
+class RejectingServer:
+    url: str
+    requests: list[str | None] = field(default_factory=list)
+
+
+@pytest.fixture(scope="session")
+def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """One throwaway self-signed certificate for 127.0.0.1, trusted by libgit2.
+
+    libgit2 keeps one trust store per process and can only add to it, hence one certificate
+    per session (a second one with the same subject would be looked up in its place).
+    """
+    cert_file, key_file = _self_signed_certificate(tmp_path_factory.mktemp("tls"))
+    pygit2.settings.set_ssl_cert_locations(str(cert_file), None)
+    return cert_file, key_file
+
+
+@contextmanager
+def rejecting_https_server(tls_files: tuple[Path, Path]) -> Iterator[RejectingServer]:
+    """Answers 401 + `WWW-Authenticate: Basic` to everything, over TLS."""
+    cert_file, key_file = tls_files
+    seen: list[str | None] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            seen.append(self.headers.get("Authorization"))
+            body = b"authentication required\n"
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="git"')
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        port = server.server_address[1]
+        yield RejectingServer(f"https://127.0.0.1:{port}/org/config.git", seen)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def _self_signed_certificate(tmp_path: Path) -> tuple[Path, Path]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "driftgate test")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = tmp_path / "server.pem", tmp_path / "server.key"
+    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_file, key_file
+
+
+def test_rejected_credentials_stop_after_two_attempts(
+    cache: GitCache, tls_files: tuple[Path, Path]
+) -> None:
+    with rejecting_https_server(tls_files) as server:
+        started = time.monotonic()
+        with pytest.raises(GitError) as info:
+            cache.fetch("team-a", GitRemote(url=server.url, token_env="GIT_TOKEN"))
+        elapsed = time.monotonic() - started
+    assert reason_of(info) == "auth_failed", info.value.message
+    assert "rejected" in info.value.message and TOKEN not in str(info.value)
+    with_credentials = [header for header in server.requests if header]
+    assert 1 <= len(with_credentials) <= 2
+    assert all(header.startswith("Basic ") for header in with_credentials)
+    assert elapsed < 10
+
+
+def test_https_without_token_asks_for_one(cache: GitCache, tls_files: tuple[Path, Path]) -> None:
+    with rejecting_https_server(tls_files) as server:
+        with pytest.raises(GitError) as info:
+            cache.fetch("team-a", GitRemote(url=server.url))
+    assert reason_of(info) == "auth_failed"
+    assert "token_env" in info.value.message

@@ -1,0 +1,420 @@
+"""Reconcile from real git repositories (made with pygit2 in tmp_path) into the real store."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from controller.crypto import load_secret_box
+from controller.reconcile import Reconciler, RunResult
+from controller.settings import Settings
+from controller.store.db import Database
+from controller.store.models import Agent, Source, Template, Watch, WatchSet
+from tests.conftest import OrgKey, make_settings
+from tests.gitrepos import RepoBuilder, git_daemon, isolated_git_config
+
+AGENTS = """\
+version: 1
+policies:
+  careful:
+    on_breaking: [block_new_runs]
+    require_ack_to_unblock: true
+agents:
+  - id: billing-agent
+    environment: production
+    policy: production-guard
+    watches:
+      - stripe-api
+      - github-mcp
+    repoRef: acme/billing@main
+  - id: triage-bot
+    environment: staging
+    policy: careful
+    watches:
+      - github-mcp
+"""
+
+TEMPLATES = """\
+version: 1
+templates:
+  - name: stripe
+    watchType: openapi
+    urlPattern: http://127.0.0.1:9/specs/stripe.json
+    tags: [vendor:stripe]
+"""
+
+WATCH_SETS = """\
+version: 1
+watchSets:
+  - name: production
+    environment: production
+    watches:
+      - name: stripe-api
+        template: stripe
+        tags: [env:prod]
+      - name: github-mcp
+        url: http://127.0.0.1:9/mcp
+        watchType: mcp
+        headers:
+          Authorization: ${env:GITHUB_TOKEN}
+"""
+
+FILES = {
+    ".driftgate/agents.yaml": AGENTS,
+    ".driftgate/templates.yaml": TEMPLATES,
+    ".driftgate/watch-sets.yaml": WATCH_SETS,
+}
+ENV = {"GITHUB_TOKEN": "Bearer ghp_secret_value_123"}
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Iterator[RepoBuilder]:
+    with isolated_git_config(tmp_path / "gitconfig"):
+        yield RepoBuilder(tmp_path / "remote.git")
+
+
+Make = Callable[..., tuple[Reconciler, Settings]]
+
+
+@pytest.fixture
+def make_reconciler(tmp_path: Path, database: Database) -> Make:
+    def make(
+        *sources: dict[str, Any], env: dict[str, str] | None = None
+    ) -> tuple[Reconciler, Settings]:
+        settings = make_settings(tmp_path, database_url=database.url, sources=list(sources))
+        box = load_secret_box(settings, create=True)
+        return Reconciler(settings, database, box, env=ENV if env is None else env), settings
+
+    return make
+
+
+def run(reconciler: Reconciler, settings: Settings, name: str = "fleet", **kw: Any) -> RunResult:
+    spec = settings.source(name)
+    assert spec is not None
+    return reconciler.reconcile(spec, **kw)
+
+
+def snapshot(database: Database) -> dict[str, Any]:
+    """Everything reconcile may touch, as plain values (to compare before and after)."""
+    with database.session() as session:
+        return {
+            "watches": sorted(
+                (w.name, w.url, w.watch_type, w.managed_source, tuple(w.tags))
+                for w in session.scalars(select(Watch))
+            ),
+            "agents": sorted(
+                (a.key, a.policy, tuple((b.ref, b.watch_id) for b in a.bindings))
+                for a in session.scalars(select(Agent))
+            ),
+            "templates": sorted(t.name for t in session.scalars(select(Template))),
+            "sets": sorted(s.name for s in session.scalars(select(WatchSet))),
+        }
+
+
+def source_row(database: Database, name: str = "fleet") -> Source:
+    with database.session() as session:
+        row = session.get(Source, name)
+        assert row is not None
+        return row
+
+
+def condition(row: Source, kind: str) -> dict[str, Any]:
+    return next(c for c in row.conditions if c["type"] == kind)
+
+
+def test_a_revision_is_applied_and_a_second_run_is_a_no_op(
+    repo: RepoBuilder, make_reconciler: Make, acme: OrgKey, database: Database
+) -> None:
+    sha = repo.commit(FILES)
+    reconciler, settings = make_reconciler({"name": "fleet", "org": "acme", "url": repo.url})
+    result = run(reconciler, settings)
+    assert result.result == "applied", result.as_dict()
+    assert result.plan is not None and result.plan.counts() == {
+        "created": 6,  # 1 template, 1 watch set, 2 watches, 2 agents
+        "updated": 0,
+        "pruned": 0,
+    }
+    state = snapshot(database)
+    assert [w[0] for w in state["watches"]] == ["github-mcp", "stripe-api"]
+    stripe = next(w for w in state["watches"] if w[0] == "stripe-api")
+    assert stripe[1] == "http://127.0.0.1:9/specs/stripe.json"  # from the template
+    assert stripe[4] == ("vendor:stripe", "env:prod")
+    with database.session() as session:
+        mcp = session.scalars(select(Watch).where(Watch.name == "github-mcp")).one()
+        assert mcp.managed_source == "fleet" and mcp.managed_revision == sha
+        assert mcp.managed_path == ".driftgate/watch-sets.yaml"
+        assert mcp.header_names == ["Authorization"]
+        assert "ghp_secret" not in (mcp.headers_ciphertext or "")
+        billing = session.scalars(select(Agent).where(Agent.key == "billing-agent")).one()
+        assert [b.watch_id is not None for b in billing.bindings] == [True, True]
+        triage = session.scalars(select(Agent).where(Agent.key == "triage-bot")).one()
+        assert triage.policy == "careful"
+        assert triage.policy_rules is not None
+    row = source_row(database)
+    assert row.last_fetched_revision == row.last_applied_revision == sha
+    assert condition(row, "Ready")["status"] == "True"
+    assert condition(row, "Stalled")["status"] == "False"
+
+    again = run(reconciler, settings)
+    assert again.result == "unchanged"
+    assert snapshot(database) == state
+
+
+def test_a_change_updates_and_prunes_only_what_changed(
+    repo: RepoBuilder, make_reconciler: Make, acme: OrgKey, database: Database
+) -> None:
+    repo.commit(FILES)
+    reconciler, settings = make_reconciler({"name": "fleet", "org": "acme", "url": repo.url})
+    run(reconciler, settings)
+    with database.session() as session:
+        stripe_id = session.scalars(select(Watch.id).where(Watch.name == "stripe-api")).one()
+    repo.commit(
+        {
+            ".driftgate/agents.yaml": AGENTS.replace(
+                "policy: production-guard", "policy: staging-strict"
+            ).replace(
+                "  - id: triage-bot\n    environment: staging\n    policy: careful\n"
+                "    watches:\n      - github-mcp\n",
+                "",
+            ),
+        }
+    )
+    result = run(reconciler, settings)
+    assert result.result == "applied", result.as_dict()
+    assert result.plan is not None
+    assert result.plan.as_dict()["update"] == {"agents": ["billing-agent"]}
+    assert result.plan.as_dict()["prune"] == {"agents": ["triage-bot"]}
+    with database.session() as session:
+        # The watch was not recreated: same id, its history stays.
+        assert (
+            session.scalars(select(Watch.id).where(Watch.name == "stripe-api")).one() == stripe_id
+        )
+        assert session.scalars(select(Agent.policy)).all() == ["staging-strict"]
+
+
+@pytest.mark.parametrize(
+    ("files", "where", "needle"),
+    [
+        (
+            {".driftgate/agents.yaml": "version: 1\nagents:\n  - id: [unclosed\n"},
+            "agents.yaml:4",
+            "invalid YAML",
+        ),
+        (
+            {".driftgate/agents.yaml": AGENTS.replace("policy: careful", "policy: reckless")},
+            "agents.yaml:16",
+            "reckless",
+        ),
+        (
+            {".driftgate/agents.yaml": AGENTS.replace("id: triage-bot", "id: billing-agent")},
+            "agents.yaml:14",
+            "billing-agent",
+        ),
+        (
+            {
+                ".driftgate/watch-sets.yaml": WATCH_SETS.replace(
+                    "${env:GITHUB_TOKEN}", "Bearer plain-secret"
+                )
+            },
+            "watch-sets.yaml:13",
+            "env:",
+        ),
+        (
+            {
+                ".driftgate/watch-sets.yaml": WATCH_SETS.replace(
+                    "template: stripe", "template: nope"
+                )
+            },
+            "watch-sets.yaml:7",
+            "nope",
+        ),
+    ],
+    ids=["invalid-yaml", "unknown-policy", "duplicate-id", "plain-secret", "unknown-template"],
+)
+def test_a_bad_commit_changes_nothing_and_stalls_with_file_and_line(
+    repo: RepoBuilder,
+    make_reconciler: Make,
+    acme: OrgKey,
+    database: Database,
+    files: dict[str, str],
+    where: str,
+    needle: str,
+) -> None:
+    good = repo.commit(FILES)
+    reconciler, settings = make_reconciler({"name": "fleet", "org": "acme", "url": repo.url})
+    assert run(reconciler, settings).result == "applied"
+    before = snapshot(database)
+    bad = repo.commit(files, message="bad")
+    result = run(reconciler, settings)
+    assert result.result == "stalled"
+    assert snapshot(database) == before
+    row = source_row(database)
+    assert row.last_applied_revision == good
+    assert row.last_attempted_revision == row.last_fetched_revision == bad
+    stalled = condition(row, "Stalled")
+    assert stalled["status"] == "True"
+    rendered = [f"{p['file']}:{p['line']}:{p['column']}: {p['message']}" for p in row.problems]
+    assert any(where in line and needle in line for line in rendered), rendered
+    assert condition(row, "Ready")["status"] == "False"
+    # The same bad revision is not validated again; a fixed commit recovers.
+    assert run(reconciler, settings).result == "stalled"
+    fixed = repo.commit(FILES, message="fix")
+    assert run(reconciler, settings).result == "applied"
+    row = source_row(database)
+    assert row.last_applied_revision == fixed and row.problems == []
+    assert condition(row, "Stalled")["status"] == "False"
+
+
+def test_a_missing_env_reference_stalls_without_echoing_values(
+    repo: RepoBuilder, make_reconciler: Make, acme: OrgKey, database: Database
+) -> None:
+    repo.commit(FILES)
+    reconciler, settings = make_reconciler(
+        {"name": "fleet", "org": "acme", "url": repo.url}, env={}
+    )
+    result = run(reconciler, settings)
+    assert result.result == "stalled"
+    assert "GITHUB_TOKEN" in str(result.problems[0]) and "watch-sets.yaml:13" in str(
+        result.problems[0]
+    )
+    assert snapshot(database)["watches"] == []
+
+
+def test_pruning_everything_needs_allow_empty(
+    repo: RepoBuilder, make_reconciler: Make, acme: OrgKey, database: Database
+) -> None:
+    repo.commit(FILES)
+    reconciler, settings = make_reconciler({"name": "fleet", "org": "acme", "url": repo.url})
+    run(reconciler, settings)
+    before = snapshot(database)
+    repo.commit({name: None for name in FILES}, message="remove everything")
+    result = run(reconciler, settings)
+    assert result.result == "stalled" and "allowEmpty" in str(result.problems[0])
+    assert snapshot(database) == before
+    reconciler, settings = make_reconciler(
+        {"name": "fleet", "org": "acme", "url": repo.url, "allowEmpty": True}
+    )
+    assert run(reconciler, settings).result == "applied"
+    assert snapshot(database) == {"watches": [], "agents": [], "templates": [], "sets": []}
+
+
+def test_an_unresolved_reference_is_a_condition_of_that_agent_only(
+    repo: RepoBuilder, make_reconciler: Make, acme: OrgKey, database: Database
+) -> None:
+    repo.commit(
+        {**FILES, ".driftgate/agents.yaml": AGENTS.replace("- stripe-api", "- not-a-watch")}
+    )
+    reconciler, settings = make_reconciler({"name": "fleet", "org": "acme", "url": repo.url})
+    assert run(reconciler, settings).result == "applied"
+    from controller.services.agents import get_agent, to_out
+
+    with database.session() as session:
+        billing = to_out(get_agent(session, acme.org_id, "billing-agent"))
+        triage = to_out(get_agent(session, acme.org_id, "triage-bot"))
+    assert [w.resolved for w in billing.watches] == [False, True]
+    assert billing.conditions[0]["status"] == "False"
+    assert "not-a-watch" in billing.conditions[0]["message"]
+    assert triage.conditions[0]["status"] == "True"
+
+
+def test_force_push_and_git_daemon(
+    tmp_path: Path, repo: RepoBuilder, make_reconciler: Make, acme: OrgKey, database: Database
+) -> None:
+    repo.commit(FILES)
+    with git_daemon(tmp_path) as port:
+        reconciler, settings = make_reconciler(
+            {"name": "fleet", "org": "acme", "url": f"git://127.0.0.1:{port}/remote.git"}
+        )
+        assert run(reconciler, settings).result == "applied"
+        # History rewritten: a new root commit without triage-bot replaces main.
+        repo.delete_branch("main")
+        rewritten = repo.commit(
+            {
+                **FILES,
+                ".driftgate/agents.yaml": AGENTS.split("  - id: triage-bot")[0],
+            },
+            message="rewritten",
+        )
+        result = run(reconciler, settings)
+    assert result.result == "applied", result.as_dict()
+    assert source_row(database).last_applied_revision == rewritten
+    assert [a[0] for a in snapshot(database)["agents"]] == ["billing-agent"]
+
+
+def test_two_sources_own_different_objects_and_cannot_take_each_others(
+    tmp_path: Path, make_reconciler: Make, acme: OrgKey, database: Database
+) -> None:
+    with isolated_git_config(tmp_path / "gitconfig"):
+        first = RepoBuilder(tmp_path / "first.git")
+        second = RepoBuilder(tmp_path / "second.git")
+        first.commit(FILES)
+        second.commit(
+            {
+                ".driftgate/watch-sets.yaml": "version: 1\nwatchSets:\n  - name: other\n"
+                "    watches:\n      - name: other-api\n        url: http://127.0.0.1:9/o.json\n"
+                "        watchType: openapi\n"
+            }
+        )
+        reconciler, settings = make_reconciler(
+            {"name": "fleet", "org": "acme", "url": first.url},
+            {"name": "other", "org": "acme", "url": second.url},
+        )
+        assert run(reconciler, settings, "fleet").result == "applied"
+        assert run(reconciler, settings, "other").result == "applied"
+        with database.session() as session:
+            owners = dict(session.execute(select(Watch.name, Watch.managed_source)).all())
+        assert owners == {"stripe-api": "fleet", "github-mcp": "fleet", "other-api": "other"}
+        # The second source now declares a watch the first one owns: refused, nothing changes.
+        before = snapshot(database)
+        second.commit(
+            {
+                ".driftgate/watch-sets.yaml": "version: 1\nwatchSets:\n  - name: other\n"
+                "    watches:\n      - name: stripe-api\n        url: http://127.0.0.1:9/o.json\n"
+                "        watchType: openapi\n"
+            }
+        )
+        result = run(reconciler, settings, "other")
+    assert result.result == "stalled"
+    assert "owned by source 'fleet'" in str(result.problems[0])
+    assert snapshot(database) == before
+
+
+def test_dry_run_prints_the_plan_and_changes_nothing(
+    repo: RepoBuilder, make_reconciler: Make, acme: OrgKey, database: Database
+) -> None:
+    repo.commit(FILES)
+    reconciler, settings = make_reconciler({"name": "fleet", "org": "acme", "url": repo.url})
+    result = run(reconciler, settings, dry_run=True)
+    assert result.result == "dry_run" and result.plan is not None
+    assert result.plan.as_dict()["create"]["agents"] == ["billing-agent", "triage-bot"]
+    assert snapshot(database)["watches"] == []
+    assert source_row(database).last_applied_revision is None
+
+
+def test_managed_objects_are_read_only_through_the_api(
+    repo: RepoBuilder,
+    make_reconciler: Make,
+    acme: OrgKey,
+    database: Database,
+    client: Any,
+) -> None:
+    repo.commit(FILES)
+    reconciler, settings = make_reconciler({"name": "fleet", "org": "acme", "url": repo.url})
+    run(reconciler, settings)
+    with database.session() as session:
+        watch_id = session.scalars(select(Watch.id).where(Watch.name == "stripe-api")).one()
+    response = client.patch(
+        f"/api/watches/{watch_id}", json={"intervalMinutes": 5}, headers=acme.headers
+    )
+    assert response.status_code == 409
+    assert response.get_json()["error"] == "managed_by_source"
+    listing = client.get("/api/agents", headers=acme.headers).get_json()
+    assert [a["id"] for a in listing["agents"]] == ["billing-agent", "triage-bot"]
+    one = client.get("/api/agents/billing-agent", headers=acme.headers).get_json()
+    assert one["managedBy"]["source"] == "fleet"
+    assert json.dumps(one).count("ghp_secret") == 0

@@ -1,0 +1,116 @@
+"""Git sources, their push webhooks, and the agents they declare (org-scoped)."""
+
+from __future__ import annotations
+
+import json
+
+from flask import request
+
+from controller.errors import ValidationFailed
+from controller.services import agents as agent_service
+from controller.services import sources as source_service
+from web.api import REGISTRY
+from web.routes import Call, Reply
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/sources",
+    summary="List git sources",
+    tag="sources",
+    responses={200: source_service.SourceList},
+)
+def list_sources(call: Call) -> source_service.SourceList:
+    """The org's git sources with their revisions, conditions, problems and last runs."""
+    return source_service.list_sources(call.session, call.settings, call.org_id)
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/sources/<name>",
+    summary="One git source",
+    tag="sources",
+    responses={200: source_service.SourceOut},
+)
+def get_source(call: Call) -> source_service.SourceOut:
+    """`lastFetchedRevision`, `lastAttemptedRevision`, `lastAppliedRevision`, conditions
+    `Ready` / `Reconciling` / `Stalled`, the problems of the last invalid revision with
+    file:line:column, and the last runs."""
+    return source_service.get_source(call.session, call.settings, call.org_id, call.path["name"])
+
+
+@REGISTRY.route(
+    "POST",
+    "/api/sources/<name>/reconcile",
+    summary="Request a reconcile",
+    tag="sources",
+    responses={202: source_service.ReconcileQueued},
+)
+def reconcile_source(call: Call) -> Reply:
+    """Queues a reconcile of the source now; the controller runs it (202)."""
+    queued = source_service.queue_reconcile(
+        call.session, call.settings, call.org_id, call.path["name"], call.now
+    )
+    return Reply(202, queued)
+
+
+@REGISTRY.route(
+    "POST",
+    "/hooks/github",
+    summary="GitHub push webhook",
+    tag="sources",
+    auth="none",
+    responses={202: source_service.HookAccepted},
+    errors=(401,),
+)
+def github_hook(call: Call) -> Reply:
+    """Verifies `X-Hub-Signature-256`, ignores a repeated `X-GitHub-Delivery`, queues the
+    sources of the pushed repository and branch, and answers 202 without touching git."""
+    body = request.get_data(cache=True)
+    secret = call.settings.github_webhook_secret
+    source_service.verify_github_signature(
+        secret.get_secret_value() if secret else None,
+        body,
+        request.headers.get("X-Hub-Signature-256"),
+    )
+    try:
+        payload = json.loads(body or b"{}")
+    except ValueError:
+        raise ValidationFailed("the webhook body is not JSON") from None
+    if not isinstance(payload, dict):
+        raise ValidationFailed("the webhook body must be a JSON object")
+    accepted = source_service.accept_push(
+        call.session,
+        call.settings,
+        request.headers.get("X-GitHub-Delivery"),
+        request.headers.get("X-GitHub-Event"),
+        payload,
+        call.now,
+    )
+    return Reply(202, accepted)
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/agents",
+    summary="List agents",
+    tag="agents",
+    responses={200: agent_service.AgentList},
+)
+def list_agents(call: Call) -> agent_service.AgentList:
+    """Agent bindings of the org: policy, watch references and whether each resolved."""
+    return agent_service.list_agents(call.session, call.org_id)
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/agents/<agent_id>",
+    summary="One agent binding",
+    tag="agents",
+    responses={200: agent_service.AgentOut},
+)
+def get_agent(call: Call) -> agent_service.AgentOut:
+    """The binding of the agent with this id or slug."""
+    return agent_service.to_out(
+        agent_service.get_agent(call.session, call.org_id, call.path["agent_id"])
+    )
