@@ -636,3 +636,8 @@ def sources_status(obj: Context, name: str) -> None:
         org = get_org(session, spec.org)
         out = source_service.get_source(session, settings, org.id, name)
         click.echo(out.model_dump_json(by_alias=True, indent=2))
+
+
+from cli.validate import validate  # noqa: E402  (a command of its own module)
+
+main.add_command(validate)

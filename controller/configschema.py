@@ -12,6 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
+from controller.model.gitops import AgentsFile, TemplatesFile, WatchSetsFile
 from controller.settings import Settings
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -37,8 +40,31 @@ def settings_schema() -> dict[str, Any]:
     }
 
 
+# `.driftgate/` file name -> schema file name and the model it is generated from.
+GITOPS_FILES: dict[str, tuple[str, type[BaseModel]]] = {
+    "agents.yaml": ("agents.schema.json", AgentsFile),
+    "templates.yaml": ("templates.schema.json", TemplatesFile),
+    "watch-sets.yaml": ("watch-sets.schema.json", WatchSetsFile),
+}
+
+
+def gitops_schema(file_name: str) -> dict[str, Any]:
+    """Schema of one `.driftgate/` file (`agents.yaml`, `templates.yaml`, `watch-sets.yaml`)."""
+    schema_name, model = GITOPS_FILES[file_name]
+    schema = model.model_json_schema(mode="validation")
+    return {
+        "$schema": SCHEMA_DIALECT,
+        "$id": f"https://driftgate.dev/schemas/{schema_name}",
+        **schema,
+        "title": f".driftgate/{file_name}",
+    }
+
+
 def all_schemas() -> dict[str, dict[str, Any]]:
-    return {"driftgate.schema.json": settings_schema()}
+    schemas = {"driftgate.schema.json": settings_schema()}
+    for file_name, (schema_name, _) in GITOPS_FILES.items():
+        schemas[schema_name] = gitops_schema(file_name)
+    return schemas
 
 
 def render(schema: dict[str, Any]) -> str:

@@ -159,6 +159,7 @@ class Settings(BaseModel):
 
 
 FIELDS = tuple(Settings.model_fields)
+FILE_ONLY = ("sources",)  # structured settings: the config file only, no environment variable
 
 
 def env_name(field: str) -> str:
@@ -193,7 +194,7 @@ def load_settings(
         values["config"] = path
     for field in FIELDS:
         name = env_name(field)
-        if name in environ and field not in ("config", "sources"):
+        if name in environ and field != "config" and field not in FILE_ONLY:
             values[field] = environ[name]
             origin[field] = name
     for field, value in overrides.items():

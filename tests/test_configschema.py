@@ -27,3 +27,17 @@ def test_example_config_validates() -> None:
         jsonschema.Draft202012Validator(schema).iter_errors({"port": "eighty", "colour": 1})
     )
     assert len(errors) == 2
+
+
+def test_every_schema_is_generated_and_committed() -> None:
+    committed = {path.name for path in (ROOT / "config-schema").glob("*.json")}
+    assert committed == set(all_schemas())
+    assert {"agents.schema.json", "templates.schema.json", "watch-sets.schema.json"} <= committed
+
+
+def test_example_gitops_files_validate() -> None:
+    for name in ("agents", "templates", "watch-sets"):
+        schema = all_schemas()[f"{name}.schema.json"]
+        jsonschema.Draft202012Validator.check_schema(schema)
+        example = yaml.safe_load((ROOT / "examples" / f"{name}.yaml").read_text(encoding="utf-8"))
+        jsonschema.validate(example, schema)

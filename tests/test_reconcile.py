@@ -84,9 +84,11 @@ Make = Callable[..., tuple[Reconciler, Settings]]
 @pytest.fixture
 def make_reconciler(tmp_path: Path, database: Database) -> Make:
     def make(
-        *sources: dict[str, Any], env: dict[str, str] | None = None
+        *sources: dict[str, Any], env: dict[str, str] | None = None, **extra: Any
     ) -> tuple[Reconciler, Settings]:
-        settings = make_settings(tmp_path, database_url=database.url, sources=list(sources))
+        settings = make_settings(
+            tmp_path, database_url=database.url, sources=list(sources), **extra
+        )
         box = load_secret_box(settings, create=True)
         return Reconciler(settings, database, box, env=ENV if env is None else env), settings
 
@@ -418,3 +420,106 @@ def test_managed_objects_are_read_only_through_the_api(
     one = client.get("/api/agents/billing-agent", headers=acme.headers).get_json()
     assert one["managedBy"]["source"] == "fleet"
     assert json.dumps(one).count("ghp_secret") == 0
+
+
+def test_sources_api_push_webhook_and_the_controller_job(
+    repo: RepoBuilder, make_reconciler: Make, acme: OrgKey, make_org: Any, database: Database
+) -> None:
+    import hashlib
+    import hmac
+
+    from controller.scheduler import Controller
+    from web.app import create_app
+
+    sha = repo.commit(FILES)
+    reconciler, settings = make_reconciler(
+        {"name": "fleet", "org": "acme", "url": repo.url, "branch": "main"},
+        github_webhook_secret="hook-secret",
+    )
+    client = create_app(settings, database=database).test_client()
+    other = make_org("other-org")
+
+    # Before any run: the source is listed, nothing applied yet; another org cannot see it.
+    listed = client.get("/api/sources", headers=acme.headers).get_json()["sources"]
+    assert [s["name"] for s in listed] == ["fleet"] and listed[0]["lastAppliedRevision"] is None
+    assert client.get("/api/sources/fleet", headers=other.headers).status_code == 404
+    assert client.get("/api/sources", headers=other.headers).get_json() == {"sources": []}
+
+    # A signed push for the repository queues the source (202), once per delivery id.
+    body = json.dumps({"ref": "refs/heads/main", "repository": {"clone_url": repo.url}}).encode()
+    signature = "sha256=" + hmac.new(b"hook-secret", body, hashlib.sha256).hexdigest()
+    headers = {
+        "X-Hub-Signature-256": signature,
+        "X-GitHub-Delivery": "delivery-1",
+        "X-GitHub-Event": "push",
+        "Content-Type": "application/json",
+    }
+    bad = client.post(
+        "/hooks/github", data=body, headers={**headers, "X-Hub-Signature-256": "sha256=00"}
+    )
+    assert bad.status_code == 401
+    first = client.post("/hooks/github", data=body, headers=headers)
+    assert first.status_code == 202 and first.get_json() == {
+        "queued": ["fleet"],
+        "duplicate": False,
+    }
+    again = client.post("/hooks/github", data=body, headers=headers)
+    assert again.status_code == 202 and again.get_json()["duplicate"] is True
+    with database.session() as session:  # the webhook never touched git
+        assert session.get(Source, "fleet") is None
+
+    # The controller runs the queued reconcile job.
+    box = load_secret_box(settings, create=True)
+    controller = Controller(settings, database, box, env=ENV)
+    try:
+        controller.run_until_done(timeout=20)
+    finally:
+        controller.stop(grace=5)
+    status = client.get("/api/sources/fleet", headers=acme.headers).get_json()
+    assert status["lastAppliedRevision"] == sha
+    assert {c["type"]: c["status"] for c in status["conditions"]}["Ready"] == "True"
+    assert status["inventory"] == {"templates": 1, "watchSets": 1, "watches": 2, "agents": 2}
+    assert [r["result"] for r in status["runs"]][-1] == "applied"
+    queued = client.post("/api/sources/fleet/reconcile", headers=acme.headers)
+    assert queued.status_code == 202 and queued.get_json()["source"] == "fleet"
+    assert client.post("/api/sources/fleet/reconcile", headers=other.headers).status_code == 404
+
+
+def test_an_apply_that_dies_halfway_leaves_the_previous_state(
+    repo: RepoBuilder,
+    make_reconciler: Make,
+    acme: OrgKey,
+    database: Database,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import controller.reconcile as module
+
+    good = repo.commit(FILES)
+    reconciler, settings = make_reconciler({"name": "fleet", "org": "acme", "url": repo.url})
+    run(reconciler, settings)
+    before = snapshot(database)
+    repo.commit(
+        {
+            ".driftgate/watch-sets.yaml": WATCH_SETS.replace("tags: [env:prod]", "tags: [env:p2]")
+            + "      - name: third\n        url: http://127.0.0.1:9/t.json\n"
+            "        watchType: openapi\n"
+        }
+    )
+    calls: list[str] = []
+    real = module.set_tags
+
+    def dies_on_second_watch(watch: Any, tags: list[str]) -> None:
+        calls.append(watch.name)
+        if len(calls) == 2:
+            raise RuntimeError("killed")
+        real(watch, tags)
+
+    monkeypatch.setattr(module, "set_tags", dies_on_second_watch)
+    with pytest.raises(RuntimeError):
+        run(reconciler, settings)
+    assert len(calls) == 2  # it died with one watch already written in the transaction
+    assert snapshot(database) == before
+    assert source_row(database).last_applied_revision == good
+    monkeypatch.setattr(module, "set_tags", real)
+    assert run(reconciler, settings).result == "applied"
+    assert "third" in [w[0] for w in snapshot(database)["watches"]]

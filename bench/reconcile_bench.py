@@ -1,0 +1,139 @@
+"""Benchmark of the reconcile loop: a generated repository with 1,000 agents and 5,000 watches.
+
+For SQLite and then Postgres: a cold reconcile (everything created), a no-op reconcile of the
+unchanged revision, and a commit that changes one agent. Each figure is the wall time of
+`Reconciler.reconcile` (fetch from a local repository, read, validate, plan, apply, status).
+Run: `python bench/reconcile_bench.py [--agents N] [--watches N] [--postgres URL]`.
+Figures go to docs/performance.md; nothing here fails on a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from sqlalchemy import create_engine, text  # noqa: E402
+from sqlalchemy.engine import make_url  # noqa: E402
+
+from controller.crypto import load_secret_box  # noqa: E402
+from controller.reconcile import Reconciler  # noqa: E402
+from controller.services import orgs as org_service  # noqa: E402
+from controller.settings import load_settings  # noqa: E402
+from controller.store import migrate  # noqa: E402
+from controller.store.db import Database  # noqa: E402
+from tests.gitrepos import RepoBuilder, isolated_git_config  # noqa: E402
+
+SECRET = "benchmark-secret-key-0123456789"
+SETS = 50
+
+
+def files(agents: int, watches: int, policy_of_first: str = "production-guard") -> dict[str, str]:
+    per_set = max(1, watches // SETS)
+    sets = ["version: 1", "watchSets:"]
+    for s in range(SETS):
+        sets += [f"  - name: set-{s}", "    environment: production", "    watches:"]
+        for w in range(per_set):
+            n = s * per_set + w
+            sets += [
+                f"      - name: api-{n}",
+                f"        url: https://api{n}.example.com/openapi.json",
+                "        watchType: openapi",
+                f"        tags: [team:{s}]",
+            ]
+    lines = ["version: 1", "agents:"]
+    total = per_set * SETS
+    for a in range(agents):
+        policy = policy_of_first if a == 0 else "staging-strict"
+        refs = "".join(f"\n      - api-{(a * 5 + k) % total}" for k in range(5))
+        lines += [
+            f"  - id: agent-{a}",
+            "    environment: production",
+            f"    policy: {policy}",
+            f"    watches:{refs}",
+        ]
+    return {
+        ".driftgate/watch-sets.yaml": "\n".join(sets) + "\n",
+        ".driftgate/agents.yaml": "\n".join(lines) + "\n",
+    }
+
+
+def bench(
+    label: str, url: str, work: Path, agents: int, watches: int
+) -> list[tuple[str, float, str]]:
+    database = Database(url)
+    migrate.upgrade(database)
+    with database.transaction() as session:
+        org_service.create_org(session, "bench", "pro", actor="bench")
+    repo_path = work / f"{label}.git"
+    repo = RepoBuilder(repo_path)
+    repo.commit(files(agents, watches))
+    settings = load_settings(
+        env={"DRIFTGATE_DATA_DIR": str(work / label), "DRIFTGATE_SECRET_KEY": SECRET},
+        database_url=url,
+        sources=[{"name": "bench", "org": "bench", "url": str(repo_path)}],
+    )
+    reconciler = Reconciler(settings, database, load_secret_box(settings, create=True), env={})
+    spec = settings.sources[0]
+    rows: list[tuple[str, float, str]] = []
+    for name, change in (
+        ("cold", None),
+        ("no-op", None),
+        ("one agent changed", "notify-only"),
+    ):
+        if change is not None:
+            repo.commit(files(agents, watches, policy_of_first=change))
+        started = time.perf_counter()
+        result = reconciler.reconcile(spec)
+        elapsed = time.perf_counter() - started
+        counts = result.plan.counts() if result.plan else {}
+        rows.append((name, elapsed, f"{result.result} {counts}"))
+    database.dispose()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--agents", type=int, default=1000)
+    parser.add_argument("--watches", type=int, default=5000)
+    parser.add_argument("--postgres", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--stores", default="sqlite,postgres")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="driftgate-reconcile-bench-"))
+    results: list[tuple[str, str, float, str]] = []
+    with isolated_git_config(work / "gitconfig"):
+        if "sqlite" in args.stores:
+            for row in bench(
+                "sqlite", f"sqlite:///{work / 'bench.db'}", work, args.agents, args.watches
+            ):
+                results.append(("sqlite", *row))
+        if "postgres" in args.stores:
+            admin = create_engine(args.postgres, isolation_level="AUTOCOMMIT")
+            name = f"driftgate_rbench_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+            with admin.connect() as conn:
+                conn.execute(text(f'CREATE DATABASE "{name}"'))
+            try:
+                url = (
+                    make_url(args.postgres).set(database=name).render_as_string(hide_password=False)
+                )
+                for row in bench("postgres", url, work, args.agents, args.watches):
+                    results.append(("postgres", *row))
+            finally:
+                with admin.connect() as conn:
+                    conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    print(f"{args.agents} agents, {args.watches} watches in {SETS} watch sets")
+    print("store | run | seconds | result")
+    for store, run, seconds, outcome in results:
+        print(f"{store} | {run} | {seconds * 1000:.0f} ms | {outcome}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,725 @@
+"""Loading a `.driftgate/` directory: from file bytes to models, or to problems with positions.
+
+A commit that breaks a file must change nothing and say exactly where it is wrong. So the
+loader is pure (bytes in, a `Bundle` out: no database, git or network) and reports every
+problem it finds at once, each as `file:line:column: message`:
+
+1. parse the YAML into nodes that keep their marks (duplicate keys, bounded aliases);
+2. validate each file against its JSON Schema (generated from the models), every error;
+3. build the pydantic models (the truth) for the files that passed;
+4. check what a schema cannot see: unique ids, names and slugs, known policies and templates.
+
+Messages never echo header values (they may be secrets) or URLs (they may carry tokens).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from functools import cache
+from typing import Any, TypeVar
+
+import yaml
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+from jsonschema.exceptions import ValidationError as SchemaError  # type: ignore[import-untyped]
+from pydantic import BaseModel
+from pydantic import ValidationError as ModelError
+
+from controller.configschema import gitops_schema
+from controller.model.gitops import (
+    ENV_VALUE_PATTERN,
+    ENVIRONMENT_PATTERN,
+    HEADER_VALUE_PATTERN,
+    HTTPS_URL_PATTERN,
+    POLICY_PRESETS,
+    REPO_REF_PATTERN,
+    SECRET_MESSAGE,
+    SLUG_PATTERN,
+    URL_TEMPLATE_PATTERN,
+    VERSION,
+    AgentsFile,
+    InlineWatch,
+    Template,
+    TemplatesFile,
+    WatchSetEntry,
+    WatchSetsFile,
+)
+from controller.model.watch import NAME_PATTERN, URL_PATTERN, explain_bad_name, explain_bad_url
+
+FILES = ("agents.yaml", "templates.yaml", "watch-sets.yaml")
+MAX_FILE_BYTES = 1_048_576
+MAX_NODES = 100_000  # after alias expansion: a few aliases must not become a billion nodes
+MAX_DEPTH = 64
+
+JsonPath = tuple[str | int, ...]
+M = TypeVar("M", bound=BaseModel)
+Position = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong in a `.driftgate/` file, at a 1-based line and column."""
+
+    file: str
+    line: int
+    column: int
+    message: str
+    path: str = ""  # JSON path of the offending value, e.g. agents[2].policy
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}: {self.message}"
+
+
+@dataclass
+class Positions:
+    """Where each value (and each mapping key) of one file starts."""
+
+    values: dict[JsonPath, Position] = field(default_factory=dict)
+    keys: dict[JsonPath, Position] = field(default_factory=dict)
+
+    def find(self, path: Sequence[str | int], *, key: bool = False) -> Position:
+        """Position of the value (or key) at `path`, else of its nearest known ancestor."""
+        path = tuple(path)
+        if key and path in self.keys:
+            return self.keys[path]
+        while path:
+            if path in self.values:
+                return self.values[path]
+            path = path[:-1]
+        return self.values.get((), (1, 1))
+
+
+@dataclass
+class Bundle:
+    """The models of a `.driftgate/` directory and every problem found in it.
+
+    A model is None when its file is absent or failed to parse or validate. Apply nothing
+    unless `problems` is empty: cross-reference problems leave the models in place.
+    """
+
+    agents: AgentsFile | None = None
+    templates: TemplatesFile | None = None
+    watch_sets: WatchSetsFile | None = None
+    problems: list[Problem] = field(default_factory=list)
+    positions: dict[str, Positions] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def locate(self, file: str, path: Sequence[str | int], *, key: bool = False) -> Position:
+        """Line and column (1-based) of the value at `path` in `file` (a base name such as
+        `agents.yaml`); (1, 1) when the file or path is unknown."""
+        positions = self.positions.get(file.rsplit("/", 1)[-1])
+        return positions.find(path, key=key) if positions else (1, 1)
+
+
+def load_bundle(
+    files: Mapping[str, bytes],
+    *,
+    directory: str = ".driftgate",
+    known_templates: Collection[str] = (),
+) -> Bundle:
+    """Parse, validate and cross-check the files of a `.driftgate/` directory.
+
+    `files` maps base names to contents; names other than FILES are ignored, except near
+    misses such as `agents.yml`, which are reported. `known_templates` are template names
+    that exist outside templates.yaml (built-in or org templates). Problems name files as
+    `<directory>/<name>`.
+    """
+    misnamed = [
+        Problem(
+            _join(directory, name),
+            1,
+            1,
+            f"did you mean {meant}? driftgate reads only " + ", ".join(FILES),
+        )
+        for name in sorted(files)
+        if name not in FILES and (meant := _meant_file(name))
+    ]
+    documents = {
+        name: _parse(name, _join(directory, name), files[name]) for name in FILES if name in files
+    }
+    bundle = Bundle(
+        agents=_validate(documents.get("agents.yaml"), AgentsFile),
+        templates=_validate(documents.get("templates.yaml"), TemplatesFile),
+        watch_sets=_validate(documents.get("watch-sets.yaml"), WatchSetsFile),
+        positions={
+            name: document.positions
+            for name, document in documents.items()
+            if document.positions is not None
+        },
+    )
+    _Checks(documents, set(known_templates)).run(bundle)
+    found = misnamed + [problem for document in documents.values() for problem in document.problems]
+    bundle.problems = sorted(set(found), key=lambda p: (p.file, p.line, p.column, p.message))
+    return bundle
+
+
+# Step 1: YAML with positions
+
+
+@dataclass
+class _Document:
+    name: str  # base name, e.g. agents.yaml
+    file: str  # as shown in problems, e.g. .driftgate/agents.yaml
+    data: Any = None
+    positions: Positions | None = None
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def parsed(self) -> bool:
+        return self.positions is not None
+
+    def report(self, path: Sequence[str | int], message: str, *, key: bool = False) -> None:
+        line, column = (self.positions or Positions()).find(path, key=key)
+        self.problems.append(Problem(self.file, line, column, message, json_path(path)))
+
+    def report_at(
+        self, line: int, column: int, message: str, path: Sequence[str | int] = ()
+    ) -> None:
+        self.problems.append(Problem(self.file, line, column, message, json_path(path)))
+
+
+class _Unreadable(Exception):
+    def __init__(self, mark: yaml.Mark | None, message: str, path: JsonPath = ()) -> None:
+        super().__init__(message)
+        self.mark = mark
+        self.message = message
+        self.path = path
+
+
+_FastLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _parse(name: str, file: str, raw: bytes) -> _Document:
+    document = _Document(name, file)
+    if len(raw) > MAX_FILE_BYTES:
+        document.report_at(1, 1, f"the file is larger than {MAX_FILE_BYTES // 1_048_576} MiB")
+        return document
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        document.report_at(line, column, "the file is not UTF-8 text")
+        return document
+    try:
+        yaml.reader.Reader(text)  # checks for unprintable characters at once
+        # libyaml when PyYAML has it (about 10x faster on large files), same nodes and marks.
+        loader = _FastLoader(text)
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        document.report_at(line, column, "invalid YAML: a control character is not allowed")
+        return document
+    positions = Positions()
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            document.report_at(1, 1, f"the file is empty: start it with `version: {VERSION}`")
+            return document
+        document.data = _Builder(loader, positions, document).build(node, (), 0)
+        document.positions = positions
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "cannot parse"
+        if problem.startswith("but ") and exc.context:
+            problem = f"{exc.context}, {problem}"
+        document.report_at(*_position(mark), f"invalid YAML: {problem}")
+    except yaml.YAMLError as exc:
+        document.report_at(1, 1, f"invalid YAML: {exc}")
+    except _Unreadable as exc:
+        if exc.path:  # the top-level key whose value is too big or too deep
+            document.report_at(*positions.find(exc.path[:1], key=True), exc.message)
+        else:
+            document.report_at(*_position(exc.mark), exc.message)
+    finally:
+        loader.dispose()
+    return document
+
+
+class _Builder:
+    """Turns composed YAML nodes into plain data, recording where every value starts."""
+
+    def __init__(self, loader: Any, positions: Positions, document: _Document):
+        self.loader = loader
+        self.positions = positions
+        self.document = document
+        self.count = 0
+        self.merged: dict[int, set[int]] = {}  # mapping node -> ids of keys merged by `<<`
+
+    def build(self, node: yaml.Node, path: JsonPath, depth: int) -> Any:
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise _Unreadable(node.start_mark, f"too many values (more than {MAX_NODES})", path)
+        if depth > MAX_DEPTH:
+            raise _Unreadable(node.start_mark, f"nested deeper than {MAX_DEPTH} levels", path)
+        self.positions.values[path] = _position(node.start_mark)
+        if isinstance(node, yaml.ScalarNode):
+            return self.loader.construct_object(node)
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, (*path, i), depth + 1) for i, item in enumerate(node.value)]
+        assert isinstance(node, yaml.MappingNode)
+        return self._mapping(node, path, depth)
+
+    def _mapping(self, node: yaml.MappingNode, path: JsonPath, depth: int) -> dict[str, Any]:
+        if id(node) not in self.merged:  # an alias visits the same node again
+            written = {id(key) for key, _ in node.value}
+            self.loader.flatten_mapping(node)
+            self.merged[id(node)] = {id(key) for key, _ in node.value} - written
+        merged = self.merged[id(node)]
+        result: dict[str, Any] = {}
+        first: dict[str, yaml.Node] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise _Unreadable(key_node.start_mark, "a key must be a plain string")
+            key = str(key_node.value)
+            if key in first and id(key_node) not in merged and id(first[key]) not in merged:
+                line = first[key].start_mark.line + 1
+                self.document.report_at(
+                    *_position(key_node.start_mark),
+                    f"duplicate key {key!r} (first at line {line})",
+                    (*path, key),
+                )
+            first.setdefault(key, key_node)
+            child = (*path, key)
+            self.positions.keys[child] = _position(key_node.start_mark)
+            result[key] = self.build(value_node, child, depth + 1)
+        return result
+
+
+def _position(mark: yaml.Mark | None) -> Position:
+    return (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+
+
+# Steps 2 and 3: schema, then models
+
+
+@cache
+def _validator(name: str) -> Draft202012Validator:
+    return Draft202012Validator(gitops_schema(name))
+
+
+def _validate(document: _Document | None, model: type[M]) -> M | None:
+    """Schema-check a parsed document and build its model; None when anything is wrong."""
+    if document is None or not document.parsed:
+        return None
+    data = document.data
+    if isinstance(data, dict) and isinstance(data.get("version"), int):
+        version = data["version"]
+        if version != VERSION and not isinstance(version, bool):
+            document.report(
+                ("version",), f"unsupported version {version}: only version {VERSION} exists"
+            )
+            return None
+    clean = not document.problems
+    before = len(document.problems)
+    _explain_schema_errors(document, _validator(document.name).iter_errors(data))
+    if len(document.problems) > before or not clean:
+        return None
+    try:
+        return model.model_validate(data)
+    except ModelError as exc:
+        for error in exc.errors():
+            path = _data_path(data, error["loc"])
+            message = str(error["msg"]).removeprefix("Value error, ")
+            document.report(path, f"{_subject(path)}: {message}")
+        return None
+
+
+def _data_path(data: Any, loc: Sequence[str | int]) -> JsonPath:
+    # pydantic's loc also names union members ('str', 'InlineWatch'); keep what is in the data.
+    path: list[str | int] = []
+    for part in loc:
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        else:
+            continue
+        path.append(part)
+    return tuple(path)
+
+
+_PRIORITY = {"type": 0, "const": 1, "enum": 1}
+
+
+def _explain_schema_errors(document: _Document, errors: Iterator[SchemaError]) -> None:
+    """Report schema errors; of several about one value, the most basic (type first)."""
+    found: dict[tuple[JsonPath, bool, str], tuple[int, str]] = {}
+    for error in errors:
+        for path, message, key, slot in _explain(error):
+            rank = _PRIORITY.get(str(error.validator), 2)
+            where = (path, key, slot)
+            if where not in found or rank < found[where][0]:
+                found[where] = (rank, message)
+    for (path, key, _), (_, message) in found.items():
+        document.report(path, message, key=key)
+
+
+def _explain(error: SchemaError) -> Iterator[tuple[JsonPath, str, bool, str]]:
+    """(path, message, at the key?, slot) for one schema error; slot separates distinct
+    errors at one path (each missing key, each unknown key)."""
+    path: JsonPath = tuple(error.absolute_path)
+    kind = str(error.validator)
+    instance = error.instance
+    subject = _subject(path)
+    if "propertyNames" in error.absolute_schema_path:
+        yield (*_bad_key(path, str(instance), kind), True, "")
+    elif kind in ("anyOf", "oneOf"):
+        yield from _explain_alternatives(error, path)
+    elif kind == "required":
+        otherwise = "else" in error.absolute_schema_path
+        for name in error.validator_value:
+            if isinstance(instance, dict) and name not in instance:
+                message = f"missing required key {name!r}"
+                if otherwise:
+                    message = f"missing {name!r}: give template, or url and watchType"
+                yield path + (name,), message, False, f"required:{name}"
+    elif kind == "additionalProperties" and error.validator_value is False:
+        known = list(error.schema.get("properties", {}))
+        for name in instance:
+            if name not in known:
+                yield path + (name,), _unknown_key(name, known), True, f"unknown:{name}"
+    elif kind == "not" and isinstance(error.validator_value, dict):
+        for name in error.validator_value.get("required", []):
+            message = f"{name} comes from the template; remove it"
+            yield path + (name,), message, True, ""
+    elif kind == "type":
+        yield path, _wrong_type(subject, instance, error.validator_value), False, ""
+    elif kind == "const" and path == ("version",):
+        yield path, f"unsupported version: only version {VERSION} exists", False, ""
+    elif kind == "enum":
+        options = ", ".join(str(option) for option in error.validator_value)
+        shown = f", not {_show(instance)}" if _is_showable(path, instance) else ""
+        yield path, f"{subject} must be one of {options}{shown}", False, ""
+    elif kind == "pattern" and error.validator_value == ENV_VALUE_PATTERN:
+        yield path, f"{subject}: {_bad_secret(instance)}", False, ""
+    elif kind == "pattern":
+        yield path, f"{subject} {_bad_pattern(path, instance, error.validator_value)}", False, ""
+    else:
+        yield path, f"{subject} {_bad_size(kind, error.validator_value, error.message)}", False, ""
+
+
+def _explain_alternatives(error: SchemaError, path: JsonPath) -> Iterator[Any]:
+    # Explain the alternative whose type fits (a string, or an inline watch mapping);
+    # when none fits, say which types would.
+    branches: dict[int, list[SchemaError]] = {}
+    for sub in error.context or []:
+        branches.setdefault(int(sub.relative_schema_path[0]), []).append(sub)
+    wrong_type = {
+        index: [e for e in errs if e.validator == "type" and not e.relative_path]
+        for index, errs in branches.items()
+    }
+    fitting = [index for index, errs in wrong_type.items() if not errs]
+    if len(fitting) == 1:
+        for sub in branches[fitting[0]]:
+            yield from _explain(sub)
+        return
+    expected = [e.validator_value for errs in wrong_type.values() for e in errs]
+    message = _wrong_type(_subject(path), error.instance, expected)
+    if len(path) == 4 and path[0] == "agents" and path[2] == "watches":
+        message = f"{_subject(path)} must be a watch name, id or URL, or an inline watch "
+        message += "{name, url, watchType}"
+    yield path, message, False, ""
+
+
+_TYPE_NAMES = {
+    "string": "a string",
+    "integer": "a whole number",
+    "number": "a number",
+    "boolean": "true or false",
+    "array": "a list",
+    "object": "a mapping",
+    "null": "empty",
+}
+
+
+def _wrong_type(subject: str, instance: Any, expected: Any) -> str:
+    names = []
+    for item in expected if isinstance(expected, list) else [expected]:
+        name = _TYPE_NAMES.get(str(item), str(item))
+        if name not in names:
+            names.append(name)
+    if subject == "the file":
+        return "the file must be a mapping that starts with `version: 1`"
+    message = f"{subject} must be {' or '.join(names)}, not {_describe(instance)}"
+    if names == ["a string"] and isinstance(instance, bool | int | float | date):
+        message += " (quote the value)"
+    return message
+
+
+def _describe(instance: Any) -> str:
+    if instance is None:
+        return "empty"
+    if isinstance(instance, bool):
+        return "true or false"
+    if isinstance(instance, int | float):
+        return "a number"
+    if isinstance(instance, str):
+        return "a string"
+    if isinstance(instance, list):
+        return "a list"
+    if isinstance(instance, dict):
+        return "a mapping"
+    return f"a {type(instance).__name__}"
+
+
+def _bad_key(parent: JsonPath, name: str, kind: str) -> tuple[JsonPath, str]:
+    path = parent + (name,)
+    if parent and parent[-1] == "headers":
+        return path, f"{name!r} is not a valid header name"
+    if parent == ("policies",):
+        if kind == "not":
+            return path, f"policy {name!r} shadows the built-in preset; choose another name"
+        return path, f"policy name {name!r} {_PATTERN_HINTS[SLUG_PATTERN]}"
+    return path, f"key {name!r} is not allowed"
+
+
+_KNOWN_MISTAKES = {
+    "type": "watchType",
+    "watchType": "type",
+    "repo_ref": "repoRef",
+    "runtimeWebhook": "runtime_webhook",
+}
+
+
+def _unknown_key(name: str, known: list[str]) -> str:
+    hint = _KNOWN_MISTAKES.get(name)
+    if hint not in known:
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = close[0] if close else None
+    if hint:
+        return f"unknown key {name!r}: did you mean {hint!r}?"
+    return f"unknown key {name!r} (expected {', '.join(known)})"
+
+
+_PATTERN_HINTS = {
+    SLUG_PATTERN: "must be a lowercase slug: a-z, 0-9, '-' and '_', at most 64 characters, "
+    "starting and ending with a letter or digit",
+    ENVIRONMENT_PATTERN: "must be letters, digits, '.', '_' or '-' (at most 64 characters)",
+    REPO_REF_PATTERN: "must look like owner/repo@branch",
+    HEADER_VALUE_PATTERN: "must not contain line breaks",
+    URL_PATTERN: "must be an absolute http:// or https:// URL",
+    HTTPS_URL_PATTERN: "must be an https:// URL",
+    URL_TEMPLATE_PATTERN: "must be an absolute http:// or https:// URL ({placeholders} allowed)",
+    NAME_PATTERN: "must not contain control characters or start or end with a space",
+}
+_TAG_HINT = "must be a tag: letters, digits and _.:/=@+-, starting with a letter or digit"
+
+
+def _bad_secret(instance: Any) -> str:
+    if isinstance(instance, str) and "${env:" in instance:
+        return "write ${env:NAME} with NAME in A-Z, 0-9 and _ (the whole value)"
+    return SECRET_MESSAGE
+
+
+def _bad_pattern(path: JsonPath, instance: Any, pattern: str) -> str:
+    if pattern in (URL_PATTERN, HTTPS_URL_PATTERN, URL_TEMPLATE_PATTERN, NAME_PATTERN):
+        explain = explain_bad_name if pattern == NAME_PATTERN else explain_bad_url
+        try:
+            explain(instance)
+        except ValueError as exc:
+            return str(exc)
+    if "tags" in path:
+        return _TAG_HINT
+    return _PATTERN_HINTS.get(pattern, "has an invalid format")
+
+
+def _bad_size(kind: str, limit: Any, fallback: str) -> str:
+    messages = {
+        "minLength": "must not be empty"
+        if limit == 1
+        else f"must have at least {limit} characters",
+        "maxLength": f"must have at most {limit} characters",
+        "minItems": "must not be empty" if limit == 1 else f"must have at least {limit} items",
+        "maxItems": f"must have at most {limit} items",
+        "maxProperties": f"must have at most {limit} entries",
+        "minimum": f"must be at least {limit}",
+        "maximum": f"must be at most {limit}",
+        "uniqueItems": "must not list the same value twice",
+    }
+    return messages.get(kind, "is invalid")
+
+
+def _is_showable(path: JsonPath, instance: Any) -> bool:
+    return "headers" not in path and isinstance(instance, str | int) and len(str(instance)) <= 60
+
+
+def _show(instance: Any) -> str:
+    return repr(instance)
+
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+
+def json_path(path: Sequence[str | int]) -> str:
+    """`("agents", 2, "policy")` -> `agents[2].policy`; odd keys as `headers["X Y"]`."""
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif _IDENTIFIER.match(part):
+            text += f".{part}" if text else part
+        else:
+            text += '["' + part.replace("\\", "\\\\").replace('"', '\\"') + '"]'
+    return text
+
+
+def _subject(path: JsonPath) -> str:
+    """How a message names the value at `path`: `runtime_webhook`, `watches[1]`, `header X`."""
+    if not path:
+        return "the file"
+    if len(path) >= 2 and path[-2] == "headers":
+        return f"header {path[-1]}"
+    index = len(path)
+    while index > 0 and isinstance(path[index - 1], int):
+        index -= 1
+    return json_path(path[max(index - 1, 0) :])
+
+
+def _join(directory: str, name: str) -> str:
+    return f"{directory.rstrip('/')}/{name}" if directory else name
+
+
+def _meant_file(name: str) -> str | None:
+    stem, dot, suffix = name.rpartition(".")
+    if not dot or suffix.lower() not in ("yaml", "yml", "json"):
+        return None
+    stems = {expected.removesuffix(".yaml"): expected for expected in FILES}
+    close = difflib.get_close_matches(stem.lower().replace("_", "-"), list(stems), 1, 0.75)
+    return stems[close[0]] if close else None
+
+
+# Step 4: what the schema cannot see
+
+
+class _Checks:
+    """Cross-checks within and across files, reported at the second occurrence."""
+
+    def __init__(self, documents: Mapping[str, _Document], known_templates: set[str]):
+        self.documents = documents
+        self.known_templates = known_templates
+        # watch name -> (URL or None when it comes from a template we cannot see, type, where)
+        self.watches: dict[str, tuple[str | None, str | None, str, JsonPath]] = {}
+
+    def run(self, bundle: Bundle) -> None:
+        templates: dict[str, Template] | None = None
+        if bundle.templates is not None:
+            templates = self._templates(bundle.templates)
+        elif "templates.yaml" not in self.documents:
+            templates = {}
+        if bundle.watch_sets is not None:
+            self._watch_sets(bundle.watch_sets, templates)
+        if bundle.agents is not None:
+            self._agents(bundle.agents)
+
+    def _templates(self, file: TemplatesFile) -> dict[str, Template]:
+        document = self.documents["templates.yaml"]
+        seen: dict[str, JsonPath] = {}
+        for i, template in enumerate(file.templates):
+            _unique(document, seen, template.name, ("templates", i, "name"), "template name")
+        return {template.name: template for template in reversed(file.templates)}
+
+    def _watch_sets(self, file: WatchSetsFile, templates: dict[str, Template] | None) -> None:
+        document = self.documents["watch-sets.yaml"]
+        set_names: dict[str, JsonPath] = {}
+        watch_names: dict[str, JsonPath] = {}
+        for i, watch_set in enumerate(file.watch_sets):
+            _unique(document, set_names, watch_set.name, ("watchSets", i, "name"), "watch set")
+            for j, entry in enumerate(watch_set.watches):
+                here: JsonPath = ("watchSets", i, "watches", j)
+                _unique(document, watch_names, entry.name, (*here, "name"), "watch")
+                template = self._template(document, entry, here, templates)
+                url = entry.url or (template.url_pattern if template else None)
+                kind = entry.watch_type or (template.watch_type if template else None)
+                self.watches.setdefault(entry.name, (url, kind, "watch-sets.yaml", here))
+
+    def _template(
+        self,
+        document: _Document,
+        entry: WatchSetEntry,
+        here: JsonPath,
+        templates: dict[str, Template] | None,
+    ) -> Template | None:
+        """The templates.yaml template of an entry; reports unknown names and missing URLs."""
+        if entry.template is None or templates is None:
+            return None
+        template = templates.get(entry.template)
+        if template is not None:
+            if "{" in template.url_pattern and entry.url is None:
+                document.report(
+                    (*here, "template"),
+                    f"template {entry.template!r} has {{placeholders}} in its urlPattern: give url",
+                )
+            return template
+        if entry.template not in self.known_templates:
+            choices = sorted({*templates, *self.known_templates})
+            document.report(
+                (*here, "template"),
+                f"unknown template {entry.template!r}: not in templates.yaml"
+                + (" or the catalog" if self.known_templates else "")
+                + _suggest(entry.template, choices),
+            )
+        return None
+
+    def _agents(self, file: AgentsFile) -> None:
+        document = self.documents["agents.yaml"]
+        names: dict[str, JsonPath] = {}  # every id and slug routes to one agent
+        policies = [*POLICY_PRESETS, *file.policies]
+        for i, agent in enumerate(file.agents):
+            _unique(document, names, agent.id, ("agents", i, "id"), "agent id or slug")
+            if agent.slug != agent.id:
+                _unique(document, names, agent.slug, ("agents", i, "slug"), "agent id or slug")
+            if agent.policy not in policies:
+                document.report(
+                    ("agents", i, "policy"),
+                    f"unknown policy {agent.policy!r}: use a preset "
+                    f"({', '.join(POLICY_PRESETS)}) or declare it under policies"
+                    + _suggest(agent.policy, policies),
+                )
+            listed: dict[str, JsonPath] = {}
+            for j, watch in enumerate(agent.watches):
+                path: JsonPath = ("agents", i, "watches", j)
+                name = watch.name if isinstance(watch, InlineWatch) else watch
+                if _unique(document, listed, name, path, "watch") and isinstance(
+                    watch, InlineWatch
+                ):
+                    self._inline(document, watch, path)
+
+    def _inline(self, document: _Document, watch: InlineWatch, path: JsonPath) -> None:
+        """An inline watch may repeat a declaration, but not contradict it."""
+        url, kind, file, where = self.watches.setdefault(
+            watch.name, (watch.url, watch.watch_type, "agents.yaml", path)
+        )
+        if (url is not None and url != watch.url) or (
+            kind is not None and kind != watch.watch_type
+        ):
+            source = self.documents[file]
+            line = source.positions.find(where)[0] if source.positions else 1
+            document.report(
+                (*path, "name"),
+                f"watch {watch.name!r} is declared with another URL or type in {file} "
+                f"(line {line}); refer to it by name",
+            )
+
+
+def _unique(
+    document: _Document, seen: dict[str, JsonPath], value: str, path: JsonPath, what: str
+) -> bool:
+    """Remember `value`; report it and return False when it was seen before."""
+    if value in seen:
+        line = document.positions.find(seen[value])[0] if document.positions else 1
+        document.report(path, f"duplicate {what} {value!r} (first at line {line})")
+        return False
+    seen[value] = path
+    return True
+
+
+def _suggest(value: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""

@@ -1,0 +1,362 @@
+"""The files of a repository's `.driftgate/` directory: agents, templates and watch sets.
+
+Git is the source of truth: these pydantic models define what `agents.yaml`,
+`templates.yaml` and `watch-sets.yaml` may contain, `config-schema/*.schema.json` is generated
+from them, and `controller.gitops.load` reads the files against both. Keys are spelled as in
+SPEC.md (`runtime_webhook`, `repoRef`, `watchType`, `on_breaking`, ...).
+
+Secrets never live in git: a header value for a sensitive header (see `is_sensitive_header`)
+must reference the controller's environment as `${env:NAME}`, which the controller resolves.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+from pydantic.json_schema import SkipJsonSchema
+
+from controller.model.watch import (
+    URL_PATTERN,
+    HeaderName,
+    HeaderValue,
+    HttpUrl,
+    Interval,
+    Tag,
+    WatchName,
+    WatchType,
+    explain_bad_url,
+)
+
+VERSION = 1
+POLICY_PRESETS = ("notify-only", "staging-strict", "production-guard")
+DEFAULT_POLICY = "notify-only"
+
+SLUG_PATTERN = r"^[a-z0-9](?:[a-z0-9_-]{0,62}[a-z0-9])?$"
+ENVIRONMENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+REPO_REF_PATTERN = r"^[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+(?:@[^\s@]+)?$"
+HTTPS_URL_PATTERN = URL_PATTERN.replace("[sS]?://", "[sS]://", 1)
+# A template's URL may hold `{placeholders}` (`https://{host}/openapi.json`) that a watch fills.
+URL_TEMPLATE_PATTERN = URL_PATTERN.replace(";=-]+", ";={}-]+", 1)
+assert URL_TEMPLATE_PATTERN != URL_PATTERN
+HEADER_NAME_PATTERN = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$"
+HEADER_VALUE_PATTERN = r"^[^\r\n\x00]*$"
+# A header value that the controller reads from its own environment (the whole value).
+ENV_VALUE_PATTERN = r"^\$\{env:[A-Z_][A-Z0-9_]*\}$"
+ENV_REFERENCE = re.compile(r"^\$\{env:([A-Z_][A-Z0-9_]*)\}$")
+SECRET_MESSAGE = "plain secrets in git are refused: use ${env:NAME}"
+
+
+def _any_case(word: str) -> str:
+    # JSON Schema regexes (ECMA-262) have no case-insensitive flag.
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else re.escape(c) for c in word)
+
+
+_SENSITIVE_WORDS = ("token", "secret", "key", "auth", "password")
+_SENSITIVE_EXACT = ("authorization", "proxy-authorization", "cookie", "x-api-key")
+SENSITIVE_HEADER_PATTERN = (
+    "^(?:"
+    + "|".join(_any_case(name) for name in _SENSITIVE_EXACT)
+    + "|.*(?:"
+    + "|".join(_any_case(word) for word in _SENSITIVE_WORDS)
+    + ").*)$"
+)
+
+
+def is_sensitive_header(name: str) -> bool:
+    """Whether a header carries credentials, so its value must come from the environment."""
+    lowered = name.lower()
+    return lowered in _SENSITIVE_EXACT or any(word in lowered for word in _SENSITIVE_WORDS)
+
+
+def env_reference(value: str) -> str | None:
+    """The NAME of a header value `${env:NAME}`, or None for a plain value."""
+    match = ENV_REFERENCE.match(value)
+    return match.group(1) if match else None
+
+
+def _refuse_plain_secrets(headers: dict[str, str]) -> dict[str, str]:
+    for name, value in headers.items():
+        if is_sensitive_header(name) and not re.match(ENV_VALUE_PATTERN, value):
+            raise ValueError(f"header {name}: {SECRET_MESSAGE}")
+    return headers
+
+
+def _explain_bad_https_url(value: object) -> object:
+    value = explain_bad_url(value)
+    if isinstance(value, str) and not value.lower().startswith("https://"):
+        raise ValueError("must be an https:// URL")
+    return value
+
+
+def _listify(value: object) -> object:
+    return [value] if isinstance(value, str) else value
+
+
+def _dedupe(items: list[Any]) -> list[Any]:
+    return list(dict.fromkeys(items))
+
+
+def _actions_schema(actions: tuple[str, ...], min_items: int) -> dict[str, Any]:
+    one = {"type": "string", "enum": list(actions)}
+    return {
+        "anyOf": [
+            one,
+            {"type": "array", "items": one, "uniqueItems": True, "minItems": min_items},
+        ]
+    }
+
+
+BreakingAction = Literal["notify", "draft_pr", "block_new_runs", "kill_in_flight"]
+WarningAction = Literal["notify"]
+PolicyPreset = Literal["notify-only", "staging-strict", "production-guard"]
+assert get_args(PolicyPreset) == POLICY_PRESETS
+
+Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
+UrlTemplate = Annotated[
+    str,
+    StringConstraints(max_length=2048, pattern=URL_TEMPLATE_PATTERN),
+    BeforeValidator(explain_bad_url),
+]
+Environment = Annotated[str, StringConstraints(pattern=ENVIRONMENT_PATTERN)]
+RepoRef = Annotated[str, StringConstraints(max_length=300, pattern=REPO_REF_PATTERN)]
+HttpsUrl = Annotated[
+    str,
+    StringConstraints(max_length=2048, pattern=HTTPS_URL_PATTERN),
+    BeforeValidator(_explain_bad_https_url),
+]
+BreakingActions = Annotated[
+    list[BreakingAction],
+    BeforeValidator(_listify),
+    Field(min_length=1),
+    AfterValidator(_dedupe),
+    WithJsonSchema(_actions_schema(get_args(BreakingAction), 1)),
+]
+WarningActions = Annotated[
+    list[WarningAction],
+    BeforeValidator(_listify),
+    AfterValidator(_dedupe),
+    WithJsonSchema(_actions_schema(get_args(WarningAction), 0)),
+]
+Headers = Annotated[
+    dict[HeaderName, HeaderValue],
+    Field(max_length=50),
+    AfterValidator(_refuse_plain_secrets),
+    WithJsonSchema(
+        {
+            "type": "object",
+            "maxProperties": 50,
+            "description": "header name to value; credentials must be ${env:NAME} references",
+            "propertyNames": {"pattern": HEADER_NAME_PATTERN},
+            "patternProperties": {
+                SENSITIVE_HEADER_PATTERN: {"type": "string", "pattern": ENV_VALUE_PATTERN}
+            },
+            "additionalProperties": {
+                "type": "string",
+                "maxLength": 8192,
+                "pattern": HEADER_VALUE_PATTERN,
+            },
+        }
+    ),
+]
+
+
+def _policy_names(schema: dict[str, Any]) -> None:
+    # pydantic renders constrained dict keys as patternProperties, which lets other keys
+    # through; propertyNames refuses them, and the preset names with them.
+    ((pattern, value),) = schema.pop("patternProperties").items()
+    schema["propertyNames"] = {"pattern": pattern, "not": {"enum": list(POLICY_PRESETS)}}
+    schema["additionalProperties"] = value
+
+
+Tags = Annotated[list[Tag], Field(max_length=50), AfterValidator(_dedupe)]
+Description = Annotated[str, StringConstraints(max_length=500)]
+
+
+class FileModel(BaseModel):
+    """A part of a `.driftgate/` file: unknown keys are refused, names are as written."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        populate_by_name=True,
+        field_title_generator=lambda name, info: info.alias or name,
+    )
+
+
+class CamelFileModel(FileModel):
+    model_config = ConfigDict(alias_generator=to_camel)
+
+
+# agents.yaml
+
+
+def _notify_on_breaking() -> list[BreakingAction]:
+    return ["notify"]
+
+
+def _notify_on_warning() -> list[WarningAction]:
+    return ["notify"]
+
+
+class Policy(FileModel):
+    """A custom drift policy declared under `policies:` in agents.yaml."""
+
+    on_breaking: BreakingActions = Field(
+        default_factory=_notify_on_breaking, description="actions on breaking drift"
+    )
+    on_warning: WarningActions = Field(
+        default_factory=_notify_on_warning, description="actions on warning drift ([] for none)"
+    )
+    require_ack_to_unblock: bool = Field(
+        default=False, description="a block stays until the incident is acknowledged"
+    )
+    auto_resolve_incident: bool = Field(
+        default=True, description="resolve the incident when the breaking changes disappear"
+    )
+
+
+class InlineWatch(CamelFileModel):
+    """A watch declared in place in an agent's `watches:` list."""
+
+    name: WatchName
+    url: HttpUrl
+    watch_type: WatchType = Field(alias="type")
+
+
+class Agent(FileModel):
+    """One agent binding: which watches an agent depends on and what drift does to it."""
+
+    id: Slug = Field(description="agent id (a lowercase slug)")
+    slug: Slug = Field(
+        default_factory=lambda data: str(data.get("id", "")),
+        description="a second route name for the agent; defaults to the id",
+    )
+    name: WatchName | SkipJsonSchema[None] = Field(default=None, description="display name")
+    environment: Environment | SkipJsonSchema[None] = None
+    policy: Slug = Field(
+        default=DEFAULT_POLICY,
+        description="a preset (notify-only, staging-strict, production-guard) or a name under "
+        "policies",
+    )
+    watches: Annotated[list[WatchName | InlineWatch], Field(max_length=200)] = Field(
+        default_factory=list, description="watch names, ids or URLs, or inline watches"
+    )
+    runtime_webhook: HttpsUrl | SkipJsonSchema[None] = Field(
+        default=None, description="receives agent.contract.blocked events"
+    )
+    repo_ref: RepoRef | SkipJsonSchema[None] = Field(
+        default=None, alias="repoRef", description="owner/repo@branch"
+    )
+
+
+class AgentsFile(FileModel):
+    """`.driftgate/agents.yaml`."""
+
+    model_config = ConfigDict(title="agents.yaml")
+
+    version: Literal[1]
+    policies: dict[Slug, Policy] = Field(
+        default_factory=dict,
+        description="custom policies by name (a lowercase slug, not a preset name)",
+        json_schema_extra=_policy_names,
+    )
+    agents: list[Agent]
+
+    @model_validator(mode="after")
+    def _no_shadowed_presets(self) -> AgentsFile:
+        for name in self.policies:
+            if name in POLICY_PRESETS:
+                raise ValueError(f"policy {name!r} shadows the built-in preset")
+        return self
+
+
+# templates.yaml
+
+
+class Template(CamelFileModel):
+    """A reusable watch configuration; its values are defaults, not locks."""
+
+    name: WatchName
+    watch_type: WatchType
+    url_pattern: UrlTemplate = Field(
+        description="URL of watches made from the template; `{placeholders}` make url required"
+    )
+    policy_preset: PolicyPreset | SkipJsonSchema[None] = Field(
+        default=None, description="default policy of agent bindings made from the template"
+    )
+    headers: Headers = Field(default_factory=dict)
+    tags: Tags = Field(default_factory=list)
+
+
+class TemplatesFile(CamelFileModel):
+    """`.driftgate/templates.yaml`."""
+
+    model_config = ConfigDict(title="templates.yaml")
+
+    version: Literal[1]
+    templates: list[Template]
+
+
+# watch-sets.yaml
+
+
+class WatchSetEntry(CamelFileModel):
+    """A watch in a watch set: from a `template` (with overrides) or from `url` + `watchType`."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {"required": ["template"]},
+            "then": {"not": {"required": ["watchType"]}},
+            "else": {"required": ["url", "watchType"]},
+        }
+    )
+
+    name: WatchName
+    template: WatchName | SkipJsonSchema[None] = None
+    url: HttpUrl | SkipJsonSchema[None] = None
+    watch_type: WatchType | SkipJsonSchema[None] = None
+    headers: Headers | SkipJsonSchema[None] = Field(
+        default=None, description="merged over the template's headers"
+    )
+    tags: Tags | SkipJsonSchema[None] = Field(
+        default=None, description="added to the template's tags"
+    )
+    interval_minutes: Interval | SkipJsonSchema[None] = None
+
+    @model_validator(mode="after")
+    def _template_or_url(self) -> WatchSetEntry:
+        if self.template is not None:
+            if self.watch_type is not None:
+                raise ValueError("watchType comes from the template; remove it")
+        elif self.url is None or self.watch_type is None:
+            raise ValueError("give template, or url and watchType")
+        return self
+
+
+class WatchSet(CamelFileModel):
+    """A named set of watches, such as staging versus production."""
+
+    name: WatchName
+    environment: Environment | SkipJsonSchema[None] = None
+    description: Description | SkipJsonSchema[None] = None
+    watches: Annotated[list[WatchSetEntry], Field(max_length=500)] = Field(default_factory=list)
+
+
+class WatchSetsFile(CamelFileModel):
+    """`.driftgate/watch-sets.yaml`."""
+
+    model_config = ConfigDict(title="watch-sets.yaml")
+
+    version: Literal[1]
+    watch_sets: list[WatchSet]

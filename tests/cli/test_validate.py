@@ -1,0 +1,150 @@
+"""`driftgate validate`: exit codes 0/1/2, the text, json and github formats, offline."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from cli.validate import _github, validate
+from controller.gitops import FILES, Problem
+
+ROOT = Path(__file__).resolve().parents[2]
+BROKEN_AGENTS = "version: 1\nagents:\n  - id: Billing\n    policy: strict\n  - name: x\n"
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(validate, list(args), catch_exceptions=False)
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A repository root (the current directory) whose .driftgate/ holds the examples."""
+    directory = tmp_path / ".driftgate"
+    directory.mkdir()
+    for name in FILES:
+        shutil.copy(ROOT / "examples" / name, directory / name)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_valid_directory_prints_a_summary(repo: Path) -> None:
+    result = run()
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (".driftgate: valid: 3 agents, 2 templates, 2 watch sets, 3 watches\n")
+    assert result.stderr == ""
+
+
+def test_a_repository_root_or_the_directory_itself(repo: Path) -> None:
+    assert run(".").stdout.startswith(".driftgate: valid:")
+    assert run(str(repo)).stdout.startswith(f"{repo}/.driftgate: valid:")
+    assert run(str(repo / ".driftgate")).stdout.startswith(f"{repo}/.driftgate: valid:")
+
+
+def test_invalid_files_print_every_problem_and_exit_1(repo: Path) -> None:
+    (repo / ".driftgate" / "agents.yaml").write_text(BROKEN_AGENTS)
+    (repo / ".driftgate" / "templates.yml").write_text("version: 1\n")
+    result = run()
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [
+        ".driftgate/agents.yaml:3:9: id must be a lowercase slug: a-z, 0-9, '-' and '_', "
+        "at most 64 characters, starting and ending with a letter or digit",
+        ".driftgate/agents.yaml:5:5: missing required key 'id'",
+        ".driftgate/templates.yml:1:1: did you mean templates.yaml? driftgate reads only "
+        "agents.yaml, templates.yaml, watch-sets.yaml",
+    ]
+    assert result.stderr == "driftgate: 3 problems in .driftgate\n"
+
+
+def test_json_format(repo: Path) -> None:
+    valid = json.loads(run("--format", "json").stdout)
+    assert valid == {
+        "valid": True,
+        "directory": ".driftgate",
+        "summary": {"agents": 3, "templates": 2, "watchSets": 2, "watches": 3},
+        "problems": [],
+    }
+    (repo / ".driftgate" / "agents.yaml").write_text(BROKEN_AGENTS)
+    result = run("--format", "json")
+    assert result.exit_code == 1
+    document = json.loads(result.stdout)
+    assert document["valid"] is False
+    assert document["summary"]["agents"] == 0  # an invalid file yields no model
+    assert document["problems"][0] == {
+        "file": ".driftgate/agents.yaml",
+        "line": 3,
+        "column": 9,
+        "path": "agents[0].id",
+        "message": "id must be a lowercase slug: a-z, 0-9, '-' and '_', at most 64 characters, "
+        "starting and ending with a letter or digit",
+    }
+
+
+def test_github_format(repo: Path) -> None:
+    assert run("--format", "github").stdout.startswith(".driftgate: valid:")
+    (repo / ".driftgate" / "agents.yaml").write_text(
+        "version: 1\nagents:\n  - id: a\n    policy: strict\n"
+    )
+    result = run(".", "--format", "github")
+    assert result.exit_code == 1
+    assert result.stdout == (
+        "::error file=.driftgate/agents.yaml,line=4,col=13::unknown policy 'strict': use a preset "
+        "(notify-only, staging-strict, production-guard) or declare it under policies; "
+        "did you mean 'staging-strict'?\n"
+    )
+
+
+def test_github_annotations_escape_their_properties_and_data() -> None:
+    problem = Problem("dir,x:y/agents.yaml", 2, 3, "50% wrong\nreally")
+    assert _github(problem) == (
+        "::error file=dir%2Cx%3Ay/agents.yaml,line=2,col=3::50%25 wrong%0Areally"
+    )
+
+
+def test_known_templates_can_be_named(repo: Path) -> None:
+    sets = repo / ".driftgate" / "watch-sets.yaml"
+    sets.write_text(
+        "version: 1\nwatchSets:\n  - name: p\n    watches:\n"
+        "      - {name: s, template: system/stripe-openapi}\n"
+        "      - {name: t, template: org-template}\n"
+    )
+    assert run().exit_code == 1  # the built-in template is known, the org's is not
+    assert run("--template", "org-template").exit_code == 0
+
+
+def test_unusable_directories_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    missing = run()
+    assert missing.exit_code == 2
+    assert missing.stderr == "driftgate: error: no such directory: .driftgate\n"
+    (tmp_path / "file.txt").write_text("x")
+    assert run("file.txt").stderr == "driftgate: error: file.txt is not a directory\n"
+    (tmp_path / "empty").mkdir()
+    empty = run("empty")
+    assert empty.exit_code == 2
+    assert empty.stderr == (
+        "driftgate: error: empty has none of agents.yaml, templates.yaml, watch-sets.yaml\n"
+    )
+
+
+def test_an_unreadable_file_exits_2(repo: Path) -> None:
+    target = repo / ".driftgate" / "agents.yaml"
+    target.unlink()
+    target.mkdir()  # unreadable as a file on every platform, even for root
+    result = run()
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "driftgate: error: cannot read .driftgate/agents.yaml: Is a directory\n"
+    )
+    target.rmdir()
+    target.symlink_to(repo / "nowhere.yaml")
+    broken = run()
+    assert broken.exit_code == 2
+    assert broken.stderr.startswith("driftgate: error: cannot read .driftgate/agents.yaml: ")
+
+
+def test_bad_format_is_a_usage_error(repo: Path) -> None:
+    assert run("--format", "xml").exit_code == 2
