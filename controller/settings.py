@@ -12,10 +12,18 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+)
 
 from controller.errors import ConfigError
 
@@ -53,9 +61,19 @@ class SourceSpec(BaseModel):
     )
     branch: str = Field(default="main", min_length=1)
     path: str = Field(default=".driftgate", description="directory of the files in the repo")
-    interval: int = Field(
-        default=300, ge=10, le=86400, description="seconds between polls (or 30s, 5m, 1h)"
-    )
+    interval: Annotated[
+        int,
+        WithJsonSchema(
+            {
+                "description": "seconds between polls, or a duration such as 30s, 5m, 1h",
+                "anyOf": [
+                    {"type": "integer", "minimum": 10, "maximum": 86400},
+                    {"type": "string", "pattern": r"^\s*(\d+h)?\s*(\d+m)?\s*(\d+s)?\s*$"},
+                ],
+                "default": 300,
+            }
+        ),
+    ] = Field(default=300, ge=10, le=86400)
     suspend: bool = Field(default=False, description="keep the applied state, stop reconciling")
     allow_empty: bool = Field(
         default=False,
