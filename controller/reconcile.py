@@ -190,7 +190,6 @@ class Reconciler:
             applied, attempted = source.last_applied_revision, source.last_attempted_revision
             stalled = _condition(source.conditions, "Stalled")
             stalled_on = (source.inventory or {}).get("invalidFilesFor")
-        self._note_fetch(spec.name, revision)
         if revision == applied and not force:
             if not dry_run:
                 self._retry_bindings(spec.name, org_id)
@@ -677,21 +676,15 @@ class Reconciler:
             source.suspended = spec.suspend
             return org_id
 
-    def _note_fetch(self, name: str, revision: str) -> None:
-        with self.database.transaction() as session:
-            session.execute(
-                update(Source)
-                .where(Source.name == name)
-                .values(last_fetched_revision=revision, last_fetched_at=utcnow())
-                .execution_options(synchronize_session=False)
-            )
-
     def _record_run(self, spec: SourceSpec, result: RunResult) -> None:
         now = utcnow()
         with self.database.transaction() as session:
             source = session.get(Source, spec.name)
             if source is None:
                 return
+            if result.revision is not None:  # one write per run: fetch, outcome and history
+                source.last_fetched_revision = result.revision
+                source.last_fetched_at = now
             run = {
                 "revision": result.revision,
                 "result": result.result,

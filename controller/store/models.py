@@ -370,6 +370,16 @@ class WebhookSecret(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class ManagedBySource:
+    """Columns of an object applied from a git source (`managedBy` in the API); an object
+    with `managed_source` set is read-only through the API and pruned only by its source."""
+
+    managed_source: Mapped[str | None] = mapped_column(String(63), default=None)
+    managed_path: Mapped[str | None] = mapped_column(String(1024), default=None)
+    managed_revision: Mapped[str | None] = mapped_column(String(64), default=None)
+    managed_digest: Mapped[str | None] = mapped_column(String(64), default=None)
+
+
 class Source(Base):
     """The status of one git source (its definition lives in the controller's config file)."""
 
@@ -396,7 +406,7 @@ class Source(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
-class Template(Base):
+class Template(ManagedBySource, Base):
     """An org's watch template (system starter templates live in code, not here)."""
 
     __tablename__ = "templates"
@@ -411,15 +421,11 @@ class Template(Base):
     headers_ciphertext: Mapped[str | None] = mapped_column(Text, default=None)
     header_names: Mapped[list[str]] = mapped_column(JSONType, default=list)
     tags: Mapped[list[str]] = mapped_column(JSONType, default=list)
-    managed_source: Mapped[str | None] = mapped_column(String(63), default=None)
-    managed_path: Mapped[str | None] = mapped_column(String(1024), default=None)
-    managed_revision: Mapped[str | None] = mapped_column(String(64), default=None)
-    managed_digest: Mapped[str | None] = mapped_column(String(64), default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
-class WatchSet(Base):
+class WatchSet(ManagedBySource, Base):
     """A named set of an org's watches (e.g. staging, production)."""
 
     __tablename__ = "watch_sets"
@@ -430,15 +436,11 @@ class WatchSet(Base):
     name: Mapped[str] = mapped_column(String(200))
     environment: Mapped[str | None] = mapped_column(String(100), default=None)
     description: Mapped[str | None] = mapped_column(Text, default=None)
-    managed_source: Mapped[str | None] = mapped_column(String(63), default=None)
-    managed_path: Mapped[str | None] = mapped_column(String(1024), default=None)
-    managed_revision: Mapped[str | None] = mapped_column(String(64), default=None)
-    managed_digest: Mapped[str | None] = mapped_column(String(64), default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
-class Agent(Base):
+class Agent(ManagedBySource, Base):
     """An agent binding: which watches an agent depends on and the policy of its run gate."""
 
     __tablename__ = "agents"
@@ -458,10 +460,6 @@ class Agent(Base):
     runtime_webhook: Mapped[str | None] = mapped_column(String(2048), default=None)
     repo_ref: Mapped[str | None] = mapped_column(String(512), default=None)
     conditions: Mapped[list[dict[str, Any]]] = mapped_column(JSONType, default=list)
-    managed_source: Mapped[str | None] = mapped_column(String(63), default=None)
-    managed_path: Mapped[str | None] = mapped_column(String(1024), default=None)
-    managed_revision: Mapped[str | None] = mapped_column(String(64), default=None)
-    managed_digest: Mapped[str | None] = mapped_column(String(64), default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
