@@ -45,7 +45,7 @@ def validate(directory: Path, output_format: str, templates: tuple[str, ...]) ->
     target = _find_directory(directory)
     files = _read_files(target)
     shown = target.as_posix()
-    from controller.services.templates import SYSTEM_TEMPLATES
+    from controller.model.catalog import SYSTEM_TEMPLATES
 
     known = {*templates, *SYSTEM_TEMPLATES}
     bundle = load_bundle(files, directory=shown, known_templates=known)

@@ -35,8 +35,8 @@ from sqlalchemy.orm import Session
 from controller.crypto import SecretBox
 from controller.gitops.load import Bundle, Problem, load_bundle
 from controller.logs import log
+from controller.model.catalog import SYSTEM_TEMPLATES
 from controller.model.watch import DriftStatus
-from controller.services.templates import SYSTEM_TEMPLATES
 from controller.services.watches import set_headers, set_tags
 from controller.settings import Settings, SourceSpec
 from controller.sources.git import (

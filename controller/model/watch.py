@@ -263,6 +263,7 @@ class WatchOut(ApiModel):
     open_changes: ChangeCounts
     baseline: Baseline | None
     managed_by: ManagedBy | None
+    watch_set_id: str | None = Field(description="the watch set this watch belongs to")
     created_at: datetime
     updated_at: datetime
 

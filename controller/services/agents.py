@@ -11,13 +11,17 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import or_, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from controller.errors import NotFound
+from controller.errors import Conflict, NotFound
 from controller.model.base import ApiModel
 from controller.model.watch import ManagedBy
 from controller.reconcile import binding_conditions
-from controller.store.models import Agent
+from controller.services import audit
+from controller.services.auth import Principal
+from controller.services.managed import ensure_unmanaged, managed_by
+from controller.store.models import Agent, AgentWatch, Watch
 
 
 class AgentWatchOut(ApiModel):
@@ -63,11 +67,6 @@ def list_agents(session: Session, org_id: str) -> AgentList:
 
 
 def to_out(agent: Agent) -> AgentOut:
-    managed = None
-    if agent.managed_source is not None:
-        managed = ManagedBy(
-            source=agent.managed_source, path=agent.managed_path, revision=agent.managed_revision
-        )
     return AgentOut(
         id=agent.key,
         slug=agent.slug,
@@ -82,7 +81,57 @@ def to_out(agent: Agent) -> AgentOut:
             for b in agent.bindings
         ],
         conditions=binding_conditions(agent.bindings),
-        managed_by=managed,
+        managed_by=managed_by(agent),
         created_at=agent.created_at,
         updated_at=agent.updated_at,
     )
+
+
+def bind(
+    session: Session,
+    principal: Principal,
+    key: str,
+    watch: Watch,
+    *,
+    policy: str,
+    slug: str | None = None,
+    name: str | None = None,
+    environment: str | None = None,
+) -> Agent:
+    """Bind `watch` to the API agent `key`, creating the agent (with `policy`) when it is new.
+
+    An existing agent keeps its policy: a policy belongs to the agent, not to one binding.
+    Agents declared in git are read-only here (409).
+    """
+    agent = session.scalar(select(Agent).where(Agent.org_id == principal.org_id, Agent.key == key))
+    created = agent is None
+    if agent is None:
+        agent = Agent(
+            org_id=principal.org_id,
+            key=key,
+            slug=slug or key,
+            name=name,
+            environment=environment,
+            policy=policy,
+            bindings=[],
+        )
+        session.add(agent)
+    else:
+        ensure_unmanaged(agent, "agent", agent.key)
+    agent.bindings.append(AgentWatch(position=len(agent.bindings), ref=watch.id, watch_id=watch.id))
+    try:
+        session.flush()
+    except IntegrityError:
+        raise Conflict(
+            f"another agent already uses the slug {agent.slug!r}", code="duplicate_slug"
+        ) from None
+    audit.record(
+        session,
+        actor=principal.actor,
+        action="agent.create" if created else "agent.bind",
+        target_type="agent",
+        target_id=agent.key,
+        org_id=principal.org_id,
+        details={"watchId": watch.id, "policy": agent.policy},
+    )
+    return agent

@@ -21,7 +21,6 @@ from controller.model.watch import (
     ChangeCounts,
     DriftStatus,
     FailureClass,
-    ManagedBy,
     WatchCreate,
     WatchList,
     WatchListQuery,
@@ -32,7 +31,7 @@ from controller.model.watch import (
     infer_watch_type,
     resumed_status,
 )
-from controller.services import audit
+from controller.services import audit, managed
 from controller.services.auth import Principal
 from controller.store.models import Watch, WatchTag
 
@@ -211,12 +210,7 @@ def resume_watch(session: Session, principal: Principal, watch_id: str) -> Watch
 
 def ensure_unmanaged(watch: Watch) -> None:
     """Watches declared in git are read-only through the API; git is the source of truth."""
-    if watch.managed_source is not None:
-        raise Conflict(
-            f"watch {watch.name!r} is managed by source {watch.managed_source!r}"
-            f" ({watch.managed_path or '.driftgate'}); change it in git instead",
-            code="managed_by_source",
-        )
+    managed.ensure_unmanaged(watch, "watch", watch.name)
 
 
 def decrypted_headers(watch: Watch, box: SecretBox) -> dict[str, str]:
@@ -235,11 +229,6 @@ def to_out(watch: Watch, now: datetime) -> WatchOut:
             fingerprint=watch.baseline_fingerprint,
             accepted_at=watch.baseline_accepted_at,
             accepted_by=watch.baseline_accepted_by,
-        )
-    managed = None
-    if watch.managed_source is not None:
-        managed = ManagedBy(
-            source=watch.managed_source, path=watch.managed_path, revision=watch.managed_revision
         )
     return WatchOut(
         id=watch.id,
@@ -269,7 +258,8 @@ def to_out(watch: Watch, now: datetime) -> WatchOut:
             breaking=watch.open_breaking, warning=watch.open_warning, info=watch.open_info
         ),
         baseline=baseline,
-        managed_by=managed,
+        managed_by=managed.managed_by(watch),
+        watch_set_id=watch.watch_set_id,
         created_at=watch.created_at,
         updated_at=watch.updated_at,
     )
