@@ -27,6 +27,7 @@ from typing import Any, cast
 from sqlalchemy import String, Table, bindparam, func, select
 from sqlalchemy.orm import Session, lazyload
 
+from controller import runtime
 from controller.crypto import SecretBox
 from controller.diffs import (
     ContractParseError,
@@ -384,6 +385,7 @@ def _record_failure(
                 "failureClass": failure_class,
                 "error": watch.last_error,
                 "reason": f"check_failed:{failure_class}",
+                "affectedAgentIds": runtime.affected_agent_ids(session, watch.id),
             },
             now=now,
             watch=watch,
@@ -539,6 +541,10 @@ def _record_new_snapshot(
             session.add(incident)
             session.flush()
             emit_incident(session, box, watch, incident, "incident.open", now)
+            if not paused:
+                runtime.on_drift(
+                    session, box, watch, incident, event.agent_actions if event else [], now
+                )
         else:
             incident.breaking_count = counts["breaking"]
             incident.drift_event_id = event.id if event else incident.drift_event_id
@@ -586,6 +592,7 @@ def _record_new_snapshot(
                 "incidentId": event.incident_id,
                 "counts": counts,
                 "agentActions": event.agent_actions,
+                "affectedAgentIds": runtime.affected_agent_ids(session, watch.id),
                 "changes": [c.to_json() for c in changes if not c.ignored][
                     :EVENT_CHANGES_IN_ALERTS
                 ],

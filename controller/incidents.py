@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from controller.crypto import SecretBox
 from controller.events.outbox import emit
+from controller.runtime import affected_agent_ids
 from controller.store.models import Incident, Watch
 
 ACTIVE = ("open", "acknowledged")
@@ -60,6 +61,7 @@ def emit_incident(
             "status": incident.status,
             "breakingCount": incident.breaking_count,
             "resolution": incident.resolution,
+            "affectedAgentIds": affected_agent_ids(session, watch.id),
         },
         now=now,
         watch=watch,

@@ -181,7 +181,9 @@ class Controller:
         self.clock = clock
         self.lease = lease
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
-        self.client = make_client(allow_private=settings.allow_private_targets)
+        self.client = make_client(
+            allow_private=settings.allow_private_targets, ca_bundle=settings.ca_bundle
+        )
         self.fetcher = fetcher or contract_fetcher(settings, self.client)
         self.pool = ThreadPoolExecutor(
             max_workers=concurrency, thread_name_prefix="driftgate-check"

@@ -116,6 +116,11 @@ class Settings(BaseModel):
     log_format: Literal["json", "text"] = "json"
     max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
     allow_private_targets: bool = False
+    ca_bundle: Path | None = Field(
+        default=None,
+        description="PEM file of extra CA certificates trusted for outbound HTTPS (fetches, "
+        "webhooks), beside the public ones: for internal CAs",
+    )
     allow_stdio_mcp: bool = False
     refuse_default_user_agents: bool = False
     trial_validations_per_month: int = Field(default=500, ge=0)

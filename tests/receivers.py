@@ -4,16 +4,24 @@ purpose, to see retries."""
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from controller.events.signing import SignatureError, verify
 
 
 class Receiver:
-    def __init__(self, secret: str | None = None, fail_first: int = 0) -> None:
+    def __init__(
+        self,
+        secret: str | None = None,
+        fail_first: int = 0,
+        tls: tuple[Path, Path] | None = None,
+    ) -> None:
+        """`tls` (certificate, key) serves HTTPS instead of HTTP."""
         self.secret = secret
         self.fail_first = fail_first
         self.received: list[dict[str, Any]] = []
@@ -48,7 +56,13 @@ class Receiver:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/hook"
+        scheme = "http"
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(str(tls[0]), str(tls[1]))
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://127.0.0.1:{self._server.server_address[1]}/hook"
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )

@@ -7,21 +7,31 @@ preflight closed.
 
 from __future__ import annotations
 
+import fnmatch
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field, StringConstraints
 from sqlalchemy import or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from controller.errors import Conflict, NotFound
-from controller.model.base import ApiModel
-from controller.model.watch import ManagedBy
+from controller import runtime
+from controller.crypto import SecretBox
+from controller.errors import Conflict, Forbidden, NotFound
+from controller.incidents import ACTIVE, emit_incident
+from controller.model.base import ApiModel, RequestModel
+from controller.model.watch import IncidentSummary, ManagedBy
+from controller.policy import decide, resolve_policy, watch_reasons
 from controller.reconcile import binding_conditions
-from controller.services import audit
+from controller.services import audit, preflight
 from controller.services.auth import Principal
+from controller.services.drift import incident_summary
 from controller.services.managed import ensure_unmanaged, managed_by
-from controller.store.models import Agent, AgentWatch, Watch
+from controller.services.watches import get_watch
+from controller.store.models import Agent, AgentWatch, Incident, Watch
+
+REPOSITORY = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"
 
 
 class AgentWatchOut(ApiModel):
@@ -135,3 +145,292 @@ def bind(
         details={"watchId": watch.id, "policy": agent.policy},
     )
     return agent
+
+
+# Status and runtime lifecycle.
+
+
+class PolicyOut(ApiModel):
+    name: str
+    on_breaking: list[str]
+    on_warning: list[str]
+    require_ack_to_unblock: bool
+    auto_resolve_incident: bool
+    enforcing: list[str]
+
+
+class RuntimeOut(ApiModel):
+    state: str = Field(description="`running` or `killed`")
+    reason: str | None = Field(description="`breaking_drift`, `manual` or `unblocked`")
+    note: str | None
+    changed_at: datetime | None
+    changed_by: str | None
+
+
+class BoundWatch(ApiModel):
+    ref: str
+    watch_id: str
+    name: str
+    drift_status: str
+    reasons: list[str]
+    blocking: bool = Field(description="this watch blocks the agent's preflight now")
+    incident_id: str | None
+    incident_status: str | None
+    last_checked_at: datetime | None
+
+
+class GateOut(ApiModel):
+    allowed: bool
+    policy_blocked: bool
+    reasons: list[str] = Field(
+        description="agent-level reasons: agent_killed, unresolved_reference"
+    )
+
+
+class AgentStatus(ApiModel):
+    agent: AgentOut
+    policy: PolicyOut
+    runtime: RuntimeOut
+    watches: list[BoundWatch]
+    open_incidents: list[IncidentSummary]
+    unresolved_references: list[str]
+    agent_actions: list[str]
+    preflight: GateOut
+
+
+class AgentNote(RequestModel):
+    note: Annotated[str, StringConstraints(max_length=2000)] | None = None
+
+
+class AgentAck(RequestModel):
+    """Body of `POST /api/agents/<id>/ack`; `repository` and `branch` are checked against the
+    agent's remediation approval rules when it has any."""
+
+    note: Annotated[str, StringConstraints(max_length=2000)] | None = None
+    repository: Annotated[str, StringConstraints(max_length=300, pattern=REPOSITORY)] | None = None
+    branch: Annotated[str, StringConstraints(min_length=1, max_length=255)] | None = None
+
+
+class AckOut(ApiModel):
+    acknowledged: list[str] = Field(description="incident ids acknowledged by this call")
+    approval: dict[str, Any] | None = Field(description="the approval rule that accepted it")
+    status: AgentStatus
+
+
+class AffectedAgent(ApiModel):
+    id: str
+    slug: str
+    environment: str | None
+    policy: str
+    enforcing: list[str]
+    runtime_state: str
+
+
+class AffectedAgents(ApiModel):
+    watch_id: str
+    agents: list[AffectedAgent]
+
+
+def agent_status(session: Session, org_id: str, id_or_slug: str) -> AgentStatus:
+    agent = get_agent(session, org_id, id_or_slug)
+    gate, ids, states = preflight.agent_gate_input(session, org_id, agent.key)
+    decision = decide(ids, states, agent=gate, dry_run=True)
+    blocking = {row.watch_id for row in decision.blocked}
+    refs = {b.watch_id: b.ref for b in agent.bindings if b.watch_id is not None}
+    watches = [
+        BoundWatch(
+            ref=refs.get(watch_id, watch_id),
+            watch_id=watch_id,
+            name=states[watch_id].name,
+            drift_status=states[watch_id].drift_status,
+            reasons=watch_reasons(states[watch_id]),
+            blocking=watch_id in blocking,
+            incident_id=states[watch_id].incident_id,
+            incident_status=states[watch_id].incident_status,
+            last_checked_at=states[watch_id].last_checked_at,
+        )
+        for watch_id in dict.fromkeys(ids)
+    ]
+    incidents = session.scalars(
+        select(Incident)
+        .where(Incident.watch_id.in_(list(states)), Incident.status.in_(ACTIVE))
+        .order_by(Incident.opened_at)
+    )
+    actions = sorted(
+        {a for row in decision.blocked for a in row.agent_actions} | set(decision.agent_actions)
+    )
+    return AgentStatus(
+        agent=to_out(agent),
+        policy=PolicyOut.model_validate(gate.policy.to_json()),
+        runtime=RuntimeOut(
+            state=agent.runtime_state,
+            reason=agent.runtime_reason,
+            note=agent.runtime_note,
+            changed_at=agent.runtime_changed_at,
+            changed_by=agent.runtime_changed_by,
+        ),
+        watches=watches,
+        open_incidents=[incident_summary(i) for i in incidents],
+        unresolved_references=list(gate.unresolved),
+        agent_actions=actions,
+        preflight=GateOut(
+            allowed=decision.allowed,
+            policy_blocked=decision.would_policy_block,
+            reasons=decision.agent_reasons,
+        ),
+    )
+
+
+def kill_agent(
+    session: Session,
+    principal: Principal,
+    id_or_slug: str,
+    note: str | None,
+    box: SecretBox,
+    now: datetime,
+) -> Agent:
+    """Runtime state `killed` and a signed `agent.contract.blocked` (`kill_in_flight`)."""
+    agent = get_agent(session, principal.org_id, id_or_slug)
+    if runtime.kill(session, box, agent, now, reason="manual", by=principal.actor, note=note):
+        _audit_runtime(session, principal, agent, "agent.kill", note)
+    return agent
+
+
+def unblock_agent(
+    session: Session,
+    principal: Principal,
+    id_or_slug: str,
+    note: str | None,
+    box: SecretBox,
+    now: datetime,
+) -> Agent:
+    """Back to `running` (`agent.unblocked`). A policy that requires acknowledgement refuses
+    while an incident of a bound watch is still open (409 `ack_required`)."""
+    agent = get_agent(session, principal.org_id, id_or_slug)
+    policy = resolve_policy(agent.policy, agent.policy_rules)
+    if agent.runtime_state == runtime.KILLED and policy.require_ack_to_unblock:
+        open_ids = _incidents(session, agent, ("open",))
+        if open_ids:
+            raise Conflict(
+                f"policy {agent.policy!r} requires the open incidents to be acknowledged first"
+                f" (POST /api/agents/{agent.key}/ack)",
+                code="ack_required",
+                details=[{"incidentId": i.id, "watchId": i.watch_id} for i in open_ids],
+            )
+    if runtime.unblock(session, box, agent, now, by=principal.actor, note=note):
+        _audit_runtime(session, principal, agent, "agent.unblock", note)
+    return agent
+
+
+def ack_agent(
+    session: Session,
+    principal: Principal,
+    id_or_slug: str,
+    data: AgentAck,
+    box: SecretBox,
+    now: datetime,
+) -> tuple[Agent, list[str], dict[str, Any] | None]:
+    """Acknowledge the open incidents of the agent's watches (audited), when the agent's
+    approval rules accept the repository and branch (else 403 with the rules that failed).
+    An agent killed by drift runs again once nothing it depends on is unacknowledged."""
+    agent = get_agent(session, principal.org_id, id_or_slug)
+    rule = check_approval(agent, data.repository, data.branch)
+    acknowledged = []
+    for incident in _incidents(session, agent, ("open",)):
+        incident.status = "acknowledged"
+        incident.acknowledged_at = now
+        incident.acknowledged_by = principal.actor
+        incident.ack_note = data.note
+        watch = session.get_one(Watch, incident.watch_id)
+        emit_incident(session, box, watch, incident, "incident.acknowledged", now)
+        acknowledged.append(incident.id)
+    audit.record(
+        session,
+        actor=principal.actor,
+        action="agent.ack",
+        target_type="agent",
+        target_id=agent.key,
+        org_id=principal.org_id,
+        details={
+            "incidents": acknowledged,
+            "note": data.note,
+            "repository": data.repository,
+            "branch": data.branch,
+            "approvalRule": rule,
+        },
+    )
+    if agent.runtime_state == runtime.KILLED and agent.runtime_reason == "breaking_drift":
+        runtime.unblock(session, box, agent, now, by=principal.actor, note=data.note)
+    return agent, acknowledged, rule
+
+
+def check_approval(
+    agent: Agent, repository: str | None, branch: str | None
+) -> dict[str, Any] | None:
+    """The first approval rule that accepts `repository`@`branch`; None when the agent has
+    no rules (anyone with an org key may acknowledge). Refusal is 403 naming each rule and
+    the part of it that failed."""
+    rules = agent.approvals or []
+    if not rules:
+        return None
+    failures = []
+    for rule in rules:
+        if repository is None or repository.lower() != str(rule["repository"]).lower():
+            failures.append({"rule": rule, "failed": "repository"})
+        elif branch is None or not any(
+            fnmatch.fnmatchcase(branch, pattern) for pattern in rule.get("branches") or ["*"]
+        ):
+            failures.append({"rule": rule, "failed": "branch"})
+        else:
+            return dict(rule)
+    raise Forbidden(
+        f"no remediation approval rule of agent {agent.key!r} accepts "
+        f"{repository or '(no repository)'}@{branch or '(no branch)'}",
+        code="approval_refused",
+        details=failures,
+    )
+
+
+def affected_agents(session: Session, org_id: str, watch_id: str) -> AffectedAgents:
+    watch = get_watch(session, org_id, watch_id)
+    agents = []
+    for agent in runtime.bound_agents(session, watch.id):
+        policy = resolve_policy(agent.policy, agent.policy_rules)
+        agents.append(
+            AffectedAgent(
+                id=agent.key,
+                slug=agent.slug,
+                environment=agent.environment,
+                policy=agent.policy,
+                enforcing=list(policy.enforcing),
+                runtime_state=agent.runtime_state,
+            )
+        )
+    return AffectedAgents(watch_id=watch.id, agents=agents)
+
+
+def _incidents(session: Session, agent: Agent, statuses: tuple[str, ...]) -> list[Incident]:
+    watch_ids = [b.watch_id for b in agent.bindings if b.watch_id is not None]
+    if not watch_ids:
+        return []
+    return list(
+        session.scalars(
+            select(Incident)
+            .where(Incident.watch_id.in_(watch_ids), Incident.status.in_(statuses))
+            .order_by(Incident.opened_at, Incident.id)
+        )
+    )
+
+
+def _audit_runtime(
+    session: Session, principal: Principal, agent: Agent, action: str, note: str | None
+) -> None:
+    audit.record(
+        session,
+        actor=principal.actor,
+        action=action,
+        target_type="agent",
+        target_id=agent.key,
+        org_id=principal.org_id,
+        details={"note": note, "runtimeState": agent.runtime_state},
+    )

@@ -15,6 +15,7 @@ import socket
 import ssl
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpcore
@@ -114,11 +115,14 @@ class _GuardedBackend(httpcore.SyncBackend):
 
 
 class _GuardedTransport(httpx.HTTPTransport):
-    def __init__(self, is_allowed: AddressFilter) -> None:
+    def __init__(self, is_allowed: AddressFilter, ca_bundle: Path | None = None) -> None:
         super().__init__(trust_env=False)
+        context = httpx.create_ssl_context()
+        if ca_bundle is not None:
+            context.load_verify_locations(cafile=str(ca_bundle))
         # httpx does not expose httpcore's network backend; the pool is rebuilt with ours.
         self._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(),
+            ssl_context=context,
             max_connections=MAX_CONNECTIONS,
             # As many idle connections as busy ones: a controller's workers reuse them.
             max_keepalive_connections=MAX_CONNECTIONS,
@@ -133,11 +137,13 @@ def make_client(
     user_agent: str = CONTROLLER_USER_AGENT,
     timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
     address_filter: AddressFilter | None = None,
+    ca_bundle: Path | None = None,
 ) -> httpx.Client:
     """An httpx client whose every connection goes through the address guard.
 
     `address_filter` replaces the default rule (public addresses, or all with
-    `allow_private`); it sees every resolved address of every hop.
+    `allow_private`); it sees every resolved address of every hop. `ca_bundle` adds trusted
+    CA certificates to the public ones.
     """
     is_allowed: AddressFilter = is_public_address
     if address_filter is not None:
@@ -145,7 +151,7 @@ def make_client(
     elif allow_private:
         is_allowed = _any_address
     return httpx.Client(
-        transport=_GuardedTransport(is_allowed),
+        transport=_GuardedTransport(is_allowed, ca_bundle),
         timeout=timeout,
         follow_redirects=True,
         max_redirects=MAX_REDIRECTS,

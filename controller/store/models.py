@@ -460,6 +460,14 @@ class Agent(ManagedBySource, Base):
     runtime_webhook: Mapped[str | None] = mapped_column(String(2048), default=None)
     repo_ref: Mapped[str | None] = mapped_column(String(512), default=None)
     conditions: Mapped[list[dict[str, Any]]] = mapped_column(JSONType, default=list)
+    # Remediation approval rules: who may acknowledge this agent's incidents (repo, branches).
+    approvals: Mapped[list[dict[str, Any]]] = mapped_column(JSONType, default=list)
+    # Runtime lifecycle (not configuration: a source never writes these).
+    runtime_state: Mapped[str] = mapped_column(String(16), default="running")
+    runtime_reason: Mapped[str | None] = mapped_column(String(32), default=None)
+    runtime_note: Mapped[str | None] = mapped_column(Text, default=None)
+    runtime_changed_at: Mapped[datetime | None] = mapped_column(default=None)
+    runtime_changed_by: Mapped[str | None] = mapped_column(String(200), default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
@@ -492,3 +500,66 @@ class HookDelivery(Base):
 
     delivery_id: Mapped[str] = mapped_column(String(100), primary_key=True)
     received_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+
+
+class PreflightDecision(Base):
+    """One run-gate answer, kept for the audit export: inputs, rows and result."""
+
+    __tablename__ = "preflight_decisions"
+    __table_args__ = (Index("ix_preflight_decisions_org_evaluated", "org_id", "evaluated_at"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"))
+    actor: Mapped[str] = mapped_column(String(200))
+    agent_key: Mapped[str | None] = mapped_column(String(200), default=None)
+    watch_count: Mapped[int] = mapped_column(Integer, default=0)
+    allowed: Mapped[bool] = mapped_column(Boolean)
+    policy_blocked: Mapped[bool] = mapped_column(Boolean, default=False)
+    dry_run: Mapped[bool] = mapped_column(Boolean, default=False)
+    status_code: Mapped[int] = mapped_column(Integer)
+    duration_ms: Mapped[int] = mapped_column(Integer, default=0)
+    evaluated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    inputs: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    result: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+
+
+class FuseTrip(Base):
+    """A fleet-guard trip event, idempotent per org by the client's `tripId`."""
+
+    __tablename__ = "fuse_trips"
+    __table_args__ = (
+        UniqueConstraint("org_id", "trip_id"),
+        Index("ix_fuse_trips_org_received", "org_id", "received_at", "id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"))
+    trip_id: Mapped[str] = mapped_column(String(200))
+    reason: Mapped[str] = mapped_column(String(64))
+    watch_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    agent_key: Mapped[str | None] = mapped_column(String(200), default=None)
+    tool: Mapped[str | None] = mapped_column(String(200), default=None)
+    decision_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    trip_metadata: Mapped[dict[str, Any]] = mapped_column("metadata", JSONType, default=dict)
+    digest: Mapped[str] = mapped_column(String(64))
+    actor: Mapped[str] = mapped_column(String(200))
+    occurred_at: Mapped[datetime | None] = mapped_column(default=None)
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class FuseSnapshot(Base):
+    """An on-demand snapshot a fleet guard asked for: a check of one watch, run now."""
+
+    __tablename__ = "fuse_snapshots"
+    __table_args__ = (Index("ix_fuse_snapshots_org_requested", "org_id", "requested_at", "id"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"))
+    watch_id: Mapped[str] = mapped_column(String(36))
+    actor: Mapped[str] = mapped_column(String(200))
+    reason: Mapped[str | None] = mapped_column(String(200), default=None)
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    job_id: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    summary: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    requested_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(default=None)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import os
 import ssl
 import threading
@@ -16,10 +14,6 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from controller.errors import PermanentError, TemporaryError
 from controller.sources.git import (
@@ -31,6 +25,7 @@ from controller.sources.git import (
     redact_url,
 )
 from tests.gitrepos import RepoBuilder, git_daemon, isolated_git_config
+from tests.tls import self_signed_certificate
 
 TOKEN = "ghp_s3cr3t-token-value-0123456789"
 AGENTS = "agents:\n  - name: billing-bot\n"
@@ -307,7 +302,7 @@ def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     libgit2 keeps one trust store per process and can only add to it, hence one certificate
     per session (a second one with the same subject would be looked up in its place).
     """
-    cert_file, key_file = _self_signed_certificate(tmp_path_factory.mktemp("tls"))
+    cert_file, key_file = self_signed_certificate(tmp_path_factory.mktemp("tls"))
     pygit2.settings.set_ssl_cert_locations(str(cert_file), None)
     return cert_file, key_file
 
@@ -345,37 +340,6 @@ def rejecting_https_server(tls_files: tuple[Path, Path]) -> Iterator[RejectingSe
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
-
-
-def _self_signed_certificate(tmp_path: Path) -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "driftgate test")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = tmp_path / "server.pem", tmp_path / "server.key"
-    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_file, key_file
 
 
 def test_rejected_credentials_stop_after_two_attempts(

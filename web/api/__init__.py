@@ -4,4 +4,16 @@ from web.routes import Registry
 
 REGISTRY = Registry()
 
-from web.api import drift, gitops, health, meta, org, public, templates, trial, watches  # noqa: E402,F401  (registration)
+from web.api import (  # noqa: E402,F401  (registration)
+    agents,
+    drift,
+    gitops,
+    health,
+    meta,
+    org,
+    preflight,
+    public,
+    templates,
+    trial,
+    watches,
+)

@@ -1,4 +1,4 @@
-"""Git sources, their push webhooks, and the agents they declare (org-scoped)."""
+"""Git sources and their push webhooks (org-scoped)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import json
 from flask import request
 
 from controller.errors import ValidationFailed
-from controller.services import agents as agent_service
 from controller.services import sources as source_service
 from web.api import REGISTRY
 from web.routes import Call, Reply
@@ -88,29 +87,3 @@ def github_hook(call: Call) -> Reply:
         call.now,
     )
     return Reply(202, accepted)
-
-
-@REGISTRY.route(
-    "GET",
-    "/api/agents",
-    summary="List agents",
-    tag="agents",
-    responses={200: agent_service.AgentList},
-)
-def list_agents(call: Call) -> agent_service.AgentList:
-    """Agent bindings of the org: policy, watch references and whether each resolved."""
-    return agent_service.list_agents(call.session, call.org_id)
-
-
-@REGISTRY.route(
-    "GET",
-    "/api/agents/<agent_id>",
-    summary="One agent binding",
-    tag="agents",
-    responses={200: agent_service.AgentOut},
-)
-def get_agent(call: Call) -> agent_service.AgentOut:
-    """The binding of the agent with this id or slug."""
-    return agent_service.to_out(
-        agent_service.get_agent(call.session, call.org_id, call.path["agent_id"])
-    )

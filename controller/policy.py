@@ -1,0 +1,265 @@
+"""The run gate's decision: a pure function of the watches' states, the agent and the request.
+
+Nothing here reads the store, the clock or the network, so every answer of `POST
+/api/preflight` (and of the agent status view) is a function of one consistent read, and the
+rules below can be tested exhaustively. Rules (SPEC.md "Preflight", CONTRACT.md "Preflight"):
+
+1. A watch is blocked while it is `drifted` (`breaking_drift`), `error`
+   (`check_failed:<failureClass>`), `never_run` (`never_checked`) or `disabled` (`disabled`);
+   an id the org does not have is blocked with `not_found`.
+2. A plain watch list has no policy: HTTP 200 with `allowed` true or false.
+3. With an agent, its policy applies. Breaking drift whose incident is acknowledged no longer
+   blocks the agent. Breaking drift under a policy whose `on_breaking` has `block_new_runs`
+   or `kill_in_flight` adds `policy_block:<action>` and answers 409 with `policyBlocked`.
+   A killed agent is blocked (409) until it is unblocked; a watch reference that resolves to
+   nothing blocks the agent (fail closed) with 200.
+4. `ignore` moves a row to `ignored` unless a policy block is on it: an enforcing policy cannot
+   be waived by the caller. `dryRun` evaluates everything but never answers 409.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "notify-only": {
+        "on_breaking": ["notify"],
+        "on_warning": ["notify"],
+        "require_ack_to_unblock": False,
+        "auto_resolve_incident": True,
+    },
+    "staging-strict": {
+        "on_breaking": ["notify", "block_new_runs"],
+        "on_warning": ["notify"],
+        "require_ack_to_unblock": False,
+        "auto_resolve_incident": True,
+    },
+    "production-guard": {
+        "on_breaking": ["notify", "block_new_runs", "kill_in_flight"],
+        "on_warning": ["notify"],
+        "require_ack_to_unblock": True,
+        "auto_resolve_incident": True,
+    },
+}
+ENFORCING = ("block_new_runs", "kill_in_flight")
+WATCH_ID_LIMIT = 100
+
+# Remediation hints per state (the drift engine adds its own per change, e.g. update_tool_schema).
+ACTIONS_NOT_FOUND = ("check_watch_id",)
+ACTIONS_ERROR = ("check_watch_config",)
+ACTIONS_NEVER_RUN = ("wait_for_first_check",)
+ACTIONS_DISABLED = ("resume_watch",)
+ACTION_ACK = "ack_incident"
+ACTION_UNBLOCK = "unblock_agent"
+ACTION_FIX_REFERENCE = "fix_watch_reference"
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    on_breaking: tuple[str, ...]
+    on_warning: tuple[str, ...]
+    require_ack_to_unblock: bool
+    auto_resolve_incident: bool
+
+    @property
+    def enforcing(self) -> tuple[str, ...]:
+        return tuple(a for a in ENFORCING if a in self.on_breaking)
+
+    @property
+    def kills(self) -> bool:
+        return "kill_in_flight" in self.on_breaking
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "onBreaking": list(self.on_breaking),
+            "onWarning": list(self.on_warning),
+            "requireAckToUnblock": self.require_ack_to_unblock,
+            "autoResolveIncident": self.auto_resolve_incident,
+            "enforcing": list(self.enforcing),
+        }
+
+
+def resolve_policy(name: str, rules: Mapping[str, Any] | None) -> Policy:
+    """A preset by name, or the custom policy `rules` an agents.yaml declared under `name`.
+
+    An unknown name without rules cannot happen for reconciled agents (the loader refuses it);
+    should it, the strictest preset applies rather than none (fail closed).
+    """
+    values = dict(PRESETS.get(name) or rules or PRESETS["production-guard"])
+    return Policy(
+        name=name,
+        on_breaking=tuple(values.get("on_breaking") or ()),
+        on_warning=tuple(values.get("on_warning") or ()),
+        require_ack_to_unblock=bool(values.get("require_ack_to_unblock", False)),
+        auto_resolve_incident=bool(values.get("auto_resolve_incident", True)),
+    )
+
+
+@dataclass(frozen=True)
+class WatchState:
+    """What the gate needs of a watch, read in one query with its incident and drift event."""
+
+    id: str
+    name: str
+    drift_status: str
+    failure_class: str | None
+    last_checked_at: datetime | None
+    incident_id: str | None
+    incident_status: str | None
+    change_actions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AgentState:
+    key: str
+    slug: str
+    policy: Policy
+    runtime_state: str
+    unresolved: tuple[str, ...] = ()
+
+
+@dataclass
+class Row:
+    watch_id: str
+    name: str | None
+    drift_status: str | None
+    reasons: list[str]
+    agent_actions: list[str]
+    last_checked_at: datetime | None = None
+    incident_id: str | None = None
+    ignore_reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "watchId": self.watch_id,
+            "name": self.name,
+            "driftStatus": self.drift_status,
+            "reasons": self.reasons,
+            "agentActions": self.agent_actions,
+            "lastCheckedAt": self.last_checked_at.isoformat() if self.last_checked_at else None,
+            "incidentId": self.incident_id,
+        }
+        if self.ignore_reason is not None:
+            out["ignoreReason"] = self.ignore_reason
+        return out
+
+
+@dataclass
+class Decision:
+    allowed: bool
+    policy_blocked: bool
+    would_policy_block: bool
+    status: int
+    blocked: list[Row] = field(default_factory=list)
+    ignored: list[Row] = field(default_factory=list)
+    agent_reasons: list[str] = field(default_factory=list)
+    agent_actions: list[str] = field(default_factory=list)
+
+
+def watch_reasons(state: WatchState) -> list[str]:
+    """Rule 1's reason token of a watch state (empty when it does not block)."""
+    status = state.drift_status
+    if status == "drifted":
+        return ["breaking_drift"]
+    if status == "error":
+        return [f"check_failed:{state.failure_class}" if state.failure_class else "check_failed"]
+    if status == "never_run":
+        return ["never_checked"]
+    if status == "disabled":
+        return ["disabled"]
+    return []
+
+
+def _actions(state: WatchState, reasons: list[str]) -> list[str]:
+    status = state.drift_status
+    if status == "drifted":
+        actions = set(state.change_actions)
+        if state.incident_status == "open":
+            actions.add(ACTION_ACK)
+        return sorted(actions)
+    if status == "error":
+        return list(ACTIONS_ERROR)
+    if status == "never_run":
+        return list(ACTIONS_NEVER_RUN)
+    if status == "disabled":
+        return list(ACTIONS_DISABLED)
+    return []
+
+
+def decide(
+    requested: Sequence[str],
+    states: Mapping[str, WatchState],
+    *,
+    agent: AgentState | None = None,
+    ignore: Mapping[str, str] | None = None,
+    dry_run: bool = False,
+) -> Decision:
+    """The answer for the watch ids `requested` (deduplicated, in order), given their states
+    (ids missing from `states` are not the org's)."""
+    ignore = ignore or {}
+    blocked: list[Row] = []
+    ignored: list[Row] = []
+    policy_hit = False
+    for watch_id in dict.fromkeys(requested):
+        state = states.get(watch_id)
+        if state is None:
+            row = Row(watch_id, None, None, ["not_found"], list(ACTIONS_NOT_FOUND))
+        else:
+            reasons = watch_reasons(state)
+            if not reasons:
+                continue
+            if (
+                agent is not None
+                and state.drift_status == "drifted"
+                and state.incident_status == "acknowledged"
+            ):
+                continue  # an acknowledged incident no longer blocks the agent
+            actions = _actions(state, reasons)
+            if agent is not None and state.drift_status == "drifted":
+                enforced = agent.policy.enforcing
+                if enforced:
+                    reasons = reasons + [f"policy_block:{a}" for a in enforced]
+                    policy_hit = True
+            row = Row(
+                watch_id,
+                state.name,
+                state.drift_status,
+                reasons,
+                actions,
+                state.last_checked_at,
+                state.incident_id,
+            )
+        waived = ignore.get(watch_id)
+        if waived is not None and not any(r.startswith("policy_block:") for r in row.reasons):
+            row.ignore_reason = waived
+            ignored.append(row)
+        else:
+            blocked.append(row)
+
+    agent_reasons: list[str] = []
+    agent_actions: list[str] = []
+    if agent is not None:
+        if agent.runtime_state == "killed":
+            agent_reasons.append("agent_killed")
+            agent_actions.append(ACTION_UNBLOCK)
+            policy_hit = True
+        if agent.unresolved:
+            agent_reasons.append("unresolved_reference")
+            agent_actions.append(ACTION_FIX_REFERENCE)
+    allowed = not blocked and not agent_reasons
+    policy_blocked = policy_hit and not dry_run
+    return Decision(
+        allowed=allowed,
+        policy_blocked=policy_blocked,
+        would_policy_block=policy_hit,
+        status=409 if policy_blocked else 200,
+        blocked=blocked,
+        ignored=ignored,
+        agent_reasons=agent_reasons,
+        agent_actions=agent_actions,
+    )

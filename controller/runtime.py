@@ -1,0 +1,167 @@
+"""Agent runtime lifecycle: `running` or `killed`, and the signed events that say so.
+
+States (docs/run-gate.md):
+- `running`: the default; preflight decides by the watches and the policy.
+- `killed`: the orchestrator was told to stop the agent's in-flight runs
+  (`agent.contract.blocked` with action `kill_in_flight`). Preflight answers 409 until the
+  agent is unblocked. `runtime_reason` says why: `breaking_drift` (a watch bound under a
+  `kill_in_flight` policy turned drifted) or `manual` (`POST /api/agents/<id>/kill`).
+
+Moves: drift or kill -> killed; unblock, or an accepted acknowledgement of a drift kill ->
+running (`agent.unblocked`). Every move is written with its outbox events in the caller's
+transaction, so an event is never sent for a move that did not happen.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from controller.crypto import SecretBox
+from controller.events.outbox import emit
+from controller.policy import resolve_policy
+from controller.store.models import Agent, AgentWatch, Incident, Watch
+
+RUNNING = "running"
+KILLED = "killed"
+
+
+def bound_agents(session: Session, watch_id: str) -> list[Agent]:
+    """The agents with a binding to the watch, by id."""
+    return list(
+        session.scalars(
+            select(Agent)
+            .where(Agent.id.in_(select(AgentWatch.agent_id).where(AgentWatch.watch_id == watch_id)))
+            .order_by(Agent.key)
+        )
+    )
+
+
+def affected_agent_ids(session: Session, watch_id: str) -> list[str]:
+    """The ids (agents.yaml `id`) of the agents bound to a watch: `affectedAgentIds` of alerts."""
+    return list(
+        session.scalars(
+            select(Agent.key)
+            .join(AgentWatch, AgentWatch.agent_id == Agent.id)
+            .where(AgentWatch.watch_id == watch_id)
+            .distinct()
+            .order_by(Agent.key)
+        )
+    )
+
+
+def kill(
+    session: Session,
+    box: SecretBox,
+    agent: Agent,
+    now: datetime,
+    *,
+    reason: str,
+    by: str,
+    note: str | None = None,
+    watch: Watch | None = None,
+    incident: Incident | None = None,
+    agent_actions: list[str] | None = None,
+) -> bool:
+    """Mark the agent killed and send `agent.contract.blocked`; False when it already was."""
+    if agent.runtime_state == KILLED:
+        return False
+    _move(agent, KILLED, reason, note, by, now)
+    data: dict[str, Any] = {
+        "agentId": agent.key,
+        "slug": agent.slug,
+        "environment": agent.environment,
+        "policy": agent.policy,
+        "action": "kill_in_flight",
+        "reason": reason,
+        "note": note,
+        "watchId": watch.id if watch else None,
+        "watchName": watch.name if watch else None,
+        "incidentId": incident.id if incident else None,
+        "agentActions": agent_actions or [],
+    }
+    _emit(session, box, agent, "agent.contract.blocked", data, now)
+    return True
+
+
+def unblock(
+    session: Session, box: SecretBox, agent: Agent, now: datetime, *, by: str, note: str | None
+) -> bool:
+    """Back to running with `agent.unblocked`; False when the agent was not killed."""
+    if agent.runtime_state != KILLED:
+        return False
+    was = agent.runtime_reason
+    _move(agent, RUNNING, "unblocked", note, by, now)
+    data = {
+        "agentId": agent.key,
+        "slug": agent.slug,
+        "environment": agent.environment,
+        "policy": agent.policy,
+        "previousReason": was,
+        "note": note,
+    }
+    _emit(session, box, agent, "agent.unblocked", data, now)
+    return True
+
+
+def on_drift(
+    session: Session,
+    box: SecretBox,
+    watch: Watch,
+    incident: Incident,
+    agent_actions: list[str],
+    now: datetime,
+) -> list[str]:
+    """A watch just turned drifted: kill every bound agent whose policy has `kill_in_flight`.
+
+    Returns the ids of the agents killed now.
+    """
+    killed = []
+    for agent in bound_agents(session, watch.id):
+        if not resolve_policy(agent.policy, agent.policy_rules).kills:
+            continue
+        if kill(
+            session,
+            box,
+            agent,
+            now,
+            reason="breaking_drift",
+            by="system",
+            watch=watch,
+            incident=incident,
+            agent_actions=agent_actions,
+        ):
+            killed.append(agent.key)
+    return killed
+
+
+def _move(agent: Agent, state: str, reason: str, note: str | None, by: str, now: datetime) -> None:
+    agent.runtime_state = state
+    agent.runtime_reason = reason
+    agent.runtime_note = note
+    agent.runtime_changed_at = now
+    agent.runtime_changed_by = by
+
+
+def _emit(
+    session: Session,
+    box: SecretBox,
+    agent: Agent,
+    event_type: str,
+    data: dict[str, Any],
+    now: datetime,
+) -> None:
+    # To the orchestrator at the agent's runtime webhook (signed like every webhook) and to
+    # the org's default destination; never to the watch's own webhook.
+    emit(
+        session,
+        box,
+        org_id=agent.org_id,
+        event_type=event_type,
+        data=data,
+        now=now,
+        extra_destinations=[agent.runtime_webhook] if agent.runtime_webhook else (),
+    )

@@ -1,0 +1,331 @@
+"""`POST /api/preflight`: one read of the watches (and the agent) in a single statement, the
+pure decision of `controller.policy`, and one insert that records the decision for audit.
+
+No fetch, diff or lock happens here; a single SELECT is one consistent state of the store, so
+an answer never mixes two moments even while checks change statuses.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import Field, StringConstraints, model_validator
+from sqlalchemy import bindparam, insert, or_, select
+from sqlalchemy.orm import Session
+
+from controller.errors import NotFound
+from controller.logs import log
+from controller.model.base import ApiModel, RequestModel
+from controller.policy import (
+    WATCH_ID_LIMIT,
+    AgentState,
+    Decision,
+    WatchState,
+    decide,
+    resolve_policy,
+)
+from controller.policy import Row as GateRow
+from controller.services.auth import Principal
+from controller.store.models import (
+    Agent,
+    AgentWatch,
+    DriftEvent,
+    Incident,
+    PreflightDecision,
+    Watch,
+    new_id,
+)
+
+logger = logging.getLogger("driftgate.preflight")
+
+WatchId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+
+
+class IgnoreEntry(RequestModel):
+    watch_id: WatchId
+    reason: Annotated[str, StringConstraints(min_length=1, max_length=500)]
+
+
+class PreflightRequest(RequestModel):
+    """`{watchIds}` (at most 100; `[]` is allowed) or `{agentId}`, plus `ignore` and `dryRun`."""
+
+    model_config = RequestModel.model_config | {
+        "json_schema_extra": {"oneOf": [{"required": ["watchIds"]}, {"required": ["agentId"]}]}
+    }
+
+    watch_ids: Annotated[list[WatchId], Field(max_length=WATCH_ID_LIMIT)] | None = None
+    agent_id: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = None
+    ignore: Annotated[list[IgnoreEntry], Field(max_length=WATCH_ID_LIMIT)] = Field(
+        default_factory=list, description="watches not to block on, each with a reason"
+    )
+    dry_run: bool = Field(default=False, description="evaluate and record; never answer 409")
+
+    @model_validator(mode="after")
+    def _one_of(self) -> PreflightRequest:
+        if (self.watch_ids is None) == (self.agent_id is None):
+            raise ValueError("send `watchIds` or `agentId` (one of them)")
+        return self
+
+
+class BlockedRow(ApiModel):
+    watch_id: str
+    name: str | None = Field(description="null for `not_found`")
+    drift_status: str | None = Field(description="null for `not_found`")
+    reasons: list[str]
+    agent_actions: list[str]
+    last_checked_at: datetime | None
+    incident_id: str | None
+
+
+class IgnoredRow(BlockedRow):
+    ignore_reason: str
+
+
+class AgentGate(ApiModel):
+    id: str
+    slug: str
+    policy: str
+    runtime_state: str
+    reasons: list[str] = Field(description="`agent_killed`, `unresolved_reference`")
+    agent_actions: list[str]
+    unresolved_references: list[str]
+
+
+class PreflightResult(ApiModel):
+    allowed: bool
+    blocked: list[BlockedRow]
+    ignored: list[IgnoredRow]
+    duration_ms: int
+    policy_blocked: bool = Field(description="true exactly when the status is 409")
+    would_policy_block: bool = Field(description="an enforcing policy blocks (also in dryRun)")
+    dry_run: bool
+    decision_id: str
+    evaluated_at: datetime
+    agent: AgentGate | None
+
+
+_WATCH_COLUMNS = (
+    Watch.id,
+    Watch.name,
+    Watch.drift_status,
+    Watch.failure_class,
+    Watch.last_checked_at,
+    Watch.incident_id,
+    Incident.status,
+    DriftEvent.agent_actions,
+)
+
+_BY_IDS = (
+    select(*_WATCH_COLUMNS)
+    .outerjoin(Incident, Incident.id == Watch.incident_id)
+    .outerjoin(DriftEvent, DriftEvent.id == Incident.drift_event_id)
+    .where(Watch.org_id == bindparam("org"), Watch.id.in_(bindparam("ids", expanding=True)))
+)
+
+_BY_AGENT = (
+    select(
+        Agent.key,
+        Agent.slug,
+        Agent.policy,
+        Agent.policy_rules,
+        Agent.runtime_state,
+        AgentWatch.ref,
+        AgentWatch.watch_id,
+        *_WATCH_COLUMNS,
+    )
+    .outerjoin(AgentWatch, AgentWatch.agent_id == Agent.id)
+    .outerjoin(Watch, Watch.id == AgentWatch.watch_id)
+    .outerjoin(Incident, Incident.id == Watch.incident_id)
+    .outerjoin(DriftEvent, DriftEvent.id == Incident.drift_event_id)
+    .where(
+        Agent.org_id == bindparam("org"),
+        or_(Agent.key == bindparam("agent"), Agent.slug == bindparam("agent")),
+    )
+    .order_by(Agent.key, AgentWatch.position)
+)
+
+_RECORD = insert(PreflightDecision)
+
+
+def _state(row: Sequence[Any], offset: int = 0) -> WatchState:
+    (wid, name, status, failure, checked, incident_id, incident_status, actions) = row[offset:]
+    return WatchState(
+        id=wid,
+        name=name,
+        drift_status=status,
+        failure_class=failure,
+        last_checked_at=checked,
+        incident_id=incident_id,
+        incident_status=incident_status,
+        change_actions=tuple(actions or ()),
+    )
+
+
+def watch_states(session: Session, org_id: str, ids: Sequence[str]) -> dict[str, WatchState]:
+    if not ids:
+        return {}
+    return {
+        row[0]: _state(row)
+        for row in session.execute(_BY_IDS, {"org": org_id, "ids": list(dict.fromkeys(ids))})
+    }
+
+
+def agent_gate_input(
+    session: Session, org_id: str, agent_id: str
+) -> tuple[AgentState, list[str], dict[str, WatchState]]:
+    """The agent (by id, else slug), its bound watch ids in order, and their states."""
+    rows = list(session.execute(_BY_AGENT, {"org": org_id, "agent": agent_id}))
+    if not rows:
+        raise NotFound("Agent not found")
+    # An id wins over another agent's equal slug.
+    key = next((r[0] for r in rows if r[0] == agent_id), rows[0][0])
+    rows = [r for r in rows if r[0] == key]
+    first = rows[0]
+    ids: list[str] = []
+    states: dict[str, WatchState] = {}
+    unresolved: list[str] = []
+    for row in rows:
+        ref, watch_id = row[5], row[6]
+        if ref is None:
+            continue  # an agent with no bindings
+        if watch_id is None:
+            unresolved.append(ref)
+            continue
+        ids.append(watch_id)
+        states[watch_id] = _state(row, 7)
+    agent = AgentState(
+        key=first[0],
+        slug=first[1],
+        policy=resolve_policy(first[2], first[3]),
+        runtime_state=first[4],
+        unresolved=tuple(unresolved),
+    )
+    return agent, ids, states
+
+
+def preflight(
+    session: Session,
+    principal: Principal,
+    request: PreflightRequest,
+    now: datetime,
+    started: float,
+) -> PreflightResult:
+    """Decide, record the decision in the caller's transaction, log `preflight.complete`."""
+    agent: AgentState | None = None
+    if request.agent_id is not None:
+        agent, ids, states = agent_gate_input(session, principal.org_id, request.agent_id)
+    else:
+        ids = list(request.watch_ids or [])
+        states = watch_states(session, principal.org_id, ids)
+    ignore = {entry.watch_id: entry.reason for entry in request.ignore}
+    decision = decide(ids, states, agent=agent, ignore=ignore, dry_run=request.dry_run)
+    decision_id = new_id()
+    result = _result(decision, agent, request.dry_run, decision_id, now, started)
+    session.execute(
+        _RECORD,
+        {
+            "id": decision_id,
+            "org_id": principal.org_id,
+            "actor": principal.actor,
+            "agent_key": agent.key if agent else None,
+            "watch_count": len(ids),
+            "allowed": decision.allowed,
+            "policy_blocked": decision.policy_blocked,
+            "dry_run": request.dry_run,
+            "status_code": decision.status,
+            "duration_ms": result.duration_ms,
+            "evaluated_at": now,
+            "inputs": {
+                "watchIds": None if request.watch_ids is None else ids,
+                "agentId": request.agent_id,
+                "ignore": [{"watchId": k, "reason": v} for k, v in ignore.items()],
+                "dryRun": request.dry_run,
+            },
+            "result": _record(decision),
+        },
+    )
+    log(
+        logger,
+        logging.INFO,
+        "preflight.complete",
+        org=principal.org_id,
+        agent=agent.key if agent else None,
+        watchCount=len(ids),
+        outcome=_outcome(decision),
+        status=decision.status,
+        blocked=len(decision.blocked),
+        ignored=len(decision.ignored),
+        dryRun=request.dry_run,
+        decisionId=decision_id,
+        durationMs=result.duration_ms,
+    )
+    return result
+
+
+def _outcome(decision: Decision) -> str:
+    if decision.allowed:
+        return "allowed"
+    return "policy_blocked" if decision.would_policy_block else "blocked"
+
+
+def _record(decision: Decision) -> dict[str, Any]:
+    return {
+        "allowed": decision.allowed,
+        "policyBlocked": decision.policy_blocked,
+        "wouldPolicyBlock": decision.would_policy_block,
+        "blocked": [r.to_json() for r in decision.blocked],
+        "ignored": [r.to_json() for r in decision.ignored],
+        "agentReasons": decision.agent_reasons,
+    }
+
+
+def _row(row: GateRow) -> dict[str, Any]:
+    return {
+        "watch_id": row.watch_id,
+        "name": row.name,
+        "drift_status": row.drift_status,
+        "reasons": row.reasons,
+        "agent_actions": row.agent_actions,
+        "last_checked_at": row.last_checked_at,
+        "incident_id": row.incident_id,
+    }
+
+
+def _result(
+    decision: Decision,
+    agent: AgentState | None,
+    dry_run: bool,
+    decision_id: str,
+    now: datetime,
+    started: float,
+) -> PreflightResult:
+    gate = None
+    if agent is not None:
+        gate = AgentGate(
+            id=agent.key,
+            slug=agent.slug,
+            policy=agent.policy.name,
+            runtime_state=agent.runtime_state,
+            reasons=decision.agent_reasons,
+            agent_actions=decision.agent_actions,
+            unresolved_references=list(agent.unresolved),
+        )
+    return PreflightResult.model_construct(
+        allowed=decision.allowed,
+        blocked=[BlockedRow.model_construct(**_row(r)) for r in decision.blocked],
+        ignored=[
+            IgnoredRow.model_construct(**_row(r), ignore_reason=r.ignore_reason or "")
+            for r in decision.ignored
+        ],
+        duration_ms=max(0, round((time.perf_counter() - started) * 1000)),
+        policy_blocked=decision.policy_blocked,
+        would_policy_block=decision.would_policy_block,
+        dry_run=dry_run,
+        decision_id=decision_id,
+        evaluated_at=now,
+        agent=gate,
+    )

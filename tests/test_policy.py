@@ -1,0 +1,139 @@
+"""The run gate's pure decision: every reason token, policy and waiver, without a store."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from controller.policy import (
+    PRESETS,
+    AgentState,
+    WatchState,
+    decide,
+    resolve_policy,
+)
+
+NOW = datetime(2026, 11, 22, tzinfo=UTC)
+
+
+def state(
+    watch_id: str,
+    status: str,
+    *,
+    failure: str | None = None,
+    incident: str | None = None,
+    actions: tuple[str, ...] = (),
+) -> WatchState:
+    return WatchState(
+        id=watch_id,
+        name=f"name-{watch_id}",
+        drift_status=status,
+        failure_class=failure,
+        last_checked_at=None if status == "never_run" else NOW,
+        incident_id="inc-" + watch_id if incident else None,
+        incident_status=incident,
+        change_actions=actions,
+    )
+
+
+STATES = {
+    "ok": state("ok", "ok"),
+    "drift": state("drift", "drifted", incident="open", actions=("update_tool_schema",)),
+    "acked": state("acked", "drifted", incident="acknowledged", actions=("update_tool_schema",)),
+    "err": state("err", "error", failure="timeout"),
+    "err2": state("err2", "error"),
+    "new": state("new", "never_run"),
+    "off": state("off", "disabled"),
+}
+
+
+def agent(policy: str, runtime: str = "running", unresolved: tuple[str, ...] = ()) -> AgentState:
+    return AgentState("bot", "bot", resolve_policy(policy, None), runtime, unresolved)
+
+
+def test_every_reason_token_of_a_plain_watch_list() -> None:
+    decision = decide(list(STATES) + ["ghost"], STATES)
+    assert decision.status == 200 and not decision.allowed and not decision.policy_blocked
+    reasons = {row.watch_id: row.reasons for row in decision.blocked}
+    assert reasons == {
+        "drift": ["breaking_drift"],
+        "acked": ["breaking_drift"],  # a plain list still reports acknowledged drift
+        "err": ["check_failed:timeout"],
+        "err2": ["check_failed"],
+        "new": ["never_checked"],
+        "off": ["disabled"],
+        "ghost": ["not_found"],
+    }
+    actions = {row.watch_id: row.agent_actions for row in decision.blocked}
+    assert actions["drift"] == ["ack_incident", "update_tool_schema"]
+    assert actions["acked"] == ["update_tool_schema"]
+    assert actions["ghost"] == ["check_watch_id"] and actions["new"] == ["wait_for_first_check"]
+    ghost = decision.blocked[-1]
+    assert ghost.name is None and ghost.drift_status is None
+
+
+def test_empty_and_duplicate_ids() -> None:
+    assert decide([], STATES).allowed
+    twice = decide(["drift", "drift", "ok"], STATES)
+    assert [r.watch_id for r in twice.blocked] == ["drift"]
+
+
+@pytest.mark.parametrize(
+    ("policy", "status", "extra"),
+    [
+        ("notify-only", 200, []),
+        ("staging-strict", 409, ["policy_block:block_new_runs"]),
+        ("production-guard", 409, ["policy_block:block_new_runs", "policy_block:kill_in_flight"]),
+    ],
+)
+def test_presets_on_breaking_drift(policy: str, status: int, extra: list[str]) -> None:
+    decision = decide(["drift", "ok", "acked"], STATES, agent=agent(policy))
+    assert decision.status == status and decision.policy_blocked == (status == 409)
+    assert [r.watch_id for r in decision.blocked] == ["drift"]  # acknowledged: not blocking
+    assert decision.blocked[0].reasons == ["breaking_drift", *extra]
+    dry = decide(["drift"], STATES, agent=agent(policy), dry_run=True)
+    assert dry.status == 200 and not dry.policy_blocked
+    assert dry.would_policy_block == (status == 409) and not dry.allowed
+
+
+def test_other_states_block_an_agent_without_a_policy_block() -> None:
+    decision = decide(["err", "new", "off"], STATES, agent=agent("production-guard"))
+    assert decision.status == 200 and not decision.allowed
+    assert all(not r.reasons[0].startswith("policy_block") for r in decision.blocked)
+
+
+def test_killed_agents_and_unresolved_references() -> None:
+    killed = decide(["ok"], STATES, agent=agent("notify-only", runtime="killed"))
+    assert killed.status == 409 and killed.agent_reasons == ["agent_killed"]
+    assert killed.agent_actions == ["unblock_agent"] and killed.blocked == []
+    dangling = decide(["ok"], STATES, agent=agent("staging-strict", unresolved=("gone-api",)))
+    assert dangling.status == 200 and not dangling.allowed
+    assert dangling.agent_reasons == ["unresolved_reference"]
+
+
+def test_ignore_waives_rows_but_never_a_policy_block() -> None:
+    waived = decide(["new", "ghost"], STATES, ignore={"new": "first deploy", "ghost": "typo"})
+    assert waived.allowed and [r.ignore_reason for r in waived.ignored] == ["first deploy", "typo"]
+    enforced = decide(
+        ["drift", "new"],
+        STATES,
+        agent=agent("staging-strict"),
+        ignore={"drift": "yolo", "new": "ok"},
+    )
+    assert [r.watch_id for r in enforced.blocked] == ["drift"] and enforced.status == 409
+    assert [r.watch_id for r in enforced.ignored] == ["new"]
+
+
+def test_custom_policies_and_fail_closed_names() -> None:
+    custom = resolve_policy(
+        "careful", {"on_breaking": ["notify", "kill_in_flight"], "require_ack_to_unblock": True}
+    )
+    assert custom.enforcing == ("kill_in_flight",) and custom.kills
+    assert custom.require_ack_to_unblock and custom.on_warning == ()
+    decision = decide(["drift"], STATES, agent=AgentState("a", "a", custom, "running"))
+    assert decision.blocked[0].reasons == ["breaking_drift", "policy_block:kill_in_flight"]
+    unknown = resolve_policy("vanished", None)
+    assert unknown.enforcing == ("block_new_runs", "kill_in_flight")
+    assert resolve_policy("notify-only", None).to_json()["onBreaking"] == ["notify"]
+    assert set(PRESETS) == {"notify-only", "staging-strict", "production-guard"}

@@ -1,0 +1,208 @@
+"""`POST /api/preflight` through the app on a real store: tokens, statuses, limits, org scope,
+the recorded decision and its log line. (The full story with real checks and a signed kill is
+in tests/test_run_gate.py.)"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+from sqlalchemy import select
+
+from controller.store.db import Database
+from controller.store.models import Incident, PreflightDecision, Watch
+from tests.conftest import OrgKey
+
+
+def make_watch(client: FlaskClient, who: OrgKey, name: str) -> str:
+    response = client.post(
+        "/api/watches",
+        json={"name": name, "url": f"https://{name}.example.com/openapi.json"},
+        headers=who.headers,
+    )
+    assert response.status_code == 201
+    return str(response.get_json()["id"])
+
+
+def set_state(
+    database: Database,
+    watch_id: str,
+    status: str,
+    *,
+    failure: str | None = None,
+    incident: str | None = None,
+) -> str | None:
+    """Put a watch in a state as the checks would leave it (status, last check, incident)."""
+    with database.transaction() as session:
+        watch = session.get_one(Watch, watch_id)
+        watch.drift_status = status
+        watch.failure_class = failure
+        watch.last_checked_at = datetime.now(UTC)
+        if incident is None:
+            return None
+        row = Incident(org_id=watch.org_id, watch_id=watch.id, status=incident, breaking_count=2)
+        session.add(row)
+        session.flush()
+        watch.incident_id = row.id
+        watch.open_breaking = 2
+        return row.id
+
+
+def preflight(client: FlaskClient, who: OrgKey, body: Any, status: int = 200) -> Any:
+    response = client.post("/api/preflight", json=body, headers=who.headers)
+    assert response.status_code == status, response.get_json()
+    return response.get_json()
+
+
+@pytest.fixture
+def fleet(client: FlaskClient, acme: OrgKey, database: Database) -> dict[str, str]:
+    ids = {name: make_watch(client, acme, name) for name in ("ok", "drift", "err", "new", "off")}
+    set_state(database, ids["ok"], "ok")
+    set_state(database, ids["drift"], "drifted", incident="open")
+    set_state(database, ids["err"], "error", failure="auth")
+    client.post(f"/api/watches/{ids['off']}/pause", headers=acme.headers)
+    return ids
+
+
+def test_a_watch_list_reports_every_token_with_200(
+    client: FlaskClient, acme: OrgKey, fleet: dict[str, str], database: Database
+) -> None:
+    body = preflight(client, acme, {"watchIds": [*fleet.values(), "missing-id"]})
+    assert body["allowed"] is False and body["policyBlocked"] is False
+    rows = {row["watchId"]: row for row in body["blocked"]}
+    assert {k: rows[v]["reasons"] for k, v in fleet.items() if v in rows} == {
+        "drift": ["breaking_drift"],
+        "err": ["check_failed:auth"],
+        "new": ["never_checked"],
+        "off": ["disabled"],
+    }
+    assert rows["missing-id"]["reasons"] == ["not_found"] and rows["missing-id"]["name"] is None
+    drift = rows[fleet["drift"]]
+    assert drift["incidentId"] and drift["lastCheckedAt"] and drift["driftStatus"] == "drifted"
+    assert "ack_incident" in drift["agentActions"]
+    assert rows[fleet["new"]]["lastCheckedAt"] is None
+    assert isinstance(body["durationMs"], int) and body["decisionId"] and body["evaluatedAt"]
+    assert body["agent"] is None and body["ignored"] == []
+    assert preflight(client, acme, {"watchIds": [fleet["ok"]]})["allowed"] is True
+    assert preflight(client, acme, {"watchIds": []})["allowed"] is True
+
+
+def test_limits_shapes_and_auth(
+    client: FlaskClient, acme: OrgKey, fleet: dict[str, str], make_org: Callable[..., OrgKey]
+) -> None:
+    too_many = preflight(client, acme, {"watchIds": [f"w{i}" for i in range(101)]}, 400)
+    assert too_many["error"] == "validation_error" and "watchIds" in json.dumps(too_many)
+    hundred = preflight(client, acme, {"watchIds": [fleet["ok"]] * 100})
+    assert hundred["allowed"] is True
+    assert preflight(client, acme, {}, 400)["error"] == "validation_error"
+    both = {"watchIds": [], "agentId": "x"}
+    assert preflight(client, acme, both, 400)["error"] == "validation_error"
+    assert preflight(client, acme, {"agentId": "nobody"}, 404)["error"] == "not_found"
+    dup = preflight(client, acme, {"watchIds": [fleet["drift"], fleet["drift"]]})
+    assert len(dup["blocked"]) == 1
+    assert client.post("/api/preflight", json={"watchIds": []}).status_code == 401
+    trial = client.post("/api/trial/session").get_json()
+    anonymous = client.post(
+        "/api/preflight",
+        json={"agentId": "x"},
+        headers={"X-Service-Trial": trial.get("token") or trial.get("trialToken") or "t"},
+    )
+    assert anonymous.status_code == 401
+    other = make_org("globex")
+    theirs = preflight(client, other, {"watchIds": [fleet["ok"], fleet["drift"]]})
+    assert [r["reasons"] for r in theirs["blocked"]] == [["not_found"], ["not_found"]]
+    assert all(r["name"] is None for r in theirs["blocked"])
+
+
+def test_agents_apply_their_policy_with_409_ignore_and_dry_run(
+    client: FlaskClient, acme: OrgKey, fleet: dict[str, str], database: Database
+) -> None:
+    for name, policy in (("strict", "staging-strict"), ("guard", "production-guard")):
+        launched = client.post(
+            "/api/watches/from-template",
+            json={
+                "templateId": "system/openapi-json",
+                "url": f"https://{name}.example.com/openapi.json",
+                "policyPreset": policy,
+                "agent": {"id": f"{name}-bot"},
+            },
+            headers=acme.headers,
+        )
+        assert launched.status_code == 201
+        watch_id = launched.get_json()["watch"]["id"]
+        set_state(database, watch_id, "drifted", incident="open")
+
+    blocked = preflight(client, acme, {"agentId": "strict-bot"}, 409)
+    assert blocked["policyBlocked"] is True and blocked["allowed"] is False
+    assert blocked["blocked"][0]["reasons"] == ["breaking_drift", "policy_block:block_new_runs"]
+    assert blocked["agent"] == {
+        "id": "strict-bot",
+        "slug": "strict-bot",
+        "policy": "staging-strict",
+        "runtimeState": "running",
+        "reasons": [],
+        "agentActions": [],
+        "unresolvedReferences": [],
+    }
+    guard = preflight(client, acme, {"agentId": "guard-bot"}, 409)
+    assert guard["blocked"][0]["reasons"][-1] == "policy_block:kill_in_flight"
+    dry = preflight(client, acme, {"agentId": "guard-bot", "dryRun": True})
+    assert dry["policyBlocked"] is False and dry["wouldPolicyBlock"] is True and dry["dryRun"]
+    waived = preflight(
+        client,
+        acme,
+        {
+            "agentId": "strict-bot",
+            "ignore": [{"watchId": blocked["blocked"][0]["watchId"], "reason": "x"}],
+        },
+        409,
+    )
+    assert waived["ignored"] == [] and len(waived["blocked"]) == 1
+    plain = preflight(
+        client,
+        acme,
+        {
+            "watchIds": [fleet["new"], fleet["ok"]],
+            "ignore": [{"watchId": fleet["new"], "reason": "first run"}],
+        },
+    )
+    assert plain["allowed"] is True and plain["ignored"][0]["ignoreReason"] == "first run"
+
+    acked = client.post(
+        "/api/agents/strict-bot/ack", json={"note": "migrating"}, headers=acme.headers
+    )
+    assert acked.status_code == 200, acked.get_json()
+    assert preflight(client, acme, {"agentId": "strict-bot"})["allowed"] is True
+    still = preflight(client, acme, {"watchIds": [blocked["blocked"][0]["watchId"]]})
+    assert still["blocked"][0]["reasons"] == ["breaking_drift"]  # a plain list still blocks
+
+
+def test_every_decision_is_recorded_and_logged(
+    client: FlaskClient,
+    acme: OrgKey,
+    fleet: dict[str, str],
+    database: Database,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    capfd.readouterr()
+    body = preflight(client, acme, {"watchIds": [fleet["ok"], fleet["new"], "gone"]})
+    err = capfd.readouterr().err
+    with database.session() as session:
+        row = session.get_one(PreflightDecision, body["decisionId"])
+        assert row.org_id == acme.org_id and row.watch_count == 3 and row.status_code == 200
+        assert row.allowed is False and row.actor == f"api_key:{acme.key_id}"
+        assert row.inputs["watchIds"] == [fleet["ok"], fleet["new"], "gone"]
+        assert [r["reasons"] for r in row.result["blocked"]] == [["never_checked"], ["not_found"]]
+        count = len(list(session.scalars(select(PreflightDecision.id))))
+    assert count == 1
+    lines = [json.loads(x) for x in err.splitlines() if '"preflight.complete"' in x]
+    assert len(lines) == 1
+    fields = lines[0]
+    assert fields["org"] == acme.org_id and fields["watchCount"] == 3
+    assert fields["outcome"] == "blocked" and fields["status"] == 200
+    assert fields["decisionId"] == body["decisionId"] and isinstance(fields["durationMs"], int)
+    assert acme.key not in err

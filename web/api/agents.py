@@ -1,0 +1,139 @@
+"""Agents: bindings, composite status, runtime lifecycle (kill, unblock, ack), and the
+agents a watch affects (org-scoped)."""
+
+from __future__ import annotations
+
+from flask import current_app
+
+from controller.crypto import SecretBox
+from controller.services import agents as agent_service
+from web.api import REGISTRY
+from web.routes import Call
+
+
+def _box() -> SecretBox:
+    box: SecretBox = current_app.extensions["driftgate.secret_box"]
+    return box
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/agents",
+    summary="List agents",
+    tag="agents",
+    responses={200: agent_service.AgentList},
+)
+def list_agents(call: Call) -> agent_service.AgentList:
+    """Agent bindings of the org: policy, watch references and whether each resolved."""
+    return agent_service.list_agents(call.session, call.org_id)
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/agents/<agent_id>",
+    summary="One agent binding",
+    tag="agents",
+    responses={200: agent_service.AgentOut},
+)
+def get_agent(call: Call) -> agent_service.AgentOut:
+    """The binding of the agent with this id or slug."""
+    return agent_service.to_out(
+        agent_service.get_agent(call.session, call.org_id, call.path["agent_id"])
+    )
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/agents/<agent_id>/status",
+    summary="Agent status",
+    tag="agents",
+    responses={200: agent_service.AgentStatus},
+)
+def agent_status(call: Call) -> agent_service.AgentStatus:
+    """Composite status: the bound watches with their status and whether each blocks, the
+    policy, the runtime state, open incidents, unresolved references, agentActions and what a
+    preflight would answer now."""
+    return agent_service.agent_status(call.session, call.org_id, call.path["agent_id"])
+
+
+@REGISTRY.route(
+    "POST",
+    "/api/agents/<agent_id>/kill",
+    summary="Kill an agent's in-flight runs",
+    tag="agents",
+    body=agent_service.AgentNote,
+    responses={200: agent_service.AgentStatus},
+)
+def kill_agent(call: Call) -> agent_service.AgentStatus:
+    """Runtime state `killed`; a signed `agent.contract.blocked` (action `kill_in_flight`)
+    goes to the agent's runtime webhook. Preflight answers 409 until unblocked (audited)."""
+    agent = agent_service.kill_agent(
+        call.session,
+        call.principal_required,
+        call.path["agent_id"],
+        call.body.note,
+        _box(),
+        call.now,
+    )
+    call.session.flush()
+    return agent_service.agent_status(call.session, call.org_id, agent.key)
+
+
+@REGISTRY.route(
+    "POST",
+    "/api/agents/<agent_id>/unblock",
+    summary="Unblock an agent",
+    tag="agents",
+    body=agent_service.AgentNote,
+    responses={200: agent_service.AgentStatus},
+    errors=(409,),
+)
+def unblock_agent(call: Call) -> agent_service.AgentStatus:
+    """Runtime state back to `running` (`agent.unblocked`). Under a policy that requires
+    acknowledgement, open incidents answer 409 `ack_required` (audited)."""
+    agent = agent_service.unblock_agent(
+        call.session,
+        call.principal_required,
+        call.path["agent_id"],
+        call.body.note,
+        _box(),
+        call.now,
+    )
+    call.session.flush()
+    return agent_service.agent_status(call.session, call.org_id, agent.key)
+
+
+@REGISTRY.route(
+    "POST",
+    "/api/agents/<agent_id>/ack",
+    summary="Acknowledge an agent's incidents",
+    tag="agents",
+    body=agent_service.AgentAck,
+    responses={200: agent_service.AckOut},
+    errors=(403,),
+)
+def ack_agent(call: Call) -> agent_service.AckOut:
+    """Acknowledges the open incidents of the agent's watches with a note (audited). When the
+    agent declares remediation approval rules, `repository` and `branch` must match one, else
+    403 `approval_refused` with the rules that failed. An agent killed by drift runs again."""
+    agent, acknowledged, rule = agent_service.ack_agent(
+        call.session, call.principal_required, call.path["agent_id"], call.body, _box(), call.now
+    )
+    call.session.flush()
+    return agent_service.AckOut(
+        acknowledged=acknowledged,
+        approval=rule,
+        status=agent_service.agent_status(call.session, call.org_id, agent.key),
+    )
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/watches/<watch_id>/affected-agents",
+    summary="Agents a watch affects",
+    tag="agents",
+    responses={200: agent_service.AffectedAgents},
+)
+def affected_agents(call: Call) -> agent_service.AffectedAgents:
+    """The agents bound to the watch, with their policy's enforcing actions and runtime state."""
+    return agent_service.affected_agents(call.session, call.org_id, call.path["watch_id"])

@@ -1,0 +1,32 @@
+"""The run gate: `POST /api/preflight`."""
+
+from __future__ import annotations
+
+import time
+
+from flask import g
+
+from controller.services import preflight as service
+from web.api import REGISTRY
+from web.routes import Call, Reply
+
+
+@REGISTRY.route(
+    "POST",
+    "/api/preflight",
+    summary="Preflight: may this run start?",
+    tag="preflight",
+    body=service.PreflightRequest,
+    responses={200: service.PreflightResult, 409: service.PreflightResult},
+    errors=(404,),
+)
+def preflight(call: Call) -> Reply:
+    """`allowed`, or the blocked watches with stable reason tokens and `agentActions`.
+
+    `watchIds` (at most 100) has no policy: 200 with `allowed` true or false; ids the org does
+    not have are blocked with `not_found`. `agentId` applies the agent's policy: 409 with
+    `policyBlocked: true` when an enforcing policy blocks (never with `dryRun`); an unknown
+    agent is 404. Every decision is recorded for the audit export (`decisionId`)."""
+    started = g.get("started") or time.perf_counter()
+    result = service.preflight(call.session, call.principal_required, call.body, call.now, started)
+    return Reply(409 if result.policy_blocked else 200, result)
