@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from controller.checks import decode_changes
 from controller.crypto import SecretBox
 from controller.services.drift import ack_trail, iter_events
-from controller.store.models import DriftEvent, Incident, Watch
+from controller.store.models import DriftEvent, Incident, PreflightDecision, Watch
 
 JSON_SCHEMA = "driftgate-drift-export-v1"
 AUDIT_SCHEMA = "driftgate-drift-audit-v1"
@@ -123,9 +123,38 @@ def stream_audit(session: Session, org_id: str, now: datetime, box: SecretBox) -
             ("," if index else "") + json.dumps(record, separators=(",", ":"), default=str)
         )
     trail = json.dumps(ack_trail(session, org_id), separators=(",", ":"), default=str)
-    # Preflight decisions are recorded by the run gate; none are stored before it runs.
-    yield signed(f'],"ackTrail":{trail},"preflightDecisions":[]')
+    yield signed(f'],"ackTrail":{trail},"preflightDecisions":[')
+    for index, decision in enumerate(_decisions(session, org_id)):
+        yield signed(
+            ("," if index else "") + json.dumps(decision, separators=(",", ":"), default=str)
+        )
+    yield signed("]")
     yield f'{SIGNATURE_MARK.decode()}hmac-sha256:{key_id(key)}:{mac.hexdigest()}"}}\n'
+
+
+def _decisions(session: Session, org_id: str) -> Iterator[dict[str, Any]]:
+    """Every recorded preflight decision of the org, oldest first, read in batches."""
+    rows = session.execute(
+        select(PreflightDecision)
+        .where(PreflightDecision.org_id == org_id)
+        .order_by(PreflightDecision.evaluated_at, PreflightDecision.id)
+        .execution_options(yield_per=500)
+    ).scalars()
+    for row in rows:
+        yield {
+            "decisionId": row.id,
+            "evaluatedAt": row.evaluated_at.isoformat(),
+            "actor": row.actor,
+            "agentId": row.agent_key,
+            "watchCount": row.watch_count,
+            "allowed": row.allowed,
+            "policyBlocked": row.policy_blocked,
+            "dryRun": row.dry_run,
+            "status": row.status_code,
+            "durationMs": row.duration_ms,
+            "inputs": row.inputs,
+            "result": row.result,
+        }
 
 
 def key_id(key: bytes) -> str:

@@ -206,3 +206,18 @@ def test_every_decision_is_recorded_and_logged(
     assert fields["outcome"] == "blocked" and fields["status"] == 200
     assert fields["decisionId"] == body["decisionId"] and isinstance(fields["durationMs"], int)
     assert acme.key not in err
+
+
+def test_decisions_are_in_the_signed_audit_export(
+    client: FlaskClient, acme: OrgKey, fleet: dict[str, str], make_org: Callable[..., OrgKey]
+) -> None:
+    first = preflight(client, acme, {"watchIds": [fleet["drift"]]})
+    second = preflight(client, acme, {"watchIds": [fleet["ok"]], "dryRun": True})
+    preflight(client, make_org("globex"), {"watchIds": []})
+    with client.get("/api/drift/export?format=audit", headers=acme.headers) as exported:
+        document = json.loads(exported.get_data())
+    decisions = document["preflightDecisions"]
+    assert [d["decisionId"] for d in decisions] == [first["decisionId"], second["decisionId"]]
+    assert decisions[0]["result"]["blocked"][0]["reasons"] == ["breaking_drift"]
+    assert decisions[1]["allowed"] is True and decisions[1]["dryRun"] is True
+    assert document["signature"].startswith("hmac-sha256:")
