@@ -641,3 +641,6 @@ def sources_status(obj: Context, name: str) -> None:
 from cli.validate import validate  # noqa: E402  (a command of its own module)
 
 main.add_command(validate)
+from cli.preflight import preflight  # noqa: E402  (a command of its own module)
+
+main.add_command(preflight)

@@ -1,0 +1,312 @@
+"""`driftgate preflight`: ask a running driftgate server whether a run may start.
+
+A thin client of `POST /api/preflight` for CI jobs and agent launchers. Exit codes: 0 allowed,
+1 blocked (HTTP 200 with `allowed: false`, or 409 `policyBlocked`), 2 a usage error, missing
+URL or key, an unreachable server, any other HTTP error, or an answer that is not a preflight
+result. Errors are one line on stderr; the API key is never printed.
+
+`--wait SECONDS` asks again every `--interval` seconds while the only thing blocking is watches
+that have never been checked (`never_checked`); any other reason ends the wait at once, and a
+`--dry-run` never waits.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any, NoReturn, cast
+
+import click
+import httpx
+
+from controller import __version__
+
+WATCH_ID_LIMIT = 100  # the API's limit (controller.policy.WATCH_ID_LIMIT)
+USER_AGENT = f"driftgate-cli/{__version__}"
+SERVICE_SOURCE = "driftgate-cli"
+PATH = "/api/preflight"
+TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+NEVER_CHECKED = "never_checked"
+EXIT_ALLOWED, EXIT_BLOCKED, EXIT_ERROR = 0, 1, 2
+_KEY = re.compile(r"[\x21-\x7e]+")  # printable ASCII without spaces: safe in a header
+
+
+class PreflightError(Exception):
+    """Anything that ends the command with exit code 2 (message for stderr)."""
+
+
+def _ignore_entry(value: str) -> dict[str, str]:
+    watch_id, sep, reason = value.partition(":")
+    watch_id, reason = watch_id.strip(), reason.strip()
+    if not sep or not watch_id or not reason:
+        raise click.BadParameter(f"{value!r} is not ID:REASON", param_hint="'--ignore'")
+    return {"watchId": watch_id, "reason": reason}
+
+
+@click.command()
+@click.option(
+    "--watch",
+    "watch_ids",
+    multiple=True,
+    metavar="ID",
+    help=f"A watch the run depends on; repeatable (at most {WATCH_ID_LIMIT}). No policy applies.",
+)
+@click.option(
+    "--agent",
+    "agent_id",
+    metavar="ID",
+    help="An agent (id or slug): its bound watches and its policy (409 when it blocks).",
+)
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0),
+    default=0,
+    metavar="SECONDS",
+    help="Keep asking for up to SECONDS while only never-checked watches block (not with "
+    "--dry-run).",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0, min_open=True),
+    default=5.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Seconds between two questions while waiting.",
+)
+@click.option("--dry-run", is_flag=True, help="Evaluate and record, but never answer 409.")
+@click.option(
+    "--ignore",
+    "ignores",
+    multiple=True,
+    metavar="ID:REASON",
+    help="Do not block on watch ID (the REASON is recorded); repeatable. A policy block "
+    "cannot be ignored.",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: a verdict line and one line per blocked watch; json: the server's answer.",
+)
+@click.option(
+    "--url",
+    envvar="DRIFTGATE_URL",
+    show_envvar=True,
+    metavar="URL",
+    help="Base URL of the driftgate server.",
+)
+@click.option(
+    "--api-key",
+    envvar="DRIFTGATE_API_KEY",
+    show_envvar=True,
+    metavar="KEY",
+    help="An org API key (dg_...); prefer the environment variable over the option.",
+)
+def preflight(
+    watch_ids: tuple[str, ...],
+    agent_id: str | None,
+    wait: float,
+    interval: float,
+    dry_run: bool,
+    ignores: tuple[str, ...],
+    output_format: str,
+    url: str | None,
+    api_key: str | None,
+) -> None:
+    """Ask the server whether a run may start (POST /api/preflight).
+
+    Give the watches the run depends on (--watch, repeatable) or an agent (--agent).
+    Exit codes: 0 allowed, 1 blocked, 2 an error.
+    """
+    body = _request_body(watch_ids, agent_id, ignores, dry_run)
+    base = _base_url(url)
+    key = _api_key(api_key)
+    if wait and dry_run:
+        click.echo("driftgate: warning: --wait has no effect with --dry-run", err=True)
+    try:
+        answer = _ask(base, key, body, wait=0 if dry_run else wait, interval=interval)
+    except PreflightError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        _fail("interrupted before an answer")  # exit 2, not click's 1 (which means blocked)
+    if output_format == "json":
+        click.echo(json.dumps(answer, indent=2))
+    else:
+        for line in render_text(answer):
+            click.echo(line)
+    sys.exit(EXIT_ALLOWED if answer["allowed"] is True else EXIT_BLOCKED)
+
+
+def _request_body(
+    watch_ids: Sequence[str], agent_id: str | None, ignores: Sequence[str], dry_run: bool
+) -> dict[str, Any]:
+    if watch_ids and agent_id is not None:
+        raise click.UsageError("--watch and --agent are exclusive: give one of them")
+    if not watch_ids and agent_id is None:
+        raise click.UsageError("give --watch ID (repeatable) or --agent ID")
+    if len(watch_ids) > WATCH_ID_LIMIT:
+        raise click.UsageError(
+            f"at most {WATCH_ID_LIMIT} --watch ids per preflight ({len(watch_ids)} given)"
+        )
+    body: dict[str, Any] = (
+        {"agentId": agent_id} if agent_id is not None else {"watchIds": list(watch_ids)}
+    )
+    entries = [_ignore_entry(value) for value in ignores]
+    if len(entries) > WATCH_ID_LIMIT:
+        raise click.UsageError(f"at most {WATCH_ID_LIMIT} --ignore entries ({len(entries)} given)")
+    if entries:
+        body["ignore"] = entries
+    if dry_run:
+        body["dryRun"] = True
+    return body
+
+
+def _base_url(url: str | None) -> httpx.URL:
+    if not url or not url.strip():
+        _fail("no server URL: set DRIFTGATE_URL (or pass --url)")
+    try:
+        base = httpx.URL(url.strip())
+    except httpx.InvalidURL as exc:
+        _fail(f"DRIFTGATE_URL is not a URL: {exc}")
+    if base.scheme not in ("http", "https") or not base.host:
+        _fail("DRIFTGATE_URL must be an http:// or https:// URL")
+    return base
+
+
+def _api_key(api_key: str | None) -> str:
+    key = (api_key or "").strip()
+    if not key:
+        _fail("no API key: set DRIFTGATE_API_KEY (or pass --api-key)")
+    if not _KEY.fullmatch(key):
+        # Never echo it: a header with such a value would fail with the value in the message.
+        _fail("DRIFTGATE_API_KEY has spaces or unprintable characters")
+    return key
+
+
+def _shown(base: httpx.URL) -> str:
+    """The server's URL for messages, without any user:password part."""
+    return str(base.copy_with(username=None, password=None))
+
+
+def _ask(
+    base: httpx.URL, key: str, body: dict[str, Any], *, wait: float, interval: float
+) -> dict[str, Any]:
+    """The final answer: asked once, or again while only unchecked watches block."""
+    headers = {
+        "Authorization": f"Bearer {key}",
+        "User-Agent": USER_AGENT,
+        "X-Service-Source": SERVICE_SOURCE,
+        "Accept": "application/json",
+    }
+    deadline = time.monotonic() + wait
+    announced = False
+    with httpx.Client(base_url=base, headers=headers, timeout=TIMEOUT) as client:
+        while True:
+            answer = _post(client, base, body)
+            remaining = deadline - time.monotonic()
+            if not waiting_on_first_check(answer) or remaining <= 0:
+                return answer
+            if not announced:
+                count = len(answer.get("blocked") or [])
+                click.echo(
+                    f"driftgate: {count} watch(es) not checked yet; asking again every "
+                    f"{interval:g}s for up to {wait:g}s",
+                    err=True,
+                )
+                announced = True
+            time.sleep(min(interval, remaining))
+
+
+def _post(client: httpx.Client, base: httpx.URL, body: dict[str, Any]) -> dict[str, Any]:
+    where = _shown(base)
+    try:
+        response = client.post(PATH, json=body)
+    except httpx.TimeoutException:
+        raise PreflightError(f"{where} did not answer in time") from None
+    except httpx.HTTPError as exc:
+        raise PreflightError(f"cannot reach {where}: {exc or type(exc).__name__}") from None
+    try:
+        document = response.json()
+    except ValueError:
+        document = None
+    status = response.status_code
+    if status in (200, 409) and _is_result(document):
+        return cast(dict[str, Any], document)
+    if isinstance(document, dict) and isinstance(document.get("message"), str):
+        code = document.get("error")
+        suffix = f"HTTP {status}" + (f", {code}" if isinstance(code, str) and code else "")
+        raise PreflightError(f"{document['message']} ({suffix})")
+    if status in (200, 409):
+        raise PreflightError(f"{where} answered HTTP {status} without a preflight result")
+    raise PreflightError(f"{where} answered HTTP {status}")
+
+
+def _is_result(document: Any) -> bool:
+    return (
+        isinstance(document, dict)
+        and isinstance(document.get("allowed"), bool)
+        and isinstance(document.get("blocked"), list)
+        and all(isinstance(row, dict) for row in document["blocked"])
+    )
+
+
+def waiting_on_first_check(answer: dict[str, Any]) -> bool:
+    """Blocked only by watches never checked yet: worth asking again after their first check.
+
+    Never on a policy block, an agent reason (killed, unresolved reference) or any other
+    watch reason, since those do not clear by themselves within a wait."""
+    if answer.get("allowed") is not False or answer.get("policyBlocked"):
+        return False
+    if (answer.get("agent") or {}).get("reasons"):
+        return False
+    blocked = answer.get("blocked") or []
+    return bool(blocked) and all(
+        set(row.get("reasons") or ()) == {NEVER_CHECKED} for row in blocked
+    )
+
+
+def render_text(answer: dict[str, Any]) -> list[str]:
+    """The verdict line, then one line per blocked watch, the agent's reasons, ignored rows."""
+    notes = []
+    if answer.get("policyBlocked"):
+        notes.append("policy")
+    if answer.get("dryRun"):
+        notes.append("dry run, policy would block" if answer.get("wouldPolicyBlock") else "dry run")
+    verdict = "allowed" if answer.get("allowed") is True else "blocked"
+    if notes:
+        verdict += f" ({', '.join(notes)})"
+    if answer.get("decisionId"):
+        verdict += f" decision {answer['decisionId']}"
+    lines = [verdict]
+    lines.extend("  " + _row(row) for row in answer.get("blocked") or [])
+    agent = answer.get("agent") or {}
+    if agent.get("reasons"):
+        line = f"  agent {agent.get('slug') or agent.get('id')}: {', '.join(agent['reasons'])}"
+        if agent.get("unresolvedReferences"):
+            line += f" [{', '.join(agent['unresolvedReferences'])}]"
+        if agent.get("agentActions"):
+            line += f" -> {', '.join(agent['agentActions'])}"
+        lines.append(line)
+    for row in answer.get("ignored") or []:
+        lines.append(f"  ignored {_row(row)} (ignored: {row.get('ignoreReason') or '-'})")
+    return lines
+
+
+def _row(row: dict[str, Any]) -> str:
+    watch_id = row.get("watchId") or "?"
+    name = row.get("name")
+    label = f"{name} ({watch_id})" if name and name != watch_id else watch_id
+    text = f"{label}: {row.get('driftStatus') or '-'}: {', '.join(row.get('reasons') or [])}"
+    if row.get("agentActions"):
+        text += f" -> {', '.join(row['agentActions'])}"
+    return text
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"driftgate: error: {message}", err=True)
+    sys.exit(EXIT_ERROR)
