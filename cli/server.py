@@ -34,6 +34,9 @@ class DriftgateServer(BaseApplication):  # type: ignore[misc]
             "errorlog": "-",
             "loglevel": self.settings.log_level.lower(),
             "proc_name": "driftgate-web",
+            # gunicorn 27's control socket is one path per user: two servers on a host would
+            # share it. driftgate is managed by signals and its own API, so it is off.
+            "control_socket_disable": True,
             "logconfig_dict": self._logconfig(),
         }
         for key, value in options.items():
