@@ -17,7 +17,7 @@ from controller.errors import Unauthorized
 from controller.services import auth as auth_service
 from controller.services.auth import Principal
 from controller.store.models import TrialSession
-from web.db import database, request_session
+from web.db import database, request_session, writes_in_request_session
 from web.routes import Auth
 
 TRIAL_HEADER = "X-Service-Trial"
@@ -63,7 +63,7 @@ def authenticate(auth: Auth) -> tuple[Principal | None, TrialSession | None]:
 
 
 def _touch(key_id: str, now: datetime) -> None:
-    if request.method not in ("GET", "HEAD", "OPTIONS"):
+    if writes_in_request_session():
         # A writing request holds the write lock already: record it in its transaction.
         auth_service.touch_api_key(request_session(), key_id, now)
         return

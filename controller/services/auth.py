@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
 from controller.crypto import hash_token, new_token
@@ -88,14 +88,30 @@ def revoke_api_key(session: Session, key_id: str, now: datetime, *, actor: str) 
     return key
 
 
+# Every authenticated request runs this: one indexed row, as plain columns (no ORM objects).
+_KEY_LOOKUP = (
+    select(
+        ApiKey.id,
+        ApiKey.revoked_at,
+        ApiKey.last_used_at,
+        Org.id,
+        Org.name,
+        Org.plan,
+        Org.products,
+    )
+    .join(Org, Org.id == ApiKey.org_id)
+    .where(ApiKey.key_hash == bindparam("key_hash"))
+)
+
+
 def authenticate_api_key(session: Session, secret: str, now: datetime) -> Principal:
-    key = session.scalar(select(ApiKey).where(ApiKey.key_hash == hash_token(secret)))
-    if key is None or key.revoked_at is not None:
+    row = session.connection().execute(_KEY_LOOKUP, {"key_hash": hash_token(secret)}).first()
+    if row is None or row[1] is not None:
         raise Unauthorized("the API key is invalid or revoked", code="invalid_api_key")
-    org = key.org
-    stale = key.last_used_at is None or now - key.last_used_at >= LAST_USED_RESOLUTION
+    key_id, _revoked, last_used, org_id, org_name, plan, products = row
+    stale = last_used is None or now - last_used >= LAST_USED_RESOLUTION
     return Principal(
-        org.id, org.name, org.plan, frozenset(org.products), "api_key", key.id, touch=stale
+        org_id, org_name, plan, frozenset(products or ()), "api_key", key_id, touch=stale
     )
 
 

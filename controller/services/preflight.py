@@ -13,13 +13,15 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy import bindparam, insert, or_, select
 from sqlalchemy.orm import Session
 
 from controller.errors import NotFound
 from controller.logs import log
 from controller.model.base import ApiModel, RequestModel
+from controller.model.watch import refuse_null
 from controller.policy import (
     WATCH_ID_LIMIT,
     AgentState,
@@ -28,7 +30,6 @@ from controller.policy import (
     decide,
     resolve_policy,
 )
-from controller.policy import Row as GateRow
 from controller.services.auth import Principal
 from controller.store.models import (
     Agent,
@@ -57,12 +58,21 @@ class PreflightRequest(RequestModel):
         "json_schema_extra": {"oneOf": [{"required": ["watchIds"]}, {"required": ["agentId"]}]}
     }
 
-    watch_ids: Annotated[list[WatchId], Field(max_length=WATCH_ID_LIMIT)] | None = None
-    agent_id: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = None
+    watch_ids: Annotated[list[WatchId], Field(max_length=WATCH_ID_LIMIT)] | SkipJsonSchema[None] = (
+        None
+    )
+    agent_id: (
+        Annotated[str, StringConstraints(min_length=1, max_length=200)] | SkipJsonSchema[None]
+    ) = None
     ignore: Annotated[list[IgnoreEntry], Field(max_length=WATCH_ID_LIMIT)] = Field(
         default_factory=list, description="watches not to block on, each with a reason"
     )
     dry_run: bool = Field(default=False, description="evaluate and record; never answer 409")
+
+    @field_validator("watch_ids", "agent_id", mode="before")
+    @classmethod
+    def _not_null(cls, value: object) -> object:
+        return refuse_null(value)
 
     @model_validator(mode="after")
     def _one_of(self) -> PreflightRequest:
@@ -170,7 +180,9 @@ def watch_states(session: Session, org_id: str, ids: Sequence[str]) -> dict[str,
         return {}
     return {
         row[0]: _state(row)
-        for row in session.execute(_BY_IDS, {"org": org_id, "ids": list(dict.fromkeys(ids))})
+        for row in session.connection().execute(
+            _BY_IDS, {"org": org_id, "ids": list(dict.fromkeys(ids))}
+        )
     }
 
 
@@ -178,7 +190,7 @@ def agent_gate_input(
     session: Session, org_id: str, agent_id: str
 ) -> tuple[AgentState, list[str], dict[str, WatchState]]:
     """The agent (by id, else slug), its bound watch ids in order, and their states."""
-    rows = list(session.execute(_BY_AGENT, {"org": org_id, "agent": agent_id}))
+    rows = list(session.connection().execute(_BY_AGENT, {"org": org_id, "agent": agent_id}))
     if not rows:
         raise NotFound("Agent not found")
     # An id wins over another agent's equal slug.
@@ -213,19 +225,27 @@ def preflight(
     request: PreflightRequest,
     now: datetime,
     started: float,
-) -> PreflightResult:
-    """Decide, record the decision in the caller's transaction, log `preflight.complete`."""
+) -> tuple[int, dict[str, Any]]:
+    """Decide on one read, then record the decision and log `preflight.complete`.
+
+    The read ends before the write: on SQLite the request holds the write lock only for the
+    one INSERT, not for the whole request. Returns the status and the JSON answer (the
+    `PreflightResult` shape, built directly: this is the hot path).
+    """
     agent: AgentState | None = None
     if request.agent_id is not None:
         agent, ids, states = agent_gate_input(session, principal.org_id, request.agent_id)
     else:
         ids = list(request.watch_ids or [])
         states = watch_states(session, principal.org_id, ids)
+    session.commit()
     ignore = {entry.watch_id: entry.reason for entry in request.ignore}
     decision = decide(ids, states, agent=agent, ignore=ignore, dry_run=request.dry_run)
     decision_id = new_id()
-    result = _result(decision, agent, request.dry_run, decision_id, now, started)
-    session.execute(
+    blocked = [row.to_json() for row in decision.blocked]
+    ignored = [row.to_json() for row in decision.ignored]
+    duration_ms = max(0, round((time.perf_counter() - started) * 1000))
+    session.connection().execute(
         _RECORD,
         {
             "id": decision_id,
@@ -237,7 +257,7 @@ def preflight(
             "policy_blocked": decision.policy_blocked,
             "dry_run": request.dry_run,
             "status_code": decision.status,
-            "duration_ms": result.duration_ms,
+            "duration_ms": duration_ms,
             "evaluated_at": now,
             "inputs": {
                 "watchIds": None if request.watch_ids is None else ids,
@@ -245,9 +265,17 @@ def preflight(
                 "ignore": [{"watchId": k, "reason": v} for k, v in ignore.items()],
                 "dryRun": request.dry_run,
             },
-            "result": _record(decision),
+            "result": {
+                "allowed": decision.allowed,
+                "policyBlocked": decision.policy_blocked,
+                "wouldPolicyBlock": decision.would_policy_block,
+                "blocked": blocked,
+                "ignored": ignored,
+                "agentReasons": decision.agent_reasons,
+            },
         },
     )
+    session.commit()
     log(
         logger,
         logging.INFO,
@@ -261,9 +289,21 @@ def preflight(
         ignored=len(decision.ignored),
         dryRun=request.dry_run,
         decisionId=decision_id,
-        durationMs=result.duration_ms,
+        durationMs=duration_ms,
     )
-    return result
+    answer = {
+        "allowed": decision.allowed,
+        "blocked": blocked,
+        "ignored": ignored,
+        "durationMs": duration_ms,
+        "policyBlocked": decision.policy_blocked,
+        "wouldPolicyBlock": decision.would_policy_block,
+        "dryRun": request.dry_run,
+        "decisionId": decision_id,
+        "evaluatedAt": now.isoformat(),
+        "agent": _agent_json(agent, decision),
+    }
+    return decision.status, answer
 
 
 def _outcome(decision: Decision) -> str:
@@ -272,60 +312,15 @@ def _outcome(decision: Decision) -> str:
     return "policy_blocked" if decision.would_policy_block else "blocked"
 
 
-def _record(decision: Decision) -> dict[str, Any]:
+def _agent_json(agent: AgentState | None, decision: Decision) -> dict[str, Any] | None:
+    if agent is None:
+        return None
     return {
-        "allowed": decision.allowed,
-        "policyBlocked": decision.policy_blocked,
-        "wouldPolicyBlock": decision.would_policy_block,
-        "blocked": [r.to_json() for r in decision.blocked],
-        "ignored": [r.to_json() for r in decision.ignored],
-        "agentReasons": decision.agent_reasons,
+        "id": agent.key,
+        "slug": agent.slug,
+        "policy": agent.policy.name,
+        "runtimeState": agent.runtime_state,
+        "reasons": decision.agent_reasons,
+        "agentActions": decision.agent_actions,
+        "unresolvedReferences": list(agent.unresolved),
     }
-
-
-def _row(row: GateRow) -> dict[str, Any]:
-    return {
-        "watch_id": row.watch_id,
-        "name": row.name,
-        "drift_status": row.drift_status,
-        "reasons": row.reasons,
-        "agent_actions": row.agent_actions,
-        "last_checked_at": row.last_checked_at,
-        "incident_id": row.incident_id,
-    }
-
-
-def _result(
-    decision: Decision,
-    agent: AgentState | None,
-    dry_run: bool,
-    decision_id: str,
-    now: datetime,
-    started: float,
-) -> PreflightResult:
-    gate = None
-    if agent is not None:
-        gate = AgentGate(
-            id=agent.key,
-            slug=agent.slug,
-            policy=agent.policy.name,
-            runtime_state=agent.runtime_state,
-            reasons=decision.agent_reasons,
-            agent_actions=decision.agent_actions,
-            unresolved_references=list(agent.unresolved),
-        )
-    return PreflightResult.model_construct(
-        allowed=decision.allowed,
-        blocked=[BlockedRow.model_construct(**_row(r)) for r in decision.blocked],
-        ignored=[
-            IgnoredRow.model_construct(**_row(r), ignore_reason=r.ignore_reason or "")
-            for r in decision.ignored
-        ],
-        duration_ms=max(0, round((time.perf_counter() - started) * 1000)),
-        policy_blocked=decision.policy_blocked,
-        would_policy_block=decision.would_policy_block,
-        dry_run=dry_run,
-        decision_id=decision_id,
-        evaluated_at=now,
-        agent=gate,
-    )

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import time
 
-from flask import g
+from flask import Response, g
 
 from controller.services import preflight as service
 from web.api import REGISTRY
-from web.routes import Call, Reply
+from web.routes import Call
 
 
 @REGISTRY.route(
@@ -19,8 +20,9 @@ from web.routes import Call, Reply
     body=service.PreflightRequest,
     responses={200: service.PreflightResult, 409: service.PreflightResult},
     errors=(404,),
+    read_session=True,
 )
-def preflight(call: Call) -> Reply:
+def preflight(call: Call) -> Response:
     """`allowed`, or the blocked watches with stable reason tokens and `agentActions`.
 
     `watchIds` (at most 100) has no policy: 200 with `allowed` true or false; ids the org does
@@ -28,5 +30,7 @@ def preflight(call: Call) -> Reply:
     `policyBlocked: true` when an enforcing policy blocks (never with `dryRun`); an unknown
     agent is 404. Every decision is recorded for the audit export (`decisionId`)."""
     started = g.get("started") or time.perf_counter()
-    result = service.preflight(call.session, call.principal_required, call.body, call.now, started)
-    return Reply(409 if result.policy_blocked else 200, result)
+    status, answer = service.preflight(
+        call.session, call.principal_required, call.body, call.now, started
+    )
+    return Response(json.dumps(answer), status=status, mimetype="application/json")

@@ -1,0 +1,499 @@
+"""The fleet guard: trip events a guard reports, and on-demand snapshots it asks for.
+
+A trip is idempotent per org by the client's `tripId`: the first report is recorded (and
+audited), a retry with the same content answers the stored trip, and a `tripId` reused for
+other content is a conflict. The comparison is the SHA-256 of the canonical JSON of the content
+as sent (`digest`), so it survives the database's own JSON normalisation. A
+`contract_drift_blocked` trip links the preflight decision that blocked the run.
+
+A snapshot is a check of one watch run now by the controller; the caller records the request,
+queues the check, waits, and `finish_snapshot` stores what the watch looks like afterwards.
+See docs/fleet-guard.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal, cast
+
+from pydantic import AwareDatetime, Field, StringConstraints
+from sqlalchemy import and_, or_, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from controller.errors import Conflict, RequestError, Unprocessable
+from controller.model.base import ApiModel, RequestModel
+from controller.model.watch import CURSOR_PATTERN, ChangeCounts
+from controller.services import audit
+from controller.services.auth import Principal
+from controller.services.drift import ensure_checkable
+from controller.services.watches import get_watch
+from controller.store.models import FuseSnapshot, FuseTrip, Job, PreflightDecision, Snapshot, Watch
+
+BLOCKED_REASON = "contract_drift_blocked"
+METADATA_LIMIT = 16 * 1024  # bytes of compact UTF-8 JSON
+PAGE_LIMIT = 50
+MAX_PAGE = 200
+DEFAULT_WAIT = 10.0
+MAX_WAIT = 30.0
+
+TRIP_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,200}$"
+REASON_PATTERN = r"^[a-z][a-z0-9_.:-]{0,63}$"
+ID_PATTERN = r"^[A-Za-z0-9._:-]{1,64}$"
+LABEL_PATTERN = r"^[^\x00-\x1f\x7f]{1,200}$"
+
+TripId = Annotated[str, StringConstraints(max_length=200, pattern=TRIP_ID_PATTERN)]
+Reason = Annotated[str, StringConstraints(max_length=64, pattern=REASON_PATTERN)]
+ObjectId = Annotated[str, StringConstraints(max_length=64, pattern=ID_PATTERN)]
+Label = Annotated[str, StringConstraints(max_length=200, pattern=LABEL_PATTERN)]
+Cursor = Annotated[str, StringConstraints(pattern=CURSOR_PATTERN)]
+SnapshotStatus = Literal["queued", "completed", "failed", "pending"]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+class PayloadTooLarge(RequestError):
+    code = "payload_too_large"
+    status = 413
+
+
+class TripIn(RequestModel):
+    """Body of `POST /v1/fuse/trips`."""
+
+    trip_id: TripId = Field(description="the guard's id of this trip; a retry sends the same one")
+    reason: Reason = Field(description="e.g. `contract_drift_blocked`, `budget_exceeded`")
+    watch_id: ObjectId | None = Field(default=None, description="a watch of the org")
+    agent_id: Label | None = Field(
+        default=None, description="the agent that tripped; default: the decision's agent"
+    )
+    tool: Label | None = None
+    decision_id: ObjectId | None = Field(
+        default=None, description="the preflight decision (`decisionId`) the trip came from"
+    )
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="free JSON, at most 16 KB serialised"
+    )
+    occurred_at: AwareDatetime | None = Field(default=None, description="when the guard tripped")
+
+
+class TripOut(ApiModel):
+    id: str
+    trip_id: str
+    reason: str
+    watch_id: str | None
+    agent_id: str | None
+    tool: str | None
+    decision_id: str | None
+    metadata: dict[str, Any]
+    occurred_at: datetime | None
+    received_at: datetime
+
+
+class TripList(ApiModel):
+    trips: list[TripOut]
+    next_cursor: str | None = Field(
+        description="pass as `cursor` for the next page; null at the end"
+    )
+
+
+class TripListQuery(RequestModel):
+    reason: Reason | None = None
+    agent_id: Label | None = None
+    limit: int = Field(default=PAGE_LIMIT, ge=1, le=MAX_PAGE)
+    cursor: Cursor | None = Field(default=None, description="the nextCursor of the previous page")
+
+
+class SnapshotIn(RequestModel):
+    """Body of `POST /v1/fuse/snapshots`."""
+
+    watch_id: ObjectId
+    reason: Label | None = Field(default=None, description="free text, kept with the snapshot")
+    wait_seconds: float = Field(
+        default=DEFAULT_WAIT, ge=0, le=MAX_WAIT, description="how long to wait for the check"
+    )
+
+
+class SnapshotSummary(ApiModel):
+    """The watch after the check (or as last known, while the check is pending)."""
+
+    snapshot_id: str | None = Field(description="the watch's last fetched snapshot")
+    fingerprint: str | None
+    drift_status: str
+    last_check_status: str | None
+    last_checked_at: datetime | None
+    failure_class: str | None
+    open_changes: ChangeCounts
+    incident_id: str | None
+    job_id: int
+    job_status: str = Field(description="queued, running, done or failed")
+
+
+class SnapshotOut(ApiModel):
+    id: str
+    watch_id: str
+    reason: str | None
+    status: SnapshotStatus = Field(
+        description="completed, failed, pending (the check did not finish within the wait), "
+        "or queued (the request ended before the check was queued)"
+    )
+    requested_at: datetime
+    finished_at: datetime | None
+    summary: SnapshotSummary | None
+
+
+class SnapshotList(ApiModel):
+    snapshots: list[SnapshotOut]
+    next_cursor: str | None = Field(
+        description="pass as `cursor` for the next page; null at the end"
+    )
+
+
+class SnapshotListQuery(RequestModel):
+    watch_id: ObjectId | None = None
+    limit: int = Field(default=PAGE_LIMIT, ge=1, le=MAX_PAGE)
+    cursor: Cursor | None = Field(default=None, description="the nextCursor of the previous page")
+
+
+# Trips
+
+
+def record_trip(
+    session: Session, principal: Principal, data: TripIn, now: datetime
+) -> tuple[FuseTrip, bool]:
+    """Record a trip, or find the one recorded under its `tripId`; True when it is new.
+
+    Raises 409 `trip_id_reused` when the stored trip's content differs, 413 for metadata over
+    the limit, 422 for a watch or decision the org does not have.
+    """
+    _check_metadata(data.metadata)
+    occurred_at = _utc(data.occurred_at)
+    digest = trip_digest(data, occurred_at)
+    existing = _find_trip(session, principal.org_id, data.trip_id)
+    if existing is not None:
+        return _replayed(existing, digest), False
+
+    agent_key = data.agent_id
+    if data.watch_id is not None:
+        watch = session.scalar(
+            select(Watch.id).where(Watch.org_id == principal.org_id, Watch.id == data.watch_id)
+        )
+        if watch is None:
+            raise Unprocessable(
+                "the watch is not in this org",
+                code="unknown_watch",
+                details=[{"path": "/watchId", "message": f"not found: {data.watch_id}"}],
+            )
+    if data.decision_id is not None:
+        decision = session.scalar(
+            select(PreflightDecision).where(
+                PreflightDecision.org_id == principal.org_id,
+                PreflightDecision.id == data.decision_id,
+            )
+        )
+        if decision is None:
+            raise Unprocessable(
+                "no preflight decision with this id in this org",
+                code="unknown_decision",
+                details=[{"path": "/decisionId", "message": f"not found: {data.decision_id}"}],
+            )
+        if data.reason == BLOCKED_REASON and decision.allowed:
+            raise Unprocessable(
+                f"a {BLOCKED_REASON} trip must link a decision that blocked; this one allowed",
+                code="decision_not_blocked",
+                details=[{"path": "/decisionId", "message": "the decision allowed the run"}],
+            )
+        if agent_key is None:
+            agent_key = decision.agent_key
+
+    trip = FuseTrip(
+        org_id=principal.org_id,
+        trip_id=data.trip_id,
+        reason=data.reason,
+        watch_id=data.watch_id,
+        agent_key=agent_key,
+        tool=data.tool,
+        decision_id=data.decision_id,
+        trip_metadata=data.metadata,
+        digest=digest,
+        actor=principal.actor,
+        occurred_at=occurred_at,
+        received_at=now,
+    )
+    try:
+        with session.begin_nested():
+            session.add(trip)
+    except IntegrityError:
+        # A concurrent report of the same trip won the unique constraint: answer with it.
+        existing = _find_trip(session, principal.org_id, data.trip_id)
+        if existing is None:
+            raise
+        return _replayed(existing, digest), False
+    audit.record(
+        session,
+        actor=principal.actor,
+        action="fuse_trip.create",
+        target_type="fuse_trip",
+        target_id=trip.id,
+        org_id=principal.org_id,
+        details={"tripId": trip.trip_id, "reason": trip.reason, "decisionId": trip.decision_id},
+    )
+    return trip, True
+
+
+def trip_digest(data: TripIn, occurred_at: datetime | None) -> str:
+    """SHA-256 of the canonical JSON of a trip's content as sent (absent and null are equal)."""
+    content = {
+        "tripId": data.trip_id,
+        "reason": data.reason,
+        "watchId": data.watch_id,
+        "agentId": data.agent_id,
+        "tool": data.tool,
+        "decisionId": data.decision_id,
+        "metadata": data.metadata,
+        "occurredAt": occurred_at.isoformat() if occurred_at else None,
+    }
+    return hashlib.sha256(_canonical(content).encode("utf-8")).hexdigest()
+
+
+def trip_out(trip: FuseTrip) -> TripOut:
+    return TripOut(
+        id=trip.id,
+        trip_id=trip.trip_id,
+        reason=trip.reason,
+        watch_id=trip.watch_id,
+        agent_id=trip.agent_key,
+        tool=trip.tool,
+        decision_id=trip.decision_id,
+        metadata=trip.trip_metadata,
+        occurred_at=trip.occurred_at,
+        received_at=trip.received_at,
+    )
+
+
+def list_trips(session: Session, org_id: str, query: TripListQuery) -> TripList:
+    """The org's trips, newest first, by a keyset cursor `<received µs>.<id>`."""
+    stmt = select(FuseTrip).where(FuseTrip.org_id == org_id)
+    if query.reason is not None:
+        stmt = stmt.where(FuseTrip.reason == query.reason)
+    if query.agent_id is not None:
+        stmt = stmt.where(FuseTrip.agent_key == query.agent_id)
+    if query.cursor:
+        at, last_id = _decode_cursor(query.cursor)
+        stmt = stmt.where(
+            or_(
+                FuseTrip.received_at < at,
+                and_(FuseTrip.received_at == at, FuseTrip.id < last_id),
+            )
+        )
+    stmt = stmt.order_by(FuseTrip.received_at.desc(), FuseTrip.id.desc())
+    rows = list(session.scalars(stmt.limit(query.limit + 1)))
+    cursor = None
+    if len(rows) > query.limit:
+        rows = rows[: query.limit]
+        cursor = _encode_cursor(rows[-1].received_at, rows[-1].id)
+    return TripList(trips=[trip_out(r) for r in rows], next_cursor=cursor)
+
+
+# Snapshots
+
+
+def request_snapshot(
+    session: Session, principal: Principal, data: SnapshotIn, now: datetime
+) -> FuseSnapshot:
+    """Record a snapshot request (`queued`) for a checkable watch of the org (404, 409)."""
+    watch = get_watch(session, principal.org_id, data.watch_id)
+    ensure_checkable(watch)
+    snapshot = FuseSnapshot(
+        org_id=principal.org_id,
+        watch_id=watch.id,
+        actor=principal.actor,
+        reason=data.reason,
+        status="queued",
+        requested_at=now,
+    )
+    session.add(snapshot)
+    session.flush()
+    return snapshot
+
+
+def finish_snapshot(
+    session: Session, snapshot_id: str, job_id: int, job: Job | None, now: datetime
+) -> SnapshotOut:
+    """Store the outcome of the snapshot's check (`job`, as it stood after the wait) and the
+    watch's state; `pending` when the check has not finished."""
+    snapshot = session.get_one(FuseSnapshot, snapshot_id)
+    watch = session.get(Watch, snapshot.watch_id)
+    job_status = job.status if job is not None else "queued"
+    outcome = (job.result or {}).get("outcome") if job is not None else None
+    if job_status == "done":
+        status: SnapshotStatus = "failed" if outcome in ("error", "skipped") else "completed"
+    elif job_status == "failed":
+        status = "failed"
+    else:
+        status = "pending"
+    if watch is None:  # deleted while the check ran
+        status = "failed" if status == "completed" else status
+        snapshot.summary = None
+    else:
+        snapshot.summary = _summary(session, watch, job_id, job_status).model_dump(
+            mode="json", by_alias=True
+        )
+    snapshot.status = status
+    snapshot.job_id = job_id
+    snapshot.finished_at = now if status in ("completed", "failed") else None
+    session.flush()
+    return snapshot_out(snapshot)
+
+
+def snapshot_out(snapshot: FuseSnapshot) -> SnapshotOut:
+    summary = snapshot.summary
+    return SnapshotOut(
+        id=snapshot.id,
+        watch_id=snapshot.watch_id,
+        reason=snapshot.reason,
+        status=cast(SnapshotStatus, snapshot.status),
+        requested_at=snapshot.requested_at,
+        finished_at=snapshot.finished_at,
+        summary=SnapshotSummary.model_validate(summary) if summary is not None else None,
+    )
+
+
+def list_snapshots(session: Session, org_id: str, query: SnapshotListQuery) -> SnapshotList:
+    """The org's snapshots, newest first, by a keyset cursor `<requested µs>.<id>`."""
+    stmt = select(FuseSnapshot).where(FuseSnapshot.org_id == org_id)
+    if query.watch_id is not None:
+        stmt = stmt.where(FuseSnapshot.watch_id == query.watch_id)
+    if query.cursor:
+        at, last_id = _decode_cursor(query.cursor)
+        stmt = stmt.where(
+            or_(
+                FuseSnapshot.requested_at < at,
+                and_(FuseSnapshot.requested_at == at, FuseSnapshot.id < last_id),
+            )
+        )
+    stmt = stmt.order_by(FuseSnapshot.requested_at.desc(), FuseSnapshot.id.desc())
+    rows = list(session.scalars(stmt.limit(query.limit + 1)))
+    cursor = None
+    if len(rows) > query.limit:
+        rows = rows[: query.limit]
+        cursor = _encode_cursor(rows[-1].requested_at, rows[-1].id)
+    return SnapshotList(snapshots=[snapshot_out(r) for r in rows], next_cursor=cursor)
+
+
+# Helpers
+
+
+def _summary(session: Session, watch: Watch, job_id: int, job_status: str) -> SnapshotSummary:
+    fingerprint = None
+    if watch.last_snapshot_id is not None:
+        fingerprint = session.scalar(
+            select(Snapshot.fingerprint).where(Snapshot.id == watch.last_snapshot_id)
+        )
+    return SnapshotSummary(
+        snapshot_id=watch.last_snapshot_id,
+        fingerprint=fingerprint,
+        drift_status=watch.drift_status,
+        last_check_status=watch.last_check_status,
+        last_checked_at=watch.last_checked_at,
+        failure_class=watch.failure_class,
+        open_changes=ChangeCounts(
+            breaking=watch.open_breaking, warning=watch.open_warning, info=watch.open_info
+        ),
+        incident_id=watch.incident_id,
+        job_id=job_id,
+        job_status=job_status,
+    )
+
+
+def _find_trip(session: Session, org_id: str, trip_id: str) -> FuseTrip | None:
+    return session.scalar(
+        select(FuseTrip).where(FuseTrip.org_id == org_id, FuseTrip.trip_id == trip_id)
+    )
+
+
+def _replayed(existing: FuseTrip, digest: str) -> FuseTrip:
+    if existing.digest != digest:
+        raise Conflict(
+            f"trip {existing.trip_id!r} was already recorded with other content; "
+            "use a new tripId for a new trip",
+            code="trip_id_reused",
+        )
+    return existing
+
+
+def _check_metadata(metadata: dict[str, Any]) -> None:
+    """Metadata must fit the limit and be storable as JSON on every database."""
+    size = len(_canonical(metadata).encode("utf-8", "surrogatepass"))
+    if size > METADATA_LIMIT:
+        raise PayloadTooLarge(
+            f"metadata is {size} bytes serialised; the limit is {METADATA_LIMIT}",
+            details=[{"path": "/metadata", "message": f"at most {METADATA_LIMIT} bytes"}],
+        )
+    # Postgres JSON holds neither NUL characters nor lone surrogates; NaN is not JSON.
+    stack: list[tuple[str, Any]] = [("/metadata", metadata)]
+    while stack:
+        path, node = stack.pop()
+        problem = None
+        if isinstance(node, dict):
+            for key, value in node.items():
+                member = f"{path}/{_pointer(key)}"
+                problem = _text_problem(key, "keys")
+                if problem is not None:
+                    path = member
+                    break
+                stack.append((member, value))
+        elif isinstance(node, list):
+            stack.extend((f"{path}/{i}", value) for i, value in enumerate(node))
+        elif isinstance(node, str):
+            problem = _text_problem(node, "strings")
+        elif isinstance(node, float) and not math.isfinite(node):
+            problem = "numbers must be finite"
+        if problem is not None:
+            raise Unprocessable(
+                f"metadata cannot be stored: {problem}",
+                details=[{"path": path, "message": problem}],
+            )
+
+
+def _text_problem(text: str, what: str) -> str | None:
+    if "\x00" in text:
+        return f"{what} must not contain NUL characters"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"{what} must not contain lone surrogates"
+    return None
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _pointer(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise Unprocessable(
+            "occurredAt is out of range",
+            details=[{"path": "/occurredAt", "message": "out of range"}],
+        ) from None
+
+
+def _encode_cursor(at: datetime, row_id: str) -> str:
+    return f"{(at - _EPOCH) // _MICROSECOND}.{row_id}"
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, str]:
+    # A cursor is a keyset position (time, id); every well-formed position is valid.
+    micros, _, last_id = cursor.partition(".")
+    return _EPOCH + timedelta(microseconds=int(micros)), last_id

@@ -1,0 +1,94 @@
+"""The fleet guard: trip events and on-demand snapshots under `/v1/fuse` (org-scoped)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from controller import jobs
+from controller.scheduler import request_check
+from controller.services import fuse as service
+from web.api import REGISTRY
+from web.db import database as request_database
+from web.routes import Call, Reply
+
+# Each snapshot runs a check against the vendor, so the route is throttled per org and client.
+SNAPSHOTS_PER_MINUTE = 30
+SNAPSHOT_BURST = 10
+
+
+@REGISTRY.route(
+    "POST",
+    "/v1/fuse/trips",
+    summary="Record a fleet-guard trip",
+    tag="fuse",
+    body=service.TripIn,
+    responses={200: service.TripOut, 201: service.TripOut},
+    errors=(409, 413, 422),
+)
+def record_trip(call: Call) -> Reply:
+    """Records a trip (201). Idempotent by `tripId`: the same trip again answers the stored one
+    (200, header `Idempotent-Replayed: true`); a `tripId` reused for other content is 409
+    `trip_id_reused`. `decisionId` links the preflight decision the trip came from (a
+    `contract_drift_blocked` trip needs one that blocked: 422 `decision_not_blocked`); without
+    `agentId` the decision's agent is taken. A watch or decision the org does not have is 422
+    (`unknown_watch`, `unknown_decision`); metadata over 16 KB serialised is 413."""
+    trip, created = service.record_trip(call.session, call.principal_required, call.body, call.now)
+    if created:
+        return Reply(201, service.trip_out(trip))
+    return Reply(200, service.trip_out(trip), {"Idempotent-Replayed": "true"})
+
+
+@REGISTRY.route(
+    "GET",
+    "/v1/fuse/trips",
+    summary="List fleet-guard trips",
+    tag="fuse",
+    query=service.TripListQuery,
+    responses={200: service.TripList},
+)
+def list_trips(call: Call) -> service.TripList:
+    """The org's trips, newest first, filtered by `reason` and `agentId`; `limit` 1-200 (50),
+    `cursor` from `nextCursor`."""
+    return service.list_trips(call.session, call.org_id, call.query)
+
+
+@REGISTRY.route(
+    "POST",
+    "/v1/fuse/snapshots",
+    summary="Snapshot a watch now",
+    tag="fuse",
+    body=service.SnapshotIn,
+    responses={201: service.SnapshotOut},
+    errors=(404, 409, 429),
+)
+def create_snapshot(call: Call) -> Reply:
+    """Runs a check of the watch now and waits up to `waitSeconds` (0-30, default 10) for it;
+    answers 201 with the snapshot: `completed`, `failed` (the check could not fetch or parse the
+    contract) or `pending` (still running; follow the watch). Rate limited per org and client
+    (30 a minute, bursts of 10). Another org's watch is 404; a paused watch 409
+    `watch_paused`."""
+    call.rate_limit(
+        f"fuse.snapshots:{call.org_id}", per_minute=SNAPSHOTS_PER_MINUTE, burst=SNAPSHOT_BURST
+    )
+    snapshot = service.request_snapshot(call.session, call.principal_required, call.body, call.now)
+    call.session.commit()  # the row exists before the check can finish
+    database = request_database()
+    job_id = request_check(database, snapshot.watch_id, call.now)
+    job = jobs.wait_for(database, job_id, call.body.wait_seconds)
+    with database.transaction() as session:
+        out = service.finish_snapshot(session, snapshot.id, job_id, job, datetime.now(UTC))
+    return Reply(201, out)
+
+
+@REGISTRY.route(
+    "GET",
+    "/v1/fuse/snapshots",
+    summary="List fleet-guard snapshots",
+    tag="fuse",
+    query=service.SnapshotListQuery,
+    responses={200: service.SnapshotList},
+)
+def list_snapshots(call: Call) -> service.SnapshotList:
+    """The org's snapshots, newest first, optionally of one watch; `limit` 1-200 (50),
+    `cursor` from `nextCursor`."""
+    return service.list_snapshots(call.session, call.org_id, call.query)
