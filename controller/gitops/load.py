@@ -15,15 +15,17 @@ Messages never echo header values (they may be secrets) or URLs (they may carry 
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cache
 from typing import Any, TypeVar
 
 import yaml
-from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+from jsonschema import Draft202012Validator, validators  # type: ignore[import-untyped]
 from jsonschema.exceptions import ValidationError as SchemaError  # type: ignore[import-untyped]
 from pydantic import BaseModel
 from pydantic import ValidationError as ModelError
@@ -105,6 +107,10 @@ class Bundle:
     watch_sets: WatchSetsFile | None = None
     problems: list[Problem] = field(default_factory=list)
     positions: dict[str, Positions] = field(default_factory=dict, repr=False, compare=False)
+    # Base name -> parsed data of each file that passed steps 1 to 3 with no problem of its
+    # own: what `load_bundle(..., checked=...)` may be given again for the same bytes.
+    data: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    checked: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -122,6 +128,8 @@ def load_bundle(
     *,
     directory: str = ".driftgate",
     known_templates: Collection[str] = (),
+    checked: Mapping[str, Any] | None = None,
+    earlier: Mapping[str, Any] | None = None,
 ) -> Bundle:
     """Parse, validate and cross-check the files of a `.driftgate/` directory.
 
@@ -129,7 +137,19 @@ def load_bundle(
     misses such as `agents.yml`, which are reported. `known_templates` are template names
     that exist outside templates.yaml (built-in or org templates). Problems name files as
     `<directory>/<name>`.
+
+    `checked` maps base names to the `Bundle.data` an earlier load gave for the very same
+    bytes (and code): those files skip parsing and the schema, and their models are built
+    from that data, so the models and the cross-checks come out the same. Their positions
+    are unknown, so problems are placed at 1:1 there; load again without `checked` to place
+    them (`Bundle.checked` says which files were taken as checked).
+
+    `earlier` maps base names to the `Bundle.data` of an earlier version of the file (same
+    code): the items of its top-level lists that come back unchanged are not schema-checked
+    again (they passed this schema then), which changes nothing but the time taken.
     """
+    reuse = {name: data for name, data in (checked or {}).items() if name in files}
+    earlier = earlier or {}
     misnamed = [
         Problem(
             _join(directory, name),
@@ -141,18 +161,36 @@ def load_bundle(
         if name not in FILES and (meant := _meant_file(name))
     ]
     documents = {
-        name: _parse(name, _join(directory, name), files[name]) for name in FILES if name in files
+        name: _Document(name, _join(directory, name), reuse[name], Positions())
+        if name in reuse
+        else _parse(name, _join(directory, name), files[name])
+        for name in FILES
+        if name in files
     }
+
+    def validate(name: str, model: type[M]) -> M | None:
+        return _validate(
+            documents.get(name), model, schema_checked=name in reuse, earlier=earlier.get(name)
+        )
+
     bundle = Bundle(
-        agents=_validate(documents.get("agents.yaml"), AgentsFile),
-        templates=_validate(documents.get("templates.yaml"), TemplatesFile),
-        watch_sets=_validate(documents.get("watch-sets.yaml"), WatchSetsFile),
+        agents=validate("agents.yaml", AgentsFile),
+        templates=validate("templates.yaml", TemplatesFile),
+        watch_sets=validate("watch-sets.yaml", WatchSetsFile),
         positions={
             name: document.positions
             for name, document in documents.items()
-            if document.positions is not None
+            if document.positions is not None and name not in reuse
         },
+        checked=frozenset(reuse),
     )
+    for name, model in (
+        ("agents.yaml", bundle.agents),
+        ("templates.yaml", bundle.templates),
+        ("watch-sets.yaml", bundle.watch_sets),
+    ):
+        if model is not None and not documents[name].problems:
+            bundle.data[name] = documents[name].data
     _Checks(documents, set(known_templates)).run(bundle)
     found = misnamed + [problem for document in documents.values() for problem in document.problems]
     bundle.problems = sorted(set(found), key=lambda p: (p.file, p.line, p.column, p.message))
@@ -299,16 +337,114 @@ def _position(mark: yaml.Mark | None) -> Position:
 # Steps 2 and 3: schema, then models
 
 
+# List (by id) -> (id of the `items` schema, indexes of its items that passed it before).
+_UNCHANGED: ContextVar[dict[int, tuple[int, set[int]]] | None] = ContextVar(
+    "_UNCHANGED", default=None
+)
+_ITEMS = Draft202012Validator.VALIDATORS["items"]
+
+
+def _items(validator: Any, items: Any, instance: Any, schema: Any) -> Iterator[SchemaError]:
+    """The `items` keyword, except that items known to pass this very schema (unchanged
+    items of a top-level list, see `_unchanged_items`) are not checked again: they would
+    give no error."""
+    known = (_UNCHANGED.get() or {}).get(id(instance))
+    if known is None or known[0] != id(items) or "prefixItems" in schema:
+        yield from _ITEMS(validator, items, instance, schema)
+        return
+    for index, item in enumerate(instance):
+        if index not in known[1]:
+            yield from validator.descend(instance=item, schema=items, path=index)
+
+
+_Validator = validators.extend(Draft202012Validator, {"items": _items})
+
+
 @cache
 def _validator(name: str) -> Draft202012Validator:
-    return Draft202012Validator(gitops_schema(name))
+    return _Validator(gitops_schema(name))
 
 
-def _validate(document: _Document | None, model: type[M]) -> M | None:
-    """Schema-check a parsed document and build its model; None when anything is wrong."""
+@cache
+def _top_level_lists(name: str) -> dict[str, Any]:
+    """Top-level key -> `items` schema of each list that the schema of `name` always checks
+    the same way, item by item (no combinator, condition or dynamic reference above or in
+    it), so an item that passed it once passes it again; {} when the schema is not that."""
+    schema = _validator(name).schema
+    plain_root = {"$schema", "$id", "$defs", "title", "description", "type", "required"}
+    plain_root |= {"properties", "additionalProperties"}
+    text = json.dumps(schema)
+    if set(schema) - plain_root or any(
+        word in text for word in ("$dynamicRef", "$recursiveRef", "unevaluated")
+    ):
+        return {}
+    lists: dict[str, Any] = {}
+    for key, sub in schema.get("properties", {}).items():
+        plain_list = {"title", "description", "default", "type", "items", "minItems", "maxItems"}
+        if isinstance(sub, dict) and isinstance(sub.get("items"), dict) and set(sub) <= plain_list:
+            lists[key] = sub["items"]
+    return lists
+
+
+def _unchanged_items(name: str, data: Any, earlier: Any) -> dict[int, tuple[int, set[int]]]:
+    """For each top-level list of `data`: the indexes of its items that are also items of
+    that list in `earlier` (same JSON values, types included)."""
+    known: dict[int, tuple[int, set[int]]] = {}
+    if not isinstance(data, dict) or not isinstance(earlier, dict):
+        return known
+    for key, items_schema in _top_level_lists(name).items():
+        new, old = data.get(key), earlier.get(key)
+        if not isinstance(new, list) or not isinstance(old, list):
+            continue
+        unchanged: set[int] = set()
+        old_texts: set[str] | None = None
+        for index, item in enumerate(new):
+            if index < len(old) and _same(item, old[index]):
+                unchanged.add(index)
+                continue
+            if old_texts is None:  # the items moved: compare by value
+                old_texts = {text for text in map(_canonical, old) if text is not None}
+            text = _canonical(item)
+            if text is not None and text in old_texts:
+                unchanged.add(index)
+        known[id(new)] = (id(items_schema), unchanged)
+    return known
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal JSON values of the same types (True is not 1, 1 is not 1.0)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(value, b[key]) for key, value in a.items())
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return isinstance(a, str | int | float | bool | None) and a == b
+
+
+def _canonical(value: Any) -> str | None:
+    """One text per JSON value (types kept), None for what JSON cannot hold."""
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+
+
+def _validate(
+    document: _Document | None,
+    model: type[M],
+    *,
+    schema_checked: bool = False,
+    earlier: Any = None,
+) -> M | None:
+    """Schema-check a parsed document and build its model; None when anything is wrong.
+    `schema_checked`: the data passed the version and schema checks before (same bytes);
+    `earlier`: the data of an earlier version that passed the schema (see `load_bundle`)."""
     if document is None or not document.parsed:
         return None
     data = document.data
+    if schema_checked:
+        return _build(document, model)
     if isinstance(data, dict) and isinstance(data.get("version"), int):
         version = data["version"]
         if version != VERSION and not isinstance(version, bool):
@@ -318,9 +454,19 @@ def _validate(document: _Document | None, model: type[M]) -> M | None:
             return None
     clean = not document.problems
     before = len(document.problems)
-    _explain_schema_errors(document, _validator(document.name).iter_errors(data))
+    unchanged = _unchanged_items(document.name, data, earlier) if earlier is not None else {}
+    token = _UNCHANGED.set(unchanged)
+    try:
+        _explain_schema_errors(document, _validator(document.name).iter_errors(data))
+    finally:
+        _UNCHANGED.reset(token)
     if len(document.problems) > before or not clean:
         return None
+    return _build(document, model)
+
+
+def _build(document: _Document, model: type[M]) -> M | None:
+    data = document.data
     try:
         return model.model_validate(data)
     except ModelError as exc:

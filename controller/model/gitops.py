@@ -45,6 +45,7 @@ DEFAULT_POLICY = "notify-only"
 
 SLUG_PATTERN = r"^[a-z0-9](?:[a-z0-9_-]{0,62}[a-z0-9])?$"
 ENVIRONMENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+REPOSITORY_PATTERN = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"
 REPO_REF_PATTERN = r"^[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+(?:@[^\s@]+)?$"
 HTTPS_URL_PATTERN = URL_PATTERN.replace("[sS]?://", "[sS]://", 1)
 # A template's URL may hold `{placeholders}` (`https://{host}/openapi.json`) that a watch fills.
@@ -226,6 +227,18 @@ class Policy(FileModel):
     )
 
 
+class ApprovalRule(FileModel):
+    """Who may acknowledge an agent's incidents: changes from this repository and branches."""
+
+    repository: Annotated[str, StringConstraints(max_length=300, pattern=REPOSITORY_PATTERN)] = (
+        Field(description="owner/name, compared case-insensitively")
+    )
+    branches: Annotated[
+        list[Annotated[str, StringConstraints(min_length=1, max_length=255)]],
+        Field(min_length=1, max_length=50),
+    ] = Field(default_factory=lambda: ["*"], description="glob patterns; default: any branch")
+
+
 class InlineWatch(CamelFileModel):
     """A watch declared in place in an agent's `watches:` list."""
 
@@ -257,6 +270,11 @@ class Agent(FileModel):
     )
     repo_ref: RepoRef | SkipJsonSchema[None] = Field(
         default=None, alias="repoRef", description="owner/repo@branch"
+    )
+    approvals: Annotated[list[ApprovalRule], Field(max_length=50)] = Field(
+        default_factory=list,
+        description="remediation approval rules: an ack must come from one of them "
+        "(none: any caller with an org key)",
     )
 
 

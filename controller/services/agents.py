@@ -49,6 +49,7 @@ class AgentOut(ApiModel):
     policy_rules: dict[str, Any] | None
     runtime_webhook: str | None
     repo_ref: str | None
+    approvals: list[dict[str, Any]] = Field(description="remediation approval rules")
     watches: list[AgentWatchOut]
     conditions: list[dict[str, Any]]
     managed_by: ManagedBy | None
@@ -86,6 +87,7 @@ def to_out(agent: Agent) -> AgentOut:
         policy_rules=agent.policy_rules,
         runtime_webhook=agent.runtime_webhook,
         repo_ref=agent.repo_ref,
+        approvals=list(agent.approvals or []),
         watches=[
             AgentWatchOut(ref=b.ref, watch_id=b.watch_id, resolved=b.watch_id is not None)
             for b in agent.bindings
