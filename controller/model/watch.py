@@ -106,6 +106,17 @@ WatchName = Annotated[
 Tag = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:/=@+-]{0,199}$")]
 HeaderName = Annotated[str, StringConstraints(pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$")]
 HeaderValue = Annotated[str, StringConstraints(max_length=8192, pattern=r"^[^\r\n\x00]*$")]
+# Free text stored as sent: no NUL or other control characters (Postgres text cannot hold
+# NUL), tabs and line breaks allowed in notes. Ids sent by clients are ASCII tokens.
+NOTE_PATTERN = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"
+LABEL_PATTERN = r"^[^\x00-\x1f\x7f]+$"
+ID_PATTERN = r"^[A-Za-z0-9._:-]{1,64}$"
+ObjectId = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
+Note = Annotated[str, StringConstraints(max_length=2000, pattern=NOTE_PATTERN)]
+Label = Annotated[str, StringConstraints(max_length=200, pattern=LABEL_PATTERN)]
+ShortNote = Annotated[str, StringConstraints(min_length=1, max_length=500, pattern=LABEL_PATTERN)]
+
+
 Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 Interval = Annotated[int, Field(ge=1, le=MAX_INTERVAL_MINUTES)]
 

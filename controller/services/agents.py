@@ -21,7 +21,7 @@ from controller.crypto import SecretBox
 from controller.errors import Conflict, Forbidden, NotFound
 from controller.incidents import ACTIVE, emit_incident
 from controller.model.base import ApiModel, RequestModel
-from controller.model.watch import IncidentSummary, ManagedBy
+from controller.model.watch import LABEL_PATTERN, IncidentSummary, ManagedBy, Note
 from controller.policy import decide, resolve_policy, watch_reasons
 from controller.reconcile import binding_conditions
 from controller.services import audit, preflight
@@ -201,16 +201,19 @@ class AgentStatus(ApiModel):
 
 
 class AgentNote(RequestModel):
-    note: Annotated[str, StringConstraints(max_length=2000)] | None = None
+    note: Note | None = None
 
 
 class AgentAck(RequestModel):
     """Body of `POST /api/agents/<id>/ack`; `repository` and `branch` are checked against the
     agent's remediation approval rules when it has any."""
 
-    note: Annotated[str, StringConstraints(max_length=2000)] | None = None
+    note: Note | None = None
     repository: Annotated[str, StringConstraints(max_length=300, pattern=REPOSITORY)] | None = None
-    branch: Annotated[str, StringConstraints(min_length=1, max_length=255)] | None = None
+    branch: (
+        Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=LABEL_PATTERN)]
+        | None
+    ) = None
 
 
 class AckOut(ApiModel):

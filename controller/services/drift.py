@@ -19,7 +19,7 @@ from controller.crypto import SecretBox
 from controller.errors import Conflict, NotFound
 from controller.incidents import close_incident, current_incident, emit_incident
 from controller.model.base import ApiModel, RequestModel
-from controller.model.watch import DriftStatus, IncidentSummary, WatchOut
+from controller.model.watch import DriftStatus, IncidentSummary, Note, WatchOut
 from controller.services import audit
 from controller.services.auth import Principal
 from controller.services.watches import get_watch, to_out
@@ -74,11 +74,11 @@ class WatchStatus(ApiModel):
 
 
 class BaselineIn(RequestModel):
-    reason: str = Field(min_length=1, max_length=2000)
+    reason: Note = Field(min_length=1)
 
 
 class IncidentAction(RequestModel):
-    note: str | None = Field(default=None, max_length=2000)
+    note: Note | None = Field(default=None)
 
 
 class IncidentOut(ApiModel):

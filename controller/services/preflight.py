@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import Field, StringConstraints, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy import bindparam, insert, or_, select
 from sqlalchemy.orm import Session
@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from controller.errors import NotFound
 from controller.logs import log
 from controller.model.base import ApiModel, RequestModel
-from controller.model.watch import refuse_null
+from controller.model.watch import Label, ObjectId, ShortNote, refuse_null
 from controller.policy import (
     WATCH_ID_LIMIT,
     AgentState,
@@ -43,12 +43,12 @@ from controller.store.models import (
 
 logger = logging.getLogger("driftgate.preflight")
 
-WatchId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+WatchId = ObjectId
 
 
 class IgnoreEntry(RequestModel):
     watch_id: WatchId
-    reason: Annotated[str, StringConstraints(min_length=1, max_length=500)]
+    reason: ShortNote
 
 
 class PreflightRequest(RequestModel):
@@ -61,9 +61,7 @@ class PreflightRequest(RequestModel):
     watch_ids: Annotated[list[WatchId], Field(max_length=WATCH_ID_LIMIT)] | SkipJsonSchema[None] = (
         None
     )
-    agent_id: (
-        Annotated[str, StringConstraints(min_length=1, max_length=200)] | SkipJsonSchema[None]
-    ) = None
+    agent_id: Label | SkipJsonSchema[None] = None
     ignore: Annotated[list[IgnoreEntry], Field(max_length=WATCH_ID_LIMIT)] = Field(
         default_factory=list, description="watches not to block on, each with a reason"
     )

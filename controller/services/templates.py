@@ -11,7 +11,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import Field, StringConstraints, field_validator
+from pydantic import Field, field_validator
 from sqlalchemy import or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -27,6 +27,7 @@ from controller.model.watch import (
     HeaderValue,
     HttpUrl,
     Interval,
+    Label,
     ManagedBy,
     Tag,
     WatchCreate,
@@ -106,7 +107,7 @@ class AgentBindingIn(RequestModel):
 class LaunchFromTemplate(RequestModel):
     """Body of `POST /api/watches/from-template`: template values are defaults, these win."""
 
-    template_id: Annotated[str, StringConstraints(min_length=1, max_length=200)] = Field(
+    template_id: Label = Field(
         description="a template id or name (`system/...` for system templates)"
     )
     name: WatchName | None = Field(

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import Field, StringConstraints, field_validator
+from pydantic import Field, field_validator
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from controller.errors import Conflict, NotFound, Unprocessable
 from controller.model.base import ApiModel, RequestModel
 from controller.model.gitops import Environment
-from controller.model.watch import ManagedBy, WatchName
+from controller.model.watch import ManagedBy, Note, ObjectId, WatchName
 from controller.services import audit
 from controller.services.auth import Principal
 from controller.services.managed import ensure_unmanaged, managed_by
@@ -28,7 +28,7 @@ from controller.store.models import Watch, WatchSet
 
 MAX_WATCHES = 1000
 
-WatchId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+WatchId = ObjectId
 
 
 class WatchSetIn(RequestModel):
@@ -36,7 +36,7 @@ class WatchSetIn(RequestModel):
 
     name: WatchName
     environment: Environment | None = Field(default=None, description="e.g. staging, production")
-    description: Annotated[str, StringConstraints(max_length=2000)] | None = None
+    description: Note | None = None
     watch_ids: Annotated[list[WatchId], Field(max_length=MAX_WATCHES)] = Field(
         default_factory=list, description="the watches of the set; each in at most one set"
     )
