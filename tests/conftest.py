@@ -21,12 +21,15 @@ from flask.testing import FlaskClient
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from controller.crypto import load_secret_box
+from controller.scheduler import Controller
 from controller.services import auth as auth_service
 from controller.services import orgs as org_service
 from controller.settings import Settings, load_settings
 from controller.store import migrate
 from controller.store.db import Database
 from controller.store.models import Base
+from tests.servers import SpecServer, spec_server
 
 TEST_DB_URL = os.environ.get("DRIFTGATE_TEST_DATABASE_URL", "")
 ON_POSTGRES = TEST_DB_URL.startswith("postgresql")
@@ -127,3 +130,34 @@ def make_org(database: Database) -> Callable[..., OrgKey]:
 @pytest.fixture
 def acme(make_org: Callable[..., OrgKey]) -> OrgKey:
     return make_org("acme", "pro")
+
+
+# A real controller in-process beside the app, checking specs on a loopback server.
+
+
+@pytest.fixture
+def server() -> Iterator[SpecServer]:
+    with spec_server() as running:
+        yield running
+
+
+@pytest.fixture
+def live_settings(tmp_path: Path, database: Database) -> Settings:
+    return make_settings(tmp_path, database_url=database.url, allow_private_targets=True)
+
+
+@pytest.fixture
+def live_app(live_settings: Settings, database: Database) -> Flask:
+    from web.app import create_app
+
+    return create_app(live_settings, database=database)
+
+
+@pytest.fixture
+def controller(live_settings: Settings, database: Database) -> Iterator[Controller]:
+    running = Controller(
+        live_settings, database, load_secret_box(live_settings), concurrency=2, tick_seconds=0.2
+    )
+    running.start()
+    yield running
+    running.stop(grace=5)

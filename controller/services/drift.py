@@ -7,11 +7,11 @@ resolving an incident are audited and emit the matching events through the outbo
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import Field
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from controller.checks import decode_changes
@@ -20,7 +20,7 @@ from controller.errors import Conflict, NotFound
 from controller.incidents import close_incident, current_incident, emit_incident
 from controller.model.base import ApiModel, RequestModel
 from controller.model.watch import DriftStatus, IncidentSummary, Note, WatchOut
-from controller.services import audit
+from controller.services import audit, paging
 from controller.services.auth import Principal
 from controller.services.watches import get_watch, to_out
 from controller.store.models import DriftEvent, Incident, Snapshot, Watch
@@ -172,27 +172,9 @@ def list_events(session: Session, org_id: str, query: DriftQuery) -> DriftPage:
     stmt = select(DriftEvent).where(DriftEvent.org_id == org_id)
     if query.watch_id:
         stmt = stmt.where(DriftEvent.watch_id == query.watch_id)
-    if query.cursor:
-        micros, _, last_id = query.cursor.partition(".")
-        at = datetime.fromtimestamp(int(micros) / 1_000_000, UTC)
-        stmt = stmt.where(
-            or_(
-                DriftEvent.detected_at < at,
-                and_(DriftEvent.detected_at == at, DriftEvent.id < last_id),
-            )
-        )
-    rows = list(
-        session.scalars(
-            stmt.order_by(DriftEvent.detected_at.desc(), DriftEvent.id.desc()).limit(
-                query.limit + 1
-            )
-        )
+    rows, cursor = paging.newest_first(
+        session, stmt, DriftEvent.detected_at, DriftEvent.id, query.cursor, query.limit
     )
-    cursor = None
-    if len(rows) > query.limit:
-        rows = rows[: query.limit]
-        last = rows[-1]
-        cursor = f"{int(last.detected_at.timestamp() * 1_000_000)}.{last.id}"
     return DriftPage(events=[summary(r) for r in rows], next_cursor=cursor)
 
 

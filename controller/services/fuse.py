@@ -16,18 +16,18 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, cast
 
 from pydantic import AwareDatetime, Field, StringConstraints
-from sqlalchemy import and_, or_, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from controller.errors import Conflict, RequestError, Unprocessable
 from controller.model.base import ApiModel, RequestModel
 from controller.model.watch import CURSOR_PATTERN, ChangeCounts
-from controller.services import audit
+from controller.services import audit, paging
 from controller.services.auth import Principal
 from controller.services.drift import ensure_checkable
 from controller.services.watches import get_watch
@@ -51,9 +51,6 @@ ObjectId = Annotated[str, StringConstraints(max_length=64, pattern=ID_PATTERN)]
 Label = Annotated[str, StringConstraints(max_length=200, pattern=LABEL_PATTERN)]
 Cursor = Annotated[str, StringConstraints(pattern=CURSOR_PATTERN)]
 SnapshotStatus = Literal["queued", "completed", "failed", "pending"]
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
 
 
 class PayloadTooLarge(RequestError):
@@ -281,20 +278,9 @@ def list_trips(session: Session, org_id: str, query: TripListQuery) -> TripList:
         stmt = stmt.where(FuseTrip.reason == query.reason)
     if query.agent_id is not None:
         stmt = stmt.where(FuseTrip.agent_key == query.agent_id)
-    if query.cursor:
-        at, last_id = _decode_cursor(query.cursor)
-        stmt = stmt.where(
-            or_(
-                FuseTrip.received_at < at,
-                and_(FuseTrip.received_at == at, FuseTrip.id < last_id),
-            )
-        )
-    stmt = stmt.order_by(FuseTrip.received_at.desc(), FuseTrip.id.desc())
-    rows = list(session.scalars(stmt.limit(query.limit + 1)))
-    cursor = None
-    if len(rows) > query.limit:
-        rows = rows[: query.limit]
-        cursor = _encode_cursor(rows[-1].received_at, rows[-1].id)
+    rows, cursor = paging.newest_first(
+        session, stmt, FuseTrip.received_at, FuseTrip.id, query.cursor, query.limit
+    )
     return TripList(trips=[trip_out(r) for r in rows], next_cursor=cursor)
 
 
@@ -367,20 +353,9 @@ def list_snapshots(session: Session, org_id: str, query: SnapshotListQuery) -> S
     stmt = select(FuseSnapshot).where(FuseSnapshot.org_id == org_id)
     if query.watch_id is not None:
         stmt = stmt.where(FuseSnapshot.watch_id == query.watch_id)
-    if query.cursor:
-        at, last_id = _decode_cursor(query.cursor)
-        stmt = stmt.where(
-            or_(
-                FuseSnapshot.requested_at < at,
-                and_(FuseSnapshot.requested_at == at, FuseSnapshot.id < last_id),
-            )
-        )
-    stmt = stmt.order_by(FuseSnapshot.requested_at.desc(), FuseSnapshot.id.desc())
-    rows = list(session.scalars(stmt.limit(query.limit + 1)))
-    cursor = None
-    if len(rows) > query.limit:
-        rows = rows[: query.limit]
-        cursor = _encode_cursor(rows[-1].requested_at, rows[-1].id)
+    rows, cursor = paging.newest_first(
+        session, stmt, FuseSnapshot.requested_at, FuseSnapshot.id, query.cursor, query.limit
+    )
     return SnapshotList(snapshots=[snapshot_out(r) for r in rows], next_cursor=cursor)
 
 
@@ -487,13 +462,3 @@ def _utc(value: datetime | None) -> datetime | None:
             "occurredAt is out of range",
             details=[{"path": "/occurredAt", "message": "out of range"}],
         ) from None
-
-
-def _encode_cursor(at: datetime, row_id: str) -> str:
-    return f"{(at - _EPOCH) // _MICROSECOND}.{row_id}"
-
-
-def _decode_cursor(cursor: str) -> tuple[datetime, str]:
-    # A cursor is a keyset position (time, id); every well-formed position is valid.
-    micros, _, last_id = cursor.partition(".")
-    return _EPOCH + timedelta(microseconds=int(micros)), last_id

@@ -6,11 +6,9 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 from flask import Flask
 
@@ -22,38 +20,10 @@ from controller.services import notifications
 from controller.settings import Settings
 from controller.sources.http import make_client
 from controller.store.db import Database
-from tests.conftest import SECRET, OrgKey, make_settings
+from tests.conftest import SECRET, OrgKey
 from tests.receivers import Receiver
-from tests.servers import SpecServer, spec_server
+from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
-
-
-@pytest.fixture
-def server() -> Iterator[SpecServer]:
-    with spec_server() as running:
-        yield running
-
-
-@pytest.fixture
-def live_settings(tmp_path: Path, database: Database) -> Settings:
-    return make_settings(tmp_path, database_url=database.url, allow_private_targets=True)
-
-
-@pytest.fixture
-def live_app(live_settings: Settings, database: Database) -> Flask:
-    from web.app import create_app
-
-    return create_app(live_settings, database=database)
-
-
-@pytest.fixture
-def controller(live_settings: Settings, database: Database) -> Iterator[Controller]:
-    running = Controller(
-        live_settings, database, load_secret_box(live_settings), concurrency=2, tick_seconds=0.2
-    )
-    running.start()
-    yield running
-    running.stop(grace=5)
 
 
 def test_the_story_of_a_watch(

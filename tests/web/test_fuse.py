@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,14 +15,12 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
-from controller.crypto import load_secret_box
 from controller.scheduler import Controller
 from controller.services import fuse as fuse_service
-from controller.settings import Settings
 from controller.store.db import Database
 from controller.store.models import AuditEntry, FuseSnapshot, FuseTrip
-from tests.conftest import OrgKey, make_settings
-from tests.servers import SpecServer, spec_server
+from tests.conftest import OrgKey
+from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
 
 TRIP = {
@@ -373,34 +370,6 @@ def test_trips_are_listed_newest_first_with_filters_and_a_cursor(
 
 
 # Snapshots
-
-
-@pytest.fixture
-def server() -> Iterator[SpecServer]:
-    with spec_server() as running:
-        yield running
-
-
-@pytest.fixture
-def live_settings(tmp_path: Path, database: Database) -> Settings:
-    return make_settings(tmp_path, database_url=database.url, allow_private_targets=True)
-
-
-@pytest.fixture
-def live_app(live_settings: Settings, database: Database) -> Flask:
-    from web.app import create_app
-
-    return create_app(live_settings, database=database)
-
-
-@pytest.fixture
-def controller(live_settings: Settings, database: Database) -> Iterator[Controller]:
-    running = Controller(
-        live_settings, database, load_secret_box(live_settings), concurrency=2, tick_seconds=0.2
-    )
-    running.start()
-    yield running
-    running.stop(grace=5)
 
 
 def snapshot(client: FlaskClient, who: OrgKey, status: int = 201, **body: Any) -> Any:
