@@ -207,6 +207,8 @@ def decide(
     policy_hit = False
     for watch_id in dict.fromkeys(requested):
         state = states.get(watch_id)
+        if state is not None and state.drift_status == "ok":
+            continue  # most watches
         if state is None:
             row = Row(watch_id, None, None, ["not_found"], list(ACTIONS_NOT_FOUND))
         else:

@@ -122,6 +122,13 @@ class Settings(BaseModel):
         "webhooks), beside the public ones: for internal CAs",
     )
     allow_stdio_mcp: bool = False
+    api_key_cache_seconds: float = Field(
+        default=2.0,
+        ge=0,
+        le=60,
+        description="how long a process reuses an API key's lookup (0: look up on every "
+        "request); a key revoked elsewhere stops working within this time",
+    )
     refuse_default_user_agents: bool = False
     trial_validations_per_month: int = Field(default=500, ge=0)
     trial_days: int = Field(default=30, ge=1, le=365)

@@ -12,6 +12,7 @@ from flask import Flask, Response, g, request
 
 from controller.crypto import load_secret_box
 from controller.logs import configure_logging, log
+from controller.services.auth import KEY_CACHE
 from controller.settings import Settings, load_settings
 from controller.store.db import Database
 from web import db, errors
@@ -40,6 +41,7 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
     app.extensions["driftgate.database"] = database or Database(settings.effective_database_url)
     app.extensions["driftgate.secret_box"] = load_secret_box(settings, create=True)
     app.extensions["driftgate.ratelimiter"] = RateLimiter()
+    KEY_CACHE.ttl = settings.api_key_cache_seconds
     app.extensions["driftgate.registry"] = REGISTRY
 
     db.init_app(app)

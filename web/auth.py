@@ -13,11 +13,12 @@ from datetime import UTC, datetime
 from flask import request
 from sqlalchemy.exc import SQLAlchemyError
 
+from controller.crypto import hash_token
 from controller.errors import Unauthorized
 from controller.services import auth as auth_service
 from controller.services.auth import Principal
 from controller.store.models import TrialSession
-from web.db import database, request_session, writes_in_request_session
+from web.db import database, request_session
 from web.routes import Auth
 
 TRIAL_HEADER = "X-Service-Trial"
@@ -44,10 +45,7 @@ def authenticate(auth: Auth) -> tuple[Principal | None, TrialSession | None]:
     now = datetime.now(UTC)
     key = api_key_from_headers()
     if key is not None:
-        principal = auth_service.authenticate_api_key(request_session(), key, now)
-        if principal.touch:
-            _touch(principal.credential_id, now)
-        return principal, None
+        return _api_key_principal(key, now), None
     if auth == "key_or_trial":
         token = request.headers.get(TRIAL_HEADER, "").strip()
         if token:
@@ -62,13 +60,25 @@ def authenticate(auth: Auth) -> tuple[Principal | None, TrialSession | None]:
     )
 
 
+def _api_key_principal(key: str, now: datetime) -> Principal:
+    """The key's principal: from this process' cache (`api_key_cache_seconds`), else read in a
+    transaction of its own that ends at once. The request's session does not begin here, so a
+    route that never needs it (the run gate) opens no transaction on it, and on SQLite no read
+    snapshot stays open for the whole request (one would hold back WAL checkpoints)."""
+    cached = auth_service.KEY_CACHE.get(hash_token(key))
+    if cached is not None:
+        return cached
+    with database().session() as session:
+        principal = auth_service.authenticate_api_key(session, key, now)
+        session.commit()
+    if principal.touch:
+        _touch(principal.credential_id, now)
+    return principal
+
+
 def _touch(key_id: str, now: datetime) -> None:
-    if writes_in_request_session():
-        # A writing request holds the write lock already: record it in its transaction.
-        auth_service.touch_api_key(request_session(), key_id, now)
-        return
-    # A read gets its own short transaction, so it never holds the write lock, and a busy
-    # store costs a missed timestamp, never a failed request.
+    # Its own short transaction, at most once a minute per key: it never holds the write lock
+    # for the request, and a busy store costs a missed timestamp, never a failed request.
     try:
         with database().transaction() as session:
             auth_service.touch_api_key(session, key_id, now)

@@ -289,6 +289,11 @@ def _parse_body(model: type[BaseModel]) -> BaseModel:
         data: Any = {}
     else:
         try:
+            # One pass in pydantic's parser; the slower path below only explains a failure.
+            return model.model_validate_json(raw)
+        except ValidationError:
+            pass
+        try:
             data = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ValidationFailed(

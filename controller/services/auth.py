@@ -7,10 +7,13 @@ never see anything of a real org.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, event, select, update
 from sqlalchemy.orm import Session
 
 from controller.crypto import hash_token, new_token
@@ -76,6 +79,7 @@ def revoke_api_key(session: Session, key_id: str, now: datetime, *, actor: str) 
         raise NotFound(f"no API key with id {key_id!r}")
     if key.revoked_at is None:
         key.revoked_at = now
+        forget_cached_keys(session)
         audit.record(
             session,
             actor=actor,
@@ -104,15 +108,72 @@ _KEY_LOOKUP = (
 )
 
 
+class KeyCache:
+    """The principals of recently used API keys in this process, each for `ttl` seconds.
+
+    Every authenticated request needs its key's org, plan and products; reading them once per
+    key every `ttl` seconds instead of once per request takes a query (and, on SQLite, a read
+    transaction) off every call. Keys are held by their hash, never in clear. Revoking a key or
+    changing an org in this process forgets at once (`clear`); another process (the CLI, another
+    worker) is seen within `ttl`. At most `size` keys are held, the least recently used go first.
+    """
+
+    def __init__(self, size: int = 1024) -> None:
+        self.ttl = 0.0
+        self.size = size
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[str, tuple[float, Principal]] = OrderedDict()
+
+    def get(self, key_hash: str) -> Principal | None:
+        if self.ttl <= 0:
+            return None
+        with self._lock:
+            entry = self._entries.get(key_hash)
+            if entry is None:
+                return None
+            if entry[0] <= time.monotonic():
+                del self._entries[key_hash]
+                return None
+            self._entries.move_to_end(key_hash)
+            return entry[1]
+
+    def put(self, key_hash: str, principal: Principal) -> None:
+        if self.ttl <= 0:
+            return
+        with self._lock:
+            self._entries[key_hash] = (time.monotonic() + self.ttl, principal)
+            self._entries.move_to_end(key_hash)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+KEY_CACHE = KeyCache()
+
+
+def forget_cached_keys(session: Session) -> None:
+    """Forget every cached key now and when `session` commits (a change of a key or an org:
+    a request between the two could cache the state before the commit)."""
+    KEY_CACHE.clear()
+    event.listen(session, "after_commit", lambda _session: KEY_CACHE.clear(), once=True)
+
+
 def authenticate_api_key(session: Session, secret: str, now: datetime) -> Principal:
-    row = session.connection().execute(_KEY_LOOKUP, {"key_hash": hash_token(secret)}).first()
+    key_hash = hash_token(secret)
+    cached = KEY_CACHE.get(key_hash)
+    if cached is not None:
+        return cached
+    row = session.connection().execute(_KEY_LOOKUP, {"key_hash": key_hash}).first()
     if row is None or row[1] is not None:
         raise Unauthorized("the API key is invalid or revoked", code="invalid_api_key")
     key_id, _revoked, last_used, org_id, org_name, plan, products = row
     stale = last_used is None or now - last_used >= LAST_USED_RESOLUTION
-    return Principal(
-        org_id, org_name, plan, frozenset(products or ()), "api_key", key_id, touch=stale
-    )
+    principal = Principal(org_id, org_name, plan, frozenset(products or ()), "api_key", key_id)
+    KEY_CACHE.put(key_hash, principal)
+    return replace(principal, touch=stale) if stale else principal
 
 
 def touch_api_key(session: Session, key_id: str, now: datetime) -> None:

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from controller.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from controller.services import audit
+from controller.services.auth import forget_cached_keys
 from controller.store.models import Org
 
 PLANS = ("free", "pro", "team", "enterprise")
@@ -75,6 +76,7 @@ def set_plan(session: Session, org: Org, plan: str, *, actor: str) -> Org:
     _check_plan(plan)
     previous = org.plan
     org.plan = plan
+    forget_cached_keys(session)
     dropped: list[str] = []
     if plan == "free" and org.products:
         # A free org cannot hold overlay products; downgrading switches them off.
@@ -104,6 +106,7 @@ def set_product(session: Session, org: Org, product: str, enabled: bool, *, acto
     if enabled:
         products.append(product)
     org.products = sorted(products)
+    forget_cached_keys(session)
     audit.record(
         session,
         actor=actor,

@@ -9,13 +9,28 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
+import orjson
 from pydantic import Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
-from sqlalchemy import bindparam, insert, or_, select
+from sqlalchemy import (
+    ColumnElement,
+    ColumnExpressionArgument,
+    Dialect,
+    Select,
+    String,
+    any_,
+    bindparam,
+    case,
+    func,
+    insert,
+    null,
+    or_,
+    select,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from controller.errors import NotFound
@@ -31,6 +46,8 @@ from controller.policy import (
     resolve_policy,
 )
 from controller.services.auth import Principal
+from controller.store.db import Database
+from controller.store.fastpath import Prepared, autocommit_cursor, json_processor
 from controller.store.models import (
     Agent,
     AgentWatch,
@@ -116,52 +133,154 @@ class PreflightResult(ApiModel):
     agent: AgentGate | None
 
 
-_WATCH_COLUMNS = (
-    Watch.id,
-    Watch.name,
-    Watch.drift_status,
-    Watch.failure_class,
-    Watch.last_checked_at,
-    Watch.incident_id,
-    Incident.status,
-    DriftEvent.agent_actions,
-)
+class _Json:
+    """The JSON functions of one dialect, to build the gate's answer rows inside the database.
 
-_BY_IDS = (
-    select(*_WATCH_COLUMNS)
-    .outerjoin(Incident, Incident.id == Watch.incident_id)
-    .outerjoin(DriftEvent, DriftEvent.id == Incident.drift_event_id)
-    .where(
-        Watch.id.in_(bindparam("ids", expanding=True)),
-        # `org_id || ''` keeps SQLite's planner (no statistics) on the primary key: on the
-        # org index it would read every watch of the org to find 100.
-        Watch.org_id.concat("") == bindparam("org"),
+    Each read returns one row holding one JSON array: the database runs it in one step, so a
+    request reads 100 watches in one call into the driver. Row by row, SQLite's driver gives
+    up Python's GIL for every row, and under a threaded server each row then waits for the
+    GIL again: 100 rows cost more than the rest of the request.
+    """
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.sqlite = dialect.name == "sqlite"
+
+    def array(self, *values: ColumnExpressionArgument[Any]) -> ColumnElement[Any]:
+        return func.json_array(*values) if self.sqlite else func.json_build_array(*values)
+
+    def agg(self, value: ColumnExpressionArgument[Any]) -> ColumnElement[Any]:
+        return func.json_group_array(value) if self.sqlite else func.json_agg(value)
+
+    def value(self, column: ColumnExpressionArgument[Any]) -> ColumnExpressionArgument[Any]:
+        """A text column as a JSON value (Postgres does not mix text and JSON in a CASE)."""
+        return column if self.sqlite else func.to_json(column)
+
+    def embed(self, column: ColumnExpressionArgument[Any]) -> ColumnExpressionArgument[Any]:
+        """A JSON column as JSON inside an array (SQLite stores it as text)."""
+        return func.json(column) if self.sqlite else column
+
+    def watch(self) -> ColumnElement[Any]:
+        """A watch as its id alone when it is `ok` (most are), else as the gate's columns."""
+        return case(
+            (Watch.id.is_(None), null()),
+            (Watch.drift_status == "ok", self.value(Watch.id)),
+            else_=self.array(
+                Watch.id,
+                Watch.name,
+                Watch.drift_status,
+                Watch.failure_class,
+                Watch.last_checked_at,
+                Watch.incident_id,
+                Incident.status,
+                self.embed(DriftEvent.agent_actions),
+            ),
+        )
+
+
+def _watches(json: _Json, ids: ColumnElement[bool]) -> Select[Any]:
+    return (
+        select(json.agg(json.watch()))
+        .select_from(Watch)
+        .outerjoin(Incident, Incident.id == Watch.incident_id)
+        .outerjoin(DriftEvent, DriftEvent.id == Incident.drift_event_id)
+        .where(
+            ids,
+            # `org_id || ''` keeps SQLite's planner (no statistics) on the primary key: on the
+            # org index it would read every watch of the org to find 100.
+            Watch.org_id.concat("") == bindparam("org"),
+        )
     )
-)
 
-_BY_AGENT = (
-    select(
+
+def _by_agent(json: _Json) -> Select[Any]:
+    """The agents whose id or slug is `agent`, one element per binding (or one when none)."""
+    row = json.array(
         Agent.key,
         Agent.slug,
         Agent.policy,
-        Agent.policy_rules,
+        json.embed(Agent.policy_rules),
         Agent.runtime_state,
+        AgentWatch.position,
         AgentWatch.ref,
         AgentWatch.watch_id,
-        *_WATCH_COLUMNS,
+        json.watch(),
     )
-    .outerjoin(AgentWatch, AgentWatch.agent_id == Agent.id)
-    .outerjoin(Watch, Watch.id == AgentWatch.watch_id)
-    .outerjoin(Incident, Incident.id == Watch.incident_id)
-    .outerjoin(DriftEvent, DriftEvent.id == Incident.drift_event_id)
-    .where(
-        Agent.org_id == bindparam("org"),
-        or_(Agent.key == bindparam("agent"), Agent.slug == bindparam("agent")),
+    return (
+        select(json.agg(row))
+        .select_from(Agent)
+        .outerjoin(AgentWatch, AgentWatch.agent_id == Agent.id)
+        .outerjoin(Watch, Watch.id == AgentWatch.watch_id)
+        .outerjoin(Incident, Incident.id == Watch.incident_id)
+        .outerjoin(DriftEvent, DriftEvent.id == Incident.drift_event_id)
+        .where(
+            Agent.org_id == bindparam("org"),
+            or_(Agent.key == bindparam("agent"), Agent.slug == bindparam("agent")),
+        )
     )
-    .order_by(Agent.key, AgentWatch.position)
-)
 
-_RECORD = insert(PreflightDecision)
+
+class _Statements:
+    """The gate's statements, compiled once for one dialect."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
+        self.json = _Json(dialect)
+        self.agent_statement = _by_agent(self.json)
+        self.by_agent = Prepared(self.agent_statement, dialect)
+        as_json = json_processor(dialect)
+        self.record = Prepared(
+            insert(PreflightDecision), dialect, {"inputs": as_json, "result": as_json}
+        )
+        self._by_count: dict[int, tuple[Prepared, tuple[str, ...]]] = {}
+        # Postgres takes the ids as one array; SQLite as one `?` each (its `json_each` table
+        # costs more than binding 100 values).
+        self._by_array = (
+            None
+            if self.json.sqlite
+            else Prepared(
+                _watches(self.json, Watch.id == any_(bindparam("ids", type_=ARRAY(String)))),
+                dialect,
+            )
+        )
+
+    def by_ids(self, org_id: str, ids: list[str]) -> tuple[Prepared, dict[str, Any]]:
+        if self._by_array is not None:
+            return self._by_array, {"org": org_id, "ids": ids}
+        entry = self._by_count.get(len(ids))
+        if entry is None:
+            names = tuple(f"id{i}" for i in range(len(ids)))
+            statement = _watches(self.json, Watch.id.in_([bindparam(name) for name in names]))
+            entry = self._by_count[len(ids)] = (Prepared(statement, self.dialect), names)
+        prepared, names = entry
+        values: dict[str, Any] = dict(zip(names, ids, strict=True))
+        values["org"] = org_id
+        return prepared, values
+
+
+_COMPILED: dict[tuple[str, str], _Statements] = {}
+
+
+def _statements(dialect: Dialect) -> _Statements:
+    key = (dialect.name, dialect.driver)
+    statements = _COMPILED.get(key)
+    if statements is None:
+        statements = _COMPILED[key] = _Statements(dialect)
+    return statements
+
+
+def _elements(value: Any) -> list[Any]:
+    """The JSON array of a gate read (Postgres' driver decodes it; SQLite's gives text)."""
+    if value is None:
+        return []  # Postgres' json_agg of no rows
+    return orjson.loads(value) if isinstance(value, str) else list(value)
+
+
+def _time(value: str | None) -> datetime | None:
+    """A timestamp inside JSON: SQLite's stored text (UTC, naive) or Postgres' ISO form."""
+    if value is None:
+        return None
+    parsed = datetime.fromisoformat(value)
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
 OK = WatchState(
@@ -175,55 +294,42 @@ OK = WatchState(
 )
 
 
-def _state(row: Sequence[Any], offset: int = 0) -> WatchState:
-    (wid, name, status, failure, checked, incident_id, incident_status, actions) = row[offset:]
-    return WatchState(
+def _state(element: str | list[Any]) -> tuple[str, WatchState]:
+    if isinstance(element, str):
+        return element, OK  # an `ok` watch: its id alone
+    (wid, name, status, failure, checked, incident_id, incident_status, actions) = element
+    return wid, WatchState(
         id=wid,
         name=name,
         drift_status=status,
         failure_class=failure,
-        last_checked_at=checked,
+        last_checked_at=_time(checked),
         incident_id=incident_id,
         incident_status=incident_status,
         change_actions=tuple(actions or ()),
     )
 
 
-def watch_states(session: Session, org_id: str, ids: Sequence[str]) -> dict[str, WatchState]:
-    if not ids:
-        return {}
-    rows = (
-        session.connection()
-        .execute(_BY_IDS, {"org": org_id, "ids": list(dict.fromkeys(ids))})
-        .all()
-    )
-    # Most watches are `ok` and never reach a row of the answer: they share one state.
-    return {row[0]: OK if row[2] == "ok" else _state(row) for row in rows}
-
-
-def agent_gate_input(
-    session: Session, org_id: str, agent_id: str
-) -> tuple[AgentState, list[str], dict[str, WatchState]]:
-    """The agent (by id, else slug), its bound watch ids in order, and their states."""
-    rows = session.connection().execute(_BY_AGENT, {"org": org_id, "agent": agent_id}).all()
-    if not rows:
+def _agent_input(value: Any, agent_id: str) -> tuple[AgentState, list[str], dict[str, WatchState]]:
+    elements = _elements(value)
+    if not elements:
         raise NotFound("Agent not found")
     # An id wins over another agent's equal slug.
-    key = next((r[0] for r in rows if r[0] == agent_id), rows[0][0])
-    rows = [r for r in rows if r[0] == key]
-    first = rows[0]
+    key = next((e[0] for e in elements if e[0] == agent_id), elements[0][0])
+    bindings = sorted((e for e in elements if e[0] == key), key=lambda e: e[5] or 0)
+    first = bindings[0]
     ids: list[str] = []
     states: dict[str, WatchState] = {}
     unresolved: list[str] = []
-    for row in rows:
-        ref, watch_id = row[5], row[6]
+    for element in bindings:
+        ref, watch_id, watch = element[6], element[7], element[8]
         if ref is None:
             continue  # an agent with no bindings
-        if watch_id is None:
+        if watch is None:
             unresolved.append(ref)
             continue
         ids.append(watch_id)
-        states[watch_id] = _state(row, 7)
+        states[watch_id] = _state(watch)[1]
     agent = AgentState(
         key=first[0],
         slug=first[1],
@@ -234,8 +340,41 @@ def agent_gate_input(
     return agent, ids, states
 
 
+def agent_gate_input(
+    session: Session, org_id: str, agent_id: str
+) -> tuple[AgentState, list[str], dict[str, WatchState]]:
+    """The agent (by id, else slug), its bound watch ids in order, and their states, read in
+    the session's transaction (the agent status view)."""
+    statement = _statements(session.get_bind().dialect).agent_statement
+    value = session.connection().execute(statement, {"org": org_id, "agent": agent_id}).scalar()
+    return _agent_input(value, agent_id)
+
+
+def _read(
+    cursor: Any, statements: _Statements, org_id: str, request: PreflightRequest
+) -> tuple[AgentState | None, list[str], dict[str, WatchState]]:
+    """The gate's one read: the agent with its bound watches, or the requested watches."""
+    if request.agent_id is not None:
+        values = {"org": org_id, "agent": request.agent_id}
+        (value,) = statements.by_agent.execute(cursor, values).fetchone()
+        return _agent_input(value, request.agent_id)
+    requested = list(request.watch_ids or ())
+    if not requested:
+        return None, requested, {}
+    prepared, values = statements.by_ids(org_id, list(dict.fromkeys(requested)))
+    (value,) = prepared.execute(cursor, values).fetchone()
+    states: dict[str, WatchState] = {}
+    for element in _elements(value):
+        if element.__class__ is str:
+            states[element] = OK  # most watches
+        else:
+            watch_id, state = _state(element)
+            states[watch_id] = state
+    return None, requested, states
+
+
 def preflight(
-    session: Session,
+    database: Database,
     principal: Principal,
     request: PreflightRequest,
     now: datetime,
@@ -243,54 +382,50 @@ def preflight(
 ) -> tuple[int, dict[str, Any]]:
     """Decide on one read, then record the decision and log `preflight.complete`.
 
-    The read ends before the write: on SQLite the request holds the write lock only for the
-    one INSERT, not for the whole request. Returns the status and the JSON answer (the
-    `PreflightResult` shape, built directly: this is the hot path).
+    Both statements run on one pooled connection, each its own transaction: the read is one
+    consistent state, and on SQLite the write lock is held for the INSERT alone. Returns the
+    status and the JSON answer (the `PreflightResult` shape, built directly: this is the hot
+    path).
     """
-    agent: AgentState | None = None
-    if request.agent_id is not None:
-        agent, ids, states = agent_gate_input(session, principal.org_id, request.agent_id)
-    else:
-        ids = list(request.watch_ids or [])
-        states = watch_states(session, principal.org_id, ids)
-    session.commit()
-    ignore = {entry.watch_id: entry.reason for entry in request.ignore}
-    decision = decide(ids, states, agent=agent, ignore=ignore, dry_run=request.dry_run)
-    decision_id = new_id()
-    blocked = [row.to_json() for row in decision.blocked]
-    ignored = [row.to_json() for row in decision.ignored]
-    duration_ms = max(0, round((time.perf_counter() - started) * 1000))
-    session.connection().execute(
-        _RECORD,
-        {
-            "id": decision_id,
-            "org_id": principal.org_id,
-            "actor": principal.actor,
-            "agent_key": agent.key if agent else None,
-            "watch_count": len(ids),
-            "allowed": decision.allowed,
-            "policy_blocked": decision.policy_blocked,
-            "dry_run": request.dry_run,
-            "status_code": decision.status,
-            "duration_ms": duration_ms,
-            "evaluated_at": now,
-            "inputs": {
-                "watchIds": None if request.watch_ids is None else ids,
-                "agentId": request.agent_id,
-                "ignore": [{"watchId": k, "reason": v} for k, v in ignore.items()],
-                "dryRun": request.dry_run,
-            },
-            "result": {
+    statements = _statements(database.engine.dialect)
+    with autocommit_cursor(database) as cursor:
+        agent, ids, states = _read(cursor, statements, principal.org_id, request)
+        ignore = {entry.watch_id: entry.reason for entry in request.ignore}
+        decision = decide(ids, states, agent=agent, ignore=ignore, dry_run=request.dry_run)
+        decision_id = new_id()
+        blocked = [row.to_json() for row in decision.blocked]
+        ignored = [row.to_json() for row in decision.ignored]
+        duration_ms = max(0, round((time.perf_counter() - started) * 1000))
+        statements.record.execute(
+            cursor,
+            {
+                "id": decision_id,
+                "org_id": principal.org_id,
+                "actor": principal.actor,
+                "agent_key": agent.key if agent else None,
+                "watch_count": len(ids),
                 "allowed": decision.allowed,
-                "policyBlocked": decision.policy_blocked,
-                "wouldPolicyBlock": decision.would_policy_block,
-                "blocked": blocked,
-                "ignored": ignored,
-                "agentReasons": decision.agent_reasons,
+                "policy_blocked": decision.policy_blocked,
+                "dry_run": request.dry_run,
+                "status_code": decision.status,
+                "duration_ms": duration_ms,
+                "evaluated_at": now,
+                "inputs": {
+                    "watchIds": None if request.watch_ids is None else ids,
+                    "agentId": request.agent_id,
+                    "ignore": [{"watchId": k, "reason": v} for k, v in ignore.items()],
+                    "dryRun": request.dry_run,
+                },
+                "result": {
+                    "allowed": decision.allowed,
+                    "policyBlocked": decision.policy_blocked,
+                    "wouldPolicyBlock": decision.would_policy_block,
+                    "blocked": blocked,
+                    "ignored": ignored,
+                    "agentReasons": decision.agent_reasons,
+                },
             },
-        },
-    )
-    session.commit()
+        )
     log(
         logger,
         logging.INFO,

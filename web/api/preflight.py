@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import time
 
+import orjson
 from flask import Response, g
 
 from controller.services import preflight as service
 from web.api import REGISTRY
+from web.db import database
 from web.routes import Call
 
 
@@ -31,6 +32,6 @@ def preflight(call: Call) -> Response:
     agent is 404. Every decision is recorded for the audit export (`decisionId`)."""
     started = g.get("started") or time.perf_counter()
     status, answer = service.preflight(
-        call.session, call.principal_required, call.body, call.now, started
+        database(), call.principal_required, call.body, call.now, started
     )
-    return Response(json.dumps(answer), status=status, mimetype="application/json")
+    return Response(orjson.dumps(answer), status=status, mimetype="application/json")

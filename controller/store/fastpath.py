@@ -1,0 +1,123 @@
+"""Statements of the hot paths, run on a pooled DBAPI connection.
+
+The run gate answers with a few statements of a fixed shape per request. Through an ORM
+session or a Core connection each of them pays for transaction bookkeeping, an execution
+context and per-row type processing: several times the database's own work for a 100-row
+read. Here a statement built with SQLAlchemy Core is compiled once per dialect (so names and
+quoting come from the models), its bind values go through the column types' own processors
+(so a stored value is exactly what the ORM stores), and results come back as plain DBAPI
+tuples whose few typed columns the caller converts only where it needs them
+(`result_processor`).
+
+`autocommit_cursor` runs each statement as its own transaction: a single SELECT is one
+consistent state of the store on SQLite and on Postgres, and a single INSERT holds SQLite's
+write lock only for itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, cast
+
+import orjson
+from sqlalchemy import Dialect
+from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.types import TypeEngine
+
+from controller.store.db import Database
+
+Processor = Callable[[Any], Any]
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+class Prepared:
+    """A Core statement compiled once for one dialect, with its parameters' processors."""
+
+    def __init__(
+        self,
+        statement: ClauseElement,
+        dialect: Dialect,
+        processors: Mapping[str, Processor] | None = None,
+    ) -> None:
+        compiled = cast(SQLCompiler, statement.compile(dialect=dialect))
+        self.sql = str(compiled)
+        self.positional = bool(dialect.positional)
+        self.names: tuple[str, ...] = tuple(
+            compiled.positiontup or () if self.positional else compiled.binds
+        )
+        # Values the statement itself carries (a literal bound as a parameter).
+        self.defaults = {
+            name: bind.value
+            for name, bind in compiled.binds.items()
+            if not bind.required and bind.value is not None
+        }
+        self.processors: dict[str, Processor] = {}
+        for name, bind in compiled.binds.items():
+            processor = bind.type.dialect_impl(dialect).bind_processor(dialect)
+            if processor is not None:
+                self.processors[name] = processor
+        self.processors.update(processors or {})
+
+    def parameters(self, values: Mapping[str, Any]) -> list[Any] | dict[str, Any]:
+        merged = {**self.defaults, **values} if self.defaults else values
+        processors = self.processors
+        out = {
+            name: processors[name](merged[name]) if name in processors else merged[name]
+            for name in self.names
+        }
+        return [out[name] for name in self.names] if self.positional else out
+
+    def execute(self, cursor: Any, values: Mapping[str, Any]) -> Any:
+        cursor.execute(self.sql, self.parameters(values))
+        return cursor
+
+
+def result_processor(type_: TypeEngine[Any], dialect: Dialect) -> Processor:
+    """A column type's conversion of a raw DBAPI value (identity when there is none)."""
+    processor = type_.dialect_impl(dialect).result_processor(dialect, None)
+    return processor or _identity
+
+
+def _json_text(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def json_processor(dialect: Dialect) -> Processor:
+    """The bind value of a JSON column, serialised by orjson (several times faster than the
+    JSON type's `json.dumps` for a decision's rows): text on SQLite, as SQLAlchemy stores it;
+    `jsonb` on Postgres."""
+    if dialect.name == "postgresql":
+        from psycopg.types.json import Jsonb
+
+        return lambda value: Jsonb(value, dumps=_json_text)
+    return _json_text
+
+
+@contextmanager
+def autocommit_cursor(database: Database) -> Iterator[Any]:
+    """A cursor on a pooled DBAPI connection where every statement commits on its own.
+
+    SQLite connections already run that way (driftgate begins its transactions itself); a
+    psycopg connection is switched to autocommit for the duration and back before it returns
+    to the pool.
+    """
+    connection = database.engine.raw_connection()
+    driver = connection.driver_connection
+    switch = not database.is_sqlite and not getattr(driver, "autocommit", True)
+    try:
+        if switch:
+            driver.autocommit = True  # type: ignore[union-attr]
+        cursor = connection.cursor()
+        try:
+            yield cursor
+        finally:
+            cursor.close()
+    finally:
+        if switch:
+            driver.autocommit = False  # type: ignore[union-attr]
+        connection.close()
