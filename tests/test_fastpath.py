@@ -1,0 +1,237 @@
+"""The hot-path statements on a pooled DBAPI connection: stored values match the ORM's, and
+every statement commits on its own without leaving the connection changed."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from sqlalchemy import Dialect, bindparam, insert, select
+
+from controller.services import orgs as org_service
+from controller.store.db import Database
+from controller.store.fastpath import Prepared, autocommit_cursor, json_processor, result_processor
+from controller.store.models import PreflightDecision, Watch, new_id
+from tests.conftest import ON_POSTGRES
+
+
+def make_org(database: Database, name: str) -> str:
+    with database.transaction() as session:
+        return org_service.create_org(session, name, "pro", actor="test").id
+
+
+@pytest.fixture
+def org_id(database: Database) -> str:
+    return make_org(database, "acme")
+
+
+def record_statement(dialect: Dialect) -> Prepared:
+    """The run gate's decision insert, as `controller.services.preflight` prepares it."""
+    as_json = json_processor(dialect)
+    return Prepared(insert(PreflightDecision), dialect, {"inputs": as_json, "result": as_json})
+
+
+def decision(org_id: str, **values: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "id": new_id(),
+        "org_id": org_id,
+        "actor": "api_key:k1",
+        "agent_key": None,
+        "watch_count": 2,
+        "allowed": False,
+        "policy_blocked": True,
+        "dry_run": False,
+        "status_code": 409,
+        "duration_ms": 7,
+        "evaluated_at": datetime(2024, 2, 29, 23, 59, 58, 123456, tzinfo=UTC),
+        "inputs": {"watchIds": ["w1", "w2"], "agentId": None, "dryRun": False, "ignore": []},
+        "result": {"allowed": False, "blocked": []},
+    }
+    row.update(values)
+    return row
+
+
+def stored(database: Database, decision_id: str) -> PreflightDecision | None:
+    with database.session() as session:
+        return session.get(PreflightDecision, decision_id)
+
+
+def test_an_inserted_decision_reads_back_through_the_orm_unchanged(
+    database: Database, org_id: str
+) -> None:
+    # 01:30 at +02:00 is 23:30 UTC the day before: stored and read back as that instant, in UTC.
+    evaluated_at = datetime(2024, 3, 1, 1, 30, 0, 654321, tzinfo=timezone(timedelta(hours=2)))
+    inputs = {
+        "watchIds": ["w1", "w2"],
+        "agentId": "agent-ü",
+        "ignore": [{"watchId": "w2", "reason": "café ☃ 日本語 — known"}],
+        "dryRun": False,
+    }
+    result = {
+        "allowed": False,
+        "policyBlocked": True,
+        "blocked": [{"name": "Zürich API", "nested": {"deep": [1, 2.5, True, None, "ß"]}}],
+        "ignored": [],
+    }
+    row = decision(
+        org_id,
+        agent_key="bot",
+        allowed=False,
+        policy_blocked=True,
+        dry_run=True,
+        evaluated_at=evaluated_at,
+        inputs=inputs,
+        result=result,
+    )
+    with autocommit_cursor(database) as cursor:
+        record_statement(database.engine.dialect).execute(cursor, row)
+
+    loaded = stored(database, row["id"])
+    assert loaded is not None
+    assert loaded.evaluated_at == datetime(2024, 2, 29, 23, 30, 0, 654321, tzinfo=UTC)
+    assert loaded.evaluated_at.tzinfo == UTC
+    assert (loaded.allowed, loaded.policy_blocked, loaded.dry_run) == (False, True, True)
+    assert all(type(v) is bool for v in (loaded.allowed, loaded.policy_blocked, loaded.dry_run))
+    assert loaded.inputs == inputs and loaded.result == result
+    assert (loaded.org_id, loaded.actor, loaded.agent_key) == (org_id, "api_key:k1", "bot")
+    assert (loaded.watch_count, loaded.status_code, loaded.duration_ms) == (2, 409, 7)
+
+
+def test_result_processors_convert_raw_values_as_the_orm_does(
+    database: Database, org_id: str
+) -> None:
+    dialect = database.engine.dialect
+    row = decision(org_id, inputs={"note": "naïve ✓"}, result={"n": [1, {"k": "v"}]})
+    columns = [
+        PreflightDecision.evaluated_at,
+        PreflightDecision.allowed,
+        PreflightDecision.policy_blocked,
+        PreflightDecision.inputs,
+        PreflightDecision.result,
+    ]
+    read = Prepared(select(*columns).where(PreflightDecision.id == bindparam("id")), dialect)
+    with autocommit_cursor(database) as cursor:
+        record_statement(dialect).execute(cursor, row)
+        raw = read.execute(cursor, {"id": row["id"]}).fetchone()
+    processors = [result_processor(column.type, dialect) for column in columns]
+    values = [process(value) for process, value in zip(processors, raw, strict=True)]
+    loaded = stored(database, row["id"])
+    assert loaded is not None
+    assert values == [
+        loaded.evaluated_at,
+        loaded.allowed,
+        loaded.policy_blocked,
+        loaded.inputs,
+        loaded.result,
+    ]
+    assert values[0] == row["evaluated_at"] and values[0].tzinfo == UTC
+    assert values[1] is False and values[2] is True
+    assert values[3] == {"note": "naïve ✓"}
+
+
+def test_a_literal_bound_in_the_statement_gets_its_default(database: Database, org_id: str) -> None:
+    other_id = make_org(database, "other")
+    with database.transaction() as session:
+        mine = Watch(org_id=org_id, name="a", watch_type="openapi", url="https://a.example/x")
+        theirs = Watch(org_id=other_id, name="a", watch_type="openapi", url="https://b.example/x")
+        session.add_all([mine, theirs])
+    # `concat("")` binds the empty string as a parameter the caller never passes.
+    statement = select(Watch.id).where(Watch.org_id.concat("") == bindparam("org"))
+    prepared = Prepared(statement, database.engine.dialect)
+    assert "" in prepared.defaults.values()
+    with autocommit_cursor(database) as cursor:
+        rows = prepared.execute(cursor, {"org": org_id}).fetchall()
+    assert [tuple(r) for r in rows] == [(mine.id,)]
+
+
+def test_each_statement_commits_before_the_context_ends(database: Database, org_id: str) -> None:
+    record = record_statement(database.engine.dialect)
+    first, second = decision(org_id), decision(org_id)
+    with autocommit_cursor(database) as cursor:
+        driver = cursor.connection
+        if ON_POSTGRES:
+            assert driver.autocommit is True
+        record.execute(cursor, first)
+        assert stored(database, first["id"]) is not None
+        record.execute(cursor, second)
+        assert stored(database, second["id"]) is not None
+    if ON_POSTGRES:
+        assert driver.autocommit is False
+    else:
+        assert driver.in_transaction is False
+
+
+@pytest.mark.skipif(not ON_POSTGRES, reason="only psycopg connections are switched")
+def test_the_pooled_connection_gets_its_autocommit_back(database: Database, org_id: str) -> None:
+    with autocommit_cursor(database) as cursor:
+        record_statement(database.engine.dialect).execute(cursor, decision(org_id))
+    pooled = database.engine.raw_connection()
+    try:
+        assert pooled.driver_connection is not None
+        assert pooled.driver_connection.autocommit is False
+    finally:
+        pooled.close()
+    # A transaction on it still rolls back as a whole.
+    doomed = decision(org_id)
+    with pytest.raises(RuntimeError), database.transaction() as session:
+        session.add(PreflightDecision(**doomed))
+        session.flush()
+        raise RuntimeError("abort")
+    assert stored(database, doomed["id"]) is None
+
+
+def test_a_failed_statement_leaves_the_earlier_ones_committed(
+    database: Database, org_id: str
+) -> None:
+    dbapi = database.engine.dialect.loaded_dbapi
+    record = record_statement(database.engine.dialect)
+    first, later = decision(org_id), decision(org_id)
+    with pytest.raises(dbapi.IntegrityError):
+        with autocommit_cursor(database) as cursor:
+            driver = cursor.connection
+            record.execute(cursor, first)
+            record.execute(cursor, first)  # the same id again
+    assert stored(database, first["id"]) is not None
+    if ON_POSTGRES:
+        from psycopg.pq import TransactionStatus
+
+        assert driver.autocommit is False
+        assert driver.info.transaction_status == TransactionStatus.IDLE
+    else:
+        assert driver.in_transaction is False
+    with autocommit_cursor(database) as cursor:
+        record.execute(cursor, later)
+    assert stored(database, later["id"]) is not None
+
+
+def test_a_failed_statement_does_not_stop_the_next_one(database: Database, org_id: str) -> None:
+    dbapi = database.engine.dialect.loaded_dbapi
+    record = record_statement(database.engine.dialect)
+    first, second = decision(org_id), decision(org_id)
+    with autocommit_cursor(database) as cursor:
+        record.execute(cursor, first)
+        with pytest.raises(dbapi.IntegrityError):
+            record.execute(cursor, first)
+        # No transaction was aborted (on Postgres one would refuse every later statement).
+        record.execute(cursor, second)
+    assert stored(database, first["id"]) is not None
+    assert stored(database, second["id"]) is not None
+
+
+def test_an_error_of_the_caller_leaves_the_connection_usable(
+    database: Database, org_id: str
+) -> None:
+    record = record_statement(database.engine.dialect)
+    first, later = decision(org_id), decision(org_id)
+    with pytest.raises(RuntimeError, match="caller"):
+        with autocommit_cursor(database) as cursor:
+            driver = cursor.connection
+            record.execute(cursor, first)
+            raise RuntimeError("the caller failed")
+    assert stored(database, first["id"]) is not None
+    if ON_POSTGRES:
+        assert driver.autocommit is False
+    with database.transaction() as session:
+        session.add(PreflightDecision(**later))
+    assert stored(database, later["id"]) is not None
