@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import re
 import time
-import uuid
 from typing import Any
 
 from flask import Flask, Response, g, request
@@ -15,6 +14,7 @@ from controller.logs import configure_logging, log
 from controller.services.auth import KEY_CACHE
 from controller.settings import Settings, load_settings
 from controller.store.db import Database
+from controller.store.models import request_id
 from web import db, errors
 from web.api import REGISTRY
 from web.auth import authenticate
@@ -53,7 +53,7 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
         g.settings = settings
         g.started = time.perf_counter()
         incoming = request.headers.get(CORRELATION_HEADER, "")
-        g.correlation_id = incoming if _CORRELATION.match(incoming) else str(uuid.uuid4())
+        g.correlation_id = incoming if _CORRELATION.match(incoming) else request_id()
         agent = request.headers.get("User-Agent", "")
         if (
             settings.refuse_default_user_agents
@@ -70,7 +70,7 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
 
     @app.after_request
     def finish_request(response: Response) -> Response:
-        correlation_id = g.get("correlation_id") or str(uuid.uuid4())
+        correlation_id = g.get("correlation_id") or request_id()
         response.headers[CORRELATION_HEADER] = correlation_id
         fields: dict[str, Any] = {
             "method": request.method,

@@ -6,6 +6,7 @@ behaves exactly like a missing one. Secrets are stored only as ciphertext or has
 
 from __future__ import annotations
 
+import random
 import uuid
 from datetime import datetime
 from typing import Any
@@ -38,6 +39,17 @@ NAMING = {
 
 def new_id() -> str:
     return str(uuid.uuid4())
+
+
+def request_id() -> str:
+    """A version-4 UUID for ids made on every request (correlation ids, run-gate decisions).
+
+    `uuid4` reads the kernel's random source, and that call lets go of Python's GIL: under a
+    threaded server every request then waits for the GIL once more. These ids need to be
+    unique, not secret (every read is scoped by org), so they come from the process' seeded
+    generator, which Python seeds again in each forked worker.
+    """
+    return str(uuid.UUID(int=random.getrandbits(128), version=4))
 
 
 class Base(DeclarativeBase):
