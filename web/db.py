@@ -16,14 +16,11 @@ def database() -> Database:
 def request_session() -> Session:
     if "db_session" not in g:
         # Reads stay deferred (they never block writers on SQLite); writing methods take the
-        # write lock up front, unless their route reads first and writes last on its own.
-        g.db_session = database().session(writes=writes_in_request_session())
+        # write lock up front.
+        writes = request.method not in ("GET", "HEAD", "OPTIONS")
+        g.db_session = database().session(writes=writes)
     session: Session = g.db_session
     return session
-
-
-def writes_in_request_session() -> bool:
-    return request.method not in ("GET", "HEAD", "OPTIONS") and not g.get("read_session", False)
 
 
 def init_app(app: Flask) -> None:

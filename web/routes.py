@@ -139,10 +139,6 @@ class Route:
     errors: tuple[int, ...] = ()
     description: str | None = None
     raw_response: dict[str, Any] | None = None
-    # A writing route whose writes are short and come last (the run gate): its request
-    # session reads without the SQLite write lock, and the handler writes in a transaction of
-    # its own after reading.
-    read_session: bool = False
 
     @property
     def operation_id(self) -> str:
@@ -195,7 +191,6 @@ class Registry:
         guards: Iterable[Guard] = (),
         errors: Iterable[int] = (),
         raw_response: dict[str, Any] | None = None,
-        read_session: bool = False,
     ) -> Callable[[Handler], Handler]:
         def register(handler: Handler) -> Handler:
             self.routes.append(
@@ -213,7 +208,6 @@ class Registry:
                     errors=tuple(errors),
                     description=(handler.__doc__ or "").strip() or None,
                     raw_response=raw_response,
-                    read_session=read_session,
                 )
             )
             return handler
@@ -241,7 +235,6 @@ def _make_view(
     route: Route, authenticate: Callable[[Auth], tuple[Principal | None, TrialSession | None]]
 ) -> Callable[..., Response]:
     def view(**path: str) -> Response:
-        g.read_session = route.read_session
         principal, trial = authenticate(route.auth)
         if principal is not None:
             g.org_id = principal.org_id

@@ -21,7 +21,6 @@ from web.routes import Call
     body=service.PreflightRequest,
     responses={200: service.PreflightResult, 409: service.PreflightResult},
     errors=(404,),
-    read_session=True,
 )
 def preflight(call: Call) -> Response:
     """`allowed`, or the blocked watches with stable reason tokens and `agentActions`.
