@@ -235,3 +235,29 @@ def test_an_error_of_the_caller_leaves_the_connection_usable(
     with database.transaction() as session:
         session.add(PreflightDecision(**later))
     assert stored(database, later["id"]) is not None
+
+
+def test_request_ids_are_not_replayed_by_the_global_random_seed() -> None:
+    """Test frameworks and libraries call `random.seed`; the ids of decisions (a primary key)
+    must not repeat when they do, and a forked worker draws different ids from its parent."""
+    import os
+    import random
+    import uuid
+
+    from controller.store.models import request_id
+
+    random.seed(0)
+    first = request_id()
+    random.seed(0)
+    assert request_id() != first
+    assert uuid.UUID(first).version == 4
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(write, request_id().encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = os.read(read, 100).decode()
+    os.close(read)
+    os.close(write)
+    assert child != request_id()

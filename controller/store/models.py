@@ -6,6 +6,7 @@ behaves exactly like a missing one. Secrets are stored only as ciphertext or has
 
 from __future__ import annotations
 
+import os
 import random
 import uuid
 from datetime import datetime
@@ -41,15 +42,19 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
+_REQUEST_IDS = random.Random()  # its own generator: no `random.seed` elsewhere can replay it
+os.register_at_fork(after_in_child=_REQUEST_IDS.seed)  # each worker draws its own ids
+
+
 def request_id() -> str:
     """A version-4 UUID for ids made on every request (correlation ids, run-gate decisions).
 
     `uuid4` reads the kernel's random source, and that call lets go of Python's GIL: under a
     threaded server every request then waits for the GIL once more. These ids need to be
-    unique, not secret (every read is scoped by org), so they come from the process' seeded
-    generator, which Python seeds again in each forked worker.
+    unique, not secret (every read is scoped by org), so they come from a generator of this
+    module's own, seeded from the kernel at start and again in each forked worker.
     """
-    return str(uuid.UUID(int=random.getrandbits(128), version=4))
+    return str(uuid.UUID(int=_REQUEST_IDS.getrandbits(128), version=4))
 
 
 class Base(DeclarativeBase):
