@@ -9,6 +9,7 @@ session) and returns a model, or a `Reply` for another status or extra headers.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,7 +21,7 @@ from pydantic.json_schema import models_json_schema
 from sqlalchemy.orm import Session
 
 from controller import __version__
-from controller.errors import Forbidden, ValidationFailed
+from controller.errors import Forbidden, NotFound, ValidationFailed
 from controller.services.auth import Principal
 from controller.services.orgs import plan_at_least
 from controller.settings import Settings
@@ -31,6 +32,7 @@ Auth = Literal["none", "key", "key_or_trial"]
 OPENAPI_VERSION = "3.1.0"
 API_VERSION = "0.6.0"
 CORRELATION_HEADER = "X-Service-Correlation-Id"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 ERROR_TEXT = {
     400: "Malformed request: invalid JSON or a body/query that does not match the schema",
@@ -240,6 +242,10 @@ def _make_view(
             g.org_id = principal.org_id
             for guard in route.guards:
                 guard.check(principal)
+        if any(_CONTROL.search(value) for value in path.values()):
+            # No id, slug or name holds a control character (Postgres text cannot even hold
+            # NUL): such a path names nothing.
+            raise NotFound("not found")
         query = _parse_query(route.query) if route.query is not None else None
         body = _parse_body(route.body) if route.body is not None else None
         call = Call(

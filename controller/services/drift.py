@@ -19,7 +19,7 @@ from controller.crypto import SecretBox
 from controller.errors import Conflict, NotFound
 from controller.incidents import close_incident, current_incident, emit_incident
 from controller.model.base import ApiModel, RequestModel
-from controller.model.watch import DriftStatus, IncidentSummary, Note, WatchOut
+from controller.model.watch import DriftStatus, IncidentSummary, Note, ObjectId, WatchOut
 from controller.services import audit, paging
 from controller.services.auth import Principal
 from controller.services.watches import get_watch, to_out
@@ -59,7 +59,7 @@ class DriftPage(ApiModel):
 
 
 class DriftQuery(RequestModel):
-    watch_id: str | None = Field(default=None, max_length=64)
+    watch_id: ObjectId | None = None
     limit: int = Field(default=PAGE_LIMIT, ge=1, le=PAGE_LIMIT)
     cursor: str | None = Field(default=None, pattern=EVENT_CURSOR_PATTERN)
 

@@ -140,3 +140,23 @@ def test_funnel_events_are_counted_without_personal_data(
         assert response.json["error"] == "validation_error"
     with database.session() as session:
         assert totals(session) == {"cli.install": 2, "docs.view": 1}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/watches/%00abc",
+        "/api/agents/agent%01x/status",
+        "/api/watches/%7F/affected-agents",
+        "/api/drift?watchId=%00abc",
+    ],
+)
+def test_control_characters_in_ids_name_nothing(
+    client: FlaskClient, acme: OrgKey, path: str
+) -> None:
+    """No id holds a control character (Postgres text cannot even hold NUL): a path with one
+    is 404, a query id with one is 400, never a database error; without a key it is 401."""
+    response = client.get(path, headers=acme.headers)
+    assert response.status_code == (400 if "?" in path else 404)
+    assert response.json["error"] in ("not_found", "validation_error")
+    assert client.get(path).status_code == 401
