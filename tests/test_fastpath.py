@@ -11,7 +11,7 @@ from sqlalchemy import Dialect, bindparam, insert, select
 
 from controller.services import orgs as org_service
 from controller.store.db import Database
-from controller.store.fastpath import Prepared, autocommit_cursor, json_processor, result_processor
+from controller.store.fastpath import Prepared, autocommit_cursor, json_processor
 from controller.store.models import PreflightDecision, Watch, new_id
 from tests.conftest import ON_POSTGRES
 
@@ -96,38 +96,6 @@ def test_an_inserted_decision_reads_back_through_the_orm_unchanged(
     assert loaded.inputs == inputs and loaded.result == result
     assert (loaded.org_id, loaded.actor, loaded.agent_key) == (org_id, "api_key:k1", "bot")
     assert (loaded.watch_count, loaded.status_code, loaded.duration_ms) == (2, 409, 7)
-
-
-def test_result_processors_convert_raw_values_as_the_orm_does(
-    database: Database, org_id: str
-) -> None:
-    dialect = database.engine.dialect
-    row = decision(org_id, inputs={"note": "naïve ✓"}, result={"n": [1, {"k": "v"}]})
-    columns = [
-        PreflightDecision.evaluated_at,
-        PreflightDecision.allowed,
-        PreflightDecision.policy_blocked,
-        PreflightDecision.inputs,
-        PreflightDecision.result,
-    ]
-    read = Prepared(select(*columns).where(PreflightDecision.id == bindparam("id")), dialect)
-    with autocommit_cursor(database) as cursor:
-        record_statement(dialect).execute(cursor, row)
-        raw = read.execute(cursor, {"id": row["id"]}).fetchone()
-    processors = [result_processor(column.type, dialect) for column in columns]
-    values = [process(value) for process, value in zip(processors, raw, strict=True)]
-    loaded = stored(database, row["id"])
-    assert loaded is not None
-    assert values == [
-        loaded.evaluated_at,
-        loaded.allowed,
-        loaded.policy_blocked,
-        loaded.inputs,
-        loaded.result,
-    ]
-    assert values[0] == row["evaluated_at"] and values[0].tzinfo == UTC
-    assert values[1] is False and values[2] is True
-    assert values[3] == {"note": "naïve ✓"}
 
 
 def test_a_literal_bound_in_the_statement_gets_its_default(database: Database, org_id: str) -> None:

@@ -6,8 +6,7 @@ context and per-row type processing: several times the database's own work for a
 read. Here a statement built with SQLAlchemy Core is compiled once per dialect (so names and
 quoting come from the models), its bind values go through the column types' own processors
 (so a stored value is exactly what the ORM stores), and results come back as plain DBAPI
-tuples whose few typed columns the caller converts only where it needs them
-(`result_processor`).
+tuples (the run gate reads one JSON value per statement and decodes it itself).
 
 `autocommit_cursor` runs each statement as its own transaction: a single SELECT is one
 consistent state of the store on SQLite and on Postgres, and a single INSERT holds SQLite's
@@ -24,15 +23,10 @@ import orjson
 from sqlalchemy import Dialect
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.types import TypeEngine
 
 from controller.store.db import Database
 
 Processor = Callable[[Any], Any]
-
-
-def _identity(value: Any) -> Any:
-    return value
 
 
 class Prepared:
@@ -75,12 +69,6 @@ class Prepared:
     def execute(self, cursor: Any, values: Mapping[str, Any]) -> Any:
         cursor.execute(self.sql, self.parameters(values))
         return cursor
-
-
-def result_processor(type_: TypeEngine[Any], dialect: Dialect) -> Processor:
-    """A column type's conversion of a raw DBAPI value (identity when there is none)."""
-    processor = type_.dialect_impl(dialect).result_processor(dialect, None)
-    return processor or _identity
 
 
 def _json_text(value: Any) -> str:
