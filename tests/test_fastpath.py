@@ -229,3 +229,27 @@ def test_request_ids_are_not_replayed_by_the_global_random_seed() -> None:
     os.close(read)
     os.close(write)
     assert child != request_id()
+
+
+def test_decision_ids_are_version_7_and_ordered_by_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Decision ids carry their millisecond first (they append to the primary-key index),
+    are valid RFC 9562 version-7 UUIDs, and still differ within one millisecond."""
+    import random
+    import time
+    import uuid
+
+    from controller.store.models import ordered_id
+
+    now = [1_700_000_000_000_000_000]
+    monkeypatch.setattr(time, "time_ns", lambda: now[0])
+    same_ms = {ordered_id() for _ in range(1000)}
+    assert len(same_ms) == 1000
+    parsed = [uuid.UUID(value) for value in same_ms]
+    assert {p.version for p in parsed} == {7}
+    assert {p.variant for p in parsed} == {uuid.RFC_4122}
+    assert {p.int >> 80 for p in parsed} == {1_700_000_000_000}
+    random.seed(0)
+    now[0] += 1_000_000  # one millisecond later
+    later = ordered_id()
+    assert all(later > value for value in same_ms)  # text order is time order
+    assert uuid.UUID(later).int >> 80 == 1_700_000_000_001

@@ -38,7 +38,11 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.extensions["driftgate.settings"] = settings
-    app.extensions["driftgate.database"] = database or Database(settings.effective_database_url)
+    # One pooled connection per request thread: a request beyond the pool would open (and
+    # close) a connection of its own, and a new SQLite connection reads the schema again.
+    app.extensions["driftgate.database"] = database or Database(
+        settings.effective_database_url, pool_size=settings.threads + 2
+    )
     app.extensions["driftgate.secret_box"] = load_secret_box(settings, create=True)
     app.extensions["driftgate.ratelimiter"] = RateLimiter()
     KEY_CACHE.ttl = settings.api_key_cache_seconds

@@ -55,7 +55,7 @@ from controller.store.models import (
     Incident,
     PreflightDecision,
     Watch,
-    request_id,
+    ordered_id,
 )
 
 logger = logging.getLogger("driftgate.preflight")
@@ -425,7 +425,7 @@ def preflight(
         agent, ids, states = _read(cursor, statements, principal.org_id, request)
         ignore = {entry.watch_id: entry.reason for entry in request.ignore}
         decision = decide(ids, states, agent=agent, ignore=ignore, dry_run=request.dry_run)
-        decision_id = request_id()
+        decision_id = ordered_id()
         blocked = [row.to_json() for row in decision.blocked]
         ignored = [row.to_json() for row in decision.ignored]
         duration_ms = max(0, round((time.perf_counter() - started) * 1000))
