@@ -39,6 +39,7 @@ from controller.crypto import SecretBox
 from controller.events.delivery import deliver_due
 from controller.logs import log
 from controller.model.watch import DriftStatus
+from controller.services.gate_cache import prune_events
 from controller.settings import Settings
 from controller.sources.http import make_client
 from controller.store.db import Database
@@ -209,6 +210,17 @@ class Controller:
             logger.exception("controller.tick_failed")
         self.dispatch()
 
+    def prune(self) -> None:
+        """Hourly housekeeping: gate events older than a day (every replica may run it; the
+        delete is idempotent)."""
+        try:
+            pruned = prune_events(self.database)
+        except Exception:  # noqa: BLE001 - the next hour tries again
+            logger.exception("controller.prune_failed")
+            return
+        if pruned:
+            log(logger, logging.INFO, "controller.pruned", gateEvents=pruned)
+
     def dispatch(self) -> int:
         """Claim as many check jobs as there are free workers and start them."""
         if self.stopping.is_set():
@@ -350,6 +362,15 @@ class Controller:
             "interval",
             seconds=self.tick_seconds,
             id="tick",
+            max_instances=1,
+            coalesce=True,
+            next_run_time=self.clock(),
+        )
+        self.scheduler.add_job(
+            self.prune,
+            "interval",
+            seconds=3600,
+            id="prune",
             max_instances=1,
             coalesce=True,
             next_run_time=self.clock(),

@@ -1,36 +1,22 @@
-"""`POST /api/preflight`: one read of the watches (and the agent) in a single statement, the
-pure decision of `controller.policy`, and one insert that records the decision for audit.
+"""`POST /api/preflight`: the org's gate view (one indexed read says whether the process's
+copy is current; see `controller.services.gate_cache`), the pure decision of
+`controller.policy`, and one insert that records the decision for audit.
 
-No fetch, diff or lock happens here; a single SELECT is one consistent state of the store, so
-an answer never mixes two moments even while checks change statuses.
+No fetch, diff or lock happens here; the view is one consistent state of the store, the
+latest committed, so an answer never mixes two moments even while checks change statuses.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from datetime import UTC, datetime
+from collections.abc import Mapping
+from datetime import datetime
 from typing import Annotated, Any
 
-import orjson
 from pydantic import Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
-from sqlalchemy import (
-    ColumnElement,
-    ColumnExpressionArgument,
-    Dialect,
-    Select,
-    String,
-    bindparam,
-    case,
-    func,
-    insert,
-    null,
-    or_,
-    select,
-    true,
-)
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import Dialect, Select, bindparam, insert, or_, select
 from sqlalchemy.orm import Session
 
 from controller.errors import NotFound
@@ -46,6 +32,7 @@ from controller.policy import (
     resolve_policy,
 )
 from controller.services.auth import Principal
+from controller.services.gate_cache import Json, elements, gate_cache, state
 from controller.store.db import Database
 from controller.store.fastpath import Prepared, autocommit_cursor, json_processor
 from controller.store.models import (
@@ -133,104 +120,7 @@ class PreflightResult(ApiModel):
     agent: AgentGate | None
 
 
-class _Json:
-    """The JSON functions of one dialect, to build the gate's answer rows inside the database.
-
-    Each read returns one row holding one JSON array: the database runs it in one step, so a
-    request reads 100 watches in one call into the driver. Row by row, SQLite's driver gives
-    up Python's GIL for every row, and under a threaded server each row then waits for the
-    GIL again: 100 rows cost more than the rest of the request.
-    """
-
-    def __init__(self, dialect: Dialect) -> None:
-        self.sqlite = dialect.name == "sqlite"
-
-    def array(self, *values: ColumnExpressionArgument[Any]) -> ColumnElement[Any]:
-        return func.json_array(*values) if self.sqlite else func.json_build_array(*values)
-
-    def agg(self, value: ColumnExpressionArgument[Any]) -> ColumnElement[Any]:
-        return func.json_group_array(value) if self.sqlite else func.json_agg(value)
-
-    def value(self, column: ColumnExpressionArgument[Any]) -> ColumnExpressionArgument[Any]:
-        """A text column as a JSON value (Postgres does not mix text and JSON in a CASE)."""
-        return column if self.sqlite else func.to_json(column)
-
-    def embed(self, column: ColumnExpressionArgument[Any]) -> ColumnExpressionArgument[Any]:
-        """A JSON column as JSON inside an array (SQLite stores it as text)."""
-        return func.json(column) if self.sqlite else column
-
-    def watch(self, watch: Any = Watch) -> ColumnElement[Any]:
-        """A watch (the model, or a subquery's columns) as its id alone when it is `ok` (most
-        are), else as the gate's columns."""
-        return case(
-            (watch.id.is_(None), null()),
-            (watch.drift_status == "ok", self.value(watch.id)),
-            else_=self.array(
-                watch.id,
-                watch.name,
-                watch.drift_status,
-                watch.failure_class,
-                watch.last_checked_at,
-                watch.incident_id,
-                Incident.status,
-                self.embed(DriftEvent.agent_actions),
-            ),
-        )
-
-
-def _watches(json: _Json, ids: ColumnElement[bool]) -> Select[Any]:
-    return (
-        select(json.agg(json.watch()))
-        .select_from(Watch)
-        .outerjoin(Incident, Incident.id == Watch.incident_id)
-        .outerjoin(DriftEvent, DriftEvent.id == Incident.drift_event_id)
-        .where(
-            ids,
-            # `org_id || ''` keeps SQLite's planner (no statistics) on the primary key: on the
-            # org index it would read every watch of the org to find 100.
-            Watch.org_id.concat("") == bindparam("org"),
-        )
-    )
-
-
-_GATE_COLUMNS = (
-    Watch.id,
-    Watch.org_id,
-    Watch.name,
-    Watch.drift_status,
-    Watch.failure_class,
-    Watch.last_checked_at,
-    Watch.incident_id,
-)
-
-
-def _watches_by_array(json: _Json) -> Select[Any]:
-    """Postgres: the ids as one array parameter, each looked up on the primary key.
-
-    A lateral lookup per id, not `id = ANY(:ids)`: on a table of some thousand watches the
-    planner estimates a full scan as cheaper than 100 index probes (its default page costs
-    are a spinning disk's) and reads every row, about three times the work."""
-    requested = (
-        func.unnest(bindparam("ids", type_=ARRAY(String)))
-        .table_valued("id")
-        .render_derived(name="requested")
-    )
-    # `LIMIT 1` (an id is one watch) also keeps the planner from flattening the lookup into
-    # a hash join over the whole table.
-    one = select(*_GATE_COLUMNS).where(Watch.id == requested.c.id).limit(1)
-    lookup = one.lateral("w")
-    watch = lookup.c
-    return (
-        select(json.agg(json.watch(watch)))
-        .select_from(requested)
-        .join(lookup, true())
-        .outerjoin(Incident, Incident.id == watch.incident_id)
-        .outerjoin(DriftEvent, DriftEvent.id == Incident.drift_event_id)
-        .where(watch.org_id == bindparam("org"))
-    )
-
-
-def _by_agent(json: _Json) -> Select[Any]:
+def _by_agent(json: Json) -> Select[Any]:
     """The agents whose id or slug is `agent`, one element per binding (or one when none)."""
     row = json.array(
         Agent.key,
@@ -261,33 +151,11 @@ class _Statements:
     """The gate's statements, compiled once for one dialect."""
 
     def __init__(self, dialect: Dialect) -> None:
-        self.dialect = dialect
-        self.json = _Json(dialect)
-        self.agent_statement = _by_agent(self.json)
-        self.by_agent = Prepared(self.agent_statement, dialect)
+        self.agent_statement = _by_agent(Json(dialect))
         as_json = json_processor(dialect)
         self.record = Prepared(
             insert(PreflightDecision), dialect, {"inputs": as_json, "result": as_json}
         )
-        self._by_count: dict[int, tuple[Prepared, tuple[str, ...]]] = {}
-        # Postgres takes the ids as one array; SQLite as one `?` each (its `json_each` table
-        # costs more than binding 100 values).
-        self._by_array = (
-            None if self.json.sqlite else Prepared(_watches_by_array(self.json), dialect)
-        )
-
-    def by_ids(self, org_id: str, ids: list[str]) -> tuple[Prepared, dict[str, Any]]:
-        if self._by_array is not None:
-            return self._by_array, {"org": org_id, "ids": ids}
-        entry = self._by_count.get(len(ids))
-        if entry is None:
-            names = tuple(f"id{i}" for i in range(len(ids)))
-            statement = _watches(self.json, Watch.id.in_([bindparam(name) for name in names]))
-            entry = self._by_count[len(ids)] = (Prepared(statement, self.dialect), names)
-        prepared, names = entry
-        values: dict[str, Any] = dict(zip(names, ids, strict=True))
-        values["org"] = org_id
-        return prepared, values
 
 
 _COMPILED: dict[tuple[str, str], _Statements] = {}
@@ -301,55 +169,13 @@ def _statements(dialect: Dialect) -> _Statements:
     return statements
 
 
-def _elements(value: Any) -> list[Any]:
-    """The JSON array of a gate read (Postgres' driver decodes it; SQLite's gives text)."""
-    if value is None:
-        return []  # Postgres' json_agg of no rows
-    return orjson.loads(value) if isinstance(value, str) else list(value)
-
-
-def _time(value: str | None) -> datetime | None:
-    """A timestamp inside JSON: SQLite's stored text (UTC, naive) or Postgres' ISO form."""
-    if value is None:
-        return None
-    parsed = datetime.fromisoformat(value)
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
-
-
-OK = WatchState(
-    id="",
-    name="",
-    drift_status="ok",
-    failure_class=None,
-    last_checked_at=None,
-    incident_id=None,
-    incident_status=None,
-)
-
-
-def _state(element: str | list[Any]) -> tuple[str, WatchState]:
-    if isinstance(element, str):
-        return element, OK  # an `ok` watch: its id alone
-    (wid, name, status, failure, checked, incident_id, incident_status, actions) = element
-    return wid, WatchState(
-        id=wid,
-        name=name,
-        drift_status=status,
-        failure_class=failure,
-        last_checked_at=_time(checked),
-        incident_id=incident_id,
-        incident_status=incident_status,
-        change_actions=tuple(actions or ()),
-    )
-
-
 def _agent_input(value: Any, agent_id: str) -> tuple[AgentState, list[str], dict[str, WatchState]]:
-    elements = _elements(value)
-    if not elements:
+    rows = elements(value)
+    if not rows:
         raise NotFound("Agent not found")
     # An id wins over another agent's equal slug.
-    key = next((e[0] for e in elements if e[0] == agent_id), elements[0][0])
-    bindings = sorted((e for e in elements if e[0] == key), key=lambda e: e[5] or 0)
+    key = next((e[0] for e in rows if e[0] == agent_id), rows[0][0])
+    bindings = sorted((e for e in rows if e[0] == key), key=lambda e: e[5] or 0)
     first = bindings[0]
     ids: list[str] = []
     states: dict[str, WatchState] = {}
@@ -362,7 +188,7 @@ def _agent_input(value: Any, agent_id: str) -> tuple[AgentState, list[str], dict
             unresolved.append(ref)
             continue
         ids.append(watch_id)
-        states[watch_id] = _state(watch)[1]
+        states[watch_id] = state(watch)[1]
     agent = AgentState(
         key=first[0],
         slug=first[1],
@@ -384,26 +210,18 @@ def agent_gate_input(
 
 
 def _read(
-    cursor: Any, statements: _Statements, org_id: str, request: PreflightRequest
-) -> tuple[AgentState | None, list[str], dict[str, WatchState]]:
-    """The gate's one read: the agent with its bound watches, or the requested watches."""
+    cursor: Any, database: Database, org_id: str, request: PreflightRequest
+) -> tuple[AgentState | None, list[str], Mapping[str, WatchState]]:
+    """The gate's read: the org's view (current as of now), then the agent with its bound
+    watches, or the requested watches."""
+    view = gate_cache(database).view(cursor, org_id)
     if request.agent_id is not None:
-        values = {"org": org_id, "agent": request.agent_id}
-        (value,) = statements.by_agent.execute(cursor, values).fetchone()
-        return _agent_input(value, request.agent_id)
-    requested = list(request.watch_ids or ())
-    if not requested:
-        return None, requested, {}
-    prepared, values = statements.by_ids(org_id, list(dict.fromkeys(requested)))
-    (value,) = prepared.execute(cursor, values).fetchone()
-    states: dict[str, WatchState] = {}
-    for element in _elements(value):
-        if element.__class__ is str:
-            states[element] = OK  # most watches
-        else:
-            watch_id, state = _state(element)
-            states[watch_id] = state
-    return None, requested, states
+        agent = view.agent(request.agent_id)
+        if agent is None:
+            raise NotFound("Agent not found")
+        gate, ids = view.agent_input(agent)
+        return gate, ids, view.watches
+    return None, list(request.watch_ids or ()), view.watches
 
 
 def preflight(
@@ -422,7 +240,7 @@ def preflight(
     """
     statements = _statements(database.engine.dialect)
     with autocommit_cursor(database) as cursor:
-        agent, ids, states = _read(cursor, statements, principal.org_id, request)
+        agent, ids, states = _read(cursor, database, principal.org_id, request)
         ignore = {entry.watch_id: entry.reason for entry in request.ignore}
         decision = decide(ids, states, agent=agent, ignore=ignore, dry_run=request.dry_run)
         decision_id = ordered_id()

@@ -130,11 +130,17 @@ class Watch(Base):
         UniqueConstraint("org_id", "name"),
         Index("ix_watches_org_status", "org_id", "drift_status"),
         Index("ix_watches_org_created", "org_id", "created_at", "id"),
+        Index("ix_watches_gate_stamp", "gate_stamp"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
     org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(200))
+    # Written by the database's triggers only (migration 0005): when the run gate's view of
+    # this watch changed. See `controller/services/gate_cache.py`.
+    gate_stamp: Mapped[int] = mapped_column(
+        BigInteger, default=0, server_default=text("0"), deferred=True
+    )
     watch_type: Mapped[str] = mapped_column(String(16))
     url: Mapped[str] = mapped_column(String(2048))
     method: Mapped[str | None] = mapped_column(String(8), default=None)
@@ -559,6 +565,33 @@ class PreflightDecision(Base):
     evaluated_at: Mapped[datetime] = mapped_column(default=utcnow)
     inputs: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     result: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+
+
+class GateClock(Base):
+    """SQLite only: the one counter the run gate's triggers stamp changes with (SQLite has one
+    writer at a time, so the counter follows commit order). Postgres stamps with transaction
+    ids instead and leaves this table empty."""
+
+    __tablename__ = "gate_clock"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    stamp: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class GateEvent(Base):
+    """A change that makes the run gate reload an org's view (incidents, agents, bindings,
+    deleted watches), written by triggers; `org_id` null means every org. Pruned after a day
+    by the controller."""
+
+    __tablename__ = "gate_events"
+    __table_args__ = (Index("ix_gate_events_stamp", "stamp"),)
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
+    )
+    stamp: Mapped[int] = mapped_column(BigInteger)
+    org_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    created_at: Mapped[int] = mapped_column(BigInteger, doc="Unix seconds")
 
 
 class FuseTrip(Base):

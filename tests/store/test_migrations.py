@@ -64,3 +64,36 @@ def test_sqlite_runs_in_wal_mode(tmp_path: Path) -> None:
         assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
         assert conn.execute(text("PRAGMA busy_timeout")).scalar() == 10_000
     database.dispose()
+
+
+def test_the_run_gate_triggers_exist_at_head_and_go_with_a_downgrade(
+    empty_database: Database,
+) -> None:
+    """The gate cache trusts these triggers (migration 0005); a later migration that rebuilds
+    one of their tables on SQLite would drop them silently, so head must still have them all."""
+    from importlib import import_module
+
+    expected = set(
+        import_module("controller.store.migrations.versions.0005_run_gate_cache").TRIGGERS
+    )
+    query = (
+        "SELECT name FROM sqlite_master WHERE type = 'trigger'"
+        if not ON_POSTGRES
+        else "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal"
+    )
+
+    def triggers() -> set[str]:
+        with empty_database.engine.connect() as conn:
+            return {row[0] for row in conn.execute(text(query))}
+
+    migrate.upgrade(empty_database)
+    assert triggers() == expected and len(expected) == 13
+    from alembic import command
+
+    config = migrate.alembic_config(empty_database)
+    with empty_database.engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0004")
+    assert triggers() == set()
+    assert migrate.upgrade(empty_database) == migrate.head_revision(empty_database)
+    assert triggers() == expected

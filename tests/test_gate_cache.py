@@ -1,0 +1,265 @@
+"""The run gate's in-memory view (`controller.services.gate_cache`) on a real store.
+
+Every change is written through a second `Database` (its own connections, as another process
+would: a check in the controller, an ack in another worker), and the view must show it on
+the very next read; a view nobody changed is not read again; a view once handed out never
+changes under its reader. The triggers that make this work are tested here too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import delete, func, select, update
+
+from controller.services import orgs as org_service
+from controller.services.gate_cache import OK, GateCache, OrgView, gate_cache
+from controller.store.db import Database
+from controller.store.fastpath import autocommit_cursor
+from controller.store.models import (
+    Agent,
+    AgentWatch,
+    DriftEvent,
+    GateEvent,
+    Incident,
+    Org,
+    Watch,
+)
+
+
+@pytest.fixture
+def other(database: Database) -> Iterator[Database]:
+    """The same store through connections of its own (another process's writes)."""
+    second = Database(database.url)
+    yield second
+    second.dispose()
+
+
+def make_org(database: Database, name: str) -> str:
+    with database.transaction() as session:
+        return org_service.create_org(session, name, "pro", actor="test").id
+
+
+def add_watch(database: Database, org_id: str, name: str, status: str = "ok") -> str:
+    with database.transaction() as session:
+        watch = Watch(
+            org_id=org_id,
+            name=name,
+            watch_type="openapi",
+            url=f"https://{name}.example.com/openapi.json",
+            drift_status=status,
+            last_checked_at=None if status == "never_run" else datetime.now(UTC),
+        )
+        session.add(watch)
+        session.flush()
+        return watch.id
+
+
+def add_agent(database: Database, org_id: str, key: str, watch_ids: list[str | None]) -> str:
+    with database.transaction() as session:
+        agent = Agent(org_id=org_id, key=key, slug=f"{key}-slug", policy="staging-strict")
+        session.add(agent)
+        session.flush()
+        for position, watch_id in enumerate(watch_ids):
+            session.add(
+                AgentWatch(
+                    agent_id=agent.id, position=position, ref=f"ref-{position}", watch_id=watch_id
+                )
+            )
+        return agent.id
+
+
+def view(database: Database, org_id: str) -> OrgView:
+    with autocommit_cursor(database) as cursor:
+        return gate_cache(database).view(cursor, org_id)
+
+
+def stamp(database: Database, watch_id: str) -> int:
+    with database.session() as session:
+        return int(session.scalar(select(Watch.gate_stamp).where(Watch.id == watch_id)) or 0)
+
+
+def events(database: Database) -> list[str | None]:
+    with database.session() as session:
+        return list(session.scalars(select(GateEvent.org_id).order_by(GateEvent.id)))
+
+
+@pytest.fixture
+def acme(database: Database) -> str:
+    return make_org(database, "acme")
+
+
+def test_triggers_stamp_gate_changes_and_nothing_else(
+    database: Database, other: Database, acme: str
+) -> None:
+    healthy = add_watch(other, acme, "healthy")
+    failing = add_watch(other, acme, "failing", "error")
+    first = stamp(database, healthy)
+    assert first > 0
+
+    def write(watch_id: str, **values: object) -> None:
+        with other.transaction() as session:
+            session.execute(update(Watch).where(Watch.id == watch_id).values(**values))
+
+    # A routine check of an `ok` watch changes nothing the gate shows.
+    write(healthy, last_checked_at=datetime.now(UTC), interval_minutes=5)
+    assert stamp(database, healthy) == first
+    # Its status does; and a failing watch's check time is shown, so it stamps too.
+    write(healthy, drift_status="drifted")
+    assert stamp(database, healthy) > first
+    before = stamp(database, failing)
+    write(failing, last_checked_at=datetime.now(UTC))
+    assert stamp(database, failing) > before
+    for column, value in (("name", "renamed"), ("failure_class", "dns"), ("incident_id", "i-1")):
+        before = stamp(database, failing)
+        write(failing, **{column: value})
+        assert stamp(database, failing) > before, column
+
+    assert events(database) == []
+    with other.transaction() as session:
+        incident = Incident(org_id=acme, watch_id=failing, status="open")
+        session.add(incident)
+    with other.transaction() as session:
+        session.execute(update(Incident).values(status="acknowledged"))
+        session.execute(update(Incident).values(ack_note="seen"))  # not a gate column
+    agent = add_agent(other, acme, "bot", [healthy])
+    with other.transaction() as session:
+        session.execute(update(Agent).values(runtime_state="killed"))
+        session.execute(update(Agent).values(runtime_note="why"))  # not a gate column
+        session.execute(delete(AgentWatch).where(AgentWatch.agent_id == agent))
+        session.execute(delete(Watch).where(Watch.id == healthy))
+    # incident insert + status; agent insert, its binding, runtime state; binding and watch
+    # deleted: each one event for the org (bindings find theirs through the agent).
+    assert events(database) == [acme] * 7
+
+
+def test_a_view_follows_every_change_made_elsewhere(
+    database: Database, other: Database, acme: str
+) -> None:
+    ok_id = add_watch(other, acme, "stable")
+    drifting = add_watch(other, acme, "drifting")
+    agent_key = "deployer"
+    add_agent(other, acme, agent_key, [ok_id, drifting, None])
+    first = view(database, acme)
+    assert first.watches[ok_id] is OK and first.watches[drifting] is OK
+    agent = first.agent(agent_key)
+    assert agent is not None and first.agent("deployer-slug") is agent
+    gate, ids = first.agent_input(agent)
+    assert ids == [ok_id, drifting] and gate.unresolved == ("ref-2",)
+    assert view(database, acme) is first  # nothing changed: nothing read again
+
+    # A check finds drift: status, incident and drift event in one transaction.
+    with other.transaction() as session:
+        event = DriftEvent(org_id=acme, watch_id=drifting, changes=b"", agent_actions=["pause"])
+        session.add(event)
+        session.flush()
+        incident = Incident(org_id=acme, watch_id=drifting, status="open", drift_event_id=event.id)
+        session.add(incident)
+        session.flush()
+        session.execute(
+            update(Watch)
+            .where(Watch.id == drifting)
+            .values(drift_status="drifted", incident_id=incident.id)
+        )
+        incident_id = incident.id
+    second = view(database, acme)
+    state = second.watches[drifting]
+    assert (state.drift_status, state.incident_id, state.incident_status) == (
+        "drifted",
+        incident_id,
+        "open",
+    )
+    assert state.change_actions == ("pause",)
+    assert first.watches[drifting] is OK  # the view handed out before is unchanged
+
+    with other.transaction() as session:
+        session.execute(update(Incident).values(status="acknowledged"))
+    assert view(database, acme).watches[drifting].incident_status == "acknowledged"
+
+    with other.transaction() as session:
+        session.execute(update(Agent).values(runtime_state="killed"))
+    killed = view(database, acme).agent(agent_key)
+    assert killed is not None and killed.runtime_state == "killed"
+
+    added = add_watch(other, acme, "added", "never_run")
+    assert view(database, acme).watches[added].drift_status == "never_run"
+
+    with other.transaction() as session:
+        session.execute(delete(Watch).where(Watch.id == ok_id))
+    latest = view(database, acme)
+    assert ok_id not in latest.watches
+    rebound = latest.agent(agent_key)
+    assert rebound is not None
+    _, ids = latest.agent_input(rebound)
+    assert ids == [drifting]  # the deleted watch's binding no longer resolves
+
+    with other.transaction() as session:
+        session.execute(delete(Agent))
+    assert view(database, acme).agent(agent_key) is None
+
+
+def test_orgs_are_apart_and_an_unchanged_org_is_not_read_again(
+    database: Database, other: Database, acme: str
+) -> None:
+    globex = make_org(database, "globex")
+    mine = add_watch(other, acme, "mine")
+    theirs = add_watch(other, globex, "theirs")
+    acme_view = view(database, acme)
+    globex_view = view(database, globex)
+    assert theirs not in acme_view.watches and mine not in globex_view.watches
+
+    with other.transaction() as session:
+        session.execute(update(Watch).where(Watch.id == theirs).values(drift_status="error"))
+    assert view(database, globex).watches[theirs].drift_status == "error"
+    assert view(database, acme) is acme_view  # another org's change left this one as it was
+
+    add_agent(other, globex, "their-agent", [theirs])  # an event for globex only
+    assert view(database, acme) is acme_view
+    assert view(database, globex).agent("their-agent") is not None
+
+    with other.transaction() as session:
+        session.execute(delete(Org).where(Org.id == globex))
+    assert view(database, globex).watches == {}
+
+
+def test_a_second_cache_of_the_same_store_agrees(
+    database: Database, other: Database, acme: str
+) -> None:
+    """Two processes' caches (here two on one process) see the same committed state."""
+    watch = add_watch(database, acme, "shared")
+    mine = view(database, acme)
+    theirs = view(other, acme)
+    assert mine.watches[watch] is OK and theirs.watches[watch] is OK
+    with database.transaction() as session:
+        session.execute(update(Watch).values(drift_status="disabled"))
+    assert view(database, acme).watches[watch].drift_status == "disabled"
+    assert view(other, acme).watches[watch].drift_status == "disabled"
+    assert gate_cache(database) is not gate_cache(other)
+    assert isinstance(gate_cache(database), GateCache)
+
+
+def test_gate_events_are_pruned_after_a_day(database: Database, acme: str) -> None:
+    from controller.services.gate_cache import prune_events
+
+    add_agent(database, acme, "bot", [])
+    with database.transaction() as session:
+        session.execute(update(GateEvent).values(created_at=GateEvent.created_at - 90_000))
+    add_agent(database, acme, "bot-2", [])
+    assert prune_events(database) == 1
+    with database.session() as session:
+        assert session.scalar(select(func.count()).select_from(GateEvent)) == 1
+
+
+def test_a_cache_left_unchecked_for_an_hour_starts_again(database: Database, acme: str) -> None:
+    """Gate events are pruned after a day; a cache that has not looked for an hour may have
+    missed some, so it reads its views again whole."""
+    from controller.services.gate_cache import STALE_SECONDS
+
+    add_watch(database, acme, "w")
+    first = view(database, acme)
+    assert view(database, acme) is first
+    gate_cache(database).checked -= STALE_SECONDS + 1
+    again = view(database, acme)
+    assert again is not first and again.watches == first.watches
