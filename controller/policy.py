@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -113,6 +114,30 @@ class WatchState:
     incident_status: str | None
     change_actions: tuple[str, ...] = ()
 
+    # Derived once per state: a process's gate view keeps its states while they are current
+    # (`controller.services.gate_cache`), so each preflight reuses them.
+    @cached_property
+    def reasons(self) -> list[str]:
+        return watch_reasons(self)
+
+    @cached_property
+    def actions(self) -> list[str]:
+        return _actions(self, self.reasons)
+
+    @cached_property
+    def row_json(self) -> dict[str, Any]:
+        """This watch's blocked row as the answer shows it (no policy reasons, not ignored).
+        Shared by every answer that carries it: serialized, never changed."""
+        return Row(
+            self.id,
+            self.name,
+            self.drift_status,
+            self.reasons,
+            self.actions,
+            self.last_checked_at,
+            self.incident_id,
+        ).to_json()
+
 
 @dataclass(frozen=True)
 class AgentState:
@@ -133,8 +158,11 @@ class Row:
     last_checked_at: datetime | None = None
     incident_id: str | None = None
     ignore_reason: str | None = None
+    state: WatchState | None = None  # the state the row shows as it is, when it does
 
     def to_json(self) -> dict[str, Any]:
+        if self.state is not None and self.ignore_reason is None:
+            return self.state.row_json
         out: dict[str, Any] = {
             "watchId": self.watch_id,
             "name": self.name,
@@ -212,7 +240,7 @@ def decide(
         if state is None:
             row = Row(watch_id, None, None, ["not_found"], list(ACTIONS_NOT_FOUND))
         else:
-            reasons = watch_reasons(state)
+            reasons = state.reasons
             if not reasons:
                 continue
             if (
@@ -221,20 +249,22 @@ def decide(
                 and state.incident_status == "acknowledged"
             ):
                 continue  # an acknowledged incident no longer blocks the agent
-            actions = _actions(state, reasons)
+            shown: WatchState | None = state
             if agent is not None and state.drift_status == "drifted":
                 enforced = agent.policy.enforcing
                 if enforced:
                     reasons = reasons + [f"policy_block:{a}" for a in enforced]
                     policy_hit = True
+                    shown = None  # the row differs from the state's own
             row = Row(
                 watch_id,
                 state.name,
                 state.drift_status,
                 reasons,
-                actions,
+                state.actions,
                 state.last_checked_at,
                 state.incident_id,
+                state=shown,
             )
         waived = ignore.get(watch_id)
         if waived is not None and not any(r.startswith("policy_block:") for r in row.reasons):

@@ -137,3 +137,26 @@ def test_custom_policies_and_fail_closed_names() -> None:
     assert unknown.enforcing == ("block_new_runs", "kill_in_flight")
     assert resolve_policy("notify-only", None).to_json()["onBreaking"] == ["notify"]
     assert set(PRESETS) == {"notify-only", "staging-strict", "production-guard"}
+
+
+def test_a_state_reused_across_decisions_keeps_each_answer_its_own() -> None:
+    """A gate view reuses its states (and their rows) across preflights: a waiver or a policy
+    reason in one answer must not leak into the next."""
+    shared = {"d": state("d", "drifted", incident="open", actions=("pause",))}
+    plain = decide(["d"], shared)
+    waived = decide(["d"], shared, ignore={"d": "known"})
+    agent = AgentState(
+        key="a", slug="a", policy=resolve_policy("staging-strict", None), runtime_state="running"
+    )
+    enforced = decide(["d"], shared, agent=agent)
+    again = decide(["d"], shared)
+    assert waived.ignored[0].to_json()["ignoreReason"] == "known"
+    assert enforced.blocked[0].to_json()["reasons"] == [
+        "breaking_drift",
+        "policy_block:block_new_runs",
+    ]
+    for decision in (plain, again):
+        row = decision.blocked[0].to_json()
+        assert "ignoreReason" not in row and row["reasons"] == ["breaking_drift"]
+        assert row["agentActions"] == ["ack_incident", "pause"]
+        assert row["lastCheckedAt"] == NOW.isoformat()
