@@ -291,8 +291,9 @@ class GateCache:
 
     def __init__(self, dialect: Dialect) -> None:
         self.statements = _Statements(dialect)
-        self.low = 0
-        self.views: dict[str, OrgView] = {}
+        # `low` and the views it is true of, swapped together: a reader must never pair one
+        # refresh's `low` with an older refresh's views.
+        self.current: tuple[int, dict[str, OrgView]] = (0, {})
         self.checked = time.monotonic()
         self.lock = threading.Lock()
 
@@ -303,14 +304,16 @@ class GateCache:
         # Unchecked for an hour, the events since may have been pruned (`prune_events`).
         stale = now - self.checked > STALE_SECONDS
         self.checked = now
-        view = self.views.get(org_id)
-        if view is not None and high < self.low and not stale:
+        low, views = self.current
+        view = views.get(org_id)
+        if view is not None and high < low and not stale:
             return view
         with self.lock:
             if stale:
-                self.views = {}
-            view = self.views.get(org_id)
-            if view is not None and high < self.low:
+                self.current = (self.current[0], {})
+            low, views = self.current
+            view = views.get(org_id)
+            if view is not None and high < low:
                 return view  # another thread refreshed while this one waited
             return self._refresh(cursor, org_id)
 
@@ -319,16 +322,17 @@ class GateCache:
         cursor.execute(statements.begin)
         try:
             low = int(_scalar(statements.low, cursor))
-            views = dict(self.views)
+            since, current = self.current
+            views = dict(current)
             if views:
-                events = statements.events.execute(cursor, {"low": self.low}).fetchall()
+                events = statements.events.execute(cursor, {"low": since}).fetchall()
                 for (org,) in events:
                     if org is None:
                         views.clear()  # a change whose org the trigger could not tell
                         break
                     views.pop(org, None)
                 if views:
-                    self._apply(views, _scalar(statements.changed, cursor, {"low": self.low}))
+                    self._apply(views, _scalar(statements.changed, cursor, {"low": since}))
             view = views.get(org_id)
             if view is None:
                 view = self._load(cursor, org_id)
@@ -337,8 +341,7 @@ class GateCache:
                 views[org_id] = view
         finally:
             cursor.execute("COMMIT")
-        self.views = views
-        self.low = low
+        self.current = (low, views)
         return view
 
     @staticmethod
