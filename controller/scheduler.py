@@ -357,24 +357,16 @@ class Controller:
 
     def start(self) -> None:
         self.heartbeat.start()
-        self.scheduler.add_job(
-            self.tick,
-            "interval",
-            seconds=self.tick_seconds,
-            id="tick",
-            max_instances=1,
-            coalesce=True,
-            next_run_time=self.clock(),
-        )
-        self.scheduler.add_job(
-            self.prune,
-            "interval",
-            seconds=3600,
-            id="prune",
-            max_instances=1,
-            coalesce=True,
-            next_run_time=self.clock(),
-        )
+        for job, seconds in ((self.tick, self.tick_seconds), (self.prune, 3600)):
+            self.scheduler.add_job(
+                job,
+                "interval",
+                seconds=seconds,
+                id=job.__name__,
+                max_instances=1,
+                coalesce=True,
+                next_run_time=self.clock(),
+            )
         self.scheduler.start()
         log(
             logger,

@@ -265,13 +265,17 @@ def _scalar(prepared: Prepared, cursor: Any, values: Mapping[str, Any] | None = 
     return None if row is None else row[0]
 
 
-def _agents(value: Any) -> tuple[dict[str, CachedAgent], dict[str, CachedAgent]]:
-    rows: dict[str, list[list[Any]]] = {}
-    for element in elements(value):
-        rows.setdefault(element[0], []).append(element)
+def agents_from(
+    rows: list[list[Any]],
+) -> tuple[dict[str, CachedAgent], dict[str, CachedAgent]]:
+    """Agents by id and by slug from binding rows `[key, slug, policy, rules, runtime state,
+    position, ref, watch id, ...]` (one row with no binding for an agent without any)."""
+    by_key: dict[str, list[list[Any]]] = {}
+    for element in rows:
+        by_key.setdefault(element[0], []).append(element)
     agents: dict[str, CachedAgent] = {}
-    for key in sorted(rows):
-        bindings = sorted(rows[key], key=lambda e: e[5] or 0)
+    for key in sorted(by_key):
+        bindings = sorted(by_key[key], key=lambda e: e[5] or 0)
         first = bindings[0]
         agents[key] = CachedAgent(
             key=key,
@@ -361,7 +365,8 @@ class GateCache:
         watches = dict(
             state(e) for e in elements(_scalar(statements.org_watches, cursor, {"org": org_id}))
         )
-        agents, slugs = _agents(_scalar(statements.org_agents, cursor, {"org": org_id}))
+        rows = elements(_scalar(statements.org_agents, cursor, {"org": org_id}))
+        agents, slugs = agents_from(rows)
         return OrgView(watches, agents, slugs)
 
 

@@ -29,10 +29,16 @@ from controller.policy import (
     Decision,
     WatchState,
     decide,
-    resolve_policy,
 )
 from controller.services.auth import Principal
-from controller.services.gate_cache import Json, elements, gate_cache, state
+from controller.services.gate_cache import (
+    Json,
+    OrgView,
+    agents_from,
+    elements,
+    gate_cache,
+    state,
+)
 from controller.store.db import Database
 from controller.store.fastpath import Prepared, autocommit_cursor, json_processor
 from controller.store.models import (
@@ -170,33 +176,17 @@ def _statements(dialect: Dialect) -> _Statements:
 
 
 def _agent_input(value: Any, agent_id: str) -> tuple[AgentState, list[str], dict[str, WatchState]]:
+    """The status view's read, decoded as the gate view decodes an org (rows carry each
+    binding's watch as a ninth element)."""
     rows = elements(value)
-    if not rows:
+    agents, slugs = agents_from(rows)
+    states = {row[7]: state(row[8])[1] for row in rows if row[8] is not None}
+    view = OrgView(states, agents, slugs)
+    agent = view.agent(agent_id)
+    if agent is None:
         raise NotFound("Agent not found")
-    # An id wins over another agent's equal slug.
-    key = next((e[0] for e in rows if e[0] == agent_id), rows[0][0])
-    bindings = sorted((e for e in rows if e[0] == key), key=lambda e: e[5] or 0)
-    first = bindings[0]
-    ids: list[str] = []
-    states: dict[str, WatchState] = {}
-    unresolved: list[str] = []
-    for element in bindings:
-        ref, watch_id, watch = element[6], element[7], element[8]
-        if ref is None:
-            continue  # an agent with no bindings
-        if watch is None:
-            unresolved.append(ref)
-            continue
-        ids.append(watch_id)
-        states[watch_id] = state(watch)[1]
-    agent = AgentState(
-        key=first[0],
-        slug=first[1],
-        policy=resolve_policy(first[2], first[3]),
-        runtime_state=first[4],
-        unresolved=tuple(unresolved),
-    )
-    return agent, ids, states
+    gate, ids = view.agent_input(agent)
+    return gate, ids, states
 
 
 def agent_gate_input(
