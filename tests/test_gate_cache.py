@@ -8,14 +8,18 @@ changes under its reader. The triggers that make this work are tested here too.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import delete, func, select, update
 
+from controller.errors import NotFound
 from controller.services import orgs as org_service
+from controller.services.auth import Principal
 from controller.services.gate_cache import OK, GateCache, OrgView, gate_cache
+from controller.services.preflight import PreflightRequest, preflight
 from controller.store.db import Database
 from controller.store.fastpath import autocommit_cursor
 from controller.store.models import (
@@ -25,6 +29,7 @@ from controller.store.models import (
     GateEvent,
     Incident,
     Org,
+    PreflightDecision,
     Watch,
 )
 
@@ -263,3 +268,53 @@ def test_a_cache_left_unchecked_for_an_hour_starts_again(database: Database, acm
     gate_cache(database).checked -= STALE_SECONDS + 1
     again = view(database, acme)
     assert again is not first and again.watches == first.watches
+
+
+def ask(database: Database, org_id: str, **body: object) -> tuple[int, dict[str, object]]:
+    principal = Principal(org_id, "acme", "pro", frozenset(), "api_key", "key-1")
+    request = PreflightRequest.model_validate(body)
+    return preflight(database, principal, request, datetime.now(UTC), time.perf_counter())
+
+
+def decisions(database: Database) -> list[tuple[str, bool]]:
+    with database.session() as session:
+        rows = session.execute(
+            select(PreflightDecision.id, PreflightDecision.allowed).order_by(PreflightDecision.id)
+        )
+        return [(row.id, row.allowed) for row in rows]
+
+
+def test_a_preflight_records_only_on_a_current_view(
+    database: Database, other: Database, acme: str
+) -> None:
+    """The preflight decides on the view it holds and records the decision in one statement
+    that first confirms the view is current; when another process changed the store in
+    between, nothing is recorded from the old view: the view is read again, the decision
+    made again, and only that one is recorded."""
+    watch = add_watch(other, acme, "charges")
+    status, answer = ask(database, acme, watchIds=[watch])  # no view yet: read, then record
+    assert (status, answer["allowed"]) == (200, True)
+    held = gate_cache(database).current
+
+    status, answer = ask(database, acme, watchIds=[watch])
+    assert answer["allowed"] is True
+    assert gate_cache(database).current is held  # nothing changed: nothing read again
+
+    with other.transaction() as session:
+        session.execute(update(Watch).where(Watch.id == watch).values(drift_status="error"))
+    status, answer = ask(database, acme, watchIds=[watch])
+    assert answer["allowed"] is False
+    assert answer["blocked"][0]["reasons"] == ["check_failed"]  # type: ignore[index]
+    assert gate_cache(database).current is not held
+    recorded = decisions(database)
+    assert [allowed for _, allowed in recorded] == [True, True, False]
+    assert recorded[-1][0] == answer["decisionId"]
+
+    # An agent created elsewhere after the view was read is found, not a 404; an agent that
+    # does not exist is a 404 on a current view, and records nothing.
+    add_agent(other, acme, "billing-bot", [watch])
+    status, answer = ask(database, acme, agentId="billing-bot")
+    assert answer["agent"]["id"] == "billing-bot"  # type: ignore[index]
+    with pytest.raises(NotFound):
+        ask(database, acme, agentId="nobody")
+    assert len(decisions(database)) == 4

@@ -41,6 +41,7 @@ from sqlalchemy import (
     ColumnElement,
     ColumnExpressionArgument,
     Dialect,
+    Select,
     Text,
     bindparam,
     case,
@@ -201,6 +202,23 @@ def _gate_joins(statement: Any) -> Any:
     )
 
 
+def _newest_stamp(sqlite: bool) -> Select[Any]:
+    """The newest stamp of any change the gate reads (None when there is none)."""
+    if sqlite:
+        return select(GateClock.stamp).where(GateClock.id == 1)
+    # The newest stamp of each kind, each one step down its index.
+    newest_watch = select(Watch.gate_stamp).order_by(Watch.gate_stamp.desc()).limit(1)
+    newest_event = select(GateEvent.stamp).order_by(GateEvent.stamp.desc()).limit(1)
+    return select(func.greatest(newest_watch.scalar_subquery(), newest_event.scalar_subquery()))
+
+
+def unchanged_since(dialect: Dialect) -> ColumnElement[bool]:
+    """True while nothing the gate reads changed since the `low` bound as `gate_low`: the
+    check of `GateCache.view`, as a condition of another statement (see `GateCache.peek`)."""
+    newest = _newest_stamp(dialect.name == "sqlite").scalar_subquery()
+    return func.coalesce(newest, 0) < bindparam("gate_low", type_=BigInteger())
+
+
 class _Statements:
     """The cache's statements, compiled once for one dialect."""
 
@@ -208,22 +226,15 @@ class _Statements:
         json = Json(dialect)
         self.sqlite = json.sqlite
         if self.sqlite:
-            check = select(GateClock.stamp).where(GateClock.id == 1)
             self.begin = "BEGIN"
             low = select(func.coalesce(select(GateClock.stamp).scalar_subquery(), 0) + 1)
         else:
-            # The newest stamp of each kind, each one step down its index.
-            newest_watch = select(Watch.gate_stamp).order_by(Watch.gate_stamp.desc()).limit(1)
-            newest_event = select(GateEvent.stamp).order_by(GateEvent.stamp.desc()).limit(1)
-            check = select(
-                func.greatest(newest_watch.scalar_subquery(), newest_event.scalar_subquery())
-            )
             self.begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
             # The first statement takes the transaction's snapshot; this is its xmin.
             low = select(
                 func.pg_snapshot_xmin(func.pg_current_snapshot()).cast(Text()).cast(BigInteger())
             )
-        self.check = Prepared(check, dialect)
+        self.check = Prepared(_newest_stamp(self.sqlite), dialect)
         self.low = Prepared(low, dialect)
         self.events = Prepared(
             select(GateEvent.org_id).distinct().where(GateEvent.stamp >= bindparam("low")),
@@ -300,6 +311,21 @@ class GateCache:
         self.current: tuple[int, dict[str, OrgView]] = (0, {})
         self.checked = time.monotonic()
         self.lock = threading.Lock()
+
+    def peek(self, org_id: str) -> tuple[int, OrgView] | None:
+        """The org's view as last read, with the `low` it is true of, without asking the
+        store; None when there is none or the cache went unchecked for too long. Whoever uses
+        it must confirm it in the statement that acts on it (`unchanged_since`, with `low` as
+        `gate_low`), and call `view` instead when that finds a change."""
+        if time.monotonic() - self.checked > STALE_SECONDS:
+            return None
+        low, views = self.current
+        view = views.get(org_id)
+        return None if view is None else (low, view)
+
+    def confirmed(self) -> None:
+        """A statement bound to a peeked `low` found nothing changed: that was a check."""
+        self.checked = time.monotonic()
 
     def view(self, cursor: Any, org_id: str) -> OrgView:
         """The org's view, current as of this call: one indexed read when nothing changed."""

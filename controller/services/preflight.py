@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -38,6 +37,7 @@ from controller.services.gate_cache import (
     elements,
     gate_cache,
     state,
+    unchanged_since,
 )
 from controller.store.db import Database
 from controller.store.fastpath import Prepared, autocommit_cursor, json_processor
@@ -159,8 +159,18 @@ class _Statements:
     def __init__(self, dialect: Dialect) -> None:
         self.agent_statement = _by_agent(Json(dialect))
         as_json = json_processor(dialect)
-        self.record = Prepared(
-            insert(PreflightDecision), dialect, {"inputs": as_json, "result": as_json}
+        processors = {"inputs": as_json, "result": as_json}
+        self.record = Prepared(insert(PreflightDecision), dialect, processors)
+        # The same row, inserted only while the gate view it was decided on is current: the
+        # view's check and the audit write in one statement (`GateCache.peek`).
+        columns = list(PreflightDecision.__table__.columns)
+        values = select(*(bindparam(c.key, type_=c.type) for c in columns))
+        self.record_if_current = Prepared(
+            insert(PreflightDecision).from_select(
+                [c.key for c in columns], values.where(unchanged_since(dialect))
+            ),
+            dialect,
+            processors,
         )
 
 
@@ -199,19 +209,14 @@ def agent_gate_input(
     return _agent_input(value, agent_id)
 
 
-def _read(
-    cursor: Any, database: Database, org_id: str, request: PreflightRequest
-) -> tuple[AgentState | None, list[str], Mapping[str, WatchState]]:
-    """The gate's read: the org's view (current as of now), then the agent with its bound
-    watches, or the requested watches."""
-    view = gate_cache(database).view(cursor, org_id)
+def _inputs(view: OrgView, request: PreflightRequest) -> tuple[AgentState | None, list[str]]:
+    """The agent with its bound watch ids, or the requested watch ids, in `view`."""
     if request.agent_id is not None:
         agent = view.agent(request.agent_id)
         if agent is None:
             raise NotFound("Agent not found")
-        gate, ids = view.agent_input(agent)
-        return gate, ids, view.watches
-    return None, list(request.watch_ids or ()), view.watches
+        return view.agent_input(agent)
+    return None, list(request.watch_ids or ())
 
 
 def preflight(
@@ -221,25 +226,41 @@ def preflight(
     now: datetime,
     started: float,
 ) -> tuple[int, dict[str, Any]]:
-    """Decide on one read, then record the decision and log `preflight.complete`.
+    """Decide on one state of the store, record the decision, log `preflight.complete`.
 
-    Both statements run on one pooled connection, each its own transaction: the read is one
-    consistent state, and on SQLite the write lock is held for the INSERT alone. Returns the
-    status and the JSON answer (the `PreflightResult` shape, built directly: this is the hot
-    path).
+    The decision comes from the org's gate view as this process last read it, and one
+    statement records it only if the view is still current: the view's check and the audit
+    write are one atomic statement, so the common answer costs one statement. When the store
+    changed since (or the process has no view of the org yet), the view is read again
+    (`GateCache.view`), the decision made again, and recorded. An unknown agent is confirmed
+    on a current view before the 404. Returns the status and the JSON answer (the
+    `PreflightResult` shape, built directly: this is the hot path).
     """
     statements = _statements(database.engine.dialect)
+    cache = gate_cache(database)
+    ignore = {entry.watch_id: entry.reason for entry in request.ignore}
+    decision_id = ordered_id()
     with autocommit_cursor(database) as cursor:
-        agent, ids, states = _read(cursor, database, principal.org_id, request)
-        ignore = {entry.watch_id: entry.reason for entry in request.ignore}
-        decision = decide(ids, states, agent=agent, ignore=ignore, dry_run=request.dry_run)
-        decision_id = ordered_id()
-        blocked = [row.to_json() for row in decision.blocked]
-        ignored = [row.to_json() for row in decision.ignored]
-        duration_ms = max(0, round((time.perf_counter() - started) * 1000))
-        statements.record.execute(
-            cursor,
-            {
+        peeked = cache.peek(principal.org_id)
+        while True:
+            if peeked is None:
+                low, view = None, cache.view(cursor, principal.org_id)
+            else:
+                low, view = peeked
+            try:
+                agent, ids = _inputs(view, request)
+            except NotFound:
+                if low is None:
+                    raise
+                peeked = None  # perhaps an agent this view has not seen yet
+                continue
+            decision = decide(
+                ids, view.watches, agent=agent, ignore=ignore, dry_run=request.dry_run
+            )
+            blocked = [row.to_json() for row in decision.blocked]
+            ignored = [row.to_json() for row in decision.ignored]
+            duration_ms = max(0, round((time.perf_counter() - started) * 1000))
+            values = {
                 "id": decision_id,
                 "org_id": principal.org_id,
                 "actor": principal.actor,
@@ -265,8 +286,15 @@ def preflight(
                     "ignored": ignored,
                     "agentReasons": decision.agent_reasons,
                 },
-            },
-        )
+            }
+            if low is None:
+                statements.record.execute(cursor, values)
+                break
+            values["gate_low"] = low
+            if statements.record_if_current.execute(cursor, values).rowcount == 1:
+                cache.confirmed()
+                break
+            peeked = None  # the store changed since the view was read
     log(
         logger,
         logging.INFO,
