@@ -28,6 +28,10 @@ table also gives the server's and the generator's CPU time per request (from /pr
 getrusage) and how busy the whole machine was (/proc/stat): a ratio measured on a saturated
 machine says how the CPU splits, not only how fast the route is.
 
+`--rounds N` runs the three scenarios N times in turn on the same server and reports each
+figure's median (the throughputs of every round are listed too): on a shared 2-core machine a
+single 10-second window varies by 10-15% from run to run.
+
 Goals (from the issue): preflight throughput at least 50% of `/health`'s, and its p99 at most
 2x `/health`'s p99. Every preflight records a `PreflightDecision` row; the benchmark compares
 their number with the preflight answers it received, as a sanity check.
@@ -35,7 +39,8 @@ their number with the preflight answers it received, as a sanity check.
 `--log-level` is the server's (default WARNING, so the per-request `http.request` log line is
 not written; INFO is the product's default and measures it too). Run:
 `python bench/preflight_bench.py [--watches N] [--agents N] [--duration S] [--warmup S]
-[--concurrency C] [--clients N] [--workers W] [--threads T] [--log-level L] [--postgres URL]`.
+[--rounds N] [--concurrency C] [--clients N] [--workers W] [--threads T] [--log-level L]
+[--postgres URL]`.
 Figures go to docs/performance.md; nothing here fails on a time.
 """
 
@@ -62,6 +67,7 @@ import zlib
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -580,6 +586,21 @@ def run_scenario(
     }
 
 
+def combine(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """One scenario's rounds as one row: the median of each figure (the maximum latency's
+    maximum), statuses summed. With one round, that round."""
+    if len(rounds) == 1:
+        return rounds[0]
+    row = dict(rounds[0])
+    for key in ("per_second", "p50", "p99", "server_ms", "generator_ms", "busy"):
+        row[key] = median([r[key] for r in rounds])
+    row["max"] = max(r["max"] for r in rounds)
+    row["errors"] = sum(r["errors"] for r in rounds)
+    row["statuses"] = sum((r["statuses"] for r in rounds), Counter())
+    row["per_round"] = [r["per_second"] for r in rounds]
+    return row
+
+
 def int_or_0(status: str) -> int:
     return int(status) if status.isdigit() else 0
 
@@ -611,7 +632,7 @@ def bench_store(label: str, url: str, work: Path, args: argparse.Namespace) -> d
     rows = []
     probes = 0
     try:
-        for name, method, path, bodies in scenarios:
+        for name, method, path, bodies in scenarios * args.rounds:
             # One request outside the load, its answer parsed: the scenario measures what it
             # means to measure (not 401s or 404s).
             status, answer = request_once(port, method, path, bodies[0], key if bodies[0] else None)
@@ -634,7 +655,7 @@ def bench_store(label: str, url: str, work: Path, args: argparse.Namespace) -> d
     preflight_rows = [r for r in rows if r["scenario"] != "health"]
     return {
         "label": label,
-        "rows": rows,
+        "rows": [combine([r for r in rows if r["scenario"] == name]) for name, *_ in scenarios],
         "recorded": recorded,
         "answered": probes + sum(r["successes_total"] for r in preflight_rows),
         "sent": probes + sum(r["sent_total"] for r in preflight_rows),
@@ -664,7 +685,8 @@ def report(args: argparse.Namespace, stores: list[dict[str, Any]]) -> None:
         f"\n{args.watches} watches, {args.agents} agents; gunicorn {args.workers} workers x "
         f"{args.threads} threads, log level {args.log_level}; load: {args.concurrency} "
         f"connections in {args.clients} client processes, {args.warmup:g} s warm-up + "
-        f"{args.duration:g} s per scenario; {os.cpu_count()} CPUs"
+        f"{args.duration:g} s per scenario; {args.rounds} round(s), medians shown; "
+        f"{os.cpu_count()} CPUs"
     )
     print(
         "store | scenario | req/s | p50 ms | p99 ms | max ms | statuses | errors "
@@ -679,6 +701,12 @@ def report(args: argparse.Namespace, stores: list[dict[str, Any]]) -> None:
                 f"{r['p99']:.1f} | {r['max']:.1f} | {statuses} | {r['errors']} | "
                 f"{r['server_ms']:.2f} | {r['generator_ms']:.2f} | {r['busy']:.0%} | {split}"
             )
+    if args.rounds > 1:
+        print("\nreq/s per round (worker CPU split above is the first round's):")
+        for store in stores:
+            for r in store["rows"]:
+                rounds = ", ".join(f"{x:.0f}" for x in r["per_round"])
+                print(f"{r['store']} | {r['scenario']} | {rounds}")
     print()
     for store in stores:
         print(
@@ -715,6 +743,12 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=500)
     parser.add_argument("--duration", type=float, default=10.0, help="measured seconds")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds before measuring")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run the three scenarios this many times in turn; the table shows medians",
+    )
     parser.add_argument("--concurrency", type=int, default=16, help="connections in all")
     parser.add_argument("--clients", type=int, default=2, help="load generator processes")
     parser.add_argument(

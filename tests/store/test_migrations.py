@@ -97,3 +97,45 @@ def test_the_run_gate_triggers_exist_at_head_and_go_with_a_downgrade(
     assert triggers() == set()
     assert migrate.upgrade(empty_database) == migrate.head_revision(empty_database)
     assert triggers() == expected
+
+
+@pytest.mark.skipif(not ON_POSTGRES, reason="a Postgres storage setting")
+def test_decisions_stay_inline_and_compress_with_lz4_where_the_server_has_it(
+    empty_database: Database,
+) -> None:
+    """Migration 0006: a decision row stays in its page up to 8160 bytes, and its JSON
+    compresses with lz4 on a server built with it (not pglz out of line, which cost most of
+    Postgres' CPU per preflight); a downgrade puts the defaults back."""
+
+    def storage() -> tuple[list[str] | None, set[str]]:
+        with empty_database.engine.connect() as conn:
+            options = conn.execute(
+                text("SELECT reloptions FROM pg_class WHERE relname = 'preflight_decisions'")
+            ).scalar()
+            methods = conn.execute(
+                text(
+                    "SELECT attname || ':' || attcompression::text FROM pg_attribute "
+                    "WHERE attrelid = 'preflight_decisions'::regclass "
+                    "AND attname IN ('inputs', 'result')"
+                )
+            ).scalars()
+            return options, set(methods)
+
+    migrate.upgrade(empty_database)
+    with empty_database.engine.connect() as conn:
+        lz4 = "lz4" in (
+            conn.execute(
+                text("SELECT enumvals FROM pg_settings WHERE name = 'default_toast_compression'")
+            ).scalar()
+            or []
+        )
+    options, methods = storage()
+    assert options == ["toast_tuple_target=8160"]
+    assert methods == ({"inputs:l", "result:l"} if lz4 else {"inputs:", "result:"})
+    from alembic import command
+
+    config = migrate.alembic_config(empty_database)
+    with empty_database.engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0005")
+    assert storage() == (None, {"inputs:", "result:"})
