@@ -13,13 +13,14 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, func, insert, select, update
 
 from controller.errors import NotFound
 from controller.services import orgs as org_service
 from controller.services.auth import Principal
 from controller.services.gate_cache import OK, GateCache, OrgView, gate_cache
 from controller.services.preflight import PreflightRequest, preflight
+from controller.services.preflight import _statements as preflight_statements
 from controller.store.db import Database
 from controller.store.fastpath import autocommit_cursor
 from controller.store.models import (
@@ -32,6 +33,7 @@ from controller.store.models import (
     PreflightDecision,
     Watch,
 )
+from tests.conftest import ON_POSTGRES
 
 
 @pytest.fixture
@@ -318,3 +320,55 @@ def test_a_preflight_records_only_on_a_current_view(
     with pytest.raises(NotFound):
         ask(database, acme, agentId="nobody")
     assert len(decisions(database)) == 4
+
+
+@pytest.mark.skipif(not ON_POSTGRES, reason="Postgres' plan cache")
+def test_postgres_plans_the_decision_insert_once(database: Database, acme: str) -> None:
+    """psycopg prepares a statement after five runs; Postgres then reuses one generic plan
+    unless a parameter changes the plan (a bound LIMIT did, so the statement was planned on
+    every preflight). The gate's constants are written into the statement instead."""
+    with database.transaction() as session:  # enough rows for the planner to care
+        session.execute(
+            insert(Watch),
+            [
+                {
+                    "org_id": acme,
+                    "name": f"api-{n}",
+                    "watch_type": "openapi",
+                    "url": f"https://api-{n}.example.com/openapi.json",
+                }
+                for n in range(2000)
+            ],
+        )
+        session.execute(
+            insert(GateEvent), [{"stamp": n, "org_id": acme, "created_at": 0} for n in range(2000)]
+        )
+    with autocommit_cursor(database) as cursor:
+        cursor.execute("ANALYZE watches")
+        cursor.execute("ANALYZE gate_events")
+    statement = preflight_statements(database.engine.dialect).record_if_current
+    values = {
+        "id": "d-1",
+        "org_id": acme,
+        "actor": "test",
+        "agent_key": None,
+        "watch_count": 0,
+        "allowed": True,
+        "policy_blocked": False,
+        "dry_run": False,
+        "status_code": 200,
+        "duration_ms": 0,
+        "evaluated_at": datetime.now(UTC),
+        "inputs": {},
+        "result": {},
+        "gate_low": 0,  # never current: nothing is inserted
+    }
+    with autocommit_cursor(database) as cursor:
+        for _ in range(20):
+            assert statement.execute(cursor, values).rowcount == 0
+        cursor.execute(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+            "WHERE statement LIKE 'INSERT INTO preflight_decisions%'"
+        )
+        generic, custom = cursor.fetchone()
+    assert custom <= 5 < generic  # (10, 5) with psycopg's default prepare threshold

@@ -47,6 +47,7 @@ from sqlalchemy import (
     case,
     delete,
     func,
+    literal_column,
     null,
     select,
 )
@@ -202,13 +203,19 @@ def _gate_joins(statement: Any) -> Any:
     )
 
 
+# Constants are written into these statements, not bound: Postgres plans a prepared statement
+# whose LIMIT is a parameter again on every execution (its generic plan guesses the limit).
+_ONE: ColumnElement[int] = literal_column("1")
+_ZERO: ColumnElement[int] = literal_column("0")
+
+
 def _newest_stamp(sqlite: bool) -> Select[Any]:
     """The newest stamp of any change the gate reads (None when there is none)."""
     if sqlite:
-        return select(GateClock.stamp).where(GateClock.id == 1)
+        return select(GateClock.stamp).where(GateClock.id == _ONE)
     # The newest stamp of each kind, each one step down its index.
-    newest_watch = select(Watch.gate_stamp).order_by(Watch.gate_stamp.desc()).limit(1)
-    newest_event = select(GateEvent.stamp).order_by(GateEvent.stamp.desc()).limit(1)
+    newest_watch = select(Watch.gate_stamp).order_by(Watch.gate_stamp.desc()).limit(_ONE)
+    newest_event = select(GateEvent.stamp).order_by(GateEvent.stamp.desc()).limit(_ONE)
     return select(func.greatest(newest_watch.scalar_subquery(), newest_event.scalar_subquery()))
 
 
@@ -216,7 +223,7 @@ def unchanged_since(dialect: Dialect) -> ColumnElement[bool]:
     """True while nothing the gate reads changed since the `low` bound as `gate_low`: the
     check of `GateCache.view`, as a condition of another statement (see `GateCache.peek`)."""
     newest = _newest_stamp(dialect.name == "sqlite").scalar_subquery()
-    return func.coalesce(newest, 0) < bindparam("gate_low", type_=BigInteger())
+    return func.coalesce(newest, _ZERO) < bindparam("gate_low", type_=BigInteger())
 
 
 class _Statements:
