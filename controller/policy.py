@@ -20,7 +20,7 @@ rules below can be tested exhaustively. Rules (SPEC.md "Preflight", CONTRACT.md 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
 from typing import Any
@@ -125,9 +125,10 @@ class WatchState:
         return _actions(self, self.reasons)
 
     @cached_property
-    def row_json(self) -> dict[str, Any]:
-        """This watch's blocked row as the answer shows it (no policy reasons, not ignored).
-        Shared by every answer that carries it: serialized, never changed."""
+    def row(self) -> Row:
+        """This watch's blocked row as it is (no policy reasons, not ignored). Shared by every
+        decision that shows it, so never changed: an ignored or policy-blocked row is a new
+        one."""
         return Row(
             self.id,
             self.name,
@@ -136,7 +137,14 @@ class WatchState:
             self.actions,
             self.last_checked_at,
             self.incident_id,
-        ).to_json()
+            state=self,
+        )
+
+    @cached_property
+    def row_json(self) -> dict[str, Any]:
+        """`row` as the answer shows it. Shared by every answer that carries it: serialized,
+        never changed."""
+        return self.row.json()
 
 
 @dataclass(frozen=True)
@@ -163,6 +171,9 @@ class Row:
     def to_json(self) -> dict[str, Any]:
         if self.state is not None and self.ignore_reason is None:
             return self.state.row_json
+        return self.json()
+
+    def json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "watchId": self.watch_id,
             "name": self.name,
@@ -233,45 +244,30 @@ def decide(
     blocked: list[Row] = []
     ignored: list[Row] = []
     policy_hit = False
+    enforced = agent.policy.enforcing if agent is not None else ()
     for watch_id in dict.fromkeys(requested):
         state = states.get(watch_id)
-        if state is not None and state.drift_status == "ok":
-            continue  # most watches
         if state is None:
             row = Row(watch_id, None, None, ["not_found"], list(ACTIONS_NOT_FOUND))
-        else:
-            reasons = state.reasons
-            if not reasons:
-                continue
-            if (
-                agent is not None
-                and state.drift_status == "drifted"
-                and state.incident_status == "acknowledged"
-            ):
+        elif state.drift_status == "ok" or not state.reasons:
+            continue  # most watches
+        elif agent is not None and state.drift_status == "drifted":
+            if state.incident_status == "acknowledged":
                 continue  # an acknowledged incident no longer blocks the agent
-            shown: WatchState | None = state
-            if agent is not None and state.drift_status == "drifted":
-                enforced = agent.policy.enforcing
-                if enforced:
-                    reasons = reasons + [f"policy_block:{a}" for a in enforced]
-                    policy_hit = True
-                    shown = None  # the row differs from the state's own
-            row = Row(
-                watch_id,
-                state.name,
-                state.drift_status,
-                reasons,
-                state.actions,
-                state.last_checked_at,
-                state.incident_id,
-                state=shown,
-            )
-        waived = ignore.get(watch_id)
-        if waived is not None and not any(r.startswith("policy_block:") for r in row.reasons):
-            row.ignore_reason = waived
-            ignored.append(row)
+            row = state.row
+            if enforced:
+                # An enforcing policy's block: a row of its own, which `ignore` cannot waive.
+                policy_hit = True
+                reasons = row.reasons + [f"policy_block:{a}" for a in enforced]
+                blocked.append(replace(row, reasons=reasons, state=None))
+                continue
         else:
+            row = state.row
+        waived = ignore.get(watch_id) if ignore else None
+        if waived is None:
             blocked.append(row)
+        else:
+            ignored.append(replace(row, ignore_reason=waived))
 
     agent_reasons: list[str] = []
     agent_actions: list[str] = []

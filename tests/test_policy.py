@@ -155,6 +155,9 @@ def test_a_state_reused_across_decisions_keeps_each_answer_its_own() -> None:
         "breaking_drift",
         "policy_block:block_new_runs",
     ]
+    # The row itself is shared, and no answer changed it.
+    assert plain.blocked[0] is again.blocked[0]
+    assert plain.blocked[0].ignore_reason is None and plain.blocked[0].reasons == ["breaking_drift"]
     for decision in (plain, again):
         row = decision.blocked[0].to_json()
         assert "ignoreReason" not in row and row["reasons"] == ["breaking_drift"]
