@@ -197,6 +197,20 @@ class OrgView:
         return gate, ids
 
 
+def binding_columns(json: Json) -> tuple[ColumnExpressionArgument[Any], ...]:
+    """An agent's binding row as `agents_from` reads it (with `AgentWatch` joined)."""
+    return (
+        Agent.key,
+        Agent.slug,
+        Agent.policy,
+        json.embed(Agent.policy_rules),
+        Agent.runtime_state,
+        AgentWatch.position,
+        AgentWatch.ref,
+        AgentWatch.watch_id,
+    )
+
+
 def _gate_joins(statement: Any) -> Any:
     return statement.outerjoin(Incident, Incident.id == Watch.incident_id).outerjoin(
         DriftEvent, DriftEvent.id == Incident.drift_event_id
@@ -259,18 +273,8 @@ class _Statements:
             ),
             dialect,
         )
-        binding = json.array(
-            Agent.key,
-            Agent.slug,
-            Agent.policy,
-            json.embed(Agent.policy_rules),
-            Agent.runtime_state,
-            AgentWatch.position,
-            AgentWatch.ref,
-            AgentWatch.watch_id,
-        )
         self.org_agents = Prepared(
-            select(json.agg(binding))
+            select(json.agg(json.array(*binding_columns(json))))
             .select_from(Agent)
             .outerjoin(AgentWatch, AgentWatch.agent_id == Agent.id)
             .where(Agent.org_id == bindparam("org")),

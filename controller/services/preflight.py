@@ -34,6 +34,7 @@ from controller.services.gate_cache import (
     Json,
     OrgView,
     agents_from,
+    binding_columns,
     elements,
     gate_cache,
     state,
@@ -128,17 +129,7 @@ class PreflightResult(ApiModel):
 
 def _by_agent(json: Json) -> Select[Any]:
     """The agents whose id or slug is `agent`, one element per binding (or one when none)."""
-    row = json.array(
-        Agent.key,
-        Agent.slug,
-        Agent.policy,
-        json.embed(Agent.policy_rules),
-        Agent.runtime_state,
-        AgentWatch.position,
-        AgentWatch.ref,
-        AgentWatch.watch_id,
-        json.watch(),
-    )
+    row = json.array(*binding_columns(json), json.watch())
     return (
         select(json.agg(row))
         .select_from(Agent)

@@ -38,19 +38,18 @@ def _lz4_available() -> bool:
     return "lz4" in (values or [])
 
 
-def upgrade() -> None:
+def _set(table_option: str, compression: str) -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
-    op.execute(f"ALTER TABLE {TABLE} SET (toast_tuple_target = {PAGE_TARGET})")
+    op.execute(f"ALTER TABLE {TABLE} {table_option}")
     if _lz4_available():
         for column in COLUMNS:
-            op.execute(f"ALTER TABLE {TABLE} ALTER COLUMN {column} SET COMPRESSION lz4")
+            op.execute(f"ALTER TABLE {TABLE} ALTER COLUMN {column} SET COMPRESSION {compression}")
+
+
+def upgrade() -> None:
+    _set(f"SET (toast_tuple_target = {PAGE_TARGET})", "lz4")
 
 
 def downgrade() -> None:
-    if op.get_bind().dialect.name != "postgresql":
-        return
-    op.execute(f"ALTER TABLE {TABLE} RESET (toast_tuple_target)")
-    if _lz4_available():
-        for column in COLUMNS:
-            op.execute(f"ALTER TABLE {TABLE} ALTER COLUMN {column} SET COMPRESSION default")
+    _set("RESET (toast_tuple_target)", "default")
