@@ -40,7 +40,8 @@ their number with the preflight answers it received, as a sanity check.
 not written; INFO is the product's default and measures it too). Run:
 `python bench/preflight_bench.py [--watches N] [--agents N] [--duration S] [--warmup S]
 [--rounds N] [--concurrency C] [--clients N] [--workers W] [--threads T] [--log-level L]
-[--postgres URL]`.
+[--postgres URL [--skip-sqlite]]`. With Postgres on the same machine, the table also gives
+the CPU its processes used per request.
 Figures go to docs/performance.md; nothing here fails on a time.
 """
 
@@ -348,6 +349,21 @@ def process_cpu(pids: list[int]) -> dict[int, float]:
     return out
 
 
+def store_pids() -> list[int]:
+    """The PostgreSQL server's processes (every process named `postgres`): on this machine
+    they share the cores with the server under test, so their CPU per request is reported."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "comm").read_text().strip() == "postgres":
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
 def machine_cpu() -> tuple[float, float]:
     """(busy, total) CPU seconds of the whole machine so far, from /proc/stat (Linux)."""
     try:
@@ -549,10 +565,12 @@ def run_scenario(
     with multiprocessing.get_context("fork").Pool(clients) as pool:
         pending = pool.starmap_async(client_process, jobs)
         time.sleep(max(0.0, start - time.monotonic()))
-        pids = server_pids(master)
+        pids, stores = server_pids(master), store_pids()
         server_before, machine_before = process_cpu(pids), machine_cpu()
+        store_before = process_cpu(stores)
         time.sleep(max(0.0, end - time.monotonic()))
         server_after, machine_after = process_cpu(pids), machine_cpu()
+        store_after = process_cpu(stores)
         results = pending.get(timeout=args.warmup + args.duration + 120)
     latencies = sorted(x for r in results for x in r["latencies"])
     statuses: Counter[str] = Counter()
@@ -567,6 +585,7 @@ def run_scenario(
     }
     server_cpu = sum(server_after.get(p, 0.0) - server_before.get(p, 0.0) for p in server_before)
     generator_cpu = sum(r["cpu"] for r in results)
+    store_cpu = sum(store_after[p] - store_before[p] for p in store_after if p in store_before)
     busy = (machine_after[0] - machine_before[0]) / max(0.001, machine_after[1] - machine_before[1])
     worker_total = sum(per_process.values()) or 1.0
     return {
@@ -579,6 +598,7 @@ def run_scenario(
         "errors": errors,
         "server_ms": 1000 * server_cpu / max(1, answered),
         "generator_ms": 1000 * generator_cpu / max(1, answered),
+        "store_ms": 1000 * store_cpu / max(1, answered),
         "busy": busy,
         "worker_split": [per_process[p] / worker_total for p in sorted(per_process)],
         "successes_total": sum(r["successes_total"] for r in results),
@@ -592,7 +612,7 @@ def combine(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     if len(rounds) == 1:
         return rounds[0]
     row = dict(rounds[0])
-    for key in ("per_second", "p50", "p99", "server_ms", "generator_ms", "busy"):
+    for key in ("per_second", "p50", "p99", "server_ms", "generator_ms", "store_ms", "busy"):
         row[key] = median([r[key] for r in rounds])
     row["max"] = max(r["max"] for r in rounds)
     row["errors"] = sum(r["errors"] for r in rounds)
@@ -690,7 +710,8 @@ def report(args: argparse.Namespace, stores: list[dict[str, Any]]) -> None:
     )
     print(
         "store | scenario | req/s | p50 ms | p99 ms | max ms | statuses | errors "
-        "| server CPU ms/req | generator CPU ms/req | machine busy | worker CPU split"
+        "| server CPU ms/req | generator CPU ms/req | Postgres CPU ms/req | machine busy "
+        "| worker CPU split"
     )
     for store in stores:
         for r in store["rows"]:
@@ -699,7 +720,8 @@ def report(args: argparse.Namespace, stores: list[dict[str, Any]]) -> None:
             print(
                 f"{r['store']} | {r['scenario']} | {r['per_second']:.0f} | {r['p50']:.1f} | "
                 f"{r['p99']:.1f} | {r['max']:.1f} | {statuses} | {r['errors']} | "
-                f"{r['server_ms']:.2f} | {r['generator_ms']:.2f} | {r['busy']:.0%} | {split}"
+                f"{r['server_ms']:.2f} | {r['generator_ms']:.2f} | {r['store_ms']:.2f} | "
+                f"{r['busy']:.0%} | {split}"
             )
     if args.rounds > 1:
         print("\nreq/s per round (worker CPU split above is the first round's):")
@@ -763,10 +785,17 @@ def main() -> None:
         "--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR")
     )
     parser.add_argument("--postgres", help="also benchmark Postgres (a database is created)")
+    parser.add_argument(
+        "--skip-sqlite", action="store_true", help="with --postgres: benchmark Postgres only"
+    )
     args = parser.parse_args()
+    if args.skip_sqlite and not args.postgres:
+        parser.error("--skip-sqlite needs --postgres")
     work = Path(tempfile.mkdtemp(prefix="driftgate-preflight-bench-"))
     try:
-        stores = [bench_store("sqlite", f"sqlite:///{work / 'bench.db'}", work, args)]
+        stores = []
+        if not args.skip_sqlite:
+            stores.append(bench_store("sqlite", f"sqlite:///{work / 'bench.db'}", work, args))
         if args.postgres:
             stores.append(postgres_store(work, args))
     finally:

@@ -129,6 +129,11 @@ class Settings(BaseModel):
         description="how long a process reuses an API key's lookup (0: look up on every "
         "request); a key revoked elsewhere stops working within this time",
     )
+    decision_synchronous_commit: bool = Field(
+        default=False,
+        description="Postgres: wait for the WAL flush of each preflight decision before "
+        "answering (off: a decision is visible at once and durable within about 0.6 s)",
+    )
     refuse_default_user_agents: bool = False
     trial_validations_per_month: int = Field(default=500, ge=0)
     trial_days: int = Field(default=30, ge=1, le=365)

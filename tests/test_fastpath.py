@@ -1,9 +1,10 @@
-"""The hot-path statements on a pooled DBAPI connection: stored values match the ORM's, and
-every statement commits on its own without leaving the connection changed."""
+"""The hot-path statements on a connection of the run gate's pool: stored values match the
+ORM's, every statement commits on its own, and the pool is the gate's alone."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from controller.services import orgs as org_service
 from controller.store.db import Database
 from controller.store.fastpath import Prepared, autocommit_cursor, json_processor
 from controller.store.models import PreflightDecision, Watch, new_id
-from tests.conftest import ON_POSTGRES
+from tests.conftest import ON_POSTGRES, make_settings
 
 
 def make_org(database: Database, name: str) -> str:
@@ -124,29 +125,55 @@ def test_each_statement_commits_before_the_context_ends(database: Database, org_
         assert stored(database, first["id"]) is not None
         record.execute(cursor, second)
         assert stored(database, second["id"]) is not None
-    if ON_POSTGRES:
-        assert driver.autocommit is False
-    else:
+    if not ON_POSTGRES:
         assert driver.in_transaction is False
 
 
-@pytest.mark.skipif(not ON_POSTGRES, reason="only psycopg connections are switched")
-def test_the_pooled_connection_gets_its_autocommit_back(database: Database, org_id: str) -> None:
-    with autocommit_cursor(database) as cursor:
-        record_statement(database.engine.dialect).execute(cursor, decision(org_id))
-    pooled = database.engine.raw_connection()
+def server_setting(connection: Any, name: str) -> str:
+    cursor = connection.cursor()
     try:
-        assert pooled.driver_connection is not None
-        assert pooled.driver_connection.autocommit is False
+        cursor.execute(f"SHOW {name}")
+        return str(cursor.fetchone()[0])
     finally:
-        pooled.close()
-    # A transaction on it still rolls back as a whole.
-    doomed = decision(org_id)
-    with pytest.raises(RuntimeError), database.transaction() as session:
-        session.add(PreflightDecision(**doomed))
-        session.flush()
-        raise RuntimeError("abort")
-    assert stored(database, doomed["id"]) is None
+        cursor.close()
+
+
+@pytest.mark.skipif(not ON_POSTGRES, reason="SQLite's connections already commit on their own")
+@pytest.mark.parametrize("synchronous", [False, True])
+def test_the_gate_pool_is_its_own_and_other_writes_stay_synchronous(
+    database: Database, org_id: str, synchronous: bool
+) -> None:
+    gate = Database(database.url, synchronous_autocommit=synchronous)
+    try:
+        with autocommit_cursor(gate) as cursor:
+            assert cursor.connection.autocommit is True
+            assert server_setting(cursor.connection, "synchronous_commit") == (
+                "on" if synchronous else "off"
+            )
+            record_statement(gate.engine.dialect).execute(cursor, decision(org_id))
+        assert gate.autocommit_engine is not gate.engine
+        # The pool every other write uses is untouched: transactions, synchronous commits.
+        pooled = gate.engine.raw_connection()
+        try:
+            assert pooled.driver_connection is not None
+            assert pooled.driver_connection.autocommit is False
+            assert server_setting(pooled.driver_connection, "synchronous_commit") == "on"
+            pooled.driver_connection.rollback()
+        finally:
+            pooled.close()
+        doomed = decision(org_id)
+        with pytest.raises(RuntimeError), gate.transaction() as session:
+            session.add(PreflightDecision(**doomed))
+            session.flush()
+            raise RuntimeError("abort")
+        assert stored(gate, doomed["id"]) is None
+    finally:
+        gate.dispose()
+
+
+@pytest.mark.skipif(ON_POSTGRES, reason="SQLite only")
+def test_on_sqlite_the_gate_uses_the_one_pool(database: Database) -> None:
+    assert database.autocommit_engine is database.engine
 
 
 def test_a_failed_statement_leaves_the_earlier_ones_committed(
@@ -164,7 +191,6 @@ def test_a_failed_statement_leaves_the_earlier_ones_committed(
     if ON_POSTGRES:
         from psycopg.pq import TransactionStatus
 
-        assert driver.autocommit is False
         assert driver.info.transaction_status == TransactionStatus.IDLE
     else:
         assert driver.in_transaction is False
@@ -199,7 +225,9 @@ def test_an_error_of_the_caller_leaves_the_connection_usable(
             raise RuntimeError("the caller failed")
     assert stored(database, first["id"]) is not None
     if ON_POSTGRES:
-        assert driver.autocommit is False
+        from psycopg.pq import TransactionStatus
+
+        assert driver.info.transaction_status == TransactionStatus.IDLE
     with database.transaction() as session:
         session.add(PreflightDecision(**later))
     assert stored(database, later["id"]) is not None
@@ -253,3 +281,23 @@ def test_decision_ids_are_version_7_and_ordered_by_time(monkeypatch: pytest.Monk
     later = ordered_id()
     assert all(later > value for value in same_ms)  # text order is time order
     assert uuid.UUID(later).int >> 80 == 1_700_000_000_001
+
+
+@pytest.mark.parametrize("synchronous", [False, True])
+def test_the_app_builds_its_gate_pool_from_the_setting(
+    tmp_path: Path, database: Database, synchronous: bool
+) -> None:
+    from web.app import create_app
+
+    settings = make_settings(
+        tmp_path, database_url=database.url, decision_synchronous_commit=synchronous
+    )
+    built = create_app(settings).extensions["driftgate.database"]
+    try:
+        assert built.synchronous_autocommit is synchronous
+        if ON_POSTGRES:
+            with autocommit_cursor(built) as cursor:
+                expected = "on" if synchronous else "off"
+                assert server_setting(cursor.connection, "synchronous_commit") == expected
+    finally:
+        built.dispose()

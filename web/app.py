@@ -41,7 +41,9 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
     # One pooled connection per request thread: a request beyond the pool would open (and
     # close) a connection of its own, and a new SQLite connection reads the schema again.
     app.extensions["driftgate.database"] = database or Database(
-        settings.effective_database_url, pool_size=settings.threads + 2
+        settings.effective_database_url,
+        pool_size=settings.threads + 2,
+        synchronous_autocommit=settings.decision_synchronous_commit,
     )
     app.extensions["driftgate.secret_box"] = load_secret_box(settings, create=True)
     app.extensions["driftgate.ratelimiter"] = RateLimiter()

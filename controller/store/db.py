@@ -6,6 +6,11 @@ timeout, enforced foreign keys and `BEGIN IMMEDIATE` for writing transactions; P
 psycopg 3 with a small pool; a pooled connection is pinged before use only when it sat idle
 for `IDLE_PING_SECONDS` (a restarted server is noticed, and a busy process pays no extra round
 trip per transaction, as a ping on every checkout would cost).
+
+The run gate has a pool of its own (`autocommit_engine`): autocommit connections, every
+statement its own transaction. On Postgres they commit without waiting for the WAL flush
+unless `synchronous_autocommit` (the `decision_synchronous_commit` setting); see
+`docs/operations.md`.
 """
 
 from __future__ import annotations
@@ -29,12 +34,16 @@ IDLE_PING_SECONDS = 10.0
 class Database:
     """Owns the engine for one URL in the current process."""
 
-    def __init__(self, url: str, *, pool_size: int = 5) -> None:
+    def __init__(
+        self, url: str, *, pool_size: int = 5, synchronous_autocommit: bool = False
+    ) -> None:
         self.url = url
         self.pool_size = pool_size
+        self.synchronous_autocommit = synchronous_autocommit
         self._lock = threading.Lock()
         self._pid: int | None = None
         self._engine: Engine | None = None
+        self._autocommit: Engine | None = None
         self._sessions: sessionmaker[Session] | None = None
 
     @property
@@ -47,9 +56,36 @@ class Database:
             with self._lock:
                 if self._engine is None or self._pid != os.getpid():
                     self._engine = _make_engine(self.url, self.pool_size)
+                    self._autocommit = None
                     self._sessions = sessionmaker(self._engine, expire_on_commit=False)
                     self._pid = os.getpid()
         return self._engine
+
+    @property
+    def autocommit_engine(self) -> Engine:
+        """The run gate's pool: connections where every statement commits on its own.
+
+        SQLite's connections already do (driftgate begins its transactions itself), so there
+        it is `engine`. On Postgres it is a pool of its own, in autocommit mode; unless
+        `synchronous_autocommit`, its commits do not wait for the WAL flush
+        (`synchronous_commit=off`): a decision is visible at once and durable within about
+        0.6 s, or at the next synchronous commit of anything, as WAL is flushed in order. A
+        crash of the Postgres server in between loses those decisions, never a check, ack or
+        change. Other writes never use this pool. It holds at most `pool_size` connections
+        (opened as needed): a request thread uses one at a time."""
+        engine = self.engine
+        if self.is_sqlite:
+            return engine
+        autocommit = self._autocommit
+        if autocommit is None:
+            with self._lock:
+                if self._autocommit is None:
+                    options = {} if self.synchronous_autocommit else {"synchronous_commit": "off"}
+                    self._autocommit = _make_engine(
+                        self.url, self.pool_size, overflow=0, autocommit=True, options=options
+                    )
+                autocommit = self._autocommit
+        return autocommit
 
     def session(self, *, writes: bool = False) -> Session:
         """A new session; the caller commits or rolls back (or uses `transaction`).
@@ -83,13 +119,23 @@ class Database:
             conn.execute(text("SELECT 1"))
 
     def dispose(self) -> None:
-        if self._engine is not None and self._pid == os.getpid():
-            self._engine.dispose()
+        if self._pid == os.getpid():
+            for engine in (self._engine, self._autocommit):
+                if engine is not None:
+                    engine.dispose()
         self._engine = None
+        self._autocommit = None
         self._sessions = None
 
 
-def _make_engine(url: str, pool_size: int) -> Engine:
+def _make_engine(
+    url: str,
+    pool_size: int,
+    *,
+    overflow: int = 10,
+    autocommit: bool = False,
+    options: dict[str, str] | None = None,
+) -> Engine:
     parsed = make_url(url)
     kwargs: dict[str, Any] = {}
     if parsed.get_backend_name() == "sqlite":
@@ -103,7 +149,12 @@ def _make_engine(url: str, pool_size: int) -> Engine:
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
-    kwargs.update(pool_size=pool_size, max_overflow=10, pool_recycle=1800)
+    kwargs.update(pool_size=pool_size, max_overflow=overflow, pool_recycle=1800)
+    if autocommit:
+        kwargs["isolation_level"] = "AUTOCOMMIT"
+    if options:
+        # Server settings of every connection of this pool (libpq's `options`).
+        kwargs["connect_args"] = {"options": " ".join(f"-c {k}={v}" for k, v in options.items())}
     engine = create_engine(url, **kwargs)
     _ping_idle_connections(engine)
     return engine

@@ -88,24 +88,14 @@ def json_processor(dialect: Dialect) -> Processor:
 
 @contextmanager
 def autocommit_cursor(database: Database) -> Iterator[Any]:
-    """A cursor on a pooled DBAPI connection where every statement commits on its own.
-
-    SQLite connections already run that way (driftgate begins its transactions itself); a
-    psycopg connection is switched to autocommit for the duration and back before it returns
-    to the pool.
-    """
-    connection = database.engine.raw_connection()
-    driver = connection.driver_connection
-    switch = not database.is_sqlite and not getattr(driver, "autocommit", True)
+    """A cursor on a connection of the run gate's pool (`Database.autocommit_engine`), where
+    every statement commits on its own."""
+    connection = database.autocommit_engine.raw_connection()
     try:
-        if switch:
-            driver.autocommit = True  # type: ignore[union-attr]
         cursor = connection.cursor()
         try:
             yield cursor
         finally:
             cursor.close()
     finally:
-        if switch:
-            driver.autocommit = False  # type: ignore[union-attr]
         connection.close()
