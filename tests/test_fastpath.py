@@ -3,6 +3,7 @@ ORM's, every statement commits on its own, and the pool is the gate's alone."""
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -301,3 +302,83 @@ def test_the_app_builds_its_gate_pool_from_the_setting(
                 assert server_setting(cursor.connection, "synchronous_commit") == expected
     finally:
         built.dispose()
+
+
+def test_a_gate_connection_is_reused_and_never_shared(database: Database) -> None:
+    with autocommit_cursor(database) as cursor:
+        first = cursor.connection
+    with autocommit_cursor(database) as cursor:
+        assert cursor.connection is first  # from the free list, not a pool checkout
+        with autocommit_cursor(database) as nested:  # in use: the nested call gets another
+            second = nested.connection
+            assert second is not first
+    # Both went back; a thread takes whichever is idle, never one in use.
+    seen: list[Any] = []
+    ready, release = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with autocommit_cursor(database) as cursor:
+            seen.append(cursor.connection)
+            ready.set()
+            release.wait(5)
+
+    with autocommit_cursor(database) as mine:
+        worker = threading.Thread(target=other)
+        worker.start()
+        assert ready.wait(5)
+        assert seen[0] is not mine.connection
+        assert {id(seen[0]), id(mine.connection)} == {id(first), id(second)}
+        release.set()
+        worker.join()
+
+
+def test_an_error_returns_the_connection_to_the_pool_and_the_next_call_works(
+    database: Database, org_id: str
+) -> None:
+    dbapi = database.engine.dialect.loaded_dbapi
+    record = record_statement(database.engine.dialect)
+    row = decision(org_id)
+    with autocommit_cursor(database) as cursor:
+        record.execute(cursor, row)
+    with pytest.raises(dbapi.IntegrityError), autocommit_cursor(database) as cursor:
+        record.execute(cursor, row)  # the same id again
+    assert database._idle == []  # not put back on the free list
+    with autocommit_cursor(database) as cursor:
+        record.execute(cursor, decision(org_id))
+        if ON_POSTGRES:
+            from psycopg.pq import TransactionStatus
+
+            assert cursor.connection.info.transaction_status == TransactionStatus.IDLE
+
+
+def test_dispose_closes_the_idle_gate_connections(database: Database, org_id: str) -> None:
+    with autocommit_cursor(database) as cursor:
+        before = cursor.connection
+    database.dispose()
+    if ON_POSTGRES:
+        assert before.closed
+    else:
+        with pytest.raises(database.engine.dialect.loaded_dbapi.ProgrammingError):
+            before.execute("SELECT 1")  # closed
+    with autocommit_cursor(database) as cursor:
+        assert cursor.connection is not before
+        record_statement(database.engine.dialect).execute(cursor, decision(org_id))
+
+
+@pytest.mark.skipif(not ON_POSTGRES, reason="a server that drops the connection")
+def test_a_connection_idle_too_long_is_pinged_and_replaced_when_dead(
+    database: Database, org_id: str
+) -> None:
+    from controller.store.db import IDLE_PING_SECONDS
+
+    with autocommit_cursor(database) as cursor:
+        dead = cursor.connection
+        pid = dead.info.backend_pid
+    with database.engine.connect() as admin:
+        admin.exec_driver_sql(f"SELECT pg_terminate_backend({pid})")
+    # Idle long enough to be pinged; without the ping the statement would fail.
+    [(connection, used)] = database._idle
+    database._idle[0] = (connection, used - IDLE_PING_SECONDS - 1)
+    with autocommit_cursor(database) as cursor:
+        assert cursor.connection is not dead
+        record_statement(database.engine.dialect).execute(cursor, decision(org_id))

@@ -30,6 +30,17 @@ from sqlalchemy.orm import Session, sessionmaker
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 IDLE_PING_SECONDS = 10.0
 
+# This process' id, kept current across forks: `os.getpid()` is a system call, and the engine
+# is looked up several times per request.
+_PROCESS = [os.getpid()]
+
+
+def _forked() -> None:
+    _PROCESS[0] = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
+
 
 class Database:
     """Owns the engine for one URL in the current process."""
@@ -44,6 +55,7 @@ class Database:
         self._pid: int | None = None
         self._engine: Engine | None = None
         self._autocommit: Engine | None = None
+        self._idle: list[tuple[Any, float]] = []  # the run gate's idle connections
         self._sessions: sessionmaker[Session] | None = None
 
     @property
@@ -52,13 +64,14 @@ class Database:
 
     @property
     def engine(self) -> Engine:
-        if self._engine is None or self._pid != os.getpid():
+        if self._engine is None or self._pid != _PROCESS[0]:
             with self._lock:
-                if self._engine is None or self._pid != os.getpid():
+                if self._engine is None or self._pid != _PROCESS[0]:
                     self._engine = _make_engine(self.url, self.pool_size)
                     self._autocommit = None
+                    self._idle = []  # a parent's connections are never used (nor closed)
                     self._sessions = sessionmaker(self._engine, expire_on_commit=False)
-                    self._pid = os.getpid()
+                    self._pid = _PROCESS[0]
         return self._engine
 
     @property
@@ -71,8 +84,8 @@ class Database:
         (`synchronous_commit=off`): a decision is visible at once and durable within about
         0.6 s, or at the next synchronous commit of anything, as WAL is flushed in order. A
         crash of the Postgres server in between loses those decisions, never a check, ack or
-        change. Other writes never use this pool. It holds at most `pool_size` connections
-        (opened as needed): a request thread uses one at a time."""
+        change. Other writes never use this pool. Connections are opened as needed: a request
+        thread uses one at a time (`take_gate_connection`)."""
         engine = self.engine
         if self.is_sqlite:
             return engine
@@ -82,10 +95,43 @@ class Database:
                 if self._autocommit is None:
                     options = {} if self.synchronous_autocommit else {"synchronous_commit": "off"}
                     self._autocommit = _make_engine(
-                        self.url, self.pool_size, overflow=0, autocommit=True, options=options
+                        self.url, self.pool_size, autocommit=True, options=options
                     )
                 autocommit = self._autocommit
         return autocommit
+
+    def take_gate_connection(self) -> Any:
+        """A pooled connection of `autocommit_engine` for the run gate's statements; hand it
+        back with `return_gate_connection`, or `close()` it after an error (back to the pool,
+        which resets it or discards a dead one).
+
+        Connections the gate used stay checked out, on a free list in front of the pool:
+        taking and returning one is a list operation, where a pool checkout and checkin (with
+        their events and reset) cost about a third of a small preflight's statement. The list
+        never holds more connections than preflights ran at once. One idle for
+        `IDLE_PING_SECONDS` is pinged first and replaced when the server went away, as the
+        pool does at checkout. `dispose` closes the idle ones.
+        """
+        engine = self.autocommit_engine
+        idle = self._idle
+        while True:
+            try:
+                connection, last_used = idle.pop()
+            except IndexError:
+                return engine.raw_connection()
+            if time.monotonic() - last_used < IDLE_PING_SECONDS:
+                return connection
+            try:
+                engine.dialect.do_ping(connection.dbapi_connection)
+                return connection
+            except Exception:
+                connection.invalidate()
+
+    def return_gate_connection(self, connection: Any) -> None:
+        idle = self._idle
+        idle.append((connection, time.monotonic()))
+        if idle is not self._idle:  # disposed meanwhile
+            _close_idle(idle)
 
     def session(self, *, writes: bool = False) -> Session:
         """A new session; the caller commits or rolls back (or uses `transaction`).
@@ -119,7 +165,9 @@ class Database:
             conn.execute(text("SELECT 1"))
 
     def dispose(self) -> None:
-        if self._pid == os.getpid():
+        idle, self._idle = self._idle, []
+        if self._pid == _PROCESS[0]:
+            _close_idle(idle)
             for engine in (self._engine, self._autocommit):
                 if engine is not None:
                     engine.dispose()
@@ -128,11 +176,19 @@ class Database:
         self._sessions = None
 
 
+def _close_idle(idle: list[tuple[Any, float]]) -> None:
+    while True:
+        try:
+            connection, _ = idle.pop()
+        except IndexError:
+            return
+        connection.close()
+
+
 def _make_engine(
     url: str,
     pool_size: int,
     *,
-    overflow: int = 10,
     autocommit: bool = False,
     options: dict[str, str] | None = None,
 ) -> Engine:
@@ -149,7 +205,7 @@ def _make_engine(
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
-    kwargs.update(pool_size=pool_size, max_overflow=overflow, pool_recycle=1800)
+    kwargs.update(pool_size=pool_size, max_overflow=10, pool_recycle=1800)
     if autocommit:
         kwargs["isolation_level"] = "AUTOCOMMIT"
     if options:

@@ -88,14 +88,16 @@ def json_processor(dialect: Dialect) -> Processor:
 
 @contextmanager
 def autocommit_cursor(database: Database) -> Iterator[Any]:
-    """A cursor on a connection of the run gate's pool (`Database.autocommit_engine`), where
-    every statement commits on its own."""
-    connection = database.autocommit_engine.raw_connection()
+    """A cursor on a connection of the run gate's pool (`Database.take_gate_connection`),
+    where every statement commits on its own."""
+    connection = database.take_gate_connection()
     try:
         cursor = connection.cursor()
         try:
             yield cursor
         finally:
             cursor.close()
-    finally:
+    except BaseException:
         connection.close()
+        raise
+    database.return_gate_connection(connection)
