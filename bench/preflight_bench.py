@@ -25,8 +25,10 @@ is answers completed in that window per second; p50 and p99 are of their latenci
 409 are successes (409 is an enforcing policy's block); any other status or a connection error
 is an error. The same 2-core machine runs the server, the generator and PostgreSQL, so the
 table also gives the server's and the generator's CPU time per request (from /proc and
-getrusage) and how busy the whole machine was (/proc/stat): a ratio measured on a saturated
-machine says how the CPU splits, not only how fast the route is.
+getrusage), Postgres' CPU per request, and how busy the whole machine was (/proc/stat),
+with the share of it the hypervisor gave to other guests ("stolen"): a ratio measured on a
+saturated machine says how the CPU splits, not only how fast the route is, and a round with
+much stolen time is slower for reasons outside the run.
 
 `--rounds N` runs the three scenarios N times in turn on the same server and reports each
 figure's median (the throughputs of every round are listed too): on a shared 2-core machine a
@@ -364,16 +366,19 @@ def store_pids() -> list[int]:
     return pids
 
 
-def machine_cpu() -> tuple[float, float]:
-    """(busy, total) CPU seconds of the whole machine so far, from /proc/stat (Linux)."""
+def machine_cpu() -> tuple[float, float, float]:
+    """(busy, total, stolen) CPU seconds of the whole machine so far, from /proc/stat (Linux).
+    Stolen time (a virtual machine's CPU given to other guests by the host) counts as busy: it
+    says how much of the machine this run did not get."""
     try:
         fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
     except OSError:
-        return (0.0, 0.0)
+        return (0.0, 0.0, 0.0)
     ticks = [int(f) for f in fields]
     idle = ticks[3] + ticks[4]  # idle + iowait
+    stolen = ticks[7] if len(ticks) > 7 else 0
     hz = os.sysconf("SC_CLK_TCK")
-    return ((sum(ticks) - idle) / hz, sum(ticks) / hz)
+    return ((sum(ticks) - idle) / hz, sum(ticks) / hz, stolen / hz)
 
 
 # The load generator -------------------------------------------------------------------------
@@ -586,7 +591,9 @@ def run_scenario(
     server_cpu = sum(server_after.get(p, 0.0) - server_before.get(p, 0.0) for p in server_before)
     generator_cpu = sum(r["cpu"] for r in results)
     store_cpu = sum(store_after[p] - store_before[p] for p in store_after if p in store_before)
-    busy = (machine_after[0] - machine_before[0]) / max(0.001, machine_after[1] - machine_before[1])
+    elapsed = max(0.001, machine_after[1] - machine_before[1])
+    busy = (machine_after[0] - machine_before[0]) / elapsed
+    stolen = (machine_after[2] - machine_before[2]) / elapsed
     worker_total = sum(per_process.values()) or 1.0
     return {
         "scenario": name,
@@ -600,6 +607,7 @@ def run_scenario(
         "generator_ms": 1000 * generator_cpu / max(1, answered),
         "store_ms": 1000 * store_cpu / max(1, answered),
         "busy": busy,
+        "stolen": stolen,
         "worker_split": [per_process[p] / worker_total for p in sorted(per_process)],
         "successes_total": sum(r["successes_total"] for r in results),
         "sent_total": sum(r["sent_total"] for r in results),
@@ -612,7 +620,16 @@ def combine(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     if len(rounds) == 1:
         return rounds[0]
     row = dict(rounds[0])
-    for key in ("per_second", "p50", "p99", "server_ms", "generator_ms", "store_ms", "busy"):
+    for key in (
+        "per_second",
+        "p50",
+        "p99",
+        "server_ms",
+        "generator_ms",
+        "store_ms",
+        "busy",
+        "stolen",
+    ):
         row[key] = median([r[key] for r in rounds])
     row["max"] = max(r["max"] for r in rounds)
     row["errors"] = sum(r["errors"] for r in rounds)
@@ -711,7 +728,7 @@ def report(args: argparse.Namespace, stores: list[dict[str, Any]]) -> None:
     print(
         "store | scenario | req/s | p50 ms | p99 ms | max ms | statuses | errors "
         "| server CPU ms/req | generator CPU ms/req | Postgres CPU ms/req | machine busy "
-        "| worker CPU split"
+        "| of it stolen | worker CPU split"
     )
     for store in stores:
         for r in store["rows"]:
@@ -721,7 +738,7 @@ def report(args: argparse.Namespace, stores: list[dict[str, Any]]) -> None:
                 f"{r['store']} | {r['scenario']} | {r['per_second']:.0f} | {r['p50']:.1f} | "
                 f"{r['p99']:.1f} | {r['max']:.1f} | {statuses} | {r['errors']} | "
                 f"{r['server_ms']:.2f} | {r['generator_ms']:.2f} | {r['store_ms']:.2f} | "
-                f"{r['busy']:.0%} | {split}"
+                f"{r['busy']:.0%} | {r['stolen']:.0%} | {split}"
             )
     if args.rounds > 1:
         print("\nreq/s per round (worker CPU split above is the first round's):")

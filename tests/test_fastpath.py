@@ -3,7 +3,11 @@ ORM's, every statement commits on its own, and the pool is the gate's alone."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -12,7 +16,7 @@ import pytest
 from sqlalchemy import Dialect, bindparam, insert, select
 
 from controller.services import orgs as org_service
-from controller.store.db import Database
+from controller.store.db import SQLITE_BUSY_TIMEOUT_MS, Database
 from controller.store.fastpath import Prepared, autocommit_cursor, json_processor
 from controller.store.models import PreflightDecision, Watch, new_id
 from tests.conftest import ON_POSTGRES, make_settings
@@ -172,9 +176,96 @@ def test_the_gate_pool_is_its_own_and_other_writes_stay_synchronous(
         gate.dispose()
 
 
+def busy_timeout(connection: Any) -> int:
+    return int(connection.execute("PRAGMA busy_timeout").fetchone()[0])
+
+
 @pytest.mark.skipif(ON_POSTGRES, reason="SQLite only")
-def test_on_sqlite_the_gate_uses_the_one_pool(database: Database) -> None:
-    assert database.autocommit_engine is database.engine
+def test_on_sqlite_the_gate_waits_for_the_lock_in_python(database: Database) -> None:
+    assert database.autocommit_engine is not database.engine
+    with autocommit_cursor(database) as cursor:
+        assert busy_timeout(cursor.connection) == 0
+    pooled = database.engine.raw_connection()
+    try:
+        assert busy_timeout(pooled.driver_connection) == SQLITE_BUSY_TIMEOUT_MS
+    finally:
+        pooled.close()
+
+
+@pytest.mark.skipif(ON_POSTGRES, reason="SQLite only")
+def test_an_in_memory_database_is_shared_with_the_gate() -> None:
+    memory = Database("sqlite://")
+    try:
+        assert memory.autocommit_engine is memory.engine
+    finally:
+        memory.dispose()
+
+
+@contextmanager
+def write_lock_held(database: Database, seconds: float) -> Iterator[threading.Event]:
+    """Another connection holds SQLite's write lock for `seconds` (from when the event is set)."""
+    taken = threading.Event()
+
+    def hold() -> None:
+        connection = database.engine.raw_connection()
+        try:
+            connection.driver_connection.execute("BEGIN IMMEDIATE")
+            taken.set()
+            threading.Event().wait(seconds)  # not time.sleep, which a test may count
+            connection.driver_connection.execute("COMMIT")
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert taken.wait(5)
+        yield taken
+    finally:
+        holder.join()
+
+
+@pytest.mark.skipif(ON_POSTGRES, reason="SQLite's write lock")
+def test_a_gate_statement_waits_for_the_write_lock_then_runs(
+    database: Database, org_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from controller.store import fastpath
+
+    pauses: list[float] = []
+    sleep = time.sleep
+    monkeypatch.setattr(fastpath.time, "sleep", lambda s: (pauses.append(s), sleep(s)))
+    row = decision(org_id)
+    with write_lock_held(database, 0.2), autocommit_cursor(database) as cursor:
+        record_statement(database.engine.dialect).execute(cursor, row)
+    assert stored(database, row["id"]) is not None
+    # It waited in short pauses, doubling from 50 us up to 2 ms.
+    assert pauses[:3] == [fastpath.FIRST_PAUSE, 2 * fastpath.FIRST_PAUSE, 4 * fastpath.FIRST_PAUSE]
+    assert max(pauses) == fastpath.LONGEST_PAUSE
+
+
+@pytest.mark.skipif(ON_POSTGRES, reason="SQLite's write lock")
+def test_a_gate_statement_gives_up_after_the_busy_timeout(
+    database: Database, org_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from controller.store import fastpath
+
+    monkeypatch.setattr(fastpath, "SQLITE_BUSY_TIMEOUT_MS", 50)
+    row = decision(org_id)
+    with write_lock_held(database, 0.5):
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            with autocommit_cursor(database) as cursor:
+                record_statement(database.engine.dialect).execute(cursor, row)
+    assert stored(database, row["id"]) is None
+
+
+@pytest.mark.skipif(ON_POSTGRES, reason="SQLite")
+def test_other_errors_are_not_retried(database: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    from controller.store import fastpath
+
+    monkeypatch.setattr(fastpath.time, "sleep", lambda _s: pytest.fail("slept"))
+    with autocommit_cursor(database) as cursor:
+        with pytest.raises(sqlite3.OperationalError, match="no such table"):
+            fastpath.execute_when_unlocked(cursor, "SELECT * FROM no_such_table", ())
 
 
 def test_a_failed_statement_leaves_the_earlier_ones_committed(

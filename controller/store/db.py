@@ -7,10 +7,10 @@ psycopg 3 with a small pool; a pooled connection is pinged before use only when 
 for `IDLE_PING_SECONDS` (a restarted server is noticed, and a busy process pays no extra round
 trip per transaction, as a ping on every checkout would cost).
 
-The run gate has a pool of its own (`autocommit_engine`): autocommit connections, every
-statement its own transaction. On Postgres they commit without waiting for the WAL flush
-unless `synchronous_autocommit` (the `decision_synchronous_commit` setting); see
-`docs/operations.md`.
+The run gate has a pool of its own (`autocommit_engine`): every statement its own
+transaction. On SQLite its connections wait for the write lock in Python (busy timeout 0); on
+Postgres they commit without waiting for the WAL flush unless `synchronous_autocommit` (the
+`decision_synchronous_commit` setting); see `docs/operations.md`.
 """
 
 from __future__ import annotations
@@ -78,25 +78,31 @@ class Database:
     def autocommit_engine(self) -> Engine:
         """The run gate's pool: connections where every statement commits on its own.
 
-        SQLite's connections already do (driftgate begins its transactions itself), so there
-        it is `engine`. On Postgres it is a pool of its own, in autocommit mode; unless
-        `synchronous_autocommit`, its commits do not wait for the WAL flush
-        (`synchronous_commit=off`): a decision is visible at once and durable within about
+        On SQLite every connection does (driftgate begins its transactions itself); the gate's
+        have a busy timeout of 0, as its statements wait for the write lock in Python
+        (`controller.store.fastpath.execute_when_unlocked`). On Postgres it is a pool in
+        autocommit mode; unless `synchronous_autocommit`, its commits do not wait for the WAL
+        flush (`synchronous_commit=off`): a decision is visible at once and durable within about
         0.6 s, or at the next synchronous commit of anything, as WAL is flushed in order. A
         crash of the Postgres server in between loses those decisions, never a check, ack or
         change. Other writes never use this pool. Connections are opened as needed: a request
         thread uses one at a time (`take_gate_connection`)."""
-        engine = self.engine
-        if self.is_sqlite:
-            return engine
+        engine = self.engine  # a new process starts from new engines
+        if self.is_sqlite and make_url(self.url).database in (None, "", ":memory:"):
+            return engine  # one in-memory database per engine: the gate must share it
         autocommit = self._autocommit
         if autocommit is None:
             with self._lock:
                 if self._autocommit is None:
-                    options = {} if self.synchronous_autocommit else {"synchronous_commit": "off"}
-                    self._autocommit = _make_engine(
-                        self.url, self.pool_size, autocommit=True, options=options
-                    )
+                    if self.is_sqlite:
+                        self._autocommit = _make_engine(self.url, self.pool_size, busy_timeout_ms=0)
+                    else:
+                        options = (
+                            {} if self.synchronous_autocommit else {"synchronous_commit": "off"}
+                        )
+                        self._autocommit = _make_engine(
+                            self.url, self.pool_size, autocommit=True, options=options
+                        )
                 autocommit = self._autocommit
         return autocommit
 
@@ -191,6 +197,7 @@ def _make_engine(
     *,
     autocommit: bool = False,
     options: dict[str, str] | None = None,
+    busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS,
 ) -> Engine:
     parsed = make_url(url)
     kwargs: dict[str, Any] = {}
@@ -202,7 +209,11 @@ def _make_engine(
         if database and database != ":memory:":
             kwargs.update(pool_size=pool_size, max_overflow=10)
         engine = create_engine(url, **kwargs)
-        event.listen(engine, "connect", _sqlite_pragmas)
+
+        def pragmas(dbapi_connection: Any, _record: Any) -> None:
+            _sqlite_pragmas(dbapi_connection, busy_timeout_ms)
+
+        event.listen(engine, "connect", pragmas)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
     kwargs.update(pool_size=pool_size, max_overflow=10, pool_recycle=1800)
@@ -237,14 +248,16 @@ def _ping_idle_connections(engine: Engine) -> None:
     event.listen(engine, "checkout", checkout)
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+def _sqlite_pragmas(dbapi_connection: Any, busy_timeout_ms: int) -> None:
     # pysqlite would begin transactions itself, lazily and deferred; driftgate begins them.
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA synchronous=NORMAL")
+    if busy_timeout_ms != SQLITE_BUSY_TIMEOUT_MS:
+        cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
     cursor.close()
 
 

@@ -15,6 +15,8 @@ write lock only for itself.
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, cast
@@ -24,7 +26,7 @@ from sqlalchemy import Dialect
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 
-from controller.store.db import Database
+from controller.store.db import SQLITE_BUSY_TIMEOUT_MS, Database
 
 Processor = Callable[[Any], Any]
 
@@ -56,6 +58,7 @@ class Prepared:
             if processor is not None:
                 self.processors[name] = processor
         self.processors.update(processors or {})
+        self.waits_in_python = dialect.name == "sqlite"
 
     def parameters(self, values: Mapping[str, Any]) -> list[Any] | dict[str, Any]:
         merged = {**self.defaults, **values} if self.defaults else values
@@ -67,8 +70,44 @@ class Prepared:
         return [out[name] for name in self.names] if self.positional else out
 
     def execute(self, cursor: Any, values: Mapping[str, Any]) -> Any:
+        if self.waits_in_python:
+            return execute_when_unlocked(cursor, self.sql, self.parameters(values))
         cursor.execute(self.sql, self.parameters(values))
         return cursor
+
+
+SQLITE_BUSY = 5
+FIRST_PAUSE = 0.00005
+LONGEST_PAUSE = 0.002
+
+
+def execute_when_unlocked(cursor: Any, sql: str, parameters: Any) -> Any:
+    """Run a statement on a SQLite connection of the run gate, which waits for the write lock
+    here rather than in SQLite (its busy timeout is 0).
+
+    SQLite's own busy handler sleeps at least a millisecond on the first conflict, then 2, 5,
+    10 ms...: for a lock held about 0.1 ms by another preflight's INSERT, most of that sleep is
+    lost, and with every thread of a worker asleep the core idles. Here the pause starts at
+    50 us and doubles up to 2 ms, for as long as SQLite's own timeout would have waited. A
+    statement refused with SQLITE_BUSY did nothing (each is its own transaction), so running
+    it again is safe."""
+    try:
+        cursor.execute(sql, parameters)
+        return cursor
+    except sqlite3.OperationalError as error:
+        if error.sqlite_errorcode & 0xFF != SQLITE_BUSY:
+            raise
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    pause = FIRST_PAUSE
+    while True:
+        time.sleep(pause)
+        try:
+            cursor.execute(sql, parameters)
+            return cursor
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode & 0xFF != SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+        pause = min(pause * 2, LONGEST_PAUSE)
 
 
 def _json_text(value: Any) -> str:
