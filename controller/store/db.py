@@ -51,6 +51,8 @@ class Database:
         self.url = url
         self.pool_size = pool_size
         self.synchronous_autocommit = synchronous_autocommit
+        # One in-memory SQLite database per engine: the gate must share the main one.
+        self._in_memory = self.is_sqlite and make_url(url).database in (None, "", ":memory:")
         self._lock = threading.Lock()
         self._pid: int | None = None
         self._engine: Engine | None = None
@@ -88,8 +90,8 @@ class Database:
         change. Other writes never use this pool. Connections are opened as needed: a request
         thread uses one at a time (`take_gate_connection`)."""
         engine = self.engine  # a new process starts from new engines
-        if self.is_sqlite and make_url(self.url).database in (None, "", ":memory:"):
-            return engine  # one in-memory database per engine: the gate must share it
+        if self._in_memory:
+            return engine
         autocommit = self._autocommit
         if autocommit is None:
             with self._lock:

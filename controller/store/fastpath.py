@@ -91,22 +91,21 @@ def execute_when_unlocked(cursor: Any, sql: str, parameters: Any) -> Any:
     50 us and doubles up to 2 ms, for as long as SQLite's own timeout would have waited. A
     statement refused with SQLITE_BUSY did nothing (each is its own transaction), so running
     it again is safe."""
-    try:
-        cursor.execute(sql, parameters)
-        return cursor
-    except sqlite3.OperationalError as error:
-        if error.sqlite_errorcode & 0xFF != SQLITE_BUSY:
-            raise
-    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    deadline = None
     pause = FIRST_PAUSE
     while True:
-        time.sleep(pause)
         try:
             cursor.execute(sql, parameters)
             return cursor
         except sqlite3.OperationalError as error:
-            if error.sqlite_errorcode & 0xFF != SQLITE_BUSY or time.monotonic() > deadline:
+            if error.sqlite_errorcode & 0xFF != SQLITE_BUSY:
                 raise
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + SQLITE_BUSY_TIMEOUT_MS / 1000
+            elif now > deadline:
+                raise
+        time.sleep(pause)
         pause = min(pause * 2, LONGEST_PAUSE)
 
 
