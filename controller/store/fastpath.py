@@ -114,13 +114,13 @@ def _json_text(value: Any) -> str:
 
 
 def json_processor(dialect: Dialect) -> Processor:
-    """The bind value of a JSON column, serialised by orjson (several times faster than the
-    JSON type's `json.dumps` for a decision's rows): text on SQLite, as SQLAlchemy stores it;
-    `jsonb` on Postgres."""
+    """The bind value of a `JSONDocument` column, serialised by orjson (several times faster
+    than the JSON type's `json.dumps` for a decision's rows): text on SQLite, as SQLAlchemy
+    stores it; `json` on Postgres."""
     if dialect.name == "postgresql":
-        from psycopg.types.json import Jsonb
+        from psycopg.types.json import Json
 
-        return lambda value: Jsonb(value, dumps=_json_text)
+        return lambda value: Json(value, dumps=_json_text)
     return _json_text
 
 

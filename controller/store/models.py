@@ -28,7 +28,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from controller.store.types import JSONType, UTCDateTime, utcnow
+from controller.store.types import JSONDocument, JSONType, UTCDateTime, utcnow
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -563,8 +563,8 @@ class PreflightDecision(Base):
     status_code: Mapped[int] = mapped_column(Integer)
     duration_ms: Mapped[int] = mapped_column(Integer, default=0)
     evaluated_at: Mapped[datetime] = mapped_column(default=utcnow)
-    inputs: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
-    result: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    inputs: Mapped[dict[str, Any]] = mapped_column(JSONDocument, default=dict)
+    result: Mapped[dict[str, Any]] = mapped_column(JSONDocument, default=dict)
 
 
 class GateClock(Base):

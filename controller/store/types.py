@@ -10,6 +10,10 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.types import TypeDecorator
 
 JSONType = JSON().with_variant(JSONB(), "postgresql")
+# A JSON value written whole and read back whole, never queried inside: `json` on Postgres,
+# which checks the text instead of parsing it into `jsonb`'s binary form (the run gate's
+# decision records, one per preflight; migration 0007).
+JSONDocument = JSON()
 
 
 class UTCDateTime(TypeDecorator[datetime]):

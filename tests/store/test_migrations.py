@@ -139,3 +139,63 @@ def test_decisions_stay_inline_and_compress_with_lz4_where_the_server_has_it(
         config.attributes["connection"] = connection
         command.downgrade(config, "0005")
     assert storage() == (None, {"inputs:", "result:"})
+
+
+@pytest.mark.skipif(not ON_POSTGRES, reason="a Postgres column type")
+def test_decisions_are_json_text_and_keep_their_values_and_compression_both_ways(
+    empty_database: Database,
+) -> None:
+    """Migration 0007: `inputs` and `result` are `json` (checked text, not parsed into
+    `jsonb`); a stored decision keeps its values through the upgrade and a downgrade, and the
+    columns keep the compression 0006 gave them."""
+
+    def columns() -> set[str]:
+        with empty_database.engine.connect() as conn:
+            return set(
+                conn.execute(
+                    text(
+                        "SELECT attname || ':' || format_type(atttypid, atttypmod) || ':' || "
+                        "attcompression::text FROM pg_attribute "
+                        "WHERE attrelid = 'preflight_decisions'::regclass "
+                        "AND attname IN ('inputs', 'result')"
+                    )
+                ).scalars()
+            )
+
+    def stored() -> tuple[str, str]:
+        with empty_database.engine.connect() as conn:
+            row = conn.execute(
+                text("SELECT inputs::text, result::text FROM preflight_decisions")
+            ).one()
+            return row[0], row[1]
+
+    from alembic import command
+
+    config = migrate.alembic_config(empty_database)
+    migrate.upgrade(empty_database, "0006")
+    before = columns()
+    assert {c.split(":")[1] for c in before} == {"jsonb"}
+    with empty_database.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO orgs (id, name, plan, products, is_trial, created_at) "
+                "VALUES ('o1', 'o', 'pro', '[]', false, now())"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO preflight_decisions (id, org_id, actor, watch_count, allowed, "
+                "policy_blocked, dry_run, status_code, duration_ms, evaluated_at, inputs, result) "
+                "VALUES ('d1', 'o1', 'key:k', 1, false, false, false, 200, 1, now(), "
+                """'{"watchIds": ["w1"]}', '{"blocked": [{"watchId": "w1"}]}')"""
+            )
+        )
+    assert migrate.upgrade(empty_database) == migrate.head_revision(empty_database)
+    compression = {c.split(":")[2] for c in before}
+    assert columns() == {f"{name}:json:{c}" for name in ("inputs", "result") for c in compression}
+    assert stored() == ('{"watchIds": ["w1"]}', '{"blocked": [{"watchId": "w1"}]}')
+    with empty_database.engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0006")
+    assert columns() == before
+    assert stored() == ('{"watchIds": ["w1"]}', '{"blocked": [{"watchId": "w1"}]}')
