@@ -25,6 +25,8 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
+import orjson
+
 PRESETS: dict[str, dict[str, Any]] = {
     "notify-only": {
         "on_breaking": ["notify"],
@@ -141,10 +143,10 @@ class WatchState:
         )
 
     @cached_property
-    def row_json(self) -> dict[str, Any]:
-        """`row` as the answer shows it. Shared by every answer that carries it: serialized,
-        never changed."""
-        return self.row.json()
+    def row_serialized(self) -> orjson.Fragment:
+        """`row` as JSON, serialized once: every answer and decision record that shows it
+        embeds these bytes."""
+        return orjson.Fragment(orjson.dumps(self.row.json()))
 
 
 @dataclass(frozen=True)
@@ -168,10 +170,12 @@ class Row:
     ignore_reason: str | None = None
     state: WatchState | None = None  # the state the row shows as it is, when it does
 
-    def to_json(self) -> dict[str, Any]:
+    def serialized(self) -> orjson.Fragment:
+        """The row as JSON bytes to embed in a document serialized by orjson (the state's
+        shared bytes when the row shows its state as it is)."""
         if self.state is not None and self.ignore_reason is None:
-            return self.state.row_json
-        return self.json()
+            return self.state.row_serialized
+        return orjson.Fragment(orjson.dumps(self.json()))
 
     def json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
+import orjson
 import pytest
 from sqlalchemy import delete, func, insert, select, update
 
@@ -275,7 +276,8 @@ def test_a_cache_left_unchecked_for_an_hour_starts_again(database: Database, acm
 def ask(database: Database, org_id: str, **body: object) -> tuple[int, dict[str, object]]:
     principal = Principal(org_id, "acme", "pro", frozenset(), "api_key", "key-1")
     request = PreflightRequest.model_validate(body)
-    return preflight(database, principal, request, datetime.now(UTC), time.perf_counter())
+    status, answer = preflight(database, principal, request, datetime.now(UTC), time.perf_counter())
+    return status, orjson.loads(orjson.dumps(answer))  # rows come serialized (`Row.serialized`)
 
 
 def decisions(database: Database) -> list[tuple[str, bool]]:

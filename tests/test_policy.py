@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import orjson
 import pytest
 
 from controller.policy import (
@@ -150,8 +151,8 @@ def test_a_state_reused_across_decisions_keeps_each_answer_its_own() -> None:
     )
     enforced = decide(["d"], shared, agent=agent)
     again = decide(["d"], shared)
-    assert waived.ignored[0].to_json()["ignoreReason"] == "known"
-    assert enforced.blocked[0].to_json()["reasons"] == [
+    assert waived.ignored[0].json()["ignoreReason"] == "known"
+    assert enforced.blocked[0].json()["reasons"] == [
         "breaking_drift",
         "policy_block:block_new_runs",
     ]
@@ -159,7 +160,11 @@ def test_a_state_reused_across_decisions_keeps_each_answer_its_own() -> None:
     assert plain.blocked[0] is again.blocked[0]
     assert plain.blocked[0].ignore_reason is None and plain.blocked[0].reasons == ["breaking_drift"]
     for decision in (plain, again):
-        row = decision.blocked[0].to_json()
+        row = decision.blocked[0].json()
         assert "ignoreReason" not in row and row["reasons"] == ["breaking_drift"]
         assert row["agentActions"] == ["ack_incident", "pause"]
         assert row["lastCheckedAt"] == NOW.isoformat()
+    # Serialized once per state and shared; an ignored or policy row is serialized as it is.
+    assert plain.blocked[0].serialized() is again.blocked[0].serialized()
+    for row in (plain.blocked[0], waived.ignored[0], enforced.blocked[0]):
+        assert orjson.loads(orjson.dumps([row.serialized()])) == [row.json()]

@@ -224,8 +224,9 @@ def preflight(
     write are one atomic statement, so the common answer costs one statement. When the store
     changed since (or the process has no view of the org yet), the view is read again
     (`GateCache.view`), the decision made again, and recorded. An unknown agent is confirmed
-    on a current view before the 404. Returns the status and the JSON answer (the
-    `PreflightResult` shape, built directly: this is the hot path).
+    on a current view before the 404. Returns the status and the answer for orjson (the
+    `PreflightResult` shape, built directly: this is the hot path; its rows are serialized
+    already, `Row.serialized`).
     """
     statements = _statements(database.engine.dialect)
     cache = gate_cache(database)
@@ -248,8 +249,8 @@ def preflight(
             decision = decide(
                 ids, view.watches, agent=agent, ignore=ignore, dry_run=request.dry_run
             )
-            blocked = [row.to_json() for row in decision.blocked]
-            ignored = [row.to_json() for row in decision.ignored]
+            blocked = [row.serialized() for row in decision.blocked]
+            ignored = [row.serialized() for row in decision.ignored]
             duration_ms = max(0, round((time.perf_counter() - started) * 1000))
             values = {
                 "id": decision_id,
