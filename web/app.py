@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import logging
-import re
 import time
-from typing import Any
 
 from flask import Flask, Response, g, request
 
 from controller.crypto import load_secret_box
-from controller.logs import configure_logging, log
+from controller.logs import configure_logging
 from controller.services.auth import KEY_CACHE
 from controller.settings import Settings, load_settings
 from controller.store.db import Database
@@ -18,16 +15,10 @@ from controller.store.models import request_id
 from web import db, errors
 from web.api import REGISTRY
 from web.auth import authenticate
+from web.edge import access_log, correlation_id, refused_user_agent
+from web.fastlane import PreflightLane
 from web.ratelimit import RateLimiter
 from web.routes import CORRELATION_HEADER
-
-logger = logging.getLogger("driftgate.web")
-_CORRELATION = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-# Default user agents of HTTP libraries; refused with code 1010 when the edge rule is on.
-_DEFAULT_AGENTS = re.compile(
-    r"^(python-requests|python-httpx|python-urllib|aiohttp|go-http-client|node-fetch|axios|okhttp|java/|libwww-perl)",
-    re.IGNORECASE,
-)
 
 
 def create_app(settings: Settings | None = None, *, database: Database | None = None) -> Flask:
@@ -58,14 +49,8 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
     def start_request() -> Response | None:
         g.settings = settings
         g.started = time.perf_counter()
-        incoming = request.headers.get(CORRELATION_HEADER, "")
-        g.correlation_id = incoming if _CORRELATION.match(incoming) else request_id()
-        agent = request.headers.get("User-Agent", "")
-        if (
-            settings.refuse_default_user_agents
-            and not request.path.startswith("/health")
-            and _DEFAULT_AGENTS.match(agent)
-        ):
+        g.correlation_id = correlation_id(request.headers.get(CORRELATION_HEADER, ""))
+        if refused_user_agent(settings, request.path, request.headers.get("User-Agent", "")):
             return errors.envelope(
                 403,
                 "1010",
@@ -76,23 +61,19 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
 
     @app.after_request
     def finish_request(response: Response) -> Response:
-        correlation_id = g.get("correlation_id") or request_id()
-        response.headers[CORRELATION_HEADER] = correlation_id
-        fields: dict[str, Any] = {
-            "method": request.method,
-            "path": request.path,
-            "status": response.status_code,
-            "durationMs": round(
-                (time.perf_counter() - g.get("started", time.perf_counter())) * 1000, 2
-            ),
-            "correlationId": correlation_id,
-        }
-        if g.get("org_id"):
-            fields["org"] = g.org_id
-        source = request.headers.get("X-Service-Source")
-        if source:
-            fields["source"] = source[:100]
-        log(logger, logging.INFO, "http.request", **fields)
+        correlation = g.get("correlation_id") or request_id()
+        response.headers[CORRELATION_HEADER] = correlation
+        access_log(
+            request.method,
+            request.path,
+            response.status_code,
+            g.get("started", time.perf_counter()),
+            correlation,
+            org=g.get("org_id"),
+            source=request.headers.get("X-Service-Source"),
+        )
         return response
 
+    # The run gate's hot path skips Flask's per-request machinery when it can (`web.fastlane`).
+    app.wsgi_app = PreflightLane(app, app.wsgi_app)  # type: ignore[method-assign]
     return app

@@ -1,0 +1,232 @@
+"""The run gate's lane (`web.fastlane`): it answers a preflight exactly as the Flask route does
+(body, status, headers, log line, recorded decision), and hands every other request to Flask,
+whose answer (an error envelope included) is then the one the client gets."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import func, select
+
+from controller.services.auth import KEY_CACHE
+from controller.store.db import Database
+from controller.store.models import PreflightDecision
+from tests.conftest import OrgKey, make_settings
+from tests.web.test_preflight import make_watch, set_state
+from web.app import create_app
+from web.fastlane import PreflightLane
+
+VOLATILE = ("decisionId", "durationMs", "evaluatedAt")
+
+
+class Counted:
+    """The lane's fallback (Flask), counting the requests handed to it."""
+
+    def __init__(self, wsgi: Callable[..., Iterable[bytes]]) -> None:
+        self.wsgi = wsgi
+        self.calls = 0
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if environ.get("PATH_INFO") == "/api/preflight":
+            self.calls += 1
+        return self.wsgi(environ, start_response)
+
+
+@pytest.fixture
+def flask_calls(app: Flask) -> Counted:
+    lane = app.wsgi_app
+    assert isinstance(lane, PreflightLane)
+    lane.fallback = counted = Counted(lane.fallback)
+    return counted
+
+
+def recorded(database: Database) -> int:
+    with database.session() as session:
+        return int(session.scalar(select(func.count()).select_from(PreflightDecision)) or 0)
+
+
+def logged(capfd: pytest.CaptureFixture[str], event: str) -> list[dict[str, Any]]:
+    lines = (json.loads(line) for line in capfd.readouterr().err.splitlines() if line[:1] == "{")
+    return [line for line in lines if line["event"] == event]
+
+
+def test_the_lane_answers_as_the_route_does(
+    app: Flask,
+    client: FlaskClient,
+    acme: OrgKey,
+    database: Database,
+    flask_calls: Counted,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    ok = make_watch(client, acme, "ledger")
+    drifted = make_watch(client, acme, "payments")
+    set_state(database, ok, "ok")
+    set_state(database, drifted, "drifted", incident="open")
+    body = {"watchIds": [ok, drifted, "00000000-0000-0000-0000-000000000000"]}
+    headers = {**acme.headers, "X-Service-Correlation-Id": "ci-run-7", "X-Service-Source": "ci"}
+
+    # A key this process has not cached goes through Flask, which authenticates and caches it.
+    KEY_CACHE.clear()
+    flask_calls.calls = 0
+    capfd.readouterr()
+    by_flask = client.post("/api/preflight", json=body, headers=headers)
+    assert flask_calls.calls == 1
+    flask_log = logged(capfd, "http.request")
+    by_lane = client.post("/api/preflight", json=body, headers=headers)
+    assert flask_calls.calls == 1, "the second call was answered by the lane"
+    lane_log = logged(capfd, "http.request")
+
+    assert by_lane.status_code == by_flask.status_code == 200
+    first, second = by_flask.get_json(), by_lane.get_json()
+    assert [r["reasons"] for r in second["blocked"]] == [["breaking_drift"], ["not_found"]]
+    for volatile in VOLATILE:
+        first.pop(volatile), second.pop(volatile)
+    assert second == first
+    for header in ("Content-Type", "X-Service-Correlation-Id"):
+        assert by_lane.headers[header] == by_flask.headers[header]
+    assert by_lane.headers["X-Service-Correlation-Id"] == "ci-run-7"
+    assert int(by_lane.headers["Content-Length"]) == len(by_lane.data)
+    assert recorded(database) == 2
+    for line in (flask_log, lane_log):
+        assert len(line) == 1
+    assert {k: v for k, v in lane_log[0].items() if k not in ("ts", "durationMs")} == {
+        k: v for k, v in flask_log[0].items() if k not in ("ts", "durationMs")
+    }
+    assert lane_log[0]["org"] == acme.org_id and lane_log[0]["source"] == "ci"
+
+    # A malformed correlation id is replaced, as Flask replaces it.
+    odd = client.post(
+        "/api/preflight", json=body, headers={**acme.headers, "X-Service-Correlation-Id": "a b"}
+    )
+    assert flask_calls.calls == 1
+    assert odd.headers["X-Service-Correlation-Id"] not in ("", "a b")
+
+
+def test_an_enforcing_policy_block_is_409_from_the_lane(
+    client: FlaskClient, acme: OrgKey, database: Database, flask_calls: Counted
+) -> None:
+    launched = client.post(
+        "/api/watches/from-template",
+        json={
+            "templateId": "system/openapi-json",
+            "url": "https://payments.example.com/openapi.json",
+            "policyPreset": "production-guard",
+            "agent": {"id": "billing-bot"},
+        },
+        headers=acme.headers,
+    )
+    assert launched.status_code == 201
+    set_state(database, launched.get_json()["watch"]["id"], "drifted", incident="open")
+    client.post("/api/preflight", json={"watchIds": []}, headers=acme.headers)  # caches the key
+    flask_calls.calls = 0
+    answer = client.post("/api/preflight", json={"agentId": "billing-bot"}, headers=acme.headers)
+    assert flask_calls.calls == 0
+    assert answer.status_code == 409
+    assert answer.get_json()["policyBlocked"] is True
+    assert answer.get_json()["blocked"][0]["reasons"] == [
+        "breaking_drift",
+        "policy_block:block_new_runs",
+        "policy_block:kill_in_flight",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("send", "status", "error"),
+    [
+        ({"data": b"{not json"}, 400, "invalid_json"),
+        ({"data": b""}, 400, "validation_error"),
+        ({"json": {"watchIds": ["x"] * 101}}, 400, "validation_error"),
+        ({"json": {"agentId": "nobody"}}, 404, "not_found"),
+        ({"json": {"watchIds": []}, "auth": {"Authorization": "Basic abc"}}, 401, None),
+        ({"json": {"watchIds": []}, "auth": {}}, 401, "missing_credentials"),
+        ({"json": {"watchIds": []}, "auth": {"X-Api-Key": "dg_wrong"}}, 401, "invalid_api_key"),
+        ({"data": b"x" * 2_000_000}, 413, "payload_too_large"),
+    ],
+)
+def test_what_the_lane_cannot_answer_gets_the_routes_envelope_and_records_nothing(
+    client: FlaskClient,
+    acme: OrgKey,
+    database: Database,
+    flask_calls: Counted,
+    send: dict[str, Any],
+    status: int,
+    error: str | None,
+) -> None:
+    client.post("/api/preflight", json={"watchIds": []}, headers=acme.headers)  # caches the key
+    before = recorded(database)
+    flask_calls.calls = 0
+    headers = send.get("auth", acme.headers)
+    body = {k: v for k, v in send.items() if k in ("json", "data")}
+    response = client.post(
+        "/api/preflight", headers=headers, content_type="application/json", **body
+    )
+    assert flask_calls.calls == 1
+    assert response.status_code == status
+    envelope = response.get_json()
+    assert set(envelope) >= {"error", "message"}
+    if error is not None:
+        assert envelope["error"] == error
+    assert recorded(database) == before
+
+
+def test_a_refused_user_agent_and_other_methods_go_to_flask(
+    tmp_path: Path, database: Database, acme: OrgKey
+) -> None:
+    settings = make_settings(tmp_path, database_url=database.url, refuse_default_user_agents=True)
+    app = create_app(settings, database=database)
+    lane = app.wsgi_app
+    assert isinstance(lane, PreflightLane)
+    lane.fallback = counted = Counted(lane.fallback)
+    client = app.test_client()
+    agent = {"User-Agent": "driftgate-tests/1"}
+    assert (
+        client.post(
+            "/api/preflight", json={"watchIds": []}, headers={**acme.headers, **agent}
+        ).status_code
+        == 200
+    )
+    counted.calls = 0
+    refused = client.post(
+        "/api/preflight",
+        json={"watchIds": []},
+        headers={**acme.headers, "User-Agent": "python-requests/2.32"},
+    )
+    assert (refused.status_code, refused.get_json()["error"]) == (403, "1010")
+    assert client.get("/api/preflight", headers={**acme.headers, **agent}).status_code == 405
+    assert (
+        client.post(
+            "/api/preflight/", json={"watchIds": []}, headers={**acme.headers, **agent}
+        ).status_code
+        == 404
+    )
+    assert counted.calls == 2  # the refused POST and the GET (the other path is not the lane's)
+
+
+def test_a_failure_in_the_gate_gets_the_routes_envelope_and_records_nothing(
+    client: FlaskClient, acme: OrgKey, database: Database, flask_calls: Counted
+) -> None:
+    """The lane hands a failing request to Flask, which fails the same way and answers with
+    the envelope of any route's unexpected error."""
+    client.post("/api/preflight", json={"watchIds": []}, headers=acme.headers)  # caches the key
+    before = recorded(database)
+    take = database.take_gate_connection
+
+    def down() -> Any:
+        raise RuntimeError("the store went away")
+
+    database.take_gate_connection = down  # type: ignore[method-assign]
+    try:
+        flask_calls.calls = 0
+        response = client.post("/api/preflight", json={"watchIds": []}, headers=acme.headers)
+    finally:
+        database.take_gate_connection = take  # type: ignore[method-assign]
+    assert flask_calls.calls == 1
+    assert response.status_code == 500
+    assert response.get_json()["error"] == "internal_error"
+    assert recorded(database) == before
