@@ -30,6 +30,11 @@ with the share of it the hypervisor gave to other guests ("stolen"): a ratio mea
 saturated machine says how the CPU splits, not only how fast the route is, and a round with
 much stolen time is slower for reasons outside the run.
 
+Beside the throughput ratios it prints the same ratio by CPU per request (server, generator
+and Postgres): what the throughput ratio would be were the machine as busy in every scenario.
+It moves much less with the VM's noise than throughput does (another guest's load, stolen
+time), and where the two differ, the preflight scenario left part of the machine idle.
+
 `--rounds N` runs the three scenarios N times in turn on the same server and reports each
 figure's median (the throughputs of every round are listed too): on a shared 2-core machine a
 single 10-second window varies by 10-15% from run to run.
@@ -771,6 +776,19 @@ def report(args: argparse.Namespace, stores: list[dict[str, Any]]) -> None:
             f"{store['label']}: preflight vs /health (goals: throughput >= 0.50x, "
             f"p99 <= 2.00x): " + "; ".join(parts) + f"; errors {errors}"
         )
+        by_cpu = ", ".join(
+            f"{r['scenario'].split()[1]} {cpu_per_request(health) / cpu_per_request(r):.2f}x"
+            for r in store["rows"]
+            if r is not health
+        )
+        print(
+            f"{store['label']}: the same ratio by CPU per request (server + generator + "
+            f"Postgres; what the throughput ratio would be on an equally busy machine): {by_cpu}"
+        )
+
+
+def cpu_per_request(row: dict[str, Any]) -> float:
+    return max(0.001, row["server_ms"] + row["generator_ms"] + row["store_ms"])
 
 
 def main() -> None:
