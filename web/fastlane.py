@@ -51,7 +51,9 @@ def _api_key(environ: dict[str, Any]) -> str | None:
     header = environ.get("HTTP_AUTHORIZATION", "").strip()
     if header:
         scheme, _, value = header.partition(" ")
-        return value.strip() or None if scheme.lower() == "bearer" else None
+        if scheme.lower() != "bearer":
+            return None
+        return value.strip() or None
     return environ.get("HTTP_X_API_KEY", "").strip() or None
 
 
