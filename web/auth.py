@@ -25,8 +25,10 @@ TRIAL_HEADER = "X-Service-Trial"
 logger = logging.getLogger("driftgate.web")
 
 
-def api_key_from_headers() -> str | None:
-    header = request.headers.get("Authorization", "").strip()
+def api_key_from(authorization: str, x_api_key: str) -> str | None:
+    """The API key of the `Authorization` and `X-Api-Key` header values (None when neither
+    carries one); a malformed `Authorization` header is a 401."""
+    header = authorization.strip()
     if header:
         scheme, _, value = header.partition(" ")
         if scheme.lower() != "bearer" or not value.strip():
@@ -34,8 +36,13 @@ def api_key_from_headers() -> str | None:
                 "the Authorization header must be `Bearer <API key>`", code="invalid_api_key"
             )
         return value.strip()
-    value = request.headers.get("X-Api-Key", "").strip()
-    return value or None
+    return x_api_key.strip() or None
+
+
+def api_key_from_headers() -> str | None:
+    return api_key_from(
+        request.headers.get("Authorization", ""), request.headers.get("X-Api-Key", "")
+    )
 
 
 def authenticate(auth: Auth) -> tuple[Principal | None, TrialSession | None]:

@@ -32,10 +32,12 @@ import orjson
 from flask import Flask
 
 from controller.crypto import hash_token
+from controller.errors import Unauthorized
 from controller.services import preflight as service
 from controller.services.auth import KEY_CACHE, Principal
 from controller.settings import Settings
 from controller.store.db import Database
+from web.auth import api_key_from
 from web.edge import access_log, correlation_id, refused_user_agent
 from web.routes import CORRELATION_HEADER, Route
 
@@ -46,15 +48,14 @@ _STATUS_LINES = {status: f"{status} {HTTPStatus(status).phrase}" for status in (
 
 
 def _api_key(environ: dict[str, Any]) -> str | None:
-    """The API key as `web.auth` reads it, or None when the request does not carry one in a
-    form this lane takes (Flask then answers, with the route's 401 when it is malformed)."""
-    header = environ.get("HTTP_AUTHORIZATION", "").strip()
-    if header:
-        scheme, _, value = header.partition(" ")
-        if scheme.lower() != "bearer":
-            return None
-        return value.strip() or None
-    return environ.get("HTTP_X_API_KEY", "").strip() or None
+    """The API key as `web.auth` reads it, or None when there is none or it is malformed
+    (Flask then answers, with the route's 401)."""
+    try:
+        return api_key_from(
+            environ.get("HTTP_AUTHORIZATION", ""), environ.get("HTTP_X_API_KEY", "")
+        )
+    except Unauthorized:
+        return None
 
 
 class PreflightLane:
