@@ -8,7 +8,6 @@ session) and returns a model, or a `Reply` for another status or extra headers.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -16,16 +15,17 @@ from datetime import UTC, datetime
 from typing import Any, Literal, get_args, get_origin
 
 from flask import Flask, Response, current_app, g, request
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 from sqlalchemy.orm import Session
 
 from controller import __version__
-from controller.errors import Forbidden, NotFound, ValidationFailed
+from controller.errors import Forbidden, NotFound
 from controller.services.auth import Principal
 from controller.services.orgs import plan_at_least
 from controller.settings import Settings
 from controller.store.models import TrialSession
+from web.body import parse_body, validate
 from web.db import request_session
 
 Auth = Literal["none", "key", "key_or_trial"]
@@ -267,9 +267,10 @@ def _make_view(
         if reply.body is None:
             response = Response(status=reply.status)
         else:
-            payload = reply.body.model_dump(mode="json", by_alias=True)
             response = Response(
-                json.dumps(payload), status=reply.status, mimetype="application/json"
+                reply.body.model_dump_json(by_alias=True),
+                status=reply.status,
+                mimetype="application/json",
             )
         response.headers.update(reply.headers)
         return response
@@ -283,22 +284,7 @@ def _default_status(route: Route) -> int:
 
 
 def _parse_body(model: type[BaseModel]) -> BaseModel:
-    raw = request.get_data(cache=False)
-    if not raw.strip():
-        data: Any = {}
-    else:
-        try:
-            # One pass in pydantic's parser; the slower path below only explains a failure.
-            return model.model_validate_json(raw)
-        except ValidationError:
-            pass
-        try:
-            data = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ValidationFailed(
-                f"the request body is not valid JSON: {exc}", code="invalid_json"
-            ) from None
-    return _validate(model, data, "body")
+    return parse_body(model, request.get_data(cache=False))
 
 
 def _parse_query(model: type[BaseModel]) -> BaseModel:
@@ -311,43 +297,7 @@ def _parse_query(model: type[BaseModel]) -> BaseModel:
     for key in request.args:
         values = request.args.getlist(key)
         data[key] = values if key in list_fields else values[-1]
-    return _validate(model, data, "query")
-
-
-def _validate(model: type[BaseModel], data: Any, where: str) -> BaseModel:
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        details: list[dict[str, str]] = []
-        seen: set[str] = set()
-        for err in exc.errors(include_url=False, include_input=False):
-            path = json_path(data, err["loc"], missing=err["type"] == "missing")
-            if path not in seen:  # one message per place, the first union member's
-                seen.add(path)
-                details.append({"path": path, "message": _clean(err["msg"])})
-        summary = "; ".join(f"{d['path']}: {d['message']}" for d in details[:5])
-        raise ValidationFailed(f"invalid request {where}: {summary}", details=details) from None
-
-
-def json_path(data: Any, loc: tuple[int | str, ...], *, missing: bool) -> str:
-    """The JSON pointer of an error in the input, without pydantic's union-member tags."""
-    parts: list[str] = []
-    current = data
-    for index, item in enumerate(loc):
-        if isinstance(current, dict) and item in current:
-            current = current[item]
-        elif isinstance(current, list) and isinstance(item, int) and 0 <= item < len(current):
-            current = current[item]
-        elif not (missing and index == len(loc) - 1) and not isinstance(current, dict | list):
-            break
-        elif not (missing and index == len(loc) - 1):
-            continue  # a union member or validator tag, not a place in the input
-        parts.append(str(item).replace("~", "~0").replace("/", "~1"))
-    return "/" + "/".join(parts)
-
-
-def _clean(message: str) -> str:
-    return message.removeprefix("Value error, ")
+    return validate(model, data, "query")
 
 
 class ErrorEnvelope(BaseModel):

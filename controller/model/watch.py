@@ -25,6 +25,7 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 
 from controller.model.base import ApiModel, RequestModel
+from controller.model.jsonvalue import JsonValue
 
 DEFAULT_INTERVAL_MINUTES = 15
 MAX_INTERVAL_MINUTES = 7 * 24 * 60
@@ -153,7 +154,7 @@ class WatchCreate(RequestModel):
     headers: Annotated[dict[HeaderName, HeaderValue], Field(max_length=50)] | None = None
     webhook_url: HttpUrl | None = None
     method: Method | None = None
-    body: Any = None
+    body: JsonValue = None
 
     @field_validator("tags")
     @classmethod
@@ -189,7 +190,7 @@ class WatchUpdate(RequestModel):
     headers: Annotated[dict[HeaderName, HeaderValue], Field(max_length=50)] | None = None
     webhook_url: HttpUrl | None = None
     method: Method | None = None
-    body: Any = None
+    body: JsonValue = None
 
     @field_validator("tags")
     @classmethod

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, cast
 
@@ -26,6 +25,7 @@ from sqlalchemy.orm import Session
 
 from controller.errors import Conflict, RequestError, Unprocessable
 from controller.model.base import ApiModel, RequestModel
+from controller.model.jsonvalue import MAX_DEPTH, json_value_problem
 from controller.model.watch import CURSOR_PATTERN, ChangeCounts
 from controller.services import audit, paging
 from controller.services.auth import Principal
@@ -72,7 +72,8 @@ class TripIn(RequestModel):
         default=None, description="the preflight decision (`decisionId`) the trip came from"
     )
     metadata: dict[str, Any] = Field(
-        default_factory=dict, description="free JSON, at most 16 KB serialised"
+        default_factory=dict,
+        description=f"free JSON, at most 16 KB serialised and {MAX_DEPTH} levels deep",
     )
     occurred_at: AwareDatetime | None = Field(default=None, description="when the guard tripped")
 
@@ -408,48 +409,17 @@ def _check_metadata(metadata: dict[str, Any]) -> None:
             f"metadata is {size} bytes serialised; the limit is {METADATA_LIMIT}",
             details=[{"path": "/metadata", "message": f"at most {METADATA_LIMIT} bytes"}],
         )
-    # Postgres JSON holds neither NUL characters nor lone surrogates; NaN is not JSON.
-    stack: list[tuple[str, Any]] = [("/metadata", metadata)]
-    while stack:
-        path, node = stack.pop()
-        problem = None
-        if isinstance(node, dict):
-            for key, value in node.items():
-                member = f"{path}/{_pointer(key)}"
-                problem = _text_problem(key, "keys")
-                if problem is not None:
-                    path = member
-                    break
-                stack.append((member, value))
-        elif isinstance(node, list):
-            stack.extend((f"{path}/{i}", value) for i, value in enumerate(node))
-        elif isinstance(node, str):
-            problem = _text_problem(node, "strings")
-        elif isinstance(node, float) and not math.isfinite(node):
-            problem = "numbers must be finite"
-        if problem is not None:
-            raise Unprocessable(
-                f"metadata cannot be stored: {problem}",
-                details=[{"path": path, "message": problem}],
-            )
-
-
-def _text_problem(text: str, what: str) -> str | None:
-    if "\x00" in text:
-        return f"{what} must not contain NUL characters"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return f"{what} must not contain lone surrogates"
-    return None
+    found = json_value_problem(metadata)
+    if found is not None:
+        path, problem = found
+        raise Unprocessable(
+            f"metadata cannot be stored: {problem}",
+            details=[{"path": "/metadata" + path, "message": problem}],
+        )
 
 
 def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def _pointer(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
 
 
 def _utc(value: datetime | None) -> datetime | None:

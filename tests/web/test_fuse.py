@@ -305,8 +305,11 @@ def test_trip_bodies_are_checked(client: FlaskClient, acme: OrgKey) -> None:
         {"path": "/metadata/k/1", "message": "strings must not contain NUL characters"}
     ]
 
+    # A lone surrogate escape is refused by the JSON reader itself (web/body.py).
+    body = '{"tripId": "a", "reason": "x", "metadata": {"k": "\\ud800"}}'
+    answer = client.post("/v1/fuse/trips", data=body, headers=acme.headers)
+    assert answer.status_code == 400 and answer.get_json()["error"] == "invalid_json"
     for raw, path, message in (
-        ('{"k": "\\ud800"}', "/metadata/k", "strings must not contain lone surrogates"),
         ('{"\\u0000": 1}', "/metadata/\u0000", "keys must not contain NUL characters"),
         ('{"n": [NaN]}', "/metadata/n/0", "numbers must be finite"),
     ):

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 from flask import request
 
 from controller.errors import ValidationFailed
 from controller.services import sources as source_service
 from web.api import REGISTRY
+from web.body import read_json
 from web.routes import Call, Reply
 
 
@@ -72,10 +71,7 @@ def github_hook(call: Call) -> Reply:
         body,
         request.headers.get("X-Hub-Signature-256"),
     )
-    try:
-        payload = json.loads(body or b"{}")
-    except ValueError:
-        raise ValidationFailed("the webhook body is not JSON") from None
+    payload = read_json(body)
     if not isinstance(payload, dict):
         raise ValidationFailed("the webhook body must be a JSON object")
     accepted = source_service.accept_push(

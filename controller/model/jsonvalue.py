@@ -1,0 +1,72 @@
+"""Free-form JSON values: what the API and the `.driftgate/` files accept where any JSON goes.
+
+A fuse trip's `metadata` or a `rest` watch's request `body` is stored as JSON and served back
+on every read. Anything accepted must survive that round trip on SQLite and Postgres and
+through every serializer on the way out, so a value is refused at input when it nests deeper
+than `MAX_DEPTH` containers, holds a number JSON cannot carry (NaN, Infinity, or a float that
+overflowed to it), or text Postgres cannot store (NUL characters, lone surrogates).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any
+
+from pydantic import AfterValidator
+
+MAX_DEPTH = 64
+"""Containers (objects and arrays) one free-form value may nest."""
+
+
+def json_value_problem(value: Any) -> tuple[str, str] | None:
+    """The JSON pointer (relative to `value`) and reason of the first part the store could not
+    keep, or None when all of it can be stored and served back."""
+    stack: list[tuple[str, Any, int]] = [("", value, 0)]
+    while stack:
+        path, item, depth = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            if depth >= MAX_DEPTH:
+                return path, f"nests deeper than {MAX_DEPTH} levels of objects and arrays"
+            if isinstance(item, dict):
+                for key, child in item.items():
+                    member = f"{path}/{_pointer(str(key))}"
+                    problem = _text_problem(str(key), "keys")
+                    if problem is not None:
+                        return member, problem
+                    stack.append((member, child, depth + 1))
+            else:
+                stack.extend((f"{path}/{i}", child, depth + 1) for i, child in enumerate(item))
+        elif isinstance(item, str):
+            problem = _text_problem(item, "strings")
+            if problem is not None:
+                return path, problem
+        elif isinstance(item, float) and not math.isfinite(item):
+            return path, "numbers must be finite"
+    return None
+
+
+def check_json_value(value: Any) -> Any:
+    """Return `value` unchanged, or raise ValueError saying where and why it cannot be kept."""
+    found = json_value_problem(value)
+    if found is not None:
+        path, problem = found
+        raise ValueError(f"{problem} (at {path})" if path else problem)
+    return value
+
+
+JsonValue = Annotated[Any, AfterValidator(check_json_value)]
+"""Any JSON value that can be stored and served back."""
+
+
+def _text_problem(text: str, what: str) -> str | None:
+    if "\x00" in text:
+        return f"{what} must not contain NUL characters"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"{what} must not contain lone surrogates"
+    return None
+
+
+def _pointer(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")

@@ -1,0 +1,89 @@
+"""The one reader of JSON request bodies, and the explanation of a body or query refused.
+
+Every route that takes a JSON body (through the route registry, the run gate's lane, or a
+webhook that must see the raw bytes first) parses it here, with pydantic's JSON parser
+(jiter): it is not recursive in Python, refuses input nesting deeper than its limit of 200
+with an error instead of exhausting the stack, refuses NaN and Infinity, lone surrogates and
+bytes that are not UTF-8. Any failure is a `ValidationFailed` (400, `invalid_json` or
+`validation_error` with a JSON pointer per problem), never an exception that reaches the
+error handler as a 500. The size limit is enforced before this, by the server front and by
+Flask's `MAX_CONTENT_LENGTH` (413).
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import pydantic_core
+from pydantic import BaseModel, ValidationError
+
+from controller.errors import ValidationFailed
+
+MAX_NESTING = 200
+"""jiter's fixed recursion limit: deeper bodies are refused as invalid JSON."""
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_json(raw: bytes) -> Any:
+    """The JSON value of a body (`{}` when it is empty or blank), or `ValidationFailed`."""
+    if not raw.strip():
+        return {}
+    try:
+        return pydantic_core.from_json(raw, allow_inf_nan=False)
+    except ValueError as exc:
+        raise ValidationFailed(_invalid(str(exc)), code="invalid_json") from None
+
+
+def parse_body(model: type[M], raw: bytes) -> M:
+    """The body as `model`: one pass in pydantic's parser when it fits; otherwise the body is
+    read as JSON and validated again only to explain what is wrong, and where."""
+    if raw.strip():
+        try:
+            return model.model_validate_json(raw)
+        except ValidationError:
+            pass
+    return validate(model, read_json(raw), "body")
+
+
+def validate(model: type[M], data: Any, where: str) -> M:
+    """`data` as `model`, or `ValidationFailed` with one JSON pointer and message per place."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        details: list[dict[str, str]] = []
+        seen: set[str] = set()
+        for err in exc.errors(include_url=False, include_input=False):
+            path = json_path(data, err["loc"], missing=err["type"] == "missing")
+            if path not in seen:  # one message per place, the first union member's
+                seen.add(path)
+                details.append({"path": path, "message": _clean(err["msg"])})
+        summary = "; ".join(f"{d['path']}: {d['message']}" for d in details[:5])
+        raise ValidationFailed(f"invalid request {where}: {summary}", details=details) from None
+
+
+def json_path(data: Any, loc: tuple[int | str, ...], *, missing: bool) -> str:
+    """The JSON pointer of an error in the input, without pydantic's union-member tags."""
+    parts: list[str] = []
+    current = data
+    for index, item in enumerate(loc):
+        if isinstance(current, dict) and item in current:
+            current = current[item]
+        elif isinstance(current, list) and isinstance(item, int) and 0 <= item < len(current):
+            current = current[item]
+        elif not (missing and index == len(loc) - 1) and not isinstance(current, dict | list):
+            break
+        elif not (missing and index == len(loc) - 1):
+            continue  # a union member or validator tag, not a place in the input
+        parts.append(str(item).replace("~", "~0").replace("/", "~1"))
+    return "/" + "/".join(parts)
+
+
+def _clean(message: str) -> str:
+    return message.removeprefix("Value error, ")
+
+
+def _invalid(reason: str) -> str:
+    if "recursion limit" in reason:
+        return f"the request body is not valid JSON: it nests deeper than {MAX_NESTING} levels"
+    return f"the request body is not valid JSON: {reason}"
