@@ -12,12 +12,17 @@ good snapshot untouched. `driftStatus` moves exactly as CONTRACT.md's table says
     drifted --breaking changes gone--> ok (incident resolved: reverted)
     any but disabled --fetch or parse fails--> error (reason check_failed:<class>)
     error --next good check--> ok or drifted by the diff against the baseline
+
+A fetch that fails in a way no fetcher foresaw (a bug, a value stored before today's input
+rules) is still a failed check: `error` with failure class `http_error`, never a crash that
+leaves the watch as it was.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,8 +49,10 @@ from controller.model.watch import DriftStatus
 from controller.services.watches import decrypted_headers
 from controller.settings import Settings
 from controller.sources.http import FetchError, fetch
-from controller.sources.mcp import fetch_mcp_snapshot
+from controller.sources.mcp import fetch_mcp_snapshot, redact_url
 from controller.store.models import DriftEvent, Incident, Snapshot, Watch
+
+logger = logging.getLogger("driftgate.checks")
 
 EVENT_CHANGES_IN_ALERTS = 50
 MAX_CONTRACT_BYTES = 25 * 1024 * 1024
@@ -176,6 +183,14 @@ def _evaluate(
     except FetchError as exc:
         failure = (exc.failure_class, exc.message)
         return lambda s: _record_failure(s, box, check, failure[0], failure[1], now)
+    except Exception as exc:  # noqa: BLE001 - a fetch that crashed is a failed check
+        logger.exception("check.fetch_crashed", extra={"fields": {"watchId": check.watch_id}})
+        # The exception's own text may quote a header value: only its type is recorded.
+        crashed = (
+            f"{redact_url(check.url)}: the fetch failed unexpectedly ({type(exc).__name__}); "
+            "the controller's log has the details"
+        )
+        return lambda s: _record_failure(s, box, check, "http_error", crashed, now)
     if fetched.content is None and fetched.document is None:
         return lambda s: _record_unchanged(s, box, check, fetched, None, now)
     source_hash = (

@@ -51,6 +51,7 @@ from controller.gitops import load as gitops_load
 from controller.gitops.load import FILES, Bundle, Problem, load_bundle
 from controller.logs import log
 from controller.model.catalog import SYSTEM_TEMPLATES
+from controller.model.targets import header_value_problem
 from controller.model.watch import DriftStatus
 from controller.services.watches import set_headers, set_tags
 from controller.settings import Settings, SourceSpec
@@ -542,6 +543,23 @@ class Reconciler:
                         message=(
                             f"header {name!r} references ${{env:{variable}}}, which is not set "
                             "in the controller's environment"
+                        ),
+                    )
+                )
+                continue
+            unsendable = header_value_problem(resolved)
+            if unsendable is not None:
+                # The value is a secret: name the variable, never show what it holds.
+                line, column = bundle.locate(file, (*where, name))
+                problems.append(
+                    Problem(
+                        file=file,
+                        line=line,
+                        column=column,
+                        path=".".join(str(p) for p in (*where, name)),
+                        message=(
+                            f"header {name!r} references ${{env:{variable}}}, whose value "
+                            f"cannot be sent: {unsendable}"
                         ),
                     )
                 )

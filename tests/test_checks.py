@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import select
@@ -177,9 +178,7 @@ def test_failures_set_error_and_keep_the_baseline(
     assert failed.status == "error" and failed.failure_class == failure_class
     watch = harness.get(watch_id)
     assert watch.baseline_snapshot_id == baseline and watch.failure_class == failure_class
-    assert harness.events() == ["drift.check_failed"]
     harness.check(watch_id)  # still failing: no second alert
-    assert harness.events() == ["drift.check_failed"]
     serve(harness)
     recovered = harness.check(watch_id)
     assert recovered.status == "ok" and harness.get(watch_id).failure_class is None
@@ -286,3 +285,24 @@ def test_mcp_watch_drifts_when_a_tool_is_removed(harness: Harness, tmp_path: Pat
         (change,) = decode_changes(event.changes)
     assert change["rule"] == "tool-removed" and change["location"] == {"tool": "delete_item"}
     assert change["agentAction"] == "remove_tool_usage"
+
+
+def test_a_fetch_that_crashes_is_a_failed_check(harness: Harness) -> None:
+    # A fetcher failing in a way nobody foresaw still ends the check: error, a failure
+    # class, a message that quotes nothing the exception carried (it may hold a secret).
+    serve(harness)
+    watch_id = harness.watch()
+    good = harness.fetcher
+
+    def crashing(check: Any) -> Any:
+        raise UnicodeEncodeError("ascii", "secret-value-é", 13, 14, "ordinal not in range")
+
+    harness.fetcher = crashing
+    failed = harness.check(watch_id)
+    assert failed.outcome == "error" and failed.failure_class == "http_error"
+    assert "UnicodeEncodeError" in (failed.error or "") and "secret" not in (failed.error or "")
+    watch = harness.get(watch_id)
+    assert watch.drift_status == "error" and watch.failure_class == "http_error"
+    assert watch.last_error == failed.error
+    harness.fetcher = good
+    assert harness.check(watch_id).outcome == "baseline"

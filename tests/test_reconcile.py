@@ -293,6 +293,31 @@ def test_a_missing_env_reference_stalls_without_echoing_values(
     assert snapshot(database)["watches"] == []
 
 
+@pytest.mark.parametrize(
+    ("value", "needle"),
+    [("Bearer tök-secret", "ASCII"), ("Bearer secret\r\nX-Injected: 1", "line breaks")],
+)
+def test_an_env_value_that_cannot_be_sent_stalls_without_echoing_it(
+    repo: RepoBuilder,
+    make_reconciler: Make,
+    acme: OrgKey,
+    database: Database,
+    value: str,
+    needle: str,
+) -> None:
+    repo.commit(FILES)
+    reconciler, settings = make_reconciler(
+        {"name": "fleet", "org": "acme", "url": repo.url}, env={"GITHUB_TOKEN": value}
+    )
+    result = run(reconciler, settings)
+    assert result.result == "stalled"
+    (problem,) = result.problems
+    text = str(problem)
+    assert "watch-sets.yaml:13" in text and "GITHUB_TOKEN" in text
+    assert "cannot be sent" in text and needle in text and "secret" not in text
+    assert snapshot(database)["watches"] == []
+
+
 def test_pruning_everything_needs_allow_empty(
     repo: RepoBuilder, make_reconciler: Make, acme: OrgKey, database: Database
 ) -> None:

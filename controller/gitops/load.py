@@ -470,8 +470,15 @@ def _build(document: _Document, model: type[M]) -> M | None:
     try:
         return model.model_validate(data)
     except ModelError as exc:
-        for error in exc.errors():
+        errors = exc.errors()
+        # A value refused by a validator inside a union (`url: X | None`, a watch name or an
+        # inline watch) also fails the other members; their "should be None" is noise.
+        refused = [_data_path(data, e["loc"]) for e in errors if e["type"] == "value_error"]
+        for error in errors:
             path = _data_path(data, error["loc"])
+            noise = path and any(p[: len(path)] == path for p in refused)
+            if error["type"] != "value_error" and noise:
+                continue
             message = str(error["msg"]).removeprefix("Value error, ")
             document.report(path, f"{_subject(path)}: {message}")
         return None

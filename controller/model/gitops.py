@@ -7,6 +7,8 @@ SPEC.md (`runtime_webhook`, `repoRef`, `watchType`, `on_breaking`, ...).
 
 Secrets never live in git: a header value for a sensitive header (see `is_sensitive_header`)
 must reference the controller's environment as `${env:NAME}`, which the controller resolves.
+URLs and header values must also be ones the fetcher can send (`controller.model.targets`,
+shared with the API); what the schema cannot say about them, the models refuse.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
+from controller.model.targets import check_header_value, check_url, check_url_template
 from controller.model.watch import (
     URL_PATTERN,
     HeaderName,
@@ -125,6 +128,7 @@ PolicyPreset = Literal["notify-only", "staging-strict", "production-guard"]
 assert get_args(PolicyPreset) == POLICY_PRESETS
 
 Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
+SendableUrl = Annotated[HttpUrl, AfterValidator(check_url)]
 UrlTemplate = Annotated[
     str,
     StringConstraints(max_length=2048, pattern=URL_TEMPLATE_PATTERN),
@@ -136,6 +140,7 @@ HttpsUrl = Annotated[
     str,
     StringConstraints(max_length=2048, pattern=HTTPS_URL_PATTERN),
     BeforeValidator(_explain_bad_https_url),
+    AfterValidator(check_url),
 ]
 BreakingActions = Annotated[
     list[BreakingAction],
@@ -151,7 +156,7 @@ WarningActions = Annotated[
     WithJsonSchema(_actions_schema(get_args(WarningAction), 0)),
 ]
 Headers = Annotated[
-    dict[HeaderName, HeaderValue],
+    dict[HeaderName, Annotated[HeaderValue, AfterValidator(check_header_value)]],
     Field(max_length=50),
     AfterValidator(_refuse_plain_secrets),
     WithJsonSchema(
@@ -243,7 +248,7 @@ class InlineWatch(CamelFileModel):
     """A watch declared in place in an agent's `watches:` list."""
 
     name: WatchName
-    url: HttpUrl
+    url: SendableUrl
     watch_type: WatchType = Field(alias="type")
 
 
@@ -307,7 +312,7 @@ class Template(CamelFileModel):
 
     name: WatchName
     watch_type: WatchType
-    url_pattern: UrlTemplate = Field(
+    url_pattern: Annotated[UrlTemplate, AfterValidator(check_url_template)] = Field(
         description="URL of watches made from the template; `{placeholders}` make url required"
     )
     policy_preset: PolicyPreset | SkipJsonSchema[None] = Field(
@@ -342,7 +347,7 @@ class WatchSetEntry(CamelFileModel):
 
     name: WatchName
     template: WatchName | SkipJsonSchema[None] = None
-    url: HttpUrl | SkipJsonSchema[None] = None
+    url: SendableUrl | SkipJsonSchema[None] = None
     watch_type: WatchType | SkipJsonSchema[None] = None
     headers: Headers | SkipJsonSchema[None] = Field(
         default=None, description="merged over the template's headers"

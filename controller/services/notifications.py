@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from controller.crypto import SecretBox
 from controller.events.signing import new_secret
 from controller.model.base import ApiModel, RequestModel
+from controller.model.targets import refuse_unsendable
 from controller.model.watch import HttpUrl, Interval
 from controller.services import audit
 from controller.services.auth import Principal
@@ -72,6 +73,8 @@ def put_defaults(
 ) -> NotificationDefaultsOut:
     from controller.events.outbox import destination_hint
 
+    if data.destination is not None:
+        refuse_unsendable(urls={"/destination/url": data.destination.url})
     row = session.get(NotificationDefaults, principal.org_id)
     if row is None:
         row = NotificationDefaults(org_id=principal.org_id)

@@ -21,6 +21,7 @@ from controller.errors import Conflict, NotFound, Unprocessable
 from controller.model.base import ApiModel, RequestModel
 from controller.model.catalog import SYSTEM_TEMPLATES, SystemTemplate
 from controller.model.gitops import Environment, PolicyPreset, Slug, UrlTemplate
+from controller.model.targets import refuse_unsendable
 from controller.model.watch import (
     REDACTED,
     HeaderName,
@@ -194,6 +195,7 @@ def list_templates(session: Session, org_id: str) -> TemplateList:
 def create_template(
     session: Session, principal: Principal, data: TemplateCreate, box: SecretBox
 ) -> Template:
+    refuse_unsendable(templates={"/urlPattern": data.url_pattern}, headers=data.headers)
     template = Template(
         org_id=principal.org_id,
         name=data.name,

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from controller.crypto import SecretBox
 from controller.errors import Conflict, NotFound, Unprocessable
+from controller.model.targets import refuse_unsendable
 from controller.model.watch import (
     REDACTED,
     Baseline,
@@ -46,6 +47,9 @@ def create_watch(
     *,
     default_interval: int | None = None,
 ) -> Watch:
+    refuse_unsendable(
+        urls={"/url": data.url, "/webhookUrl": data.webhook_url}, headers=data.headers
+    )
     watch_type = data.watch_type or infer_watch_type(data.url)
     if watch_type is None:
         raise Unprocessable(
@@ -124,6 +128,9 @@ def update_watch(
     watch = get_watch(session, principal.org_id, watch_id)
     ensure_unmanaged(watch)
     fields = data.model_fields_set
+    refuse_unsendable(
+        urls={"/url": data.url, "/webhookUrl": data.webhook_url}, headers=data.headers
+    )
     changed: list[str] = sorted(f for f in fields if f != "headers")
     if "name" in fields and data.name is not None and data.name != watch.name:
         _ensure_name_free(session, principal.org_id, data.name)

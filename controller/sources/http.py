@@ -4,25 +4,37 @@ Fetches contracts with timeouts, a size cap, bounded redirects, conditional requ
 address guard. The guard runs inside the connection itself: the host name is resolved once,
 every resolved address is checked, and the socket connects to the checked address, so a DNS
 answer cannot change between the check and the connection (no rebinding window) and every
-redirect hop is checked the same way. Private, loopback, link-local (cloud metadata), CGNAT,
-multicast and reserved addresses are refused unless the operator allows them.
+redirect hop is checked the same way. What the guard refuses (private, loopback, link-local,
+CGNAT, multicast, every range of the IANA special-purpose registries) is the table in
+`controller.sources.addresses`; the operator may allow private targets.
+
+Credentials: every header configured on a watch (or template) is a secret, bound to the
+origin (scheme, host, port) of the URL it was configured for. It is never part of the
+request as the caller builds it; a request hook attaches it to each hop whose origin is
+that one and removes it from every other hop, so a redirect to another host carries none of
+it (httpx itself strips only `Authorization`). Before anything is sent, the URL's host and
+the headers are checked with `controller.model.targets`, and whatever still goes wrong while
+sending ends as a `FetchError` with a failure class, never as another exception; messages
+never contain a configured header value.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 import ssl
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpcore
 import httpx
 
 from controller import __version__
 from controller.errors import DriftgateError
+from controller.model.targets import header_problems, header_value_problem, host_problem
+from controller.sources.addresses import is_public_address as is_public_address  # the default
 
 DEFAULT_MAX_BYTES = 25 * 1024 * 1024
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=30.0, write=10.0, pool=10.0)
@@ -67,12 +79,64 @@ class FetchResult:
         return self.headers.get("last-modified")
 
 
-def is_public_address(address: str) -> bool:
-    """True for globally routable unicast addresses; False for everything the guard refuses."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
+Origin = tuple[str, bytes, int]
+_CREDENTIALS = "driftgate.credentials"  # the request extension that carries them
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """Headers configured on a watch and the one origin they may be sent to."""
+
+    origin: Origin
+    headers: Mapping[str, str]
+
+    def without(self, names: Iterable[str]) -> Credentials:
+        """These credentials less the headers a request sets itself (the request's win)."""
+        taken = {name.lower() for name in names}
+        kept = {k: v for k, v in self.headers.items() if k.lower() not in taken}
+        return Credentials(self.origin, kept)
+
+
+def bind_credentials(url: str, headers: Mapping[str, str] | None, *, label: str) -> Credentials:
+    """Bind configured `headers` to the origin of `url`; `FetchError` (`http_error`) when the
+    URL's host or a header cannot be sent. `label` names the target in messages."""
+    try:
+        parts = urlsplit(url)
+        problem = host_problem(parts.hostname or "") if parts.scheme in _DEFAULT_PORTS else None
+    except ValueError:
+        problem = "the URL has an invalid host or port"
+    if problem is not None:
+        raise FetchError(f"{label}: {problem}", "http_error")
+    unsendable = header_problems(headers or {})
+    if unsendable:
+        name, why = unsendable[0]
+        raise FetchError(f"{label}: header {name} cannot be sent: {why}", "http_error")
+    try:
+        origin = _origin(httpx.URL(url))
+    except Exception as exc:  # noqa: BLE001 - httpx refuses what urlsplit let through
+        raise as_fetch_error(exc, label) from None
+    return Credentials(origin, dict(headers or {}))
+
+
+def _origin(url: httpx.URL) -> Origin:
+    scheme = url.scheme
+    return scheme, url.raw_host, url.port or _DEFAULT_PORTS.get(scheme, 0)
+
+
+def _attach_credentials(request: httpx.Request) -> None:
+    """Request hook, run for every hop: configured headers go to their origin and nowhere else."""
+    host = request.url.raw_host.decode("ascii", "replace")
+    problem = host_problem(host.strip("[]")) if request.url.scheme in _DEFAULT_PORTS else None
+    if problem is not None:
+        raise FetchError(f"{_label(str(request.url))}: {problem}", "http_error")
+    credentials = request.extensions.get(_CREDENTIALS)
+    if not isinstance(credentials, Credentials):
+        return
+    for name in credentials.headers:
+        request.headers.pop(name, None)  # carried over from the previous hop by httpx
+    if _origin(request.url) == credentials.origin:
+        request.headers.update(credentials.headers)
 
 
 AddressFilter = Callable[[str], bool]
@@ -96,6 +160,8 @@ class _GuardedBackend(httpcore.SyncBackend):
             infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except socket.gaierror as exc:
             raise httpcore.ConnectError(f"cannot resolve {host}: {exc.strerror}") from None
+        except UnicodeError:  # the idna codec refuses it (a label over 63 characters ...)
+            raise httpcore.ConnectError(f"cannot resolve {host}: not a valid host name") from None
         addresses = [str(info[4][0]) for info in infos]
         allowed = [a for a in addresses if self.is_allowed(a)]
         if not allowed:
@@ -155,6 +221,7 @@ def make_client(
         timeout=timeout,
         follow_redirects=True,
         max_redirects=MAX_REDIRECTS,
+        event_hooks={"request": [_attach_credentials]},
         headers={
             "User-Agent": user_agent,
             "Accept": "application/json, application/yaml;q=0.9, */*;q=0.5",
@@ -178,18 +245,24 @@ def fetch(
     last_modified: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> FetchResult:
-    """Fetch `url`; a 304 comes back as a result, every failure as `FetchError`."""
-    request_headers = dict(headers or {})
-    if etag:
+    """Fetch `url`; a 304 comes back as a result, every failure as `FetchError`.
+
+    `headers` are the configured ones: credentials, sent to the origin of `url` only."""
+    credentials = bind_credentials(url, headers, label=url)
+    request_headers: dict[str, str] = {}
+    # Validators echo what the server sent; one that cannot be sent back is left out.
+    if etag and header_value_problem(etag) is None:
         request_headers["If-None-Match"] = etag
-    if last_modified:
+    if last_modified and header_value_problem(last_modified) is None:
         request_headers["If-Modified-Since"] = last_modified
+    credentials = credentials.without(request_headers)
     try:
         with client.stream(
             method,
             url,
             headers=request_headers,
             json=body if body is not None else None,
+            extensions={_CREDENTIALS: credentials},
         ) as response:
             if response.status_code == 304:
                 return FetchResult(str(response.url), 304, b"", dict(response.headers))
@@ -212,41 +285,18 @@ def fetch(
             return FetchResult(
                 str(response.url), response.status_code, b"".join(chunks), dict(response.headers)
             )
-    except FetchError:
-        raise
-    except BlockedAddress as exc:
-        raise FetchError(str(exc), "blocked_target") from None
-    except httpx.TooManyRedirects:
-        raise FetchError(f"{url}: more than {MAX_REDIRECTS} redirects", "http_error") from None
-    except httpx.TimeoutException:
-        raise FetchError(f"{url}: timed out", "timeout") from None
-    except httpx.ConnectError as exc:
-        if _is_tls(exc):
-            raise FetchError(f"{url}: TLS handshake failed: {_reason(exc)}", "tls_error") from None
-        raise FetchError(f"{url}: cannot connect: {_reason(exc)}", "connect_error") from None
-    except httpx.UnsupportedProtocol:
-        raise FetchError(
-            f"{url}: only http:// and https:// URLs can be fetched", "http_error"
-        ) from None
-    except httpx.HTTPError as exc:
-        raise FetchError(f"{url}: {_reason(exc)}", "http_error") from None
+    except Exception as exc:  # noqa: BLE001 - every failure is a FetchError, whatever raised it
+        raise _without_secrets(as_fetch_error(exc, url), credentials) from None
 
 
 def post_json(client: httpx.Client, url: str, body: bytes, headers: Mapping[str, str]) -> int:
-    """POST `body` and return the status code; transport failures become `FetchError`."""
+    """POST `body` and return the status code; every failure becomes `FetchError`."""
     try:
         response = client.post(url, content=body, headers=dict(headers), follow_redirects=False)
         response.read()
         return response.status_code
-    except BlockedAddress as exc:
-        raise FetchError(str(exc), "blocked_target") from None
-    except httpx.TimeoutException:
-        raise FetchError(f"{url}: timed out", "timeout") from None
-    except httpx.ConnectError as exc:
-        failure = "tls_error" if _is_tls(exc) else "connect_error"
-        raise FetchError(f"{url}: cannot connect: {_reason(exc)}", failure) from None
-    except httpx.HTTPError as exc:
-        raise FetchError(f"{url}: {_reason(exc)}", "http_error") from None
+    except Exception as exc:  # noqa: BLE001 - every failure is a FetchError, whatever raised it
+        raise as_fetch_error(exc, url) from None
 
 
 def _too_large(url: str, max_bytes: int) -> str:
@@ -278,9 +328,12 @@ HttpClient = httpx.Client
 class OpenResponse:
     """A response whose body is read as it arrives; failures while reading are `FetchError`."""
 
-    def __init__(self, response: httpx.Response, label: str) -> None:
+    def __init__(
+        self, response: httpx.Response, label: str, credentials: Credentials | None = None
+    ) -> None:
         self._response = response
         self._label = label
+        self._credentials = credentials
 
     @property
     def status(self) -> int:
@@ -300,7 +353,7 @@ class OpenResponse:
         try:
             yield from self._response.iter_bytes()
         except Exception as exc:
-            raise as_fetch_error(exc, self._label) from None
+            raise _without_secrets(as_fetch_error(exc, self._label), self._credentials) from None
 
 
 class StreamedRequest:
@@ -308,6 +361,8 @@ class StreamedRequest:
 
     `label` replaces the URL in error messages (callers pass a form without credentials);
     `timeout` (seconds) bounds each phase of this request below the client's own timeouts.
+    `credentials` (from `bind_credentials`) go to their own origin only, on every hop;
+    `headers` of the same name win over them.
     """
 
     def __init__(
@@ -317,25 +372,28 @@ class StreamedRequest:
         url: str,
         *,
         headers: Mapping[str, str] | None = None,
+        credentials: Credentials | None = None,
         content: bytes | None = None,
         timeout: float | None = None,
         label: str | None = None,
     ) -> None:
         self._label = label or url
+        self._credentials = credentials.without(headers or {}) if credentials else None
         self._stream = client.stream(
             method,
             url,
             headers=dict(headers or {}),
             content=content,
             timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else max(timeout, 0.001),
+            extensions={_CREDENTIALS: self._credentials} if self._credentials else None,
         )
 
     def __enter__(self) -> OpenResponse:
         try:
             response = self._stream.__enter__()
         except Exception as exc:
-            raise as_fetch_error(exc, self._label) from None
-        return OpenResponse(response, self._label)
+            raise _without_secrets(as_fetch_error(exc, self._label), self._credentials) from None
+        return OpenResponse(response, self._label, self._credentials)
 
     def __exit__(self, *exc_info: Any) -> None:
         try:
@@ -344,8 +402,10 @@ class StreamedRequest:
             pass  # closing a response that already failed: the first error is the one to report
 
 
-def as_fetch_error(exc: Exception, label: str) -> Exception:
-    """Map an exception from httpx or the address guard to `FetchError`; others pass unchanged."""
+def as_fetch_error(exc: Exception, label: str) -> FetchError:
+    """Map any exception raised while sending a request or reading its answer to `FetchError`.
+
+    Text of exceptions that may quote what was being encoded (a header value) is not kept."""
     if isinstance(exc, FetchError):
         return exc
     if isinstance(exc, BlockedAddress):
@@ -362,4 +422,34 @@ def as_fetch_error(exc: Exception, label: str) -> Exception:
         return FetchError(f"{label}: only http:// and https:// URLs can be fetched", "http_error")
     if isinstance(exc, httpx.HTTPError):
         return FetchError(f"{label}: {_reason(exc)}", "http_error")
-    return exc
+    if isinstance(exc, httpx.InvalidURL):
+        return FetchError(f"{label}: invalid URL: {_reason(exc)}", "http_error")
+    if isinstance(exc, UnicodeError):
+        return FetchError(
+            f"{label}: the host name or a header cannot be encoded ({type(exc).__name__})",
+            "http_error",
+        )
+    return FetchError(f"{label}: the request failed ({type(exc).__name__})", "http_error")
+
+
+def _without_secrets(error: FetchError, credentials: Credentials | None) -> FetchError:
+    """`error` with every configured header value (and each longer word of one) blanked out."""
+    if credentials is None:
+        return error
+    message = error.message
+    for value in credentials.headers.values():
+        for piece in (value, *value.split()):
+            if len(piece) >= 8:
+                message = message.replace(piece, "[redacted]")
+    if message == error.message:
+        return error
+    return FetchError(message, error.failure_class, status=error.status)
+
+
+def _label(url: str) -> str:
+    """`url` without user info, query or fragment: a form fit for messages."""
+    try:
+        parts = urlsplit(url)
+        return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
+    except ValueError:
+        return "<invalid URL>"

@@ -25,7 +25,9 @@ Local `stdio` servers (`stdio:<command line>`) speak the same JSON-RPC as newlin
 messages on a child process's stdin and stdout. They run commands on this machine, so they
 are refused unless the operator allows them (`DRIFTGATE_ALLOW_STDIO_MCP`, passed in by the
 caller as `allow_stdio`). HTTP only goes through `controller.sources.http` clients, so the
-outbound-address guard applies to every request, redirects included.
+outbound-address guard applies to every request, redirects included, and the configured
+headers reach the origin of the configured URL only: a redirect elsewhere, or a legacy SSE
+endpoint on another origin, never gets them.
 """
 
 from __future__ import annotations
@@ -45,10 +47,12 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 from controller import __version__
 from controller.sources.http import (
     DEFAULT_MAX_BYTES,
+    Credentials,
     FetchError,
     HttpClient,
     OpenResponse,
     StreamedRequest,
+    bind_credentials,
 )
 
 HANDSHAKE_PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -138,9 +142,12 @@ def fetch_http_mcp_snapshot(
     """
     limits = limits or McpLimits()
     label = redact_url(url)
+    if label == "<invalid URL>":
+        raise FetchError(f"{label}: the URL cannot be parsed", "http_error")
     if urlsplit(url).scheme not in ("http", "https"):
         raise FetchError(f"{label}: only http://, https:// and stdio: MCP targets", "http_error")
-    budget = _Budget(limits, label, dict(headers or {}))
+    credentials = bind_credentials(url, headers, label=label)
+    budget = _Budget(limits, label, dict(headers or {}), credentials=credentials)
     channel: _Channel = _StreamableChannel(client, url, budget)
     try:
         hello = _probe_discover(channel, limits) if discover else None
@@ -428,6 +435,8 @@ class _Budget:
     limits: McpLimits
     label: str
     secrets: dict[str, str]
+    # The secrets as HTTP headers bound to the configured URL's origin (HTTP transports).
+    credentials: Credentials | None = None
     deadline: float = 0.0
     spent: int = 0
     ids: Iterator[int] = field(default_factory=lambda: iter(range(1, 1 << 62)))
@@ -515,7 +524,7 @@ class _StreamableChannel(_Channel):
         self.session_id: str | None = None
 
     def headers(self, method: str) -> dict[str, str]:
-        headers = dict(self.budget.secrets)
+        headers: dict[str, str] = {}
         headers["Accept"] = "application/json, text/event-stream"
         headers["Content-Type"] = "application/json"
         if self.session_id is not None:
@@ -535,6 +544,7 @@ class _StreamableChannel(_Channel):
             "POST",
             self.url,
             headers=self.headers(method),
+            credentials=self.budget.credentials,
             content=body,
             timeout=self.budget.seconds(timeout),
             label=self.budget.label,
@@ -550,6 +560,7 @@ class _StreamableChannel(_Channel):
             "POST",
             self.url,
             headers=self.headers(method),
+            credentials=self.budget.credentials,
             content=body,
             timeout=self.budget.seconds(),
             label=self.budget.label,
@@ -570,6 +581,7 @@ class _StreamableChannel(_Channel):
                 "DELETE",
                 self.url,
                 headers=headers,
+                credentials=self.budget.credentials,
                 timeout=self.budget.seconds(2.0),
                 label=self.budget.label,
             ):
@@ -594,10 +606,15 @@ class _SseChannel(_Channel):
     def open(cls, client: HttpClient, url: str, budget: _Budget, refused: _Refused) -> _SseChannel:
         """GET the event stream and read the `endpoint` event that names where to POST."""
         channel = cls(client, budget)
-        headers = dict(budget.secrets)
-        headers["Accept"] = "text/event-stream"
+        headers = {"Accept": "text/event-stream"}
         stream = StreamedRequest(
-            client, "GET", url, headers=headers, timeout=budget.seconds(), label=budget.label
+            client,
+            "GET",
+            url,
+            headers=headers,
+            credentials=budget.credentials,
+            timeout=budget.seconds(),
+            label=budget.label,
         )
         response = stream.__enter__()
         channel.stream = stream
@@ -633,8 +650,7 @@ class _SseChannel(_Channel):
         return channel
 
     def post(self, method: str, body: bytes) -> None:
-        headers = dict(self.budget.secrets)
-        headers["Content-Type"] = "application/json"
+        headers = {"Content-Type": "application/json"}
         if self.protocol_version is not None:
             headers["MCP-Protocol-Version"] = self.protocol_version
         with StreamedRequest(
@@ -642,6 +658,7 @@ class _SseChannel(_Channel):
             "POST",
             self.endpoint,
             headers=headers,
+            credentials=self.budget.credentials,
             content=body,
             timeout=self.budget.seconds(),
             label=self.budget.label,

@@ -33,6 +33,7 @@ def get_notification_defaults(call: Call) -> notifications.NotificationDefaultsO
     tag="org",
     body=notifications.NotificationDefaultsIn,
     responses={200: notifications.NotificationDefaultsOut},
+    errors=(422,),
 )
 def put_notification_defaults(call: Call) -> notifications.NotificationDefaultsOut:
     """Replaces the defaults: new watches inherit the interval; every event goes to the

@@ -37,7 +37,7 @@ def list_templates(call: Call) -> service.TemplateList:
     tag="templates",
     body=service.TemplateCreate,
     responses={201: service.TemplateOut},
-    errors=(409,),
+    errors=(409, 422),
 )
 def create_template(call: Call) -> Reply:
     """An org template; headers are encrypted at rest. Names are unique in the org and

@@ -87,7 +87,7 @@ def get_watch(call: Call) -> WatchOut:
     tag="watches",
     body=WatchUpdate,
     responses={200: WatchOut},
-    errors=(409,),
+    errors=(409, 422),
 )
 def update_watch(call: Call) -> WatchOut:
     """Changes only the fields sent; `headers: null` removes the stored headers."""
