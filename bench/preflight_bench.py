@@ -255,8 +255,9 @@ def free_port() -> int:
 
 
 def start_server(
-    url: str, work: Path, label: str, port: int, args: argparse.Namespace
+    url: str, work: Path, label: str, port: int, args: argparse.Namespace, root: Path = ROOT
 ) -> tuple[subprocess.Popen[bytes], Path]:
+    """`driftgate serve` from the checkout at `root` (this one by default) on `port`."""
     env = {
         key: value
         for key, value in os.environ.items()
@@ -274,7 +275,7 @@ def start_server(
     command = [sys.executable, "-m", "cli", "serve", "--host", HOST, "--port", str(port)]
     command += ["--workers", str(args.workers), "--threads", str(args.threads)]
     with log_path.open("wb") as log:
-        process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=log, stderr=log)
+        process = subprocess.Popen(command, env=env, cwd=root, stdout=log, stderr=log)
     deadline = time.monotonic() + 60
     while True:
         try:

@@ -1,4 +1,5 @@
-"""Runs the Flask app under gunicorn with `gthread` workers, configured from Settings.
+"""Runs the Flask app under gunicorn with driftgate's server front (web/front.py: gthread
+workers that read each request whole before a thread runs it), configured from Settings.
 
 The app is built inside each worker after the fork (no `preload_app`), so every worker owns
 its database engine and no connection crosses a process boundary.
@@ -25,7 +26,7 @@ class DriftgateServer(BaseApplication):  # type: ignore[misc]
         options: dict[str, Any] = {
             "bind": f"{self.settings.host}:{self.settings.port}",
             "workers": self.settings.workers,
-            "worker_class": "gthread",
+            "worker_class": "web.front.BufferingWorker",
             "threads": self.settings.threads,
             "timeout": 60,
             "graceful_timeout": 30,

@@ -115,6 +115,18 @@ class Settings(BaseModel):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["json", "text"] = "json"
     max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
+    header_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description="a request's line and headers must arrive within this time (else 408)",
+    )
+    body_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="a request's body must arrive within this time after its headers (else 408)",
+    )
     allow_private_targets: bool = False
     ca_bundle: Path | None = Field(
         default=None,

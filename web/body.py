@@ -15,7 +15,9 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 import pydantic_core
+from flask import Request
 from pydantic import BaseModel, ValidationError
+from werkzeug.exceptions import RequestEntityTooLarge
 
 from controller.errors import ValidationFailed
 
@@ -23,6 +25,22 @@ MAX_NESTING = 200
 """jiter's fixed recursion limit: deeper bodies are refused as invalid JSON."""
 
 M = TypeVar("M", bound=BaseModel)
+
+
+def request_bytes(request: Request) -> bytes:
+    """The whole body of `request`, or 413 when it exceeds `MAX_CONTENT_LENGTH`.
+
+    A body without a Content-Length (chunked) is read up to one byte past the limit: werkzeug
+    would cut it at the limit without a word, and the cut JSON would read as invalid."""
+    limit = request.max_content_length
+    if request.content_length is None and limit is not None:
+        if not request.environ.get("wsgi.input_terminated"):
+            return b""  # no length and no terminated stream: WSGI has no body to give
+        raw: bytes = request.environ["wsgi.input"].read(limit + 1)
+        if len(raw) > limit:
+            raise RequestEntityTooLarge()
+        return raw
+    return request.get_data(cache=True)
 
 
 def read_json(raw: bytes) -> Any:

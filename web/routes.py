@@ -25,7 +25,7 @@ from controller.services.auth import Principal
 from controller.services.orgs import plan_at_least
 from controller.settings import Settings
 from controller.store.models import TrialSession
-from web.body import parse_body, validate
+from web.body import parse_body, request_bytes, validate
 from web.db import request_session
 
 Auth = Literal["none", "key", "key_or_trial"]
@@ -284,7 +284,7 @@ def _default_status(route: Route) -> int:
 
 
 def _parse_body(model: type[BaseModel]) -> BaseModel:
-    return parse_body(model, request.get_data(cache=False))
+    return parse_body(model, request_bytes(request))
 
 
 def _parse_query(model: type[BaseModel]) -> BaseModel:
@@ -441,8 +441,12 @@ def build_openapi(routes: list[Route], settings: Settings) -> dict[str, Any]:
                     "name": CORRELATION_HEADER,
                     "in": "header",
                     "required": False,
-                    "description": "Caller's correlation id (1-128 of A-Z a-z 0-9 . _ : -)",
-                    "schema": {"type": "string", "maxLength": 128},
+                    "description": (
+                        "Caller's correlation id, echoed in the response when it is 1-128 of "
+                        "A-Z a-z 0-9 . _ : - ; any other value is replaced by a generated id "
+                        "(never refused)"
+                    ),
+                    "schema": {"type": "string"},
                 }
             },
         },

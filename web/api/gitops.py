@@ -7,7 +7,7 @@ from flask import request
 from controller.errors import ValidationFailed
 from controller.services import sources as source_service
 from web.api import REGISTRY
-from web.body import read_json
+from web.body import read_json, request_bytes
 from web.routes import Call, Reply
 
 
@@ -64,7 +64,7 @@ def reconcile_source(call: Call) -> Reply:
 def github_hook(call: Call) -> Reply:
     """Verifies `X-Hub-Signature-256`, ignores a repeated `X-GitHub-Delivery`, queues the
     sources of the pushed repository and branch, and answers 202 without touching git."""
-    body = request.get_data(cache=True)
+    body = request_bytes(request)
     secret = call.settings.github_webhook_secret
     source_service.verify_github_signature(
         secret.get_secret_value() if secret else None,

@@ -1,0 +1,250 @@
+"""The server front (web/front.py): where a request ends, and the real server under clients that
+never finish their requests, send too much, or send nonsense. Every answer the server itself
+gives is the API's JSON envelope."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from controller.store.db import Database
+from tests.conftest import SECRET
+from web.front import MAX_HEADER_BYTES, Framing, error_response
+
+LIMIT = 1024 * 1024
+
+# Where a request ends: None (more needed), True (complete, or the parser's to refuse), or a
+# refusal (status, message).
+
+
+def frame(data: bytes, max_body: int = LIMIT) -> bool | tuple[int, str] | None:
+    return Framing(max_body).feed(bytearray(data))
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (b"GET / HTTP/1.1\r\nHost: x\r\n", None),
+        (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", True),
+        (b"POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nabc", None),
+        (b"POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nabcde", True),
+        (b"POST / HTTP/1.1\r\ncontent-length:  5 \r\n\r\nabcdeGET", True),
+        (b"POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", True),
+        (b"POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", True),
+        (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n", None),
+        (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", True),
+        (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: 1\r\n", None),
+        (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: 1\r\n\r\n", True),
+        (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nab", None),
+        (
+            b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            (400, "invalid chunk size: b'zz'"),
+        ),
+        (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", True),
+        (b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", True),
+    ],
+)
+def test_framing_finds_where_a_request_ends(
+    data: bytes, expected: bool | tuple[int, str] | None
+) -> None:
+    assert frame(data) == expected
+
+
+def test_framing_refuses_what_is_over_a_limit() -> None:
+    too_long = b"POST / HTTP/1.1\r\nContent-Length: 1025\r\n\r\n"
+    assert frame(too_long, max_body=1024) == (
+        413,
+        "the request body exceeds the limit of 1024 bytes",
+    )
+    chunks = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" + b"200\r\n" + b"a" * 512
+    chunks += b"\r\n201\r\n"
+    refused = frame(chunks, max_body=1024)
+    assert isinstance(refused, tuple) and refused[0] == 413
+    endless = b"GET / HTTP/1.1\r\n" + b"X: " + b"a" * MAX_HEADER_BYTES
+    assert frame(endless) == (431, f"the request header section exceeds {MAX_HEADER_BYTES} bytes")
+
+
+def test_framing_reads_in_pieces() -> None:
+    framing = Framing(LIMIT)
+    buffer = bytearray()
+    request = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n"
+    outcomes = []
+    for byte in request:
+        buffer.append(byte)
+        outcomes.append(framing.feed(buffer))
+    assert outcomes[-1] is True and all(o is None for o in outcomes[:-1])
+
+
+def test_an_error_response_is_the_json_envelope() -> None:
+    raw = error_response(408, "too slow", "caller-id-1")
+    head, body = raw.split(b"\r\n\r\n", 1)
+    assert head.startswith(b"HTTP/1.1 408 Request Timeout\r\n")
+    assert b"\r\nX-Service-Correlation-Id: caller-id-1" in head
+    assert b"Content-Type: application/json" in head
+    assert json.loads(body) == {"error": "request_timeout", "message": "too slow"}
+    generated = error_response(400, "bad", "not a valid id!").split(b"\r\n\r\n")[0]
+    assert b"X-Service-Correlation-Id: not a valid id!" not in generated
+
+
+# The real server: one worker with two threads, short timeouts.
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def served(tmp_path: Path, database: Database) -> Iterator[int]:
+    port = free_port()
+    env = {
+        **os.environ,
+        "DRIFTGATE_DATABASE_URL": database.url,
+        "DRIFTGATE_DATA_DIR": str(tmp_path / "data"),
+        "DRIFTGATE_SECRET_KEY": SECRET,
+        "DRIFTGATE_HEADER_TIMEOUT_SECONDS": "1",
+        "DRIFTGATE_BODY_TIMEOUT_SECONDS": "1.5",
+        "DRIFTGATE_MAX_BODY_BYTES": "65536",
+        "DRIFTGATE_LOG_LEVEL": "WARNING",
+    }
+    log = (tmp_path / "server.log").open("w")
+    command = [sys.executable, "-m", "cli", "serve", "--port", str(port)]
+    process = subprocess.Popen(
+        [*command, "--workers", "1", "--threads", "2"], env=env, stdout=log, stderr=log
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError((tmp_path / "server.log").read_text())
+        time.sleep(0.1)
+    yield port
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=30) == 0
+    log.close()
+
+
+def exchange(port: int, data: bytes, *, wait: float = 5.0) -> tuple[bytes, float]:
+    """Send `data`, read until the server closes (or `wait` passes); the bytes and the time."""
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.settimeout(wait)
+        sock.sendall(data)
+        received = b""
+        try:
+            while chunk := sock.recv(65536):
+                received += chunk
+        except TimeoutError:
+            pass
+    return received, time.monotonic() - started
+
+
+def envelope(raw: bytes) -> tuple[int, dict[str, str]]:
+    head, body = raw.split(b"\r\n\r\n", 1)
+    assert b"content-type: application/json" in head.lower()
+    assert b"x-service-correlation-id: " in head.lower()
+    return int(head.split(b" ", 2)[1]), json.loads(body)
+
+
+@pytest.mark.slow
+def test_half_open_connections_do_not_hold_threads(served: int) -> None:
+    holders = []
+    try:
+        for index in range(20):  # ten times the threads
+            sock = socket.create_connection(("127.0.0.1", served))
+            if index % 2:
+                sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: a")
+            else:
+                sock.sendall(b"POST /api/preflight HTTP/1.1\r\nContent-Length: 500\r\n\r\n{")
+            holders.append(sock)
+        time.sleep(0.2)
+        with httpx.Client(base_url=f"http://127.0.0.1:{served}", timeout=2) as http:
+            for _ in range(20):
+                started = time.monotonic()
+                assert http.get("/health").status_code == 200
+                assert time.monotonic() - started < 0.5
+        for sock in holders:  # each one gets its 408 and is closed
+            sock.settimeout(5)
+            received = b""
+            while chunk := sock.recv(65536):
+                received += chunk
+            status, body = envelope(received)
+            assert status == 408 and body["error"] == "request_timeout"
+    finally:
+        for sock in holders:
+            sock.close()
+
+
+@pytest.mark.slow
+def test_the_server_answers_its_own_errors_as_json(served: int) -> None:
+    partial, took = exchange(served, b"GET /health HTTP/1.1\r\nHost: x\r\n")
+    assert envelope(partial) == (
+        408,
+        {
+            "error": "request_timeout",
+            "message": "the request line and headers did not arrive within 1 s",
+        },
+    )
+    assert 0.9 < took < 3
+    short, took = exchange(served, b"POST /api/watches HTTP/1.1\r\nContent-Length: 10\r\n\r\n{}")
+    assert envelope(short)[1]["message"] == "the request body did not arrive within 1.5 s"
+    cases = [
+        (b"GARBAGE\r\n\r\n", 400, "bad_request"),
+        (b"GET / HTTP/9.9\r\nHost: x\r\n\r\n", 400, "bad_request"),
+        (b"GET /health HTTP/1.1\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n", 431, None),
+        (b"GET /health HTTP/1.1\r\nX-Big: " + b"a" * MAX_HEADER_BYTES, 431, None),
+        (b"POST /api/watches HTTP/1.1\r\nContent-Length: 70000\r\n\r\n", 413, None),
+        (
+            b"POST /api/watches HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + b"8000\r\n"
+            + b"a" * 0x8000
+            + b"\r\n8001\r\n",
+            413,
+            "payload_too_large",
+        ),
+        (b"POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400, "bad_request"),
+    ]
+    for data, expected, code in cases:
+        received, _ = exchange(served, data)
+        status, body = envelope(received.split(b"HTTP/1.1 100 Continue\r\n\r\n")[-1])
+        assert status == expected, (data[:60], received[:300])
+        assert code is None or body["error"] == code
+        assert body["message"]
+
+
+@pytest.mark.slow
+def test_whole_requests_still_work_in_every_framing(served: int) -> None:
+    pipelined = (
+        b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"POST /api/preflight HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+        b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    received, _ = exchange(served, pipelined)
+    assert re.findall(rb"HTTP/1.1 (\d{3}) ", received) == [b"200", b"401", b"200"]
+    chunked = (
+        b"POST /api/preflight HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+        b"Expect: 100-continue\r\nConnection: close\r\n\r\n1\r\n{\r\n1\r\n}\r\n0\r\nX-T: 1\r\n\r\n"
+    )
+    received, _ = exchange(served, chunked)
+    final = received.split(b"HTTP/1.1 100 Continue\r\n\r\n")[-1]
+    assert envelope(final)[0] == 401  # read whole and handed to the app, which wants a key
+    with httpx.Client(base_url=f"http://127.0.0.1:{served}", timeout=5) as http:
+        big = http.post("/api/preflight", content=b" " * 60_000 + b"{}")
+        assert big.status_code == 401
+        assert [http.get("/health").status_code for _ in range(5)] == [200] * 5
