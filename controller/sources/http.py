@@ -24,6 +24,7 @@ import socket
 import ssl
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -218,6 +219,9 @@ def make_client(
         is_allowed = _any_address
     return httpx.Client(
         transport=_GuardedTransport(is_allowed, ca_bundle),
+        # One client serves every watch of every org: a cookie one vendor sets must never
+        # ride along on another watch's request, so none is kept.
+        cookies=CookieJar(policy=_NoCookies()),
         timeout=timeout,
         follow_redirects=True,
         max_redirects=MAX_REDIRECTS,
@@ -234,6 +238,16 @@ def _any_address(_address: str) -> bool:
     return True
 
 
+class _NoCookies(DefaultCookiePolicy):
+    """Keeps no cookie and sends none."""
+
+    def set_ok(self, cookie: Any, request: Any) -> bool:
+        return False
+
+    def return_ok(self, cookie: Any, request: Any) -> bool:
+        return False
+
+
 def fetch(
     client: httpx.Client,
     url: str,
@@ -248,7 +262,8 @@ def fetch(
     """Fetch `url`; a 304 comes back as a result, every failure as `FetchError`.
 
     `headers` are the configured ones: credentials, sent to the origin of `url` only."""
-    credentials = bind_credentials(url, headers, label=url)
+    label = _label(url)  # messages name the URL without its query (tokens live there)
+    credentials = bind_credentials(url, headers, label=label)
     request_headers: dict[str, str] = {}
     # Validators echo what the server sent; one that cannot be sent back is left out.
     if etag and header_value_problem(etag) is None:
@@ -268,25 +283,25 @@ def fetch(
                 return FetchResult(str(response.url), 304, b"", dict(response.headers))
             if response.status_code >= 400:
                 raise FetchError(
-                    f"{url} answered HTTP {response.status_code}",
+                    f"{label} answered HTTP {response.status_code}",
                     "http_error",
                     status=response.status_code,
                 )
             declared = response.headers.get("content-length")
             if declared is not None and declared.isdigit() and int(declared) > max_bytes:
-                raise FetchError(_too_large(url, max_bytes), "too_large")
+                raise FetchError(_too_large(label, max_bytes), "too_large")
             chunks: list[bytes] = []
             size = 0
             for chunk in response.iter_bytes():
                 size += len(chunk)
                 if size > max_bytes:
-                    raise FetchError(_too_large(url, max_bytes), "too_large")
+                    raise FetchError(_too_large(label, max_bytes), "too_large")
                 chunks.append(chunk)
             return FetchResult(
                 str(response.url), response.status_code, b"".join(chunks), dict(response.headers)
             )
     except Exception as exc:  # noqa: BLE001 - every failure is a FetchError, whatever raised it
-        raise _without_secrets(as_fetch_error(exc, url), credentials) from None
+        raise _without_secrets(as_fetch_error(exc, label), credentials) from None
 
 
 def post_json(client: httpx.Client, url: str, body: bytes, headers: Mapping[str, str]) -> int:
@@ -296,7 +311,8 @@ def post_json(client: httpx.Client, url: str, body: bytes, headers: Mapping[str,
         response.read()
         return response.status_code
     except Exception as exc:  # noqa: BLE001 - every failure is a FetchError, whatever raised it
-        raise as_fetch_error(exc, url) from None
+        # Only the origin: a webhook URL's path or query is often its secret (Slack's is).
+        raise as_fetch_error(exc, _origin_label(url)) from None
 
 
 def _too_large(url: str, max_bytes: int) -> str:
@@ -444,6 +460,15 @@ def _without_secrets(error: FetchError, credentials: Credentials | None) -> Fetc
     if message == error.message:
         return error
     return FetchError(message, error.failure_class, status=error.status)
+
+
+def _origin_label(url: str) -> str:
+    """`scheme://host[:port]` of `url`, for messages about a URL whose path is a secret."""
+    try:
+        parts = urlsplit(url)
+        return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], "", "", ""))
+    except ValueError:
+        return "<invalid URL>"
 
 
 def _label(url: str) -> str:

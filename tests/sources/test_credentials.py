@@ -167,3 +167,23 @@ def test_the_mcp_client_sends_them_to_its_own_origin() -> None:
         with make_client(allow_private=True) as client:
             fetch_http_mcp_snapshot(client, raw.url, headers=SECRETS)
         assert raw.requests and all(carried(h) == set(SECRETS) for _, _, h in raw.requests)
+
+
+def test_no_cookie_a_vendor_sets_is_kept_or_sent(vendor: SpecServer) -> None:
+    # One client serves every watch of every org: a cookie set for one must reach no other.
+    vendor.set("/a.json", "{}", headers={"Set-Cookie": "session=org-a-secret; Path=/"})
+    vendor.set("/b.json", "{}")
+    with make_client(allow_private=True) as client:
+        fetch(client, vendor.url("/a.json"))
+        fetch(client, vendor.url("/b.json"))
+        assert len(client.cookies) == 0
+    assert [r[1] for r in vendor.requests] == ["/a.json", "/b.json"]
+    assert "Cookie" not in vendor.requests[1][2] and "cookie" not in vendor.requests[1][2]
+
+
+def test_messages_name_the_url_without_its_query(vendor: SpecServer) -> None:
+    url = vendor.set("/gone.json", "", status=404) + "?token=query-secret-123"
+    with make_client(allow_private=True) as client, pytest.raises(FetchError) as failed:
+        fetch(client, url)
+    assert "query-secret-123" not in failed.value.message
+    assert vendor.url("/gone.json") in failed.value.message
