@@ -49,6 +49,7 @@ DEFAULT_MAX_BODY = 1_048_576
 RECV_SIZE = 256 * 1024
 DRAIN_LIMIT = 64 * 1024 * 1024  # read and dropped after a refusal, so the client sees it
 DRAIN_SECONDS = 10.0
+STOP_LINGER = 2.0
 _CHUNK_LINE_LIMIT = 4096  # a chunk-size line with its extensions
 
 _REASONS = {
@@ -225,6 +226,7 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
         self.arrivals: dict[TConn, _Arrival] = {}
         self.ready: set[TConn] = set()
         self.next_sweep = 0.0
+        self.stopping = False
 
     @classmethod
     def check_config(cls, cfg: Any, log: Any) -> None:
@@ -267,6 +269,12 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
         if now < self.next_sweep and self.alive:
             return
         self.next_sweep = now + 0.25
+        if not self.alive and not self.stopping:
+            # Stopping: a request still arriving gets as long as a kept-alive connection does
+            # (gthread's linger), not its whole timeout.
+            self.stopping = True
+            for arrival in self.arrivals.values():
+                arrival.deadline = min(arrival.deadline, now + STOP_LINGER)
         for arrival in list(self.arrivals.values()):
             if arrival.draining or not arrival.buffer:
                 if arrival.deadline <= now or not self.alive:

@@ -107,7 +107,14 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def served(tmp_path: Path, database: Database) -> Iterator[int]:
+def served(server_process: tuple[int, subprocess.Popen[bytes]]) -> int:
+    return server_process[0]
+
+
+@pytest.fixture
+def server_process(
+    tmp_path: Path, database: Database, request: pytest.FixtureRequest
+) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
     port = free_port()
     env = {
         **os.environ,
@@ -118,6 +125,7 @@ def served(tmp_path: Path, database: Database) -> Iterator[int]:
         "DRIFTGATE_BODY_TIMEOUT_SECONDS": "1.5",
         "DRIFTGATE_MAX_BODY_BYTES": "65536",
         "DRIFTGATE_LOG_LEVEL": "WARNING",
+        **getattr(request, "param", {}),
     }
     log = (tmp_path / "server.log").open("w")
     command = [sys.executable, "-m", "cli", "serve", "--port", str(port)]
@@ -134,8 +142,9 @@ def served(tmp_path: Path, database: Database) -> Iterator[int]:
         if process.poll() is not None or time.monotonic() > deadline:
             raise AssertionError((tmp_path / "server.log").read_text())
         time.sleep(0.1)
-    yield port
-    process.send_signal(signal.SIGTERM)
+    yield port, process
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=30) == 0
     log.close()
 
@@ -248,3 +257,25 @@ def test_whole_requests_still_work_in_every_framing(served: int) -> None:
         big = http.post("/api/preflight", content=b" " * 60_000 + b"{}")
         assert big.status_code == 401
         assert [http.get("/health").status_code for _ in range(5)] == [200] * 5
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "server_process", [{"DRIFTGATE_BODY_TIMEOUT_SECONDS": "120"}], indirect=True
+)
+def test_a_stop_does_not_wait_for_requests_that_never_finish(
+    server_process: tuple[int, subprocess.Popen[bytes]],
+) -> None:
+    port, process = server_process
+    held = [socket.create_connection(("127.0.0.1", port)) for _ in range(5)]
+    try:
+        for sock in held:
+            sock.sendall(b"POST /api/preflight HTTP/1.1\r\nContent-Length: 500\r\n\r\n{")
+        time.sleep(0.3)
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+        assert time.monotonic() - started < 6  # the body timeout is 120 s; the linger 2 s
+    finally:
+        for sock in held:
+            sock.close()
