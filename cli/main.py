@@ -204,12 +204,20 @@ def up(
     show_default=True,
     help="Seconds a claimed check is reserved; a crashed worker's checks are retried after it.",
 )
+# `driftgate up` passes its pid: the controller it starts dies with it (cli/supervision.py).
+@click.option("--parent", type=int, hidden=True)
 @click.pass_obj
-def controller(obj: Context, concurrency: int, tick: float, lease: float) -> None:
+def controller(
+    obj: Context, concurrency: int, tick: float, lease: float, parent: int | None
+) -> None:
     """Run the controller: schedule and run checks, deliver events (no HTTP serving)."""
     import signal
     import threading
 
+    if parent is not None:
+        from cli.supervision import die_with_parent
+
+        die_with_parent(parent)
     from controller.crypto import load_secret_box
     from controller.logs import configure_logging
     from controller.scheduler import Controller

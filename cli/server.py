@@ -7,6 +7,7 @@ its database engine and no connection crosses a process boundary.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from flask import Flask
 from gunicorn.app.base import BaseApplication
 
+from cli.supervision import post_fork
 from controller.settings import Settings
 
 
@@ -38,6 +40,8 @@ class DriftgateServer(BaseApplication):  # type: ignore[misc]
             # gunicorn 27's control socket is one path per user: two servers on a host would
             # share it. driftgate is managed by signals and its own API, so it is off.
             "control_socket_disable": True,
+            # A worker dies with its arbiter, whatever the worker class (cli/supervision.py).
+            "post_fork": post_fork,
             "logconfig_dict": self._logconfig(),
         }
         for key, value in options.items():
@@ -72,8 +76,9 @@ def run_gunicorn(settings: Settings) -> None:
 
 
 def start_controller_process(config: Any) -> subprocess.Popen[bytes]:
-    """The controller of `driftgate up`, as its own process beside the web workers."""
+    """The controller of `driftgate up`, as its own process beside the web workers; it dies
+    with this process (cli/supervision.py)."""
     command = [sys.executable, "-m", "cli"]
     if config is not None:
         command += ["--config", str(config)]
-    return subprocess.Popen([*command, "controller"])
+    return subprocess.Popen([*command, "controller", "--parent", str(os.getpid())])

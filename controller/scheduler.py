@@ -43,6 +43,7 @@ from controller.services.gate_cache import prune_events
 from controller.settings import Settings
 from controller.sources.http import make_client
 from controller.store.db import Database
+from controller.store.lockfile import ControllerLock, acquire_controller_lock
 from controller.store.models import Watch
 
 logger = logging.getLogger("driftgate.controller")
@@ -196,6 +197,7 @@ class Controller:
         self.heartbeat = threading.Thread(
             target=self._keep_leases, name="driftgate-lease", daemon=True
         )
+        self.ownership: ControllerLock | None = None
 
     # One round of everything; the ticker calls it, tests and benchmarks may call it directly.
     def tick(self) -> None:
@@ -356,6 +358,8 @@ class Controller:
                 return
 
     def start(self) -> None:
+        # One controller per SQLite file (controller/store/lockfile.py); raises if taken.
+        self.ownership = acquire_controller_lock(self.database.url)
         self.heartbeat.start()
         for job, seconds in ((self.tick, self.tick_seconds), (self.prune, 3600)):
             self.scheduler.add_job(
@@ -392,4 +396,6 @@ class Controller:
         if self.heartbeat.is_alive():
             self.heartbeat.join(timeout=5)
         self.client.close()
+        if self.ownership is not None:
+            self.ownership.release()
         log(logger, logging.INFO, "controller.stopped", worker=self.worker)

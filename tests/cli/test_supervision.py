@@ -1,0 +1,198 @@
+"""`driftgate up` as real processes: its children die with it, and one SQLite file serves one
+controller (a second is refused; a `kill -9`ed one leaves no stale lock)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from controller.store.db import Database
+from controller.store.lockfile import acquire_controller_lock, sqlite_file
+from tests.conftest import ON_POSTGRES, SECRET
+from tests.test_serve import DRIFTGATE, free_port
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="reads processes from /proc"
+)
+
+ORPHAN_DEADLINE = 2.0
+
+
+def process_state(pid: int) -> tuple[str, int] | None:
+    """(state, parent pid) of a process from /proc; None once it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+    return state, int(ppid)
+
+
+def is_running(pid: int) -> bool:
+    state = process_state(pid)
+    return state is not None and state[0] not in ("Z", "X")  # a zombie serves nothing
+
+
+def children_of(parent: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            state = process_state(int(entry.name))
+            if state is not None and state[1] == parent:
+                found.append(int(entry.name))
+    return sorted(found)
+
+
+def command_line(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    except OSError:
+        return []
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.05)
+
+
+def environment(database: Database, tmp_path: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "DRIFTGATE_DATABASE_URL": database.url,
+        "DRIFTGATE_DATA_DIR": str(tmp_path / "data"),
+        "DRIFTGATE_SECRET_KEY": SECRET,
+        "DRIFTGATE_WORKERS": "2",
+        "DRIFTGATE_LOG_FORMAT": "text",
+    }
+
+
+@pytest.fixture
+def leftovers() -> Iterator[list[int]]:
+    """Pids to SIGKILL after the test, so a failure never leaves processes behind."""
+    pids: list[int] = []
+    yield pids
+    for pid in pids:
+        if is_running(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_the_children_of_up_die_within_two_seconds_of_a_kill_9(
+    database: Database, tmp_path: Path, leftovers: list[int]
+) -> None:
+    port = free_port()
+    log_path = tmp_path / "up.log"
+    with log_path.open("wb") as log:
+        up = subprocess.Popen(
+            [*DRIFTGATE, "up", "--port", str(port)],
+            env=environment(database, tmp_path),
+            stdout=log,
+            stderr=log,
+        )
+    leftovers.append(up.pid)
+    base = f"http://127.0.0.1:{port}"
+
+    def ready() -> bool:
+        assert up.poll() is None, log_path.read_text()
+        try:
+            return httpx.get(f"{base}/health", timeout=1).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    wait_until(ready)
+    # Two web workers and the controller, which has taken the store (and its lock).
+    wait_until(
+        lambda: len(children_of(up.pid)) == 3 and "controller.started" in log_path.read_text()
+    )
+    children = children_of(up.pid)
+    leftovers.extend(children)
+    controllers = [pid for pid in children if "controller" in command_line(pid)]
+    assert len(controllers) == 1, [command_line(pid) for pid in children]
+    # What kept orphaned workers alive before: an idle connection (the gthread worker waits
+    # for it during its graceful stop) and a request that never finishes its headers.
+    idle = socket.create_connection(("127.0.0.1", port))
+    partial = socket.create_connection(("127.0.0.1", port))
+    partial.sendall(b"GET /health HTTP/1.1\r\nHost: driftgate\r\n")
+    time.sleep(0.3)
+    try:
+        up.kill()
+        killed = time.monotonic()
+        up.wait(timeout=10)
+        wait_until(lambda: not any(is_running(pid) for pid in children), timeout=10)
+        took = time.monotonic() - killed
+    finally:
+        idle.close()
+        partial.close()
+    assert took < ORPHAN_DEADLINE, f"children lived {took:.2f}s after their parent"
+    # Nothing holds the port or the store: a restart can start at once.
+    with socket.socket() as again:
+        again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        again.bind(("127.0.0.1", port))
+    lock = acquire_controller_lock(database.url)
+    assert (lock is None) == ON_POSTGRES
+    if lock is not None:
+        lock.release()
+
+
+def test_a_controller_whose_parent_is_already_gone_does_not_start(
+    database: Database, tmp_path: Path
+) -> None:
+    """The parent died before the child asked for the parent-death signal: it exits at once."""
+    done = subprocess.run(
+        [*DRIFTGATE, "controller", "--parent", str(os.getpid() + 10**6)],
+        env=environment(database, tmp_path),
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == -signal.SIGKILL
+    assert b"controller.started" not in done.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(ON_POSTGRES, reason="several controllers share a Postgres store")
+def test_a_second_controller_on_one_sqlite_file_is_refused(
+    database: Database, tmp_path: Path, leftovers: list[int]
+) -> None:
+    env = environment(database, tmp_path)
+    database_file = sqlite_file(database.url)
+    assert database_file is not None
+    lock_file = database_file.with_name(database_file.name + ".controller.lock")
+
+    def start() -> subprocess.Popen[bytes]:
+        with (tmp_path / f"controller-{time.monotonic_ns()}.log").open("wb") as log:
+            process = subprocess.Popen(
+                [*DRIFTGATE, "controller", "--tick", "0.2"], env=env, stdout=log, stderr=log
+            )
+        leftovers.append(process.pid)
+        wait_until(lambda: lock_file.exists() and lock_file.read_text() == f"{process.pid}\n")
+        return process
+
+    first = start()
+    second = subprocess.run(
+        [*DRIFTGATE, "controller"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert second.returncode == 2 and second.stdout == ""
+    assert second.stderr == (
+        f"driftgate: error: another controller (pid {first.pid}) is running on the SQLite "
+        f"database {database_file}; SQLite serves one controller: stop that one first, or use "
+        f"Postgres for several (lock file {lock_file})\n"
+    )
+    assert first.poll() is None
+    first.kill()
+    first.wait(timeout=10)
+    # The kernel dropped the lock with the process: no stale lock, the next one starts.
+    third = start()
+    third.send_signal(signal.SIGTERM)
+    assert third.wait(timeout=30) == 0
