@@ -171,6 +171,11 @@ def up(
     from controller.crypto import load_secret_box
 
     load_secret_box(settings, create=True)
+    if not no_controller:
+        from controller.scheduler import ensure_controller_can_start
+
+        # Refuse the whole start, not only its controller: `up` without one is half a server.
+        ensure_controller_can_start(settings.effective_database_url)
     revision = migrate.upgrade(obj.database(), "head")
     click.echo(
         f"driftgate {__version__}: database at revision {revision}; "

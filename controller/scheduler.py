@@ -153,6 +153,14 @@ def request_check(database: Database, watch_id: str, now: datetime) -> int:
         return job.id
 
 
+def ensure_controller_can_start(database_url: str) -> None:
+    """Raise `Conflict` now if another controller holds this SQLite file (see
+    `controller/store/lockfile.py`), so an all-in-one start refuses before it serves."""
+    lock = acquire_controller_lock(database_url)
+    if lock is not None:
+        lock.release()
+
+
 class FencedOut(Exception):
     """This controller's lease on a job was lost; its result must not be written."""
 

@@ -189,6 +189,12 @@ def test_a_second_controller_on_one_sqlite_file_is_refused(
         f"database {database_file}; SQLite serves one controller: stop that one first, or use "
         f"Postgres for several (lock file {lock_file})\n"
     )
+    # A second `up` on the same file refuses the whole start, before it serves anything.
+    second_up = subprocess.run(
+        [*DRIFTGATE, "up", "--port", "1"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert second_up.returncode == 2
+    assert second_up.stderr.startswith(f"driftgate: error: another controller (pid {first.pid})")
     assert first.poll() is None
     first.kill()
     first.wait(timeout=10)
