@@ -46,11 +46,11 @@ from controller.events.outbox import emit
 from controller.incidents import close_incident, current_incident, emit_incident
 from controller.model.change import Change, Severity
 from controller.model.watch import DriftStatus
-from controller.services.watches import decrypted_headers
 from controller.settings import Settings
 from controller.sources.http import FetchError, fetch
 from controller.sources.mcp import fetch_mcp_snapshot, redact_url
 from controller.store.models import DriftEvent, Incident, Snapshot, Watch
+from controller.store.watch_rows import decrypted_headers
 
 logger = logging.getLogger("driftgate.checks")
 

@@ -257,3 +257,39 @@ def wait_for(database: Database, job_id: int, timeout: float, poll: float = 0.1)
             if job is None or job.status in ("done", "failed") or time.monotonic() >= deadline:
                 return job
         time.sleep(poll)
+
+
+# Work the API asks for now: a check of one watch, a reconcile of one source. The controller
+# process claims these like the scheduled ones; the web process only writes the row.
+
+CHECK = "check"
+RECONCILE = "reconcile"
+
+
+def request_reconcile(session: Session, name: str, now: datetime, reason: str) -> int:
+    """Queue a reconcile of one source now (API, push webhook); joins one already queued."""
+    job = enqueue(
+        session,
+        kind=RECONCILE,
+        key=f"{RECONCILE}:{name}",
+        period=f"manual:{now.timestamp():.6f}",
+        run_after=now,
+        payload={"source": name, "force": False, "reason": reason},
+    )
+    assert job is not None
+    return job.id
+
+
+def request_check(database: Database, watch_id: str, now: datetime) -> int:
+    """Queue a check now (API); joins an already queued check of the same watch."""
+    with database.transaction() as session:
+        job = enqueue(
+            session,
+            kind=CHECK,
+            key=f"{CHECK}:{watch_id}",
+            period=f"manual:{now.timestamp():.6f}",
+            run_after=now,
+            payload={"watchId": watch_id, "manual": True},
+        )
+        assert job is not None
+        return job.id

@@ -53,7 +53,6 @@ from controller.logs import log
 from controller.model.catalog import SYSTEM_TEMPLATES
 from controller.model.targets import header_value_problem
 from controller.model.watch import DriftStatus
-from controller.services.watches import set_headers, set_tags
 from controller.settings import Settings, SourceSpec
 from controller.sources.git import (
     GitCache,
@@ -65,6 +64,7 @@ from controller.sources.git import (
 from controller.store.db import Database
 from controller.store.models import Agent, AgentWatch, Org, Source, Template, Watch, WatchSet
 from controller.store.types import utcnow
+from controller.store.watch_rows import set_headers, set_tags
 
 logger = logging.getLogger("driftgate.reconcile")
 

@@ -15,7 +15,7 @@ from controller import __version__
 from controller.diffs.explain import summarize_counts
 from controller.diffs.rules import CATALOG
 from controller.model.change import Change, Severity
-from controller.services.diffing import DiffReport, Threshold
+from controller.model.report import DiffReport, Threshold
 
 FORMATS = ("text", "json", "markdown", "github", "sarif", "junit")
 MARKDOWN_ROWS = 250

@@ -37,6 +37,7 @@ from controller.checks import (
 )
 from controller.crypto import SecretBox
 from controller.events.delivery import deliver_due
+from controller.jobs import CHECK, RECONCILE
 from controller.logs import log
 from controller.model.watch import DriftStatus
 from controller.services.gate_cache import prune_events
@@ -47,8 +48,6 @@ from controller.store.lockfile import ControllerLock, acquire_controller_lock
 from controller.store.models import Watch
 
 logger = logging.getLogger("driftgate.controller")
-CHECK = "check"
-RECONCILE = "reconcile"
 TICK_SECONDS = 5
 DUE_BATCH = 500
 
@@ -122,35 +121,6 @@ def enqueue_due_sources(database: Database, settings: Settings, now: datetime) -
             )
             queued += job is not None
     return queued
-
-
-def request_reconcile(session: Session, name: str, now: datetime, reason: str) -> int:
-    """Queue a reconcile of one source now (API, push webhook); joins one already queued."""
-    job = jobs.enqueue(
-        session,
-        kind=RECONCILE,
-        key=f"{RECONCILE}:{name}",
-        period=f"manual:{now.timestamp():.6f}",
-        run_after=now,
-        payload={"source": name, "force": False, "reason": reason},
-    )
-    assert job is not None
-    return job.id
-
-
-def request_check(database: Database, watch_id: str, now: datetime) -> int:
-    """Queue a check now (API); joins an already queued check of the same watch."""
-    with database.transaction() as session:
-        job = jobs.enqueue(
-            session,
-            kind=CHECK,
-            key=f"{CHECK}:{watch_id}",
-            period=f"manual:{now.timestamp():.6f}",
-            run_after=now,
-            payload={"watchId": watch_id, "manual": True},
-        )
-        assert job is not None
-        return job.id
 
 
 def ensure_controller_can_start(database_url: str) -> None:

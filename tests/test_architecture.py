@@ -42,3 +42,91 @@ def test_only_the_http_source_imports_httpx() -> None:
         if any(m.split(".")[0] == "httpx" for m in imported_modules(path))
     ]
     assert set(users) <= {"controller/sources/http.py"}
+
+
+# The layers (docs/architecture.md): shells (web, cli) -> controller.services -> the rest of
+# controller (domain: diffs, policy, model; adapters: store, sources, events, jobs; the check
+# and reconcile engines). controller.scheduler is the controller process: only the CLI starts it.
+
+PACKAGES = ("controller", "web", "cli")
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Each module of the project and the project modules it imports (at any depth of its
+    code: an import inside a function counts too)."""
+    paths = {
+        ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): path
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+        if "migrations" not in path.parts
+    }
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        targets: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets.add(node.module)
+                targets.update(f"{node.module}.{alias.name}" for alias in node.names)
+        graph[name] = {t for t in targets if t in paths}
+    return graph
+
+
+def is_service(module: str) -> bool:
+    return module == "controller.services" or module.startswith("controller.services.")
+
+
+def test_nothing_below_the_services_imports_a_service_or_the_scheduler() -> None:
+    offenders = sorted(
+        f"{module} imports {target}"
+        for module, targets in module_graph().items()
+        if module.startswith("controller.")
+        and not is_service(module)
+        and module != "controller.scheduler"
+        for target in targets
+        if is_service(target) or target == "controller.scheduler"
+    )
+    assert offenders == []
+
+
+def test_services_do_not_import_the_controller_process() -> None:
+    offenders = sorted(
+        f"{module} imports controller.scheduler"
+        for module, targets in module_graph().items()
+        if is_service(module) and "controller.scheduler" in targets
+    )
+    assert offenders == []
+
+
+def test_the_web_process_never_imports_the_scheduler() -> None:
+    graph = module_graph()
+    reached: dict[str, str] = {}  # module -> the module that imported it first
+    pending = [m for m in graph if m == "web" or m.startswith("web.")]
+    reached.update((m, m) for m in pending)
+    while pending:
+        module = pending.pop()
+        for target in graph[module]:
+            if target not in reached:
+                reached[target] = module
+                pending.append(target)
+    assert "controller.scheduler" not in reached, reached.get("controller.scheduler")
+    apscheduler = sorted(
+        module
+        for module in reached
+        if module in graph
+        and any(m.split(".")[0] == "apscheduler" for m in imported_modules(path_of(module)))
+    )
+    assert apscheduler == []
+
+
+def path_of(module: str) -> Path:
+    base = ROOT.joinpath(*module.split("."))
+    return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+
+
+def test_the_graph_sees_from_imports() -> None:
+    graph = module_graph()
+    assert "controller.jobs" in graph["web.api.watches"]  # `from controller.jobs import ...`
+    assert "controller.services.watches" in graph["web.api.watches"]  # `from ... import watches`

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from controller.crypto import SecretBox
 from controller.events import signing
-from controller.services.notifications import signing_secret
+from controller.events.secrets import signing_secret
 from controller.sources.http import FetchError, post_json
 from controller.store.db import Database
 from controller.store.models import DeliveryAttempt, OutboxMessage

@@ -7,7 +7,6 @@ URLs through `controller.sources.http`); parsing and diffing are the pure engine
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,11 +24,11 @@ from controller.diffs import (
 )
 from controller.diffs.overrides import parse_rules_file
 from controller.errors import DriftgateError
-from controller.model.change import Change, Severity
+from controller.model.change import Change
+from controller.model.report import DiffReport
 from controller.sources.http import CLI_USER_AGENT, FetchError, fetch, make_client
 
 ContractType = Literal["auto", "openapi", "mcp", "json"]
-Threshold = Literal["breaking", "warning", "info", "never"]
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
@@ -37,35 +36,6 @@ class InputError(DriftgateError):
     """An input of a diff cannot be read or parsed (exit code 2 in the CLI)."""
 
     code = "input_error"
-
-
-@dataclass
-class DiffReport:
-    """The result of one offline diff."""
-
-    base: str
-    revision: str
-    contract_type: str
-    changes: list[Change]
-    profile: str | None = None
-    counts: dict[str, int] = field(init=False)
-    ignored: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.counts = {s.value: 0 for s in Severity}
-        self.ignored = 0
-        for change in self.changes:
-            if change.ignored:
-                self.ignored += 1
-            else:
-                self.counts[change.severity.value] += 1
-
-    def reaches(self, threshold: Threshold) -> bool:
-        """True when a change that is not ignored is at least as severe as `threshold`."""
-        if threshold == "never":
-            return False
-        floor = Severity(threshold).rank
-        return any(not c.ignored and c.severity.rank >= floor for c in self.changes)
 
 
 class Reader:

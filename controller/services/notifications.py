@@ -13,6 +13,7 @@ from pydantic import Field
 from sqlalchemy.orm import Session
 
 from controller.crypto import SecretBox
+from controller.events.secrets import signing_secret as signing_secret  # for the shells
 from controller.events.signing import new_secret
 from controller.model.base import ApiModel, RequestModel
 from controller.model.targets import refuse_unsendable
@@ -119,17 +120,6 @@ def to_out(row: NotificationDefaults | None) -> NotificationDefaultsOut:
         interval_minutes=row.interval_minutes,
         alert_policy=AlertPolicyOut(severities=row.alert_severities or list(DEFAULT_SEVERITIES)),
     )
-
-
-def signing_secret(session: Session, org_id: str, box: SecretBox) -> str:
-    """The org's `whsec_...` secret, created on first use."""
-    row = session.get(WebhookSecret, org_id)
-    if row is None:
-        secret = new_secret()
-        session.add(WebhookSecret(org_id=org_id, secret_ciphertext=box.encrypt_json(secret)))
-        session.flush()
-        return secret
-    return str(box.decrypt_json(row.secret_ciphertext))
 
 
 def rotate_signing_secret(session: Session, org_id: str, box: SecretBox, *, actor: str) -> str:

@@ -19,8 +19,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from controller.errors import NotFound, Unauthorized
+from controller.jobs import request_reconcile
 from controller.model.base import ApiModel
-from controller.scheduler import request_reconcile
 from controller.settings import Settings, SourceSpec
 from controller.sources.git import redact_url
 from controller.store.models import Agent, HookDelivery, Org, Source, Template, Watch, WatchSet

@@ -35,6 +35,7 @@ from controller.model.watch import (
 from controller.services import audit, managed
 from controller.services.auth import Principal
 from controller.store.models import Watch, WatchTag
+from controller.store.watch_rows import set_headers, set_tags
 
 DEFAULT_INTERVAL_MINUTES = 15
 
@@ -220,13 +221,6 @@ def ensure_unmanaged(watch: Watch) -> None:
     managed.ensure_unmanaged(watch, "watch", watch.name)
 
 
-def decrypted_headers(watch: Watch, box: SecretBox) -> dict[str, str]:
-    if watch.headers_ciphertext is None:
-        return {}
-    headers = box.decrypt_json(watch.headers_ciphertext)
-    return {str(k): str(v) for k, v in headers.items()}
-
-
 def to_out(watch: Watch, now: datetime) -> WatchOut:
     """The API view of a watch: header values redacted, health computed for `now`."""
     baseline = None
@@ -274,25 +268,6 @@ def to_out(watch: Watch, now: datetime) -> WatchOut:
 
 def to_list(watches: list[Watch], next_cursor: str | None, now: datetime) -> WatchList:
     return WatchList(watches=[to_out(w, now) for w in watches], next_cursor=next_cursor)
-
-
-def set_headers(watch: Watch, headers: dict[str, str] | None, box: SecretBox) -> None:
-    if not headers:
-        watch.headers_ciphertext = None
-        watch.header_names = []
-        return
-    watch.headers_ciphertext = box.encrypt_json(headers)
-    watch.header_names = sorted(headers)
-
-
-def set_tags(watch: Watch, tags: list[str]) -> None:
-    current = {row.tag: row for row in watch.tag_rows}
-    rows = []
-    for position, tag in enumerate(tags):
-        row = current.get(tag) or WatchTag(tag=tag)
-        row.position = position
-        rows.append(row)
-    watch.tag_rows = rows
 
 
 def _ensure_name_free(session: Session, org_id: str, name: str) -> None:

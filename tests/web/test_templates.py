@@ -10,9 +10,9 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
-from controller.services.watches import decrypted_headers
 from controller.store.db import Database
 from controller.store.models import AuditEntry, Template, Watch
+from controller.store.watch_rows import decrypted_headers
 from tests.conftest import OrgKey
 from tests.gitrepos import RepoBuilder
 from tests.test_reconcile import FILES, Make, repo, run  # noqa: F401  (fixtures)

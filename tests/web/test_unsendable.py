@@ -13,10 +13,10 @@ from sqlalchemy import func, select
 
 from controller.crypto import load_secret_box
 from controller.scheduler import Controller
-from controller.services.watches import set_headers
 from controller.settings import Settings
 from controller.store.db import Database
 from controller.store.models import Template, Watch
+from controller.store.watch_rows import set_headers
 from tests.conftest import OrgKey
 from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec

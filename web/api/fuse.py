@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from controller import jobs
-from controller.scheduler import request_check
+from controller.jobs import request_check
 from controller.services import fuse as service
 from web.api import REGISTRY
 from web.db import database as request_database

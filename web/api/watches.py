@@ -10,9 +10,9 @@ from pydantic import Field
 
 from controller import jobs
 from controller.crypto import SecretBox
+from controller.jobs import request_check
 from controller.model.base import ApiModel, RequestModel
 from controller.model.watch import WatchCreate, WatchList, WatchListQuery, WatchOut, WatchUpdate
-from controller.scheduler import request_check
 from controller.services import drift, notifications
 from controller.services import watches as service
 from web.api import REGISTRY

@@ -1,0 +1,40 @@
+"""The result of an offline diff (`driftgate diff`, `driftgate compare`): a domain value that
+the diff service builds and `controller.reports` renders."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from controller.model.change import Change, Severity
+
+Threshold = Literal["breaking", "warning", "info", "never"]
+
+
+@dataclass
+class DiffReport:
+    """The result of one offline diff."""
+
+    base: str
+    revision: str
+    contract_type: str
+    changes: list[Change]
+    profile: str | None = None
+    counts: dict[str, int] = field(init=False)
+    ignored: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.counts = {s.value: 0 for s in Severity}
+        self.ignored = 0
+        for change in self.changes:
+            if change.ignored:
+                self.ignored += 1
+            else:
+                self.counts[change.severity.value] += 1
+
+    def reaches(self, threshold: Threshold) -> bool:
+        """True when a change that is not ignored is at least as severe as `threshold`."""
+        if threshold == "never":
+            return False
+        floor = Severity(threshold).rank
+        return any(not c.ignored and c.severity.rank >= floor for c in self.changes)

@@ -1,0 +1,34 @@
+"""A watch row's own parts: its request headers (stored encrypted, names kept in clear) and
+its tags (ordered rows). Used by the services that write watches, by reconcile, and by the
+check that sends the headers."""
+
+from __future__ import annotations
+
+from controller.crypto import SecretBox
+from controller.store.models import Watch, WatchTag
+
+
+def decrypted_headers(watch: Watch, box: SecretBox) -> dict[str, str]:
+    if watch.headers_ciphertext is None:
+        return {}
+    headers = box.decrypt_json(watch.headers_ciphertext)
+    return {str(k): str(v) for k, v in headers.items()}
+
+
+def set_headers(watch: Watch, headers: dict[str, str] | None, box: SecretBox) -> None:
+    if not headers:
+        watch.headers_ciphertext = None
+        watch.header_names = []
+        return
+    watch.headers_ciphertext = box.encrypt_json(headers)
+    watch.header_names = sorted(headers)
+
+
+def set_tags(watch: Watch, tags: list[str]) -> None:
+    current = {row.tag: row for row in watch.tag_rows}
+    rows = []
+    for position, tag in enumerate(tags):
+        row = current.get(tag) or WatchTag(tag=tag)
+        row.position = position
+        rows.append(row)
+    watch.tag_rows = rows
