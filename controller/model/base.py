@@ -1,8 +1,19 @@
-"""Base classes for the API-facing pydantic models: camelCase on the wire, snake_case in code."""
+"""Base classes for the API-facing pydantic models: camelCase on the wire, snake_case in code.
+
+Also the scalar types of request bodies. pydantic's lax mode reads `0` and `"yes"` as booleans,
+`"5"` and `true` as integers, and `1700000000` as a date-time; the published schema allows none
+of these, so a client validating against `/openapi.json` and a client that is not would see
+different APIs. Bodies use these types instead, which take exactly the JSON the schema names.
+(Queries keep pydantic's lax types: every query value arrives as text.)
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import re
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Strict
 from pydantic.alias_generators import to_camel
 
 
@@ -17,3 +28,39 @@ class RequestModel(BaseModel):
 
     # No whitespace stripping: what the published schema accepts is exactly what is stored.
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+def _json_number(value: object) -> object:
+    # bool is an int in Python, not a number in JSON. Floats stay: JSON Schema's `integer`
+    # includes 5.0, and pydantic still refuses 5.5 for an int.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be a JSON number, not a string or a boolean")
+    return value
+
+
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+def _date_time_text(value: object) -> object:
+    # pydantic also reads numbers and numeric text as Unix seconds, and dates without a time.
+    if isinstance(value, datetime) or (isinstance(value, str) and _RFC3339.match(value)):
+        return value
+    raise ValueError("must be an RFC 3339 date-time with an offset, e.g. 2026-01-02T03:04:05Z")
+
+
+JsonNumber = BeforeValidator(_json_number)
+"""Refuses text and booleans where a number goes. In an `Annotated[...]` with constraints, put it
+after them (`Annotated[int, Field(ge=1), JsonNumber]`): constraints written after a validator
+are still checked but leave the published schema (`ge` instead of `minimum`)."""
+
+BodyBool = Annotated[bool, Strict()]
+"""`true` or `false`, nothing else."""
+
+BodyInt = Annotated[int, JsonNumber]
+"""A JSON integer (5 or 5.0), not `"5"` or `true`."""
+
+BodyFloat = Annotated[float, JsonNumber]
+"""A JSON number, not `"1.5"` or `true`."""
+
+BodyDateTime = Annotated[AwareDatetime, BeforeValidator(_date_time_text)]
+"""An RFC 3339 date-time with an offset, not a number of seconds."""

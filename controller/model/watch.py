@@ -24,7 +24,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from controller.model.base import ApiModel, RequestModel
+from controller.model.base import ApiModel, JsonNumber, RequestModel
 from controller.model.jsonvalue import JsonValue
 
 DEFAULT_INTERVAL_MINUTES = 15
@@ -119,7 +119,7 @@ ShortNote = Annotated[str, StringConstraints(min_length=1, max_length=500, patte
 
 
 Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
-Interval = Annotated[int, Field(ge=1, le=MAX_INTERVAL_MINUTES)]
+Interval = Annotated[int, Field(ge=1, le=MAX_INTERVAL_MINUTES), JsonNumber]
 
 
 def refuse_null(value: object) -> object:

@@ -18,13 +18,13 @@ import json
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, cast
 
-from pydantic import AwareDatetime, Field, StringConstraints
+from pydantic import Field, StringConstraints
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from controller.errors import Conflict, RequestError, Unprocessable
-from controller.model.base import ApiModel, RequestModel
+from controller.model.base import ApiModel, BodyDateTime, BodyFloat, RequestModel
 from controller.model.jsonvalue import MAX_DEPTH, json_value_problem
 from controller.model.watch import CURSOR_PATTERN, ChangeCounts
 from controller.services import audit, paging
@@ -75,7 +75,7 @@ class TripIn(RequestModel):
         default_factory=dict,
         description=f"free JSON, at most 16 KB serialised and {MAX_DEPTH} levels deep",
     )
-    occurred_at: AwareDatetime | None = Field(default=None, description="when the guard tripped")
+    occurred_at: BodyDateTime | None = Field(default=None, description="when the guard tripped")
 
 
 class TripOut(ApiModel):
@@ -110,7 +110,7 @@ class SnapshotIn(RequestModel):
 
     watch_id: ObjectId
     reason: Label | None = Field(default=None, description="free text, kept with the snapshot")
-    wait_seconds: float = Field(
+    wait_seconds: BodyFloat = Field(
         default=DEFAULT_WAIT, ge=0, le=MAX_WAIT, description="how long to wait for the check"
     )
 

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from controller.errors import NotFound
 from controller.logs import log
-from controller.model.base import ApiModel, RequestModel
+from controller.model.base import ApiModel, BodyBool, RequestModel
 from controller.model.watch import Label, ObjectId, ShortNote, refuse_null
 from controller.policy import (
     WATCH_ID_LIMIT,
@@ -76,7 +76,7 @@ class PreflightRequest(RequestModel):
     ignore: Annotated[list[IgnoreEntry], Field(max_length=WATCH_ID_LIMIT)] = Field(
         default_factory=list, description="watches not to block on, each with a reason"
     )
-    dry_run: bool = Field(default=False, description="evaluate and record; never answer 409")
+    dry_run: BodyBool = Field(default=False, description="evaluate and record; never answer 409")
 
     @field_validator("watch_ids", "agent_id", mode="before")
     @classmethod

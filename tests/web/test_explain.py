@@ -72,6 +72,15 @@ def test_empty_list_is_fine(client: FlaskClient) -> None:
             "/changes/0/rule",
         ),
         ({"changes": "nope"}, "/changes"),
+        # `ignored` is a boolean: 0 and "true" are not (pydantic alone would take both).
+        (
+            {"changes": [{"path": "/a", "severity": "info", "summary": "x", "ignored": 0}]},
+            "/changes/0/ignored",
+        ),
+        (
+            {"changes": [{"path": "/a", "severity": "info", "summary": "x", "ignored": "true"}]},
+            "/changes/0/ignored",
+        ),
     ],
 )
 def test_bad_input_names_the_json_path(client: FlaskClient, payload: object, path: str) -> None:

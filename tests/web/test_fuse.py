@@ -300,6 +300,9 @@ def test_trip_bodies_are_checked(client: FlaskClient, acme: OrgKey) -> None:
         ]
         == "/occurredAt"
     )  # a time without an offset is ambiguous
+    for not_a_date_time in (1767323045, "1767323045", "2026-01-02"):  # RFC 3339, as published
+        refused_time = refused({"tripId": "a", "reason": "x", "occurredAt": not_a_date_time})
+        assert refused_time["details"][0]["path"] == "/occurredAt"
     nul = refused({"tripId": "a", "reason": "x", "metadata": {"k": ["ok", "a\u0000b"]}}, 422)
     assert nul["details"] == [
         {"path": "/metadata/k/1", "message": "strings must not contain NUL characters"}
@@ -483,6 +486,9 @@ def test_snapshots_of_paused_missing_and_foreign_watches(
         snapshot(client, acme, 400, watchId=watch_id, waitSeconds=31)["details"][0]["path"]
         == "/waitSeconds"
     )
+    for not_a_number in ("1", True):  # a JSON number, as published
+        refused = snapshot(client, acme, 400, watchId=watch_id, waitSeconds=not_a_number)
+        assert refused["details"][0]["path"] == "/waitSeconds"
     assert snapshot(client, acme, 400, waitSeconds=0)["details"][0]["path"] == "/watchId"
     with database.session() as session:
         assert session.scalar(select(func.count()).select_from(FuseSnapshot)) == 0

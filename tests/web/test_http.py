@@ -134,6 +134,10 @@ def test_funnel_events_are_counted_without_personal_data(
         {"event": "Has Spaces"},
         {},
         {"events": []} | {"event": "x"},
+        # An RFC 3339 date-time with an offset, as published; not Unix seconds, not a bare date.
+        {"event": "cli.install", "occurredAt": 0},
+        {"event": "cli.install", "occurredAt": "1767323045"},
+        {"events": [{"event": "cli.install", "occurredAt": "2026-01-02"}]},
     ):
         response = client.post("/api/funnel/events", json=bad)
         assert response.status_code == 400, bad

@@ -101,6 +101,9 @@ def test_limits_shapes_and_auth(
     assert preflight(client, acme, {}, 400)["error"] == "validation_error"
     both = {"watchIds": [], "agentId": "x"}
     assert preflight(client, acme, both, 400)["error"] == "validation_error"
+    for not_a_boolean in (1, "true"):  # `dryRun` is a boolean, as published
+        refused = preflight(client, acme, {"watchIds": [], "dryRun": not_a_boolean}, 400)
+        assert [d["path"] for d in refused["details"]] == ["/dryRun"]
     assert preflight(client, acme, {"agentId": "nobody"}, 404)["error"] == "not_found"
     dup = preflight(client, acme, {"watchIds": [fleet["drift"], fleet["drift"]]})
     assert len(dup["blocked"]) == 1

@@ -63,6 +63,18 @@ def test_label_alias_and_default_interval(client: FlaskClient, acme: OrgKey) -> 
     assert response.headers["Location"] == f"/api/watches/{response.json['id']}"
 
 
+def test_interval_is_a_json_integer(client: FlaskClient, acme: OrgKey) -> None:
+    """5.0 is an integer to JSON Schema (the published type), so it is taken; "5" is not."""
+    body = {"name": "a", "url": SPEC_URL, "intervalMinutes": 5.0}
+    response = client.post("/api/watches", json=body, headers=acme.headers)
+    assert response.status_code == 201 and response.json["intervalMinutes"] == 5
+    patched = client.patch(
+        f"/api/watches/{response.json['id']}", json={"intervalMinutes": "7"}, headers=acme.headers
+    )
+    assert patched.status_code == 400
+    assert [d["path"] for d in patched.json["details"]] == ["/intervalMinutes"]
+
+
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
@@ -122,6 +134,17 @@ BAD_BODIES: list[tuple[str, Any, str]] = [
     ("blank name", {"name": "   ", "url": SPEC_URL}, "/name"),
     ("control chars", {"name": "a\u0007b", "url": SPEC_URL}, "/name"),
     ("interval zero", {"name": "a", "url": SPEC_URL, "intervalMinutes": 0}, "/intervalMinutes"),
+    # The published type is integer: no text and no boolean, which pydantic alone would take.
+    (
+        "interval as text",
+        {"name": "a", "url": SPEC_URL, "intervalMinutes": "5"},
+        "/intervalMinutes",
+    ),
+    (
+        "interval as boolean",
+        {"name": "a", "url": SPEC_URL, "intervalMinutes": True},
+        "/intervalMinutes",
+    ),
     ("bad tag", {"name": "a", "url": SPEC_URL, "tags": ["has space"]}, "/tags/0"),
     (
         "bad header",

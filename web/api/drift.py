@@ -11,7 +11,7 @@ from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy.orm import Session
 
 from controller.diffs.explain import explain_changes
-from controller.model.base import ApiModel, RequestModel
+from controller.model.base import ApiModel, BodyBool, RequestModel
 from controller.model.change import Change, Location, Severity
 from controller.model.watch import ChangeCounts, refuse_null
 from controller.services import drift as drift_service
@@ -51,7 +51,7 @@ class ChangeIn(RequestModel):
     location: LocationIn | None = None
     before: Any = None
     after: Any = None
-    ignored: bool = False
+    ignored: BodyBool = False
     ignore_reason: Text | None = None
 
     @field_validator("summary", "message", mode="before")

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from pydantic import Field, RootModel, StringConstraints
 
 from controller import __version__
-from controller.model.base import ApiModel, RequestModel
+from controller.model.base import ApiModel, BodyDateTime, RequestModel
 from controller.services import funnel
 from web.api import REGISTRY
 from web.routes import Call, Reply
@@ -85,7 +84,7 @@ EventName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_.:-]{0,63}$
 
 class FunnelEvent(RequestModel):
     event: EventName
-    occurred_at: datetime | None = None
+    occurred_at: BodyDateTime | None = None
 
 
 class FunnelBatch(RequestModel):
