@@ -9,7 +9,9 @@ ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN_IN_CONTROLLER = ("web", "cli", "flask", "click", "werkzeug", "gunicorn")
 
 
-def imported_modules(path: Path) -> set[str]:
+def imported_modules(path: Path, *, with_names: bool = False) -> set[str]:
+    """The absolute imports of a file, anywhere in its code; `with_names` adds
+    `module.name` for each `from module import name` (which may be a submodule)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     names: set[str] = set()
     for node in ast.walk(tree):
@@ -17,6 +19,8 @@ def imported_modules(path: Path) -> set[str]:
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
+            if with_names:
+                names.update(f"{node.module}.{alias.name}" for alias in node.names)
     return names
 
 
@@ -60,18 +64,10 @@ def module_graph() -> dict[str, set[str]]:
         for path in (ROOT / package).rglob("*.py")
         if "migrations" not in path.parts
     }
-    graph: dict[str, set[str]] = {}
-    for name, path in paths.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        targets: set[str] = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                targets.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                targets.add(node.module)
-                targets.update(f"{node.module}.{alias.name}" for alias in node.names)
-        graph[name] = {t for t in targets if t in paths}
-    return graph
+    return {
+        name: {t for t in imported_modules(path, with_names=True) if t in paths}
+        for name, path in paths.items()
+    }
 
 
 def is_service(module: str) -> bool:

@@ -16,7 +16,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -38,6 +37,7 @@ from controller.store.db import Database
 from controller.store.models import Agent, Base, Source, Watch
 from tests.conftest import SECRET, OrgKey
 from tests.gitrepos import RepoBuilder, isolated_git_config
+from tests.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -67,12 +67,6 @@ def driftgate(config: Path, *args: str) -> str:
     )
     assert done.returncode == 0, (args, done.returncode, done.stdout, done.stderr)
     return done.stdout.strip()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def stop(process: subprocess.Popen[bytes], grace: float = 30.0) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,14 +16,9 @@ import pytest
 
 from controller.store.db import Database
 from tests.conftest import SECRET
+from tests.processes import free_port, wait_until_healthy
 
 DRIFTGATE = [sys.executable, "-m", "cli"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture
@@ -43,16 +37,7 @@ def server(tmp_path: Path, database: Database) -> Iterator[tuple[str, dict[str, 
         [*DRIFTGATE, "up", "--port", str(port)], env=env, stdout=log, stderr=log
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise AssertionError((tmp_path / "server.log").read_text())
-        time.sleep(0.1)
+    wait_until_healthy(base, process, tmp_path / "server.log")
     yield base, env
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=30) == 0

@@ -12,13 +12,13 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from controller.store.db import Database
 from controller.store.lockfile import acquire_controller_lock, sqlite_file
 from tests.conftest import ON_POSTGRES, SECRET
-from tests.test_serve import DRIFTGATE, free_port
+from tests.processes import free_port, wait_until_healthy
+from tests.test_serve import DRIFTGATE
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="reads processes from /proc"
@@ -102,16 +102,7 @@ def test_the_children_of_up_die_within_two_seconds_of_a_kill_9(
             stderr=log,
         )
     leftovers.append(up.pid)
-    base = f"http://127.0.0.1:{port}"
-
-    def ready() -> bool:
-        assert up.poll() is None, log_path.read_text()
-        try:
-            return httpx.get(f"{base}/health", timeout=1).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    wait_until(ready)
+    wait_until_healthy(f"http://127.0.0.1:{port}", up, log_path)
     # Two web workers and the controller, which has taken the store (and its lock).
     wait_until(
         lambda: len(children_of(up.pid)) == 3 and "controller.started" in log_path.read_text()

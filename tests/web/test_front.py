@@ -20,6 +20,7 @@ import pytest
 
 from controller.store.db import Database
 from tests.conftest import SECRET
+from tests.processes import free_port, wait_until_healthy
 from web.front import MAX_HEADER_BYTES, Framing, error_response
 
 LIMIT = 1024 * 1024
@@ -100,12 +101,6 @@ def test_an_error_response_is_the_json_envelope() -> None:
 # The real server: one worker with two threads, short timeouts.
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def served(server_process: tuple[int, subprocess.Popen[bytes]]) -> int:
     return server_process[0]
@@ -132,16 +127,7 @@ def server_process(
     process = subprocess.Popen(
         [*command, "--workers", "1", "--threads", "2"], env=env, stdout=log, stderr=log
     )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise AssertionError((tmp_path / "server.log").read_text())
-        time.sleep(0.1)
+    wait_until_healthy(f"http://127.0.0.1:{port}", process, tmp_path / "server.log")
     yield port, process
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)

@@ -1,0 +1,33 @@
+"""driftgate as a real process in tests: a free port, and waiting until it answers `/health`."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until_healthy(
+    base: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 30
+) -> None:
+    """Return once `base/health` answers 200; fail with the server's log if it exits first or
+    does not answer within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(log.read_text())
+        time.sleep(0.1)
