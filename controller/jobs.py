@@ -10,11 +10,18 @@ Any number of controller replicas share the table and coordinate only through it
 - `finish` only succeeds with the fence of the claim, so a worker whose lease expired and
   whose job was handed to another cannot overwrite the newer result.
 - `reap` puts jobs with expired leases back in the queue (bounded attempts).
+
+What a claimed job does is its kind's business: a `JobKinds` registry maps each kind name to
+a `JobKind` (how to run one claimed job, and when the controller should claim that kind). The
+controller process fills it (`controller.scheduler` registers `check` and `reconcile`), so
+this module imports neither engine; a new kind (draft PRs, the weekly e-mail) is one more
+`register`. Every kind shares the table's lease, fence and reaping rules above.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -257,6 +264,53 @@ def wait_for(database: Database, job_id: int, timeout: float, poll: float = 0.1)
             if job is None or job.status in ("done", "failed") or time.monotonic() >= deadline:
                 return job
         time.sleep(poll)
+
+
+@dataclass(frozen=True)
+class JobKind:
+    """One kind of job: its name in the table, how the controller runs a claimed one, and
+    when it should claim that kind at all.
+
+    `run(job, prepared)` runs one claimed job and ends it (`finish`/`finish_in`) itself,
+    failing it rather than raising. `prepare(jobs)`, when given, reads what a batch of
+    claimed jobs of this kind needs in one go; its answer is passed to `run` of each.
+    `is_claimed()` says whether this process claims the kind now (a reconcile only with
+    sources configured); jobs of kinds no one claims stay queued.
+    """
+
+    name: str
+    run: Callable[[Claimed, Any], None]
+    prepare: Callable[[Sequence[Claimed]], Any] | None = None
+    is_claimed: Callable[[], bool] = lambda: True
+
+
+class JobKinds:
+    """The registry of job kinds one controller process runs, looked up by `Claimed.kind`."""
+
+    def __init__(self, kinds: Sequence[JobKind] = ()) -> None:
+        self._kinds: dict[str, JobKind] = {}
+        for kind in kinds:
+            self.register(kind)
+
+    def register(self, kind: JobKind) -> JobKind:
+        """Add a kind; a name registered twice is a programming error."""
+        if kind.name in self._kinds:
+            raise ValueError(f"job kind {kind.name!r} is already registered")
+        self._kinds[kind.name] = kind
+        return kind
+
+    def get(self, name: str) -> JobKind | None:
+        return self._kinds.get(name)
+
+    def claimed(self) -> tuple[str, ...]:
+        """The names of the kinds to claim now, in registration order."""
+        return tuple(name for name, kind in self._kinds.items() if kind.is_claimed())
+
+    def __iter__(self) -> Iterator[JobKind]:
+        return iter(self._kinds.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._kinds
 
 
 # Work the API asks for now: a check of one watch, a reconcile of one source. The controller

@@ -2,10 +2,12 @@
 
 The ticker (APScheduler 3.x, in memory, never a shared job store) runs every few seconds:
 it enqueues a `check:<watch>` job for every watch whose next check is due, requeues jobs of
-crashed workers, and delivers due outbox messages. Worker threads claim check jobs from the
-job table (see `controller.jobs`) with bounded concurrency. Each watch is checked once per
-interval in a slot offset by a deterministic jitter (a hash of its id), which spreads
-watches evenly over their interval and makes every replica agree on the slot.
+crashed workers, and delivers due outbox messages. Worker threads claim jobs from the job
+table (see `controller.jobs`) with bounded concurrency and run each by its kind: the
+controller registers `check` and `reconcile` in its `JobKinds` registry, and a new kind is
+one more entry there, not a new branch here. Each watch is checked once per interval in a
+slot offset by a deterministic jitter (a hash of its id), which spreads watches evenly over
+their interval and makes every replica agree on the slot.
 SIGTERM stops the ticker, lets running checks finish within a grace period, and gives
 claimed-but-unstarted jobs back.
 """
@@ -17,7 +19,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -176,6 +178,16 @@ class Controller:
             target=self._keep_leases, name="driftgate-lease", daemon=True
         )
         self.ownership: ControllerLock | None = None
+        self.kinds = jobs.JobKinds(
+            [
+                jobs.JobKind(CHECK, run=self.execute_check, prepare=self.prepare_checks),
+                jobs.JobKind(
+                    RECONCILE,
+                    run=self.execute_reconcile,
+                    is_claimed=lambda: bool(self.settings.sources),
+                ),
+            ]
+        )
 
     # One round of everything; the ticker calls it, tests and benchmarks may call it directly.
     def tick(self) -> None:
@@ -202,7 +214,7 @@ class Controller:
             log(logger, logging.INFO, "controller.pruned", gateEvents=pruned)
 
     def dispatch(self) -> int:
-        """Claim as many check jobs as there are free workers and start them."""
+        """Claim as many jobs as there are free workers and start them."""
         if self.stopping.is_set():
             return 0
         with self.lock:
@@ -214,31 +226,46 @@ class Controller:
         claimed = jobs.claim(
             self.database,
             worker=self.worker,
-            kinds=(CHECK, RECONCILE) if self.settings.sources else (CHECK,),
+            kinds=self.kinds.claimed(),
             now=self.clock(),
             limit=free,
             lease=self.lease,
         )
-        ids = [
-            str(job.payload.get("watchId", job.key.split(":", 1)[-1]))
-            for job in claimed
-            if job.kind == CHECK
-        ]
-        prepared = read_checks(self.database, ids, self.box)
+        prepared = self.prepare(claimed)
         for job in claimed:
-            future = self.pool.submit(self.execute, job, prepared)
+            future = self.pool.submit(self.execute, job, prepared.get(job.kind))
             with self.lock:
                 self.running[future] = job
         return len(claimed)
 
-    def execute(self, job: jobs.Claimed, prepared: dict[str, CheckInput] | None = None) -> None:
+    def prepare(self, claimed: Sequence[jobs.Claimed]) -> dict[str, Any]:
+        """What each kind reads for its claimed batch in one go, by kind name."""
+        prepared: dict[str, Any] = {}
+        for kind in self.kinds:
+            batch = [job for job in claimed if job.kind == kind.name]
+            if batch and kind.prepare is not None:
+                prepared[kind.name] = kind.prepare(batch)
+        return prepared
+
+    def execute(self, job: jobs.Claimed, prepared: Any = None) -> None:
+        """Run one claimed job by its kind (give it back when stopping)."""
         if self.stopping.is_set():
             jobs.release(self.database, job, self.clock())
             return
-        if job.kind == RECONCILE:
-            self.execute_reconcile(job)
+        kind = self.kinds.get(job.kind)
+        if kind is None:
+            # Only registered kinds are claimed; a job of another kind cannot get here.
+            jobs.finish(self.database, job, self.clock(), error=f"unknown job kind {job.kind!r}")
             return
-        watch_id = str(job.payload.get("watchId", job.key.split(":", 1)[-1]))
+        kind.run(job, prepared)
+
+    def prepare_checks(self, claimed: Sequence[jobs.Claimed]) -> dict[str, CheckInput]:
+        """The inputs of a claimed batch of checks, read in one query."""
+        return read_checks(self.database, [_watch_id(job) for job in claimed], self.box)
+
+    def execute_check(self, job: jobs.Claimed, prepared: dict[str, CheckInput] | None) -> None:
+        """Run one watch's check; the job ends in the transaction that records it."""
+        watch_id = _watch_id(job)
 
         def finish_with_check(session: Session, result: CheckResult) -> None:
             # The job ends in the transaction that records the check: both or neither. A
@@ -277,7 +304,7 @@ class Controller:
         if not self.stopping.is_set():
             self.dispatch()
 
-    def execute_reconcile(self, job: jobs.Claimed) -> None:
+    def execute_reconcile(self, job: jobs.Claimed, prepared: Any = None) -> None:
         """Run one source's reconcile; its own transaction applies it, the job ends after."""
         from controller.reconcile import Reconciler
 
@@ -377,3 +404,7 @@ class Controller:
         if self.ownership is not None:
             self.ownership.release()
         log(logger, logging.INFO, "controller.stopped", worker=self.worker)
+
+
+def _watch_id(job: jobs.Claimed) -> str:
+    return str(job.payload.get("watchId", job.key.split(":", 1)[-1]))
