@@ -1,13 +1,13 @@
-"""Delivering outbox messages: claim with a lease, sign, post with timeouts, record, retry.
+"""Delivering outbox messages: claim with a lease, render, post with timeouts, record, retry.
 
 Workers claim due messages (`FOR UPDATE SKIP LOCKED` on Postgres, an immediate transaction
-on SQLite), send them outside any transaction, then record the attempt. Failures retry with
+on SQLite), send them outside any transaction through their channel (`controller.events.
+channels`: a signed webhook, a Slack message), then record the attempt. Failures retry with
 exponential backoff up to `MAX_ATTEMPTS`; every attempt is kept for `GET /api/alerts/stats`.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -17,9 +17,9 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from controller.crypto import SecretBox
-from controller.events import signing
+from controller.events.channels import CHANNELS, Channels, Event
 from controller.events.secrets import signing_secret
-from controller.sources.http import FetchError, post_json
+from controller.sources.http import FetchError
 from controller.store.db import Database
 from controller.store.models import DeliveryAttempt, OutboxMessage
 
@@ -66,21 +66,26 @@ def claim_due(database: Database, now: datetime, limit: int = 20) -> list[Outbox
 
 
 def send(
-    message: OutboxMessage, box: SecretBox, secret: str, client: Any, now: datetime
+    message: OutboxMessage,
+    box: SecretBox,
+    secret: str,
+    client: Any,
+    now: datetime,
+    channels: Channels = CHANNELS,
 ) -> Outcome:
-    """Post one message to its destination; never raises."""
+    """Post one message to its destination through its channel; never raises."""
     url = str(box.decrypt_json(message.destination_ciphertext))
-    payload = {k: v for k, v in message.payload.items() if not k.startswith("_")}
-    if message.channel == "slack":
-        body = json.dumps({"text": slack_text(payload)}).encode()
-        headers = {"Content-Type": "application/json"}
-    else:
-        body = json.dumps(payload, separators=(",", ":"), default=str).encode()
-        message_id = str(message.payload.get("_messageId") or message.id)
-        headers = signing.headers(secret, message_id, int(now.timestamp()), body)
+    channel = channels.for_message(message.channel)
+    event = Event(
+        payload={k: v for k, v in message.payload.items() if not k.startswith("_")},
+        message_id=str(message.payload.get("_messageId") or message.id),
+        secret=secret,
+        now=now,
+    )
+    outgoing = channel.render(event)
     started = time.perf_counter()
     try:
-        status = post_json(client, url, body, headers)
+        status = channel.transport(client, url, outgoing.body, outgoing.headers)
     except FetchError as exc:
         elapsed = int((time.perf_counter() - started) * 1000)
         # The destination URL may carry a token (Slack's do): only its host is kept.
@@ -145,30 +150,3 @@ def release_stale_leases(session: Session, now: datetime) -> int:
         .values(lease_expires_at=None)
     )
     return int(getattr(result, "rowcount", 0) or 0)
-
-
-def slack_text(payload: dict[str, Any]) -> str:
-    """A readable Slack message for an event."""
-    data = payload.get("data", {})
-    name = data.get("watchName") or data.get("watchId") or "a watch"
-    kind = payload.get("type", "event")
-    counts = data.get("counts") or {}
-    headline = {
-        "drift.detected": f":warning: Contract drift on *{name}*",
-        "drift.cleared": f":white_check_mark: Drift cleared on *{name}*",
-        "drift.check_failed": f":x: Check failed for *{name}*",
-        "incident.open": f":rotating_light: Incident opened for *{name}*",
-        "incident.acknowledged": f":eyes: Incident acknowledged for *{name}*",
-        "incident.resolved": f":white_check_mark: Incident resolved for *{name}*",
-    }.get(kind, f"driftgate {kind}: *{name}*")
-    lines = [headline]
-    if counts:
-        lines.append(
-            f"{counts.get('breaking', 0)} breaking, {counts.get('warning', 0)} warning, "
-            f"{counts.get('info', 0)} info"
-        )
-    for change in (data.get("changes") or [])[:5]:
-        lines.append(f"• [{change.get('severity')}] {change.get('summary')}")
-    if data.get("error"):
-        lines.append(f"Error: {data['error']}")
-    return "\n".join(lines)

@@ -1,0 +1,82 @@
+"""What a delivery channel is: the request one outbox message becomes, and how it is sent.
+
+A channel turns an event (its payload without the private `_` keys, its message id, the
+org's signing secret, the time of the attempt) into one `Outgoing` request, and sends that
+request to the destination with its `transport`. Every channel today POSTs JSON over the
+shared outbound client (`controller.sources.http.post_json`); a channel that does not (an
+e-mail relay) brings its own transport, which answers a status code or raises `FetchError`
+like `post_json` does, so delivery records and retries it like the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from controller.sources.http import post_json
+
+
+@dataclass(frozen=True)
+class Event:
+    """One attempt to deliver an outbox message, as a channel sees it."""
+
+    payload: dict[str, Any]
+    message_id: str
+    secret: str
+    now: datetime
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """The exact bytes and headers one attempt sends."""
+
+    body: bytes
+    headers: Mapping[str, str]
+
+
+Transport = Callable[[Any, str, bytes, Mapping[str, str]], int]
+
+
+@dataclass(frozen=True)
+class Channel:
+    """A named way to deliver events: `render` builds the request, `transport` sends it."""
+
+    name: str
+    render: Callable[[Event], Outgoing]
+    transport: Transport = post_json
+
+
+class Channels:
+    """The registry of channels, looked up by an outbox message's `channel` column.
+
+    A name nobody registered is delivered by the `fallback` channel (a signed webhook), as
+    every channel but Slack was before there was a registry.
+    """
+
+    def __init__(self, channels: Sequence[Channel], *, fallback: str) -> None:
+        self._channels: dict[str, Channel] = {}
+        for channel in channels:
+            self.register(channel)
+        self._fallback = self._channels[fallback]
+
+    def register(self, channel: Channel) -> Channel:
+        """Add a channel; a name registered twice is a programming error."""
+        if channel.name in self._channels:
+            raise ValueError(f"delivery channel {channel.name!r} is already registered")
+        self._channels[channel.name] = channel
+        return channel
+
+    def get(self, name: str) -> Channel | None:
+        return self._channels.get(name)
+
+    def for_message(self, name: str) -> Channel:
+        """The channel that delivers a message of channel `name`."""
+        return self._channels.get(name, self._fallback)
+
+    def __iter__(self) -> Iterator[Channel]:
+        return iter(self._channels.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._channels

@@ -1,0 +1,45 @@
+"""The `slack` channel: a readable message for a Slack incoming webhook (its URL is its
+secret, so nothing is signed)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from controller.events.channels.base import Channel, Event, Outgoing
+
+
+def render_slack(event: Event) -> Outgoing:
+    """`{"text": ...}` as Slack's incoming webhooks take it."""
+    body = json.dumps({"text": slack_text(event.payload)}).encode()
+    return Outgoing(body, {"Content-Type": "application/json"})
+
+
+def slack_text(payload: dict[str, Any]) -> str:
+    """A readable Slack message for an event."""
+    data = payload.get("data", {})
+    name = data.get("watchName") or data.get("watchId") or "a watch"
+    kind = payload.get("type", "event")
+    counts = data.get("counts") or {}
+    headline = {
+        "drift.detected": f":warning: Contract drift on *{name}*",
+        "drift.cleared": f":white_check_mark: Drift cleared on *{name}*",
+        "drift.check_failed": f":x: Check failed for *{name}*",
+        "incident.open": f":rotating_light: Incident opened for *{name}*",
+        "incident.acknowledged": f":eyes: Incident acknowledged for *{name}*",
+        "incident.resolved": f":white_check_mark: Incident resolved for *{name}*",
+    }.get(kind, f"driftgate {kind}: *{name}*")
+    lines = [headline]
+    if counts:
+        lines.append(
+            f"{counts.get('breaking', 0)} breaking, {counts.get('warning', 0)} warning, "
+            f"{counts.get('info', 0)} info"
+        )
+    for change in (data.get("changes") or [])[:5]:
+        lines.append(f"• [{change.get('severity')}] {change.get('summary')}")
+    if data.get("error"):
+        lines.append(f"Error: {data['error']}")
+    return "\n".join(lines)
+
+
+SLACK = Channel("slack", render_slack)
