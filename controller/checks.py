@@ -4,14 +4,8 @@ A check reads what it needs in a short transaction, fetches and diffs outside an
 transaction (network and CPU), then writes everything it learned in one transaction: the
 snapshot (compressed, one row per distinct fingerprint), the drift event, the watch's status
 and counts, the incident, and the outbox events. A failure leaves the baseline and the last
-good snapshot untouched. `driftStatus` moves exactly as CONTRACT.md's table says:
-
-    never_run --first good check--> ok (becomes the baseline)
-    ok --breaking changes--> drifted (incident opens)
-    ok --warning/info only--> ok (event recorded; info-only advances the baseline)
-    drifted --breaking changes gone--> ok (incident resolved: reverted)
-    any but disabled --fetch or parse fails--> error (reason check_failed:<class>)
-    error --next good check--> ok or drifted by the diff against the baseline
+good snapshot untouched. `driftStatus` moves as `controller.status` decides (CONTRACT.md's
+table); this module persists what the decision says.
 
 A fetch that fails in a way no fetcher foresaw (a bug, a value stored before today's input
 rules) is still a failed check: `error` with failure class `http_error`, never a crash that
@@ -49,6 +43,7 @@ from controller.model.watch import DriftStatus
 from controller.settings import Settings
 from controller.sources.http import FetchError, fetch
 from controller.sources.mcp import fetch_mcp_snapshot, redact_url
+from controller.status import CheckFailed, CheckSucceeded, Counts, facts_of, transition
 from controller.store.models import DriftEvent, Incident, Snapshot, Watch
 from controller.store.watch_rows import decrypted_headers
 
@@ -381,14 +376,13 @@ def _record_failure(
     watch = _locked_watch(session, check.watch_id)
     if watch is None:
         return CheckResult(check.watch_id, "skipped")
-    was = watch.drift_status
+    decided = transition(facts_of(watch), CheckFailed(failure_class))
     watch.last_checked_at = now
     watch.last_check_status = "error"
     watch.failure_class = failure_class
     watch.last_error = message[:2000]
-    if was != DriftStatus.DISABLED:
-        watch.drift_status = DriftStatus.ERROR.value
-    if was != DriftStatus.ERROR and was != DriftStatus.DISABLED:
+    watch.drift_status = decided.status.value
+    if decided.announce_failure:
         emit(
             session,
             box,
@@ -399,7 +393,7 @@ def _record_failure(
                 "watchName": watch.name,
                 "failureClass": failure_class,
                 "error": watch.last_error,
-                "reason": f"check_failed:{failure_class}",
+                "reason": decided.reason,
                 "affectedAgentIds": runtime.affected_agent_ids(session, watch.id),
             },
             now=now,
@@ -439,15 +433,20 @@ def _record_unchanged(
     watch = _locked_watch(session, check.watch_id)
     if watch is None:
         return CheckResult(check.watch_id, "skipped")
+    # The statement above only skips watches whose status this decision leaves as it is.
+    decided = transition(facts_of(watch), CheckSucceeded(None))
     _mark_success(watch, fetched, source_hash, now)
-    if watch.drift_status == DriftStatus.ERROR:
-        # Back from an error with the same contract: the stored comparison still holds.
-        watch.drift_status = (
-            DriftStatus.DRIFTED.value if watch.open_breaking > 0 else DriftStatus.OK.value
-        )
-        if watch.baseline_snapshot_id is None:
-            watch.drift_status = DriftStatus.NEVER_RUN.value
+    watch.drift_status = decided.status.value
     return CheckResult(watch.id, "unchanged", watch.drift_status)
+
+
+def _set_open_changes(watch: Watch, counts: Counts | None) -> None:
+    if counts is not None:
+        watch.open_breaking, watch.open_warning, watch.open_info = (
+            counts.breaking,
+            counts.warning,
+            counts.info,
+        )
 
 
 def _success_values(fetched: Fetched, source_hash: str | None, now: datetime) -> dict[str, Any]:
@@ -508,15 +507,15 @@ def _record_new_snapshot(
         session.flush()
     _mark_success(watch, fetched, source_hash, now)
     watch.last_snapshot_id = snapshot.id
-    paused = watch.drift_status == DriftStatus.DISABLED
+    counts = count_changes(changes)
+    decided = transition(facts_of(watch), CheckSucceeded(Counts(**counts)))
 
-    if watch.baseline_snapshot_id is None:
-        _set_baseline(watch, snapshot, now, "first-check")
-        if not paused:
-            watch.drift_status = DriftStatus.OK.value
+    if decided.row == "first_good_check":
+        assert decided.advance_baseline is not None
+        _set_baseline(watch, snapshot, now, decided.advance_baseline)
+        watch.drift_status = decided.status.value
         return CheckResult(watch.id, "baseline", watch.drift_status)
 
-    counts = count_changes(changes)
     event = None
     if changes:
         event = DriftEvent(
@@ -534,16 +533,10 @@ def _record_new_snapshot(
         session.add(event)
         session.flush()
 
-    was_drifted = watch.drift_status == DriftStatus.DRIFTED
     incident = current_incident(session, watch.id)
-    if counts["breaking"] > 0:
-        watch.open_breaking, watch.open_warning, watch.open_info = (
-            counts["breaking"],
-            counts["warning"],
-            counts["info"],
-        )
-        if not paused:
-            watch.drift_status = DriftStatus.DRIFTED.value
+    if decided.open_incident:
+        _set_open_changes(watch, decided.open_changes)
+        watch.drift_status = decided.status.value
         if incident is None:
             incident = Incident(
                 org_id=watch.org_id,
@@ -556,7 +549,7 @@ def _record_new_snapshot(
             session.add(incident)
             session.flush()
             emit_incident(session, box, watch, incident, "incident.open", now)
-            if not paused:
+            if decided.notify_agents:
                 runtime.on_drift(
                     session, box, watch, incident, event.agent_actions if event else [], now
                 )
@@ -567,9 +560,11 @@ def _record_new_snapshot(
         if event is not None:
             event.incident_id = incident.id
     else:
-        if incident is not None:
-            close_incident(session, box, watch, incident, now, resolution="reverted", by="system")
-        if was_drifted:
+        if incident is not None and decided.resolve_incident is not None:
+            close_incident(
+                session, box, watch, incident, now, resolution=decided.resolve_incident, by="system"
+            )
+        if decided.announce_cleared:
             emit(
                 session,
                 box,
@@ -579,21 +574,13 @@ def _record_new_snapshot(
                 now=now,
                 watch=watch,
             )
-        if counts["warning"] == 0:
+        if decided.advance_baseline is not None:
             # Info-only (or no semantic change): the baseline advances by itself.
-            _set_baseline(watch, snapshot, now, "auto:info-only")
-            watch.open_breaking = watch.open_warning = watch.open_info = 0
-        else:
-            watch.open_breaking, watch.open_warning, watch.open_info = (
-                0,
-                counts["warning"],
-                counts["info"],
-            )
-        if not paused:
-            watch.drift_status = DriftStatus.OK.value
+            _set_baseline(watch, snapshot, now, decided.advance_baseline)
+        _set_open_changes(watch, decided.open_changes)
+        watch.drift_status = decided.status.value
 
-    if event is not None and (counts["breaking"] or counts["warning"]):
-        worst = "breaking" if counts["breaking"] else "warning"
+    if event is not None and decided.announce_drift is not None:
         emit(
             session,
             box,
@@ -614,7 +601,7 @@ def _record_new_snapshot(
             },
             now=now,
             watch=watch,
-            severity=worst,
+            severity=decided.announce_drift,
         )
     return CheckResult(
         watch.id,

@@ -52,7 +52,6 @@ from controller.gitops.load import FILES, Bundle, Problem, load_bundle
 from controller.logs import log
 from controller.model.catalog import SYSTEM_TEMPLATES
 from controller.model.targets import header_value_problem
-from controller.model.watch import DriftStatus
 from controller.settings import Settings, SourceSpec
 from controller.sources.git import (
     GitCache,
@@ -61,6 +60,7 @@ from controller.sources.git import (
     redact_url,
     set_network_timeouts,
 )
+from controller.status import INITIAL as INITIAL_DRIFT_STATUS
 from controller.store.db import Database
 from controller.store.models import Agent, AgentWatch, Org, Source, Template, Watch, WatchSet
 from controller.store.types import utcnow
@@ -702,7 +702,7 @@ class Reconciler:
                 else Watch(
                     org_id=org_id,
                     name=name,
-                    drift_status=DriftStatus.NEVER_RUN.value,
+                    drift_status=INITIAL_DRIFT_STATUS.value,
                     open_breaking=0,
                     open_warning=0,
                     open_info=0,

@@ -23,6 +23,7 @@ from controller.model.watch import DriftStatus, IncidentSummary, Note, ObjectId,
 from controller.services import audit, paging
 from controller.services.auth import Principal
 from controller.services.watches import get_watch, to_out
+from controller.status import BaselineAccepted, Counts, facts_of, transition
 from controller.store.models import DriftEvent, Incident, Snapshot, Watch
 
 PAGE_LIMIT = 50
@@ -227,17 +228,28 @@ def accept_baseline(
     snapshot = session.get(Snapshot, watch.last_snapshot_id)
     assert snapshot is not None
     previous = watch.baseline_snapshot_id
+    decided = transition(facts_of(watch), BaselineAccepted())
     watch.baseline_snapshot_id = snapshot.id
     watch.baseline_fingerprint = snapshot.fingerprint
     watch.baseline_accepted_at = now
     watch.baseline_accepted_by = principal.actor
-    watch.open_breaking = watch.open_warning = watch.open_info = 0
-    if watch.drift_status in (DriftStatus.DRIFTED, DriftStatus.NEVER_RUN):
-        watch.drift_status = DriftStatus.OK.value
+    opened = decided.open_changes or Counts()
+    watch.open_breaking, watch.open_warning, watch.open_info = (
+        opened.breaking,
+        opened.warning,
+        opened.info,
+    )
+    watch.drift_status = decided.status.value
     incident = current_incident(session, watch.id)
-    if incident is not None:
+    if incident is not None and decided.resolve_incident is not None:
         close_incident(
-            session, box, watch, incident, now, resolution="baseline_accepted", by=principal.actor
+            session,
+            box,
+            watch,
+            incident,
+            now,
+            resolution=decided.resolve_incident,
+            by=principal.actor,
         )
     audit.record(
         session,

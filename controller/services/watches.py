@@ -30,10 +30,10 @@ from controller.model.watch import (
     WatchUpdate,
     compute_health,
     infer_watch_type,
-    resumed_status,
 )
 from controller.services import audit, managed
 from controller.services.auth import Principal
+from controller.status import INITIAL, Paused, Resumed, facts_of, transition
 from controller.store.models import Watch, WatchTag
 from controller.store.watch_rows import set_headers, set_tags
 
@@ -68,7 +68,7 @@ def create_watch(
         webhook_url=data.webhook_url,
         method=data.method,
         request_body=data.body,
-        drift_status=DriftStatus.NEVER_RUN.value,
+        drift_status=INITIAL.value,
     )
     set_headers(watch, data.headers, box)
     set_tags(watch, data.tags)
@@ -182,8 +182,9 @@ def delete_watch(session: Session, principal: Principal, watch_id: str) -> None:
 def pause_watch(session: Session, principal: Principal, watch_id: str) -> Watch:
     watch = get_watch(session, principal.org_id, watch_id)
     ensure_unmanaged(watch)
-    if watch.drift_status != DriftStatus.DISABLED:
-        watch.drift_status = DriftStatus.DISABLED.value
+    decided = transition(facts_of(watch), Paused())
+    if decided.changed:
+        watch.drift_status = decided.status.value
         audit.record(
             session,
             actor=principal.actor,
@@ -198,12 +199,9 @@ def pause_watch(session: Session, principal: Principal, watch_id: str) -> Watch:
 def resume_watch(session: Session, principal: Principal, watch_id: str) -> Watch:
     watch = get_watch(session, principal.org_id, watch_id)
     ensure_unmanaged(watch)
-    if watch.drift_status == DriftStatus.DISABLED:
-        watch.drift_status = resumed_status(
-            has_baseline=watch.baseline_snapshot_id is not None,
-            last_check_status=watch.last_check_status,
-            open_breaking=watch.open_breaking,
-        ).value
+    decided = transition(facts_of(watch), Resumed())
+    if decided.changed:
+        watch.drift_status = decided.status.value
         audit.record(
             session,
             actor=principal.actor,
