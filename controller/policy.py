@@ -27,6 +27,8 @@ from typing import Any
 
 import orjson
 
+from controller.actions import ACTIONS, KILL_IN_FLIGHT
+
 PRESETS: dict[str, dict[str, Any]] = {
     "notify-only": {
         "on_breaking": ["notify"],
@@ -47,7 +49,6 @@ PRESETS: dict[str, dict[str, Any]] = {
         "auto_resolve_incident": True,
     },
 }
-ENFORCING = ("block_new_runs", "kill_in_flight")
 WATCH_ID_LIMIT = 100
 
 # Remediation hints per state (the drift engine adds its own per change, e.g. update_tool_schema).
@@ -70,11 +71,12 @@ class Policy:
 
     @property
     def enforcing(self) -> tuple[str, ...]:
-        return tuple(a for a in ENFORCING if a in self.on_breaking)
+        """The actions on breaking drift that block new runs (`controller.actions`)."""
+        return tuple(a for a in ACTIONS.blocking() if a in self.on_breaking)
 
     @property
     def kills(self) -> bool:
-        return "kill_in_flight" in self.on_breaking
+        return KILL_IN_FLIGHT in self.on_breaking
 
     def to_json(self) -> dict[str, Any]:
         return {

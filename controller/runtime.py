@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from controller.actions import ACTIONS, KILL_IN_FLIGHT, Drift, PolicyActions
 from controller.crypto import SecretBox
 from controller.events.outbox import emit
 from controller.policy import resolve_policy
@@ -75,7 +76,7 @@ def kill(
         "slug": agent.slug,
         "environment": agent.environment,
         "policy": agent.policy,
-        "action": "kill_in_flight",
+        "action": KILL_IN_FLIGHT,
         "reason": reason,
         "note": note,
         "watchId": watch.id if watch else None,
@@ -114,28 +115,40 @@ def on_drift(
     incident: Incident,
     agent_actions: list[str],
     now: datetime,
+    actions: PolicyActions = ACTIONS,
 ) -> list[str]:
-    """A watch just turned drifted: kill every bound agent whose policy has `kill_in_flight`.
+    """A watch just turned drifted: run the drift effect of every action in each bound
+    agent's `on_breaking` (today only `kill_in_flight` has one: it kills the agent).
 
-    Returns the ids of the agents killed now.
+    Returns the ids of the agents an effect changed now (killed).
     """
-    killed = []
+    drift = Drift(session, box, watch, incident, agent_actions, now)
+    changed = []
     for agent in bound_agents(session, watch.id):
-        if not resolve_policy(agent.policy, agent.policy_rules).kills:
-            continue
-        if kill(
-            session,
-            box,
-            agent,
-            now,
-            reason="breaking_drift",
-            by="system",
-            watch=watch,
-            incident=incident,
-            agent_actions=agent_actions,
-        ):
-            killed.append(agent.key)
-    return killed
+        policy = resolve_policy(agent.policy, agent.policy_rules)
+        acted = False
+        for name in policy.on_breaking:
+            action = actions.get(name)
+            if action is not None and action.on_drift is not None:
+                acted = action.on_drift(drift, agent) or acted
+        if acted:
+            changed.append(agent.key)
+    return changed
+
+
+def kill_on_drift(drift: Drift, agent: Agent) -> bool:
+    """`kill_in_flight`'s effect: the agent is killed for breaking drift (once)."""
+    return kill(
+        drift.session,
+        drift.box,
+        agent,
+        drift.now,
+        reason="breaking_drift",
+        by="system",
+        watch=drift.watch,
+        incident=drift.incident,
+        agent_actions=drift.agent_actions,
+    )
 
 
 def _move(agent: Agent, state: str, reason: str, note: str | None, by: str, now: datetime) -> None:
@@ -165,3 +178,8 @@ def _emit(
         now=now,
         extra_destinations=[agent.runtime_webhook] if agent.runtime_webhook else (),
     )
+
+
+# The kill is I/O, so `controller.actions` (read by the pure run gate) names the action and
+# this module, which owns the kill, gives it its effect; `on_drift` is only reachable here.
+ACTIONS.attach(KILL_IN_FLIGHT, kill_on_drift)
