@@ -21,7 +21,6 @@ Objects created through the API are never pruned: the inventory holds only this 
 from __future__ import annotations
 
 import base64
-import gc
 import hashlib
 import hmac
 import json
@@ -31,8 +30,7 @@ import os
 import re
 import time
 import zlib
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -45,6 +43,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, defer
 
 import controller
+from controller.collector import collector_paused
 from controller.configschema import gitops_schema
 from controller.crypto import SecretBox
 from controller.gitops import load as gitops_load
@@ -238,7 +237,7 @@ class Reconciler:
             files = self.cache.read_directory(spec.name, revision, spec.path)
         except GitError as exc:
             return RunResult(spec.name, "failed", revision, message=f"read failed: {exc.message}")
-        with _collector_paused():
+        with collector_paused():
             return self._validate_and_apply(
                 spec, org_id, revision, files, inventory.get("files"), dry_run=dry_run
             )
@@ -1068,24 +1067,6 @@ def _set_applied(session: Session, name: str, revision: str, inventory: dict[str
         .values(last_applied_revision=revision, last_applied_at=utcnow(), inventory=inventory)
         .execution_options(synchronize_session=False)
     )
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a revision is validated and applied
-    (no network wait in between). A large revision builds hundreds of thousands of
-    short-lived containers without cycles (parsed data, models, desired values, rows), which
-    otherwise set off full collections of the whole process heap: a third of the time of a
-    small change. Reference counting still frees them, and the collector, if it was on, is
-    on again afterwards (it was off for well under a second, or a few for a cold start)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 @cache

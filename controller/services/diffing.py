@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 import yaml
 
+from controller.collector import collector_paused
 from controller.diffs import (
     ContractParseError,
     RulesFile,
@@ -176,9 +177,14 @@ def _run(
     kind: str, base: str, revision: str, base_doc: Any, rev_doc: Any, resolver: Callable[[str], Any]
 ) -> list[Change]:
     if kind == "openapi":
-        return diff_openapi(
-            base_doc, rev_doc, resolver=resolver, base_uri=_uri(base), revision_uri=_uri(revision)
-        )
+        with collector_paused():  # a large spec's diff (controller/collector.py)
+            return diff_openapi(
+                base_doc,
+                rev_doc,
+                resolver=resolver,
+                base_uri=_uri(base),
+                revision_uri=_uri(revision),
+            )
     if kind == "mcp":
         return diff_mcp(base_doc, rev_doc)
     return diff_json_samples(base_doc, rev_doc, profile="cli")

@@ -20,6 +20,7 @@ FORBIDDEN = (
     "controller.sources",
     "controller.events",
     "controller.services",
+    "gc",  # a pause of the collector is the job's choice (controller/collector.py)
 )
 FORBIDDEN_CALLS = {"open"}
 
