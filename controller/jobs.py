@@ -322,28 +322,28 @@ RECONCILE = "reconcile"
 
 def request_reconcile(session: Session, name: str, now: datetime, reason: str) -> int:
     """Queue a reconcile of one source now (API, push webhook); joins one already queued."""
-    job = enqueue(
-        session,
-        kind=RECONCILE,
-        key=f"{RECONCILE}:{name}",
-        period=f"manual:{now.timestamp():.6f}",
-        run_after=now,
-        payload={"source": name, "force": False, "reason": reason},
-    )
-    assert job is not None
-    return job.id
+    payload = {"source": name, "force": False, "reason": reason}
+    return _request_now(session, RECONCILE, name, now, payload)
 
 
 def request_check(database: Database, watch_id: str, now: datetime) -> int:
     """Queue a check now (API); joins an already queued check of the same watch."""
     with database.transaction() as session:
-        job = enqueue(
-            session,
-            kind=CHECK,
-            key=f"{CHECK}:{watch_id}",
-            period=f"manual:{now.timestamp():.6f}",
-            run_after=now,
-            payload={"watchId": watch_id, "manual": True},
-        )
-        assert job is not None
-        return job.id
+        return _request_now(session, CHECK, watch_id, now, {"watchId": watch_id, "manual": True})
+
+
+def _request_now(
+    session: Session, kind: str, subject: str, now: datetime, payload: dict[str, Any]
+) -> int:
+    # A period of its own per request, so it never collides with the scheduled slot; the
+    # partial unique index on queued jobs makes it join one already queued for the subject.
+    job = enqueue(
+        session,
+        kind=kind,
+        key=f"{kind}:{subject}",
+        period=f"manual:{now.timestamp():.6f}",
+        run_after=now,
+        payload=payload,
+    )
+    assert job is not None
+    return job.id
