@@ -532,38 +532,24 @@ class Reconciler:
             variable = match.group(1)
             resolved = self.env.get(variable)
             if resolved is None:
-                line, column = bundle.locate(file, (*where, name))
-                problems.append(
-                    Problem(
-                        file=file,
-                        line=line,
-                        column=column,
-                        path=".".join(str(p) for p in (*where, name)),
-                        message=(
-                            f"header {name!r} references ${{env:{variable}}}, which is not set "
-                            "in the controller's environment"
-                        ),
-                    )
-                )
-                continue
-            unsendable = header_value_problem(resolved)
-            if unsendable is not None:
+                problem = "which is not set in the controller's environment"
+            else:
                 # The value is a secret: name the variable, never show what it holds.
-                line, column = bundle.locate(file, (*where, name))
-                problems.append(
-                    Problem(
-                        file=file,
-                        line=line,
-                        column=column,
-                        path=".".join(str(p) for p in (*where, name)),
-                        message=(
-                            f"header {name!r} references ${{env:{variable}}}, whose value "
-                            f"cannot be sent: {unsendable}"
-                        ),
-                    )
+                unsendable = header_value_problem(resolved)
+                if unsendable is None:
+                    headers[name] = resolved
+                    continue
+                problem = f"whose value cannot be sent: {unsendable}"
+            line, column = bundle.locate(file, (*where, name))
+            problems.append(
+                Problem(
+                    file=file,
+                    line=line,
+                    column=column,
+                    path=".".join(str(p) for p in (*where, name)),
+                    message=f"header {name!r} references ${{env:{variable}}}, {problem}",
                 )
-                continue
-            headers[name] = resolved
+            )
         return headers, problems
 
     def _with_digest(self, values: dict[str, Any]) -> dict[str, Any]:
