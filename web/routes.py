@@ -18,6 +18,7 @@ from flask import Flask, Response, current_app, g, request
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 from sqlalchemy.orm import Session
+from werkzeug.routing import BaseConverter, Map
 
 from controller import __version__
 from controller.errors import Forbidden, NotFound
@@ -221,13 +222,36 @@ class Registry:
         app: Flask,
         authenticate: Callable[[Auth], tuple[Principal | None, TrialSession | None]],
     ) -> None:
+        app.url_map.converters["except"] = _Except
         for route in self.routes:
             app.add_url_rule(
-                route.rule,
+                self._flask_rule(route),
                 endpoint=route.operation_id,
                 view_func=_make_view(route, authenticate),
                 methods=[route.method],
             )
+
+    def _flask_rule(self, route: Route) -> str:
+        """`route.rule`, with each path value that stands where another route has a fixed
+        segment refusing that segment: `/api/watches/from-template` is its own path for every
+        method (405 for GET, as documented), never a watch id."""
+        parts = route.rule.split("/")
+        for index, part in enumerate(parts):
+            if not part.startswith("<") or ":" in part:
+                continue
+            words = sorted(
+                {
+                    other_parts[index]
+                    for other in self.routes
+                    if len(other_parts := other.rule.split("/")) > index
+                    and other_parts[:index] == parts[:index]
+                    and not other_parts[index].startswith("<")
+                }
+            )
+            if words:
+                quoted = ", ".join(repr(word) for word in words)
+                parts[index] = f"<except({quoted}):{part[1:-1]}>"
+        return "/".join(parts)
 
     def openapi(self, settings: Settings) -> dict[str, Any]:
         return build_openapi(self.routes, settings)
@@ -298,6 +322,14 @@ def _parse_query(model: type[BaseModel]) -> BaseModel:
         values = request.args.getlist(key)
         data[key] = values if key in list_fields else values[-1]
     return validate(model, data, "query")
+
+
+class _Except(BaseConverter):
+    """A path segment other than the given words (which other routes own at that place)."""
+
+    def __init__(self, url_map: Map, *words: str) -> None:
+        super().__init__(url_map)
+        self.regex = "(?!(?:" + "|".join(re.escape(w) for w in words) + ")(?:/|$))[^/]+"
 
 
 class ErrorEnvelope(BaseModel):
@@ -373,7 +405,8 @@ def build_openapi(routes: list[Route], settings: Settings) -> dict[str, Any]:
                 operation["parameters"].append(param)
         if route.body is not None:
             operation["requestBody"] = {
-                "required": True,
+                # An empty body reads as {}: required only when {} would be refused.
+                "required": any(f.is_required() for f in route.body.model_fields.values()),
                 "content": {"application/json": {"schema": refs[(route.body, "validation")]}},
             }
         for status, model in sorted(route.responses.items()):

@@ -3,10 +3,13 @@ JSON Schema's words. That the server honours it is tests/web/test_schemathesis.p
 
 from __future__ import annotations
 
+import re
+
 from flask import Flask
 from flask.testing import FlaskClient
 from openapi_spec_validator import validate
 
+from tests.conftest import OrgKey
 from web.api import REGISTRY
 
 
@@ -26,7 +29,7 @@ def test_document_lists_every_registered_route(app: Flask, client: FlaskClient) 
     assert documented == registered
     # Every Flask rule of the app (but the static handler) comes from the registry.
     flask_rules = {
-        (method, rule.rule.replace("<", "{").replace(">", "}"))
+        (method, re.sub(r"<(?:[^<>]*:)?([^<>:]+)>", r"{\1}", rule.rule))  # converters dropped
         for rule in app.url_map.iter_rules()
         if rule.endpoint != "static"
         for method in rule.methods or ()
@@ -71,3 +74,20 @@ def test_constraints_are_published_as_json_schema(client: FlaskClient) -> None:
 
     walk(document, "")
     assert leaked == []
+
+
+def test_a_body_of_optional_fields_is_documented_as_optional(client: FlaskClient) -> None:
+    # An empty body reads as {}: the document says a body is required only when {} is refused.
+    paths = client.get("/openapi.json").json["paths"]
+    assert paths["/api/agents/{agent_id}/ack"]["post"]["requestBody"]["required"] is False
+    assert paths["/api/watches"]["post"]["requestBody"]["required"] is True
+
+
+def test_a_fixed_path_segment_is_never_read_as_an_id(client: FlaskClient, acme: OrgKey) -> None:
+    answer = client.get("/api/watches/from-template", headers=acme.headers)
+    assert answer.status_code == 405
+    assert set(answer.headers["Allow"].split(", ")) - {"OPTIONS"} == {"POST"}
+    assert answer.get_json()["error"] == "method_not_allowed"
+    nested = client.post("/api/watches/from-template/pause", headers=acme.headers)
+    assert nested.status_code == 404
+    assert client.get("/api/watches/from-templates", headers=acme.headers).status_code == 404
