@@ -671,7 +671,7 @@ def bench_store(label: str, url: str, work: Path, args: argparse.Namespace) -> d
         ("preflight watchIds", "POST", "/api/preflight", id_bodies),
         ("preflight agentId", "POST", "/api/preflight", agent_bodies),
     ]
-    process, log_path = start_server(url, work, label, port, args)
+    process, log_path = start_server(url, work, label, port, args, root=args.root)
     rows = []
     probes = 0
     try:
@@ -821,6 +821,9 @@ def main() -> None:
         "--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR")
     )
     parser.add_argument("--postgres", help="also benchmark Postgres (a database is created)")
+    parser.add_argument(
+        "--root", type=Path, default=ROOT, help="serve from another checkout (an A/B of builds)"
+    )
     parser.add_argument(
         "--skip-sqlite", action="store_true", help="with --postgres: benchmark Postgres only"
     )
