@@ -70,15 +70,27 @@ def database(_template_database: str, tmp_path: Path) -> Iterator[Database]:
     """A migrated, empty database for one test."""
     if ON_POSTGRES:
         database = Database(_template_database)
+    else:
+        database = Database(f"sqlite:///{tmp_path / 'driftgate.db'}")
+    empty_database(database, _template_database)
+    yield database
+    database.dispose()
+
+
+def empty_database(database: Database, template: str) -> None:
+    """Make `database` migrated and empty again: truncate every table (Postgres), or put a copy
+    of the migrated template file in place of the SQLite file (no connection may be in use)."""
+    if ON_POSTGRES:
         tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
         with database.engine.begin() as conn:
             conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
-    else:
-        path = tmp_path / "driftgate.db"
-        shutil.copyfile(_template_database, path)
-        database = Database(f"sqlite:///{path}")
-    yield database
+        return
     database.dispose()
+    path = make_url(database.url).database
+    assert path is not None
+    for leftover in (f"{path}-wal", f"{path}-shm"):
+        Path(leftover).unlink(missing_ok=True)
+    shutil.copyfile(template, path)
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, get_args, get_origin
 
 from flask import Flask, Response, current_app, g, request
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import models_json_schema
 from sqlalchemy.orm import Session
 from werkzeug.routing import BaseConverter, Map
@@ -324,6 +324,15 @@ def _parse_query(model: type[BaseModel]) -> BaseModel:
     return validate(model, data, "query")
 
 
+def _refuses_empty(model: type[BaseModel]) -> bool:
+    """Whether `{}` (what an empty body reads as) is refused by `model`."""
+    try:
+        model.model_validate({})
+    except ValidationError:
+        return True
+    return False
+
+
 class _Except(BaseConverter):
     """A path segment other than the given words (which other routes own at that place)."""
 
@@ -406,7 +415,7 @@ def build_openapi(routes: list[Route], settings: Settings) -> dict[str, Any]:
         if route.body is not None:
             operation["requestBody"] = {
                 # An empty body reads as {}: required only when {} would be refused.
-                "required": any(f.is_required() for f in route.body.model_fields.values()),
+                "required": _refuses_empty(route.body),
                 "content": {"application/json": {"schema": refs[(route.body, "validation")]}},
             }
         for status, model in sorted(route.responses.items()):
