@@ -17,10 +17,12 @@ drifted, does I/O and is attached from above: `controller.runtime` attaches the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
+
+from controller.registry import Registry
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -57,47 +59,31 @@ class PolicyAction:
     on_drift: DriftEffect | None = None
 
 
-class PolicyActions:
+class PolicyActions(Registry[PolicyAction]):
     """The registry of policy actions, looked up by the names a policy lists."""
 
-    def __init__(self, actions: Sequence[PolicyAction] = ()) -> None:
-        self._actions: dict[str, PolicyAction] = {}
-        self._blocking: tuple[str, ...] = ()
-        for action in actions:
-            self.register(action)
+    what = "policy action"
 
-    def register(self, action: PolicyAction) -> PolicyAction:
-        """Add an action; a name registered twice is a programming error."""
-        if action.name in self._actions:
-            raise ValueError(f"policy action {action.name!r} is already registered")
-        self._actions[action.name] = action
-        self._refresh()
-        return action
+    def __init__(self, actions: Sequence[PolicyAction] = ()) -> None:
+        self._blocking: tuple[str, ...] = ()
+        super().__init__(actions)
 
     def attach(self, name: str, on_drift: DriftEffect) -> PolicyAction:
         """Give a registered action its effect on drift (from the layer that can do it)."""
-        action = self._actions[name]
+        action = self._entries[name]
         if action.on_drift is not None and action.on_drift is not on_drift:
             raise ValueError(f"policy action {name!r} already has an effect on drift")
-        self._actions[name] = replace(action, on_drift=on_drift)
-        return self._actions[name]
-
-    def get(self, name: str) -> PolicyAction | None:
-        return self._actions.get(name)
+        self._entries[name] = replace(action, on_drift=on_drift)
+        self._changed()
+        return self._entries[name]
 
     def blocking(self) -> tuple[str, ...]:
         """The names that block new runs, in registration order (the run gate's order)."""
         return self._blocking
 
-    def __iter__(self) -> Iterator[PolicyAction]:
-        return iter(self._actions.values())
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._actions
-
-    def _refresh(self) -> None:
+    def _changed(self) -> None:
         # Read on every preflight: computed when the registry changes, not per read.
-        self._blocking = tuple(a.name for a in self._actions.values() if a.blocks_new_runs)
+        self._blocking = tuple(a.name for a in self if a.blocks_new_runs)
 
 
 ACTIONS = PolicyActions(

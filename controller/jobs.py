@@ -21,7 +21,7 @@ this module imports neither engine; a new kind (draft PRs, the weekly e-mail) is
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -30,6 +30,7 @@ from sqlalchemy import Table, Update, and_, bindparam, exists, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
+from controller.registry import Registry
 from controller.store.db import Database
 from controller.store.models import Job
 
@@ -284,33 +285,14 @@ class JobKind:
     is_claimed: Callable[[], bool] = lambda: True
 
 
-class JobKinds:
+class JobKinds(Registry[JobKind]):
     """The registry of job kinds one controller process runs, looked up by `Claimed.kind`."""
 
-    def __init__(self, kinds: Sequence[JobKind] = ()) -> None:
-        self._kinds: dict[str, JobKind] = {}
-        for kind in kinds:
-            self.register(kind)
-
-    def register(self, kind: JobKind) -> JobKind:
-        """Add a kind; a name registered twice is a programming error."""
-        if kind.name in self._kinds:
-            raise ValueError(f"job kind {kind.name!r} is already registered")
-        self._kinds[kind.name] = kind
-        return kind
-
-    def get(self, name: str) -> JobKind | None:
-        return self._kinds.get(name)
+    what = "job kind"
 
     def claimed(self) -> tuple[str, ...]:
         """The names of the kinds to claim now, in registration order."""
-        return tuple(name for name, kind in self._kinds.items() if kind.is_claimed())
-
-    def __iter__(self) -> Iterator[JobKind]:
-        return iter(self._kinds.values())
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._kinds
+        return tuple(kind.name for kind in self if kind.is_claimed())
 
 
 # Work the API asks for now: a check of one watch, a reconcile of one source. The controller

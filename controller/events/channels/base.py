@@ -10,11 +10,12 @@ like `post_json` does, so delivery records and retries it like the others.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from controller.registry import Registry
 from controller.sources.http import post_json
 
 
@@ -48,35 +49,21 @@ class Channel:
     transport: Transport = post_json
 
 
-class Channels:
+class Channels(Registry[Channel]):
     """The registry of channels, looked up by an outbox message's `channel` column.
 
     A name nobody registered is delivered by the `fallback` channel (a signed webhook), as
     every channel but Slack was before there was a registry.
     """
 
+    what = "delivery channel"
+
     def __init__(self, channels: Sequence[Channel], *, fallback: str) -> None:
-        self._channels: dict[str, Channel] = {}
-        for channel in channels:
-            self.register(channel)
-        self._fallback = self._channels[fallback]
-
-    def register(self, channel: Channel) -> Channel:
-        """Add a channel; a name registered twice is a programming error."""
-        if channel.name in self._channels:
-            raise ValueError(f"delivery channel {channel.name!r} is already registered")
-        self._channels[channel.name] = channel
-        return channel
-
-    def get(self, name: str) -> Channel | None:
-        return self._channels.get(name)
+        super().__init__(channels)
+        fallback_channel = self.get(fallback)
+        assert fallback_channel is not None, fallback
+        self._fallback = fallback_channel
 
     def for_message(self, name: str) -> Channel:
         """The channel that delivers a message of channel `name`."""
-        return self._channels.get(name, self._fallback)
-
-    def __iter__(self) -> Iterator[Channel]:
-        return iter(self._channels.values())
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._channels
+        return self.get(name) or self._fallback
