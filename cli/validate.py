@@ -57,7 +57,7 @@ def validate(directory: Path, output_format: str, templates: tuple[str, ...]) ->
             "valid": bundle.ok,
             "directory": shown,
             "summary": counts,
-            "problems": [_as_json(problem) for problem in bundle.problems],
+            "problems": [problem.to_json() for problem in bundle.problems],
         }
         click.echo(json.dumps(document, indent=2))
     else:
@@ -113,16 +113,6 @@ def _read_files(directory: Path) -> dict[str, bytes]:
         return files
     except OSError as exc:
         _fail(f"cannot read {exc.filename or directory}: {exc.strerror or exc}")
-
-
-def _as_json(problem: Problem) -> dict[str, object]:
-    return {
-        "file": problem.file,
-        "line": problem.line,
-        "column": problem.column,
-        "path": problem.path,
-        "message": problem.message,
-    }
 
 
 def _github(problem: Problem) -> str:

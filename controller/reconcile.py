@@ -147,7 +147,7 @@ class RunResult:
             "message": self.message,
             "durationMs": self.duration_ms,
             "plan": self.plan.as_dict() if self.plan is not None else None,
-            "problems": [problem_dict(p) for p in self.problems],
+            "problems": [p.to_json() for p in self.problems],
         }
 
 
@@ -866,7 +866,7 @@ class Reconciler:
                     "invalidFilesFor": _spec_digest(spec) if result.invalid_files else None,
                 }
                 if result.problems:
-                    source.problems = [problem_dict(p) for p in result.problems]
+                    source.problems = [p.to_json() for p in result.problems]
                 first = str(result.problems[0]) if result.problems else result.message
                 more = f" (+{len(result.problems) - 1} more)" if len(result.problems) > 1 else ""
                 message = f"revision {result.revision}: {first}{more}"
@@ -912,16 +912,6 @@ def _remote(spec: SourceSpec) -> GitRemote:
         token_env=spec.token_env,
         ssh_key_file=spec.ssh_key_file,
     )
-
-
-def problem_dict(problem: Problem) -> dict[str, Any]:
-    return {
-        "file": problem.file,
-        "line": problem.line,
-        "column": problem.column,
-        "path": problem.path,
-        "message": problem.message,
-    }
 
 
 def _mark(row: Any, values: Mapping[str, Any], managed: Mapping[str, Any]) -> None:

@@ -74,6 +74,16 @@ class Problem:
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.column}: {self.message}"
 
+    def to_json(self) -> dict[str, Any]:
+        """The problem as `driftgate validate --format json` and a source's status show it."""
+        return {
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "path": self.path,
+            "message": self.message,
+        }
+
 
 @dataclass
 class Positions:
