@@ -10,11 +10,15 @@ rules below can be tested exhaustively. Rules (SPEC.md "Preflight", CONTRACT.md 
 2. A plain watch list has no policy: HTTP 200 with `allowed` true or false.
 3. With an agent, its policy applies. Breaking drift whose incident is acknowledged no longer
    blocks the agent. Breaking drift under a policy whose `on_breaking` has `block_new_runs`
-   or `kill_in_flight` adds `policy_block:<action>` and answers 409 with `policyBlocked`.
-   A killed agent is blocked (409) until it is unblocked; a watch reference that resolves to
-   nothing blocks the agent (fail closed) with 200.
+   or `kill_in_flight` adds `policy_block:<action>` and sets `policy_blocked` (the API answers
+   409 for it). A killed agent is policy-blocked until it is unblocked; a watch reference that
+   resolves to nothing blocks the agent (fail closed) without a policy block.
 4. `ignore` moves a row to `ignored` unless a policy block is on it: an enforcing policy cannot
-   be waived by the caller. `dryRun` evaluates everything but never answers 409.
+   be waived by the caller. `dryRun` evaluates everything but never sets `policy_blocked`
+   (`would_policy_block` says what it would have done).
+
+The decision is a domain value: how it is serialized and which HTTP status answers it belong
+to the preflight service and the route (`controller.services.preflight`, `web.api.preflight`).
 """
 
 from __future__ import annotations
@@ -24,8 +28,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
 from typing import Any
-
-import orjson
 
 from controller.actions import ACTIONS, KILL_IN_FLIGHT
 
@@ -77,16 +79,6 @@ class Policy:
     @property
     def kills(self) -> bool:
         return KILL_IN_FLIGHT in self.on_breaking
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "onBreaking": list(self.on_breaking),
-            "onWarning": list(self.on_warning),
-            "requireAckToUnblock": self.require_ack_to_unblock,
-            "autoResolveIncident": self.auto_resolve_incident,
-            "enforcing": list(self.enforcing),
-        }
 
 
 def resolve_policy(name: str, rules: Mapping[str, Any] | None) -> Policy:
@@ -144,12 +136,6 @@ class WatchState:
             state=self,
         )
 
-    @cached_property
-    def row_serialized(self) -> orjson.Fragment:
-        """`row` as JSON, serialized once: every answer and decision record that shows it
-        embeds these bytes."""
-        return orjson.Fragment(orjson.dumps(self.row.json()))
-
 
 @dataclass(frozen=True)
 class AgentState:
@@ -170,28 +156,14 @@ class Row:
     last_checked_at: datetime | None = None
     incident_id: str | None = None
     ignore_reason: str | None = None
-    state: WatchState | None = None  # the state the row shows as it is, when it does
+    # The state this row shows as it is (no policy reasons, not ignored), when it does: such
+    # rows are shared by every decision on the same state, and so can be encoded once.
+    state: WatchState | None = None
 
-    def serialized(self) -> orjson.Fragment:
-        """The row as JSON bytes to embed in a document serialized by orjson (the state's
-        shared bytes when the row shows its state as it is)."""
-        if self.state is not None and self.ignore_reason is None:
-            return self.state.row_serialized
-        return orjson.Fragment(orjson.dumps(self.json()))
-
-    def json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "watchId": self.watch_id,
-            "name": self.name,
-            "driftStatus": self.drift_status,
-            "reasons": self.reasons,
-            "agentActions": self.agent_actions,
-            "lastCheckedAt": self.last_checked_at.isoformat() if self.last_checked_at else None,
-            "incidentId": self.incident_id,
-        }
-        if self.ignore_reason is not None:
-            out["ignoreReason"] = self.ignore_reason
-        return out
+    @property
+    def as_stated(self) -> bool:
+        """Whether the row is its state's row unchanged (see `state`)."""
+        return self.state is not None and self.ignore_reason is None
 
 
 @dataclass
@@ -199,7 +171,6 @@ class Decision:
     allowed: bool
     policy_blocked: bool
     would_policy_block: bool
-    status: int
     blocked: list[Row] = field(default_factory=list)
     ignored: list[Row] = field(default_factory=list)
     agent_reasons: list[str] = field(default_factory=list)
@@ -291,7 +262,6 @@ def decide(
         allowed=allowed,
         policy_blocked=policy_blocked,
         would_policy_block=policy_hit,
-        status=409 if policy_blocked else 200,
         blocked=blocked,
         ignored=ignored,
         agent_reasons=agent_reasons,

@@ -126,3 +126,20 @@ def test_the_graph_sees_from_imports() -> None:
     graph = module_graph()
     assert "controller.jobs" in graph["web.api.watches"]  # `from controller.jobs import ...`
     assert "controller.services.watches" in graph["web.api.watches"]  # `from ... import watches`
+
+
+# The domain decides; it does not encode. Wire formats and HTTP statuses belong to the services
+# and the shells (`controller.services.preflight` encodes the run gate's rows, `web.api` picks
+# the status).
+DOMAIN = ("controller/policy.py", "controller/status.py", "controller/actions.py")
+WIRE_LIBRARIES = ("orjson", "json", "flask", "werkzeug", "http")
+
+
+def test_the_gate_domain_imports_no_wire_format() -> None:
+    offenders = [
+        f"{name} imports {module}"
+        for name in DOMAIN
+        for module in imported_modules(ROOT / name)
+        if module.split(".")[0] in WIRE_LIBRARIES
+    ]
+    assert offenders == []

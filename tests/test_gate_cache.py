@@ -20,7 +20,12 @@ from controller.errors import NotFound
 from controller.services import orgs as org_service
 from controller.services.auth import Principal
 from controller.services.gate_cache import OK, GateCache, OrgView, gate_cache
-from controller.services.preflight import PreflightRequest, preflight
+from controller.services.preflight import (
+    PreflightRequest,
+    PreflightResult,
+    answer_status,
+    preflight,
+)
 from controller.services.preflight import _statements as preflight_statements
 from controller.store.db import Database
 from controller.store.fastpath import autocommit_cursor
@@ -276,8 +281,10 @@ def test_a_cache_left_unchecked_for_an_hour_starts_again(database: Database, acm
 def ask(database: Database, org_id: str, **body: object) -> tuple[int, dict[str, object]]:
     principal = Principal(org_id, "acme", "pro", frozenset(), "api_key", "key-1")
     request = PreflightRequest.model_validate(body)
-    status, answer = preflight(database, principal, request, datetime.now(UTC), time.perf_counter())
-    return status, orjson.loads(orjson.dumps(answer))  # rows come serialized (`Row.serialized`)
+    outcome = preflight(database, principal, request, datetime.now(UTC), time.perf_counter())
+    answer = orjson.loads(orjson.dumps(outcome.answer()))  # rows come encoded (orjson fragments)
+    PreflightResult.model_validate(answer)  # the shape the OpenAPI document publishes
+    return answer_status(outcome.decision), answer
 
 
 def decisions(database: Database) -> list[tuple[str, bool]]:
@@ -322,6 +329,32 @@ def test_a_preflight_records_only_on_a_current_view(
     with pytest.raises(NotFound):
         ask(database, acme, agentId="nobody")
     assert len(decisions(database)) == 4
+
+
+def test_a_watchs_row_is_encoded_once_per_view_and_a_changed_row_never_reuses_it(
+    database: Database, other: Database, acme: str
+) -> None:
+    """The answer and the decision record embed each blocked row's JSON; a row that shows its
+    watch as it is, is encoded once per gate view and shared by later preflights; a waived
+    row is encoded as it is; a changed watch gets new bytes."""
+    watch = add_watch(other, acme, "charges", status="error")
+    principal = Principal(acme, "acme", "pro", frozenset(), "api_key", "key-1")
+
+    def run(**body: object) -> list[object]:
+        request = PreflightRequest.model_validate(body)
+        outcome = preflight(database, principal, request, datetime.now(UTC), time.perf_counter())
+        return [*outcome.blocked, *outcome.ignored]
+
+    (first,) = run(watchIds=[watch])
+    (second,) = run(watchIds=[watch])
+    assert second is first
+    (waived,) = run(watchIds=[watch], ignore=[{"watchId": watch, "reason": "known"}])
+    assert waived is not first and orjson.loads(orjson.dumps(waived))["ignoreReason"] == "known"
+    with other.transaction() as session:
+        session.execute(update(Watch).where(Watch.id == watch).values(drift_status="disabled"))
+    (third,) = run(watchIds=[watch])
+    assert third is not first
+    assert orjson.loads(orjson.dumps(third))["reasons"] == ["disabled"]
 
 
 @pytest.mark.skipif(not ON_POSTGRES, reason="Postgres' plan cache")

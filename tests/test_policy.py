@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import orjson
 import pytest
 
 from controller.policy import (
@@ -55,7 +54,7 @@ def agent(policy: str, runtime: str = "running", unresolved: tuple[str, ...] = (
 
 def test_every_reason_token_of_a_plain_watch_list() -> None:
     decision = decide(list(STATES) + ["ghost"], STATES)
-    assert decision.status == 200 and not decision.allowed and not decision.policy_blocked
+    assert not decision.allowed and not decision.policy_blocked
     reasons = {row.watch_id: row.reasons for row in decision.blocked}
     assert reasons == {
         "drift": ["breaking_drift"],
@@ -90,26 +89,26 @@ def test_empty_and_duplicate_ids() -> None:
 )
 def test_presets_on_breaking_drift(policy: str, status: int, extra: list[str]) -> None:
     decision = decide(["drift", "ok", "acked"], STATES, agent=agent(policy))
-    assert decision.status == status and decision.policy_blocked == (status == 409)
+    assert decision.policy_blocked == (status == 409)
     assert [r.watch_id for r in decision.blocked] == ["drift"]  # acknowledged: not blocking
     assert decision.blocked[0].reasons == ["breaking_drift", *extra]
     dry = decide(["drift"], STATES, agent=agent(policy), dry_run=True)
-    assert dry.status == 200 and not dry.policy_blocked
+    assert not dry.policy_blocked
     assert dry.would_policy_block == (status == 409) and not dry.allowed
 
 
 def test_other_states_block_an_agent_without_a_policy_block() -> None:
     decision = decide(["err", "new", "off"], STATES, agent=agent("production-guard"))
-    assert decision.status == 200 and not decision.allowed
+    assert not decision.allowed
     assert all(not r.reasons[0].startswith("policy_block") for r in decision.blocked)
 
 
 def test_killed_agents_and_unresolved_references() -> None:
     killed = decide(["ok"], STATES, agent=agent("notify-only", runtime="killed"))
-    assert killed.status == 409 and killed.agent_reasons == ["agent_killed"]
+    assert killed.policy_blocked and killed.agent_reasons == ["agent_killed"]
     assert killed.agent_actions == ["unblock_agent"] and killed.blocked == []
     dangling = decide(["ok"], STATES, agent=agent("staging-strict", unresolved=("gone-api",)))
-    assert dangling.status == 200 and not dangling.allowed
+    assert not dangling.policy_blocked and not dangling.allowed
     assert dangling.agent_reasons == ["unresolved_reference"]
 
 
@@ -122,7 +121,7 @@ def test_ignore_waives_rows_but_never_a_policy_block() -> None:
         agent=agent("staging-strict"),
         ignore={"drift": "yolo", "new": "ok"},
     )
-    assert [r.watch_id for r in enforced.blocked] == ["drift"] and enforced.status == 409
+    assert [r.watch_id for r in enforced.blocked] == ["drift"] and enforced.policy_blocked
     assert [r.watch_id for r in enforced.ignored] == ["new"]
 
 
@@ -136,7 +135,7 @@ def test_custom_policies_and_fail_closed_names() -> None:
     assert decision.blocked[0].reasons == ["breaking_drift", "policy_block:kill_in_flight"]
     unknown = resolve_policy("vanished", None)
     assert unknown.enforcing == ("block_new_runs", "kill_in_flight")
-    assert resolve_policy("notify-only", None).to_json()["onBreaking"] == ["notify"]
+    assert resolve_policy("notify-only", None).on_breaking == ("notify",)
     assert set(PRESETS) == {"notify-only", "staging-strict", "production-guard"}
 
 
@@ -151,8 +150,8 @@ def test_a_state_reused_across_decisions_keeps_each_answer_its_own() -> None:
     )
     enforced = decide(["d"], shared, agent=agent)
     again = decide(["d"], shared)
-    assert waived.ignored[0].json()["ignoreReason"] == "known"
-    assert enforced.blocked[0].json()["reasons"] == [
+    assert waived.ignored[0].ignore_reason == "known"
+    assert enforced.blocked[0].reasons == [
         "breaking_drift",
         "policy_block:block_new_runs",
     ]
@@ -160,11 +159,10 @@ def test_a_state_reused_across_decisions_keeps_each_answer_its_own() -> None:
     assert plain.blocked[0] is again.blocked[0]
     assert plain.blocked[0].ignore_reason is None and plain.blocked[0].reasons == ["breaking_drift"]
     for decision in (plain, again):
-        row = decision.blocked[0].json()
-        assert "ignoreReason" not in row and row["reasons"] == ["breaking_drift"]
-        assert row["agentActions"] == ["ack_incident", "pause"]
-        assert row["lastCheckedAt"] == NOW.isoformat()
-    # Serialized once per state and shared; an ignored or policy row is serialized as it is.
-    assert plain.blocked[0].serialized() is again.blocked[0].serialized()
-    for row in (plain.blocked[0], waived.ignored[0], enforced.blocked[0]):
-        assert orjson.loads(orjson.dumps([row.serialized()])) == [row.json()]
+        row = decision.blocked[0]
+        assert row.ignore_reason is None and row.reasons == ["breaking_drift"]
+        assert row.agent_actions == ["ack_incident", "pause"]
+        assert row.last_checked_at == NOW
+    # Only the state's own row may be encoded once and shared (`Row.as_stated`).
+    assert plain.blocked[0].as_stated and again.blocked[0].as_stated
+    assert not waived.ignored[0].as_stated and not enforced.blocked[0].as_stated

@@ -16,7 +16,7 @@ from web import db, errors
 from web.api import REGISTRY
 from web.auth import authenticate
 from web.edge import access_log, correlation_id, refused_user_agent
-from web.fastlane import PreflightLane
+from web.lane import Lane
 from web.ratelimit import RateLimiter
 from web.routes import CORRELATION_HEADER
 
@@ -74,6 +74,7 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
         )
         return response
 
-    # The run gate's hot path skips Flask's per-request machinery when it can (`web.fastlane`).
-    app.wsgi_app = PreflightLane(app, app.wsgi_app)  # type: ignore[method-assign]
+    # Routes that opt in (the run gate's hot path) skip Flask's per-request machinery
+    # (`web.lane`).
+    app.wsgi_app = Lane(app, app.wsgi_app)  # type: ignore[method-assign]
     return app

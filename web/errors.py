@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
-from flask import Flask, Response, g, json, request
+from flask import Flask, Response, g, request
 from werkzeug.exceptions import HTTPException
 
 from controller.errors import DriftgateError, RequestError, TemporaryError
@@ -28,6 +29,63 @@ def envelope(status: int, error: str, message: str, details: object = None) -> R
     return Response(json.dumps(body), status=status, mimetype="application/json")
 
 
+def error_answer(
+    exc: Exception, *, method: str, path: str, correlation: str | None
+) -> tuple[int, dict[str, str], bytes]:
+    """The status, extra headers and envelope that answer an error a handler raised, logged
+    as it must be: the one rendering for the Flask app and the lane (`web.lane`)."""
+    headers: dict[str, str] = {}
+    if isinstance(exc, RequestError):
+        status, code, message, details = exc.status, exc.code, exc.message, exc.details
+    elif isinstance(exc, TemporaryError):
+        log(
+            logger,
+            logging.WARNING,
+            "request.temporary_error",
+            error=exc.code,
+            path=path,
+            correlationId=correlation,
+        )
+        status, code, details = 503, "temporarily_unavailable", None
+        message = "the service is temporarily unavailable; retry shortly"
+        headers["Retry-After"] = "5"
+    else:
+        if isinstance(exc, DriftgateError):
+            log(
+                logger,
+                logging.ERROR,
+                "request.failed",
+                error=exc.code,
+                message=exc.message,
+                path=path,
+                correlationId=correlation,
+            )
+        else:
+            logger.error(
+                "request.crashed",
+                exc_info=exc,
+                extra={"fields": {"path": path, "method": method, "correlationId": correlation}},
+            )
+        status, code, details = 500, "internal_error", None
+        message = (
+            "an unexpected error occurred; it was logged with the correlation id "
+            f"{correlation or ''}".strip()
+        )
+    body: dict[str, object] = {"error": code, "message": message}
+    if details is not None:
+        body["details"] = details
+    return status, headers, json.dumps(body).encode()
+
+
+def _answer(exc: Exception) -> Response:
+    status, headers, body = error_answer(
+        exc, method=request.method, path=request.path, correlation=g.get("correlation_id")
+    )
+    response = Response(body, status=status, mimetype="application/json")
+    response.headers.update(headers)
+    return response
+
+
 DRAIN_LIMIT = 64 * 1024 * 1024
 
 
@@ -49,23 +107,11 @@ def _discard_body() -> None:
 def init_app(app: Flask) -> None:
     @app.errorhandler(RequestError)
     def request_error(exc: RequestError) -> Response:
-        return envelope(exc.status, exc.code, exc.message, exc.details)
+        return _answer(exc)
 
     @app.errorhandler(TemporaryError)
     def temporary_error(exc: TemporaryError) -> Response:
-        log(
-            logger,
-            logging.WARNING,
-            "request.temporary_error",
-            error=exc.code,
-            path=request.path,
-            correlationId=g.get("correlation_id"),
-        )
-        response = envelope(
-            503, "temporarily_unavailable", "the service is temporarily unavailable; retry shortly"
-        )
-        response.headers["Retry-After"] = "5"
-        return response
+        return _answer(exc)
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:
@@ -89,30 +135,4 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(Exception)
     def unexpected(exc: Exception) -> Response:
-        if isinstance(exc, DriftgateError):
-            log(
-                logger,
-                logging.ERROR,
-                "request.failed",
-                error=exc.code,
-                message=exc.message,
-                path=request.path,
-                correlationId=g.get("correlation_id"),
-            )
-        else:
-            logger.exception(
-                "request.crashed",
-                extra={
-                    "fields": {
-                        "path": request.path,
-                        "method": request.method,
-                        "correlationId": g.get("correlation_id"),
-                    }
-                },
-            )
-        return envelope(
-            500,
-            "internal_error",
-            "an unexpected error occurred; it was logged with the correlation id "
-            f"{g.get('correlation_id', '')}".strip(),
-        )
+        return _answer(exc)

@@ -18,16 +18,20 @@ from flask import Flask, Response, current_app, g, request
 from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import models_json_schema
 from sqlalchemy.orm import Session
+from werkzeug.datastructures import Headers
 from werkzeug.routing import BaseConverter, Map
 
 from controller import __version__
+from controller.crypto import SecretBox
 from controller.errors import Forbidden, NotFound
 from controller.services.auth import Principal
 from controller.services.orgs import plan_at_least
 from controller.settings import Settings
+from controller.store.db import Database
 from controller.store.models import TrialSession
 from web.body import parse_body, request_bytes, validate
-from web.db import request_session
+from web.db import database, request_session
+from web.ratelimit import RateLimiter
 
 Auth = Literal["none", "key", "key_or_trial"]
 OPENAPI_VERSION = "3.1.0"
@@ -50,29 +54,51 @@ ERROR_TEXT = {
 
 @dataclass
 class Reply:
-    """A handler result with an explicit status and optional extra headers."""
+    """A handler result with an explicit status and optional extra headers.
+
+    `raw` is a body already encoded as JSON, for a hot path that builds its answer itself
+    (the run gate); otherwise `body` is serialised with its aliases."""
 
     status: int
     body: BaseModel | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    raw: bytes | None = None
+
+    def encoded(self) -> bytes | None:
+        """The body as JSON bytes, or None when the reply has no body."""
+        if self.raw is not None:
+            return self.raw
+        return None if self.body is None else self.body.model_dump_json(by_alias=True).encode()
 
 
 @dataclass
 class Call:
-    """Everything a handler needs about the current request."""
+    """Everything a handler needs about the current request, independent of who serves it
+    (the Flask view, or the lane of a route that opts in: `web.lane`). Handlers never read
+    Flask's globals; what they need of the request is here."""
 
     settings: Settings
+    database: Database
     principal: Principal | None
     trial: TrialSession | None
     body: Any
     query: Any
     path: dict[str, str]
     now: datetime
+    started: float
     correlation_id: str
+    client_ip: str
+    headers: Headers
+    secret_box: SecretBox
+    limiter: RateLimiter
+    open_session: Callable[[], Session]
+    read_body: Callable[[], bytes]
 
     @property
     def session(self) -> Session:
-        return request_session()
+        """The request's database session, opened on first use; the server commits it when
+        the handler returns a result and closes it after the answer."""
+        return self.open_session()
 
     @property
     def principal_required(self) -> Principal:
@@ -83,14 +109,9 @@ class Call:
     def org_id(self) -> str:
         return self.principal_required.org_id
 
-    @property
-    def client_ip(self) -> str:
-        return request.remote_addr or "unknown"
-
     def rate_limit(self, name: str, *, per_minute: int, burst: int) -> None:
         """Take a token from this client's bucket for `name`, or raise 429."""
-        limiter = current_app.extensions["driftgate.ratelimiter"]
-        limiter.hit(name, self.client_ip, per_minute=per_minute, burst=burst)
+        self.limiter.hit(name, self.client_ip, per_minute=per_minute, burst=burst)
 
 
 class Guard:
@@ -142,6 +163,7 @@ class Route:
     errors: tuple[int, ...] = ()
     description: str | None = None
     raw_response: dict[str, Any] | None = None
+    lane: bool = False
 
     @property
     def operation_id(self) -> str:
@@ -179,6 +201,7 @@ class Registry:
 
     def __init__(self) -> None:
         self.routes: list[Route] = []
+        self._openapi: dict[str | None, dict[str, Any]] = {}
 
     def route(
         self,
@@ -194,8 +217,16 @@ class Registry:
         guards: Iterable[Guard] = (),
         errors: Iterable[int] = (),
         raw_response: dict[str, Any] | None = None,
+        lane: bool = False,
     ) -> Callable[[Handler], Handler]:
+        """Declare a route. `lane=True` lets `web.lane` serve it in front of Flask's
+        per-request machinery (for a hot path): the handler is the same in both paths, so it
+        must return a model or a `Reply`, never a Flask `Response`; only routes authenticated
+        by API key, without guards, path values or query can opt in."""
+
         def register(handler: Handler) -> Handler:
+            if lane and (auth != "key" or guards or query is not None or "<" in rule):
+                raise ValueError(f"{method} {rule}: only key-authenticated plain routes can lane")
             self.routes.append(
                 Route(
                     method=method.upper(),
@@ -211,6 +242,7 @@ class Registry:
                     errors=tuple(errors),
                     description=(handler.__doc__ or "").strip() or None,
                     raw_response=raw_response,
+                    lane=lane,
                 )
             )
             return handler
@@ -254,7 +286,11 @@ class Registry:
         return "/".join(parts)
 
     def openapi(self, settings: Settings) -> dict[str, Any]:
-        return build_openapi(self.routes, settings)
+        """The OpenAPI document, built once per public base URL (all it depends on)."""
+        key = settings.public_base_url
+        if key not in self._openapi:
+            self._openapi[key] = build_openapi(self.routes, settings)
+        return self._openapi[key]
 
 
 def _make_view(
@@ -274,28 +310,33 @@ def _make_view(
         body = _parse_body(route.body) if route.body is not None else None
         call = Call(
             settings=g.settings,
+            database=database(),
             principal=principal,
             trial=trial,
             body=body,
             query=query,
             path=path,
             now=datetime.now(UTC),
+            started=g.started,
             correlation_id=g.correlation_id,
+            client_ip=request.remote_addr or "unknown",
+            headers=request.headers,
+            secret_box=current_app.extensions["driftgate.secret_box"],
+            limiter=current_app.extensions["driftgate.ratelimiter"],
+            open_session=request_session,
+            read_body=lambda: request_bytes(request),
         )
         result = route.handler(call)
         if isinstance(result, Response):
             return result  # a streamed body; the handler owns its transaction
         if "db_session" in g:
             g.db_session.commit()
-        reply = result if isinstance(result, Reply) else Reply(_default_status(route), result)
-        if reply.body is None:
+        reply = as_reply(route, result)
+        content = reply.encoded()
+        if content is None:
             response = Response(status=reply.status)
         else:
-            response = Response(
-                reply.body.model_dump_json(by_alias=True),
-                status=reply.status,
-                mimetype="application/json",
-            )
+            response = Response(content, status=reply.status, mimetype="application/json")
         response.headers.update(reply.headers)
         return response
 
@@ -303,8 +344,11 @@ def _make_view(
     return view
 
 
-def _default_status(route: Route) -> int:
-    return min(s for s in route.responses if s < 300)
+def as_reply(route: Route, result: BaseModel | Reply) -> Reply:
+    """A handler's result as a `Reply` (a bare model answers the route's success status)."""
+    if isinstance(result, Reply):
+        return result
+    return Reply(min(s for s in route.responses if s < 300), result)
 
 
 def _parse_body(model: type[BaseModel]) -> BaseModel:

@@ -22,7 +22,7 @@ from controller.errors import Conflict, Forbidden, NotFound
 from controller.incidents import ACTIVE, emit_incident
 from controller.model.base import ApiModel, RequestModel
 from controller.model.watch import LABEL_PATTERN, IncidentSummary, ManagedBy, Note
-from controller.policy import decide, resolve_policy, watch_reasons
+from controller.policy import Policy, decide, resolve_policy, watch_reasons
 from controller.reconcile import binding_conditions
 from controller.services import audit, preflight
 from controller.services.auth import Principal
@@ -161,6 +161,17 @@ class PolicyOut(ApiModel):
     enforcing: list[str]
 
 
+def _policy_out(policy: Policy) -> PolicyOut:
+    return PolicyOut(
+        name=policy.name,
+        on_breaking=list(policy.on_breaking),
+        on_warning=list(policy.on_warning),
+        require_ack_to_unblock=policy.require_ack_to_unblock,
+        auto_resolve_incident=policy.auto_resolve_incident,
+        enforcing=list(policy.enforcing),
+    )
+
+
 class RuntimeOut(ApiModel):
     state: str = Field(description="`running` or `killed`")
     reason: str | None = Field(description="`breaking_drift`, `manual` or `unblocked`")
@@ -266,7 +277,7 @@ def agent_status(session: Session, org_id: str, id_or_slug: str) -> AgentStatus:
     )
     return AgentStatus(
         agent=to_out(agent),
-        policy=PolicyOut.model_validate(gate.policy.to_json()),
+        policy=_policy_out(gate.policy),
         runtime=RuntimeOut(
             state=agent.runtime_state,
             reason=agent.runtime_reason,

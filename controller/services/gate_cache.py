@@ -31,7 +31,7 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -172,6 +172,9 @@ class OrgView:
     watches: Mapping[str, WatchState]
     agents: Mapping[str, CachedAgent]
     slugs: Mapping[str, CachedAgent]
+    # Each watch's blocked row as the preflight service encodes it, filled on first use: the
+    # view's states never change, so neither do their rows.
+    encoded_rows: dict[str, orjson.Fragment] = field(default_factory=dict, compare=False)
 
     def agent(self, agent_id: str) -> CachedAgent | None:
         """The agent with this id, else the one with this slug (an id wins)."""
@@ -395,7 +398,8 @@ class GateCache:
                 changed.setdefault(org, {})[watch_id] = watch_state
         for org, watches in changed.items():
             old = views[org]
-            views[org] = OrgView({**old.watches, **watches}, old.agents, old.slugs)
+            kept = {k: v for k, v in old.encoded_rows.items() if k not in watches}
+            views[org] = OrgView({**old.watches, **watches}, old.agents, old.slugs, kept)
 
     def _load(self, cursor: Any, org_id: str) -> OrgView:
         statements = self.statements

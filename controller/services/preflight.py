@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
 
+import orjson
 from pydantic import Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy import Dialect, Select, bindparam, insert, or_, select
@@ -26,6 +28,7 @@ from controller.policy import (
     WATCH_ID_LIMIT,
     AgentState,
     Decision,
+    Row,
     WatchState,
     decide,
 )
@@ -210,13 +213,80 @@ def _inputs(view: OrgView, request: PreflightRequest) -> tuple[AgentState | None
     return None, list(request.watch_ids or ())
 
 
+def answer_status(decision: Decision) -> int:
+    """The HTTP status that answers `decision` (409 exactly when an enforcing policy blocks),
+    recorded with the decision for the audit export and answered by the route."""
+    return 409 if decision.policy_blocked else 200
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One preflight as decided and recorded."""
+
+    decision: Decision
+    agent: AgentState | None
+    request: PreflightRequest
+    decision_id: str
+    duration_ms: int
+    evaluated_at: datetime
+    blocked: list[orjson.Fragment]  # the decision's rows, encoded as recorded
+    ignored: list[orjson.Fragment]
+
+    def answer(self) -> dict[str, Any]:
+        """The answer in the `PreflightResult` shape, for orjson: built directly (this is the
+        hot path) around the rows encoded once (`_encoded`); the OpenAPI document publishes
+        `PreflightResult`, and the suite checks every answer against it."""
+        decision = self.decision
+        return {
+            "allowed": decision.allowed,
+            "blocked": self.blocked,
+            "ignored": self.ignored,
+            "durationMs": self.duration_ms,
+            "policyBlocked": decision.policy_blocked,
+            "wouldPolicyBlock": decision.would_policy_block,
+            "dryRun": self.request.dry_run,
+            "decisionId": self.decision_id,
+            "evaluatedAt": self.evaluated_at.isoformat(),
+            "agent": _agent_json(self.agent, decision),
+        }
+
+
+def _row_json(row: Row) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "watchId": row.watch_id,
+        "name": row.name,
+        "driftStatus": row.drift_status,
+        "reasons": row.reasons,
+        "agentActions": row.agent_actions,
+        "lastCheckedAt": row.last_checked_at.isoformat() if row.last_checked_at else None,
+        "incidentId": row.incident_id,
+    }
+    if row.ignore_reason is not None:
+        out["ignoreReason"] = row.ignore_reason
+    return out
+
+
+def _encoded(row: Row, view: OrgView) -> orjson.Fragment:
+    """A blocked or ignored row as JSON bytes, embedded in both the answer and the decision
+    record. A row that shows its watch's state as it is (`Row.as_stated`) is encoded once per
+    gate view and shared by every decision on that view."""
+    if row.as_stated:
+        fragment = view.encoded_rows.get(row.watch_id)
+        if fragment is None:
+            fragment = view.encoded_rows[row.watch_id] = orjson.Fragment(
+                orjson.dumps(_row_json(row))
+            )
+        return fragment
+    return orjson.Fragment(orjson.dumps(_row_json(row)))
+
+
 def preflight(
     database: Database,
     principal: Principal,
     request: PreflightRequest,
     now: datetime,
     started: float,
-) -> tuple[int, dict[str, Any]]:
+) -> Outcome:
     """Decide on one state of the store, record the decision, log `preflight.complete`.
 
     The decision comes from the org's gate view as this process last read it, and one
@@ -224,9 +294,7 @@ def preflight(
     write are one atomic statement, so the common answer costs one statement. When the store
     changed since (or the process has no view of the org yet), the view is read again
     (`GateCache.view`), the decision made again, and recorded. An unknown agent is confirmed
-    on a current view before the 404. Returns the status and the answer for orjson (the
-    `PreflightResult` shape, built directly: this is the hot path; its rows are serialized
-    already, `Row.serialized`).
+    on a current view before the 404.
     """
     statements = _statements(database.engine.dialect)
     cache = gate_cache(database)
@@ -249,8 +317,8 @@ def preflight(
             decision = decide(
                 ids, view.watches, agent=agent, ignore=ignore, dry_run=request.dry_run
             )
-            blocked = [row.serialized() for row in decision.blocked]
-            ignored = [row.serialized() for row in decision.ignored]
+            blocked = [_encoded(row, view) for row in decision.blocked]
+            ignored = [_encoded(row, view) for row in decision.ignored]
             duration_ms = max(0, round((time.perf_counter() - started) * 1000))
             values = {
                 "id": decision_id,
@@ -261,7 +329,7 @@ def preflight(
                 "allowed": decision.allowed,
                 "policy_blocked": decision.policy_blocked,
                 "dry_run": request.dry_run,
-                "status_code": decision.status,
+                "status_code": answer_status(decision),
                 "duration_ms": duration_ms,
                 "evaluated_at": now,
                 "inputs": {
@@ -295,26 +363,14 @@ def preflight(
         agent=agent.key if agent else None,
         watchCount=len(ids),
         outcome=_outcome(decision),
-        status=decision.status,
+        status=answer_status(decision),
         blocked=len(decision.blocked),
         ignored=len(decision.ignored),
         dryRun=request.dry_run,
         decisionId=decision_id,
         durationMs=duration_ms,
     )
-    answer = {
-        "allowed": decision.allowed,
-        "blocked": blocked,
-        "ignored": ignored,
-        "durationMs": duration_ms,
-        "policyBlocked": decision.policy_blocked,
-        "wouldPolicyBlock": decision.would_policy_block,
-        "dryRun": request.dry_run,
-        "decisionId": decision_id,
-        "evaluatedAt": now.isoformat(),
-        "agent": _agent_json(agent, decision),
-    }
-    return decision.status, answer
+    return Outcome(decision, agent, request, decision_id, duration_ms, now, blocked, ignored)
 
 
 def _outcome(decision: Decision) -> str:

@@ -3,17 +3,9 @@ agents a watch affects (org-scoped)."""
 
 from __future__ import annotations
 
-from flask import current_app
-
-from controller.crypto import SecretBox
 from controller.services import agents as agent_service
 from web.api import REGISTRY
 from web.routes import Call
-
-
-def _box() -> SecretBox:
-    box: SecretBox = current_app.extensions["driftgate.secret_box"]
-    return box
 
 
 @REGISTRY.route(
@@ -72,7 +64,7 @@ def kill_agent(call: Call) -> agent_service.AgentStatus:
         call.principal_required,
         call.path["agent_id"],
         call.body.note,
-        _box(),
+        call.secret_box,
         call.now,
     )
     call.session.flush()
@@ -96,7 +88,7 @@ def unblock_agent(call: Call) -> agent_service.AgentStatus:
         call.principal_required,
         call.path["agent_id"],
         call.body.note,
-        _box(),
+        call.secret_box,
         call.now,
     )
     call.session.flush()
@@ -117,7 +109,12 @@ def ack_agent(call: Call) -> agent_service.AckOut:
     agent declares remediation approval rules, `repository` and `branch` must match one, else
     403 `approval_refused` with the rules that failed. An agent killed by drift runs again."""
     agent, acknowledged, rule = agent_service.ack_agent(
-        call.session, call.principal_required, call.path["agent_id"], call.body, _box(), call.now
+        call.session,
+        call.principal_required,
+        call.path["agent_id"],
+        call.body,
+        call.secret_box,
+        call.now,
     )
     call.session.flush()
     return agent_service.AckOut(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any, Literal
 
-from flask import Response, current_app
+from flask import Response
 from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy.orm import Session
@@ -18,7 +18,6 @@ from controller.services import drift as drift_service
 from controller.services import export
 from controller.store.db import Database
 from web.api import REGISTRY
-from web.db import database
 from web.routes import CORRELATION_HEADER, Call
 
 MAX_CHANGES = 5000
@@ -198,7 +197,7 @@ def export_drift(call: Call) -> Response:
     `changesJson` column) or `audit` (events, acknowledgement trail and preflight decisions,
     signed with HMAC-SHA256; `driftgate audit verify FILE` checks it)."""
     org_id, now, fmt = call.org_id, call.now, call.query.format
-    box = current_app.extensions["driftgate.secret_box"]
+    box = call.secret_box
     if fmt == "csv":
         mimetype, extension = "text/csv", "csv"
     else:
@@ -211,7 +210,7 @@ def export_drift(call: Call) -> Response:
             return export.stream_audit(session, org_id, now, box)
         return export.stream_json(session, org_id, now)
 
-    body = _streamed(database(), produce)
+    body = _streamed(call.database, produce)
     response = Response(body, mimetype=mimetype)
     response.headers["Content-Disposition"] = f'attachment; filename="driftgate-drift.{extension}"'
     response.headers[CORRELATION_HEADER] = call.correlation_id

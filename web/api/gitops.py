@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from flask import request
-
 from controller.errors import ValidationFailed
 from controller.services import sources as source_service
 from web.api import REGISTRY
-from web.body import read_json, request_bytes
+from web.body import read_json
 from web.routes import Call, Reply
 
 
@@ -64,12 +62,12 @@ def reconcile_source(call: Call) -> Reply:
 def github_hook(call: Call) -> Reply:
     """Verifies `X-Hub-Signature-256`, ignores a repeated `X-GitHub-Delivery`, queues the
     sources of the pushed repository and branch, and answers 202 without touching git."""
-    body = request_bytes(request)
+    body = call.read_body()
     secret = call.settings.github_webhook_secret
     source_service.verify_github_signature(
         secret.get_secret_value() if secret else None,
         body,
-        request.headers.get("X-Hub-Signature-256"),
+        call.headers.get("X-Hub-Signature-256"),
     )
     payload = read_json(body)
     if not isinstance(payload, dict):
@@ -77,8 +75,8 @@ def github_hook(call: Call) -> Reply:
     accepted = source_service.accept_push(
         call.session,
         call.settings,
-        request.headers.get("X-GitHub-Delivery"),
-        request.headers.get("X-GitHub-Event"),
+        call.headers.get("X-GitHub-Delivery"),
+        call.headers.get("X-GitHub-Event"),
         payload,
         call.now,
     )

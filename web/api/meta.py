@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import current_app
 from pydantic import RootModel
 
 from web.api import REGISTRY
@@ -26,7 +25,4 @@ class JsonDocument(RootModel[dict[str, Any]]):
 )
 def openapi_document(call: Call) -> JsonDocument:
     """The machine-readable description of every route, generated from the code."""
-    cache = current_app.extensions
-    if "driftgate.openapi" not in cache:
-        cache["driftgate.openapi"] = REGISTRY.openapi(call.settings)
-    return JsonDocument(cache["driftgate.openapi"])
+    return JsonDocument(REGISTRY.openapi(call.settings))

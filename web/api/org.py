@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from flask import current_app
 from pydantic import Field
 
 from controller.model.base import ApiModel
@@ -38,8 +37,9 @@ def get_notification_defaults(call: Call) -> notifications.NotificationDefaultsO
 def put_notification_defaults(call: Call) -> notifications.NotificationDefaultsOut:
     """Replaces the defaults: new watches inherit the interval; every event goes to the
     destination when its severity is in the alert policy (audited)."""
-    box = current_app.extensions["driftgate.secret_box"]
-    return notifications.put_defaults(call.session, call.principal_required, call.body, box)
+    return notifications.put_defaults(
+        call.session, call.principal_required, call.body, call.secret_box
+    )
 
 
 @REGISTRY.route(

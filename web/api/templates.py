@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-from flask import current_app
-
-from controller.crypto import SecretBox
 from controller.services import agents as agent_service
 from controller.services import drift, notifications, watch_sets
 from controller.services import templates as service
 from web.api import REGISTRY
 from web.routes import Call, Reply
-
-
-def _box() -> SecretBox:
-    box: SecretBox = current_app.extensions["driftgate.secret_box"]
-    return box
 
 
 @REGISTRY.route(
@@ -42,7 +34,9 @@ def list_templates(call: Call) -> service.TemplateList:
 def create_template(call: Call) -> Reply:
     """An org template; headers are encrypted at rest. Names are unique in the org and
     `system/` is reserved."""
-    template = service.create_template(call.session, call.principal_required, call.body, _box())
+    template = service.create_template(
+        call.session, call.principal_required, call.body, call.secret_box
+    )
     return Reply(201, service.to_out(template))
 
 
@@ -76,7 +70,7 @@ def launch_from_template(call: Call) -> Reply:
     inherits the policy preset. Launching again creates another watch; nothing is linked."""
     interval = notifications.default_interval(call.session, call.org_id)
     watch, ref, agent = service.launch(
-        call.session, call.principal_required, call.body, _box(), default_interval=interval
+        call.session, call.principal_required, call.body, call.secret_box, default_interval=interval
     )
     out = service.LaunchOut(
         watch=drift.watch_out(call.session, watch, call.now),

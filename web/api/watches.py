@@ -5,11 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from flask import current_app
 from pydantic import Field
 
 from controller import jobs
-from controller.crypto import SecretBox
 from controller.jobs import request_check
 from controller.model.base import ApiModel, RequestModel
 from controller.model.watch import WatchCreate, WatchList, WatchListQuery, WatchOut, WatchUpdate
@@ -18,11 +16,6 @@ from controller.services import watches as service
 from web.api import REGISTRY
 from web.db import database as request_database
 from web.routes import Call, Reply
-
-
-def _box() -> SecretBox:
-    box: SecretBox = current_app.extensions["driftgate.secret_box"]
-    return box
 
 
 @REGISTRY.route(
@@ -57,7 +50,7 @@ def create_watch(call: Call) -> Reply:
     """Creates a watch in `never_run`; `watchType` is inferred from the URL when it is clear."""
     interval = notifications.default_interval(call.session, call.org_id)
     watch = service.create_watch(
-        call.session, call.principal_required, call.body, _box(), default_interval=interval
+        call.session, call.principal_required, call.body, call.secret_box, default_interval=interval
     )
     return Reply(
         201,
@@ -92,7 +85,7 @@ def get_watch(call: Call) -> WatchOut:
 def update_watch(call: Call) -> WatchOut:
     """Changes only the fields sent; `headers: null` removes the stored headers."""
     watch = service.update_watch(
-        call.session, call.principal_required, call.path["watch_id"], call.body, _box()
+        call.session, call.principal_required, call.path["watch_id"], call.body, call.secret_box
     )
     return drift.watch_out(call.session, watch, call.now)
 
@@ -211,7 +204,7 @@ def accept_baseline(call: Call) -> WatchOut:
         call.principal_required,
         call.path["watch_id"],
         call.body.reason,
-        _box(),
+        call.secret_box,
         call.now,
     )
     return drift.watch_out(call.session, watch, call.now)
@@ -232,7 +225,7 @@ def acknowledge_incident(call: Call) -> drift.IncidentOut:
         call.principal_required,
         call.path["watch_id"],
         call.body.note,
-        _box(),
+        call.secret_box,
         call.now,
     )
     return drift.incident_out(incident)
@@ -253,7 +246,7 @@ def resolve_incident(call: Call) -> drift.IncidentOut:
         call.principal_required,
         call.path["watch_id"],
         call.body.note,
-        _box(),
+        call.secret_box,
         call.now,
     )
     return drift.incident_out(incident)

@@ -1,6 +1,6 @@
-"""The run gate's lane (`web.fastlane`): it answers a preflight exactly as the Flask route does
-(body, status, headers, log line, recorded decision), and hands every other request to Flask,
-whose answer (an error envelope included) is then the one the client gets."""
+"""The lane (`web.lane`): a route that opts in is answered in front of Flask by its own handler,
+exactly as the Flask view answers it (body, status, headers, errors, log line, recorded
+decision); what the lane cannot answer before the handler runs goes to Flask untouched."""
 
 from __future__ import annotations
 
@@ -12,15 +12,20 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from pydantic import BaseModel
 from sqlalchemy import func, select
 
+from controller.errors import TemporaryError
+from controller.model.base import RequestModel
 from controller.services.auth import KEY_CACHE
 from controller.store.db import Database
 from controller.store.models import PreflightDecision
 from tests.conftest import OrgKey, make_settings
 from tests.web.test_preflight import make_watch, set_state
 from web.app import create_app
-from web.fastlane import PreflightLane
+from web.auth import authenticate
+from web.lane import Lane
+from web.routes import Call, Registry, Reply
 
 VOLATILE = ("decisionId", "durationMs", "evaluatedAt")
 
@@ -28,12 +33,13 @@ VOLATILE = ("decisionId", "durationMs", "evaluatedAt")
 class Counted:
     """The lane's fallback (Flask), counting the requests handed to it."""
 
-    def __init__(self, wsgi: Callable[..., Iterable[bytes]]) -> None:
+    def __init__(self, wsgi: Callable[..., Iterable[bytes]], path: str = "/api/preflight") -> None:
         self.wsgi = wsgi
+        self.path = path
         self.calls = 0
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        if environ.get("PATH_INFO") == "/api/preflight":
+        if environ.get("PATH_INFO") == self.path:
             self.calls += 1
         return self.wsgi(environ, start_response)
 
@@ -41,7 +47,7 @@ class Counted:
 @pytest.fixture
 def flask_calls(app: Flask) -> Counted:
     lane = app.wsgi_app
-    assert isinstance(lane, PreflightLane)
+    assert isinstance(lane, Lane)
     lane.fallback = counted = Counted(lane.fallback)
     return counted
 
@@ -137,19 +143,20 @@ def test_an_enforcing_policy_block_is_409_from_the_lane(
 
 
 @pytest.mark.parametrize(
-    ("send", "status", "error"),
+    ("send", "status", "error", "by_flask"),
     [
-        ({"data": b"{not json"}, 400, "invalid_json"),
-        ({"data": b""}, 400, "validation_error"),
-        ({"json": {"watchIds": ["x"] * 101}}, 400, "validation_error"),
-        ({"json": {"agentId": "nobody"}}, 404, "not_found"),
-        ({"json": {"watchIds": []}, "auth": {"Authorization": "Basic abc"}}, 401, None),
-        ({"json": {"watchIds": []}, "auth": {}}, 401, "missing_credentials"),
-        ({"json": {"watchIds": []}, "auth": {"X-Api-Key": "dg_wrong"}}, 401, "invalid_api_key"),
-        ({"data": b"x" * 2_000_000}, 413, "payload_too_large"),
+        ({"data": b"{not json"}, 400, "invalid_json", 0),
+        ({"data": b""}, 400, "validation_error", 1),  # no Content-Length: Flask
+        ({"json": {"watchIds": ["x"] * 101}}, 400, "validation_error", 0),
+        ({"json": {"agentId": "nobody"}}, 404, "not_found", 0),
+        ({"json": {"watchIds": []}, "auth": {"Authorization": "Basic abc"}}, 401, None, 1),
+        ({"json": {"watchIds": []}, "auth": {}}, 401, "missing_credentials", 1),
+        ({"json": {"watchIds": []}, "auth": {"X-Api-Key": "dg_wrong"}}, 401, "invalid_api_key", 1),
+        ({"data": b"x" * 2_000_000}, 413, "payload_too_large", 1),
     ],
 )
-def test_what_the_lane_cannot_answer_gets_the_routes_envelope_and_records_nothing(
+def test_errors_get_the_routes_envelope_from_either_path_and_record_nothing(
+    app: Flask,
     client: FlaskClient,
     acme: OrgKey,
     database: Database,
@@ -157,7 +164,11 @@ def test_what_the_lane_cannot_answer_gets_the_routes_envelope_and_records_nothin
     send: dict[str, Any],
     status: int,
     error: str | None,
+    by_flask: int,
 ) -> None:
+    """Credentials the lane cannot vouch for and oversized bodies go to Flask before the
+    handler runs; a body or an agent the route refuses is answered by the lane, with the
+    envelope Flask answers for the same request."""
     client.post("/api/preflight", json={"watchIds": []}, headers=acme.headers)  # caches the key
     before = recorded(database)
     flask_calls.calls = 0
@@ -166,13 +177,18 @@ def test_what_the_lane_cannot_answer_gets_the_routes_envelope_and_records_nothin
     response = client.post(
         "/api/preflight", headers=headers, content_type="application/json", **body
     )
-    assert flask_calls.calls == 1
+    assert flask_calls.calls == by_flask
     assert response.status_code == status
     envelope = response.get_json()
     assert set(envelope) >= {"error", "message"}
     if error is not None:
         assert envelope["error"] == error
     assert recorded(database) == before
+    # Flask's own answer to the same request (the lane out of the way) is the same.
+    flask = app.test_client()
+    flask.application.wsgi_app = flask_calls.wsgi  # type: ignore[method-assign]
+    same = flask.post("/api/preflight", headers=headers, content_type="application/json", **body)
+    assert (same.status_code, same.get_json()) == (status, envelope)
 
 
 def test_a_refused_user_agent_and_other_methods_go_to_flask(
@@ -181,7 +197,7 @@ def test_a_refused_user_agent_and_other_methods_go_to_flask(
     settings = make_settings(tmp_path, database_url=database.url, refuse_default_user_agents=True)
     app = create_app(settings, database=database)
     lane = app.wsgi_app
-    assert isinstance(lane, PreflightLane)
+    assert isinstance(lane, Lane)
     lane.fallback = counted = Counted(lane.fallback)
     client = app.test_client()
     agent = {"User-Agent": "driftgate-tests/1"}
@@ -208,11 +224,15 @@ def test_a_refused_user_agent_and_other_methods_go_to_flask(
     assert counted.calls == 2  # the refused POST and the GET (the other path is not the lane's)
 
 
-def test_a_failure_in_the_gate_gets_the_routes_envelope_and_records_nothing(
-    client: FlaskClient, acme: OrgKey, database: Database, flask_calls: Counted
+def test_a_failure_in_the_gate_is_answered_by_the_lane_with_the_routes_envelope(
+    client: FlaskClient,
+    acme: OrgKey,
+    database: Database,
+    flask_calls: Counted,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
-    """The lane hands a failing request to Flask, which fails the same way and answers with
-    the envelope of any route's unexpected error."""
+    """The lane answers a failing handler itself, with the envelope of any route's unexpected
+    error and the `request.crashed` log line, and records nothing."""
     client.post("/api/preflight", json={"watchIds": []}, headers=acme.headers)  # caches the key
     before = recorded(database)
     take = database.take_gate_connection
@@ -221,12 +241,89 @@ def test_a_failure_in_the_gate_gets_the_routes_envelope_and_records_nothing(
         raise RuntimeError("the store went away")
 
     database.take_gate_connection = down  # type: ignore[method-assign]
+    capfd.readouterr()
     try:
         flask_calls.calls = 0
-        response = client.post("/api/preflight", json={"watchIds": []}, headers=acme.headers)
+        response = client.post(
+            "/api/preflight",
+            json={"watchIds": []},
+            headers={**acme.headers, "X-Service-Correlation-Id": "ci-9"},
+        )
     finally:
         database.take_gate_connection = take  # type: ignore[method-assign]
-    assert flask_calls.calls == 1
+    assert flask_calls.calls == 0
     assert response.status_code == 500
-    assert response.get_json()["error"] == "internal_error"
+    assert response.get_json() == {
+        "error": "internal_error",
+        "message": "an unexpected error occurred; it was logged with the correlation id ci-9",
+    }
     assert recorded(database) == before
+    crashed = logged(capfd, "request.crashed")
+    assert len(crashed) == 1 and crashed[0]["correlationId"] == "ci-9"
+
+
+class Echo(BaseModel):
+    source: str | None
+    seen: int
+
+
+def test_any_route_can_opt_in_and_its_handler_runs_on_both_paths(
+    tmp_path: Path, database: Database, acme: OrgKey
+) -> None:
+    """A route declared with `lane=True` is served by the lane with the same handler as the
+    Flask view: the same session handling, request headers, reply headers and errors."""
+    extra = Registry()
+    seen: list[str] = []
+
+    class EchoIn(RequestModel):
+        fail: bool = False
+
+    @extra.route(
+        "POST",
+        "/api/lane-echo",
+        summary="echo",
+        tag="test",
+        body=EchoIn,
+        responses={201: Echo},
+        lane=True,
+    )
+    def lane_echo(call: Call) -> Reply:
+        if call.body.fail:
+            raise TemporaryError("busy", code="store_busy")
+        seen.append(call.correlation_id)
+        count = call.session.scalar(select(func.count()).select_from(PreflightDecision))
+        return Reply(
+            201,
+            Echo(source=call.headers.get("X-Service-Source"), seen=int(count or 0)),
+            headers={"X-Echo": call.org_id},
+        )
+
+    with pytest.raises(ValueError, match="only key-authenticated"):
+        extra.route("GET", "/api/x/<thing>", summary="x", tag="t", responses={}, lane=True)(
+            lane_echo
+        )
+
+    app = create_app(make_settings(tmp_path, database_url=database.url), database=database)
+    extra.install(app, authenticate)
+    combined = Registry()
+    combined.routes = [*app.extensions["driftgate.registry"].routes, *extra.routes]
+    app.extensions["driftgate.registry"] = combined
+    flask_only = app.wsgi_app.fallback  # type: ignore[attr-defined]
+    app.wsgi_app = lane = Lane(app, flask_only)  # type: ignore[method-assign]
+    lane.fallback = counted = Counted(flask_only, "/api/lane-echo")
+    client = app.test_client()
+    headers = {**acme.headers, "X-Service-Source": "ci"}
+
+    answers = []
+    for _ in range(2):  # the first authenticates through Flask, the second takes the lane
+        answers.append(client.post("/api/lane-echo", json={}, headers=headers))
+    assert counted.calls == 1 and len(seen) == 2
+    for answer in answers:
+        assert answer.status_code == 201
+        assert answer.get_json() == {"source": "ci", "seen": 0}
+        assert answer.headers["X-Echo"] == acme.org_id
+        assert answer.headers["Content-Type"] == "application/json"
+    busy = client.post("/api/lane-echo", json={"fail": True}, headers=headers)
+    assert counted.calls == 1
+    assert busy.status_code == 503 and busy.headers["Retry-After"] == "5"
+    assert busy.get_json()["error"] == "temporarily_unavailable"
