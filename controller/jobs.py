@@ -295,6 +295,34 @@ class JobKinds(Registry[JobKind]):
         return tuple(kind.name for kind in self if kind.is_claimed())
 
 
+@dataclass(frozen=True)
+class Routine:
+    """Work the controller does on its clock rather than from the job table: each tick
+    (`every` None) or every `every` seconds, while `is_enabled()`. `run(now)` may raise: the
+    controller logs it as `controller.routine_failed` and the next routines still run.
+
+    Routines enqueue jobs (due checks, due sources), keep the table healthy (reaping crashed
+    workers' jobs, pruning), or drain a queue of their own with its own leases and retries
+    (the outbox's deliveries); a periodic report such as a weekly e-mail is one more."""
+
+    name: str
+    run: Callable[[datetime], object]
+    every: float | None = None
+    is_enabled: Callable[[], bool] = lambda: True
+
+
+class Routines(Registry[Routine]):
+    """The routines one controller process runs, in registration order."""
+
+    what = "routine"
+
+    def each_tick(self) -> tuple[Routine, ...]:
+        return tuple(routine for routine in self if routine.every is None)
+
+    def periodic(self) -> tuple[Routine, ...]:
+        return tuple(routine for routine in self if routine.every is not None)
+
+
 # Work the API asks for now: a check of one watch, a reconcile of one source. The controller
 # process claims these like the scheduled ones; the web process only writes the row.
 

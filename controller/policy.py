@@ -177,18 +177,22 @@ class Decision:
     agent_actions: list[str] = field(default_factory=list)
 
 
-def watch_reasons(state: WatchState) -> list[str]:
-    """Rule 1's reason token of a watch state (empty when it does not block)."""
-    status = state.drift_status
-    if status == "drifted":
+def reasons_for(drift_status: str, failure_class: str | None) -> list[str]:
+    """Rule 1's reason token of a watch in `drift_status` (empty when it does not block)."""
+    if drift_status == "drifted":
         return ["breaking_drift"]
-    if status == "error":
-        return [f"check_failed:{state.failure_class}" if state.failure_class else "check_failed"]
-    if status == "never_run":
+    if drift_status == "error":
+        return [f"check_failed:{failure_class}" if failure_class else "check_failed"]
+    if drift_status == "never_run":
         return ["never_checked"]
-    if status == "disabled":
+    if drift_status == "disabled":
         return ["disabled"]
     return []
+
+
+def watch_reasons(state: WatchState) -> list[str]:
+    """Rule 1's reason token of a watch state (empty when it does not block)."""
+    return reasons_for(state.drift_status, state.failure_class)
 
 
 def _actions(state: WatchState, reasons: list[str]) -> list[str]:

@@ -5,9 +5,11 @@ it enqueues a `check:<watch>` job for every watch whose next check is due, reque
 crashed workers, and delivers due outbox messages. Worker threads claim jobs from the job
 table (see `controller.jobs`) with bounded concurrency and run each by its kind: the
 controller registers `check` and `reconcile` in its `JobKinds` registry, and a new kind is
-one more entry there, not a new branch here. Each watch is checked once per interval in a
-slot offset by a deterministic jitter (a hash of its id), which spreads watches evenly over
-their interval and makes every replica agree on the slot.
+one more entry there, not a new branch here; what it does on its clock (reap, enqueue due
+sources and checks, deliver the outbox, the hourly prune) is its `Routines` registry. Each
+watch is checked once per interval in a slot offset by a deterministic jitter (a hash of its
+id), which spreads watches evenly over their interval and makes every replica agree on the
+slot.
 SIGTERM stops the ticker, lets running checks finish within a grace period, and gives
 claimed-but-unstarted jobs back.
 """
@@ -188,28 +190,53 @@ class Controller:
                 ),
             ]
         )
+        # What the controller does on its clock, in this order each tick; the hourly prune.
+        self.routines = jobs.Routines(
+            [
+                jobs.Routine("reap", run=lambda now: jobs.reap(self.database, now)),
+                jobs.Routine(
+                    "enqueue_sources",
+                    run=lambda now: enqueue_due_sources(self.database, self.settings, now),
+                    is_enabled=lambda: bool(self.settings.sources),
+                ),
+                jobs.Routine(
+                    "enqueue_checks", run=lambda now: enqueue_due_checks(self.database, now)
+                ),
+                jobs.Routine(
+                    "deliver",
+                    run=lambda now: deliver_due(self.database, self.box, self.client, now),
+                ),
+                jobs.Routine("prune", run=self.prune_gate_events, every=3600),
+            ]
+        )
 
     # One round of everything; the ticker calls it, tests and benchmarks may call it directly.
     def tick(self) -> None:
         now = self.clock()
-        try:
-            jobs.reap(self.database, now)
-            if self.settings.sources:
-                enqueue_due_sources(self.database, self.settings, now)
-            enqueue_due_checks(self.database, now)
-            deliver_due(self.database, self.box, self.client, now)
-        except Exception:  # noqa: BLE001 - the ticker must survive a bad round
-            logger.exception("controller.tick_failed")
+        for routine in self.routines.each_tick():
+            self.run_routine(routine, now)
         self.dispatch()
 
-    def prune(self) -> None:
-        """Hourly housekeeping: gate events older than a day (every replica may run it; the
-        delete is idempotent)."""
-        try:
-            pruned = prune_events(self.database)
-        except Exception:  # noqa: BLE001 - the next hour tries again
-            logger.exception("controller.prune_failed")
+    def run_routine(self, routine: jobs.Routine, now: datetime | None = None) -> None:
+        """Run one routine if it is enabled; a failure is logged and does not stop the next."""
+        if not routine.is_enabled():
             return
+        try:
+            routine.run(now or self.clock())
+        except Exception:  # noqa: BLE001 - the ticker must survive a bad round
+            logger.exception(
+                "controller.routine_failed", extra={"fields": {"routine": routine.name}}
+            )
+
+    def prune(self) -> None:
+        """Hourly housekeeping (the `prune` routine), callable directly by tests."""
+        routine = self.routines.get("prune")
+        assert routine is not None
+        self.run_routine(routine)
+
+    def prune_gate_events(self, now: datetime) -> None:
+        """Gate events older than a day (every replica may run it; the delete is idempotent)."""
+        pruned = prune_events(self.database)
         if pruned:
             log(logger, logging.INFO, "controller.pruned", gateEvents=pruned)
 
@@ -366,12 +393,23 @@ class Controller:
         # One controller per SQLite file (controller/store/lockfile.py); raises if taken.
         self.ownership = acquire_controller_lock(self.database.url)
         self.heartbeat.start()
-        for job, seconds in ((self.tick, self.tick_seconds), (self.prune, 3600)):
+        self.scheduler.add_job(
+            self.tick,
+            "interval",
+            seconds=self.tick_seconds,
+            id="tick",
+            max_instances=1,
+            coalesce=True,
+            next_run_time=self.clock(),
+        )
+        for routine in self.routines.periodic():
+            assert routine.every is not None
             self.scheduler.add_job(
-                job,
+                self.run_routine,
                 "interval",
-                seconds=seconds,
-                id=job.__name__,
+                args=(routine,),
+                seconds=routine.every,
+                id=routine.name,
                 max_instances=1,
                 coalesce=True,
                 next_run_time=self.clock(),

@@ -124,8 +124,62 @@ def path_of(module: str) -> Path:
 
 def test_the_graph_sees_from_imports() -> None:
     graph = module_graph()
-    assert "controller.jobs" in graph["web.api.watches"]  # `from controller.jobs import ...`
-    assert "controller.services.watches" in graph["web.api.watches"]  # `from ... import watches`
+    assert "controller.services.drift" in graph["web.api.watches"]  # `from ... import drift`
+    assert "controller.model.watch" in graph["web.api.watches"]  # `from ...watch import ...`
+
+
+# What the web shell may take from the controller: the services (all work goes through them),
+# the shared models and errors, the base (settings, logs, crypto, the version), the database
+# handle it opens sessions on, and two names of the store (the request id generator and the
+# trial row a handler is given).
+WEB_MAY_IMPORT = (
+    "controller.services",
+    "controller.model",
+    "controller.errors",
+    "controller.settings",
+    "controller.logs",
+    "controller.crypto",
+    "controller.store.db",
+)
+WEB_STORE_NAMES = {"controller.store.models.request_id", "controller.store.models.TrialSession"}
+
+
+def controller_imports(path: Path) -> set[str]:
+    """What a file takes from `controller`: each imported module, or `module.name` for each
+    name imported from a module (`from controller import jobs` is `controller.jobs`)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    taken: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            taken.update(a.name for a in node.names if a.name.startswith("controller."))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "controller" or node.module.startswith("controller."):
+                taken.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return taken
+
+
+def web_offenders(root: Path) -> list[str]:
+    offenders = []
+    for path in sorted(root.rglob("*.py")):
+        for name in sorted(controller_imports(path)):
+            allowed = name in WEB_STORE_NAMES or name == "controller.__version__"
+            allowed = allowed or any(name.startswith(prefix + ".") for prefix in WEB_MAY_IMPORT)
+            if not allowed:
+                offenders.append(f"{path.relative_to(root)} imports {name}")
+    return offenders
+
+
+def test_the_web_shell_goes_through_the_services(tmp_path: Path) -> None:
+    assert web_offenders(ROOT / "web") == []
+    (tmp_path / "sample.py").write_text(
+        "from controller import jobs\nfrom controller.store.models import Watch, request_id\n"
+        "from controller.services import drift\nimport controller.checks\n"
+    )
+    assert web_offenders(tmp_path) == [
+        "sample.py imports controller.checks",
+        "sample.py imports controller.jobs",
+        "sample.py imports controller.store.models.Watch",
+    ]
 
 
 # The domain decides; it does not encode. Wire formats and HTTP statuses belong to the services

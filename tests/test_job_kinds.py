@@ -3,6 +3,7 @@ kind registered from outside runs without a branch in the scheduler."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from concurrent.futures import wait
 from datetime import UTC, datetime
@@ -12,6 +13,7 @@ import pytest
 
 from controller import jobs
 from controller.crypto import load_secret_box
+from controller.logs import configure_logging
 from controller.scheduler import Controller
 from controller.settings import Settings
 from controller.store.db import Database
@@ -126,3 +128,40 @@ def test_a_claimed_job_whose_kind_is_gone_fails_instead_of_running_as_a_check(
         job = session.get(Job, claimed.id)
         assert job is not None
         assert (job.status, job.last_error) == ("failed", "unknown job kind 'weekly_email'")
+
+
+def test_the_controller_runs_its_routines_in_order_and_survives_a_failing_one(
+    idle: Controller, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """What the controller does on its clock is a registry too: each tick runs the per-tick
+    routines in order (those enabled), a failure is logged and the next still runs; periodic
+    routines (the hourly prune) are scheduled on their own."""
+    assert [r.name for r in idle.routines.each_tick()] == [
+        "reap",
+        "enqueue_sources",
+        "enqueue_checks",
+        "deliver",
+    ]
+    assert [(r.name, r.every) for r in idle.routines.periodic()] == [("prune", 3600)]
+    assert not idle.routines.get("enqueue_sources").is_enabled()  # type: ignore[union-attr]
+
+    ran: list[tuple[str, datetime]] = []
+
+    def broken(now: datetime) -> None:
+        ran.append(("broken", now))
+        raise RuntimeError("a bad round")
+
+    idle.routines.register(jobs.Routine("broken", run=broken))
+    idle.routines.register(jobs.Routine("after", run=lambda now: ran.append(("after", now))))
+    idle.routines.register(
+        jobs.Routine("off", run=lambda now: ran.append(("off", now)), is_enabled=lambda: False)
+    )
+    configure_logging(idle.settings)
+    capfd.readouterr()
+    idle.tick()
+    assert ran == [("broken", NOW), ("after", NOW)]
+    lines = [json.loads(x) for x in capfd.readouterr().err.splitlines() if x.startswith("{")]
+    failed = [line for line in lines if line["event"] == "controller.routine_failed"]
+    assert len(failed) == 1 and failed[0]["routine"] == "broken"
+    with pytest.raises(ValueError, match="routine 'after' is already registered"):
+        idle.routines.register(jobs.Routine("after", run=broken))

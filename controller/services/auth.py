@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from controller.crypto import hash_token, new_token
 from controller.errors import NotFound, Unauthorized
+from controller.model.base import ApiModel
 from controller.services import audit
 from controller.store.models import ApiKey, Org, TrialSession, new_id
 
@@ -216,3 +217,23 @@ def trial_validations_remaining(trial: TrialSession, allowance: int, now: dateti
     """Validations left this calendar month (the counter restarts with each month)."""
     used = trial.validations_used if trial.validations_period == now.strftime("%Y-%m") else 0
     return max(0, allowance - used)
+
+
+class TrialOut(ApiModel):
+    token: str
+    header: str
+    expires_at: datetime
+    validations_per_month: int
+    validations_remaining: int
+
+
+def start_trial(session: Session, now: datetime, days: int, allowance: int) -> TrialOut:
+    """A new trial session (its token shown once) with `allowance` validations a month."""
+    trial, token = create_trial(session, now, days)
+    return TrialOut(
+        token=token,
+        header="X-Service-Trial",
+        expires_at=trial.expires_at,
+        validations_per_month=allowance,
+        validations_remaining=trial_validations_remaining(trial, allowance, now),
+    )

@@ -7,23 +7,26 @@ resolving an incident are audited and emit the matching events through the outbo
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import Field
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from controller import jobs
 from controller.checks import decode_changes
 from controller.crypto import SecretBox
 from controller.errors import Conflict, NotFound
 from controller.incidents import close_incident, current_incident, emit_incident
 from controller.model.base import ApiModel, RequestModel
 from controller.model.watch import DriftStatus, IncidentSummary, Note, ObjectId, WatchOut
+from controller.policy import reasons_for
 from controller.services import audit, paging
 from controller.services.auth import Principal
 from controller.services.watches import get_watch, to_out
 from controller.status import BaselineAccepted, Counts, facts_of, transition
+from controller.store.db import Database
 from controller.store.models import DriftEvent, Incident, Snapshot, Watch
 
 PAGE_LIMIT = 50
@@ -122,17 +125,8 @@ def watch_out(session: Session, watch: Watch, now: datetime) -> WatchOut:
 
 
 def reasons_of(watch: Watch) -> list[str]:
-    """The preflight reason tokens of SPEC.md for a watch's current state."""
-    status = watch.drift_status
-    if status == DriftStatus.DRIFTED:
-        return ["breaking_drift"]
-    if status == DriftStatus.ERROR:
-        return [f"check_failed:{watch.failure_class}" if watch.failure_class else "check_failed"]
-    if status == DriftStatus.NEVER_RUN:
-        return ["never_checked"]
-    if status == DriftStatus.DISABLED:
-        return ["disabled"]
-    return []
+    """The preflight reason tokens of SPEC.md for a watch's current state (`policy`'s rule 1)."""
+    return reasons_for(watch.drift_status, watch.failure_class)
 
 
 def watch_status(session: Session, org_id: str, watch_id: str, now: datetime) -> WatchStatus:
@@ -371,3 +365,32 @@ def status_counts(session: Session, org_id: str) -> dict[str, int]:
 def ensure_checkable(watch: Watch) -> None:
     if watch.drift_status == DriftStatus.DISABLED:
         raise Conflict("the watch is paused; resume it first", code="watch_paused")
+
+
+class CheckQuery(RequestModel):
+    wait: float = Field(default=0, ge=0, le=60, description="seconds to wait for the result")
+
+
+class CheckOut(ApiModel):
+    job_id: int
+    status: str = Field(description="queued, running, done or failed")
+    result: dict[str, Any] | None = None
+    watch: WatchOut | None = None
+
+
+def check_now(
+    database: Database, session: Session, org_id: str, watch_id: str, wait: float, now: datetime
+) -> CheckOut:
+    """Queue a check of the org's watch (joining one already queued; a paused watch is 409)
+    and, with `wait`, wait up to that many seconds: the finished job with the watch as it then
+    is, else the job as it stands (`watch` is None)."""
+    watch = get_watch(session, org_id, watch_id)
+    ensure_checkable(watch)
+    session.commit()
+    job_id = jobs.request_check(database, watch.id, now)
+    job = jobs.wait_for(database, job_id, wait) if wait else None
+    if job is not None and job.status in ("done", "failed"):
+        with database.session() as fresh:
+            out = watch_out(fresh, get_watch(fresh, org_id, watch.id), datetime.now(UTC))
+        return CheckOut(job_id=job_id, status=job.status, result=job.result, watch=out)
+    return CheckOut(job_id=job_id, status=job.status if job else "queued")

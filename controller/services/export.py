@@ -16,7 +16,7 @@ import io
 import json
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from sqlalchemy import select
@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from controller.checks import decode_changes
 from controller.crypto import SecretBox
+from controller.model.base import RequestModel
 from controller.services.drift import ack_trail, iter_events
 from controller.store.models import DriftEvent, Incident, PreflightDecision, Watch
 
@@ -185,3 +186,23 @@ def verify_audit(data: bytes, box: SecretBox) -> dict[str, Any]:
                 return document
             raise AuditVerificationError("signature mismatch: the file was changed after export")
     raise AuditVerificationError(f"signed with key {kid}, which is not among the configured keys")
+
+
+class ExportQuery(RequestModel):
+    format: Literal["json", "csv", "audit"] = "json"
+
+
+def media(fmt: str) -> tuple[str, str]:
+    """The media type and file extension of an export format."""
+    if fmt == "csv":
+        return "text/csv", "csv"
+    return "application/json", "audit.json" if fmt == "audit" else "json"
+
+
+def stream(session: Session, org_id: str, fmt: str, now: datetime, box: SecretBox) -> Iterator[str]:
+    """The org's drift history in `fmt`, as text chunks read from `session`."""
+    if fmt == "csv":
+        return stream_csv(session, org_id)
+    if fmt == "audit":
+        return stream_audit(session, org_id, now, box)
+    return stream_json(session, org_id, now)

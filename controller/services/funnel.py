@@ -4,12 +4,40 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime
+from typing import Annotated
 
+from pydantic import Field, RootModel, StringConstraints
 from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from controller.model.base import ApiModel, BodyDateTime, RequestModel
 from controller.store.models import FunnelCounter
+
+EventName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_.:-]{0,63}$")]
+
+
+class FunnelEvent(RequestModel):
+    event: EventName
+    occurred_at: BodyDateTime | None = None
+
+
+class FunnelBatch(RequestModel):
+    events: Annotated[list[FunnelEvent], Field(min_length=1, max_length=50)]
+
+
+class FunnelBody(RootModel[FunnelEvent | FunnelBatch]):
+    """One event (`{event}`) or a batch (`{events: [...]}`, at most 50). Nothing else is
+    accepted, so no personal data can arrive."""
+
+    def names(self) -> list[str]:
+        if isinstance(self.root, FunnelBatch):
+            return [e.event for e in self.root.events]
+        return [self.root.event]
+
+
+class FunnelAccepted(ApiModel):
+    accepted: int
 
 
 def count_events(session: Session, names: list[str], now: datetime) -> None:

@@ -23,6 +23,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from controller import jobs
 from controller.errors import Conflict, RequestError, Unprocessable
 from controller.model.base import ApiModel, BodyDateTime, BodyFloat, RequestModel
 from controller.model.jsonvalue import MAX_DEPTH, json_value_problem
@@ -31,6 +32,7 @@ from controller.services import audit, paging
 from controller.services.auth import Principal
 from controller.services.drift import ensure_checkable
 from controller.services.watches import get_watch
+from controller.store.db import Database
 from controller.store.models import FuseSnapshot, FuseTrip, Job, PreflightDecision, Snapshot, Watch
 
 BLOCKED_REASON = "contract_drift_blocked"
@@ -432,3 +434,17 @@ def _utc(value: datetime | None) -> datetime | None:
             "occurredAt is out of range",
             details=[{"path": "/occurredAt", "message": "out of range"}],
         ) from None
+
+
+def take_snapshot(
+    database: Database, session: Session, principal: Principal, data: SnapshotIn, now: datetime
+) -> SnapshotOut:
+    """Record a snapshot request, commit it (the row exists before the check can finish), queue
+    a check of the watch and wait up to `data.wait_seconds` for it; the snapshot as it then
+    stands (`completed`, `failed` or `pending`)."""
+    snapshot = request_snapshot(session, principal, data, now)
+    session.commit()
+    job_id = jobs.request_check(database, snapshot.watch_id, now)
+    job = jobs.wait_for(database, job_id, data.wait_seconds)
+    with database.transaction() as fresh:
+        return finish_snapshot(fresh, snapshot.id, job_id, job, datetime.now(UTC))

@@ -21,7 +21,7 @@ from controller.services.auth import KEY_CACHE
 from controller.store.db import Database
 from controller.store.models import PreflightDecision
 from tests.conftest import OrgKey, make_settings
-from tests.web.test_preflight import make_watch, set_state
+from tests.factories import make_watch, set_state
 from web.app import create_app
 from web.auth import authenticate
 from web.lane import Lane

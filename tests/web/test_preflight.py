@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -14,42 +13,9 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from controller.store.db import Database
-from controller.store.models import Incident, PreflightDecision, Watch
+from controller.store.models import PreflightDecision
 from tests.conftest import OrgKey
-
-
-def make_watch(client: FlaskClient, who: OrgKey, name: str) -> str:
-    response = client.post(
-        "/api/watches",
-        json={"name": name, "url": f"https://{name}.example.com/openapi.json"},
-        headers=who.headers,
-    )
-    assert response.status_code == 201
-    return str(response.get_json()["id"])
-
-
-def set_state(
-    database: Database,
-    watch_id: str,
-    status: str,
-    *,
-    failure: str | None = None,
-    incident: str | None = None,
-) -> str | None:
-    """Put a watch in a state as the checks would leave it (status, last check, incident)."""
-    with database.transaction() as session:
-        watch = session.get_one(Watch, watch_id)
-        watch.drift_status = status
-        watch.failure_class = failure
-        watch.last_checked_at = datetime.now(UTC)
-        if incident is None:
-            return None
-        row = Incident(org_id=watch.org_id, watch_id=watch.id, status=incident, breaking_count=2)
-        session.add(row)
-        session.flush()
-        watch.incident_id = row.id
-        watch.open_breaking = 2
-        return row.id
+from tests.factories import make_watch, set_state
 
 
 def preflight(client: FlaskClient, who: OrgKey, body: Any, status: int = 200) -> Any:

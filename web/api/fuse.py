@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from controller import jobs
-from controller.jobs import request_check
 from controller.services import fuse as service
 from web.api import REGISTRY
-from web.db import database as request_database
 from web.routes import Call, Reply
 
 # Each snapshot runs a check against the vendor, so the route is throttled per org and client.
@@ -70,13 +65,9 @@ def create_snapshot(call: Call) -> Reply:
     call.rate_limit(
         f"fuse.snapshots:{call.org_id}", per_minute=SNAPSHOTS_PER_MINUTE, burst=SNAPSHOT_BURST
     )
-    snapshot = service.request_snapshot(call.session, call.principal_required, call.body, call.now)
-    call.session.commit()  # the row exists before the check can finish
-    database = request_database()
-    job_id = request_check(database, snapshot.watch_id, call.now)
-    job = jobs.wait_for(database, job_id, call.body.wait_seconds)
-    with database.transaction() as session:
-        out = service.finish_snapshot(session, snapshot.id, job_id, job, datetime.now(UTC))
+    out = service.take_snapshot(
+        call.database, call.session, call.principal_required, call.body, call.now
+    )
     return Reply(201, out)
 
 

@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
-
-from controller.model.base import ApiModel
-from controller.model.watch import DriftStatus
-from controller.services import alerts, drift, notifications
-from controller.services.drift import reasons_of
-from controller.store.models import Watch
+from controller.services import alerts, notifications, portfolio
 from web.api import REGISTRY
 from web.routes import Call
 
@@ -55,47 +49,13 @@ def alert_stats(call: Call) -> alerts.AlertStats:
     return alerts.alert_stats(call.session, call.org_id)
 
 
-class WatchStatusRow(ApiModel):
-    id: str
-    name: str
-    watch_type: str
-    drift_status: DriftStatus
-    reasons: list[str]
-    last_checked_at: str | None = Field(description="ISO 8601")
-    open_breaking: int
-
-
-class PortfolioStatus(ApiModel):
-    counts: dict[str, int]
-    watches: list[WatchStatusRow]
-
-
 @REGISTRY.route(
     "GET",
     "/api/portfolio/status",
     summary="Per-watch drift status",
     tag="org",
-    responses={200: PortfolioStatus},
+    responses={200: portfolio.PortfolioStatus},
 )
-def portfolio_status(call: Call) -> PortfolioStatus:
+def portfolio_status(call: Call) -> portfolio.PortfolioStatus:
     """Every watch's `driftStatus` and reason tokens, and the counts by status."""
-    from sqlalchemy import select
-
-    rows = call.session.scalars(
-        select(Watch).where(Watch.org_id == call.org_id).order_by(Watch.name)
-    )
-    return PortfolioStatus(
-        counts=drift.status_counts(call.session, call.org_id),
-        watches=[
-            WatchStatusRow(
-                id=w.id,
-                name=w.name,
-                watch_type=w.watch_type,
-                drift_status=DriftStatus(w.drift_status),
-                reasons=reasons_of(w),
-                last_checked_at=w.last_checked_at.isoformat() if w.last_checked_at else None,
-                open_breaking=w.open_breaking,
-            )
-            for w in rows
-        ],
-    )
+    return portfolio.portfolio_status(call.session, call.org_id)

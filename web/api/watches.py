@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any
-
-from pydantic import Field
-
-from controller import jobs
-from controller.jobs import request_check
-from controller.model.base import ApiModel, RequestModel
 from controller.model.watch import WatchCreate, WatchList, WatchListQuery, WatchOut, WatchUpdate
 from controller.services import drift, notifications
 from controller.services import watches as service
 from web.api import REGISTRY
-from web.db import database as request_database
 from web.routes import Call, Reply
 
 
@@ -138,41 +129,22 @@ def resume_watch(call: Call) -> WatchOut:
     )
 
 
-class CheckQuery(RequestModel):
-    wait: float = Field(default=0, ge=0, le=60, description="seconds to wait for the result")
-
-
-class CheckOut(ApiModel):
-    job_id: int
-    status: str = Field(description="queued, running, done or failed")
-    result: dict[str, Any] | None = None
-    watch: WatchOut | None = None
-
-
 @REGISTRY.route(
     "POST",
     "/api/watches/<watch_id>/check",
     summary="Check a watch now",
     tag="watches",
-    query=CheckQuery,
-    responses={200: CheckOut, 202: CheckOut},
+    query=drift.CheckQuery,
+    responses={200: drift.CheckOut, 202: drift.CheckOut},
     errors=(409,),
 )
 def check_watch(call: Call) -> Reply:
     """Queues a check (joining one already queued); with `?wait=SECONDS` waits for its result
     (200), else answers 202 with the job id. A paused watch answers 409."""
-    watch = service.get_watch(call.session, call.org_id, call.path["watch_id"])
-    drift.ensure_checkable(watch)
-    call.session.commit()
-    database = request_database()
-    job_id = request_check(database, watch.id, call.now)
-    job = jobs.wait_for(database, job_id, call.query.wait) if call.query.wait else None
-    if job is not None and job.status in ("done", "failed"):
-        with database.session() as session:
-            fresh = service.get_watch(session, call.org_id, watch.id)
-            out = drift.watch_out(session, fresh, datetime.now(UTC))
-        return Reply(200, CheckOut(job_id=job_id, status=job.status, result=job.result, watch=out))
-    return Reply(202, CheckOut(job_id=job_id, status=job.status if job else "queued"))
+    out = drift.check_now(
+        call.database, call.session, call.org_id, call.path["watch_id"], call.query.wait, call.now
+    )
+    return Reply(200 if out.watch is not None else 202, out)
 
 
 @REGISTRY.route(
