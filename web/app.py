@@ -18,7 +18,7 @@ from web.auth import authenticate
 from web.edge import access_log, correlation_id, refused_user_agent
 from web.lane import Lane
 from web.ratelimit import RateLimiter
-from web.routes import CORRELATION_HEADER
+from web.routes import CORRELATION_HEADER, Resources
 
 
 def create_app(settings: Settings | None = None, *, database: Database | None = None) -> Flask:
@@ -40,6 +40,12 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
     app.extensions["driftgate.ratelimiter"] = RateLimiter()
     KEY_CACHE.ttl = settings.api_key_cache_seconds
     app.extensions["driftgate.registry"] = REGISTRY
+    app.extensions["driftgate.resources"] = Resources(
+        settings,
+        app.extensions["driftgate.database"],
+        app.extensions["driftgate.secret_box"],
+        app.extensions["driftgate.ratelimiter"],
+    )
 
     db.init_app(app)
     errors.init_app(app)

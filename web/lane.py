@@ -42,7 +42,7 @@ from web.auth import api_key_from
 from web.body import parse_body
 from web.edge import access_log, correlation_id, refused_user_agent
 from web.errors import error_answer
-from web.routes import CORRELATION_HEADER, Call, Reply, Route, as_reply
+from web.routes import CORRELATION_HEADER, Call, Reply, Resources, Route, as_reply
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 _CORRELATION_KEY = "HTTP_" + CORRELATION_HEADER.upper().replace("-", "_")
@@ -92,7 +92,7 @@ class Lane:
         }
         self.settings: Settings = app.extensions["driftgate.settings"]
         self.database: Database = app.extensions["driftgate.database"]
-        self.extensions = app.extensions
+        self.resources: Resources = app.extensions["driftgate.resources"]
         self.limit: int | None = app.config.get("MAX_CONTENT_LENGTH")
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
@@ -136,8 +136,7 @@ class Lane:
         session = _Session(self.database)
         try:
             call = Call(
-                settings=self.settings,
-                database=self.database,
+                resources=self.resources,
                 principal=principal,
                 trial=None,
                 body=parse_body(route.body, raw) if route.body is not None else None,
@@ -148,8 +147,6 @@ class Lane:
                 correlation_id=correlation,
                 client_ip=environ.get("REMOTE_ADDR") or "unknown",
                 headers=EnvironHeaders(environ),
-                secret_box=self.extensions["driftgate.secret_box"],
-                limiter=self.extensions["driftgate.ratelimiter"],
                 open_session=session,
                 read_body=lambda: raw,
             )

@@ -30,7 +30,7 @@ from controller.settings import Settings
 from controller.store.db import Database
 from controller.store.models import TrialSession
 from web.body import parse_body, request_bytes, validate
-from web.db import database, request_session
+from web.db import request_session
 from web.ratelimit import RateLimiter
 
 Auth = Literal["none", "key", "key_or_trial"]
@@ -71,14 +71,23 @@ class Reply:
         return None if self.body is None else self.body.model_dump_json(by_alias=True).encode()
 
 
+@dataclass(frozen=True)
+class Resources:
+    """What handlers use of the app, gathered once per app (`web.app.create_app`)."""
+
+    settings: Settings
+    database: Database
+    secret_box: SecretBox
+    limiter: RateLimiter
+
+
 @dataclass
 class Call:
     """Everything a handler needs about the current request, independent of who serves it
     (the Flask view, or the lane of a route that opts in: `web.lane`). Handlers never read
     Flask's globals; what they need of the request is here."""
 
-    settings: Settings
-    database: Database
+    resources: Resources
     principal: Principal | None
     trial: TrialSession | None
     body: Any
@@ -89,10 +98,20 @@ class Call:
     correlation_id: str
     client_ip: str
     headers: Headers
-    secret_box: SecretBox
-    limiter: RateLimiter
     open_session: Callable[[], Session]
     read_body: Callable[[], bytes]
+
+    @property
+    def settings(self) -> Settings:
+        return self.resources.settings
+
+    @property
+    def database(self) -> Database:
+        return self.resources.database
+
+    @property
+    def secret_box(self) -> SecretBox:
+        return self.resources.secret_box
 
     @property
     def session(self) -> Session:
@@ -111,7 +130,7 @@ class Call:
 
     def rate_limit(self, name: str, *, per_minute: int, burst: int) -> None:
         """Take a token from this client's bucket for `name`, or raise 429."""
-        self.limiter.hit(name, self.client_ip, per_minute=per_minute, burst=burst)
+        self.resources.limiter.hit(name, self.client_ip, per_minute=per_minute, burst=burst)
 
 
 class Guard:
@@ -309,8 +328,7 @@ def _make_view(
         query = _parse_query(route.query) if route.query is not None else None
         body = _parse_body(route.body) if route.body is not None else None
         call = Call(
-            settings=g.settings,
-            database=database(),
+            resources=current_app.extensions["driftgate.resources"],
             principal=principal,
             trial=trial,
             body=body,
@@ -321,8 +339,6 @@ def _make_view(
             correlation_id=g.correlation_id,
             client_ip=request.remote_addr or "unknown",
             headers=request.headers,
-            secret_box=current_app.extensions["driftgate.secret_box"],
-            limiter=current_app.extensions["driftgate.ratelimiter"],
             open_session=request_session,
             read_body=lambda: request_bytes(request),
         )
