@@ -82,6 +82,16 @@ def _claim_statement(*, skip_locked: bool) -> Update:
 
 
 _CLAIM = {True: _claim_statement(skip_locked=True), False: _claim_statement(skip_locked=False)}
+# Is any job of these kinds due now? (The controller's queue watch; uses `ix_jobs_claim`.)
+_DUE = (
+    select(_JOBS.c.id)
+    .where(
+        _JOBS.c.status == "queued",
+        _JOBS.c.run_after <= bindparam("b_now"),
+        _JOBS.c.kind.in_(bindparam("b_kinds", expanding=True)),
+    )
+    .limit(1)
+)
 _FINISH = (
     _JOBS.update()
     .where(
@@ -172,6 +182,15 @@ def claim(
         ]
 
 
+def due(database: Database, kinds: tuple[str, ...], now: datetime) -> bool:
+    """Whether a job of `kinds` is queued and due at `now` (one indexed read, no lock)."""
+    if not kinds:
+        return False
+    with database.session() as session:
+        found = session.connection().execute(_DUE, {"b_kinds": list(kinds), "b_now": now})
+        return found.first() is not None
+
+
 def extend_all(
     database: Database, worker: str, job_ids: list[int], now: datetime, lease: timedelta
 ) -> int:
@@ -257,14 +276,18 @@ def release(database: Database, job: Claimed, now: datetime) -> bool:
 
 
 def wait_for(database: Database, job_id: int, timeout: float, poll: float = 0.1) -> Job | None:
-    """Poll until the job is done or failed, or `timeout` seconds passed; return it."""
+    """Poll until the job is done or failed, or `timeout` seconds passed; return it. Polls
+    every 10 ms at first, slowing to every `poll` seconds, so a quick job's answer is not held
+    back while a long wait costs few reads."""
     deadline = time.monotonic() + timeout
+    pause = min(0.01, poll)
     while True:
         with database.session() as session:
             job = session.get(Job, job_id)
             if job is None or job.status in ("done", "failed") or time.monotonic() >= deadline:
                 return job
-        time.sleep(poll)
+        time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+        pause = min(poll, pause * 1.5)
 
 
 @dataclass(frozen=True)

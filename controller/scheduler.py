@@ -1,6 +1,7 @@
 """The controller process: an APScheduler ticker that enqueues due work, and workers that run it.
 
-The ticker (APScheduler 3.x, in memory, never a shared job store) runs every few seconds:
+The ticker (APScheduler 3.x, in memory, never a shared job store) runs every few seconds
+(between ticks, a queue watch starts work asked for now as soon as a worker is free):
 it enqueues a `check:<watch>` job for every watch whose next check is due, requeues jobs of
 crashed workers, and delivers due outbox messages. Worker threads claim jobs from the job
 table (see `controller.jobs`) with bounded concurrency and run each by its kind: the
@@ -178,6 +179,9 @@ class Controller:
         self.scheduler = BackgroundScheduler(timezone=UTC)
         self.heartbeat = threading.Thread(
             target=self._keep_leases, name="driftgate-lease", daemon=True
+        )
+        self.queue_watch = threading.Thread(
+            target=self._watch_queue, name="driftgate-queue", daemon=True
         )
         self.ownership: ControllerLock | None = None
         self.kinds = jobs.JobKinds(
@@ -377,6 +381,22 @@ class Controller:
                 except Exception:  # noqa: BLE001 - the next round tries again
                     logger.exception("controller.heartbeat_failed")
 
+    def _watch_queue(self) -> None:
+        """Between ticks, start work that is due now (a check asked for through the API) as
+        soon as a worker is free: one indexed read every `queue_poll_seconds`, a claim only
+        when it finds something."""
+        interval = self.settings.queue_poll_seconds
+        while not self.stopping.wait(interval):
+            with self.lock:
+                busy = sum(1 for future in self.running if not future.done())
+            if busy >= self.concurrency:
+                continue
+            try:
+                if jobs.due(self.database, self.kinds.claimed(), self.clock()):
+                    self.dispatch()
+            except Exception:  # noqa: BLE001 - the next look tries again
+                logger.exception("controller.queue_watch_failed")
+
     def run_until_done(self, timeout: float = 30.0) -> None:
         """Run rounds until no job is due or running (tests and benchmarks)."""
         deadline = self.clock() + timedelta(seconds=timeout)
@@ -393,6 +413,7 @@ class Controller:
         # One controller per SQLite file (controller/store/lockfile.py); raises if taken.
         self.ownership = acquire_controller_lock(self.database.url)
         self.heartbeat.start()
+        self.queue_watch.start()
         self.scheduler.add_job(
             self.tick,
             "interval",
@@ -436,8 +457,9 @@ class Controller:
                 jobs.release(self.database, job, self.clock())
         wait(list(pending), timeout=grace)
         self.pool.shutdown(wait=False, cancel_futures=True)
-        if self.heartbeat.is_alive():
-            self.heartbeat.join(timeout=5)
+        for thread in (self.heartbeat, self.queue_watch):
+            if thread.is_alive():
+                thread.join(timeout=5)
         self.client.close()
         if self.ownership is not None:
             self.ownership.release()

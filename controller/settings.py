@@ -141,6 +141,13 @@ class Settings(BaseModel):
         description="how long a process reuses an API key's lookup (0: look up on every "
         "request); a key revoked elsewhere stops working within this time",
     )
+    queue_poll_seconds: float = Field(
+        default=0.1,
+        gt=0,
+        le=10,
+        description="how often an idle controller looks for work asked for now (a check or "
+        "reconcile queued through the API or a push webhook), between its ticks",
+    )
     decision_synchronous_commit: bool = Field(
         default=False,
         description="Postgres: wait for the WAL flush of each preflight decision before "

@@ -49,7 +49,9 @@ def make_watches(database: Database, org: OrgKey, tmp_path: Path, urls: list[str
     return ids
 
 
-def controller_process(database: Database, tmp_path: Path, *extra: str) -> subprocess.Popen[bytes]:
+def controller_process(
+    database: Database, tmp_path: Path, *extra: str, tick: str = "0.2"
+) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
         "DRIFTGATE_DATABASE_URL": database.url,
@@ -61,7 +63,7 @@ def controller_process(database: Database, tmp_path: Path, *extra: str) -> subpr
     with (tmp_path / f"controller-{time.monotonic_ns()}.log").open("wb") as log:
         # The child keeps its own copy of the descriptor; the parent's closes here.
         return subprocess.Popen(
-            [sys.executable, "-m", "cli", "controller", "--tick", "0.2", *extra],
+            [sys.executable, "-m", "cli", "controller", "--tick", tick, *extra],
             env=env,
             stdout=log,
             stderr=log,
@@ -173,3 +175,30 @@ def test_a_worker_killed_mid_check_leaves_nothing_half_written(
         assert job.status == "done" and job.attempts == 2 and job.fence == 2
         watch = session.get(Watch, watch_id)
         assert watch is not None and watch.drift_status == "ok"
+
+
+def test_a_check_asked_for_now_starts_without_waiting_for_the_next_tick(
+    database: Database, acme: OrgKey, tmp_path: Path, server: SpecServer
+) -> None:
+    """A controller ticking once a minute still runs a check asked for through the API at
+    once: its queue watch finds the job between ticks, and `wait_for` sees the end within
+    milliseconds (a loopback check; a loose bound, not a benchmark)."""
+    from controller import jobs
+
+    server.set("/charges.json", as_json(charges_spec()))
+    (watch_id,) = make_watches(database, acme, tmp_path, [server.url("/charges.json")])
+    process = controller_process(database, tmp_path, tick="60")
+    try:
+        # The first tick (at start) checks the new watch; then a minute without ticks.
+        wait_until(lambda: checked(database) >= 1)
+        timings = []
+        for _ in range(3):
+            started = time.monotonic()
+            job_id = jobs.request_check(database, watch_id, datetime.now(UTC))
+            job = jobs.wait_for(database, job_id, 10)
+            timings.append(time.monotonic() - started)
+            assert job is not None and job.status == "done", job
+        assert max(timings) < 1.0, timings
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
