@@ -302,6 +302,8 @@ def infer_watch_type(url: str) -> WatchType | None:
         path.endswith(_SPEC_SUFFIX) and _OPENAPI_HINT.search(path + host)
     ):
         return WatchType.OPENAPI
+    if path.endswith((".yaml", ".yml")):
+        return WatchType.OPENAPI  # a YAML document is a spec; REST endpoints answer JSON
     return None
 
 

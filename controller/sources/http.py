@@ -38,7 +38,14 @@ from controller.model.targets import header_problems, header_value_problem, host
 from controller.sources.addresses import is_public_address as is_public_address  # the default
 
 DEFAULT_MAX_BYTES = 25 * 1024 * 1024
-DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=30.0, write=10.0, pool=10.0)
+
+
+def make_timeout(*, connect: float, read: float) -> httpx.Timeout:
+    """A client timeout: `connect` also bounds writes and waiting for a pooled connection."""
+    return httpx.Timeout(connect=connect, read=read, write=connect, pool=connect)
+
+
+DEFAULT_TIMEOUT = make_timeout(connect=10.0, read=30.0)
 MAX_REDIRECTS = 5
 MAX_CONNECTIONS = 64  # per client; above any sensible controller concurrency
 CLI_USER_AGENT = f"driftgate-cli/{__version__}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +13,9 @@ from sqlalchemy import func, select, text
 
 from controller.store.db import Database
 from controller.store.models import AuditEntry, Watch
-from tests.conftest import OrgKey
+from tests.conftest import OrgKey, make_settings
+from tests.servers import spec_server
+from web.app import create_app
 
 SPEC_URL = "https://api.example.com/openapi.json"
 
@@ -369,3 +372,56 @@ def test_another_orgs_watch_is_404(client: FlaskClient, make_org: Callable[..., 
     assert missing.json == {"error": "not_found", "message": "Watch not found"}
     assert client.get("/api/watches", headers=stranger.headers).json["watches"] == []
     assert client.get(path, headers=owner.headers).json["driftStatus"] == "never_run"
+
+
+def test_a_yaml_document_is_an_openapi_watch(client: FlaskClient, acme: OrgKey) -> None:
+    url = "https://specs.example.com/petstore.yaml"
+    response = client.post("/api/watches", json={"name": "pets", "url": url}, headers=acme.headers)
+    assert (response.status_code, response.json["watchType"]) == (201, "openapi")
+
+
+def test_a_json_document_that_does_not_say_is_read_once_to_tell(
+    tmp_path: Path, database: Database, acme: OrgKey
+) -> None:
+    """`petstore.json` may be a spec or a JSON payload: the service fetches it once (guarded
+    like every fetch) and reads it as `driftgate diff` would."""
+    settings = make_settings(tmp_path, database_url=database.url, allow_private_targets=True)
+    client = create_app(settings, database=database).test_client()
+    with spec_server() as server:
+        spec = server.set("/petstore.json", json.dumps({"openapi": "3.0.3", "paths": {}}))
+        swagger = server.set("/legacy.json", "swagger: '2.0'\npaths: {}\n")
+        payload = server.set("/orders.json", json.dumps([{"id": 1}]))
+        stream = server.set("/events.json", "data: {}\n\n", content_type="text/event-stream")
+        page = server.set("/page.json", "<html>hello</html>", content_type="text/html")
+        gone = server.set("/gone.json", "{}", status=404)
+        expected = {spec: "openapi", swagger: "openapi", payload: "rest", stream: "mcp"}
+        for url, watch_type in expected.items():
+            body = {"name": url.rsplit("/", 1)[-1], "url": url}
+            made = client.post("/api/watches", json=body, headers=acme.headers)
+            assert made.status_code == 201, made.json
+            assert made.json["watchType"] == watch_type, url
+        fetched = len(server.requests)
+        for url, why in ((page, "is not JSON"), (gone, "answered HTTP 404")):
+            refused = client.post(
+                "/api/watches", json={"name": "x", "url": url}, headers=acme.headers
+            )
+            assert refused.status_code == 422
+            assert why in refused.json["message"] and "send watchType" in refused.json["message"]
+            assert refused.json["details"][0]["path"] == "/watchType"
+        assert len(server.requests) == fetched + 2
+        # A URL that is not a JSON document is never fetched on create.
+        other = client.post(
+            "/api/watches",
+            json={"name": "x", "url": server.url("/v1/charges")},
+            headers=acme.headers,
+        )
+        assert other.status_code == 422 and len(server.requests) == fetched + 2
+    # Private targets stay refused unless allowed: the guard applies to this fetch too.
+    guarded = create_app(make_settings(tmp_path, database_url=database.url), database=database)
+    with spec_server() as server:
+        url = server.set("/petstore.json", json.dumps({"openapi": "3.0.3", "paths": {}}))
+        refused = guarded.test_client().post(
+            "/api/watches", json={"name": "x", "url": url}, headers=acme.headers
+        )
+        assert refused.status_code == 422 and server.requests == []
+        assert "fetching it to find out failed" in refused.json["message"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from controller.model.watch import WatchCreate, WatchList, WatchListQuery, WatchOut, WatchUpdate
-from controller.services import drift, notifications
+from controller.services import drift, notifications, watch_types
 from controller.services import watches as service
 from web.api import REGISTRY
 from web.routes import Call, Reply
@@ -38,10 +38,14 @@ def list_watches(call: Call) -> WatchList:
     errors=(409, 422),
 )
 def create_watch(call: Call) -> Reply:
-    """Creates a watch in `never_run`; `watchType` is inferred from the URL when it is clear."""
+    """Creates a watch in `never_run`. Without `watchType`, the type is inferred from the URL
+    when it tells (`/openapi.json`, `.yaml`, `/mcp`), else from what the URL serves, fetched
+    once (an OpenAPI or Swagger document is `openapi`, other JSON `rest`, an event stream
+    `mcp`); 422 when neither tells."""
+    data = watch_types.with_watch_type(call.body, call.settings)
     interval = notifications.default_interval(call.session, call.org_id)
     watch = service.create_watch(
-        call.session, call.principal_required, call.body, call.secret_box, default_interval=interval
+        call.session, call.principal_required, data, call.secret_box, default_interval=interval
     )
     return Reply(
         201,
