@@ -138,6 +138,7 @@ def load_bundle(
     *,
     directory: str = ".driftgate",
     known_templates: Collection[str] = (),
+    known_watches: Collection[str] = (),
     checked: Mapping[str, Any] | None = None,
     earlier: Mapping[str, Any] | None = None,
 ) -> Bundle:
@@ -145,8 +146,12 @@ def load_bundle(
 
     `files` maps base names to contents; names other than FILES are ignored, except near
     misses such as `agents.yml`, which are reported. `known_templates` are template names
-    that exist outside templates.yaml (built-in or org templates). Problems name files as
-    `<directory>/<name>`.
+    that exist outside templates.yaml (built-in or org templates); `known_watches` are the
+    names and ids of watches that exist outside these files (the org's, when reconciling).
+    An agent's watch reference that names none of them but is one typo away from one is a
+    problem with a "did you mean"; one that resembles nothing may name a watch created later
+    through the API, and is left to reconcile (an unresolved binding, failing closed).
+    Problems name files as `<directory>/<name>`.
 
     `checked` maps base names to the `Bundle.data` an earlier load gave for the very same
     bytes (and code): those files skip parsing and the schema, and their models are built
@@ -201,7 +206,7 @@ def load_bundle(
     ):
         if model is not None and not documents[name].problems:
             bundle.data[name] = documents[name].data
-    _Checks(documents, set(known_templates)).run(bundle)
+    _Checks(documents, set(known_templates), set(known_watches)).run(bundle)
     found = misnamed + [problem for document in documents.values() for problem in document.problems]
     bundle.problems = sorted(set(found), key=lambda p: (p.file, p.line, p.column, p.message))
     return bundle
@@ -764,9 +769,15 @@ def _meant_file(name: str) -> str | None:
 class _Checks:
     """Cross-checks within and across files, reported at the second occurrence."""
 
-    def __init__(self, documents: Mapping[str, _Document], known_templates: set[str]):
+    def __init__(
+        self,
+        documents: Mapping[str, _Document],
+        known_templates: set[str],
+        known_watches: set[str],
+    ):
         self.documents = documents
         self.known_templates = known_templates
+        self.known_watches = known_watches
         # watch name -> (URL or None when it comes from a template we cannot see, type, where)
         self.watches: dict[str, tuple[str | None, str | None, str, JsonPath]] = {}
 
@@ -853,6 +864,22 @@ class _Checks:
                     watch, InlineWatch
                 ):
                     self._inline(document, watch, path)
+        # After every inline declaration is known: references one typo away from a watch.
+        for i, agent in enumerate(file.agents):
+            for j, watch in enumerate(agent.watches):
+                if isinstance(watch, str):
+                    self._reference(document, watch, ("agents", i, "watches", j))
+
+    def _reference(self, document: _Document, ref: str, path: JsonPath) -> None:
+        if ref in self.watches or ref in self.known_watches or "://" in ref:
+            return
+        close = difflib.get_close_matches(ref, [*self.watches, *self.known_watches], 1, 0.8)
+        if close:
+            where = "in these files" + (" or the org" if self.known_watches else "")
+            document.report(
+                path,
+                f"unknown watch {ref!r}: no watch of that name {where}; did you mean {close[0]!r}?",
+            )
 
     def _inline(self, document: _Document, watch: InlineWatch, path: JsonPath) -> None:
         """An inline watch may repeat a declaration, but not contradict it."""
