@@ -2,6 +2,10 @@
 
 Usage: python bench/conformance.py [--corpus DIR] [--verbose]
 
+`--corpus` (or `DRIFTGATE_CONFORMANCE`) names the directory holding `openapi/` and `mcp/`; the
+default is `../shared/conformance` beside the clone. docs/performance.md names where the
+corpora come from (oasdiff's test data at a fixed commit, MCP servers' npm packages).
+
 Prints the agreement per corpus and every disagreement. Documented intentional differences
 (docs/decisions.md, "Diff engines") are counted separately, never as agreement.
 It reads files; the engines it calls do not.
@@ -12,6 +16,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -27,7 +32,9 @@ from controller.diffs.mcp import diff_mcp  # noqa: E402
 from controller.diffs.openapi import DiffOptions, diff_openapi, normalize_path  # noqa: E402
 from controller.model.change import Change  # noqa: E402
 
-DEFAULT_CORPUS = ROOT.parent / "shared" / "conformance"
+DEFAULT_CORPUS = Path(
+    os.environ.get("DRIFTGATE_CONFORMANCE") or ROOT.parent / "shared" / "conformance"
+)
 LEVEL_RANK = {"INFO": 1, "WARN": 2, "ERR": 3}
 SEVERITY_RANK = {"info": 1, "warning": 2, "breaking": 3}
 

@@ -1,6 +1,11 @@
-"""Benchmark of the OpenAPI engine on large real specs (../shared/bench/openapi/).
+"""Benchmark of the OpenAPI engine on large real specs.
 
 Usage: python bench/diff_bench.py [--dir DIR] [--repeat N]
+
+The six files (three pairs) are public: `python bench/get_data.py DIR` downloads them from
+the GitHub and Stripe OpenAPI repositories at fixed commits and checks their digests
+(docs/performance.md lists the sources). `--dir` (or `DRIFTGATE_BENCH_DATA`) names the
+directory; the default is `../shared/bench/openapi` beside the clone.
 
 Per pair: parse time of each side, fingerprint time, diff time, change counts, peak memory
 (tracemalloc peak of Python allocations, plus the process' peak RSS), and the unchanged path
@@ -12,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -29,7 +35,9 @@ from controller.diffs.canonical import fingerprint  # noqa: E402
 from controller.diffs.loader import load_document  # noqa: E402
 from controller.diffs.openapi import diff_openapi  # noqa: E402
 
-DEFAULT_DIR = ROOT.parent / "shared" / "bench" / "openapi"
+DEFAULT_DIR = Path(
+    os.environ.get("DRIFTGATE_BENCH_DATA") or ROOT.parent / "shared" / "bench" / "openapi"
+)
 PAIRS = (
     ("github-2021-09-27.json", "github-2022-07-18.json"),
     ("stripe-2021-10-19.json", "stripe-2022-04-12.json"),
