@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from flask import Flask
@@ -22,6 +22,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from controller.crypto import load_secret_box
+from controller.reconcile import Reconciler
 from controller.scheduler import Controller
 from controller.services import auth as auth_service
 from controller.services import orgs as org_service
@@ -29,7 +30,11 @@ from controller.settings import Settings, load_settings
 from controller.store import migrate
 from controller.store.db import Database
 from controller.store.models import Base
+from tests.gitrepos import RepoBuilder, isolated_git_config
 from tests.servers import SpecServer, spec_server
+
+if TYPE_CHECKING:
+    from tests.factories import Make
 
 TEST_DB_URL = os.environ.get("DRIFTGATE_TEST_DATABASE_URL", "")
 ON_POSTGRES = TEST_DB_URL.startswith("postgresql")
@@ -173,3 +178,28 @@ def controller(live_settings: Settings, database: Database) -> Iterator[Controll
     running.start()
     yield running
     running.stop(grace=5)
+
+
+# Reconcile fixtures (tests/test_reconcile.py, tests/web/test_templates.py).
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Iterator[RepoBuilder]:
+    with isolated_git_config(tmp_path / "gitconfig"):
+        yield RepoBuilder(tmp_path / "remote.git")
+
+
+@pytest.fixture
+def make_reconciler(tmp_path: Path, database: Database) -> Make:
+    def make(
+        *sources: dict[str, Any], env: dict[str, str] | None = None, **extra: Any
+    ) -> tuple[Reconciler, Settings]:
+        settings = make_settings(
+            tmp_path, database_url=database.url, sources=list(sources), **extra
+        )
+        from tests.factories import ENV  # factories imports this module
+
+        box = load_secret_box(settings, create=True)
+        return Reconciler(settings, database, box, env=ENV if env is None else env), settings
+
+    return make

@@ -3,10 +3,14 @@ module needs them (test modules never import each other)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from flask.testing import FlaskClient
 
+from controller.reconcile import Reconciler, RunResult
+from controller.settings import Settings
 from controller.store.db import Database
 from controller.store.models import Incident, Watch
 from tests.conftest import OrgKey
@@ -44,3 +48,68 @@ def set_state(
         watch.incident_id = row.id
         watch.open_breaking = 2
         return row.id
+
+
+# A fleet repository for reconcile tests: three .driftgate/ files, the env they read.
+
+AGENTS = """\
+version: 1
+policies:
+  careful:
+    on_breaking: [block_new_runs]
+    require_ack_to_unblock: true
+agents:
+  - id: billing-agent
+    environment: production
+    policy: production-guard
+    watches:
+      - stripe-api
+      - github-mcp
+    repoRef: acme/billing@main
+  - id: triage-bot
+    environment: staging
+    policy: careful
+    watches:
+      - github-mcp
+"""
+
+TEMPLATES = """\
+version: 1
+templates:
+  - name: stripe
+    watchType: openapi
+    urlPattern: http://127.0.0.1:9/specs/stripe.json
+    tags: [vendor:stripe]
+"""
+
+WATCH_SETS = """\
+version: 1
+watchSets:
+  - name: production
+    environment: production
+    watches:
+      - name: stripe-api
+        template: stripe
+        tags: [env:prod]
+      - name: github-mcp
+        url: http://127.0.0.1:9/mcp
+        watchType: mcp
+        headers:
+          Authorization: ${env:GITHUB_TOKEN}
+"""
+
+FILES = {
+    ".driftgate/agents.yaml": AGENTS,
+    ".driftgate/templates.yaml": TEMPLATES,
+    ".driftgate/watch-sets.yaml": WATCH_SETS,
+}
+ENV = {"GITHUB_TOKEN": "Bearer ghp_secret_value_123"}
+
+
+Make = Callable[..., tuple[Reconciler, Settings]]
+
+
+def run(reconciler: Reconciler, settings: Settings, name: str = "fleet", **kw: Any) -> RunResult:
+    spec = settings.source(name)
+    assert spec is not None
+    return reconciler.reconcile(spec, **kw)

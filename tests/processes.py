@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import httpx
+
+# The `driftgate` command as a child process runs it (the installed entry point's module).
+DRIFTGATE = [sys.executable, "-m", "cli"]
 
 
 def free_port() -> int:

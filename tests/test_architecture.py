@@ -197,3 +197,19 @@ def test_the_gate_domain_imports_no_wire_format() -> None:
         if module.split(".")[0] in WIRE_LIBRARIES
     ]
     assert offenders == []
+
+
+def test_cli_commands_go_through_the_services_and_not_through_each_other() -> None:
+    """Each group's module under cli/commands/ stands alone (shared pieces are in
+    cli/common.py), and no command reaches past the services into the reconcile engine, the
+    store's rows or the report renderer."""
+    engines = ("controller.reconcile", "controller.store.models", "controller.reports")
+    offenders = []
+    for path in sorted((ROOT / "cli").rglob("*.py")):
+        name = path.relative_to(ROOT)
+        for module in imported_modules(path):
+            if module.startswith(engines):
+                offenders.append(f"{name} imports {module}")
+            if "commands" in path.parts and module.startswith("cli.commands."):
+                offenders.append(f"{name} imports {module}")
+    assert offenders == []

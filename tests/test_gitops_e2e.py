@@ -37,12 +37,11 @@ from controller.store.db import Database
 from controller.store.models import Agent, Base, Source, Watch
 from tests.conftest import SECRET, OrgKey
 from tests.gitrepos import RepoBuilder, isolated_git_config
-from tests.processes import free_port
+from tests.processes import DRIFTGATE, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 EXAMPLE_FILES = ("agents.yaml", "templates.yaml", "watch-sets.yaml")
-DRIFTGATE = [sys.executable, "-m", "cli"]
 
 
 def child_env() -> dict[str, str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,93 +12,11 @@ from sqlalchemy import select
 
 from controller.crypto import load_secret_box
 from controller.reconcile import Reconciler, RunResult
-from controller.settings import Settings
 from controller.store.db import Database
 from controller.store.models import Agent, Source, Template, Watch, WatchSet
-from tests.conftest import OrgKey, make_settings
+from tests.conftest import OrgKey
+from tests.factories import AGENTS, ENV, FILES, TEMPLATES, WATCH_SETS, Make, run
 from tests.gitrepos import RepoBuilder, git_daemon, isolated_git_config
-
-AGENTS = """\
-version: 1
-policies:
-  careful:
-    on_breaking: [block_new_runs]
-    require_ack_to_unblock: true
-agents:
-  - id: billing-agent
-    environment: production
-    policy: production-guard
-    watches:
-      - stripe-api
-      - github-mcp
-    repoRef: acme/billing@main
-  - id: triage-bot
-    environment: staging
-    policy: careful
-    watches:
-      - github-mcp
-"""
-
-TEMPLATES = """\
-version: 1
-templates:
-  - name: stripe
-    watchType: openapi
-    urlPattern: http://127.0.0.1:9/specs/stripe.json
-    tags: [vendor:stripe]
-"""
-
-WATCH_SETS = """\
-version: 1
-watchSets:
-  - name: production
-    environment: production
-    watches:
-      - name: stripe-api
-        template: stripe
-        tags: [env:prod]
-      - name: github-mcp
-        url: http://127.0.0.1:9/mcp
-        watchType: mcp
-        headers:
-          Authorization: ${env:GITHUB_TOKEN}
-"""
-
-FILES = {
-    ".driftgate/agents.yaml": AGENTS,
-    ".driftgate/templates.yaml": TEMPLATES,
-    ".driftgate/watch-sets.yaml": WATCH_SETS,
-}
-ENV = {"GITHUB_TOKEN": "Bearer ghp_secret_value_123"}
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Iterator[RepoBuilder]:
-    with isolated_git_config(tmp_path / "gitconfig"):
-        yield RepoBuilder(tmp_path / "remote.git")
-
-
-Make = Callable[..., tuple[Reconciler, Settings]]
-
-
-@pytest.fixture
-def make_reconciler(tmp_path: Path, database: Database) -> Make:
-    def make(
-        *sources: dict[str, Any], env: dict[str, str] | None = None, **extra: Any
-    ) -> tuple[Reconciler, Settings]:
-        settings = make_settings(
-            tmp_path, database_url=database.url, sources=list(sources), **extra
-        )
-        box = load_secret_box(settings, create=True)
-        return Reconciler(settings, database, box, env=ENV if env is None else env), settings
-
-    return make
-
-
-def run(reconciler: Reconciler, settings: Settings, name: str = "fleet", **kw: Any) -> RunResult:
-    spec = settings.source(name)
-    assert spec is not None
-    return reconciler.reconcile(spec, **kw)
 
 
 def snapshot(database: Database) -> dict[str, Any]:
@@ -653,7 +571,7 @@ def test_unchanged_files_are_taken_as_checked_and_change_nothing_in_the_result(
         {"name": "mirror", "org": "other", "url": repo.url},
     )
     agents_inline = AGENTS.replace("      - github-mcp\n", "      - github-mcp\n" + INLINE, 1)
-    sets_renamed = WATCH_SETS.replace("name: github-mcp", "name: github-mcp-v2")
+    sets_renamed = WATCH_SETS.replace("name: github-mcp", "name: octo-tools")
     sets_petstore = WATCH_SETS + (
         "      - name: petstore\n        url: http://127.0.0.1:9/other.json\n"
         "        watchType: openapi\n"

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,9 +15,7 @@ import pytest
 
 from controller.store.db import Database
 from tests.conftest import SECRET
-from tests.processes import free_port, wait_until_healthy
-
-DRIFTGATE = [sys.executable, "-m", "cli"]
+from tests.processes import DRIFTGATE, free_port, wait_until_healthy
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import yaml
 
@@ -26,7 +26,8 @@ from controller.diffs import (
 from controller.diffs.overrides import parse_rules_file
 from controller.errors import DriftgateError
 from controller.model.change import Change
-from controller.model.report import DiffReport
+from controller.model.report import DiffReport, Threshold
+from controller.reports import render
 from controller.sources.http import CLI_USER_AGENT, FetchError, fetch, make_client
 
 ContractType = Literal["auto", "openapi", "mcp", "json"]
@@ -194,3 +195,8 @@ def _uri(location: str) -> str:
     if location.startswith(("http://", "https://")):
         return location
     return str(Path(location.removeprefix("file://")).resolve())
+
+
+def render_report(report: DiffReport, fmt: str, fail_on: str) -> str:
+    """`report` in one of `controller.reports.FORMATS` (`driftgate diff --format`)."""
+    return render(report, fmt, cast(Threshold, fail_on))

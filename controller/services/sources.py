@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+from collections.abc import Iterator, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -18,11 +19,14 @@ from sqlalchemy import delete, func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from controller.crypto import SecretBox
 from controller.errors import NotFound, Unauthorized
 from controller.jobs import request_reconcile
 from controller.model.base import ApiModel
+from controller.reconcile import Reconciler, RunResult
 from controller.settings import Settings, SourceSpec
 from controller.sources.git import redact_url
+from controller.store.db import Database
 from controller.store.models import Agent, HookDelivery, Org, Source, Template, Watch, WatchSet
 
 HOOK_DELIVERIES_KEPT = timedelta(days=7)
@@ -216,3 +220,29 @@ def accept_push(
 def _same_repository(url: str, name: str) -> bool:
     clean = redact_url(url).lower().removesuffix(".git").rstrip("/")
     return clean == name or clean.endswith("/" + name) or clean.endswith(":" + name)
+
+
+def reconcile_now(
+    settings: Settings,
+    database: Database,
+    box: SecretBox,
+    specs: list[SourceSpec],
+    *,
+    force: bool = False,
+    dry_run: bool = False,
+    env: Mapping[str, str],
+) -> Iterator[tuple[SourceSpec, RunResult]]:
+    """Reconcile `specs` one after the other now (`driftgate reconcile`), yielding each
+    source's result as it is done."""
+    reconciler = Reconciler(settings, database, box, env=env)
+    for spec in specs:
+        yield spec, reconciler.reconcile(spec, force=force, dry_run=dry_run)
+
+
+def readiness(session: Session, spec: SourceSpec) -> tuple[str, str | None]:
+    """A source's state in one word (`suspended`, its `Ready` condition's reason, or
+    `NotReconciled`) and its last applied revision (`driftgate sources list`)."""
+    row = session.get(Source, spec.name)
+    ready = next((c for c in (row.conditions if row else []) if c.get("type") == "Ready"), None)
+    state = "suspended" if spec.suspend else (ready or {}).get("reason", "NotReconciled")
+    return str(state), row.last_applied_revision if row else None

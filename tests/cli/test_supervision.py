@@ -17,8 +17,7 @@ import pytest
 from controller.store.db import Database
 from controller.store.lockfile import acquire_controller_lock, sqlite_file
 from tests.conftest import ON_POSTGRES, SECRET
-from tests.processes import free_port, wait_until_healthy
-from tests.test_serve import DRIFTGATE
+from tests.processes import DRIFTGATE, free_port, wait_until_healthy
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="reads processes from /proc"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from cli.validate import _github, validate
+from cli.commands.validate import _github, validate
 from controller.gitops import FILES, Problem
 
 ROOT = Path(__file__).resolve().parents[2]

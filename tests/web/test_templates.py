@@ -14,9 +14,8 @@ from controller.store.db import Database
 from controller.store.models import AuditEntry, Template, Watch
 from controller.store.watch_rows import decrypted_headers
 from tests.conftest import OrgKey
+from tests.factories import FILES, Make, run
 from tests.gitrepos import RepoBuilder
-from tests.test_reconcile import FILES, Make, repo, run  # noqa: F401  (fixtures)
-from tests.test_reconcile import make_reconciler as make_reconciler  # noqa: F401
 
 TEMPLATE = {
     "name": "billing-openapi",

@@ -17,11 +17,12 @@ import re
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, NoReturn, cast
+from typing import Any, cast
 
 import click
 import httpx
 
+from cli.common import fail
 from controller import __version__
 
 WATCH_ID_LIMIT = 100  # the API's limit (controller.policy.WATCH_ID_LIMIT)
@@ -131,9 +132,9 @@ def preflight(
     try:
         answer = _ask(base, key, body, wait=0 if dry_run else wait, interval=interval)
     except PreflightError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except KeyboardInterrupt:
-        _fail("interrupted before an answer")  # exit 2, not click's 1 (which means blocked)
+        fail("interrupted before an answer")  # exit 2, not click's 1 (which means blocked)
     if output_format == "json":
         click.echo(json.dumps(answer, indent=2))
     else:
@@ -168,23 +169,23 @@ def _request_body(
 
 def _base_url(url: str | None) -> httpx.URL:
     if not url or not url.strip():
-        _fail("no server URL: set DRIFTGATE_URL (or pass --url)")
+        fail("no server URL: set DRIFTGATE_URL (or pass --url)")
     try:
         base = httpx.URL(url.strip())
     except httpx.InvalidURL as exc:
-        _fail(f"DRIFTGATE_URL is not a URL: {exc}")
+        fail(f"DRIFTGATE_URL is not a URL: {exc}")
     if base.scheme not in ("http", "https") or not base.host:
-        _fail("DRIFTGATE_URL must be an http:// or https:// URL")
+        fail("DRIFTGATE_URL must be an http:// or https:// URL")
     return base
 
 
 def _api_key(api_key: str | None) -> str:
     key = (api_key or "").strip()
     if not key:
-        _fail("no API key: set DRIFTGATE_API_KEY (or pass --api-key)")
+        fail("no API key: set DRIFTGATE_API_KEY (or pass --api-key)")
     if not _KEY.fullmatch(key):
         # Never echo it: a header with such a value would fail with the value in the message.
-        _fail("DRIFTGATE_API_KEY has spaces or unprintable characters")
+        fail("DRIFTGATE_API_KEY has spaces or unprintable characters")
     return key
 
 
@@ -305,8 +306,3 @@ def _row(row: dict[str, Any]) -> str:
     if row.get("agentActions"):
         text += f" -> {', '.join(row['agentActions'])}"
     return text
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"driftgate: error: {message}", err=True)
-    sys.exit(EXIT_ERROR)

@@ -1,0 +1,1 @@
+"""The `driftgate` commands, one module per group (`cli/main.py` lists them)."""

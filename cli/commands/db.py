@@ -1,0 +1,31 @@
+"""`driftgate db`: migrate the state store."""
+
+from __future__ import annotations
+
+import click
+
+from cli.common import Context
+from controller.store import migrate
+
+
+@click.group()
+def db() -> None:
+    """Manage the state store."""
+
+
+@db.command("upgrade")
+@click.option("--revision", default="head", show_default=True, help="Target migration revision.")
+@click.pass_obj
+def db_upgrade(obj: Context, revision: str) -> None:
+    """Apply database migrations (SQLite by default, Postgres via DRIFTGATE_DATABASE_URL)."""
+    now = migrate.upgrade(obj.database(), revision)
+    click.echo(f"database at revision {now}")
+
+
+@db.command("current")
+@click.pass_obj
+def db_current(obj: Context) -> None:
+    """Print the current and the latest migration revision."""
+    database = obj.database()
+    current = migrate.current_revision(database) or "none"
+    click.echo(f"current {current}, head {migrate.head_revision(database)}")

@@ -1,0 +1,104 @@
+"""`driftgate diff` and `compare`: offline diffs of two contracts or two JSON payloads, as a
+report in the chosen format, with an exit code for CI."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cli.common import options
+
+_TYPES = click.Choice(["auto", "openapi", "mcp", "json"])
+_THRESHOLDS = click.Choice(["breaking", "warning", "info", "never"])
+_FORMATS = click.Choice(["text", "json", "markdown", "github", "sarif", "junit"])
+
+
+_report_options = options(
+    click.option(
+        "--fail-on",
+        type=_THRESHOLDS,
+        default="breaking",
+        show_default=True,
+        help="Exit 1 when a change that is not ignored is at least this severe.",
+    ),
+    click.option("--format", "fmt", type=_FORMATS, default="text", show_default=True),
+    click.option(
+        "--rules",
+        type=click.Path(dir_okay=False),
+        help="Rules file: severity overrides and ignores (with reasons).",
+    ),
+    click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False, writable=True),
+        help="Write the report to a file instead of stdout.",
+    ),
+)
+
+
+def _emit(report: Any, fmt: str, fail_on: str, output: str | None) -> None:
+    from controller.services.diffing import render_report
+
+    text = render_report(report, fmt, fail_on)
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+    sys.exit(1 if report.reaches(fail_on) else 0)
+
+
+@click.command()
+@click.argument("base")
+@click.argument("revision")
+@click.option("--type", "contract_type", type=_TYPES, default="auto", show_default=True)
+@_report_options
+def diff(
+    base: str,
+    revision: str,
+    contract_type: str,
+    fail_on: str,
+    fmt: str,
+    rules: str | None,
+    output: str | None,
+) -> None:
+    """Diff two contracts (files or http(s) URLs): OpenAPI, MCP snapshots or JSON.
+
+    Exit 0 when nothing reaches --fail-on, 1 when something does, 2 when an input cannot be
+    read or parsed.
+    """
+    from controller.services.diffing import diff_contracts, load_rules
+
+    rules_file = load_rules(rules) if rules else None
+    report = diff_contracts(base, revision, contract_type=contract_type, rules=rules_file)  # type: ignore[arg-type]
+    _emit(report, fmt, fail_on, output)
+
+
+@click.command()
+@click.argument("base")
+@click.argument("revision")
+@click.option(
+    "--profile",
+    type=click.Choice(["cli", "hosted"]),
+    default="cli",
+    show_default=True,
+    help="cli: strict, a removed field is breaking; hosted: a removed optional field is a warning.",
+)
+@_report_options
+def compare(
+    base: str,
+    revision: str,
+    profile: str,
+    fail_on: str,
+    fmt: str,
+    rules: str | None,
+    output: str | None,
+) -> None:
+    """Compare two JSON payloads by their inferred schemas (the offline `compare_json`)."""
+    from controller.services.diffing import compare_payloads, load_rules
+
+    rules_file = load_rules(rules) if rules else None
+    report = compare_payloads(base, revision, profile=profile, rules=rules_file)  # type: ignore[arg-type]
+    _emit(report, fmt, fail_on, output)

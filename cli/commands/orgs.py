@@ -1,0 +1,104 @@
+"""`driftgate orgs`: organizations, their plans, overlay products and webhook secret."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import click
+
+from cli.common import CLI_ACTOR, Context
+from controller.services.orgs import PLANS, PRODUCTS
+
+
+@click.group()
+def orgs() -> None:
+    """Administer organizations (plans and overlay products)."""
+
+
+@orgs.command("create")
+@click.argument("name")
+@click.option(
+    "--plan",
+    type=click.Choice(PLANS),
+    default="free",
+    show_default=True,
+)
+@click.pass_obj
+def orgs_create(obj: Context, name: str, plan: str) -> None:
+    """Create an org."""
+    from controller.services import orgs as service
+
+    with obj.transaction() as session:
+        org = service.create_org(session, name, plan, actor=CLI_ACTOR)
+        click.echo(f"created org {org.name} ({org.id}) on plan {org.plan}")
+
+
+@orgs.command("list")
+@click.pass_obj
+def orgs_list(obj: Context) -> None:
+    """List orgs with their plans and products."""
+    from controller.services import orgs as service
+
+    with obj.transaction() as session:
+        for org in service.list_orgs(session):
+            products = ",".join(org.products) or "-"
+            click.echo(f"{org.name}\t{org.plan}\t{products}\t{org.id}")
+
+
+@orgs.command("set-plan")
+@click.argument("name")
+@click.argument("plan", type=click.Choice(PLANS))
+@click.pass_obj
+def orgs_set_plan(obj: Context, name: str, plan: str) -> None:
+    """Change an org's plan (moving to free switches overlay products off)."""
+    from controller.services import orgs as service
+
+    with obj.transaction() as session:
+        org = service.set_plan(session, service.get_org(session, name), plan, actor=CLI_ACTOR)
+        click.echo(f"org {org.name} is on plan {org.plan}")
+
+
+def _product_command(enabled: bool) -> Callable[..., None]:
+    @click.argument("name")
+    @click.argument("product", type=click.Choice(PRODUCTS))
+    @click.pass_obj
+    def command(obj: Context, name: str, product: str) -> None:
+        from controller.services import orgs as service
+
+        with obj.transaction() as session:
+            org = service.set_product(
+                session, service.get_org(session, name), product, enabled, actor=CLI_ACTOR
+            )
+            click.echo(f"org {org.name} products: {', '.join(org.products) or 'none'}")
+
+    return command
+
+
+orgs.command("enable-product", help="Enable an overlay product for an org (paid plans only).")(
+    _product_command(True)
+)
+orgs.command("disable-product", help="Disable an overlay product for an org.")(
+    _product_command(False)
+)
+
+
+@orgs.command("webhook-secret")
+@click.argument("name")
+@click.option(
+    "--rotate", is_flag=True, help="Replace the secret; receivers must switch to the new one."
+)
+@click.pass_obj
+def orgs_webhook_secret(obj: Context, name: str, rotate: bool) -> None:
+    """Print the org's webhook signing secret (whsec_...), creating or rotating it."""
+    from controller.crypto import load_secret_box
+    from controller.services import notifications
+    from controller.services import orgs as org_service
+
+    box = load_secret_box(obj.settings())
+    with obj.transaction() as session:
+        org = org_service.get_org(session, name)
+        if rotate:
+            secret = notifications.rotate_signing_secret(session, org.id, box, actor=CLI_ACTOR)
+        else:
+            secret = notifications.signing_secret(session, org.id, box)
+    click.echo(secret)

@@ -1,0 +1,135 @@
+"""`driftgate serve`, `up` and `controller`: the processes of the service (their plumbing is
+`cli/server.py` and `cli/supervision.py`)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import click
+
+from cli.common import Context, options
+from controller import __version__
+from controller.errors import ConfigError
+from controller.settings import process_environment
+from controller.store import migrate
+from controller.store.db import Database
+
+_server_options = options(
+    click.option("--host", help="Address to bind (default 127.0.0.1; 0.0.0.0 in Docker)."),
+    click.option("--port", type=int, help="Port to bind (default 8080)."),
+    click.option("--workers", type=int, help="gunicorn worker processes (default 2)."),
+    click.option("--threads", type=int, help="Threads per worker (default 8)."),
+)
+
+
+@click.command()
+@_server_options
+@click.pass_obj
+def serve(
+    obj: Context, host: str | None, port: int | None, workers: int | None, threads: int | None
+) -> None:
+    """Serve the HTTP API with gunicorn (gthread workers)."""
+    settings = obj.settings(host=host, port=port, workers=workers, threads=threads)
+    from cli.server import run_gunicorn
+
+    run_gunicorn(settings)
+
+
+@click.command()
+@_server_options
+@click.option("--no-controller", is_flag=True, help="Serve the API only (no checks run).")
+@click.pass_obj
+def up(
+    obj: Context,
+    host: str | None,
+    port: int | None,
+    workers: int | None,
+    threads: int | None,
+    no_controller: bool,
+) -> None:
+    """Run everything on one machine: migrate the store, start the controller, serve the API."""
+    settings = obj.settings(host=host, port=port, workers=workers, threads=threads)
+    from controller.crypto import load_secret_box
+
+    load_secret_box(settings, create=True)
+    if not no_controller:
+        from controller.scheduler import ensure_controller_can_start
+
+        # Refuse the whole start, not only its controller: `up` without one is half a server.
+        ensure_controller_can_start(settings.effective_database_url)
+    revision = migrate.upgrade(obj.database(), "head")
+    click.echo(
+        f"driftgate {__version__}: database at revision {revision}; "
+        f"serving on http://{settings.host}:{settings.port}",
+        err=True,
+    )
+    from cli.server import run_gunicorn, start_controller_process
+
+    child = None if no_controller else start_controller_process(obj.config)
+    try:
+        run_gunicorn(settings)
+    finally:
+        if child is not None:
+            child.terminate()
+            child.wait(timeout=60)
+
+
+@click.command()
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 64),
+    default=8,
+    show_default=True,
+    help="Checks run at once.",
+)
+@click.option("--tick", type=float, default=5.0, show_default=True, help="Seconds between rounds.")
+@click.option(
+    "--lease",
+    type=float,
+    default=120.0,
+    show_default=True,
+    help="Seconds a claimed check is reserved; a crashed worker's checks are retried after it.",
+)
+# `driftgate up` passes its pid: the controller it starts dies with it (cli/supervision.py).
+@click.option("--parent", type=int, hidden=True)
+@click.pass_obj
+def controller(
+    obj: Context, concurrency: int, tick: float, lease: float, parent: int | None
+) -> None:
+    """Run the controller: schedule and run checks, deliver events (no HTTP serving)."""
+    import signal
+    import threading
+
+    if parent is not None:
+        from cli.supervision import die_with_parent
+
+        die_with_parent(parent)
+    from controller.crypto import load_secret_box
+    from controller.logs import configure_logging
+    from controller.scheduler import Controller
+
+    settings = obj.settings()
+    configure_logging(settings)
+    # Every worker, the lease thread and the ticker may hold a connection at once.
+    database = Database(settings.effective_database_url, pool_size=concurrency + 4)
+    current, head = migrate.current_revision(database), migrate.head_revision(database)
+    if current != head:
+        raise ConfigError(
+            f"the database schema is at {current or 'none'}; run `driftgate db upgrade`"
+        )
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    runner = Controller(
+        settings,
+        database,
+        load_secret_box(settings, create=True),
+        concurrency=concurrency,
+        tick_seconds=tick,
+        lease=timedelta(seconds=lease),
+        env=process_environment(),
+    )
+    runner.start()
+    stop.wait()
+    runner.stop()
+    database.dispose()

@@ -1,0 +1,79 @@
+"""What every `driftgate` command shares: the context (settings and store, built lazily),
+the one way to fail (a line on stderr, exit code 2), the actor name for audit entries."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+from sqlalchemy.orm import Session
+
+from controller.errors import ConfigError
+from controller.settings import Settings, load_settings
+from controller.store import migrate
+from controller.store.db import Database
+
+F = TypeVar("F", bound=Callable[..., Any])
+CLI_ACTOR = "cli"
+
+
+class Context:
+    """What every command gets through `ctx.obj`: settings, built lazily once."""
+
+    def __init__(self, config: Path | None) -> None:
+        self.config = config
+        self._settings: Settings | None = None
+        self._database: Database | None = None
+
+    def settings(self, **overrides: Any) -> Settings:
+        if self._settings is None or overrides:
+            self._settings = load_settings(config_file=self.config, **overrides)
+        return self._settings
+
+    def database(self) -> Database:
+        if self._database is None:
+            self._database = Database(self.settings().effective_database_url)
+        return self._database
+
+    def ensure_current_schema(self) -> None:
+        """Refuse to work on a store whose schema is not this release's."""
+        database = self.database()
+        current, head = migrate.current_revision(database), migrate.head_revision(database)
+        if current != head:
+            raise ConfigError(
+                f"the database schema is at revision {current or 'none'}, "
+                f"this release needs {head}; "
+                "run `driftgate db upgrade` first"
+            )
+
+    @contextmanager
+    def transaction(self) -> Iterator[Session]:
+        """A transaction on a store whose schema is current (else a clear error)."""
+        self.ensure_current_schema()
+        with self.database().transaction() as session:
+            yield session
+
+    def close(self) -> None:
+        if self._database is not None:
+            self._database.dispose()
+
+
+def fail(message: str) -> NoReturn:
+    """One line on stderr and exit code 2: a usage, input or environment error."""
+    click.echo(f"driftgate: error: {message}", err=True)
+    sys.exit(2)
+
+
+def options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    """Several click options as one decorator, in the order given."""
+
+    def apply(func: F) -> F:
+        for decorator in reversed(decorators):
+            func = decorator(func)
+        return func
+
+    return apply
