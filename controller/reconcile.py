@@ -30,7 +30,7 @@ import os
 import re
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -43,6 +43,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, defer
 
 import controller
+from controller import conditions as cond
 from controller.collector import collector_paused
 from controller.configschema import gitops_schema
 from controller.crypto import SecretBox
@@ -176,6 +177,13 @@ class Reconciler:
     def reconcile(
         self, spec: SourceSpec, *, force: bool = False, dry_run: bool = False
     ) -> RunResult:
+        """Reconcile one source, in ordered steps: 1. fetch the branch and read the
+        `.driftgate/` directory of its revision (`_reconcile`); 2. load: parse, check and
+        compute the desired state (`_load`, `desired_state`); 3. plan the creates, updates and
+        prunes against the store (`plan`); 4. apply them kind by kind (`apply`, driven by the
+        `APPLY` table); 5. record the status: the run, the conditions, the problems
+        (`_record_run`). A step that fails ends the run with its result; nothing half-applied
+        stays (apply runs in one transaction)."""
         started = time.perf_counter()
         result = self._reconcile(spec, force=force, dry_run=dry_run)
         result.duration_ms = int((time.perf_counter() - started) * 1000)
@@ -208,7 +216,7 @@ class Reconciler:
             source = session.get(Source, spec.name, options=[_WITHOUT_INVENTORY])
             assert source is not None
             applied, attempted = source.last_applied_revision, source.last_attempted_revision
-            stalled = _condition(source.conditions, "Stalled")
+            stalled = _condition(source.conditions, cond.STALLED)
         if revision == applied and not force:
             if not dry_run:
                 self._retry_bindings(spec.name, org_id)
@@ -221,7 +229,7 @@ class Reconciler:
         if (
             revision == attempted
             and stalled
-            and stalled.get("status") == "True"
+            and stalled.get("status") == cond.TRUE
             and stalled_on == _spec_digest(spec)
             and not force
         ):
@@ -252,8 +260,34 @@ class Reconciler:
         *,
         dry_run: bool,
     ) -> RunResult:
+        """Steps 2 to 4 on a fetched revision: load, then plan and apply."""
+        loaded = self._load(spec, org_id, revision, files, checked_files)
+        if isinstance(loaded, RunResult):
+            return loaded
+        bundle, desired, cache_key = loaded
+        return self._plan_and_apply(
+            spec, org_id, revision, files, bundle, desired, cache_key, dry_run=dry_run
+        )
+
+    def _load(
+        self,
+        spec: SourceSpec,
+        org_id: str,
+        revision: str,
+        files: Mapping[str, bytes],
+        checked_files: Any,
+    ) -> tuple[Bundle, Desired, str] | RunResult:
+        """Step 2, load: parse and check the files (reusing the checked data of unchanged
+        ones) and compute the desired state; a revision with problems stops here, stalled."""
         with self.database.session() as session:
             api_templates = _api_templates(session, org_id)
+            known_watches = {
+                value
+                for row in session.execute(
+                    select(Watch.name, Watch.id).where(Watch.org_id == org_id)
+                )
+                for value in row
+            }
         known_templates = set(api_templates) | set(SYSTEM_TEMPLATES)
         cache_key = self._load_cache_key(spec)
         checked, earlier = self._checked_files(checked_files, cache_key, files)
@@ -261,6 +295,7 @@ class Reconciler:
             files,
             directory=spec.path,
             known_templates=known_templates,
+            known_watches=known_watches,
             checked=checked,
             earlier=earlier,
         )
@@ -269,7 +304,12 @@ class Reconciler:
         )
         if bundle.checked and (bundle.problems or problems):
             # Only a full parse knows where things are: load again to place the problems.
-            bundle = load_bundle(files, directory=spec.path, known_templates=known_templates)
+            bundle = load_bundle(
+                files,
+                directory=spec.path,
+                known_templates=known_templates,
+                known_watches=known_watches,
+            )
             if not bundle.problems:
                 desired, problems = self.desired_state(bundle, spec, api_templates)
         if bundle.problems:
@@ -287,6 +327,22 @@ class Reconciler:
             return RunResult(
                 spec.name, "stalled", revision, problems=problems, message="invalid revision"
             )
+        return bundle, desired, cache_key
+
+    def _plan_and_apply(
+        self,
+        spec: SourceSpec,
+        org_id: str,
+        revision: str,
+        files: Mapping[str, bytes],
+        bundle: Bundle,
+        desired: Desired,
+        cache_key: str,
+        *,
+        dry_run: bool,
+    ) -> RunResult:
+        """Steps 3 and 4 in one transaction: plan against the store (refusing conflicts and an
+        accidental prune of everything), then apply the plan and mark the revision applied."""
         try:
             with self.database.transaction() as session:
                 plan, conflicts = self.plan(session, spec.name, org_id, desired)
@@ -568,12 +624,8 @@ class Reconciler:
     ) -> tuple[Plan, list[Problem]]:
         plan = Plan()
         conflicts: list[Problem] = []
-        for kind, model, key_column in (
-            ("templates", Template, Template.name),
-            ("watchSets", WatchSet, WatchSet.name),
-            ("watches", Watch, Watch.name),
-            ("agents", Agent, Agent.key),
-        ):
+        for applied in APPLY:
+            kind, model, key_column = applied.name, applied.model, applied.key
             wanted = desired.of(kind)
             rows = session.execute(
                 select(key_column, model.id, model.managed_source, model.managed_digest).where(
@@ -632,126 +684,76 @@ class Reconciler:
         desired: Desired,
         plan: Plan,
     ) -> None:
-        managed = {"managed_source": spec.name, "managed_revision": revision}
-        # Templates.
-        for name in plan.prune["templates"]:
-            session.delete(session.get_one(Template, plan.current["templates"][name][0]))
-        for name in plan.create["templates"] + plan.update["templates"]:
-            values = desired.templates[name]
-            template = (
-                session.get_one(Template, plan.current["templates"][name][0])
-                if name in plan.current["templates"]
-                else Template(org_id=org_id, name=name)
-            )
-            template.watch_type = values["watch_type"]
-            template.url_pattern = values["url_pattern"]
-            template.policy_preset = values["policy_preset"]
-            template.tags = values["tags"]
-            template.headers_ciphertext = (
-                self.box.encrypt_json(values["headers"]) if values["headers"] else None
-            )
-            template.header_names = sorted(values["headers"])
-            _mark(template, values, managed)
-            session.add(template)
-        # Watch sets (before watches, which point at them).
-        set_ids: dict[str, str] = {}
-        for name in plan.create["watchSets"] + plan.update["watchSets"]:
-            values = desired.watch_sets[name]
-            watch_set = (
-                session.get_one(WatchSet, plan.current["watchSets"][name][0])
-                if name in plan.current["watchSets"]
-                else WatchSet(org_id=org_id, name=name)
-            )
-            watch_set.environment = values["environment"]
-            watch_set.description = values["description"]
-            _mark(watch_set, values, managed)
-            session.add(watch_set)
-        session.flush()
-        if desired.watch_sets:
-            set_ids = dict(
-                session.execute(
-                    select(WatchSet.name, WatchSet.id).where(
-                        WatchSet.org_id == org_id, WatchSet.name.in_(list(desired.watch_sets))
-                    )
-                ).all()
-            )
-        # Watches.
-        for name in plan.prune["watches"]:
-            session.delete(session.get_one(Watch, plan.current["watches"][name][0]))
-        for name in plan.create["watches"] + plan.update["watches"]:
-            values = desired.watches[name]
-            existing = name in plan.current["watches"]
-            watch = (
-                session.get_one(Watch, plan.current["watches"][name][0])
-                if existing
-                else Watch(
-                    org_id=org_id,
-                    name=name,
-                    drift_status=INITIAL_DRIFT_STATUS.value,
-                    open_breaking=0,
-                    open_warning=0,
-                    open_info=0,
-                    header_names=[],
-                )
-            )
-            if existing and watch.url != values["url"]:
-                # A different contract: the next check compares against a fresh baseline.
-                watch.etag = None
-                watch.last_modified = None
-                watch.source_hash = None
-            watch.watch_type = values["watch_type"]
-            watch.url = values["url"]
-            watch.interval_minutes = values["interval_minutes"] or DEFAULT_INTERVAL_MINUTES
-            watch.watch_set_id = set_ids.get(values["watch_set"]) if values["watch_set"] else None
-            set_headers(watch, values["headers"], self.box)
-            set_tags(watch, values["tags"])
-            _mark(watch, values, managed)
-            session.add(watch)
-        for name in plan.prune["watchSets"]:
-            session.delete(session.get_one(WatchSet, plan.current["watchSets"][name][0]))
-        session.flush()
-        # Agents and their bindings.
-        for key in plan.prune["agents"]:
-            session.delete(session.get_one(Agent, plan.current["agents"][key][0]))
-        changed_agents = plan.create["agents"] + plan.update["agents"]
-        if changed_agents:
-            lookup = _watch_lookup(
-                session,
-                org_id,
-                [ref for key in changed_agents for ref in desired.agents[key]["refs"]],
-            )
-            for key in changed_agents:
-                values = desired.agents[key]
-                agent = (
-                    session.get_one(Agent, plan.current["agents"][key][0])
-                    if key in plan.current["agents"]
-                    else Agent(org_id=org_id, key=key)
-                )
-                agent.slug = values["slug"]
-                agent.name = values["name"]
-                agent.environment = values["environment"]
-                agent.policy = values["policy"]
-                agent.policy_rules = values["policy_rules"]
-                agent.runtime_webhook = values["runtime_webhook"]
-                agent.repo_ref = values["repo_ref"]
-                agent.approvals = values["approvals"]
-                agent.bindings = [
-                    AgentWatch(position=position, ref=ref, watch_id=lookup.get(ref))
-                    for position, ref in enumerate(values["refs"])
-                ]
-                _mark(agent, values, managed)
-                session.add(agent)
+        """Write `plan` kind by kind, in `APPLY` order: each kind's prunes (deferred until the
+        kinds that point at it are written, for watch sets), its creates and updates through
+        its `write`, and a flush where a later kind needs the ids."""
+        applying = _Applying(self, session, org_id, desired, plan, spec.name, revision)
+        for kind in APPLY:
+            if kind.prepare is not None:
+                kind.prepare(applying)
+            if kind.prune_after is None:
+                applying.prune(kind)
+            for key in plan.create[kind.name] + plan.update[kind.name]:
+                applying.write(kind, key)
+            for later in APPLY:
+                if later.prune_after == kind.name:
+                    applying.prune(later)
+            if kind.flush_after:
+                session.flush()
         # Unchanged objects record the revision they were last confirmed at.
-        for model in (Template, WatchSet, Watch, Agent):
+        for kind in APPLY:
             session.execute(
-                update(model)
-                .where(model.org_id == org_id, model.managed_source == spec.name)
+                update(kind.model)
+                .where(kind.model.org_id == org_id, kind.model.managed_source == spec.name)
                 .values(managed_revision=revision)
                 .execution_options(synchronize_session=False)
             )
         session.flush()
         # Agents whose bindings pointed at something this revision created or removed.
         self._rebind(session, spec.name, org_id)
+
+    def _write_template(self, applying: _Applying, template: Template, values: Values) -> None:
+        template.watch_type = values["watch_type"]
+        template.url_pattern = values["url_pattern"]
+        template.policy_preset = values["policy_preset"]
+        template.tags = values["tags"]
+        template.headers_ciphertext = (
+            self.box.encrypt_json(values["headers"]) if values["headers"] else None
+        )
+        template.header_names = sorted(values["headers"])
+
+    def _write_watch_set(self, applying: _Applying, watch_set: WatchSet, values: Values) -> None:
+        watch_set.environment = values["environment"]
+        watch_set.description = values["description"]
+
+    def _write_watch(self, applying: _Applying, watch: Watch, values: Values) -> None:
+        existing = watch.name in applying.plan.current["watches"]
+        if existing and watch.url != values["url"]:
+            # A different contract: the next check compares against a fresh baseline.
+            watch.etag = None
+            watch.last_modified = None
+            watch.source_hash = None
+        watch.watch_type = values["watch_type"]
+        watch.url = values["url"]
+        watch.interval_minutes = values["interval_minutes"] or DEFAULT_INTERVAL_MINUTES
+        set_name = values["watch_set"]
+        watch.watch_set_id = applying.set_ids.get(set_name) if set_name else None
+        set_headers(watch, values["headers"], self.box)
+        set_tags(watch, values["tags"])
+
+    def _write_agent(self, applying: _Applying, agent: Agent, values: Values) -> None:
+        agent.slug = values["slug"]
+        agent.name = values["name"]
+        agent.environment = values["environment"]
+        agent.policy = values["policy"]
+        agent.policy_rules = values["policy_rules"]
+        agent.runtime_webhook = values["runtime_webhook"]
+        agent.repo_ref = values["repo_ref"]
+        agent.approvals = values["approvals"]
+        agent.bindings = [
+            AgentWatch(position=position, ref=ref, watch_id=applying.lookup.get(ref))
+            for position, ref in enumerate(values["refs"])
+        ]
 
     def _rebind(self, session: Session, source: str, org_id: str) -> int:
         """Resolve this source's bindings again when some point at nothing; returns how many
@@ -852,13 +854,15 @@ class Reconciler:
                     source.last_attempted_revision = result.revision
                 conditions = _set_condition(
                     conditions,
-                    "Ready",
-                    "True",
-                    "Succeeded",
+                    cond.READY,
+                    cond.TRUE,
+                    cond.SUCCEEDED,
                     f"applied revision {result.revision}",
                     now,
                 )
-                conditions = _set_condition(conditions, "Stalled", "False", "Succeeded", "", now)
+                conditions = _set_condition(
+                    conditions, cond.STALLED, cond.FALSE, cond.SUCCEEDED, "", now
+                )
             elif result.result == "stalled":
                 source.last_attempted_revision = result.revision
                 source.inventory = {
@@ -871,27 +875,164 @@ class Reconciler:
                 more = f" (+{len(result.problems) - 1} more)" if len(result.problems) > 1 else ""
                 message = f"revision {result.revision}: {first}{more}"
                 conditions = _set_condition(
-                    conditions, "Ready", "False", "ValidationFailed", message, now
+                    conditions, cond.READY, cond.FALSE, cond.VALIDATION_FAILED, message, now
                 )
                 conditions = _set_condition(
-                    conditions, "Stalled", "True", "ValidationFailed", message, now
+                    conditions, cond.STALLED, cond.TRUE, cond.VALIDATION_FAILED, message, now
                 )
             elif result.result == "failed":
                 conditions = _set_condition(
-                    conditions, "Ready", "False", "ReconciliationFailed", result.message, now
+                    conditions,
+                    cond.READY,
+                    cond.FALSE,
+                    cond.RECONCILIATION_FAILED,
+                    result.message,
+                    now,
                 )
             elif result.result == "suspended":
                 conditions = _set_condition(
                     conditions,
-                    "Ready",
-                    _status_of(conditions, "Ready"),
-                    "Suspended",
+                    cond.READY,
+                    _status_of(conditions, cond.READY),
+                    cond.SUSPENDED,
                     "reconciliation is suspended; the applied state keeps serving",
                     now,
                 )
-            conditions = _set_condition(conditions, "Reconciling", "False", "Idle", "", now)
+            conditions = _set_condition(
+                conditions, cond.RECONCILING, cond.FALSE, cond.IDLE, "", now
+            )
             source.conditions = conditions
             source.next_reconcile_at = None
+
+
+Values = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ApplyKind:
+    """How one `.driftgate/` kind reaches the store: its plan key, its row model and natural key
+    column, how a new row starts, how the desired values are written onto a row
+    (`Reconciler._write_*`), what must be read before its rows are written (`prepare`), and
+    ordering: `prune_after` defers its prunes until that kind is written (rows of it point
+    here), `flush_after` flushes so later kinds see its ids. A new kind (profiles,
+    dashboards) is one entry in `APPLY` and its write method."""
+
+    name: str
+    model: Any
+    key: Any
+    new: Callable[[str, str], Any]
+    write: Callable[[Reconciler, _Applying, Any, Values], None]
+    prepare: Callable[[_Applying], None] | None = None
+    prune_after: str | None = None
+    flush_after: bool = False
+
+
+@dataclass
+class _Applying:
+    """One apply in progress: what the kinds' writes share."""
+
+    reconciler: Reconciler
+    session: Session
+    org_id: str
+    desired: Desired
+    plan: Plan
+    source: str
+    revision: str
+    set_ids: dict[str, str] = field(default_factory=dict)  # watch set name -> id
+    lookup: dict[str, str] = field(default_factory=dict)  # agent watch reference -> watch id
+
+    def prune(self, kind: ApplyKind) -> None:
+        for key in self.plan.prune[kind.name]:
+            self.session.delete(
+                self.session.get_one(kind.model, self.plan.current[kind.name][key][0])
+            )
+
+    def write(self, kind: ApplyKind, key: str) -> None:
+        values = self.desired.of(kind.name)[key]
+        current = self.plan.current[kind.name]
+        row = (
+            self.session.get_one(kind.model, current[key][0])
+            if key in current
+            else kind.new(self.org_id, key)
+        )
+        kind.write(self.reconciler, self, row, values)
+        row.managed_source = self.source
+        row.managed_revision = self.revision
+        row.managed_path = values["path"]
+        row.managed_digest = values["digest"]
+        self.session.add(row)
+
+
+def _read_set_ids(applying: _Applying) -> None:
+    """The ids of the revision's watch sets (flushed before), for the watches that join them."""
+    names = list(applying.desired.watch_sets)
+    if names:
+        rows = applying.session.execute(
+            select(WatchSet.name, WatchSet.id).where(
+                WatchSet.org_id == applying.org_id, WatchSet.name.in_(names)
+            )
+        )
+        applying.set_ids = dict(rows.all())
+
+
+def _read_lookup(applying: _Applying) -> None:
+    """The watch each reference of the changed agents resolves to."""
+    plan, desired = applying.plan, applying.desired
+    changed = plan.create["agents"] + plan.update["agents"]
+    if changed:
+        refs = [ref for key in changed for ref in desired.agents[key]["refs"]]
+        applying.lookup = _watch_lookup(applying.session, applying.org_id, refs)
+
+
+def _new_watch(org_id: str, name: str) -> Watch:
+    return Watch(
+        org_id=org_id,
+        name=name,
+        drift_status=INITIAL_DRIFT_STATUS.value,
+        open_breaking=0,
+        open_warning=0,
+        open_info=0,
+        header_names=[],
+    )
+
+
+# The kinds in the order they are applied (a kind's rows may point at earlier kinds' rows).
+APPLY: tuple[ApplyKind, ...] = (
+    ApplyKind(
+        "templates",
+        Template,
+        Template.name,
+        lambda org_id, name: Template(org_id=org_id, name=name),
+        Reconciler._write_template,
+    ),
+    ApplyKind(
+        "watchSets",
+        WatchSet,
+        WatchSet.name,
+        lambda org_id, name: WatchSet(org_id=org_id, name=name),
+        Reconciler._write_watch_set,
+        prune_after="watches",
+        flush_after=True,
+    ),
+    ApplyKind(
+        "watches",
+        Watch,
+        Watch.name,
+        _new_watch,
+        Reconciler._write_watch,
+        prepare=_read_set_ids,
+        flush_after=True,
+    ),
+    ApplyKind(
+        "agents",
+        Agent,
+        Agent.key,
+        lambda org_id, key: Agent(org_id=org_id, key=key),
+        Reconciler._write_agent,
+        prepare=_read_lookup,
+    ),
+)
+assert tuple(kind.name for kind in APPLY) == KINDS
 
 
 class _Refused(Exception):
@@ -912,13 +1053,6 @@ def _remote(spec: SourceSpec) -> GitRemote:
         token_env=spec.token_env,
         ssh_key_file=spec.ssh_key_file,
     )
-
-
-def _mark(row: Any, values: Mapping[str, Any], managed: Mapping[str, Any]) -> None:
-    row.managed_source = managed["managed_source"]
-    row.managed_revision = managed["managed_revision"]
-    row.managed_path = values["path"]
-    row.managed_digest = values["digest"]
 
 
 def _singular(kind: str) -> str:
@@ -988,12 +1122,19 @@ def binding_conditions(bindings: list[AgentWatch]) -> list[dict[str, Any]]:
     at nothing (never resolved, or its watch was deleted) fails the agent's preflight closed."""
     missing = [b.ref for b in bindings if b.watch_id is None]
     if not missing:
-        return [{"type": "WatchesResolved", "status": "True", "reason": "Resolved", "message": ""}]
+        return [
+            {
+                "type": cond.WATCHES_RESOLVED,
+                "status": cond.TRUE,
+                "reason": cond.RESOLVED,
+                "message": "",
+            }
+        ]
     return [
         {
-            "type": "WatchesResolved",
-            "status": "False",
-            "reason": "WatchNotFound",
+            "type": cond.WATCHES_RESOLVED,
+            "status": cond.FALSE,
+            "reason": cond.WATCH_NOT_FOUND,
             "message": "no watch matches: " + ", ".join(missing) + "; preflight blocks this agent",
             "refs": missing,
         }
@@ -1032,7 +1173,7 @@ def _set_condition(
         "lastTransitionTime": transition,
     }
     others = [c for c in conditions if c.get("type") != kind]
-    order = {"Ready": 0, "Reconciling": 1, "Stalled": 2}
+    order = cond.ORDER
     return sorted([*others, updated], key=lambda c: order.get(str(c.get("type")), 9))
 
 

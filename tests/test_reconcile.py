@@ -710,3 +710,41 @@ def test_checked_files_are_reused_only_with_the_same_secret_source_and_data(
     change_agents("staging-strict")
     assert run(other, other_settings).result == "applied"
     assert parsed == everything
+
+
+def test_a_reference_one_typo_from_an_org_watch_stalls_with_a_suggestion(
+    repo: RepoBuilder, make_reconciler: Make, acme: OrgKey, database: Database
+) -> None:
+    """Reconcile knows the org's watches (created through the API too): a reference one typo
+    away from one is a problem at its line; the exact name is a valid reference."""
+    with database.transaction() as session:
+        session.add(
+            Watch(
+                org_id=acme.org_id,
+                name="payments-ledger",
+                watch_type="openapi",
+                url="http://127.0.0.1:9/ledger.json",
+                interval_minutes=15,
+                drift_status="never_run",
+                open_breaking=0,
+                open_warning=0,
+                open_info=0,
+                header_names=[],
+            )
+        )
+    typo = AGENTS.replace("      - github-mcp\n", "      - github-mcp\n      - payments-ledgr\n", 1)
+    repo.commit({**FILES, ".driftgate/agents.yaml": typo})
+    reconciler, settings = make_reconciler({"name": "fleet", "org": "acme", "url": repo.url})
+    result = run(reconciler, settings)
+    assert result.result == "stalled"
+    (problem,) = result.problems
+    assert problem.file == ".driftgate/agents.yaml" and problem.line == 13
+    assert problem.message == (
+        "unknown watch 'payments-ledgr': no watch of that name in these files or the org; "
+        "did you mean 'payments-ledger'?"
+    )
+    exact = AGENTS.replace(
+        "      - github-mcp\n", "      - github-mcp\n      - payments-ledger\n", 1
+    )
+    repo.commit({".driftgate/agents.yaml": exact})
+    assert run(reconciler, settings).result == "applied"

@@ -19,6 +19,7 @@ from sqlalchemy import delete, func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from controller import conditions as cond
 from controller.crypto import SecretBox
 from controller.errors import NotFound, Unauthorized
 from controller.jobs import request_reconcile
@@ -243,6 +244,6 @@ def readiness(session: Session, spec: SourceSpec) -> tuple[str, str | None]:
     """A source's state in one word (`suspended`, its `Ready` condition's reason, or
     `NotReconciled`) and its last applied revision (`driftgate sources list`)."""
     row = session.get(Source, spec.name)
-    ready = next((c for c in (row.conditions if row else []) if c.get("type") == "Ready"), None)
-    state = "suspended" if spec.suspend else (ready or {}).get("reason", "NotReconciled")
+    ready = next((c for c in (row.conditions if row else []) if c.get("type") == cond.READY), None)
+    state = "suspended" if spec.suspend else (ready or {}).get("reason", cond.NOT_RECONCILED)
     return str(state), row.last_applied_revision if row else None
