@@ -246,28 +246,13 @@ class Reconciler:
         except GitError as exc:
             return RunResult(spec.name, "failed", revision, message=f"read failed: {exc.message}")
         with collector_paused():
-            return self._validate_and_apply(
-                spec, org_id, revision, files, inventory.get("files"), dry_run=dry_run
+            loaded = self._load(spec, org_id, revision, files, inventory.get("files"))
+            if isinstance(loaded, RunResult):
+                return loaded
+            bundle, desired, cache_key = loaded
+            return self._plan_and_apply(
+                spec, org_id, revision, files, bundle, desired, cache_key, dry_run=dry_run
             )
-
-    def _validate_and_apply(
-        self,
-        spec: SourceSpec,
-        org_id: str,
-        revision: str,
-        files: Mapping[str, bytes],
-        checked_files: Any,
-        *,
-        dry_run: bool,
-    ) -> RunResult:
-        """Steps 2 to 4 on a fetched revision: load, then plan and apply."""
-        loaded = self._load(spec, org_id, revision, files, checked_files)
-        if isinstance(loaded, RunResult):
-            return loaded
-        bundle, desired, cache_key = loaded
-        return self._plan_and_apply(
-            spec, org_id, revision, files, bundle, desired, cache_key, dry_run=dry_run
-        )
 
     def _load(
         self,

@@ -8,6 +8,7 @@ preflight closed.
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -295,6 +296,10 @@ def agent_status(session: Session, org_id: str, id_or_slug: str) -> AgentStatus:
             reasons=decision.agent_reasons,
         ),
     )
+
+
+# A change of an agent's runtime state asked for by a caller (kill, unblock).
+RuntimeChange = Callable[[Session, Principal, str, str | None, SecretBox, datetime], Agent]
 
 
 def kill_agent(

@@ -6,7 +6,8 @@ URLs through `controller.sources.http`); parsing and diffing are the pure engine
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -95,11 +96,7 @@ def diff_contracts(
     reader: Reader | None = None,
 ) -> DiffReport:
     """Read, parse and diff two contracts; raise `InputError` when an input is unusable."""
-    own_reader = reader is None
-    reader = reader or Reader()
-    try:
-        base_doc = _parse(reader.read(base), base, contract_type)
-        rev_doc = _parse(reader.read(revision), revision, contract_type)
+    with _inputs(reader, base, revision, contract_type) as (base_doc, rev_doc, reader):
         resolved = contract_type
         if resolved == "auto":
             resolved = detect_type(base_doc)  # type: ignore[assignment]
@@ -113,11 +110,6 @@ def diff_contracts(
         if rules is not None:
             changes = apply_rules_file(changes, rules)
         return DiffReport(base, revision, str(resolved), changes)
-    except ContractParseError as exc:
-        raise InputError(str(exc)) from None
-    finally:
-        if own_reader:
-            reader.close()
 
 
 def compare_payloads(
@@ -129,20 +121,32 @@ def compare_payloads(
     reader: Reader | None = None,
 ) -> DiffReport:
     """The offline `compare_json`: infer schemas from two JSON payloads and diff them."""
-    own_reader = reader is None
-    reader = reader or Reader()
-    try:
-        base_doc = _parse(reader.read(base), base, "json")
-        rev_doc = _parse(reader.read(revision), revision, "json")
+    with _inputs(reader, base, revision, "json") as (base_doc, rev_doc, _):
         changes = diff_json_samples(base_doc, rev_doc, profile=profile)
         if rules is not None:
             changes = apply_rules_file(changes, rules)
         return DiffReport(base, revision, "json", changes, profile=profile)
+
+
+@contextmanager
+def _inputs(
+    reader: Reader | None, base: str, revision: str, contract_type: ContractType
+) -> Iterator[tuple[Any, Any, Reader]]:
+    """Both inputs read and parsed (with `reader`, else one of its own, closed after); a
+    contract that cannot be parsed, here or in the body, is an `InputError`."""
+    own = reader is None
+    used = reader or Reader()
+    try:
+        yield (
+            _parse(used.read(base), base, contract_type),
+            _parse(used.read(revision), revision, contract_type),
+            used,
+        )
     except ContractParseError as exc:
         raise InputError(str(exc)) from None
     finally:
-        if own_reader:
-            reader.close()
+        if own:
+            used.close()
 
 
 def load_rules(path: str) -> RulesFile:

@@ -7,6 +7,7 @@ this module in clear text except through `decrypted_headers` for the fetchers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from sqlalchemy import and_, or_, select
@@ -179,37 +180,37 @@ def delete_watch(session: Session, principal: Principal, watch_id: str) -> None:
     )
 
 
+# A change of a watch's state asked for by a caller (pause, resume).
+Move = Callable[[Session, Principal, str], Watch]
+
+
 def pause_watch(session: Session, principal: Principal, watch_id: str) -> Watch:
-    watch = get_watch(session, principal.org_id, watch_id)
-    ensure_unmanaged(watch)
-    decided = transition(facts_of(watch), Paused())
-    if decided.changed:
-        watch.drift_status = decided.status.value
-        audit.record(
-            session,
-            actor=principal.actor,
-            action="watch.pause",
-            target_type="watch",
-            target_id=watch.id,
-            org_id=principal.org_id,
-        )
-    return watch
+    """`disabled`: not checked, and blocking preflight, until resumed."""
+    return _move(session, principal, watch_id, Paused(), "watch.pause")
 
 
 def resume_watch(session: Session, principal: Principal, watch_id: str) -> Watch:
+    """The status the last check gave (never_run, ok, drifted or error)."""
+    return _move(session, principal, watch_id, Resumed(), "watch.resume")
+
+
+def _move(
+    session: Session, principal: Principal, watch_id: str, event: Paused | Resumed, action: str
+) -> Watch:
+    """Apply a pause or resume to an API-managed watch of the org, audited when it changed."""
     watch = get_watch(session, principal.org_id, watch_id)
     ensure_unmanaged(watch)
-    decided = transition(facts_of(watch), Resumed())
+    decided = transition(facts_of(watch), event)
     if decided.changed:
         watch.drift_status = decided.status.value
         audit.record(
             session,
             actor=principal.actor,
-            action="watch.resume",
+            action=action,
             target_type="watch",
             target_id=watch.id,
             org_id=principal.org_id,
-            details={"status": watch.drift_status},
+            details={"status": watch.drift_status} if isinstance(event, Resumed) else None,
         )
     return watch
 

@@ -59,16 +59,7 @@ def agent_status(call: Call) -> agent_service.AgentStatus:
 def kill_agent(call: Call) -> agent_service.AgentStatus:
     """Runtime state `killed`; a signed `agent.contract.blocked` (action `kill_in_flight`)
     goes to the agent's runtime webhook. Preflight answers 409 until unblocked (audited)."""
-    agent = agent_service.kill_agent(
-        call.session,
-        call.principal_required,
-        call.path["agent_id"],
-        call.body.note,
-        call.secret_box,
-        call.now,
-    )
-    call.session.flush()
-    return agent_service.agent_status(call.session, call.org_id, agent.key)
+    return _runtime_changed(call, agent_service.kill_agent)
 
 
 @REGISTRY.route(
@@ -83,16 +74,7 @@ def kill_agent(call: Call) -> agent_service.AgentStatus:
 def unblock_agent(call: Call) -> agent_service.AgentStatus:
     """Runtime state back to `running` (`agent.unblocked`). Under a policy that requires
     acknowledgement, open incidents answer 409 `ack_required` (audited)."""
-    agent = agent_service.unblock_agent(
-        call.session,
-        call.principal_required,
-        call.path["agent_id"],
-        call.body.note,
-        call.secret_box,
-        call.now,
-    )
-    call.session.flush()
-    return agent_service.agent_status(call.session, call.org_id, agent.key)
+    return _runtime_changed(call, agent_service.unblock_agent)
 
 
 @REGISTRY.route(
@@ -134,3 +116,17 @@ def ack_agent(call: Call) -> agent_service.AckOut:
 def affected_agents(call: Call) -> agent_service.AffectedAgents:
     """The agents bound to the watch, with their policy's enforcing actions and runtime state."""
     return agent_service.affected_agents(call.session, call.org_id, call.path["watch_id"])
+
+
+def _runtime_changed(call: Call, change: agent_service.RuntimeChange) -> agent_service.AgentStatus:
+    """Kill or unblock the agent with the caller's note; its status after the change."""
+    agent = change(
+        call.session,
+        call.principal_required,
+        call.path["agent_id"],
+        call.body.note,
+        call.secret_box,
+        call.now,
+    )
+    call.session.flush()
+    return agent_service.agent_status(call.session, call.org_id, agent.key)

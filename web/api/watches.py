@@ -109,11 +109,7 @@ def delete_watch(call: Call) -> Reply:
 )
 def pause_watch(call: Call) -> WatchOut:
     """Sets `driftStatus` to `disabled`; paused watches are not checked and block preflight."""
-    return drift.watch_out(
-        call.session,
-        service.pause_watch(call.session, call.principal_required, call.path["watch_id"]),
-        call.now,
-    )
+    return _moved(call, service.pause_watch)
 
 
 @REGISTRY.route(
@@ -126,11 +122,12 @@ def pause_watch(call: Call) -> WatchOut:
 )
 def resume_watch(call: Call) -> WatchOut:
     """Recomputes `driftStatus` from the last check (never_run, ok, drifted or error)."""
-    return drift.watch_out(
-        call.session,
-        service.resume_watch(call.session, call.principal_required, call.path["watch_id"]),
-        call.now,
-    )
+    return _moved(call, service.resume_watch)
+
+
+def _moved(call: Call, move: service.Move) -> WatchOut:
+    watch = move(call.session, call.principal_required, call.path["watch_id"])
+    return drift.watch_out(call.session, watch, call.now)
 
 
 @REGISTRY.route(
