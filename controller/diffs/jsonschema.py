@@ -108,6 +108,17 @@ def diff_schemas(
     return differ.diff(base, revision)
 
 
+@dataclass(frozen=True, slots=True)
+class SchemaPair:
+    """Two schemas compared with each other, each with the document its references resolve
+    in: what every comparing step of `SchemaDiffer` takes instead of four parameters."""
+
+    base: dict[str, Any]
+    base_doc: Document
+    revision: dict[str, Any]
+    revision_doc: Document
+
+
 class SchemaDiffer:
     """Compares schemas of two documents in one direction, memoising reference pairs."""
 
@@ -208,26 +219,27 @@ class SchemaDiffer:
         if b is r:
             return []
         out: list[Finding] = []
-        if self._compare_wrapping(b, bdoc, r, rdoc, out):
+        pair = SchemaPair(b, bdoc, r, rdoc)
+        if self._compare_wrapping(pair, out):
             return out
         if not self._compare_types(b, r, out):
             return out  # incompatible types: one finding says it all
         self._compare_scalars(b, r, out)
         self._compare_enums(b, r, out)
-        self._compare_properties(b, bdoc, r, rdoc, out)
-        self._compare_subschemas(b, bdoc, r, rdoc, out)
-        self._compare_composition(b, bdoc, r, rdoc, out)
+        self._compare_properties(pair, out)
+        self._compare_subschemas(pair, out)
+        self._compare_composition(pair, out)
         self._compare_discriminator(b, r, out)
         return out
 
-    def _compare_wrapping(
-        self,
-        b: dict[str, Any],
-        bdoc: Document,
-        r: dict[str, Any],
-        rdoc: Document,
-        out: list[Finding],
-    ) -> bool:
+    def _descend(
+        self, pair: SchemaPair, base: Any, revision: Any, out: list[Finding], *path: str
+    ) -> None:
+        """Compare two subschemas of `pair` and report their findings under `path`."""
+        for f in self._diff(base, pair.base_doc, revision, pair.revision_doc):
+            out.append(f.under(*path))
+
+    def _compare_wrapping(self, pair: SchemaPair, out: list[Finding]) -> bool:
         """Handle a plain schema turning into oneOf/anyOf alternatives, or back.
 
         Comparing such a pair keyword by keyword would report every property as removed;
@@ -235,6 +247,7 @@ class SchemaDiffer:
         bare types, `wrapped-in-one-of`, `wrapped-in-any-of` when the old shape is kept as
         an alternative, else `restructured`.
         """
+        b, bdoc, r, rdoc = pair.base, pair.base_doc, pair.revision, pair.revision_doc
         b_alts, r_alts = _wrapper(b), _wrapper(r)
         if (b_alts is None) == (r_alts is None):
             return False
@@ -425,14 +438,8 @@ class SchemaDiffer:
             if k not in bkeys:
                 out.append(Finding("enum-value-added", (), None, v, _text(v)))
 
-    def _compare_properties(
-        self,
-        b: dict[str, Any],
-        bdoc: Document,
-        r: dict[str, Any],
-        rdoc: Document,
-        out: list[Finding],
-    ) -> None:
+    def _compare_properties(self, pair: SchemaPair, out: list[Finding]) -> None:
+        b, bdoc, r, rdoc = pair.base, pair.base_doc, pair.revision, pair.revision_doc
         bprops = b.get("properties")
         rprops = r.get("properties")
         breq = _required(b)
@@ -470,8 +477,7 @@ class SchemaDiffer:
                 if name not in rprops:
                     continue
                 rsub = rprops[name]
-                for f in self._diff(bsub, bdoc, rsub, rdoc):
-                    out.append(f.under("properties", name))
+                self._descend(pair, bsub, rsub, out, "properties", name)
                 self._compare_required(name, name in breq, name in rreq, rsub, rdoc, out)
                 if not request and name in rreq:
                     bs = _as_schema(self._resolved(bsub, bdoc))
@@ -485,7 +491,7 @@ class SchemaDiffer:
         props_r = _dict(r.get("properties"))
         for name in sorted((breq ^ rreq) - set(props_b) - set(props_r)):
             self._compare_required(name, name in breq, name in rreq, None, rdoc, out)
-        self._compare_additional(b, bdoc, r, rdoc, out)
+        self._compare_additional(pair, out)
 
     def _compare_required(
         self, name: str, was: bool, now: bool, rsub: Any, rdoc: Document, out: list[Finding]
@@ -509,35 +515,20 @@ class SchemaDiffer:
             return bool(schema.get("readOnly"))
         return bool(schema.get("writeOnly"))
 
-    def _compare_additional(
-        self,
-        b: dict[str, Any],
-        bdoc: Document,
-        r: dict[str, Any],
-        rdoc: Document,
-        out: list[Finding],
-    ) -> None:
-        ba, ra = b.get("additionalProperties"), r.get("additionalProperties")
+    def _compare_additional(self, pair: SchemaPair, out: list[Finding]) -> None:
+        ba, ra = pair.base.get("additionalProperties"), pair.revision.get("additionalProperties")
         if ra is False and ba is not False:
             out.append(Finding("additional-properties-forbidden", (), ba, False))
         elif ba is False and ra is not False:
             out.append(Finding("additional-properties-allowed", (), False, ra))
         elif isinstance(ba, dict) and isinstance(ra, dict):
-            for f in self._diff(ba, bdoc, ra, rdoc):
-                out.append(f.under("additionalProperties"))
+            self._descend(pair, ba, ra, out, "additionalProperties")
 
-    def _compare_subschemas(
-        self,
-        b: dict[str, Any],
-        bdoc: Document,
-        r: dict[str, Any],
-        rdoc: Document,
-        out: list[Finding],
-    ) -> None:
+    def _compare_subschemas(self, pair: SchemaPair, out: list[Finding]) -> None:
+        b, r = pair.base, pair.revision
         bi, ri = b.get("items"), r.get("items")
         if isinstance(bi, dict) and isinstance(ri, dict):
-            for f in self._diff(bi, bdoc, ri, rdoc):
-                out.append(f.under("items"))
+            self._descend(pair, bi, ri, out, "items")
         bpi, rpi = b.get("prefixItems"), r.get("prefixItems")
         if bpi is None and isinstance(rpi, list):
             out.append(Finding("prefix-items-added"))
@@ -545,8 +536,7 @@ class SchemaDiffer:
             out.append(Finding("prefix-items-removed"))
         elif isinstance(bpi, list) and isinstance(rpi, list):
             for i, (bs, rs) in enumerate(zip(bpi, rpi, strict=False)):
-                for f in self._diff(bs, bdoc, rs, rdoc):
-                    out.append(f.under("prefixItems", str(i)))
+                self._descend(pair, bs, rs, out, "prefixItems", str(i))
         for keyword, stem in (
             ("unevaluatedItems", "unevaluated-items"),
             ("unevaluatedProperties", "unevaluated-properties"),
@@ -556,8 +546,7 @@ class SchemaDiffer:
             elif keyword in b and keyword not in r:
                 out.append(Finding(f"{stem}-removed", (), b[keyword], None))
             elif isinstance(b.get(keyword), dict) and isinstance(r.get(keyword), dict):
-                for f in self._diff(b[keyword], bdoc, r[keyword], rdoc):
-                    out.append(f.under(keyword))
+                self._descend(pair, b[keyword], r[keyword], out, keyword)
         for keyword, stem in _SUBSCHEMA_KEYWORDS:
             if keyword not in b and keyword not in r:
                 continue
@@ -566,10 +555,9 @@ class SchemaDiffer:
             elif keyword not in r:
                 out.append(Finding(f"{stem}-removed"))
             elif keyword != "not":
-                for f in self._diff(b[keyword], bdoc, r[keyword], rdoc):
-                    out.append(f.under(keyword))
-        self._compare_maps(b, bdoc, r, rdoc, "patternProperties", "pattern-property", out)
-        self._compare_maps(b, bdoc, r, rdoc, "dependentSchemas", "dependent-schema", out)
+                self._descend(pair, b[keyword], r[keyword], out, keyword)
+        self._compare_maps(pair, "patternProperties", "pattern-property", out)
+        self._compare_maps(pair, "dependentSchemas", "dependent-schema", out)
         bdr = b.get("dependentRequired")
         rdr = r.get("dependentRequired")
         if isinstance(bdr, dict) or isinstance(rdr, dict):
@@ -585,17 +573,8 @@ class SchemaDiffer:
                         Finding("dependent-required-changed", (), bdr[name], rdr[name], name)
                     )
 
-    def _compare_maps(
-        self,
-        b: dict[str, Any],
-        bdoc: Document,
-        r: dict[str, Any],
-        rdoc: Document,
-        keyword: str,
-        stem: str,
-        out: list[Finding],
-    ) -> None:
-        bm, rm = b.get(keyword), r.get(keyword)
+    def _compare_maps(self, pair: SchemaPair, keyword: str, stem: str, out: list[Finding]) -> None:
+        bm, rm = pair.base.get(keyword), pair.revision.get(keyword)
         if not isinstance(bm, dict) and not isinstance(rm, dict):
             return
         bm = bm if isinstance(bm, dict) else {}
@@ -607,33 +586,26 @@ class SchemaDiffer:
             if name not in bm:
                 out.append(Finding(f"{stem}-added", (), None, name, name))
             else:
-                for f in self._diff(bm[name], bdoc, rm[name], rdoc):
-                    out.append(f.under(keyword, name))
+                self._descend(pair, bm[name], rm[name], out, keyword, name)
 
-    def _compare_composition(
-        self,
-        b: dict[str, Any],
-        bdoc: Document,
-        r: dict[str, Any],
-        rdoc: Document,
-        out: list[Finding],
-    ) -> None:
+    def _compare_composition(self, pair: SchemaPair, out: list[Finding]) -> None:
         for keyword, stem in (("oneOf", "one-of"), ("anyOf", "any-of"), ("allOf", "all-of")):
-            bl = _list(b.get(keyword))
-            rl = _list(r.get(keyword))
+            bl = _list(pair.base.get(keyword))
+            rl = _list(pair.revision.get(keyword))
             if not bl and not rl:
                 continue
-            pairs, removed, added = _match_alternatives(bl, rl)
+            matched, removed, added = _match_alternatives(bl, rl)
             for i in removed:
                 out.append(Finding(f"{stem}-removed", (), _label(bl[i], i), None, _label(bl[i], i)))
             for j in added:
                 aspect = f"{stem}-added"
-                if keyword == "allOf" and _is_annotation_only(self._resolved(rl[j], rdoc)):
+                if keyword == "allOf" and _is_annotation_only(
+                    self._resolved(rl[j], pair.revision_doc)
+                ):
                     aspect = "all-of-added-annotation-only"
                 out.append(Finding(aspect, (), None, _label(rl[j], j), _label(rl[j], j)))
-            for i, j in pairs:
-                for f in self._diff(bl[i], bdoc, rl[j], rdoc):
-                    out.append(f.under(keyword, str(j)))
+            for i, j in matched:
+                self._descend(pair, bl[i], rl[j], out, keyword, str(j))
 
     def _compare_discriminator(
         self, b: dict[str, Any], r: dict[str, Any], out: list[Finding]
