@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -12,6 +13,21 @@ import httpx
 
 # The `driftgate` command as a child process runs it (the installed entry point's module).
 DRIFTGATE = [sys.executable, "-m", "cli"]
+
+
+def driftgate_env(database_url: str, tmp_path: Path, **settings: str) -> dict[str, str]:
+    """The environment of a `driftgate` child process on the test's store: this process's
+    environment, the store, a data directory under `tmp_path`, the test secret key, and
+    `settings` as `DRIFTGATE_<NAME>` variables (`workers="2"` is `DRIFTGATE_WORKERS=2`)."""
+    from tests.conftest import SECRET  # conftest imports the fixtures' modules, not this one
+
+    return {
+        **os.environ,
+        "DRIFTGATE_DATABASE_URL": database_url,
+        "DRIFTGATE_DATA_DIR": str(tmp_path / "data"),
+        "DRIFTGATE_SECRET_KEY": SECRET,
+        **{f"DRIFTGATE_{name.upper()}": value for name, value in settings.items()},
+    }
 
 
 def free_port() -> int:

@@ -3,7 +3,6 @@ graceful shutdown, and the schedule's slots."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -23,7 +22,8 @@ from controller.services import watches as watch_service
 from controller.services.auth import Principal
 from controller.store.db import Database
 from controller.store.models import Job, Snapshot, Watch
-from tests.conftest import ON_POSTGRES, SECRET, OrgKey
+from tests.conftest import ON_POSTGRES, OrgKey
+from tests.processes import driftgate_env
 from tests.servers import SpecServer, spec_server
 from tests.specs import as_json, charges_spec
 
@@ -52,14 +52,7 @@ def make_watches(database: Database, org: OrgKey, tmp_path: Path, urls: list[str
 def controller_process(
     database: Database, tmp_path: Path, *extra: str, tick: str = "0.2"
 ) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "DRIFTGATE_DATABASE_URL": database.url,
-        "DRIFTGATE_SECRET_KEY": SECRET,
-        "DRIFTGATE_DATA_DIR": str(tmp_path / "data"),
-        "DRIFTGATE_ALLOW_PRIVATE_TARGETS": "true",
-        "DRIFTGATE_LOG_FORMAT": "text",
-    }
+    env = driftgate_env(database.url, tmp_path, allow_private_targets="true", log_format="text")
     with (tmp_path / f"controller-{time.monotonic_ns()}.log").open("wb") as log:
         # The child keeps its own copy of the descriptor; the parent's closes here.
         return subprocess.Popen(

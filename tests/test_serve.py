@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
@@ -14,21 +13,13 @@ import httpx
 import pytest
 
 from controller.store.db import Database
-from tests.conftest import SECRET
-from tests.processes import DRIFTGATE, free_port, wait_until_healthy
+from tests.processes import DRIFTGATE, driftgate_env, free_port, wait_until_healthy
 
 
 @pytest.fixture
 def server(tmp_path: Path, database: Database) -> Iterator[tuple[str, dict[str, str]]]:
     port = free_port()
-    env = {
-        **os.environ,
-        "DRIFTGATE_DATABASE_URL": database.url,
-        "DRIFTGATE_DATA_DIR": str(tmp_path / "data"),
-        "DRIFTGATE_SECRET_KEY": SECRET,
-        "DRIFTGATE_WORKERS": "2",
-        "DRIFTGATE_ALLOW_PRIVATE_TARGETS": "true",
-    }
+    env = driftgate_env(database.url, tmp_path, workers="2", allow_private_targets="true")
     log = (tmp_path / "server.log").open("w")
     process = subprocess.Popen(
         [*DRIFTGATE, "up", "--port", str(port)], env=env, stdout=log, stderr=log

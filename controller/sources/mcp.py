@@ -539,7 +539,14 @@ class _StreamableChannel(_Channel):
         self, method: str, params: dict[str, Any], *, timeout: float | None = None
     ) -> dict[str, Any]:
         request_id, body = self.encode(method, params)
-        with StreamedRequest(
+        with self._post(method, body, timeout) as response:
+            if method == "initialize" and response.status < 300:
+                self.session_id = response.header("mcp-session-id")
+            return _read_answer(response, request_id, method, self.budget)
+
+    def _post(self, method: str, body: bytes, timeout: float | None = None) -> StreamedRequest:
+        """One JSON-RPC message POSTed to the endpoint, within the call's budget."""
+        return StreamedRequest(
             self.client,
             "POST",
             self.url,
@@ -548,23 +555,11 @@ class _StreamableChannel(_Channel):
             content=body,
             timeout=self.budget.seconds(timeout),
             label=self.budget.label,
-        ) as response:
-            if method == "initialize" and response.status < 300:
-                self.session_id = response.header("mcp-session-id")
-            return _read_answer(response, request_id, method, self.budget)
+        )
 
     def notify(self, method: str) -> None:
         _, body = self.encode(method, None)
-        with StreamedRequest(
-            self.client,
-            "POST",
-            self.url,
-            headers=self.headers(method),
-            credentials=self.budget.credentials,
-            content=body,
-            timeout=self.budget.seconds(),
-            label=self.budget.label,
-        ) as response:
+        with self._post(method, body) as response:
             # A server that rejects the notification will fail the next request visibly.
             _read_body(response, self.budget, _MAX_ERROR_BODY)
 

@@ -16,8 +16,8 @@ import pytest
 
 from controller.store.db import Database
 from controller.store.lockfile import acquire_controller_lock, sqlite_file
-from tests.conftest import ON_POSTGRES, SECRET
-from tests.processes import DRIFTGATE, free_port, wait_until_healthy
+from tests.conftest import ON_POSTGRES
+from tests.processes import DRIFTGATE, driftgate_env, free_port, wait_until_healthy
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="reads processes from /proc"
@@ -67,14 +67,7 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
 
 
 def environment(database: Database, tmp_path: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "DRIFTGATE_DATABASE_URL": database.url,
-        "DRIFTGATE_DATA_DIR": str(tmp_path / "data"),
-        "DRIFTGATE_SECRET_KEY": SECRET,
-        "DRIFTGATE_WORKERS": "2",
-        "DRIFTGATE_LOG_FORMAT": "text",
-    }
+    return driftgate_env(database.url, tmp_path, workers="2", log_format="text")
 
 
 @pytest.fixture

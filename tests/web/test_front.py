@@ -5,12 +5,10 @@ gives is the API's JSON envelope."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,8 +17,7 @@ import httpx
 import pytest
 
 from controller.store.db import Database
-from tests.conftest import SECRET
-from tests.processes import free_port, wait_until_healthy
+from tests.processes import DRIFTGATE, driftgate_env, free_port, wait_until_healthy
 from web.front import MAX_HEADER_BYTES, Framing, error_response
 
 LIMIT = 1024 * 1024
@@ -111,19 +108,17 @@ def server_process(
     tmp_path: Path, database: Database, request: pytest.FixtureRequest
 ) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
     port = free_port()
-    env = {
-        **os.environ,
-        "DRIFTGATE_DATABASE_URL": database.url,
-        "DRIFTGATE_DATA_DIR": str(tmp_path / "data"),
-        "DRIFTGATE_SECRET_KEY": SECRET,
-        "DRIFTGATE_HEADER_TIMEOUT_SECONDS": "1",
-        "DRIFTGATE_BODY_TIMEOUT_SECONDS": "1.5",
-        "DRIFTGATE_MAX_BODY_BYTES": "65536",
-        "DRIFTGATE_LOG_LEVEL": "WARNING",
-        **getattr(request, "param", {}),
-    }
+    env = driftgate_env(
+        database.url,
+        tmp_path,
+        header_timeout_seconds="1",
+        body_timeout_seconds="1.5",
+        max_body_bytes="65536",
+        log_level="WARNING",
+    )
+    env.update(getattr(request, "param", {}))
     log = (tmp_path / "server.log").open("w")
-    command = [sys.executable, "-m", "cli", "serve", "--port", str(port)]
+    command = [*DRIFTGATE, "serve", "--port", str(port)]
     process = subprocess.Popen(
         [*command, "--workers", "1", "--threads", "2"], env=env, stdout=log, stderr=log
     )
