@@ -47,6 +47,22 @@ _SWAGGER_SCHEMA_KEYS = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class OperationPair:
+    """One operation in both documents: its path as written, the operation and its path item
+    on each side, where changes are reported (the revision's `METHOD /path`) and the JSON
+    pointer of the revision's operation. What each step comparing operations takes."""
+
+    base_path: str
+    base: dict[str, Any]
+    base_item: dict[str, Any]
+    rev_path: str
+    revision: dict[str, Any]
+    rev_item: dict[str, Any]
+    location: Location
+    pointer: str
+
+
 @dataclass(frozen=True)
 class DiffOptions:
     """Settings of an OpenAPI diff. `today` enables sunset-date checks (the engine has no clock)."""
@@ -128,7 +144,9 @@ class _OpenAPIDiff:
                 if _security(self.base.root, op) == _security(self.rev.root, rop):
                     continue
             self._operation(
-                raw_path, op, item, rev_path, rop, ritem, Location(operation=rname), rpointer
+                OperationPair(
+                    raw_path, op, item, rev_path, rop, ritem, Location(operation=rname), rpointer
+                )
             )
         for key, (raw_path, method, _op, _item) in rev_ops.items():
             if key not in base_ops:
@@ -159,17 +177,8 @@ class _OpenAPIDiff:
                 rule = "endpoint-removed-before-sunset"
         self.changes.append(make_change(rule, ptr, location=loc, name=name, before=sunset))
 
-    def _operation(
-        self,
-        base_path: str,
-        op: dict[str, Any],
-        item: dict[str, Any],
-        rev_path: str,
-        rop: dict[str, Any],
-        ritem: dict[str, Any],
-        loc: Location,
-        ptr: str,
-    ) -> None:
+    def _operation(self, pair: OperationPair) -> None:
+        op, rop, loc, ptr = pair.base, pair.revision, pair.location, pair.pointer
         name = loc.operation or ""
         self._lifecycle(op, rop, name, loc, ptr)
         if (
@@ -178,7 +187,7 @@ class _OpenAPIDiff:
         ):
             # The vendor promises nothing for draft/alpha operations: one info change.
             start = len(self.changes)
-            self._operation_body(base_path, op, item, rev_path, rop, ritem, loc, ptr)
+            self._operation_body(pair)
             found = self.changes[start:]
             del self.changes[start:]
             if found:
@@ -191,19 +200,10 @@ class _OpenAPIDiff:
                     detail=str(len(found)),
                 )
             return
-        self._operation_body(base_path, op, item, rev_path, rop, ritem, loc, ptr)
+        self._operation_body(pair)
 
-    def _operation_body(
-        self,
-        base_path: str,
-        op: dict[str, Any],
-        item: dict[str, Any],
-        rev_path: str,
-        rop: dict[str, Any],
-        ritem: dict[str, Any],
-        loc: Location,
-        ptr: str,
-    ) -> None:
+    def _operation_body(self, pair: OperationPair) -> None:
+        op, rop, loc, ptr = pair.base, pair.revision, pair.location, pair.pointer
         name = loc.operation or ""
         if op.get("operationId") != rop.get("operationId") and op.get("operationId"):
             self.changes.append(
@@ -217,7 +217,7 @@ class _OpenAPIDiff:
                 )
             )
         self._security_changes(op, rop, loc, ptr)
-        self._parameters(base_path, op, item, rev_path, rop, ritem, loc, ptr)
+        self._parameters(pair)
         self._request_body(op, rop, loc, ptr)
         self._responses(op, rop, loc, ptr)
 
@@ -328,19 +328,10 @@ class _OpenAPIDiff:
 
     # -- parameters -------------------------------------------------------------------------
 
-    def _parameters(
-        self,
-        base_path: str,
-        op: dict[str, Any],
-        item: dict[str, Any],
-        rev_path: str,
-        rop: dict[str, Any],
-        ritem: dict[str, Any],
-        loc: Location,
-        ptr: str,
-    ) -> None:
-        bparams = self._collect_params(self.base, base_path, item, op)
-        rparams = self._collect_params(self.rev, rev_path, ritem, rop)
+    def _parameters(self, pair: OperationPair) -> None:
+        loc, ptr = pair.location, pair.pointer
+        bparams = self._collect_params(self.base, pair.base_path, pair.base_item, pair.base)
+        rparams = self._collect_params(self.rev, pair.rev_path, pair.rev_item, pair.revision)
         for key, (bp, bdoc) in bparams.items():
             label = f"{bp.get('in')} parameter '{bp.get('name')}'"
             if key not in rparams:
