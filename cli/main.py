@@ -18,6 +18,7 @@ from cli.commands import audit, db, diff, gitops, keys, orgs, preflight, secrets
 from cli.commands import validate as validate_command
 from cli.commands import version as version_command
 from cli.common import Context, fail
+from controller import __version__
 from controller.errors import DriftgateError
 
 
@@ -38,6 +39,7 @@ class DriftgateGroup(click.Group):
 
 
 @click.group(cls=DriftgateGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", message="driftgate %(version)s")
 @click.option(
     "--config",
     type=click.Path(dir_okay=False, path_type=Path),

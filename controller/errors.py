@@ -71,6 +71,11 @@ class NotFound(RequestError):
     status = 404
 
 
+def agent_not_found(id_or_slug: str) -> NotFound:
+    """The 404 of an agent the org does not have, naming what was looked for."""
+    return NotFound(f"Agent not found: no agent with id or slug {id_or_slug!r} in this org")
+
+
 class Conflict(RequestError):
     code = "conflict"
     status = 409

@@ -82,8 +82,15 @@ def sources_list(obj: Context) -> None:
     """One line per configured source: ready, applied revision, last run."""
     from controller.services.sources import readiness
 
+    specs = obj.settings().sources
+    if not specs:
+        click.echo(
+            "no sources configured: add `sources:` to the config file (--config or "
+            "DRIFTGATE_CONFIG); see docs/gitops.md"
+        )
+        return
     with obj.transaction() as session:
-        for spec in obj.settings().sources:
+        for spec in specs:
             state, applied = readiness(session, spec)
             shown = (applied or "-")[:12]
             click.echo(f"{spec.name}\t{spec.org}\t{state}\t{shown}\t{spec.branch}:{spec.path}")

@@ -862,7 +862,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
     _r(
         "request-parameter-added-required",
         B,
-        "required {name} parameter added",
+        "required {name} added",
         SEND_REQUIRED,
         "Send the new parameter on every call.",
         "openapi",
@@ -870,7 +870,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
     _r(
         "request-parameter-added-optional",
         I,
-        "optional {name} parameter added",
+        "optional {name} added",
         ACCEPT,
         "Backward compatible.",
         "openapi",
@@ -878,7 +878,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
     _r(
         "request-parameter-removed",
         W,
-        "{name} parameter removed",
+        "{name} removed",
         UPDATE_CLIENT,
         "Stop sending the parameter; it is ignored or rejected now.",
         "openapi",
@@ -886,7 +886,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
     _r(
         "request-parameter-removed-deprecated",
         I,
-        "deprecated {name} parameter removed",
+        "deprecated {name} removed",
         UPDATE_CLIENT,
         "Stop sending the parameter.",
         "openapi",
@@ -894,7 +894,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
     _r(
         "request-parameter-removed-before-sunset",
         B,
-        "{name} parameter removed before its sunset date {before}",
+        "{name} removed before its sunset date {before}",
         UPDATE_CLIENT,
         "The vendor removed the parameter earlier than announced.",
         "openapi",
@@ -902,7 +902,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
     _r(
         "request-parameter-became-required",
         B,
-        "{name} parameter became required",
+        "{name} became required",
         SEND_REQUIRED,
         "Always send the parameter now.",
         "openapi",
@@ -910,7 +910,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
     _r(
         "request-parameter-became-optional",
         I,
-        "{name} parameter became optional",
+        "{name} became optional",
         ACCEPT,
         "Backward compatible.",
         "openapi",
@@ -918,7 +918,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
     _r(
         "request-parameter-deprecated",
         I,
-        "{name} parameter deprecated",
+        "{name} deprecated",
         ACCEPT,
         "Plan to stop sending the parameter.",
         "openapi",
@@ -926,7 +926,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
     _r(
         "request-parameter-reactivated",
         I,
-        "{name} parameter is no longer deprecated",
+        "{name} is no longer deprecated",
         ACCEPT,
         "Nothing to do.",
         "openapi",
@@ -934,7 +934,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
     _r(
         "request-parameter-sunset-deleted",
         B,
-        "sunset date removed from deprecated {name} parameter",
+        "sunset date removed from deprecated {name}",
         ACK,
         "The deprecation schedule is unknown now.",
         "openapi",
@@ -942,7 +942,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
     _r(
         "request-parameter-sunset-invalid",
         B,
-        "sunset date {after} of {name} parameter cannot be parsed",
+        "sunset date {after} of {name} cannot be parsed",
         CHECK_CONFIG,
         "The vendor's deprecation metadata is malformed.",
         "openapi",
@@ -950,7 +950,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
     _r(
         "request-parameter-sunset-moved-earlier",
         B,
-        "sunset date of {name} parameter moved from {before} to {after}",
+        "sunset date of {name} moved from {before} to {after}",
         ACK,
         "The parameter goes away sooner than announced.",
         "openapi",
@@ -958,7 +958,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
     _r(
         "request-parameter-style-changed",
         B,
-        "serialisation of {name} parameter changed from {before} to {after}",
+        "serialisation of {name} changed from {before} to {after}",
         UPDATE_CLIENT,
         "Serialise the parameter the new way.",
         "openapi",

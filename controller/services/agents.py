@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from controller import runtime
 from controller.crypto import SecretBox
-from controller.errors import Conflict, Forbidden, NotFound
+from controller.errors import Conflict, Forbidden, agent_not_found
 from controller.incidents import ACTIVE, emit_incident
 from controller.model.base import ApiModel, RequestModel
 from controller.model.watch import LABEL_PATTERN, IncidentSummary, ManagedBy, Note
@@ -69,7 +69,7 @@ def get_agent(session: Session, org_id: str, id_or_slug: str) -> Agent:
         )
     )
     if agent is None:
-        raise NotFound("Agent not found")
+        raise agent_not_found(id_or_slug)
     return agent
 
 

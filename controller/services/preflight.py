@@ -20,7 +20,7 @@ from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy import Dialect, Select, bindparam, insert, or_, select
 from sqlalchemy.orm import Session
 
-from controller.errors import NotFound
+from controller.errors import NotFound, agent_not_found
 from controller.logs import log
 from controller.model.base import ApiModel, BodyBool, RequestModel
 from controller.model.watch import Label, ObjectId, ShortNote, refuse_null
@@ -188,7 +188,7 @@ def _agent_input(value: Any, agent_id: str) -> tuple[AgentState, list[str], dict
     view = OrgView(states, agents, slugs)
     agent = view.agent(agent_id)
     if agent is None:
-        raise NotFound("Agent not found")
+        raise agent_not_found(agent_id)
     gate, ids = view.agent_input(agent)
     return gate, ids, states
 
@@ -208,7 +208,7 @@ def _inputs(view: OrgView, request: PreflightRequest) -> tuple[AgentState | None
     if request.agent_id is not None:
         agent = view.agent(request.agent_id)
         if agent is None:
-            raise NotFound("Agent not found")
+            raise agent_not_found(request.agent_id)
         return view.agent_input(agent)
     return None, list(request.watch_ids or ())
 

@@ -33,8 +33,15 @@ def run(tmp_path: Path, database: Database):  # type: ignore[no-untyped-def]
 
 
 def test_version(run) -> None:  # type: ignore[no-untyped-def]
-    result = run("version")
-    assert result.exit_code == 0 and result.output.strip() == f"driftgate {__version__}"
+    for args in (("version",), ("--version",)):
+        result = run(*args)
+        assert result.exit_code == 0 and result.output.strip() == f"driftgate {__version__}"
+
+
+def test_sources_list_without_sources_says_so(run) -> None:  # type: ignore[no-untyped-def]
+    result = run("sources", "list")
+    assert result.exit_code == 0
+    assert result.output.startswith("no sources configured: add `sources:` to the config file")
 
 
 def test_org_and_key_lifecycle(run, database: Database, client: FlaskClient) -> None:  # type: ignore[no-untyped-def]

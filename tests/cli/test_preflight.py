@@ -369,7 +369,9 @@ def test_a_request_the_server_refuses_is_exit_2(server: Server, acme: OrgKey) ->
 def test_an_unknown_agent_is_exit_2(server: Server, acme: OrgKey) -> None:
     result = run(server.url, acme.key, "--agent", "nobody")
     assert result.exit_code == 2
-    assert "Agent not found (HTTP 404" in result.stderr
+    assert "Agent not found: no agent with id or slug 'nobody' in this org (HTTP 404" in (
+        result.stderr
+    )
 
 
 def test_a_server_that_is_down_is_exit_2(acme: OrgKey) -> None:
