@@ -14,7 +14,18 @@ from typing import Any
 import click
 from sqlalchemy.exc import SQLAlchemyError
 
-from cli.commands import audit, db, diff, gitops, keys, orgs, preflight, secrets, serve
+from cli.commands import (
+    audit,
+    db,
+    diff,
+    gitops,
+    keys,
+    orgs,
+    preflight,
+    secrets,
+    serve,
+    watches,
+)
 from cli.commands import validate as validate_command
 from cli.commands import version as version_command
 from cli.common import Context, fail
@@ -69,5 +80,7 @@ for command in (
     gitops.sources,
     validate_command.validate,
     preflight.preflight,
+    watches.watches,
+    watches.drift,
 ):
     main.add_command(command)

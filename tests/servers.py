@@ -5,10 +5,13 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from werkzeug.serving import WSGIRequestHandler, make_server
 
 
 @dataclass
@@ -94,6 +97,58 @@ class SpecServer:
 def spec_server() -> Iterator[SpecServer]:
     server = SpecServer()
     server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+# A WSGI app (the Flask app, the lane in front) served by werkzeug in a thread.
+
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log(self, type: str, message: str, *args: Any) -> None:  # noqa: A002
+        return
+
+
+class WsgiServer:
+    """A WSGI app served by werkzeug in a thread; records the path and headers it saw."""
+
+    def __init__(self, app: WSGIApp) -> None:
+        self.requests: list[dict[str, str]] = []
+
+        def recording(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+            self.requests.append(
+                {
+                    "path": environ.get("PATH_INFO", ""),
+                    "user_agent": environ.get("HTTP_USER_AGENT", ""),
+                    "source": environ.get("HTTP_X_SERVICE_SOURCE", ""),
+                    "authorization": environ.get("HTTP_AUTHORIZATION", ""),
+                }
+            )
+            return app(environ, start_response)
+
+        self._server = make_server(
+            "127.0.0.1", 0, recording, threaded=True, request_handler=_QuietHandler
+        )
+        self.url = f"http://127.0.0.1:{self._server.server_port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def preflights(self) -> list[dict[str, str]]:
+        return [r for r in self.requests if r["path"] == "/api/preflight"]
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+@contextmanager
+def serving(app: WSGIApp) -> Iterator[WsgiServer]:
+    server = WsgiServer(app)
     try:
         yield server
     finally:

@@ -13,7 +13,6 @@ that have never been checked (`never_checked`); any other reason ends the wait a
 from __future__ import annotations
 
 import json
-import re
 import sys
 import time
 from collections.abc import Sequence
@@ -22,21 +21,13 @@ from typing import Any, cast
 import click
 import httpx
 
+from cli import api
 from cli.common import fail
-from controller import __version__
 
 WATCH_ID_LIMIT = 100  # the API's limit (controller.policy.WATCH_ID_LIMIT)
-USER_AGENT = f"driftgate-cli/{__version__}"
-SERVICE_SOURCE = "driftgate-cli"
 PATH = "/api/preflight"
-TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 NEVER_CHECKED = "never_checked"
 EXIT_ALLOWED, EXIT_BLOCKED, EXIT_ERROR = 0, 1, 2
-_KEY = re.compile(r"[\x21-\x7e]+")  # printable ASCII without spaces: safe in a header
-
-
-class PreflightError(Exception):
-    """Anything that ends the command with exit code 2 (message for stderr)."""
 
 
 def _ignore_entry(value: str) -> dict[str, str]:
@@ -94,20 +85,7 @@ def _ignore_entry(value: str) -> dict[str, str]:
     show_default=True,
     help="text: a verdict line and one line per blocked watch; json: the server's answer.",
 )
-@click.option(
-    "--url",
-    envvar="DRIFTGATE_URL",
-    show_envvar=True,
-    metavar="URL",
-    help="Base URL of the driftgate server.",
-)
-@click.option(
-    "--api-key",
-    envvar="DRIFTGATE_API_KEY",
-    show_envvar=True,
-    metavar="KEY",
-    help="An org API key (dg_...); prefer the environment variable over the option.",
-)
+@api.server_options
 def preflight(
     watch_ids: tuple[str, ...],
     agent_id: str | None,
@@ -125,13 +103,13 @@ def preflight(
     Exit codes: 0 allowed, 1 blocked, 2 an error.
     """
     body = _request_body(watch_ids, agent_id, ignores, dry_run)
-    base = _base_url(url)
-    key = _api_key(api_key)
+    http = api.client(url, api_key)
     if wait and dry_run:
         click.echo("driftgate: warning: --wait has no effect with --dry-run", err=True)
     try:
-        answer = _ask(base, key, body, wait=0 if dry_run else wait, interval=interval)
-    except PreflightError as exc:
+        with http:
+            answer = _ask(http, body, wait=0 if dry_run else wait, interval=interval)
+    except api.ApiError as exc:
         fail(str(exc))
     except KeyboardInterrupt:
         fail("interrupted before an answer")  # exit 2, not click's 1 (which means blocked)
@@ -167,84 +145,36 @@ def _request_body(
     return body
 
 
-def _base_url(url: str | None) -> httpx.URL:
-    if not url or not url.strip():
-        fail("no server URL: set DRIFTGATE_URL (or pass --url)")
-    try:
-        base = httpx.URL(url.strip())
-    except httpx.InvalidURL as exc:
-        fail(f"DRIFTGATE_URL is not a URL: {exc}")
-    if base.scheme not in ("http", "https") or not base.host:
-        fail("DRIFTGATE_URL must be an http:// or https:// URL")
-    return base
-
-
-def _api_key(api_key: str | None) -> str:
-    key = (api_key or "").strip()
-    if not key:
-        fail("no API key: set DRIFTGATE_API_KEY (or pass --api-key)")
-    if not _KEY.fullmatch(key):
-        # Never echo it: a header with such a value would fail with the value in the message.
-        fail("DRIFTGATE_API_KEY has spaces or unprintable characters")
-    return key
-
-
-def _shown(base: httpx.URL) -> str:
-    """The server's URL for messages, without any user:password part."""
-    return str(base.copy_with(username=None, password=None))
-
-
 def _ask(
-    base: httpx.URL, key: str, body: dict[str, Any], *, wait: float, interval: float
+    http: httpx.Client, body: dict[str, Any], *, wait: float, interval: float
 ) -> dict[str, Any]:
     """The final answer: asked once, or again while only unchecked watches block."""
-    headers = {
-        "Authorization": f"Bearer {key}",
-        "User-Agent": USER_AGENT,
-        "X-Service-Source": SERVICE_SOURCE,
-        "Accept": "application/json",
-    }
     deadline = time.monotonic() + wait
     announced = False
-    with httpx.Client(base_url=base, headers=headers, timeout=TIMEOUT) as client:
-        while True:
-            answer = _post(client, base, body)
-            remaining = deadline - time.monotonic()
-            if not waiting_on_first_check(answer) or remaining <= 0:
-                return answer
-            if not announced:
-                count = len(answer.get("blocked") or [])
-                click.echo(
-                    f"driftgate: {count} watch(es) not checked yet; asking again every "
-                    f"{interval:g}s for up to {wait:g}s",
-                    err=True,
-                )
-                announced = True
-            time.sleep(min(interval, remaining))
+    while True:
+        answer = _post(http, body)
+        remaining = deadline - time.monotonic()
+        if not waiting_on_first_check(answer) or remaining <= 0:
+            return answer
+        if not announced:
+            count = len(answer.get("blocked") or [])
+            click.echo(
+                f"driftgate: {count} watch(es) not checked yet; asking again every "
+                f"{interval:g}s for up to {wait:g}s",
+                err=True,
+            )
+            announced = True
+        time.sleep(min(interval, remaining))
 
 
-def _post(client: httpx.Client, base: httpx.URL, body: dict[str, Any]) -> dict[str, Any]:
-    where = _shown(base)
-    try:
-        response = client.post(PATH, json=body)
-    except httpx.TimeoutException:
-        raise PreflightError(f"{where} did not answer in time") from None
-    except httpx.HTTPError as exc:
-        raise PreflightError(f"cannot reach {where}: {exc or type(exc).__name__}") from None
-    try:
-        document = response.json()
-    except ValueError:
-        document = None
-    status = response.status_code
+def _post(http: httpx.Client, body: dict[str, Any]) -> dict[str, Any]:
+    status, document = api.send(http, "POST", PATH, json=body)
     if status in (200, 409) and _is_result(document):
         return cast(dict[str, Any], document)
-    if isinstance(document, dict) and isinstance(document.get("message"), str):
-        code = document.get("error")
-        suffix = f"HTTP {status}" + (f", {code}" if isinstance(code, str) and code else "")
-        raise PreflightError(f"{document['message']} ({suffix})")
-    if status in (200, 409):
-        raise PreflightError(f"{where} answered HTTP {status} without a preflight result")
-    raise PreflightError(f"{where} answered HTTP {status}")
+    if status in (200, 409) and not (isinstance(document, dict) and "message" in document):
+        where = api.shown(http.base_url)
+        raise api.ApiError(f"{where} answered HTTP {status} without a preflight result")
+    raise api.refusal(status, document, api.shown(http.base_url))
 
 
 def _is_result(document: Any) -> bool:

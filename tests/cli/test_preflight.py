@@ -9,7 +9,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,63 +17,17 @@ import pytest
 from click.testing import CliRunner, Result
 from flask import Flask
 from sqlalchemy import update
-from werkzeug.serving import WSGIRequestHandler, make_server
 
 from cli.main import main
 from controller import __version__
 from controller.store.db import Database
 from controller.store.models import Agent, AgentWatch, Incident, Watch
 from tests.conftest import OrgKey
+from tests.servers import WsgiServer as Server
+from tests.servers import serving
 
 SPEC_URL = "https://api.example.com/openapi.json"
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log(self, type: str, message: str, *args: Any) -> None:  # noqa: A002
-        return
-
-
-class Server:
-    """A WSGI app served by werkzeug in a thread; records the path and headers it saw."""
-
-    def __init__(self, app: WSGIApp) -> None:
-        self.requests: list[dict[str, str]] = []
-
-        def recording(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-            self.requests.append(
-                {
-                    "path": environ.get("PATH_INFO", ""),
-                    "user_agent": environ.get("HTTP_USER_AGENT", ""),
-                    "source": environ.get("HTTP_X_SERVICE_SOURCE", ""),
-                    "authorization": environ.get("HTTP_AUTHORIZATION", ""),
-                }
-            )
-            return app(environ, start_response)
-
-        self._server = make_server(
-            "127.0.0.1", 0, recording, threaded=True, request_handler=_QuietHandler
-        )
-        self.url = f"http://127.0.0.1:{self._server.server_port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-
-    def preflights(self) -> list[dict[str, str]]:
-        return [r for r in self.requests if r["path"] == "/api/preflight"]
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-
-@contextmanager
-def serving(app: WSGIApp) -> Iterator[Server]:
-    server = Server(app)
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 class _Records(logging.Handler):

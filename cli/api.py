@@ -1,0 +1,119 @@
+"""The HTTP API as the CLI's commands that run against a server see it (`preflight`,
+`watches`, `drift`): the server's URL and the API key from `DRIFTGATE_URL` and
+`DRIFTGATE_API_KEY` (or flags), the `driftgate-cli/<version>` User-Agent, and one error for
+every failure (an unreachable server, an error envelope, an answer that is not JSON) whose
+message is one line naming the server without credentials. The key is never printed."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import click
+import httpx
+
+from cli.common import fail, options
+from controller import __version__
+
+USER_AGENT = f"driftgate-cli/{__version__}"
+SERVICE_SOURCE = "driftgate-cli"
+TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+_KEY = re.compile(r"[\x21-\x7e]+")  # printable ASCII without spaces: safe in a header
+
+# The two options every command against a server takes.
+server_options = options(
+    click.option(
+        "--url",
+        envvar="DRIFTGATE_URL",
+        show_envvar=True,
+        metavar="URL",
+        help="Base URL of the driftgate server.",
+    ),
+    click.option(
+        "--api-key",
+        envvar="DRIFTGATE_API_KEY",
+        show_envvar=True,
+        metavar="KEY",
+        help="An org API key (dg_...); prefer the environment variable over the option.",
+    ),
+)
+
+
+class ApiError(Exception):
+    """A call that did not get the answer it wanted (message for stderr; exit code 2)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def base_url(url: str | None) -> httpx.URL:
+    if not url or not url.strip():
+        fail("no server URL: set DRIFTGATE_URL (or pass --url)")
+    try:
+        base = httpx.URL(url.strip())
+    except httpx.InvalidURL as exc:
+        fail(f"DRIFTGATE_URL is not a URL: {exc}")
+    if base.scheme not in ("http", "https") or not base.host:
+        fail("DRIFTGATE_URL must be an http:// or https:// URL")
+    return base
+
+
+def api_key(key: str | None) -> str:
+    value = (key or "").strip()
+    if not value:
+        fail("no API key: set DRIFTGATE_API_KEY (or pass --api-key)")
+    if not _KEY.fullmatch(value):
+        # Never echo it: a header with such a value would fail with the value in the message.
+        fail("DRIFTGATE_API_KEY has spaces or unprintable characters")
+    return value
+
+
+def shown(base: httpx.URL) -> str:
+    """The server's URL for messages, without any user:password part."""
+    return str(base.copy_with(username=None, password=None))
+
+
+def client(url: str | None, key: str | None) -> httpx.Client:
+    """An HTTP client for the server at `url` with the key `key` (both checked first)."""
+    base, secret = base_url(url), api_key(key)
+    headers = {
+        "Authorization": f"Bearer {secret}",
+        "User-Agent": USER_AGENT,
+        "X-Service-Source": SERVICE_SOURCE,
+        "Accept": "application/json",
+    }
+    return httpx.Client(base_url=base, headers=headers, timeout=TIMEOUT)
+
+
+def send(http: httpx.Client, method: str, path: str, **kwargs: Any) -> tuple[int, Any]:
+    """Send one request; the status and the JSON answer (None when there is no JSON), or
+    `ApiError` for a server that cannot be reached or does not answer in time."""
+    where = shown(http.base_url)
+    try:
+        response = http.request(method, path, **kwargs)
+    except httpx.TimeoutException:
+        raise ApiError(f"{where} did not answer in time") from None
+    except httpx.HTTPError as exc:
+        raise ApiError(f"cannot reach {where}: {exc or type(exc).__name__}") from None
+    try:
+        return response.status_code, response.json() if response.content else None
+    except ValueError:
+        return response.status_code, None
+
+
+def refusal(status: int, document: Any, where: str) -> ApiError:
+    """The error of an answer that is not the one wanted: the envelope's message and code."""
+    if isinstance(document, dict) and isinstance(document.get("message"), str):
+        code = document.get("error")
+        suffix = f"HTTP {status}" + (f", {code}" if isinstance(code, str) and code else "")
+        return ApiError(f"{document['message']} ({suffix})", status)
+    return ApiError(f"{where} answered HTTP {status}", status)
+
+
+def call(http: httpx.Client, method: str, path: str, **kwargs: Any) -> Any:
+    """The JSON answer of a call that must succeed (2xx), else `ApiError`."""
+    status, document = send(http, method, path, **kwargs)
+    if 200 <= status < 300:
+        return document
+    raise refusal(status, document, shown(http.base_url))

@@ -1,0 +1,351 @@
+"""`driftgate watches` and `driftgate drift`: the watches and drift events of the key's org,
+through the HTTP API of a running server (`DRIFTGATE_URL`, `DRIFTGATE_API_KEY`).
+
+A watch is named by its id or its name. Human tables by default, `--format json` for the
+server's answer as it is. Exit codes: 0 done, 2 a usage error, an unreachable server or an
+error answer (its message and code on one line)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import quote
+
+import click
+import httpx
+
+from cli import api
+from cli.common import fail, options
+
+output_format = click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: a table for people; json: the server's answer.",
+)
+server_command = options(api.server_options, output_format)
+
+
+@contextmanager
+def _server(url: str | None, key: str | None) -> Iterator[httpx.Client]:
+    """A client of the server; any API error ends the command with exit code 2."""
+    http = api.client(url, key)
+    try:
+        with http:
+            yield http
+    except api.ApiError as exc:
+        fail(str(exc))
+
+
+def _watch_id(http: httpx.Client, ref: str) -> str:
+    """The id of the watch named `ref` (an id, else a name of the org's watches)."""
+    status, document = api.send(http, "GET", f"/api/watches/{quote(ref, safe='')}")
+    if status == 200 and isinstance(document, dict):
+        return str(document["id"])
+    if status != 404:
+        raise api.refusal(status, document, api.shown(http.base_url))
+    cursor: str | None = None
+    while True:
+        params = {"limit": 200, **({"cursor": cursor} if cursor else {})}
+        page = api.call(http, "GET", "/api/watches", params=params)
+        for watch in page.get("watches", []):
+            if watch.get("name") == ref:
+                return str(watch["id"])
+        cursor = page.get("nextCursor")
+        if not cursor:
+            raise api.ApiError(f"no watch with id or name {ref!r} in this org (HTTP 404)", 404)
+
+
+def _emit(document: Any, output_format: str, text: Callable[[Any], Sequence[str]]) -> None:
+    if output_format == "json":
+        click.echo(json.dumps(document, indent=2))
+        return
+    for line in text(document):
+        click.echo(line)
+
+
+def _table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> list[str]:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    return [
+        "  ".join(str(cell).ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
+        for row in [header, *rows]
+    ]
+
+
+def _watch_rows(watches: Sequence[dict[str, Any]]) -> list[str]:
+    rows = [
+        (
+            w["id"],
+            w["name"],
+            w["watchType"],
+            w["driftStatus"],
+            w.get("lastCheckedAt") or "never",
+            w["url"],
+        )
+        for w in watches
+    ]
+    return _table(rows, ("ID", "NAME", "TYPE", "STATUS", "LAST CHECK", "URL"))
+
+
+def _watch_text(watch: dict[str, Any]) -> list[str]:
+    lines = [
+        f"{watch['name']} ({watch['id']})",
+        f"  type {watch['watchType']}, status {watch['driftStatus']}, every "
+        f"{watch['intervalMinutes']} min",
+        f"  url {watch['url']}",
+        f"  last check {watch.get('lastCheckedAt') or 'never'}",
+    ]
+    if watch.get("tags"):
+        lines.append(f"  tags {', '.join(watch['tags'])}")
+    counts = watch.get("openChanges") or {}
+    if any(counts.values()):
+        lines.append(
+            f"  open changes: {counts.get('breaking', 0)} breaking, "
+            f"{counts.get('warning', 0)} warning, {counts.get('info', 0)} info"
+        )
+    incident = watch.get("incident")
+    if incident:
+        lines.append(f"  incident {incident.get('id')} {incident.get('status')}")
+    return lines
+
+
+@click.group()
+def watches() -> None:
+    """The org's watches, through the server's API."""
+
+
+@watches.command("list")
+@click.option("--tag", "tags", multiple=True, help="Only watches with this tag (repeatable).")
+@click.option("--status", help="Only watches in this driftStatus (ok, drifted, error, ...).")
+@server_command
+def watches_list(
+    tags: tuple[str, ...],
+    status: str | None,
+    url: str | None,
+    api_key: str | None,
+    output_format: str,
+) -> None:
+    """List the org's watches (every page)."""
+    found: list[dict[str, Any]] = []
+    with _server(url, api_key) as http:
+        cursor: str | None = None
+        while True:
+            params: dict[str, Any] = {"limit": 200, "tag": list(tags)}
+            if status:
+                params["driftStatus"] = status
+            if cursor:
+                params["cursor"] = cursor
+            page = api.call(http, "GET", "/api/watches", params=params)
+            found.extend(page.get("watches", []))
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+    _emit({"watches": found}, output_format, lambda d: _watch_rows(d["watches"]))
+
+
+@watches.command("create")
+@click.argument("name")
+@click.argument("watch_url", metavar="URL")
+@click.option(
+    "--type", "watch_type", type=click.Choice(["openapi", "rest", "mcp"]), help="Else inferred."
+)
+@click.option("--interval", type=int, help="Minutes between checks (default: the org's).")
+@click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
+@click.option(
+    "--header",
+    "headers",
+    multiple=True,
+    metavar="NAME:VALUE",
+    help="A header sent with every check (repeatable; stored encrypted).",
+)
+@server_command
+def watches_create(
+    name: str,
+    watch_url: str,
+    watch_type: str | None,
+    interval: int | None,
+    tags: tuple[str, ...],
+    headers: tuple[str, ...],
+    url: str | None,
+    api_key: str | None,
+    output_format: str,
+) -> None:
+    """Create a watch of URL named NAME (checked at the controller's next round)."""
+    body: dict[str, Any] = {"name": name, "url": watch_url, "tags": list(tags)}
+    if watch_type:
+        body["watchType"] = watch_type
+    if interval is not None:
+        body["intervalMinutes"] = interval
+    if headers:
+        body["headers"] = dict(_header(value) for value in headers)
+    with _server(url, api_key) as http:
+        created = api.call(http, "POST", "/api/watches", json=body)
+    _emit(created, output_format, _watch_text)
+
+
+def _header(value: str) -> tuple[str, str]:
+    name, sep, text = value.partition(":")
+    if not sep or not name.strip():
+        raise click.BadParameter(f"{name!r} is not NAME:VALUE", param_hint="'--header'")
+    return name.strip(), text.strip()
+
+
+@watches.command("show")
+@click.argument("watch")
+@server_command
+def watches_show(watch: str, url: str | None, api_key: str | None, output_format: str) -> None:
+    """A watch (by id or name) with its preflight reasons and its last drift event."""
+    with _server(url, api_key) as http:
+        status = api.call(http, "GET", f"/api/watches/{_watch_id(http, watch)}/status")
+
+    def text(document: dict[str, Any]) -> list[str]:
+        lines = _watch_text(document["watch"])
+        if document.get("reasons"):
+            lines.append(f"  blocks preflight: {', '.join(document['reasons'])}")
+        if document.get("agentActions"):
+            lines.append(f"  to do: {', '.join(document['agentActions'])}")
+        event = document.get("lastDriftEvent")
+        if event:
+            lines.append(f"  last drift event {event.get('id')} at {event.get('detectedAt')}")
+        return lines
+
+    _emit(status, output_format, text)
+
+
+@watches.command("check")
+@click.argument("watch")
+@click.option(
+    "--wait",
+    type=click.FloatRange(0, 60),
+    default=30,
+    show_default=True,
+    metavar="SECONDS",
+    help="Wait up to SECONDS for the result (0: queue it and return).",
+)
+@server_command
+def watches_check(
+    watch: str, wait: float, url: str | None, api_key: str | None, output_format: str
+) -> None:
+    """Check a watch now (by id or name) and show the outcome."""
+    with _server(url, api_key) as http:
+        watch_id = _watch_id(http, watch)
+        answer = api.call(http, "POST", f"/api/watches/{watch_id}/check", params={"wait": wait})
+
+    def text(document: dict[str, Any]) -> list[str]:
+        if document.get("watch") is None:
+            return [f"check {document['jobId']} {document['status']}: not finished yet"]
+        return [f"check {document['jobId']} {document['status']}", *_watch_text(document["watch"])]
+
+    _emit(answer, output_format, text)
+
+
+def _watch_action(action: str, summary: str) -> click.Command:
+    @click.argument("watch")
+    @server_command
+    def command(watch: str, url: str | None, api_key: str | None, output_format: str) -> None:
+        with _server(url, api_key) as http:
+            watch_id = _watch_id(http, watch)
+            changed = api.call(http, "POST", f"/api/watches/{watch_id}/{action}")
+        _emit(changed, output_format, _watch_text)
+
+    command.__doc__ = summary
+    return watches.command(action)(command)
+
+
+_watch_action("pause", "Pause a watch (by id or name): not checked, and blocking preflight.")
+_watch_action("resume", "Resume a watch (by id or name): its status from the last check.")
+
+
+@watches.command("baseline")
+@click.argument("watch")
+@click.option("--reason", required=True, help="Why the current contract is accepted (audited).")
+@server_command
+def watches_baseline(
+    watch: str, reason: str, url: str | None, api_key: str | None, output_format: str
+) -> None:
+    """Accept the last fetched contract as the baseline; resolves the open incident."""
+    with _server(url, api_key) as http:
+        watch_id = _watch_id(http, watch)
+        path = f"/api/watches/{watch_id}/baseline"
+        accepted = api.call(http, "POST", path, json={"reason": reason})
+    _emit(accepted, output_format, _watch_text)
+
+
+@watches.command("delete")
+@click.argument("watch")
+@api.server_options
+def watches_delete(watch: str, url: str | None, api_key: str | None) -> None:
+    """Delete a watch (by id or name); git-managed watches are refused."""
+    with _server(url, api_key) as http:
+        watch_id = _watch_id(http, watch)
+        api.call(http, "DELETE", f"/api/watches/{watch_id}")
+    click.echo(f"deleted watch {watch} ({watch_id})")
+
+
+@click.group()
+def drift() -> None:
+    """The org's drift events, through the server's API."""
+
+
+@drift.command("list")
+@click.option("--watch", help="Only the events of this watch (id or name).")
+@click.option("--limit", type=click.IntRange(1, 50), default=20, show_default=True)
+@server_command
+def drift_list(
+    watch: str | None, limit: int, url: str | None, api_key: str | None, output_format: str
+) -> None:
+    """The newest drift events, newest first."""
+    with _server(url, api_key) as http:
+        params: dict[str, Any] = {"limit": limit}
+        if watch:
+            params["watchId"] = _watch_id(http, watch)
+        page = api.call(http, "GET", "/api/drift", params=params)
+
+    def text(document: dict[str, Any]) -> list[str]:
+        rows = [
+            (
+                e["id"],
+                e.get("detectedAt", ""),
+                e.get("watchName") or e.get("watchId", ""),
+                _counts(e.get("counts") or {}),
+            )
+            for e in document.get("events", [])
+        ]
+        return _table(rows, ("ID", "DETECTED", "WATCH", "CHANGES"))
+
+    _emit(page, output_format, text)
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return (
+        f"{counts.get('breaking', 0)} breaking, {counts.get('warning', 0)} warning, "
+        f"{counts.get('info', 0)} info"
+    )
+
+
+@drift.command("show")
+@click.argument("event_id")
+@server_command
+def drift_show(event_id: str, url: str | None, api_key: str | None, output_format: str) -> None:
+    """One drift event with every change."""
+    with _server(url, api_key) as http:
+        event = api.call(http, "GET", f"/api/drift/events/{quote(event_id, safe='')}")
+
+    def text(document: dict[str, Any]) -> list[str]:
+        lines = [
+            f"drift event {document['id']} at {document.get('detectedAt')}: "
+            f"{_counts(document.get('counts') or {})}"
+        ]
+        for change in document.get("changes", []):
+            action = change.get("agentAction")
+            suffix = f" -> {action}" if action else ""
+            lines.append(
+                f"  {str(change.get('severity', '')).upper():8} {change.get('summary')}{suffix}"
+            )
+        return lines
+
+    _emit(event, output_format, text)
