@@ -8,6 +8,7 @@ its database engine and no connection crosses a process boundary.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from typing import Any
@@ -16,6 +17,7 @@ from flask import Flask
 from gunicorn.app.base import BaseApplication
 
 from cli.supervision import post_fork
+from controller.errors import ConfigError
 from controller.settings import Settings
 
 
@@ -69,6 +71,25 @@ class DriftgateServer(BaseApplication):  # type: ignore[misc]
         from web.app import create_app
 
         return create_app(self.settings)
+
+
+def ensure_port_free(host: str, port: int) -> None:
+    """Refuse to start when the address is taken, before anything else starts (a controller
+    applying sources, migrations), with what to do instead of gunicorn's retries."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ConfigError(f"cannot serve on {host}:{port}: {exc.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError:
+            raise ConfigError(
+                f"port {port} on {host} is already in use (another driftgate, such as `make "
+                "run`, may be serving it): stop that server or pass --port"
+            ) from None
 
 
 def run_gunicorn(settings: Settings) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -114,3 +115,27 @@ def test_up_watches_a_local_spec_and_delivers_a_signed_webhook(
         assert kinds == ["drift.detected", "incident.open"] and receiver.rejected == []
     finally:
         receiver.close()
+
+
+@pytest.mark.parametrize("command", ["up", "serve"])
+def test_a_port_in_use_is_refused_before_anything_starts(
+    tmp_path: Path, database: Database, command: str
+) -> None:
+    """`up` beside a `make run` already serving its port: one clear line and exit 2 before
+    the controller starts or the store is touched, not gunicorn's five retries."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [*DRIFTGATE, command, "--port", str(port)],
+            env=driftgate_env(database.url, tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        f"driftgate: error: port {port} on 127.0.0.1 is already in use (another driftgate, "
+        "such as `make run`, may be serving it): stop that server or pass --port\n"
+    )

@@ -30,8 +30,9 @@ def serve(
 ) -> None:
     """Serve the HTTP API with gunicorn (gthread workers)."""
     settings = obj.settings(host=host, port=port, workers=workers, threads=threads)
-    from cli.server import run_gunicorn
+    from cli.server import ensure_port_free, run_gunicorn
 
+    ensure_port_free(settings.host, settings.port)
     run_gunicorn(settings)
 
 
@@ -49,8 +50,10 @@ def up(
 ) -> None:
     """Run everything on one machine: migrate the store, start the controller, serve the API."""
     settings = obj.settings(host=host, port=port, workers=workers, threads=threads)
+    from cli.server import ensure_port_free
     from controller.crypto import load_secret_box
 
+    ensure_port_free(settings.host, settings.port)
     load_secret_box(settings, create=True)
     if not no_controller:
         from controller.scheduler import ensure_controller_can_start
