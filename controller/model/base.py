@@ -10,7 +10,7 @@ different APIs. Bodies use these types instead, which take exactly the JSON the 
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated
 
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Strict
@@ -64,3 +64,11 @@ BodyFloat = Annotated[float, JsonNumber]
 
 BodyDateTime = Annotated[AwareDatetime, BeforeValidator(_date_time_text)]
 """An RFC 3339 date-time with an offset, not a number of seconds."""
+
+
+def utc_iso(value: datetime) -> str:
+    """An instant as every JSON answer writes it: ISO 8601 in UTC with `Z`, as pydantic
+    serialises the response models (a naive value from the store is UTC)."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")

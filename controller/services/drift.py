@@ -19,7 +19,7 @@ from controller.checks import decode_changes
 from controller.crypto import SecretBox
 from controller.errors import Conflict, NotFound
 from controller.incidents import close_incident, current_incident, emit_incident
-from controller.model.base import ApiModel, RequestModel
+from controller.model.base import ApiModel, RequestModel, utc_iso
 from controller.model.watch import DriftStatus, IncidentSummary, Note, ObjectId, WatchOut
 from controller.policy import reasons_for
 from controller.services import audit, paging
@@ -341,10 +341,10 @@ def ack_trail(session: Session, org_id: str) -> list[dict[str, Any]]:
         {
             "incidentId": r.id,
             "watchId": r.watch_id,
-            "acknowledgedAt": r.acknowledged_at.isoformat() if r.acknowledged_at else None,
+            "acknowledgedAt": utc_iso(r.acknowledged_at) if r.acknowledged_at else None,
             "acknowledgedBy": r.acknowledged_by,
             "note": r.ack_note,
-            "resolvedAt": r.resolved_at.isoformat() if r.resolved_at else None,
+            "resolvedAt": utc_iso(r.resolved_at) if r.resolved_at else None,
             "resolution": r.resolution,
         }
         for r in rows

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from controller.checks import decode_changes
 from controller.crypto import SecretBox
-from controller.model.base import RequestModel
+from controller.model.base import RequestModel, utc_iso
 from controller.services.drift import ack_trail, iter_events
 from controller.store.models import DriftEvent, Incident, PreflightDecision, Watch
 
@@ -71,7 +71,7 @@ def event_record(event: DriftEvent, watch: Watch, statuses: dict[str, str]) -> d
         "breakingCount": event.breaking_count,
         "warningCount": event.warning_count,
         "infoCount": event.info_count,
-        "detectedAt": event.detected_at.isoformat(),
+        "detectedAt": utc_iso(event.detected_at),
         "changes": decode_changes(event.changes),
     }
 
@@ -88,7 +88,7 @@ def _records(session: Session, org_id: str) -> Iterator[dict[str, Any]]:
 
 
 def stream_json(session: Session, org_id: str, now: datetime) -> Iterator[str]:
-    yield json.dumps({"schema": JSON_SCHEMA, "exportedAt": now.isoformat()})[:-1] + ',"events":['
+    yield json.dumps({"schema": JSON_SCHEMA, "exportedAt": utc_iso(now)})[:-1] + ',"events":['
     for index, record in enumerate(_records(session, org_id)):
         yield ("," if index else "") + json.dumps(record, separators=(",", ":"), default=str)
     yield "]}\n"
@@ -117,7 +117,7 @@ def stream_audit(session: Session, org_id: str, now: datetime, box: SecretBox) -
         return chunk
 
     yield signed(
-        json.dumps({"schema": AUDIT_SCHEMA, "exportedAt": now.isoformat()})[:-1] + ',"events":['
+        json.dumps({"schema": AUDIT_SCHEMA, "exportedAt": utc_iso(now)})[:-1] + ',"events":['
     )
     for index, record in enumerate(_records(session, org_id)):
         yield signed(
@@ -144,7 +144,7 @@ def _decisions(session: Session, org_id: str) -> Iterator[dict[str, Any]]:
     for row in rows:
         yield {
             "decisionId": row.id,
-            "evaluatedAt": row.evaluated_at.isoformat(),
+            "evaluatedAt": utc_iso(row.evaluated_at),
             "actor": row.actor,
             "agentId": row.agent_key,
             "watchCount": row.watch_count,

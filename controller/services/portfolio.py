@@ -6,7 +6,7 @@ from pydantic import Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from controller.model.base import ApiModel
+from controller.model.base import ApiModel, utc_iso
 from controller.model.watch import DriftStatus
 from controller.services.drift import reasons_of, status_counts
 from controller.store.models import Watch
@@ -39,7 +39,7 @@ def portfolio_status(session: Session, org_id: str) -> PortfolioStatus:
                 watch_type=w.watch_type,
                 drift_status=DriftStatus(w.drift_status),
                 reasons=reasons_of(w),
-                last_checked_at=w.last_checked_at.isoformat() if w.last_checked_at else None,
+                last_checked_at=utc_iso(w.last_checked_at) if w.last_checked_at else None,
                 open_breaking=w.open_breaking,
             )
             for w in rows

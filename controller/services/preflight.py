@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from controller.errors import NotFound, agent_not_found
 from controller.logs import log
-from controller.model.base import ApiModel, BodyBool, RequestModel
+from controller.model.base import ApiModel, BodyBool, RequestModel, utc_iso
 from controller.model.watch import Label, ObjectId, ShortNote, refuse_null
 from controller.policy import (
     WATCH_ID_LIMIT,
@@ -246,7 +246,7 @@ class Outcome:
             "wouldPolicyBlock": decision.would_policy_block,
             "dryRun": self.request.dry_run,
             "decisionId": self.decision_id,
-            "evaluatedAt": self.evaluated_at.isoformat(),
+            "evaluatedAt": utc_iso(self.evaluated_at),
             "agent": _agent_json(self.agent, decision),
         }
 
@@ -258,7 +258,7 @@ def _row_json(row: Row) -> dict[str, Any]:
         "driftStatus": row.drift_status,
         "reasons": row.reasons,
         "agentActions": row.agent_actions,
-        "lastCheckedAt": row.last_checked_at.isoformat() if row.last_checked_at else None,
+        "lastCheckedAt": utc_iso(row.last_checked_at) if row.last_checked_at else None,
         "incidentId": row.incident_id,
     }
     if row.ignore_reason is not None:

@@ -190,3 +190,21 @@ def test_decisions_are_in_the_signed_audit_export(
     assert decisions[0]["result"]["blocked"][0]["reasons"] == ["breaking_drift"]
     assert decisions[1]["allowed"] is True and decisions[1]["dryRun"] is True
     assert document["signature"].startswith("hmac-sha256:")
+
+
+def test_hand_built_answers_write_instants_as_every_route_does(
+    client: FlaskClient, acme: OrgKey, fleet: dict[str, str]
+) -> None:
+    """The run gate builds its answer by hand (the hot path); its instants are written in UTC
+    with `Z`, as pydantic writes them in every other answer, and so are the portfolio's and
+    the export's."""
+    body = preflight(client, acme, {"watchIds": list(fleet.values())})
+    instants = [body["evaluatedAt"], *(r["lastCheckedAt"] for r in body["blocked"])]
+    assert all(value is None or value.endswith("Z") for value in instants), instants
+    assert any(r["lastCheckedAt"] for r in body["blocked"])
+    portfolio = client.get("/api/portfolio/status", headers=acme.headers).get_json()
+    assert all(
+        w["lastCheckedAt"] is None or w["lastCheckedAt"].endswith("Z") for w in portfolio["watches"]
+    )
+    exported = client.get("/api/drift/export", headers=acme.headers).get_data(as_text=True)
+    assert json.loads(exported)["exportedAt"].endswith("Z")
