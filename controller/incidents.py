@@ -46,6 +46,27 @@ def close_incident(
     emit_incident(session, box, watch, incident, "incident.resolved", now)
 
 
+def acknowledge_incident(
+    session: Session,
+    box: SecretBox,
+    watch: Watch,
+    incident: Incident,
+    now: datetime,
+    *,
+    by: str,
+    note: str | None,
+) -> bool:
+    """Open → acknowledged, and say so; False when the incident was not open."""
+    if incident.status != "open":
+        return False
+    incident.status = "acknowledged"
+    incident.acknowledged_at = now
+    incident.acknowledged_by = by
+    incident.ack_note = note
+    emit_incident(session, box, watch, incident, "incident.acknowledged", now)
+    return True
+
+
 def emit_incident(
     session: Session, box: SecretBox, watch: Watch, incident: Incident, kind: str, now: datetime
 ) -> None:

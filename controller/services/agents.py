@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from controller import runtime
 from controller.crypto import SecretBox
 from controller.errors import Conflict, Forbidden, agent_not_found
-from controller.incidents import ACTIVE, emit_incident
+from controller.incidents import ACTIVE, acknowledge_incident
 from controller.model.base import ApiModel, RequestModel
 from controller.model.watch import LABEL_PATTERN, IncidentSummary, ManagedBy, Note
 from controller.policy import Policy, decide, resolve_policy, watch_reasons
@@ -138,14 +138,12 @@ def bind(
         raise Conflict(
             f"another agent already uses the slug {agent.slug!r}", code="duplicate_slug"
         ) from None
-    audit.record(
+    audit.by(
         session,
-        actor=principal.actor,
-        action="agent.create" if created else "agent.bind",
-        target_type="agent",
-        target_id=agent.key,
-        org_id=principal.org_id,
-        details={"watchId": watch.id, "policy": agent.policy},
+        principal,
+        "agent.create" if created else "agent.bind",
+        agent.key,
+        {"watchId": watch.id, "policy": agent.policy},
     )
     return agent
 
@@ -358,21 +356,15 @@ def ack_agent(
     rule = check_approval(agent, data.repository, data.branch)
     acknowledged = []
     for incident in _incidents(session, agent, ("open",)):
-        incident.status = "acknowledged"
-        incident.acknowledged_at = now
-        incident.acknowledged_by = principal.actor
-        incident.ack_note = data.note
         watch = session.get_one(Watch, incident.watch_id)
-        emit_incident(session, box, watch, incident, "incident.acknowledged", now)
+        acknowledge_incident(session, box, watch, incident, now, by=principal.actor, note=data.note)
         acknowledged.append(incident.id)
-    audit.record(
+    audit.by(
         session,
-        actor=principal.actor,
-        action="agent.ack",
-        target_type="agent",
-        target_id=agent.key,
-        org_id=principal.org_id,
-        details={
+        principal,
+        "agent.ack",
+        agent.key,
+        {
             "incidents": acknowledged,
             "note": data.note,
             "repository": data.repository,
@@ -446,12 +438,6 @@ def _incidents(session: Session, agent: Agent, statuses: tuple[str, ...]) -> lis
 def _audit_runtime(
     session: Session, principal: Principal, agent: Agent, action: str, note: str | None
 ) -> None:
-    audit.record(
-        session,
-        actor=principal.actor,
-        action=action,
-        target_type="agent",
-        target_id=agent.key,
-        org_id=principal.org_id,
-        details={"note": note, "runtimeState": agent.runtime_state},
+    audit.by(
+        session, principal, action, agent.key, {"note": note, "runtimeState": agent.runtime_state}
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.orm import Session
 
@@ -29,4 +29,51 @@ def record(
             target_id=target_id,
             details=details or {},
         )
+    )
+
+
+class Caller(Protocol):
+    """Who acts: an authenticated principal (`services.auth.Principal`) or the like."""
+
+    @property
+    def actor(self) -> str: ...
+
+    @property
+    def org_id(self) -> str: ...
+
+
+def by(
+    session: Session,
+    caller: Caller,
+    action: str,
+    target_id: str | None,
+    details: dict[str, Any] | None = None,
+    *,
+    target_type: str | None = None,
+) -> None:
+    """`record` for an action of an authenticated caller in its own org; the target type is
+    the action's family (`watch.create` → `watch`) unless given."""
+    record(
+        session,
+        actor=caller.actor,
+        action=action,
+        target_type=target_type or action.split(".", 1)[0],
+        target_id=target_id,
+        org_id=caller.org_id,
+        details=details,
+    )
+
+
+def on_org(
+    session: Session, actor: str, org_id: str, action: str, details: dict[str, Any] | None = None
+) -> None:
+    """`record` for an action on the org itself (its plan, products, settings, secrets)."""
+    record(
+        session,
+        actor=actor,
+        action=action,
+        target_type="org",
+        target_id=org_id,
+        org_id=org_id,
+        details=details,
     )

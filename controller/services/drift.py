@@ -6,7 +6,8 @@ resolving an incident are audited and emit the matching events through the outbo
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -18,7 +19,11 @@ from controller import jobs
 from controller.checks import decode_changes
 from controller.crypto import SecretBox
 from controller.errors import Conflict, NotFound
-from controller.incidents import close_incident, current_incident, emit_incident
+from controller.incidents import (
+    acknowledge_incident,
+    close_incident,
+    current_incident,
+)
 from controller.model.base import ApiModel, RequestModel, utc_iso
 from controller.model.watch import DriftStatus, IncidentSummary, Note, ObjectId, WatchOut
 from controller.policy import reasons_for
@@ -245,14 +250,12 @@ def accept_baseline(
             resolution=decided.resolve_incident,
             by=principal.actor,
         )
-    audit.record(
+    audit.by(
         session,
-        actor=principal.actor,
-        action="watch.baseline_accept",
-        target_type="watch",
-        target_id=watch.id,
-        org_id=principal.org_id,
-        details={"reason": reason, "from": previous, "to": snapshot.id},
+        principal,
+        "watch.baseline_accept",
+        watch.id,
+        {"reason": reason, "from": previous, "to": snapshot.id},
     )
     return watch
 
@@ -268,52 +271,68 @@ def _open_incident_of(
     return watch, incident
 
 
-def acknowledge(
-    session: Session,
-    principal: Principal,
-    watch_id: str,
-    note: str | None,
-    box: SecretBox,
-    now: datetime,
-) -> Incident:
-    watch, incident = _open_incident_of(session, principal, watch_id)
-    if incident.status == "open":
-        incident.status = "acknowledged"
-        incident.acknowledged_at = now
-        incident.acknowledged_by = principal.actor
-        incident.ack_note = note
-        audit.record(
-            session,
-            actor=principal.actor,
-            action="incident.acknowledge",
-            target_type="incident",
-            target_id=incident.id,
-            org_id=principal.org_id,
-            details={"note": note},
-        )
-        emit_incident(session, box, watch, incident, "incident.acknowledged", now)
-    return incident
+@dataclass(frozen=True)
+class IncidentAct:
+    """A person's action on a watch's incident, as the steps below see it."""
+
+    session: Session
+    box: SecretBox
+    principal: Principal
+    watch: Watch
+    incident: Incident
+    note: str | None
+    now: datetime
 
 
-def resolve(
-    session: Session,
-    principal: Principal,
-    watch_id: str,
-    note: str | None,
-    box: SecretBox,
-    now: datetime,
-) -> Incident:
-    watch, incident = _open_incident_of(session, principal, watch_id)
-    close_incident(session, box, watch, incident, now, resolution="manual", by=principal.actor)
-    audit.record(
-        session,
-        actor=principal.actor,
-        action="incident.resolve",
-        target_type="incident",
-        target_id=incident.id,
-        org_id=principal.org_id,
-        details={"note": note},
+def _acknowledge(act: IncidentAct) -> bool:
+    """Open → acknowledged (an acknowledged incident stays as it is: nothing to audit)."""
+    return acknowledge_incident(
+        act.session,
+        act.box,
+        act.watch,
+        act.incident,
+        act.now,
+        by=act.principal.actor,
+        note=act.note,
     )
+
+
+def _resolve(act: IncidentAct) -> bool:
+    """Closed by hand; the baseline stays as it is."""
+    close_incident(
+        act.session,
+        act.box,
+        act.watch,
+        act.incident,
+        act.now,
+        resolution="manual",
+        by=act.principal.actor,
+    )
+    return True
+
+
+# What a person can do to a watch's incident: the step (False: nothing changed, nothing to
+# audit) and the audit action it records.
+INCIDENT_ACTIONS: dict[str, tuple[Callable[[IncidentAct], bool], str]] = {
+    "ack": (_acknowledge, "incident.acknowledge"),
+    "resolve": (_resolve, "incident.resolve"),
+}
+
+
+def act_on_incident(
+    session: Session,
+    principal: Principal,
+    watch_id: str,
+    action: str,
+    note: str | None,
+    box: SecretBox,
+    now: datetime,
+) -> Incident:
+    """Runs one of `INCIDENT_ACTIONS` on the watch's open incident (404 when there is none)."""
+    step, audited = INCIDENT_ACTIONS[action]
+    watch, incident = _open_incident_of(session, principal, watch_id)
+    if step(IncidentAct(session, box, principal, watch, incident, note, now)):
+        audit.by(session, principal, audited, incident.id, {"note": note})
     return incident
 
 

@@ -232,14 +232,12 @@ def record_trip(
         if existing is None:
             raise
         return _replayed(existing, digest), False
-    audit.record(
+    audit.by(
         session,
-        actor=principal.actor,
-        action="fuse_trip.create",
-        target_type="fuse_trip",
-        target_id=trip.id,
-        org_id=principal.org_id,
-        details={"tripId": trip.trip_id, "reason": trip.reason, "decisionId": trip.decision_id},
+        principal,
+        "fuse_trip.create",
+        trip.id,
+        {"tripId": trip.trip_id, "reason": trip.reason, "decisionId": trip.decision_id},
     )
     return trip, True
 

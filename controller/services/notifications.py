@@ -89,14 +89,12 @@ def put_defaults(
     row.interval_minutes = data.interval_minutes
     row.alert_severities = list(data.alert_policy.severities) if data.alert_policy else []
     session.flush()
-    audit.record(
+    audit.on_org(
         session,
-        actor=principal.actor,
-        action="org.notification_defaults",
-        target_type="org",
-        target_id=principal.org_id,
-        org_id=principal.org_id,
-        details={
+        principal.actor,
+        principal.org_id,
+        "org.notification_defaults",
+        {
             "destination": row.destination_hint,
             "intervalMinutes": row.interval_minutes,
             "severities": row.alert_severities,
@@ -129,12 +127,5 @@ def rotate_signing_secret(session: Session, org_id: str, box: SecretBox, *, acto
         session.add(WebhookSecret(org_id=org_id, secret_ciphertext=box.encrypt_json(secret)))
     else:
         row.secret_ciphertext = box.encrypt_json(secret)
-    audit.record(
-        session,
-        actor=actor,
-        action="org.webhook_secret.rotate",
-        target_type="org",
-        target_id=org_id,
-        org_id=org_id,
-    )
+    audit.on_org(session, actor, org_id, "org.webhook_secret.rotate")
     return secret

@@ -49,15 +49,7 @@ def create_org(session: Session, name: str, plan: str = "free", *, actor: str) -
     org = Org(name=name, plan=plan, products=[])
     session.add(org)
     session.flush()
-    audit.record(
-        session,
-        actor=actor,
-        action="org.create",
-        target_type="org",
-        target_id=org.id,
-        org_id=org.id,
-        details={"name": name, "plan": plan},
-    )
+    audit.on_org(session, actor, org.id, "org.create", {"name": name, "plan": plan})
     return org
 
 
@@ -81,14 +73,12 @@ def set_plan(session: Session, org: Org, plan: str, *, actor: str) -> Org:
     if plan == "free" and org.products:
         # A free org cannot hold overlay products; downgrading switches them off.
         dropped, org.products = list(org.products), []
-    audit.record(
+    audit.on_org(
         session,
-        actor=actor,
-        action="org.set_plan",
-        target_type="org",
-        target_id=org.id,
-        org_id=org.id,
-        details={"from": previous, "to": plan, "productsDisabled": dropped},
+        actor,
+        org.id,
+        "org.set_plan",
+        {"from": previous, "to": plan, "productsDisabled": dropped},
     )
     return org
 
@@ -107,14 +97,12 @@ def set_product(session: Session, org: Org, product: str, enabled: bool, *, acto
         products.append(product)
     org.products = sorted(products)
     forget_cached_keys(session)
-    audit.record(
+    audit.on_org(
         session,
-        actor=actor,
-        action="org.enable_product" if enabled else "org.disable_product",
-        target_type="org",
-        target_id=org.id,
-        org_id=org.id,
-        details={"product": product},
+        actor,
+        org.id,
+        "org.enable_product" if enabled else "org.disable_product",
+        {"product": product},
     )
     return org
 

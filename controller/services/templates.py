@@ -212,14 +212,12 @@ def create_template(
         raise Conflict(
             f"a template named {data.name!r} already exists", code="duplicate_name"
         ) from None
-    audit.record(
+    audit.by(
         session,
-        actor=principal.actor,
-        action="template.create",
-        target_type="template",
-        target_id=template.id,
-        org_id=principal.org_id,
-        details={"name": template.name, "watchType": template.watch_type},
+        principal,
+        "template.create",
+        template.id,
+        {"name": template.name, "watchType": template.watch_type},
     )
     return template
 
@@ -231,15 +229,7 @@ def delete_template(session: Session, principal: Principal, template_id: str) ->
         raise NotFound("Template not found")
     ensure_unmanaged(template, "template", template.name)
     session.delete(template)
-    audit.record(
-        session,
-        actor=principal.actor,
-        action="template.delete",
-        target_type="template",
-        target_id=template.id,
-        org_id=principal.org_id,
-        details={"name": template.name},
-    )
+    audit.by(session, principal, "template.delete", template.id, {"name": template.name})
 
 
 def launch(
@@ -288,14 +278,13 @@ def launch(
             name=data.agent.name,
             environment=data.agent.environment,
         )
-    audit.record(
+    audit.by(
         session,
-        actor=principal.actor,
-        action="template.launch",
+        principal,
+        "template.launch",
+        watch.id,
+        {"template": ref.name, "agent": data.agent.id if data.agent else None},
         target_type="watch",
-        target_id=watch.id,
-        org_id=principal.org_id,
-        details={"template": ref.name, "agent": data.agent.id if data.agent else None},
     )
     return watch, ref, agent
 

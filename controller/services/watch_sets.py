@@ -202,12 +202,4 @@ def _flush_unique(session: Session, name: str) -> None:
 def _audit(
     session: Session, principal: Principal, action: str, watch_set: WatchSet, watches: int
 ) -> None:
-    audit.record(
-        session,
-        actor=principal.actor,
-        action=action,
-        target_type="watch_set",
-        target_id=watch_set.id,
-        org_id=principal.org_id,
-        details={"name": watch_set.name, "watches": watches},
-    )
+    audit.by(session, principal, action, watch_set.id, {"name": watch_set.name, "watches": watches})

@@ -75,14 +75,12 @@ def create_watch(
     set_tags(watch, data.tags)
     session.add(watch)
     _flush_unique(session, name)
-    audit.record(
+    audit.by(
         session,
-        actor=principal.actor,
-        action="watch.create",
-        target_type="watch",
-        target_id=watch.id,
-        org_id=principal.org_id,
-        details={"name": name, "watchType": watch.watch_type, "url": watch.url},
+        principal,
+        "watch.create",
+        watch.id,
+        {"name": name, "watchType": watch.watch_type, "url": watch.url},
     )
     return watch
 
@@ -153,15 +151,7 @@ def update_watch(
     if "body" in fields:
         watch.request_body = data.body
     _flush_unique(session, watch.name)
-    audit.record(
-        session,
-        actor=principal.actor,
-        action="watch.update",
-        target_type="watch",
-        target_id=watch.id,
-        org_id=principal.org_id,
-        details={"fields": sorted(changed)},
-    )
+    audit.by(session, principal, "watch.update", watch.id, {"fields": sorted(changed)})
     return watch
 
 
@@ -169,15 +159,7 @@ def delete_watch(session: Session, principal: Principal, watch_id: str) -> None:
     watch = get_watch(session, principal.org_id, watch_id)
     ensure_unmanaged(watch)
     session.delete(watch)
-    audit.record(
-        session,
-        actor=principal.actor,
-        action="watch.delete",
-        target_type="watch",
-        target_id=watch_id,
-        org_id=principal.org_id,
-        details={"name": watch.name},
-    )
+    audit.by(session, principal, "watch.delete", watch_id, {"name": watch.name})
 
 
 # A change of a watch's state asked for by a caller (pause, resume).
@@ -203,14 +185,12 @@ def _move(
     decided = transition(facts_of(watch), event)
     if decided.changed:
         watch.drift_status = decided.status.value
-        audit.record(
+        audit.by(
             session,
-            actor=principal.actor,
-            action=action,
-            target_type="watch",
-            target_id=watch.id,
-            org_id=principal.org_id,
-            details={"status": watch.drift_status} if isinstance(event, Resumed) else None,
+            principal,
+            action,
+            watch.id,
+            {"status": watch.drift_status} if isinstance(event, Resumed) else None,
         )
     return watch
 

@@ -183,43 +183,42 @@ def accept_baseline(call: Call) -> WatchOut:
     return drift.watch_out(call.session, watch, call.now)
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/watches/<watch_id>/incident/ack",
-    summary="Acknowledge the open incident",
-    tag="watches",
-    body=drift.IncidentAction,
-    responses={200: drift.IncidentOut},
-)
-def acknowledge_incident(call: Call) -> drift.IncidentOut:
-    """Marks the watch's open incident acknowledged, with an optional note (audited)."""
-    incident = drift.acknowledge(
-        call.session,
-        call.principal_required,
-        call.path["watch_id"],
-        call.body.note,
-        call.secret_box,
-        call.now,
-    )
-    return drift.incident_out(incident)
+def _incident_route(action: str, name: str, summary: str, doc: str) -> None:
+    """`POST /api/watches/<id>/incident/<action>` for each of the service's incident actions."""
+
+    def handler(call: Call) -> drift.IncidentOut:
+        incident = drift.act_on_incident(
+            call.session,
+            call.principal_required,
+            call.path["watch_id"],
+            action,
+            call.body.note,
+            call.secret_box,
+            call.now,
+        )
+        return drift.incident_out(incident)
+
+    handler.__name__ = name
+    handler.__doc__ = doc
+    REGISTRY.route(
+        "POST",
+        f"/api/watches/<watch_id>/incident/{action}",
+        summary=summary,
+        tag="watches",
+        body=drift.IncidentAction,
+        responses={200: drift.IncidentOut},
+    )(handler)
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/watches/<watch_id>/incident/resolve",
-    summary="Resolve the open incident",
-    tag="watches",
-    body=drift.IncidentAction,
-    responses={200: drift.IncidentOut},
+_incident_route(
+    "ack",
+    "acknowledge_incident",
+    "Acknowledge the open incident",
+    "Marks the watch's open incident acknowledged, with an optional note (audited).",
 )
-def resolve_incident(call: Call) -> drift.IncidentOut:
-    """Resolves the watch's incident by hand (the baseline stays as it is; audited)."""
-    incident = drift.resolve(
-        call.session,
-        call.principal_required,
-        call.path["watch_id"],
-        call.body.note,
-        call.secret_box,
-        call.now,
-    )
-    return drift.incident_out(incident)
+_incident_route(
+    "resolve",
+    "resolve_incident",
+    "Resolve the open incident",
+    "Resolves the watch's incident by hand (the baseline stays as it is; audited).",
+)
