@@ -8,19 +8,23 @@ import io
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner
 from flask import Flask
+from flask.testing import FlaskClient
 
 from cli.main import main
-from controller.crypto import load_secret_box
+from controller.crypto import SecretBox, load_secret_box
 from controller.events.delivery import deliver_due
+from controller.events.outbox import emit
 from controller.scheduler import Controller
 from controller.services import notifications
 from controller.settings import Settings
 from controller.sources.http import make_client
 from controller.store.db import Database
 from tests.conftest import SECRET, OrgKey
+from tests.factories import make_watch
 from tests.receivers import Receiver
 from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
@@ -135,25 +139,17 @@ def test_audit_export_verifies_and_tampering_is_caught(
 
 def test_check_of_a_paused_watch_is_409(live_app: Flask, acme: OrgKey) -> None:
     client = live_app.test_client()
-    watch = client.post(
-        "/api/watches",
-        json={"name": "p", "url": "https://x.example/openapi.json"},
-        headers=acme.headers,
-    ).json
-    client.post(f"/api/watches/{watch['id']}/pause", headers=acme.headers)
-    response = client.post(f"/api/watches/{watch['id']}/check", headers=acme.headers)
+    watch_id = make_watch(client, acme, "p")
+    client.post(f"/api/watches/{watch_id}/pause", headers=acme.headers)
+    response = client.post(f"/api/watches/{watch_id}/check", headers=acme.headers)
     assert response.status_code == 409 and response.json["error"] == "watch_paused"
 
 
 def test_check_without_wait_is_queued(live_app: Flask, acme: OrgKey) -> None:
     client = live_app.test_client()
-    watch = client.post(
-        "/api/watches",
-        json={"name": "p", "url": "https://x.example/openapi.json"},
-        headers=acme.headers,
-    ).json
-    first = client.post(f"/api/watches/{watch['id']}/check", headers=acme.headers)
-    second = client.post(f"/api/watches/{watch['id']}/check", headers=acme.headers)
+    watch_id = make_watch(client, acme, "p")
+    first = client.post(f"/api/watches/{watch_id}/check", headers=acme.headers)
+    second = client.post(f"/api/watches/{watch_id}/check", headers=acme.headers)
     assert first.status_code == second.status_code == 202
     assert first.json["jobId"] == second.json["jobId"]  # joins the queued check
 
@@ -180,18 +176,38 @@ def test_notification_defaults(live_app: Flask, acme: OrgKey) -> None:
     assert put.status_code == 200
     assert put.json["destination"] == {"kind": "slack", "urlHint": "https://hooks.slack.com"}
     assert "secret-token" not in put.get_data(as_text=True)
-    watch = client.post(
-        "/api/watches",
-        json={"name": "p", "url": "https://x.example/openapi.json"},
-        headers=acme.headers,
-    ).json
-    assert watch["intervalMinutes"] == 30
+    watch = client.get(f"/api/watches/{make_watch(client, acme, 'p')}", headers=acme.headers)
+    assert watch.json["intervalMinutes"] == 30
     bad = client.put(
         "/api/org/notification-defaults",
         headers=acme.headers,
         json={"alertPolicy": {"severities": ["urgent"]}},
     )
     assert bad.status_code == 400
+
+
+def _send_to(client: FlaskClient, acme: OrgKey, kind: str, url: str) -> None:
+    """The org's notifications go to this destination."""
+    answer = client.put(
+        "/api/org/notification-defaults",
+        headers=acme.headers,
+        json={"destination": {"kind": kind, "url": url}},
+    )
+    assert answer.status_code == 200, answer.json
+
+
+def _emit(
+    database: Database,
+    box: SecretBox,
+    acme: OrgKey,
+    now: datetime,
+    *events: tuple[str, str | None, dict[str, Any]],
+) -> None:
+    """Events (type, severity, data) into the org's outbox, in one transaction."""
+    org = acme.org_id
+    with database.transaction() as session:
+        for kind, sev, data in events:
+            emit(session, box, org_id=org, event_type=kind, severity=sev, data=data, now=now)
 
 
 def test_signed_delivery_with_retries_and_stats(
@@ -203,23 +219,15 @@ def test_signed_delivery_with_retries_and_stats(
     receiver = Receiver(secret=secret, fail_first=2)
     client = live_app.test_client()
     try:
-        client.put(
-            "/api/org/notification-defaults",
-            headers=acme.headers,
-            json={"destination": {"kind": "webhook", "url": receiver.url}},
-        )
-        from controller.events.outbox import emit
-
         now = datetime.now(UTC)
-        with database.transaction() as session:
-            emit(
-                session,
-                box,
-                org_id=acme.org_id,
-                event_type="incident.open",
-                data={"watchId": "w1", "watchName": "payments"},
-                now=now,
-            )
+        _send_to(client, acme, "webhook", receiver.url)
+        _emit(
+            database,
+            box,
+            acme,
+            now,
+            ("incident.open", None, {"watchId": "w1", "watchName": "payments"}),
+        )
         http = make_client(allow_private=True)
         try:
             assert deliver_due(database, box, http, now) == 1
@@ -261,37 +269,24 @@ def test_slack_destinations_get_a_readable_message(
     box = load_secret_box(live_settings)
     receiver = Receiver()
     try:
-        live_app.test_client().put(
-            "/api/org/notification-defaults",
-            headers=acme.headers,
-            json={"destination": {"kind": "slack", "url": receiver.url}},
-        )
-        from controller.events.outbox import emit
-
         now = datetime.now(UTC)
-        with database.transaction() as session:
-            emit(
-                session,
-                box,
-                org_id=acme.org_id,
-                event_type="drift.detected",
-                severity="breaking",
-                data={
+        _send_to(live_app.test_client(), acme, "slack", receiver.url)
+        _emit(
+            database,
+            box,
+            acme,
+            now,
+            (
+                "drift.detected",
+                "breaking",
+                {
                     "watchName": "payments",
                     "counts": {"breaking": 2, "warning": 0, "info": 1},
                     "changes": [{"severity": "breaking", "summary": "GET /v1/refunds removed"}],
                 },
-                now=now,
-            )
-            emit(
-                session,
-                box,
-                org_id=acme.org_id,
-                event_type="drift.detected",
-                severity="info",
-                data={"watchName": "payments"},
-                now=now,
-            )  # below the alert policy: not sent
+            ),
+            ("drift.detected", "info", {"watchName": "payments"}),  # below the alert policy
+        )
         http = make_client(allow_private=True)
         try:
             assert deliver_due(database, box, http, now) == 1
@@ -308,17 +303,13 @@ def test_slack_destinations_get_a_readable_message(
 
 def test_incident_actions_without_an_incident_are_404(live_app: Flask, acme: OrgKey) -> None:
     client = live_app.test_client()
-    watch = client.post(
-        "/api/watches",
-        json={"name": "p", "url": "https://x.example/openapi.json"},
-        headers=acme.headers,
-    ).json
+    watch_id = make_watch(client, acme, "p")
     for action in ("ack", "resolve"):
         response = client.post(
-            f"/api/watches/{watch['id']}/incident/{action}", json={}, headers=acme.headers
+            f"/api/watches/{watch_id}/incident/{action}", json={}, headers=acme.headers
         )
         assert response.status_code == 404 and response.json["error"] == "not_found"
     baseline = client.post(
-        f"/api/watches/{watch['id']}/baseline", json={"reason": "x"}, headers=acme.headers
+        f"/api/watches/{watch_id}/baseline", json={"reason": "x"}, headers=acme.headers
     )
     assert baseline.status_code == 409 and baseline.json["error"] == "no_snapshot"
