@@ -20,9 +20,7 @@ import selectors
 import socket
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any
 
@@ -128,7 +126,10 @@ class RawMcpServer:
         self.requests: list[tuple[str, str | None, dict[str, str]]] = []
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        # Imported here: the stdio child runs this file as a script, without the `tests` package.
+        from tests.servers import Loopback, QuietHandler
+
+        class Handler(QuietHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 message = json.loads(body or b"null")
@@ -161,26 +162,10 @@ class RawMcpServer:
                 body: bytes,
                 headers: dict[str, str] | None = None,
             ) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                try:
-                    self.wfile.write(body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+                self.answer(status, body, content_type, headers)
 
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-                return
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/mcp"
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        self._loopback = Loopback(Handler)
+        self.url = self._loopback.url("/mcp")
 
     def reply(self, message: dict[str, Any]) -> dict[str, Any]:
         method, request_id = message.get("method"), message.get("id")
@@ -212,13 +197,11 @@ class RawMcpServer:
         return [method for _, method, _ in self.requests]
 
     def __enter__(self) -> RawMcpServer:
-        self._thread.start()
+        self._loopback.start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        self._loopback.stop()
 
 
 # The child process: an SDK low-level server whose lists come from the surface file.

@@ -4,14 +4,12 @@ purpose, to see retries."""
 from __future__ import annotations
 
 import json
-import ssl
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from controller.events.signing import SignatureError, verify
+from tests.servers import Loopback, QuietHandler
 
 
 class Receiver:
@@ -29,7 +27,7 @@ class Receiver:
         self.attempts = 0
         receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length", "0"))
                 body = self.rfile.read(length)
@@ -47,27 +45,10 @@ class Receiver:
                     receiver.received.append(
                         {"headers": dict(self.headers), "body": json.loads(body)}
                     )
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+                self.answer(status)
 
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-                return
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        scheme = "http"
-        if tls is not None:
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            context.load_cert_chain(str(tls[0]), str(tls[1]))
-            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
-            scheme = "https"
-        self.url = f"{scheme}://127.0.0.1:{self._server.server_address[1]}/hook"
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
+        self._loopback = Loopback(Handler, tls=tls).start()
+        self.url = self._loopback.url("/hook")
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._loopback.stop()

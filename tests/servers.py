@@ -3,15 +3,82 @@
 from __future__ import annotations
 
 import hashlib
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from werkzeug.serving import WSGIRequestHandler, make_server
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """A request handler that does not log every request to stderr, with one way to answer."""
+
+    def answer(
+        self,
+        status: int,
+        body: bytes = b"",
+        content_type: str = "application/json",
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """Status, headers and body; a 304 has no body and no Content-Length."""
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        if status != 304:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if status != 304 and body:
+            try:
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        return
+
+
+class Loopback:
+    """A threading HTTP server for `handler` on a free port of `host`, served by a daemon
+    thread between `start()` and `stop()`; `tls` (certificate, key) serves HTTPS."""
+
+    def __init__(
+        self,
+        handler: type[BaseHTTPRequestHandler],
+        host: str = "127.0.0.1",
+        tls: tuple[Path, Path] | None = None,
+    ) -> None:
+        self.server = ThreadingHTTPServer((host, 0), handler)
+        self.server.daemon_threads = True
+        self.scheme = "http"
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(str(tls[0]), str(tls[1]))
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            self.scheme = "https"
+        self.host = host
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    def url(self, path: str) -> str:
+        return f"{self.scheme}://{self.host}:{self.port}{path}"
+
+    def start(self) -> Loopback:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
 
 
 @dataclass
@@ -33,12 +100,12 @@ class SpecServer:
         self.requests: list[tuple[str, str, dict[str, str]]] = []
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server's naming
                 server.requests.append(("GET", self.path, dict(self.headers)))
                 route = server.routes.get(self.path)
                 if route is None:
-                    self._send(404, b'{"error": "not found"}', "application/json", {})
+                    self.answer(404, b'{"error": "not found"}')
                     return
                 if route.delay:
                     time.sleep(route.delay)
@@ -47,38 +114,15 @@ class SpecServer:
                     tag = '"' + hashlib.sha256(route.body).hexdigest()[:16] + '"'
                     headers["ETag"] = tag
                     if self.headers.get("If-None-Match") == tag:
-                        self._send(304, b"", route.content_type, headers)
+                        self.answer(304, b"", route.content_type, headers)
                         return
-                self._send(route.status, route.body, route.content_type, headers)
+                self.answer(route.status, route.body, route.content_type, headers)
 
-            def _send(
-                self, status: int, body: bytes, content_type: str, headers: dict[str, str]
-            ) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                if status != 304:
-                    self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                if status != 304:
-                    try:
-                        self.wfile.write(body)
-                    except (BrokenPipeError, ConnectionResetError):
-                        pass
-
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-                return
-
-        self._server = ThreadingHTTPServer((host, 0), Handler)
-        self._server.daemon_threads = True
-        self.port = self._server.server_address[1]
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        self._loopback = Loopback(Handler, host)
+        self.port = self._loopback.port
 
     def url(self, path: str) -> str:
-        return f"http://{self.host}:{self.port}{path}"
+        return self._loopback.url(path)
 
     def set(self, path: str, body: bytes | str, **options: object) -> str:
         data = body.encode() if isinstance(body, str) else body
@@ -86,11 +130,10 @@ class SpecServer:
         return self.url(path)
 
     def start(self) -> None:
-        self._thread.start()
+        self._loopback.start()
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._loopback.stop()
 
 
 @contextmanager

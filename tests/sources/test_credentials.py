@@ -5,16 +5,14 @@ different port is a different origin)."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from controller.sources.http import FetchError, fetch, make_client
 from controller.sources.mcp import fetch_http_mcp_snapshot
 from tests.mcp_servers import RawMcpServer
-from tests.servers import SpecServer, spec_server
+from tests.servers import Loopback, QuietHandler, SpecServer, spec_server
 
 SECRETS = {"X-Api-Key": "key-0123456789", "Private-Token": "tok-0123456789"}
 
@@ -116,35 +114,23 @@ class Redirector:
         self.requests: list[tuple[str, dict[str, str]]] = []
         redirector = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def _redirect(self) -> None:
                 redirector.requests.append((self.command, dict(self.headers)))
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                self.send_response(status)
-                self.send_header("Location", location)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+                self.answer(status, headers={"Location": location})
 
             do_GET = do_POST = do_DELETE = _redirect  # noqa: N815 - http.server's naming
 
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-                return
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/mcp"
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        self._loopback = Loopback(Handler)
+        self.url = self._loopback.url("/mcp")
 
     def __enter__(self) -> Redirector:
-        self._thread.start()
+        self._loopback.start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        self._loopback.stop()
 
 
 def test_the_mcp_client_keeps_them_to_the_configured_origin() -> None:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import os
-import ssl
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pygit2
@@ -25,6 +23,7 @@ from controller.sources.git import (
     redact_url,
 )
 from tests.gitrepos import RepoBuilder, git_daemon, isolated_git_config
+from tests.servers import Loopback, QuietHandler
 from tests.tls import self_signed_certificate
 
 TOKEN = "ghp_s3cr3t-token-value-0123456789"
@@ -310,36 +309,19 @@ def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 @contextmanager
 def rejecting_https_server(tls_files: tuple[Path, Path]) -> Iterator[RejectingServer]:
     """Answers 401 + `WWW-Authenticate: Basic` to everything, over TLS."""
-    cert_file, key_file = tls_files
     seen: list[str | None] = []
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
             seen.append(self.headers.get("Authorization"))
-            body = b"authentication required\n"
-            self.send_response(401)
-            self.send_header("WWW-Authenticate", 'Basic realm="git"')
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            headers = {"WWW-Authenticate": 'Basic realm="git"'}
+            self.answer(401, b"authentication required\n", "text/plain", headers)
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert_file, key_file)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
+    server = Loopback(Handler, tls=tls_files).start()
     try:
-        port = server.server_address[1]
-        yield RejectingServer(f"https://127.0.0.1:{port}/org/config.git", seen)
+        yield RejectingServer(server.url("/org/config.git"), seen)
     finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+        server.stop()
 
 
 def test_rejected_credentials_stop_after_two_attempts(
