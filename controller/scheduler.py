@@ -47,7 +47,7 @@ from controller.logs import log
 from controller.model.watch import DriftStatus
 from controller.services.gate_cache import prune_events
 from controller.settings import Settings
-from controller.sources.http import make_client
+from controller.sources.http import configured_client
 from controller.store.db import Database
 from controller.store.lockfile import ControllerLock, acquire_controller_lock
 from controller.store.models import Watch
@@ -166,9 +166,7 @@ class Controller:
         self.clock = clock
         self.lease = lease
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
-        self.client = make_client(
-            allow_private=settings.allow_private_targets, ca_bundle=settings.ca_bundle
-        )
+        self.client = configured_client(settings)
         self.fetcher = fetcher or contract_fetcher(settings, self.client)
         self.pool = ThreadPoolExecutor(
             max_workers=concurrency, thread_name_prefix="driftgate-check"

@@ -8,9 +8,11 @@ variable (or file:line) and what is wrong. The result is frozen and passed expli
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -93,6 +95,33 @@ class SourceSpec(BaseModel):
         return parse_duration(value)
 
 
+@dataclass(frozen=True)
+class Target:
+    """An IP address and a TCP port (`127.0.0.1:8090`, `[::1]:8090`)."""
+
+    address: str
+    port: int
+
+    def __str__(self) -> str:
+        host = f"[{self.address}]" if ":" in self.address else self.address
+        return f"{host}:{self.port}"
+
+
+def split_target(entry: Any) -> Target:
+    """`address:port` with a literal IP address, else ValueError."""
+    text = str(entry).strip()
+    host, sep, port = text.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    try:
+        address = ipaddress.ip_address(host)
+        number = int(port)
+    except ValueError:
+        raise ValueError(f"{text!r} is not an IP-address:port pair (127.0.0.1:8090)") from None
+    if not sep or not 1 <= number <= 65535:
+        raise ValueError(f"{text!r} is not an IP-address:port pair (127.0.0.1:8090)")
+    return Target(str(address), number)
+
+
 class Settings(BaseModel):
     """Validated, immutable settings of one driftgate process."""
 
@@ -128,6 +157,12 @@ class Settings(BaseModel):
         description="a request's body must arrive within this time after its headers (else 408)",
     )
     allow_private_targets: bool = False
+    private_target_allowlist: tuple[str, ...] = Field(
+        default=(),
+        description="comma-separated address:port pairs (127.0.0.1:8090, [::1]:8090) that "
+        "checks and webhooks may reach although they are private or loopback; every other "
+        "private address stays refused (the demo's vendor simulator and webhook receiver)",
+    )
     ca_bundle: Path | None = Field(
         default=None,
         description="PEM file of extra CA certificates trusted for outbound HTTPS (fetches, "
@@ -173,6 +208,13 @@ class Settings(BaseModel):
         if isinstance(value, str):
             return tuple(part.strip() for part in value.split(",") if part.strip())
         return value
+
+    @field_validator("private_target_allowlist", mode="before")
+    @classmethod
+    def _split_targets(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        return tuple(str(split_target(entry)) for entry in value or ())
 
     @field_validator("database_url")
     @classmethod

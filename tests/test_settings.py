@@ -46,12 +46,20 @@ def test_environment_values_are_parsed(tmp_path: Path) -> None:
         ({"DRIFTGATE_DATABASE_URL": "mysql://x"}, "DRIFTGATE_DATABASE_URL"),
         ({"DRIFTGATE_ALLOW_PRIVATE_TARGETS": "perhaps"}, "DRIFTGATE_ALLOW_PRIVATE_TARGETS"),
         ({"DRIFTGATE_LOG_FORMAT": "xml"}, "DRIFTGATE_LOG_FORMAT"),
+        ({"DRIFTGATE_PRIVATE_TARGET_ALLOWLIST": "localhost:8090"}, "IP-address:port"),
+        ({"DRIFTGATE_PRIVATE_TARGET_ALLOWLIST": "127.0.0.1"}, "IP-address:port"),
+        ({"DRIFTGATE_PRIVATE_TARGET_ALLOWLIST": "127.0.0.1:0"}, "IP-address:port"),
     ],
 )
 def test_bad_values_name_the_variable(env: dict[str, str], needle: str) -> None:
     with pytest.raises(ConfigError) as info:
         load_settings(env=env)
     assert needle in info.value.message
+
+
+def test_the_private_target_allowlist_is_normalised() -> None:
+    env = {"DRIFTGATE_PRIVATE_TARGET_ALLOWLIST": " 127.0.0.1:8090, [::1]:8091 ,"}
+    assert load_settings(env=env).private_target_allowlist == ("127.0.0.1:8090", "[::1]:8091")
 
 
 def test_yaml_file_with_env_overrides(tmp_path: Path) -> None:

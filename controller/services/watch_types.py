@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 from controller.errors import Unprocessable
 from controller.model.watch import WatchCreate, infer_watch_type
 from controller.settings import Settings
-from controller.sources.http import FetchError, make_client
+from controller.sources.http import FetchError, configured_client
 from controller.sources.sniff import SNIFF_TIMEOUT, sniff_watch_type
 
 
@@ -24,11 +24,7 @@ def with_watch_type(data: WatchCreate, settings: Settings) -> WatchCreate:
             "cannot infer watchType from the URL; send watchType (openapi, rest or mcp)",
             details=[{"path": "/watchType", "message": "required when the URL does not tell"}],
         )
-    with make_client(
-        allow_private=settings.allow_private_targets,
-        ca_bundle=settings.ca_bundle,
-        timeout=SNIFF_TIMEOUT,
-    ) as client:
+    with configured_client(settings, timeout=SNIFF_TIMEOUT) as client:
         try:
             found = sniff_watch_type(client, data.url, data.headers)
         except FetchError as exc:

@@ -35,6 +35,7 @@ import httpx
 from controller import __version__
 from controller.errors import DriftgateError
 from controller.model.targets import header_problems, header_value_problem, host_problem
+from controller.settings import Settings, Target, split_target
 from controller.sources.addresses import is_public_address as is_public_address  # the default
 
 DEFAULT_MAX_BYTES = 25 * 1024 * 1024
@@ -151,10 +152,12 @@ AddressFilter = Callable[[str], bool]
 
 
 class _GuardedBackend(httpcore.SyncBackend):
-    """Resolves, checks and connects to the checked address (no second lookup)."""
+    """Resolves, checks and connects to the checked address (no second lookup). An address
+    the filter refuses is still reached on a port the operator allowed it for."""
 
-    def __init__(self, is_allowed: AddressFilter) -> None:
+    def __init__(self, is_allowed: AddressFilter, allowed_targets: frozenset[Target]) -> None:
         self.is_allowed = is_allowed
+        self.allowed_targets = allowed_targets
 
     def connect_tcp(
         self,
@@ -171,12 +174,15 @@ class _GuardedBackend(httpcore.SyncBackend):
         except UnicodeError:  # the idna codec refuses it (a label over 63 characters ...)
             raise httpcore.ConnectError(f"cannot resolve {host}: not a valid host name") from None
         addresses = [str(info[4][0]) for info in infos]
-        allowed = [a for a in addresses if self.is_allowed(a)]
+        allowed = [
+            a for a in addresses if self.is_allowed(a) or Target(a, port) in self.allowed_targets
+        ]
         if not allowed:
             raise BlockedAddress(
                 f"{host} resolves to a private, loopback, link-local or reserved address "
                 f"({', '.join(sorted(set(addresses)))}); "
-                "set DRIFTGATE_ALLOW_PRIVATE_TARGETS to allow it"
+                "set DRIFTGATE_ALLOW_PRIVATE_TARGETS or DRIFTGATE_PRIVATE_TARGET_ALLOWLIST "
+                "to allow it"
             )
         last: Exception | None = None
         for address in allowed:
@@ -189,7 +195,12 @@ class _GuardedBackend(httpcore.SyncBackend):
 
 
 class _GuardedTransport(httpx.HTTPTransport):
-    def __init__(self, is_allowed: AddressFilter, ca_bundle: Path | None = None) -> None:
+    def __init__(
+        self,
+        is_allowed: AddressFilter,
+        ca_bundle: Path | None = None,
+        allowed_targets: frozenset[Target] = frozenset(),
+    ) -> None:
         super().__init__(trust_env=False)
         context = httpx.create_ssl_context()
         if ca_bundle is not None:
@@ -201,7 +212,7 @@ class _GuardedTransport(httpx.HTTPTransport):
             # As many idle connections as busy ones: a controller's workers reuse them.
             max_keepalive_connections=MAX_CONNECTIONS,
             keepalive_expiry=5.0,
-            network_backend=_GuardedBackend(is_allowed),
+            network_backend=_GuardedBackend(is_allowed, allowed_targets),
         )
 
 
@@ -212,12 +223,14 @@ def make_client(
     timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
     address_filter: AddressFilter | None = None,
     ca_bundle: Path | None = None,
+    allowed_targets: Iterable[str] = (),
 ) -> httpx.Client:
     """An httpx client whose every connection goes through the address guard.
 
     `address_filter` replaces the default rule (public addresses, or all with
-    `allow_private`); it sees every resolved address of every hop. `ca_bundle` adds trusted
-    CA certificates to the public ones.
+    `allow_private`); it sees every resolved address of every hop. `allowed_targets`
+    (`address:port`, the `private_target_allowlist` setting) are reachable whatever the rule.
+    `ca_bundle` adds trusted CA certificates to the public ones.
     """
     is_allowed: AddressFilter = is_public_address
     if address_filter is not None:
@@ -225,7 +238,9 @@ def make_client(
     elif allow_private:
         is_allowed = _any_address
     return httpx.Client(
-        transport=_GuardedTransport(is_allowed, ca_bundle),
+        transport=_GuardedTransport(
+            is_allowed, ca_bundle, frozenset(split_target(t) for t in allowed_targets)
+        ),
         # One client serves every watch of every org: a cookie one vendor sets must never
         # ride along on another watch's request, so none is kept.
         cookies=CookieJar(policy=_NoCookies()),
@@ -238,6 +253,17 @@ def make_client(
             "Accept": "application/json, application/yaml;q=0.9, */*;q=0.5",
         },
         trust_env=False,
+    )
+
+
+def configured_client(settings: Settings, **options: Any) -> httpx.Client:
+    """`make_client` with the operator's address rules and CA bundle (checks, webhooks,
+    content sniffing)."""
+    return make_client(
+        allow_private=settings.allow_private_targets,
+        allowed_targets=settings.private_target_allowlist,
+        ca_bundle=settings.ca_bundle,
+        **options,
     )
 
 

@@ -41,6 +41,27 @@ def test_loopback_is_refused_unless_allowed(server: SpecServer) -> None:
     assert server.requests == []  # refused before any connection
 
 
+def test_an_allowed_target_is_reached_and_its_neighbours_are_not(server: SpecServer) -> None:
+    """The allow-list names an address and a port: the same address on another port, or
+    another loopback address, stays refused."""
+    url = server.set("/spec.json", "{}")
+    other = SpecServer(host="127.0.0.2")
+    other.start()
+    try:
+        other.set("/spec.json", "{}")
+        allowed = [f"127.0.0.1:{server.port}"]
+        with make_client(allow_private=False, allowed_targets=allowed) as client:
+            assert fetch(client, url).content == b"{}"
+            for refused in (other.url("/spec.json"), f"http://127.0.0.1:{server.port + 1}/"):
+                with pytest.raises(FetchError) as info:
+                    fetch(client, refused)
+                assert info.value.failure_class == "blocked_target"
+                assert "DRIFTGATE_PRIVATE_TARGET_ALLOWLIST" in info.value.message
+        assert other.requests == []
+    finally:
+        other.stop()
+
+
 def test_every_redirect_hop_is_checked(server: SpecServer) -> None:
     # Two loopback servers; the filter allows only the first one's address, so the redirect
     # to the second is refused at its own connection.
