@@ -5,6 +5,7 @@ COPY pyproject.toml README.md ./
 COPY controller ./controller
 COPY web ./web
 COPY cli ./cli
+COPY demo ./demo
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 
 FROM python:3.11-slim

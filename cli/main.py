@@ -17,6 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from cli.commands import (
     audit,
     db,
+    demo,
     diff,
     gitops,
     keys,
@@ -82,5 +83,6 @@ for command in (
     preflight.preflight,
     watches.watches,
     watches.drift,
+    demo.demo,
 ):
     main.add_command(command)

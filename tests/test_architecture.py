@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FORBIDDEN_IN_CONTROLLER = ("web", "cli", "flask", "click", "werkzeug", "gunicorn")
+FORBIDDEN_IN_CONTROLLER = ("web", "cli", "demo", "flask", "click", "werkzeug", "gunicorn")
 
 
 def imported_modules(path: Path, *, with_names: bool = False) -> set[str]:
@@ -52,7 +52,7 @@ def test_only_the_http_source_imports_httpx() -> None:
 # controller (domain: diffs, policy, model; adapters: store, sources, events, jobs; the check
 # and reconcile engines). controller.scheduler is the controller process: only the CLI starts it.
 
-PACKAGES = ("controller", "web", "cli")
+PACKAGES = ("controller", "web", "cli", "demo")
 
 
 def module_graph() -> dict[str, set[str]]:
@@ -212,4 +212,24 @@ def test_cli_commands_go_through_the_services_and_not_through_each_other() -> No
                 offenders.append(f"{name} imports {module}")
             if "commands" in path.parts and module.startswith("cli.commands."):
                 offenders.append(f"{name} imports {module}")
+    assert offenders == []
+
+
+def test_the_demo_is_a_shell_of_its_own() -> None:
+    """`demo` uses the controller's services (it runs driftgate as a child process, never the
+    web app or the CLI in-process); only `driftgate demo` (cli/commands/demo.py) imports it,
+    and the web process never does."""
+    offenders = []
+    for path in sorted((ROOT / "demo").rglob("*.py")):
+        for module in imported_modules(path):
+            if module.split(".")[0] in ("web", "cli", "flask", "click") or module.startswith(
+                ("controller.reconcile", "controller.store.models", "controller.scheduler")
+            ):
+                offenders.append(f"{path.relative_to(ROOT)} imports {module}")
+    for package in ("web", "cli"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if path == ROOT / "cli" / "commands" / "demo.py":
+                continue
+            if any(m.split(".")[0] == "demo" for m in imported_modules(path)):
+                offenders.append(f"{path.relative_to(ROOT)} imports demo")
     assert offenders == []
