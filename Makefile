@@ -1,9 +1,9 @@
-# Two entry points for a fresh clone (see README): `make run` and `make test`.
+# Entry points for a fresh clone (see README): `make demo`, `make run` and `make test`.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint pytest generate clean
+.PHONY: run demo test lint pytest generate clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +16,10 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 ## run: install and start driftgate (API + migrations) on the embedded SQLite store
 run: $(VENV)/.installed
 	$(BIN)/driftgate up
+
+## demo: install and watch drift happen on loopback (vendor simulator + driftgate), no internet
+demo: $(VENV)/.installed
+	$(BIN)/driftgate demo
 
 ## test: install, then lint (ruff), type-check (mypy --strict) and run the test suite
 test: lint pytest

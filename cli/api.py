@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import quote
 
 import click
 import httpx
@@ -117,3 +118,31 @@ def call(http: httpx.Client, method: str, path: str, **kwargs: Any) -> Any:
     if 200 <= status < 300:
         return document
     raise refusal(status, document, shown(http.base_url))
+
+
+def watch_id(http: httpx.Client, ref: str) -> str:
+    """The id of the watch named `ref` (an id, else a name of the org's watches)."""
+    status, document = send(http, "GET", f"/api/watches/{quote(ref, safe='')}")
+    if status == 200 and isinstance(document, dict):
+        return str(document["id"])
+    if status != 404:
+        raise refusal(status, document, shown(http.base_url))
+    found = watch_names(http).get(ref)
+    if found is None:
+        raise ApiError(f"no watch with id or name {ref!r} in this org (HTTP 404)", 404)
+    return found
+
+
+def watch_names(http: httpx.Client) -> dict[str, str]:
+    """Every watch of the org: name → id (all pages)."""
+    names: dict[str, str] = {}
+    cursor: str | None = None
+    while True:
+        params = {"limit": 200, **({"cursor": cursor} if cursor else {})}
+        page = call(http, "GET", "/api/watches", params=params)
+        if not isinstance(page, dict) or not isinstance(page.get("watches"), list):
+            raise ApiError(f"{shown(http.base_url)} answered without a watch list")
+        names.update({str(w["name"]): str(w["id"]) for w in page.get("watches", [])})
+        cursor = page.get("nextCursor")
+        if not cursor:
+            return names

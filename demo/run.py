@@ -292,12 +292,13 @@ class Demo:
 
     def _next_steps(self) -> None:
         data_dir = self.options.data_dir
+        command = _driftgate_command()
         self.say("")
         self.say("The script is over; driftgate and the simulator keep running. Try:")
         self.say(f"   source {data_dir / 'demo.env'}")
-        self.say("   driftgate watches list")
-        self.say("   driftgate drift list          # then: driftgate drift show ID")
-        self.say(f"   driftgate preflight --agent {GUARDED_AGENT}")
+        self.say(f"   {command} watches list")
+        self.say(f"   {command} drift list          # then: {command} drift show ID")
+        self.say(f"   {command} preflight --agent {GUARDED_AGENT}")
         self.say(f"   curl -s {self.url}/openapi.json | head")
         self.say(f"   driftgate log: {data_dir / 'driftgate.log'}; Ctrl-C stops everything.")
 
@@ -418,6 +419,17 @@ def _wait(demo: Demo | None, *, exit_when_done: bool) -> None:
         if demo.child is not None and demo.child.poll() is not None:
             raise RuntimeError(f"driftgate exited with code {demo.child.returncode}")
         stop.wait(0.2)
+
+
+def _driftgate_command() -> str:
+    """How this shell runs `driftgate`: on PATH, else the script beside this Python."""
+    if shutil.which("driftgate"):
+        return "driftgate"
+    script = Path(sys.executable).parent / "driftgate"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
 
 
 def _port_taken(host: str, port: int) -> bool:

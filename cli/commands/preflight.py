@@ -13,6 +13,7 @@ that have never been checked (`never_checked`); any other reason ends the wait a
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -43,8 +44,9 @@ def _ignore_entry(value: str) -> dict[str, str]:
     "--watch",
     "watch_ids",
     multiple=True,
-    metavar="ID",
-    help=f"A watch the run depends on; repeatable (at most {WATCH_ID_LIMIT}). No policy applies.",
+    metavar="ID|NAME",
+    help=f"A watch the run depends on, by id or name; repeatable (at most {WATCH_ID_LIMIT}). "
+    "No policy applies.",
 )
 @click.option(
     "--agent",
@@ -108,6 +110,8 @@ def preflight(
         click.echo("driftgate: warning: --wait has no effect with --dry-run", err=True)
     try:
         with http:
+            if "watchIds" in body:
+                body["watchIds"] = _ids_of(http, body["watchIds"])
             answer = _ask(http, body, wait=0 if dry_run else wait, interval=interval)
     except api.ApiError as exc:
         fail(str(exc))
@@ -165,6 +169,18 @@ def _ask(
             )
             announced = True
         time.sleep(min(interval, remaining))
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+
+
+def _ids_of(http: httpx.Client, refs: list[str]) -> list[str]:
+    """Watch names become ids (one listing, only when a name is given); an id, or a name the
+    org does not have, goes as it is and the server answers `not_found` for it (blocked)."""
+    if all(_UUID.fullmatch(ref) for ref in refs):
+        return refs
+    names = api.watch_names(http)
+    return [names.get(ref, ref) for ref in refs]
 
 
 def _post(http: httpx.Client, body: dict[str, Any]) -> dict[str, Any]:

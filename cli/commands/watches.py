@@ -41,25 +41,6 @@ def _server(url: str | None, key: str | None) -> Iterator[httpx.Client]:
         fail(str(exc))
 
 
-def _watch_id(http: httpx.Client, ref: str) -> str:
-    """The id of the watch named `ref` (an id, else a name of the org's watches)."""
-    status, document = api.send(http, "GET", f"/api/watches/{quote(ref, safe='')}")
-    if status == 200 and isinstance(document, dict):
-        return str(document["id"])
-    if status != 404:
-        raise api.refusal(status, document, api.shown(http.base_url))
-    cursor: str | None = None
-    while True:
-        params = {"limit": 200, **({"cursor": cursor} if cursor else {})}
-        page = api.call(http, "GET", "/api/watches", params=params)
-        for watch in page.get("watches", []):
-            if watch.get("name") == ref:
-                return str(watch["id"])
-        cursor = page.get("nextCursor")
-        if not cursor:
-            raise api.ApiError(f"no watch with id or name {ref!r} in this org (HTTP 404)", 404)
-
-
 def _emit(document: Any, output_format: str, text: Callable[[Any], Sequence[str]]) -> None:
     if output_format == "json":
         click.echo(json.dumps(document, indent=2))
@@ -200,7 +181,7 @@ def _header(value: str) -> tuple[str, str]:
 def watches_show(watch: str, url: str | None, api_key: str | None, output_format: str) -> None:
     """A watch (by id or name) with its preflight reasons and its last drift event."""
     with _server(url, api_key) as http:
-        status = api.call(http, "GET", f"/api/watches/{_watch_id(http, watch)}/status")
+        status = api.call(http, "GET", f"/api/watches/{api.watch_id(http, watch)}/status")
 
     def text(document: dict[str, Any]) -> list[str]:
         lines = _watch_text(document["watch"])
@@ -232,7 +213,7 @@ def watches_check(
 ) -> None:
     """Check a watch now (by id or name) and show the outcome."""
     with _server(url, api_key) as http:
-        watch_id = _watch_id(http, watch)
+        watch_id = api.watch_id(http, watch)
         answer = api.call(http, "POST", f"/api/watches/{watch_id}/check", params={"wait": wait})
 
     def text(document: dict[str, Any]) -> list[str]:
@@ -248,7 +229,7 @@ def _watch_action(action: str, summary: str) -> click.Command:
     @server_command
     def command(watch: str, url: str | None, api_key: str | None, output_format: str) -> None:
         with _server(url, api_key) as http:
-            watch_id = _watch_id(http, watch)
+            watch_id = api.watch_id(http, watch)
             changed = api.call(http, "POST", f"/api/watches/{watch_id}/{action}")
         _emit(changed, output_format, _watch_text)
 
@@ -269,7 +250,7 @@ def watches_baseline(
 ) -> None:
     """Accept the last fetched contract as the baseline; resolves the open incident."""
     with _server(url, api_key) as http:
-        watch_id = _watch_id(http, watch)
+        watch_id = api.watch_id(http, watch)
         path = f"/api/watches/{watch_id}/baseline"
         accepted = api.call(http, "POST", path, json={"reason": reason})
     _emit(accepted, output_format, _watch_text)
@@ -281,7 +262,7 @@ def watches_baseline(
 def watches_delete(watch: str, url: str | None, api_key: str | None) -> None:
     """Delete a watch (by id or name); git-managed watches are refused."""
     with _server(url, api_key) as http:
-        watch_id = _watch_id(http, watch)
+        watch_id = api.watch_id(http, watch)
         api.call(http, "DELETE", f"/api/watches/{watch_id}")
     click.echo(f"deleted watch {watch} ({watch_id})")
 
@@ -302,7 +283,7 @@ def drift_list(
     with _server(url, api_key) as http:
         params: dict[str, Any] = {"limit": limit}
         if watch:
-            params["watchId"] = _watch_id(http, watch)
+            params["watchId"] = api.watch_id(http, watch)
         page = api.call(http, "GET", "/api/drift", params=params)
 
     def text(document: dict[str, Any]) -> list[str]:

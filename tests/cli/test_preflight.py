@@ -174,6 +174,15 @@ def test_an_unknown_id_is_blocked_by_its_id(server: Server, acme: OrgKey) -> Non
     assert result.stdout.splitlines()[1] == "  no-such-watch: -: not_found -> check_watch_id"
 
 
+def test_a_watch_may_be_named(server: Server, acme: OrgKey, healthy: str, fresh: str) -> None:
+    """Names become ids with one listing; a name the org lacks stays as given: not_found."""
+    allowed = run(server.url, acme.key, "--watch", "healthy")
+    assert allowed.exit_code == 0, allowed.output
+    mixed = run(server.url, acme.key, "--watch", healthy, "--watch", "fresh", "--watch", "nope")
+    assert mixed.exit_code == 1
+    assert f"fresh ({fresh})" in mixed.stdout and "nope: -: not_found" in mixed.stdout
+
+
 def test_ignore_moves_a_row_aside_and_allows(
     server: Server, acme: OrgKey, paused: str, healthy: str
 ) -> None:
@@ -369,10 +378,15 @@ def test_answers_that_are_not_a_preflight_result_are_exit_2(
     status: str, body: bytes, message: str
 ) -> None:
     with serving(_answering(status, body)) as fake:
-        result = run(fake.url, "dg_key", "--watch", "a")
+        result = run(fake.url, "dg_key", "--watch", UUID_SHAPED)
+        by_name = run(fake.url, "dg_key", "--watch", "payments")  # needs the watch list first
     assert result.exit_code == 2
     assert message in result.stderr
     assert result.stdout == ""
+    assert by_name.exit_code == 2 and by_name.stdout == ""
+
+
+UUID_SHAPED = "0b6a3c52-8f5e-4a7e-9d0c-2f1e3d4c5b6a"
 
 
 def test_wait_asks_again_until_the_first_check(
