@@ -37,6 +37,7 @@ from controller.diffs import (
     fingerprint,
     load_document,
 )
+from controller.diffs.explain import with_hints
 from controller.events.outbox import emit
 from controller.incidents import close_incident, current_incident, emit_incident
 from controller.model.change import Change, Severity
@@ -597,9 +598,9 @@ def _record_new_snapshot(
                 "counts": counts,
                 "agentActions": event.agent_actions,
                 "affectedAgentIds": runtime.affected_agent_ids(session, watch.id),
-                "changes": [c.to_json() for c in changes if not c.ignored][
-                    :EVENT_CHANGES_IN_ALERTS
-                ],
+                "changes": with_hints(
+                    [c.to_json() for c in changes if not c.ignored][:EVENT_CHANGES_IN_ALERTS]
+                ),
             },
             now=now,
             watch=watch,

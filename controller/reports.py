@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from controller import __version__
-from controller.diffs.explain import summarize_counts
+from controller.diffs.explain import hint_of, summarize_counts, with_hints
 from controller.diffs.rules import CATALOG
 from controller.model.change import Change, Severity
 from controller.model.report import DiffReport, Threshold
@@ -57,6 +57,8 @@ def render_text(report: DiffReport, fail_on: Threshold) -> str:
         lines.append(f"  {label:<8} {place}: {change.summary} [{change.rule}]")
         if change.ignored:
             lines.append(f"           ignored: {change.ignoreReason}")
+        else:
+            lines.append(f"           hint: {hint_of(change.rule, change.severity)}")
     lines.append(summarize_counts(report.counts, report.ignored))
     verdict = "FAIL" if report.reaches(fail_on) else "PASS"
     lines.append(f"{verdict} (--fail-on {fail_on})")
@@ -68,7 +70,7 @@ def render_json(report: DiffReport, fail_on: Threshold) -> str:
         "base": report.base,
         "revision": report.revision,
         "type": report.contract_type,
-        "changes": [c.to_json() for c in ordered(report.changes)],
+        "changes": with_hints(c.to_json() for c in ordered(report.changes)),
         "counts": report.counts,
         "ignored": report.ignored,
         "failOn": fail_on,
@@ -90,12 +92,16 @@ def render_markdown(report: DiffReport, fail_on: Threshold) -> str:
     ]
     changes = ordered(report.changes)
     if changes:
-        lines += ["| severity | where | change | rule | action |", "|---|---|---|---|---|"]
+        lines += [
+            "| severity | where | change | rule | action | hint |",
+            "|---|---|---|---|---|---|",
+        ]
         for change in changes[:MARKDOWN_ROWS]:
             severity = "ignored" if change.ignored else change.severity.value
             lines.append(
                 f"| {severity} | {_md(where(change) or change.path)} | {_md(change.summary)} "
-                f"| `{change.rule}` | `{change.agentAction}` |"
+                f"| `{change.rule}` | `{change.agentAction}` "
+                f"| {_md(hint_of(change.rule, change.severity))} |"
             )
         if len(changes) > MARKDOWN_ROWS:
             lines.append("")

@@ -12,6 +12,7 @@ from sqlalchemy import select
 
 from controller.checks import CheckResult, decode_changes, http_fetcher, run_check
 from controller.crypto import load_secret_box
+from controller.diffs.rules import CATALOG
 from controller.model.watch import WatchCreate
 from controller.services import watches as watch_service
 from controller.services.auth import Principal
@@ -119,6 +120,12 @@ def test_breaking_drift_opens_an_incident_and_a_revert_resolves_it(harness: Harn
         rules = {c["rule"] for c in decode_changes(event.changes)}
     assert "endpoint-removed" in rules
     assert harness.events() == ["incident.open", "drift.detected"]
+    with harness.database.session() as session:
+        payload = session.scalars(
+            select(OutboxMessage.payload).where(OutboxMessage.event_type == "drift.detected")
+        ).one()
+    sent = {c["rule"]: c["hint"] for c in payload["data"]["changes"]}
+    assert sent["endpoint-removed"] == CATALOG["endpoint-removed"].hint
 
     serve(harness)  # the vendor reverts
     reverted = harness.check(watch_id)

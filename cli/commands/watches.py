@@ -192,6 +192,7 @@ def watches_show(watch: str, url: str | None, api_key: str | None, output_format
         event = document.get("lastDriftEvent")
         if event:
             lines.append(f"  last drift event {event.get('id')} at {event.get('detectedAt')}")
+            lines += _change_lines(event.get("changes") or [], "    ")
         return lines
 
     _emit(status, output_format, text)
@@ -321,12 +322,19 @@ def drift_show(event_id: str, url: str | None, api_key: str | None, output_forma
             f"drift event {document['id']} at {document.get('detectedAt')}: "
             f"{_counts(document.get('counts') or {})}"
         ]
-        for change in document.get("changes", []):
-            action = change.get("agentAction")
-            suffix = f" -> {action}" if action else ""
-            lines.append(
-                f"  {str(change.get('severity', '')).upper():8} {change.get('summary')}{suffix}"
-            )
-        return lines
+        return lines + _change_lines(document.get("changes", []), "  ")
 
     _emit(event, output_format, text)
+
+
+def _change_lines(changes: Sequence[dict[str, Any]], indent: str) -> list[str]:
+    """Each change: severity, summary, its agentAction token, and its hint below."""
+    lines = []
+    for change in changes:
+        action = change.get("agentAction")
+        suffix = f" -> {action}" if action else ""
+        severity = str(change.get("severity", "")).upper()
+        lines.append(f"{indent}{severity:8} {change.get('summary')}{suffix}")
+        if change.get("hint"):
+            lines.append(f"{indent}         hint: {change['hint']}")
+    return lines

@@ -33,7 +33,7 @@ def explain_changes(changes: Iterable[Change | Mapping[str, Any]]) -> dict[str, 
     for raw in changes:
         change = raw if isinstance(raw, Change) else Change.model_validate(dict(raw))
         rule = CATALOG.get(change.rule)
-        fallback_action, fallback_hint = _FALLBACK_HINTS[change.severity]
+        fallback_action = _FALLBACK_HINTS[change.severity][0]
         # A token the sender chose wins; otherwise the rule's, else one chosen by severity.
         if "agentAction" in change.model_fields_set:
             action = change.agentAction
@@ -43,7 +43,7 @@ def explain_changes(changes: Iterable[Change | Mapping[str, Any]]) -> dict[str, 
             action = NEW_ENUM
         else:
             action = fallback_action
-        hint = rule.hint if rule else fallback_hint
+        hint = hint_of(change.rule, change.severity)
         entry: dict[str, Any] = {
             "path": change.path,
             "severity": change.severity.value,
@@ -69,6 +69,26 @@ def explain_changes(changes: Iterable[Change | Mapping[str, Any]]) -> dict[str, 
         "agentActions": sorted(actions),
         "summary": summarize_counts(counts, ignored),
     }
+
+
+def hint_of(rule: str, severity: Severity | str) -> str:
+    """The human hint of a rule (the catalog's), else the one chosen by severity."""
+    known = CATALOG.get(rule)
+    if known is not None:
+        return known.hint
+    try:
+        return _FALLBACK_HINTS[Severity(severity)][1]
+    except ValueError:
+        return _FALLBACK_HINTS[Severity.WARNING][1]
+
+
+def with_hints(changes: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Stored or rendered change objects, each with its `hint` (drift events, the status,
+    exports): the same text `POST /api/drift/explain` gives."""
+    return [
+        {**change, "hint": hint_of(str(change.get("rule", "")), str(change.get("severity", "")))}
+        for change in changes
+    ]
 
 
 def summarize_counts(counts: Mapping[str, int], ignored: int = 0) -> str:

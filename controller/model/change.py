@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from controller.model.base import ApiModel
+
 
 class Severity(StrEnum):
     """How much a change matters to a consumer; ordered breaking > warning > info."""
@@ -28,13 +30,17 @@ class Severity(StrEnum):
 _RANKS = {Severity.BREAKING: 3, Severity.WARNING: 2, Severity.INFO: 1}
 
 
+def _absent(value: object) -> bool:
+    return value is None
+
+
 class Location(BaseModel):
     """Where a change applies: an OpenAPI operation (`GET /v1/charges`) or an MCP tool."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    operation: str | None = None
-    tool: str | None = None
+    operation: str | None = Field(default=None, exclude_if=_absent)
+    tool: str | None = Field(default=None, exclude_if=_absent)
 
 
 class Change(BaseModel):
@@ -74,3 +80,25 @@ class Change(BaseModel):
             data["ignored"] = True
             data["ignoreReason"] = self.ignoreReason
         return data
+
+
+# CONTRACT.md: the optional members of the change object are left out when they carry nothing.
+_OPTIONAL = Field(default=None, exclude_if=_absent)
+
+
+class ChangeOut(ApiModel):
+    """A change as the API serves it (drift events, the watch status): CONTRACT.md's change
+    object plus the human `hint` of its rule (`controller.diffs.explain.with_hints`)."""
+
+    path: str
+    severity: Severity
+    summary: str
+    rule: str
+    change_type: str = "changed"
+    before: Any = _OPTIONAL
+    after: Any = _OPTIONAL
+    location: Location | None = _OPTIONAL
+    agent_action: str = "accept_baseline"
+    hint: str = Field(description="what to do about it, in words (the rule's remediation)")
+    ignored: bool | None = _OPTIONAL
+    ignore_reason: str | None = _OPTIONAL

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from controller import jobs
 from controller.checks import decode_changes
 from controller.crypto import SecretBox
+from controller.diffs.explain import with_hints
 from controller.errors import Conflict, NotFound
 from controller.incidents import (
     acknowledge_incident,
@@ -25,6 +26,7 @@ from controller.incidents import (
     current_incident,
 )
 from controller.model.base import ApiModel, RequestModel, utc_iso
+from controller.model.change import ChangeOut
 from controller.model.watch import DriftStatus, IncidentSummary, Note, ObjectId, WatchOut
 from controller.policy import reasons_for
 from controller.services import audit, paging
@@ -59,7 +61,7 @@ class DriftEventOut(DriftEventSummary):
     watch_name: str
     base_snapshot_id: str | None
     snapshot_id: str | None
-    changes: list[dict[str, Any]]
+    changes: list[ChangeOut] = Field(description="each with its human `hint`")
 
 
 class DriftPage(ApiModel):
@@ -78,7 +80,9 @@ class WatchStatus(ApiModel):
 
     watch: WatchOut
     reasons: list[str]
-    last_drift_event: DriftEventSummary | None
+    last_drift_event: DriftEventOut | None = Field(
+        description="the newest drift event, with its changes and their hints"
+    )
     agent_actions: list[str]
 
 
@@ -150,7 +154,7 @@ def watch_status(session: Session, org_id: str, watch_id: str, now: datetime) ->
     return WatchStatus(
         watch=watch_out(session, watch, now),
         reasons=reasons_of(watch),
-        last_drift_event=summary(event) if event else None,
+        last_drift_event=event_out(event, watch.name) if event else None,
         agent_actions=actions,
     )
 
@@ -187,13 +191,17 @@ def get_event(session: Session, org_id: str, event_id: str) -> DriftEventOut:
     if row is None:
         raise NotFound("Drift event not found")
     event, name = row
-    base = summary(event)
+    return event_out(event, name)
+
+
+def event_out(event: DriftEvent, watch_name: str) -> DriftEventOut:
+    """A drift event with its changes, each with its human hint."""
     return DriftEventOut(
-        **base.model_dump(),
-        watch_name=name,
+        **summary(event).model_dump(),
+        watch_name=watch_name,
         base_snapshot_id=event.base_snapshot_id,
         snapshot_id=event.snapshot_id,
-        changes=decode_changes(event.changes),
+        changes=[ChangeOut.model_validate(c) for c in with_hints(decode_changes(event.changes))],
     )
 
 

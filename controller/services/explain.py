@@ -45,6 +45,11 @@ class ChangeIn(RequestModel):
     after: Any = None
     ignored: BodyBool = False
     ignore_reason: Text | None = None
+    hint: Text | None = Field(
+        default=None,
+        description="accepted so that a served change can be sent back as it is; the "
+        "explanation computes its own",
+    )
 
     @field_validator("summary", "message", mode="before")
     @classmethod

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from controller.checks import decode_changes
 from controller.crypto import SecretBox
+from controller.diffs.explain import with_hints
 from controller.model.base import RequestModel, utc_iso
 from controller.services.drift import ack_trail, iter_events
 from controller.store.models import DriftEvent, Incident, PreflightDecision, Watch
@@ -72,7 +73,7 @@ def event_record(event: DriftEvent, watch: Watch, statuses: dict[str, str]) -> d
         "warningCount": event.warning_count,
         "infoCount": event.info_count,
         "detectedAt": utc_iso(event.detected_at),
-        "changes": decode_changes(event.changes),
+        "changes": with_hints(decode_changes(event.changes)),
     }
 
 

@@ -12,6 +12,8 @@ from click.testing import CliRunner, Result
 from sarif_pydantic import Sarif
 
 from cli.main import main
+from controller.diffs.explain import hint_of
+from controller.diffs.rules import CATALOG
 from tests.servers import spec_server
 from tests.specs import charges_spec
 
@@ -54,6 +56,9 @@ def test_text_output(files: dict[str, str]) -> None:
     result = run("diff", files["base"], files["breaking"])
     assert "BREAKING" in result.output and "GET /v1/refunds" in result.output
     assert result.output.rstrip().endswith("FAIL (--fail-on breaking)")
+    lines = result.output.splitlines()
+    removed = next(i for i, line in enumerate(lines) if "[endpoint-removed]" in line)
+    assert lines[removed + 1].strip() == f"hint: {CATALOG['endpoint-removed'].hint}"
 
 
 def test_json_output_is_the_documented_shape(files: dict[str, str]) -> None:
@@ -66,6 +71,7 @@ def test_json_output_is_the_documented_shape(files: dict[str, str]) -> None:
     assert "response-property-became-optional" in rules
     for change in body["changes"]:
         assert {"path", "severity", "summary", "rule", "changeType", "agentAction"} <= set(change)
+        assert change["hint"] == hint_of(change["rule"], change["severity"])
         assert change["location"]["operation"].split(" ")[0] in {
             "GET",
             "POST",
@@ -79,6 +85,7 @@ def test_json_output_is_the_documented_shape(files: dict[str, str]) -> None:
 def test_markdown_and_github_outputs(files: dict[str, str]) -> None:
     markdown = run("diff", files["base"], files["breaking"], "--format", "markdown").output
     assert markdown.startswith("### driftgate:") and "| severity | where |" in markdown
+    assert f"| {CATALOG['endpoint-removed'].hint} |" in markdown
     github = run("diff", files["base"], files["breaking"], "--format", "github").output.splitlines()
     errors = [line for line in github if line.startswith("::error ")]
     assert errors and all("title=" in line and "::" in line[2:] for line in errors)

@@ -62,6 +62,8 @@ def test_a_watch_from_creation_to_drift_and_back_without_copying_ids(
     detail = run("drift", "show", event["id"]).output.splitlines()
     assert detail[0].startswith(f"drift event {event['id']} at ")
     assert any(line.strip().startswith("BREAKING") for line in detail[1:])
+    assert any(line.strip().startswith("hint: ") for line in detail[1:])
+    assert "hint: " in shown
     assert event["id"] in run("drift", "list").output
 
     accepted = run("watches", "baseline", "charges", "--reason", "new field is fine").output

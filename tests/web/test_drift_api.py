@@ -16,6 +16,7 @@ from flask.testing import FlaskClient
 
 from cli.main import main
 from controller.crypto import SecretBox, load_secret_box
+from controller.diffs.rules import CATALOG
 from controller.events.delivery import deliver_due
 from controller.events.outbox import emit
 from controller.scheduler import Controller
@@ -61,12 +62,22 @@ def test_the_story_of_a_watch(
         and "remove_tool_usage" not in status["agentActions"]
     )
     assert status["lastDriftEvent"]["counts"]["breaking"] >= 2
+    removed_hint = CATALOG["endpoint-removed"].hint
+    assert {c["rule"]: c["hint"] for c in status["lastDriftEvent"]["changes"]}[
+        "endpoint-removed"
+    ] == removed_hint
 
     history = client.get(f"/api/drift?watchId={created['id']}", headers=h).json
     assert len(history["events"]) == 1 and history["nextCursor"] is None
     event = client.get(f"/api/drift/events/{history['events'][0]['id']}", headers=h).json
     assert event["watchName"] == "payments"
     assert any(c["rule"] == "endpoint-removed" for c in event["changes"])
+    # Every change carries the human hint POST /api/drift/explain gives for it.
+    explained = client.post(
+        "/api/drift/explain", json={"changes": event["changes"]}, headers=h
+    ).json
+    assert [c["hint"] for c in event["changes"]] == [c["hint"] for c in explained["changes"]]
+    assert all(c["hint"] for c in event["changes"])
 
     acked = client.post(f"{path}/incident/ack", json={"note": "on it"}, headers=h).json
     assert acked["status"] == "acknowledged" and acked["acknowledgedBy"].startswith("api_key:")
@@ -90,9 +101,11 @@ def test_the_story_of_a_watch(
     record = body["events"][0]
     assert record["vendor"] == "acmepay" and record["incidentStatus"] == "resolved"
     assert record["breakingCount"] >= 2 and record["changes"]
+    assert removed_hint in {c["hint"] for c in record["changes"]}
     with client.get("/api/drift/export?format=csv", headers=h) as exported_csv:
         rows = list(csv.DictReader(io.StringIO(exported_csv.get_data(as_text=True))))
     assert rows[0]["watchName"] == "payments" and json.loads(rows[0]["changesJson"])
+    assert removed_hint in {c["hint"] for c in json.loads(rows[0]["changesJson"])}
 
 
 def test_audit_export_verifies_and_tampering_is_caught(

@@ -36,7 +36,8 @@ def slack_text(payload: dict[str, Any]) -> str:
             f"{counts.get('info', 0)} info"
         )
     for change in (data.get("changes") or [])[:5]:
-        lines.append(f"• [{change.get('severity')}] {change.get('summary')}")
+        hint = f" _{change['hint']}_" if change.get("hint") else ""
+        lines.append(f"• [{change.get('severity')}] {change.get('summary')}{hint}")
     if data.get("error"):
         lines.append(f"Error: {data['error']}")
     return "\n".join(lines)
