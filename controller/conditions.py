@@ -4,6 +4,10 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
+from controller.model.base import ApiModel
+
 # Types.
 READY = "Ready"
 RECONCILING = "Reconciling"
@@ -24,3 +28,18 @@ IDLE = "Idle"
 RESOLVED = "Resolved"
 WATCH_NOT_FOUND = "WatchNotFound"
 NOT_RECONCILED = "NotReconciled"  # shown for a source without a Ready condition yet
+
+
+class Condition(ApiModel):
+    """One condition as the API serves it."""
+
+    type: str
+    status: str
+    reason: str
+    message: str
+    last_transition_time: str | None = None
+    refs: list[str] | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="WatchesResolved: the references that point at no watch",
+    )

@@ -268,9 +268,9 @@ def test_an_unresolved_reference_is_a_condition_of_that_agent_only(
         billing = to_out(get_agent(session, acme.org_id, "billing-agent"))
         triage = to_out(get_agent(session, acme.org_id, "triage-bot"))
     assert [w.resolved for w in billing.watches] == [False, True]
-    assert billing.conditions[0]["status"] == "False"
-    assert "not-a-watch" in billing.conditions[0]["message"]
-    assert triage.conditions[0]["status"] == "True"
+    assert billing.conditions[0].status == "False"
+    assert "not-a-watch" in billing.conditions[0].message
+    assert triage.conditions[0].status == "True"
 
 
 def test_force_push_and_git_daemon(

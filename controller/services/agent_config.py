@@ -24,13 +24,21 @@ class Tool(ApiModel):
     description: str
 
 
+class McpServerLaunch(ApiModel):
+    """How an MCP client starts driftgate's MCP tool server."""
+
+    command: str
+    args: list[str]
+    transport: str
+
+
 class AgentConfig(ApiModel):
     product: str
     version: str
     api_version: str
     user_agent: str
     install: dict[str, str]
-    mcp_server: dict[str, object]
+    mcp_server: McpServerLaunch
     environment: dict[str, str]
     auth: dict[str, str]
     docs: dict[str, str]
@@ -49,7 +57,7 @@ def agent_config(public_base_url: str | None) -> AgentConfig:
             "pip": "pip install driftgate",
             "docker": "docker build -t driftgate . && docker run -p 8080:8080 driftgate",
         },
-        mcp_server={"command": "driftgate", "args": ["mcp", "serve"], "transport": "stdio"},
+        mcp_server=McpServerLaunch(command="driftgate", args=["mcp", "serve"], transport="stdio"),
         environment={
             "DRIFTGATE_URL": base or "<this service's base URL>",
             "DRIFTGATE_API_KEY": "<an org API key, dg_...>",

@@ -18,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from controller import runtime
+from controller.conditions import Condition
 from controller.crypto import SecretBox
 from controller.errors import Conflict, Forbidden, agent_not_found
 from controller.incidents import ACTIVE, acknowledge_incident
@@ -41,18 +42,34 @@ class AgentWatchOut(ApiModel):
     resolved: bool
 
 
+class ApprovalRuleOut(ApiModel):
+    """Who may acknowledge the agent's incidents (agents.yaml `approvals`)."""
+
+    repository: str
+    branches: list[str]
+
+
+class PolicyRulesOut(ApiModel):
+    """A custom policy's rules as declared (agents.yaml `policies`)."""
+
+    on_breaking: list[str]
+    on_warning: list[str]
+    require_ack_to_unblock: bool
+    auto_resolve_incident: bool
+
+
 class AgentOut(ApiModel):
     id: str
     slug: str
     name: str | None
     environment: str | None
     policy: str
-    policy_rules: dict[str, Any] | None
+    policy_rules: PolicyRulesOut | None = Field(description="a custom policy's rules")
     runtime_webhook: str | None
     repo_ref: str | None
-    approvals: list[dict[str, Any]] = Field(description="remediation approval rules")
+    approvals: list[ApprovalRuleOut] = Field(description="remediation approval rules")
     watches: list[AgentWatchOut]
-    conditions: list[dict[str, Any]]
+    conditions: list[Condition]
     managed_by: ManagedBy | None
     created_at: datetime
     updated_at: datetime
@@ -85,15 +102,17 @@ def to_out(agent: Agent) -> AgentOut:
         name=agent.name,
         environment=agent.environment,
         policy=agent.policy,
-        policy_rules=agent.policy_rules,
+        policy_rules=PolicyRulesOut.model_validate(agent.policy_rules)
+        if agent.policy_rules
+        else None,
         runtime_webhook=agent.runtime_webhook,
         repo_ref=agent.repo_ref,
-        approvals=list(agent.approvals or []),
+        approvals=[ApprovalRuleOut.model_validate(rule) for rule in agent.approvals or []],
         watches=[
             AgentWatchOut(ref=b.ref, watch_id=b.watch_id, resolved=b.watch_id is not None)
             for b in agent.bindings
         ],
-        conditions=binding_conditions(agent.bindings),
+        conditions=[Condition.model_validate(c) for c in binding_conditions(agent.bindings)],
         managed_by=managed_by(agent),
         created_at=agent.created_at,
         updated_at=agent.updated_at,
@@ -228,7 +247,7 @@ class AgentAck(RequestModel):
 
 class AckOut(ApiModel):
     acknowledged: list[str] = Field(description="incident ids acknowledged by this call")
-    approval: dict[str, Any] | None = Field(description="the approval rule that accepted it")
+    approval: ApprovalRuleOut | None = Field(description="the approval rule that accepted it")
     status: AgentStatus
 
 

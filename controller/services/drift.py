@@ -398,10 +398,26 @@ class CheckQuery(RequestModel):
     wait: float = Field(default=0, ge=0, le=60, description="seconds to wait for the result")
 
 
+class CheckResultOut(ApiModel):
+    """What a finished check did (`controller.checks.CheckResult`)."""
+
+    watch_id: str | None = None
+    outcome: str | None = Field(
+        default=None, description="unchanged, baseline, changed, error or skipped"
+    )
+    status: str | None = Field(default=None, description="the watch's driftStatus after it")
+    drift_event_id: str | None = Field(default=None, description="when the contract drifted")
+    counts: ChangeCountsOut | None = Field(default=None, description="the changes by severity")
+    failure_class: str | None = Field(
+        default=None, description="when it failed: fetch_failed, blocked_target, timeout, ..."
+    )
+    error: str | None = None
+
+
 class CheckOut(ApiModel):
     job_id: int
     status: str = Field(description="queued, running, done or failed")
-    result: dict[str, Any] | None = None
+    result: CheckResultOut | None = None
     watch: WatchOut | None = None
 
 
@@ -419,5 +435,6 @@ def check_now(
     if job is not None and job.status in ("done", "failed"):
         with database.session() as fresh:
             out = watch_out(fresh, get_watch(fresh, org_id, watch.id), datetime.now(UTC))
-        return CheckOut(job_id=job_id, status=job.status, result=job.result, watch=out)
+        result = CheckResultOut.model_validate(job.result) if job.result else None
+        return CheckOut(job_id=job_id, status=job.status, result=result, watch=out)
     return CheckOut(job_id=job_id, status=job.status if job else "queued")

@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from controller import conditions as cond
+from controller.conditions import Condition
 from controller.crypto import SecretBox
 from controller.errors import NotFound, Unauthorized
 from controller.jobs import request_reconcile
@@ -31,14 +32,6 @@ from controller.store.db import Database
 from controller.store.models import Agent, HookDelivery, Org, Source, Template, Watch, WatchSet
 
 HOOK_DELIVERIES_KEPT = timedelta(days=7)
-
-
-class Condition(ApiModel):
-    type: str
-    status: str
-    reason: str
-    message: str
-    last_transition_time: str | None = None
 
 
 class SourceProblem(ApiModel):

@@ -158,7 +158,7 @@ def test_a_check_of_a_stored_unsendable_value_fails_with_a_class(
     assert answer.status_code == 200, answer.json
     assert answer.json["status"] == "done"
     assert answer.json["result"]["outcome"] == "error"
-    assert answer.json["result"]["failure_class"] == failure_class
+    assert answer.json["result"]["failureClass"] == failure_class
     watch_out = answer.json["watch"]
     assert watch_out["driftStatus"] == "error" and watch_out["failureClass"] == failure_class
     assert watch_out["lastError"] and watch_out["lastCheckStatus"] == "error"
