@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -51,3 +53,16 @@ def wait_until_healthy(
         if process.poll() is not None or time.monotonic() > deadline:
             raise AssertionError(log.read_text())
         time.sleep(0.1)
+
+
+def stop_process(process: subprocess.Popen[Any], timeout: float = 30) -> int:
+    """SIGTERM, then SIGKILL after `timeout` seconds (the test then fails); its exit code."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            return process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            raise
+    return process.returncode

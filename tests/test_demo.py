@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import queue
-import signal
 import subprocess
 import threading
 import time
@@ -16,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.processes import DRIFTGATE, free_port
+from tests.processes import DRIFTGATE, free_port, stop_process
 
 
 @dataclass
@@ -101,14 +100,7 @@ def demo(tmp_path: Path) -> Iterator[RunningDemo]:
     try:
         yield running
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=40)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                raise
-        process.wait(timeout=10)
+        stop_process(process, timeout=40)
         assert process.stdout is not None
         process.stdout.close()
 
@@ -147,8 +139,7 @@ def test_the_demo_shows_drift_a_killed_agent_the_gate_and_the_way_back(
     demo.wait_for("The script is over")
     assert httpx.post(f"{demo.vendor}/_demo/next").status_code == 409
 
-    demo.process.send_signal(signal.SIGTERM)
-    assert demo.process.wait(timeout=40) == 0
+    assert stop_process(demo.process, timeout=40) == 0
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{demo.url}/health", timeout=2)  # driftgate stopped with it
 

@@ -11,8 +11,6 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from controller.model.base import ApiModel
-
 
 class Severity(StrEnum):
     """How much a change matters to a consumer; ordered breaking > warning > info."""
@@ -53,12 +51,13 @@ class Change(BaseModel):
     summary: str = Field(validation_alias=AliasChoices("summary", "message"))
     rule: str
     changeType: str = "changed"
-    before: Any = None
-    after: Any = None
-    location: Location | None = None
+    # CONTRACT.md: the optional members are left out when they carry nothing.
+    before: Any = Field(default=None, exclude_if=_absent)
+    after: Any = Field(default=None, exclude_if=_absent)
+    location: Location | None = Field(default=None, exclude_if=_absent)
     agentAction: str = "accept_baseline"
-    ignored: bool = False
-    ignoreReason: str | None = None
+    ignored: bool = Field(default=False, exclude_if=lambda value: value is False)
+    ignoreReason: str | None = Field(default=None, exclude_if=_absent)
 
     def to_json(self) -> dict[str, Any]:
         """Return the documented JSON form: optional fields only when they carry a value."""
@@ -82,23 +81,8 @@ class Change(BaseModel):
         return data
 
 
-# CONTRACT.md: the optional members of the change object are left out when they carry nothing.
-_OPTIONAL = Field(default=None, exclude_if=_absent)
+class ChangeOut(Change):
+    """A change as the API serves it (drift events, the watch status): the change object plus
+    the human `hint` of its rule (`controller.diffs.explain.with_hints`)."""
 
-
-class ChangeOut(ApiModel):
-    """A change as the API serves it (drift events, the watch status): CONTRACT.md's change
-    object plus the human `hint` of its rule (`controller.diffs.explain.with_hints`)."""
-
-    path: str
-    severity: Severity
-    summary: str
-    rule: str
-    change_type: str = "changed"
-    before: Any = _OPTIONAL
-    after: Any = _OPTIONAL
-    location: Location | None = _OPTIONAL
-    agent_action: str = "accept_baseline"
     hint: str = Field(description="what to do about it, in words (the rule's remediation)")
-    ignored: bool | None = _OPTIONAL
-    ignore_reason: str | None = _OPTIONAL
