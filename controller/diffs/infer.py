@@ -3,8 +3,9 @@
 A schema is inferred from one or more samples: types are unioned, object properties merged,
 and a property is required when it is present in every sample that has the object. The two
 inferred schemas are then diffed as a response (data we read). Profiles (CONTRACT.md): `cli`
-is strict (any removed field is breaking), `hosted` is lenient (a removed optional field is a
-warning, as in the response table).
+is strict (any removed field is breaking), `hosted` is lenient: a field present in the before
+sample and missing from the after sample is a warning, since a sample cannot say whether the
+field was required (the hosted product's test vectors; `rest` watches use it).
 """
 
 from __future__ import annotations
@@ -50,21 +51,29 @@ def diff_json_samples(
         location=None,
         label="payload",
     )
-    if profile == "cli":
-        # Strict: a consumer that reads a field breaks when it disappears, optional or not.
-        changes = [_strict(c) for c in changes]
-    return changes
+    # Strict: a consumer that reads a field breaks when it disappears, optional or not.
+    # Lenient: "required" was only inferred from the samples, so a missing field is a warning.
+    removed, prefix = (
+        ("response-property-removed-required", "payload (strict profile)")
+        if profile == "cli"
+        else ("response-property-removed", "payload (hosted profile)")
+    )
+    return [_removal(c, removed, prefix) for c in changes]
 
 
-def _strict(change: Change) -> Change:
-    if change.rule != "response-property-removed":
+_REMOVALS = ("response-property-removed", "response-property-removed-required")
+
+
+def _removal(change: Change, rule: str, prefix: str) -> Change:
+    """A removed field, as the profile classifies it."""
+    if change.rule not in _REMOVALS or change.rule == rule:
         return change
     return make_change(
-        "response-property-removed-required",
+        rule,
         change.path,
         location=change.location,
         name=change.summary.split("'")[1] if "'" in change.summary else "",
-        prefix="payload (strict profile)",
+        prefix=prefix,
     )
 
 

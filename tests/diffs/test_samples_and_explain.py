@@ -34,6 +34,27 @@ def test_profiles_differ_on_removed_optional_fields() -> None:
     ]
 
 
+def test_hosted_profile_warns_on_a_field_missing_from_one_sample() -> None:
+    """One sample cannot say a field was required: present before, missing after is a
+    warning in the hosted profile (the hosted product's vectors), breaking in the cli one."""
+    before = {"id": "ch_1", "amount": 100, "customer": {"id": "cus_1", "email": "a@b.c"}}
+    after = {"id": "ch_1", "amount": 100, "customer": {"id": "cus_1"}}
+    gone = {"id": "ch_1", "amount": 100}
+    for revision, path in ((after, "/properties/customer/properties/email"), (gone, None)):
+        hosted = diff_json_samples(before, revision, profile="hosted")
+        cli = diff_json_samples(before, revision, profile="cli")
+        assert [(c.rule, c.severity.value) for c in hosted] == [
+            ("response-property-removed", "warning")
+        ]
+        assert [(c.rule, c.severity.value) for c in cli] == [
+            ("response-property-removed-required", "breaking")
+        ]
+        assert path is None or hosted[0].path == path
+    # Everything else keeps its class in both profiles.
+    typed = diff_json_samples({"id": 1}, {"id": "1"}, profile="hosted")
+    assert [c.severity.value for c in typed] == ["breaking"]
+
+
 def test_sample_type_change_is_breaking() -> None:
     changes = diff_json_samples({"id": 1}, {"id": "1"})
     assert [(c.rule, c.severity.value) for c in changes] == [
@@ -76,7 +97,7 @@ def test_rules_file_override_and_ignore() -> None:
     result = apply_rules_file(changes, rules)
     by_rule = {c.rule: c for c in result}
     assert by_rule["response-property-type-changed"].severity.value == "warning"
-    removed = by_rule["response-property-removed-required"]
+    removed = by_rule["response-property-removed"]
     assert removed.ignored and removed.ignoreReason == "never read"
     assert len(result) == len(changes)
     assert explain_changes(result)["ignored"] == 1
