@@ -20,7 +20,7 @@ import logging
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, cast
 
 from sqlalchemy import String, Table, bindparam, func, select
@@ -31,6 +31,7 @@ from controller.collector import collector_paused
 from controller.crypto import SecretBox
 from controller.diffs import (
     ContractParseError,
+    DiffOptions,
     diff_json_samples,
     diff_mcp,
     diff_openapi,
@@ -209,7 +210,7 @@ def _evaluate(
     changes: list[Change] = []
     if baseline_document is not None:
         try:
-            changes = _diff(check.watch_type, baseline_document, document)
+            changes = _diff(check.watch_type, baseline_document, document, now.date())
         except ContractParseError as exc:
             message = str(exc)
             return lambda s: _record_failure(s, box, check, "invalid_contract", message, now)
@@ -321,10 +322,11 @@ def _parse(check: CheckInput, content: bytes | None) -> Any:
     return load_document(content or b"", check.url, kind="json")
 
 
-def _diff(watch_type: str, baseline: Any, document: Any) -> list[Change]:
+def _diff(watch_type: str, baseline: Any, document: Any, today: date) -> list[Change]:
+    """`today` (the check's clock, UTC) decides sunset windows."""
     if watch_type == "openapi":
         with collector_paused():  # a large spec's diff (controller/collector.py)
-            return diff_openapi(baseline, document)
+            return diff_openapi(baseline, document, options=DiffOptions(today=today))
     if watch_type == "mcp":
         return diff_mcp(baseline, document)
     # A REST endpoint shows one sample per check; an optional field that is absent from one

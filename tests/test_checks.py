@@ -313,3 +313,31 @@ def test_a_fetch_that_crashes_is_a_failed_check(harness: Harness) -> None:
     assert watch.last_error == failed.error
     harness.fetcher = good
     assert harness.check(watch_id).outcome == "baseline"
+
+
+def test_a_check_judges_sunset_windows_on_its_own_clock(harness: Harness) -> None:
+    """The check passes its date to the engine: removing a deprecated operation before its
+    x-sunset date is breaking, after it a warning."""
+    spec = charges_spec()
+    spec["paths"]["/v1/refunds"]["get"].update(
+        {"deprecated": True, "x-sunset": (harness.now + timedelta(days=40)).date().isoformat()}
+    )
+    harness.server.set("/openapi.json", as_json(spec))
+    early, late = harness.watch(), harness.watch(name="late")
+    harness.check(early)
+    harness.check(late)
+    del spec["paths"]["/v1/refunds"]
+    harness.server.set("/openapi.json", as_json(spec))
+    assert harness.check(early).counts["breaking"] == 1
+    assert harness.check(late, minutes=60 * 24 * 60).counts == {
+        "breaking": 0,
+        "warning": 1,
+        "info": 0,
+    }
+    with harness.database.session() as session:
+        rules = {
+            c["rule"]
+            for event in session.scalars(select(DriftEvent))
+            for c in decode_changes(event.changes)
+        }
+    assert rules == {"endpoint-removed-before-sunset", "endpoint-removed-deprecated"}

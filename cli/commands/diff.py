@@ -4,6 +4,7 @@ report in the chosen format, with an exit code for CI."""
 from __future__ import annotations
 
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +55,18 @@ def _emit(report: Any, fmt: str, fail_on: str, output: str | None) -> None:
 @click.argument("base")
 @click.argument("revision")
 @click.option("--type", "contract_type", type=_TYPES, default="auto", show_default=True)
+@click.option(
+    "--today",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    help="The date sunset windows are judged on (default: today, UTC): removing an "
+    "operation before its x-sunset date is breaking.",
+)
 @_report_options
 def diff(
     base: str,
     revision: str,
     contract_type: str,
+    today: datetime | None,
     fail_on: str,
     fmt: str,
     rules: str | None,
@@ -72,7 +80,13 @@ def diff(
     from controller.services.diffing import diff_contracts, load_rules
 
     rules_file = load_rules(rules) if rules else None
-    report = diff_contracts(base, revision, contract_type=contract_type, rules=rules_file)  # type: ignore[arg-type]
+    report = diff_contracts(
+        base,
+        revision,
+        contract_type=contract_type,  # type: ignore[arg-type]
+        rules=rules_file,
+        today=today.date() if today else None,
+    )
     _emit(report, fmt, fail_on, output)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -16,6 +17,7 @@ import yaml
 from controller.collector import collector_paused
 from controller.diffs import (
     ContractParseError,
+    DiffOptions,
     RulesFile,
     RulesFileError,
     apply_rules_file,
@@ -94,8 +96,10 @@ def diff_contracts(
     contract_type: ContractType = "auto",
     rules: RulesFile | None = None,
     reader: Reader | None = None,
+    today: date | None = None,
 ) -> DiffReport:
-    """Read, parse and diff two contracts; raise `InputError` when an input is unusable."""
+    """Read, parse and diff two contracts; raise `InputError` when an input is unusable.
+    `today` (default: the UTC date now) decides OpenAPI sunset windows."""
     with _inputs(reader, base, revision, contract_type) as (base_doc, rev_doc, reader):
         resolved = contract_type
         if resolved == "auto":
@@ -106,7 +110,8 @@ def diff_contracts(
                     f"{base} looks like {resolved} but {revision} looks like {other}; "
                     "pass --type to compare them anyway"
                 )
-        changes = _run(resolved, base, revision, base_doc, rev_doc, _resolver(reader))
+        today = today or datetime.now(UTC).date()
+        changes = _run(resolved, base, revision, base_doc, rev_doc, _resolver(reader), today)
         if rules is not None:
             changes = apply_rules_file(changes, rules)
         return DiffReport(base, revision, str(resolved), changes)
@@ -179,7 +184,13 @@ def _resolver(reader: Reader) -> Callable[[str], Any]:
 
 
 def _run(
-    kind: str, base: str, revision: str, base_doc: Any, rev_doc: Any, resolver: Callable[[str], Any]
+    kind: str,
+    base: str,
+    revision: str,
+    base_doc: Any,
+    rev_doc: Any,
+    resolver: Callable[[str], Any],
+    today: date,
 ) -> list[Change]:
     if kind == "openapi":
         with collector_paused():  # a large spec's diff (controller/collector.py)
@@ -189,6 +200,7 @@ def _run(
                 resolver=resolver,
                 base_uri=_uri(base),
                 revision_uri=_uri(revision),
+                options=DiffOptions(today=today),
             )
     if kind == "mcp":
         return diff_mcp(base_doc, rev_doc)

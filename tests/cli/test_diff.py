@@ -265,3 +265,24 @@ def test_compare_profiles(tmp_path: Path) -> None:
     assert strict.exit_code == 1 and json.loads(strict.output)["profile"] == "cli"
     assert lenient.exit_code == 0
     assert json.loads(lenient.output)["counts"]["warning"] == 1
+
+
+def test_removal_before_the_sunset_date_is_breaking_from_the_cli(tmp_path: Path) -> None:
+    """The CLI passes today's date (UTC) to the engine; --today overrides it."""
+    spec = charges_spec()
+    refunds = spec["paths"]["/v1/refunds"]["get"]
+    refunds["deprecated"] = True
+    refunds["x-sunset"] = "2999-01-01"
+    base, revision = tmp_path / "base.json", tmp_path / "rev.json"
+    base.write_text(json.dumps(spec))
+    del spec["paths"]["/v1/refunds"]
+    revision.write_text(json.dumps(spec))
+
+    def rules(*extra: str) -> set[str]:
+        result = run("diff", str(base), str(revision), "--format", "json", *extra)
+        return {c["rule"] for c in json.loads(result.output)["changes"]}
+
+    assert "endpoint-removed-before-sunset" in rules()
+    assert "endpoint-removed-deprecated" in rules("--today", "3000-06-01")
+    bad = run("diff", str(base), str(revision), "--today", "tomorrow")
+    assert bad.exit_code == 2
