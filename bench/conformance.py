@@ -124,12 +124,13 @@ class Outcome:
     status: str  # agree | intentional | disagree
     problems: list[str] = field(default_factory=list)
     intentional: list[str] = field(default_factory=list)
+    rules: list[str] = field(default_factory=list)  # the rule ids the case expects
 
 
 def run_openapi_case(case: dict[str, Any], corpus: Path) -> Outcome:
     base_file = corpus / "openapi" / case["base"]
     rev_file = corpus / "openapi" / case["revision"]
-    out = Outcome(case["id"], "agree")
+    out = Outcome(case["id"], "agree", rules=sorted({e["rule"] for e in case["expect"]}))
     try:
         base = load_document(base_file.read_bytes(), base_file.name, kind="openapi")
         rev = load_document(rev_file.read_bytes(), rev_file.name, kind="openapi")
@@ -260,7 +261,7 @@ def to_mcp_rule(change: Change) -> str:
 
 def run_mcp_case(case: dict[str, Any], corpus: Path) -> tuple[Outcome, dict[str, int]]:
     folder = corpus / "mcp" / case["dir"]
-    out = Outcome(case["id"], "agree")
+    out = Outcome(case["id"], "agree", rules=sorted({f["rule"] for f in case["findings"]}))
     stats = {"info_expected": 0, "info_matched": 0}
     try:
         before = load_document((folder / "before.json").read_bytes(), "before.json", kind="mcp")
@@ -335,6 +336,14 @@ def _summarise(title: str, outcomes: list[Outcome], verbose: bool) -> dict[str, 
         for o in outcomes:
             if o.status == "intentional":
                 print(f"  intentional {o.case_id}: " + "; ".join(o.intentional))
+    by_rule = per_rule(outcomes)
+    short = {rule: f for rule, f in by_rule.items() if f["agree"] < f["scored"]}
+    print(f"  rule ids expected: {len(by_rule)}; below 100%: {len(short)}")
+    for rule, figures in sorted(short.items()):
+        print(f"    {rule}: {figures['agree']}/{figures['scored']} cases agree")
+    if verbose:
+        for rule, figures in sorted(by_rule.items()):
+            print(f"    {rule}: {figures['agree']}/{figures['scored']} ({figures['cases']} cases)")
     return {
         "total": total,
         "agree": agree,
@@ -345,7 +354,22 @@ def _summarise(title: str, outcomes: list[Outcome], verbose: bool) -> dict[str, 
         "no_change_misses": [
             o.case_id for o in disagree if any("NO CHANGE" in p for p in o.problems)
         ],
+        "by_rule": by_rule,
     }
+
+
+def per_rule(outcomes: list[Outcome]) -> dict[str, dict[str, int]]:
+    """Agreement per expected rule id: the cases that expect it, scored (not intentional),
+    and agreeing."""
+    figures: dict[str, dict[str, int]] = {}
+    for outcome in outcomes:
+        for rule in outcome.rules:
+            row = figures.setdefault(rule, {"cases": 0, "scored": 0, "agree": 0})
+            row["cases"] += 1
+            if outcome.status != "intentional":
+                row["scored"] += 1
+                row["agree"] += outcome.status == "agree"
+    return figures
 
 
 def main() -> None:
