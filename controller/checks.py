@@ -39,6 +39,7 @@ from controller.diffs import (
     load_document,
 )
 from controller.diffs.explain import with_hints
+from controller.diffs.grouping import group_changes
 from controller.events.outbox import emit
 from controller.incidents import close_incident, current_incident, emit_incident
 from controller.model.change import Change, Severity
@@ -210,7 +211,11 @@ def _evaluate(
     changes: list[Change] = []
     if baseline_document is not None:
         try:
-            changes = _diff(check.watch_type, baseline_document, document, now.date())
+            # One change per cause (a shared schema reached by many operations is one row
+            # with the operations it affects): drift events are read by people.
+            changes = group_changes(
+                _diff(check.watch_type, baseline_document, document, now.date())
+            )
         except ContractParseError as exc:
             message = str(exc)
             return lambda s: _record_failure(s, box, check, "invalid_contract", message, now)

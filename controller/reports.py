@@ -39,8 +39,47 @@ def render(report: DiffReport, fmt: str, fail_on: Threshold = "breaking") -> str
 
 
 def ordered(changes: list[Change]) -> list[Change]:
-    """Most severe first, then by place; ignored changes last."""
-    return sorted(changes, key=lambda c: (c.ignored, -c.severity.rank, where(c), c.path, c.rule))
+    """Most severe first, then the causes that affect most operations, then by place; ignored
+    changes last."""
+    return sorted(
+        changes,
+        key=lambda c: (c.ignored, -c.severity.rank, -reach(c), where(c), c.path, c.rule),
+    )
+
+
+def reach(change: Change) -> int:
+    """How many operations (or tools) the change affects: its group's size, else one."""
+    return len(change.affected) if change.affected else 1
+
+
+def affects(change: Change) -> str:
+    """` (+N more)` for a cause that reaches several operations."""
+    return f" (+{reach(change) - 1} more)" if reach(change) > 1 else ""
+
+
+TOP_CAUSES = 5
+
+
+def lead(report: DiffReport) -> list[str]:
+    """The summary every human format starts with: counts, and for a grouped report how many
+    per-operation changes the causes stand for and the causes that reach most operations."""
+    lines = [summarize_counts(report.counts, report.ignored)]
+    if report.occurrences is not None and report.occurrences != report.counts:
+        total = sum(report.occurrences.values())
+        lines.append(
+            f"Grouped by cause: {sum(report.counts.values())} causes stand for {total} "
+            "per-operation changes (--flat lists each)."
+        )
+        top = [c for c in ordered(report.changes) if reach(c) > 1 and not c.ignored]
+        top.sort(key=lambda c: (-c.severity.rank, -reach(c)))
+        if top:
+            lines.append("Top causes:")
+            for change in top[:TOP_CAUSES]:
+                lines.append(
+                    f"  {change.severity.value.upper():<8} {change.origin}: {reach(change)} "
+                    f"operations [{change.rule}]"
+                )
+    return lines
 
 
 def where(change: Change) -> str:
@@ -51,9 +90,11 @@ def where(change: Change) -> str:
 
 def render_text(report: DiffReport, fail_on: Threshold) -> str:
     lines = [f"driftgate diff ({report.contract_type}): {report.base} -> {report.revision}"]
+    if report.changes:
+        lines += [*lead(report), ""]
     for change in ordered(report.changes):
         label = "IGNORED" if change.ignored else change.severity.value.upper()
-        place = where(change) or change.path
+        place = (where(change) or change.path) + affects(change)
         lines.append(f"  {label:<8} {place}: {change.summary} [{change.rule}]")
         if change.ignored:
             lines.append(f"           ignored: {change.ignoreReason}")
@@ -72,10 +113,13 @@ def render_json(report: DiffReport, fail_on: Threshold) -> str:
         "type": report.contract_type,
         "changes": with_hints(c.to_json() for c in ordered(report.changes)),
         "counts": report.counts,
+        "grouped": report.grouped,
         "ignored": report.ignored,
         "failOn": fail_on,
         "failed": report.reaches(fail_on),
     }
+    if report.occurrences is not None:
+        payload["occurrences"] = report.occurrences
     if report.profile is not None:
         payload["profile"] = report.profile
     return _dump(payload, len(report.changes))
@@ -83,13 +127,19 @@ def render_json(report: DiffReport, fail_on: Threshold) -> str:
 
 def render_markdown(report: DiffReport, fail_on: Threshold) -> str:
     verdict = "fails" if report.reaches(fail_on) else "passes"
+    summary, *rest = lead(report)
     lines = [
-        f"### driftgate: {summarize_counts(report.counts, report.ignored)}",
+        f"### driftgate: {summary}",
         "",
         f"`{report.base}` → `{report.revision}` ({report.contract_type}); the gate "
         f"(`--fail-on {fail_on}`) {verdict}.",
         "",
     ]
+    if rest:
+        lines += [
+            _md(line) if not line.startswith("  ") else f"- {_md(line.strip())}" for line in rest
+        ]
+        lines.append("")
     changes = ordered(report.changes)
     if changes:
         lines += [
@@ -99,7 +149,8 @@ def render_markdown(report: DiffReport, fail_on: Threshold) -> str:
         for change in changes[:MARKDOWN_ROWS]:
             severity = "ignored" if change.ignored else change.severity.value
             lines.append(
-                f"| {severity} | {_md(where(change) or change.path)} | {_md(change.summary)} "
+                f"| {severity} | {_md((where(change) or change.path) + affects(change))} "
+                f"| {_md(change.summary)} "
                 f"| `{change.rule}` | `{change.agentAction}` "
                 f"| {_md(hint_of(change.rule, change.severity))} |"
             )

@@ -341,3 +341,28 @@ def test_a_check_judges_sunset_windows_on_its_own_clock(harness: Harness) -> Non
             for c in decode_changes(event.changes)
         }
     assert rules == {"endpoint-removed-before-sunset", "endpoint-removed-deprecated"}
+
+
+def test_a_drift_event_holds_one_change_per_cause(harness: Harness) -> None:
+    """A property removed from a schema two operations return is one change of the drift
+    event, with both operations; the counts count causes."""
+    spec = charges_spec()
+    answer = {"application/json": {"schema": {"$ref": "#/components/schemas/Charge"}}}
+    spec["paths"]["/v1/charges"] = {
+        "post": {"responses": {"200": {"description": "ok", "content": answer}}}
+    }
+    harness.server.set("/openapi.json", as_json(spec))
+    watch_id = harness.watch()
+    harness.check(watch_id)
+    charge = spec["components"]["schemas"]["Charge"]
+    del charge["properties"]["amount"]
+    charge["required"] = ["id"]
+    harness.server.set("/openapi.json", as_json(spec))
+    drifted = harness.check(watch_id)
+    assert drifted.counts["breaking"] == 1
+    with harness.database.session() as session:
+        event = session.get_one(DriftEvent, drifted.drift_event_id)
+        changes = decode_changes(event.changes)
+    (removed,) = [c for c in changes if c["severity"] == "breaking"]
+    assert removed["affected"] == ["GET /v1/charges/{id}", "POST /v1/charges"]
+    assert removed["affectedCount"] == 2

@@ -61,12 +61,19 @@ def _emit(report: Any, fmt: str, fail_on: str, output: str | None) -> None:
     help="The date sunset windows are judged on (default: today, UTC): removing an "
     "operation before its x-sunset date is breaking.",
 )
+@click.option(
+    "--flat",
+    is_flag=True,
+    help="One change per operation, as the engines find them, instead of one per cause "
+    "with the operations it affects.",
+)
 @_report_options
 def diff(
     base: str,
     revision: str,
     contract_type: str,
     today: datetime | None,
+    flat: bool,
     fail_on: str,
     fmt: str,
     rules: str | None,
@@ -86,6 +93,7 @@ def diff(
         contract_type=contract_type,  # type: ignore[arg-type]
         rules=rules_file,
         today=today.date() if today else None,
+        flat=flat,
     )
     _emit(report, fmt, fail_on, output)
 

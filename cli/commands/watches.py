@@ -334,7 +334,9 @@ def _change_lines(changes: Sequence[dict[str, Any]], indent: str) -> list[str]:
         action = change.get("agentAction")
         suffix = f" -> {action}" if action else ""
         severity = str(change.get("severity", "")).upper()
-        lines.append(f"{indent}{severity:8} {change.get('summary')}{suffix}")
+        count = int(change.get("affectedCount") or 1)
+        more = f" (+{count - 1} more operations)" if count > 1 else ""
+        lines.append(f"{indent}{severity:8} {change.get('summary')}{more}{suffix}")
         if change.get("hint"):
             lines.append(f"{indent}         hint: {change['hint']}")
     return lines

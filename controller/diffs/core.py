@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
-from controller.diffs.jsonschema import Finding
+from controller.diffs.jsonschema import Finding, pointer_suffix
 from controller.diffs.rules import CATALOG, FAMILIES, Direction
 from controller.model.change import Change, Location, Severity
 
@@ -39,8 +39,10 @@ def make_change(
     name: str | None = None,
     detail: str | None = None,
     prefix: str | None = None,
+    origin: str | None = None,
 ) -> Change:
-    """Build the change for a catalog rule; the summary comes from the rule's template."""
+    """Build the change for a catalog rule; the summary comes from the rule's template.
+    `origin` names the referenced schema the change lives in (one cause, many operations)."""
     rule = CATALOG[rule_id]
     text = _format(
         rule.summary,
@@ -65,6 +67,8 @@ def make_change(
         agentAction=rule.agent_action,
         ignored=False,
         ignoreReason=None,
+        origin=origin,
+        affected=None,
     )
 
 
@@ -91,7 +95,7 @@ def changes_from_findings(
         # Membership rules name the property themselves.
         named = FAMILIES[f.aspect].nested_only
         where = f"{label} property '{field}'" if field and not named else label
-        path = pointer + _pointer_suffix(f.path)
+        path = pointer + pointer_suffix(f.path)
         out.append(
             make_change(
                 rule_id,
@@ -101,6 +105,7 @@ def changes_from_findings(
                 after=f.after,
                 name=f"'{field}'" if field else (f.name or ""),
                 prefix=where,
+                origin=f.origin,
             )
         )
     return out
@@ -115,12 +120,6 @@ _PROPERTY_STEPS = frozenset(
 def _is_nested(path: tuple[str, ...]) -> bool:
     # Array items and composition stay on the subject itself; a property step nests.
     return any(seg in _PROPERTY_STEPS for seg in path)
-
-
-@lru_cache(maxsize=65536)
-def _pointer_suffix(path: tuple[str, ...]) -> str:
-    # The same schema paths recur for every operation that reaches a component: cache them.
-    return "".join("/" + escape_pointer(segment) for segment in path)
 
 
 @lru_cache(maxsize=65536)

@@ -16,6 +16,7 @@ import json
 import re
 from collections import deque
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from controller.diffs.refs import Document, resolve_pointer
@@ -81,12 +82,28 @@ class Finding:
     name: str | None = None
     # Set on the internal marker that stands for "compare this pair of references here".
     edge: tuple[str, str] | None = None
+    # Where the difference lives when it is inside a referenced schema: the revision-side
+    # target of the innermost reference and the path within it (`#/components/schemas/x/...`).
+    # Every operation that reaches that schema reports the same origin: one cause.
+    origin: str | None = None
 
     def under(self, *segments: str) -> Finding:
         """Return this finding moved below `segments`."""
         return Finding(
-            self.aspect, segments + self.path, self.before, self.after, self.name, self.edge
+            self.aspect,
+            segments + self.path,
+            self.before,
+            self.after,
+            self.name,
+            self.edge,
+            self.origin,
         )
+
+
+@lru_cache(maxsize=65536)
+def pointer_suffix(path: tuple[str, ...]) -> str:
+    """A schema path as a JSON pointer suffix (`/properties/a~1b`)."""
+    return "".join("/" + segment.replace("~", "~0").replace("/", "~1") for segment in path)
 
 
 def diff_schemas(
@@ -157,15 +174,18 @@ class SchemaDiffer:
     def _expand(self, items: list[Finding]) -> list[Finding]:
         out: list[Finding] = []
         seen: set[tuple[str, str]] = set()
-        queue: deque[tuple[tuple[str, ...], list[Finding]]] = deque([((), items)])
+        queue: deque[tuple[tuple[str, ...], list[Finding], str | None]] = deque([((), items, None)])
         while queue:
-            prefix, batch = queue.popleft()
+            prefix, batch, target = queue.popleft()
             for f in batch:
                 if f.edge is None:
-                    out.append(f.under(*prefix) if prefix else f)
+                    origin = target + pointer_suffix(f.path) if target is not None else None
+                    out.append(
+                        Finding(f.aspect, prefix + f.path, f.before, f.after, f.name, None, origin)
+                    )
                 elif f.edge not in seen:
                     seen.add(f.edge)
-                    queue.append((prefix + f.path, self._pair_items(f.edge)))
+                    queue.append((prefix + f.path, self._pair_items(f.edge), f.edge[1]))
         return out
 
     def _pair_items(self, pair: tuple[str, str]) -> list[Finding]:

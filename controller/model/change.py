@@ -58,6 +58,11 @@ class Change(BaseModel):
     agentAction: str = "accept_baseline"
     ignored: bool = Field(default=False, exclude_if=lambda value: value is False)
     ignoreReason: str | None = Field(default=None, exclude_if=_absent)
+    # The referenced schema the change lives in (`#/components/schemas/charge/properties/id`):
+    # the same cause met through every operation that reaches the schema.
+    origin: str | None = Field(default=None, exclude_if=_absent)
+    # Grouped output: the operations (or tools) one cause affects, this change's own first.
+    affected: list[str] | None = Field(default=None, exclude_if=_absent)
 
     def to_json(self) -> dict[str, Any]:
         """Return the documented JSON form: optional fields only when they carry a value."""
@@ -78,6 +83,11 @@ class Change(BaseModel):
         if self.ignored:
             data["ignored"] = True
             data["ignoreReason"] = self.ignoreReason
+        if self.origin is not None:
+            data["origin"] = self.origin
+        if self.affected is not None:
+            data["affected"] = self.affected
+            data["affectedCount"] = len(self.affected)
         return data
 
 
@@ -86,3 +96,6 @@ class ChangeOut(Change):
     the human `hint` of its rule (`controller.diffs.explain.with_hints`)."""
 
     hint: str = Field(description="what to do about it, in words (the rule's remediation)")
+    affectedCount: int | None = Field(
+        default=None, exclude_if=_absent, description="how many operations the cause affects"
+    )

@@ -20,17 +20,18 @@ class DiffReport:
     contract_type: str
     changes: list[Change]
     profile: str | None = None
+    # Grouped reports (the default) hold one change per cause; `occurrences` then counts the
+    # per-operation changes they stand for. Flat reports leave it None.
+    occurrences: dict[str, int] | None = None
     counts: dict[str, int] = field(init=False)
     ignored: int = field(init=False)
 
     def __post_init__(self) -> None:
-        self.counts = {s.value: 0 for s in Severity}
-        self.ignored = 0
-        for change in self.changes:
-            if change.ignored:
-                self.ignored += 1
-            else:
-                self.counts[change.severity.value] += 1
+        self.counts, self.ignored = count(self.changes)
+
+    @property
+    def grouped(self) -> bool:
+        return self.occurrences is not None
 
     def reaches(self, threshold: Threshold) -> bool:
         """True when a change that is not ignored is at least as severe as `threshold`."""
@@ -38,3 +39,15 @@ class DiffReport:
             return False
         floor = Severity(threshold).rank
         return any(not c.ignored and c.severity.rank >= floor for c in self.changes)
+
+
+def count(changes: list[Change]) -> tuple[dict[str, int], int]:
+    """Changes that are not ignored by severity, and the number ignored."""
+    counts = {s.value: 0 for s in Severity}
+    ignored = 0
+    for change in changes:
+        if change.ignored:
+            ignored += 1
+        else:
+            counts[change.severity.value] += 1
+    return counts, ignored

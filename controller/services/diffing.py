@@ -26,10 +26,11 @@ from controller.diffs import (
     diff_openapi,
     load_document,
 )
+from controller.diffs.grouping import group_changes
 from controller.diffs.overrides import parse_rules_file
 from controller.errors import DriftgateError
 from controller.model.change import Change
-from controller.model.report import DiffReport, Threshold
+from controller.model.report import DiffReport, Threshold, count
 from controller.reports import render
 from controller.sources.http import CLI_USER_AGENT, FetchError, fetch, make_client
 
@@ -97,9 +98,11 @@ def diff_contracts(
     rules: RulesFile | None = None,
     reader: Reader | None = None,
     today: date | None = None,
+    flat: bool = False,
 ) -> DiffReport:
     """Read, parse and diff two contracts; raise `InputError` when an input is unusable.
-    `today` (default: the UTC date now) decides OpenAPI sunset windows."""
+    `today` (default: the UTC date now) decides OpenAPI sunset windows. The report is grouped
+    by cause (`controller.diffs.grouping`) unless `flat`."""
     with _inputs(reader, base, revision, contract_type) as (base_doc, rev_doc, reader):
         resolved = contract_type
         if resolved == "auto":
@@ -114,7 +117,12 @@ def diff_contracts(
         changes = _run(resolved, base, revision, base_doc, rev_doc, _resolver(reader), today)
         if rules is not None:
             changes = apply_rules_file(changes, rules)
-        return DiffReport(base, revision, str(resolved), changes)
+        if flat:
+            return DiffReport(base, revision, str(resolved), changes)
+        occurrences, _ = count(changes)
+        return DiffReport(
+            base, revision, str(resolved), group_changes(changes), occurrences=occurrences
+        )
 
 
 def compare_payloads(

@@ -286,3 +286,36 @@ def test_removal_before_the_sunset_date_is_breaking_from_the_cli(tmp_path: Path)
     assert "endpoint-removed-deprecated" in rules("--today", "3000-06-01")
     bad = run("diff", str(base), str(revision), "--today", "tomorrow")
     assert bad.exit_code == 2
+
+
+def test_grouped_by_default_and_flat_on_request(tmp_path: Path) -> None:
+    """A property removed from a schema that every charge operation returns is one cause
+    with the operations it affects; --flat lists it once per operation."""
+    spec = charges_spec()
+    answer = {"application/json": {"schema": {"$ref": "#/components/schemas/Charge"}}}
+    spec["paths"]["/v1/charges"] = {
+        "post": {"responses": {"200": {"description": "ok", "content": answer}}}
+    }
+    base, revision = tmp_path / "base.json", tmp_path / "rev.json"
+    base.write_text(json.dumps(spec))
+    charge = spec["components"]["schemas"]["Charge"]
+    del charge["properties"]["amount"]
+    charge["required"] = ["id"]
+    revision.write_text(json.dumps(spec))
+
+    grouped = json.loads(run("diff", str(base), str(revision), "--format", "json").output)
+    flat = json.loads(run("diff", str(base), str(revision), "--format", "json", "--flat").output)
+    assert grouped["grouped"] is True and flat["grouped"] is False
+    assert grouped["counts"]["breaking"] == 1 and grouped["occurrences"]["breaking"] == 2
+    (cause,) = grouped["changes"]
+    assert cause["affected"] == ["GET /v1/charges/{id}", "POST /v1/charges"]
+    assert cause["affectedCount"] == 2 and cause["origin"].endswith("/Charge/properties/amount")
+    assert flat["counts"]["breaking"] == 2 and "occurrences" not in flat
+    assert all("affected" not in c for c in flat["changes"])
+
+    text = run("diff", str(base), str(revision)).output.splitlines()
+    assert text[1].startswith("1 breaking, 0 warning, 0 info")
+    assert text[2].startswith("Grouped by cause: 1 causes stand for 2 per-operation changes")
+    assert "(+1 more)" in "\n".join(text)
+    markdown = run("diff", str(base), str(revision), "--format", "markdown").output
+    assert "Top causes" in markdown and "(+1 more)" in markdown
