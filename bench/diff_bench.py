@@ -7,7 +7,9 @@ the GitHub and Stripe OpenAPI repositories at fixed commits and checks their dig
 (docs/performance.md lists the sources). `--dir` (or `DRIFTGATE_BENCH_DATA`) names the
 directory; the default is `../shared/bench/openapi` beside the clone.
 
-Per pair: parse time of each side, fingerprint time, diff time, change counts, peak memory
+Per pair: `driftgate diff --format json` end to end in a child process (interpreter start to
+the last byte written, grouped and --flat, with the child's peak RSS); then in-process: parse
+time of each side, fingerprint time, diff time, change counts, peak memory
 (tracemalloc peak of Python allocations, plus the process' peak RSS), and the unchanged path
 (same spec twice: parse once, fingerprint, equal fingerprints, no diff). Prints figures only;
 a benchmark never fails a build on a time.
@@ -88,6 +90,22 @@ def bench_pair(folder: Path, base_name: str, rev_name: str) -> dict[str, object]
     }
 
 
+def bench_end_to_end(folder: Path, base_name: str, rev_name: str, flat: bool) -> dict[str, float]:
+    """`driftgate diff --format json` as a user runs it: interpreter start to the last byte
+    written, and the child's peak RSS (grouped by default; `flat` adds --flat)."""
+    command = [sys.executable, "-m", "cli", "diff", str(folder / base_name)]
+    command += [str(folder / rev_name), "--format", "json", "-o", os.devnull]
+    command += ["--flat"] if flat else []
+    start = time.perf_counter()
+    child = subprocess.Popen(command, cwd=ROOT)
+    _, status, usage = os.wait4(child.pid, 0)
+    elapsed = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode not in (0, 1):
+        raise SystemExit(f"driftgate diff exited with {child.returncode}")
+    return {"seconds": elapsed, "rss_mb": usage.ru_maxrss / 1024}
+
+
 def bench_unchanged(folder: Path, name: str) -> dict[str, object]:
     """Same spec twice, the way a check sees it: parse the fetch, fingerprint, compare."""
     data = (folder / name).read_bytes()
@@ -139,6 +157,18 @@ def main() -> None:
             f"{r['pair']} | {r['parse_s']:.2f} | {r['fingerprint_s']:.2f} | {r['diff_s']:.2f} | "
             f"{r['total_s']:.2f} | {r['peak_mb']:.0f} | {r['rss_mb']:.0f} | "
             f"{r['changes']} {r['counts']}"
+        )
+    print()
+    print(
+        "end to end: `driftgate diff A B --format json` (interpreter start to last byte) "
+        "| grouped s | grouped RSS MB | --flat s | --flat RSS MB"
+    )
+    for base_name, rev_name in PAIRS:
+        grouped = bench_end_to_end(args.dir, base_name, rev_name, flat=False)
+        flat = bench_end_to_end(args.dir, base_name, rev_name, flat=True)
+        print(
+            f"{base_name} -> {rev_name} | {grouped['seconds']:.2f} | {grouped['rss_mb']:.0f} | "
+            f"{flat['seconds']:.2f} | {flat['rss_mb']:.0f}"
         )
     print()
     print("unchanged spec | parse+fingerprint s | fingerprint only s | equal | diff(doc, doc) s")

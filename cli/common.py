@@ -7,15 +7,17 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
-from sqlalchemy.orm import Session
 
 from controller.errors import ConfigError
-from controller.settings import Settings, load_settings
-from controller.store import migrate
-from controller.store.db import Database
+
+if TYPE_CHECKING:  # imported when used: `driftgate diff` never opens a store
+    from sqlalchemy.orm import Session
+
+    from controller.settings import Settings
+    from controller.store.db import Database
 
 F = TypeVar("F", bound=Callable[..., Any])
 CLI_ACTOR = "cli"
@@ -30,17 +32,23 @@ class Context:
         self._database: Database | None = None
 
     def settings(self, **overrides: Any) -> Settings:
+        from controller.settings import load_settings
+
         if self._settings is None or overrides:
             self._settings = load_settings(config_file=self.config, **overrides)
         return self._settings
 
     def database(self) -> Database:
+        from controller.store.db import Database
+
         if self._database is None:
             self._database = Database(self.settings().effective_database_url)
         return self._database
 
     def ensure_current_schema(self) -> None:
         """Refuse to work on a store whose schema is not this release's."""
+        from controller.store import migrate
+
         database = self.database()
         current, head = migrate.current_revision(database), migrate.head_revision(database)
         if current != head:

@@ -8,46 +8,75 @@ stderr, never a traceback.
 
 from __future__ import annotations
 
+import importlib
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
-from sqlalchemy.exc import SQLAlchemyError
 
-from cli.commands import (
-    audit,
-    db,
-    demo,
-    diff,
-    gitops,
-    keys,
-    orgs,
-    preflight,
-    secrets,
-    serve,
-    watches,
-)
-from cli.commands import validate as validate_command
-from cli.commands import version as version_command
 from cli.common import Context, fail
 from controller import __version__
 from controller.errors import DriftgateError
 
+# Each command, imported only when it runs (or for --help): `driftgate diff` should not pay
+# for the store, the web app or the schedulers.
+COMMANDS = {
+    "version": "cli.commands.version:version",
+    "db": "cli.commands.db:db",
+    "serve": "cli.commands.serve:serve",
+    "up": "cli.commands.serve:up",
+    "controller": "cli.commands.serve:controller",
+    "orgs": "cli.commands.orgs:orgs",
+    "keys": "cli.commands.keys:keys",
+    "secrets": "cli.commands.secrets:secrets",
+    "diff": "cli.commands.diff:diff",
+    "compare": "cli.commands.diff:compare",
+    "audit": "cli.commands.audit:audit",
+    "reconcile": "cli.commands.gitops:reconcile",
+    "sources": "cli.commands.gitops:sources",
+    "validate": "cli.commands.validate:validate",
+    "preflight": "cli.commands.preflight:preflight",
+    "watches": "cli.commands.watches:watches",
+    "drift": "cli.commands.watches:drift",
+    "demo": "cli.commands.demo:demo",
+}
+
 
 class DriftgateGroup(click.Group):
-    """Turns driftgate errors into one line on stderr and exit code 2."""
+    """Loads commands when they run; turns driftgate errors into one line on stderr and exit
+    code 2."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, name = target.split(":")
+        command: click.Command = getattr(importlib.import_module(module), name)
+        return command
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except DriftgateError as exc:
             fail(exc.message)
-        except SQLAlchemyError as exc:
+        except OSError as exc:
+            fail(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
+        except Exception as exc:
+            if not _is_database_error(exc):
+                raise
             origin = getattr(exc, "orig", None)
             reason = (str(origin or exc).strip().splitlines() or ["unknown"])[0]
             fail(f"database error: {reason}")
-        except OSError as exc:
-            fail(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
+
+
+def _is_database_error(exc: Exception) -> bool:
+    """A SQLAlchemy error, without importing SQLAlchemy for commands that never use it."""
+    errors = sys.modules.get("sqlalchemy.exc")
+    return errors is not None and isinstance(exc, errors.SQLAlchemyError)
 
 
 @click.group(cls=DriftgateGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -63,26 +92,3 @@ def main(ctx: click.Context, config: Path | None) -> None:
     """driftgate: contract drift monitor and run gate for REST/OpenAPI APIs and MCP servers."""
     ctx.obj = Context(config)
     ctx.call_on_close(ctx.obj.close)
-
-
-for command in (
-    version_command.version,
-    db.db,
-    serve.serve,
-    serve.up,
-    serve.controller,
-    orgs.orgs,
-    keys.keys,
-    secrets.secrets,
-    diff.diff,
-    diff.compare,
-    audit.audit,
-    gitops.reconcile,
-    gitops.sources,
-    validate_command.validate,
-    preflight.preflight,
-    watches.watches,
-    watches.drift,
-    demo.demo,
-):
-    main.add_command(command)
