@@ -211,11 +211,7 @@ def _evaluate(
     changes: list[Change] = []
     if baseline_document is not None:
         try:
-            # One change per cause (a shared schema reached by many operations is one row
-            # with the operations it affects): drift events are read by people.
-            changes = group_changes(
-                _diff(check.watch_type, baseline_document, document, now.date())
-            )
+            changes = _diff(check.watch_type, baseline_document, document, now.date())
         except ContractParseError as exc:
             message = str(exc)
             return lambda s: _record_failure(s, box, check, "invalid_contract", message, now)
@@ -328,15 +324,18 @@ def _parse(check: CheckInput, content: bytes | None) -> Any:
 
 
 def _diff(watch_type: str, baseline: Any, document: Any, today: date) -> list[Change]:
-    """`today` (the check's clock, UTC) decides sunset windows."""
+    """One change per cause (a schema many operations reach is one change with the
+    operations it affects: drift events are read by people); `today` (the check's clock,
+    UTC) decides sunset windows."""
     if watch_type == "openapi":
         with collector_paused():  # a large spec's diff (controller/collector.py)
-            return diff_openapi(baseline, document, options=DiffOptions(today=today))
+            options = DiffOptions(today=today, grouped=True)
+            return diff_openapi(baseline, document, options=options)
     if watch_type == "mcp":
-        return diff_mcp(baseline, document)
+        return group_changes(diff_mcp(baseline, document))
     # A REST endpoint shows one sample per check; an optional field that is absent from one
     # response is a warning (the lenient profile), not breaking.
-    return diff_json_samples(baseline, document, profile="hosted")
+    return group_changes(diff_json_samples(baseline, document, profile="hosted"))
 
 
 def encode_document(document: Any) -> bytes:

@@ -72,6 +72,22 @@ def make_change(
     )
 
 
+# Causes met so far in a grouped diff: (rule, origin, before, after) -> the change that
+# stands for the cause and the places it was met (`controller.diffs.grouping`).
+Causes = dict[tuple[str, str, str, str], tuple[Change, list[str]]]
+
+
+def cause_key(rule: str, origin: str, before: Any, after: Any) -> tuple[str, str, str, str]:
+    """What makes two changes the same cause (also `grouping.group_changes`' key)."""
+    return (rule, origin, _frozen(before), _frozen(after))
+
+
+def _frozen(value: Any) -> str:
+    if value is None or isinstance(value, str | int | float | bool):
+        return repr(value)
+    return json.dumps(value, sort_keys=True, default=str)
+
+
 def changes_from_findings(
     findings: Iterable[Finding],
     *,
@@ -81,9 +97,13 @@ def changes_from_findings(
     pointer: str,
     location: Location | None,
     label: str,
+    causes: Causes | None = None,
 ) -> list[Change]:
-    """Classify schema findings of one subject (a body, a parameter, a tool input ...)."""
+    """Classify schema findings of one subject (a body, a parameter, a tool input ...).
+    With `causes`, a finding whose cause was met before only adds its place to that cause
+    (no second change is built: large vendor specs repeat causes 10^4 times)."""
     out: list[Change] = []
+    place = (location.operation or location.tool or "") if location is not None else ""
     for f in findings:
         if f.aspect not in FAMILIES:
             continue
@@ -91,24 +111,43 @@ def changes_from_findings(
         rule_id = f"{prefix}-{f.aspect}"
         if rule_id not in CATALOG:
             continue
+        key = None
+        if causes is not None and f.origin is not None:
+            key = cause_key(rule_id, f.origin, f.before, f.after)
+            met = causes.get(key)
+            if met is not None:
+                met[1].append(place or pointer + pointer_suffix(f.path))
+                continue
         field = field_name(f.path)
         # Membership rules name the property themselves.
         named = FAMILIES[f.aspect].nested_only
         where = f"{label} property '{field}'" if field and not named else label
         path = pointer + pointer_suffix(f.path)
-        out.append(
-            make_change(
-                rule_id,
-                path,
-                location=location,
-                before=f.before,
-                after=f.after,
-                name=f"'{field}'" if field else (f.name or ""),
-                prefix=where,
-                origin=f.origin,
-            )
+        change = make_change(
+            rule_id,
+            path,
+            location=location,
+            before=f.before,
+            after=f.after,
+            name=f"'{field}'" if field else (f.name or ""),
+            prefix=where,
+            origin=f.origin,
         )
+        out.append(change)
+        if key is not None and causes is not None:
+            causes[key] = (change, [place or path])
     return out
+
+
+def with_causes(changes: list[Change], causes: Causes) -> list[Change]:
+    """The changes with each cause's `affected` places set (sorted, without repeats)."""
+    affected = {id(change): sorted(set(places)) for change, places in causes.values()}
+    return [
+        change.model_copy(update={"affected": affected[id(change)]})
+        if id(change) in affected
+        else change
+        for change in changes
+    ]
 
 
 _PROPERTY_STEPS = frozenset(

@@ -9,41 +9,33 @@ parameters, an MCP tool) stand alone. Pure: no I/O.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from typing import Any
 
-from controller.model.change import Change
+from controller.diffs.core import Causes, cause_key, with_causes
+from controller.model.change import Change, Severity
 
 
 def group_changes(changes: Iterable[Change]) -> list[Change]:
     """The changes grouped by cause, in the order each cause first appears; a grouped
-    change is its shortest-path occurrence with `affected` set (sorted, without repeats)."""
-    groups: dict[tuple[Any, ...], list[Change]] = {}
-    alone: list[tuple[int, Change]] = []
-    order: dict[tuple[Any, ...], int] = {}
-    for index, change in enumerate(changes):
+    change is its first occurrence with `affected` set (sorted, without repeats). The same
+    result as the OpenAPI engine's own grouping (`DiffOptions(grouped=True)`)."""
+    out: list[Change] = []
+    causes: Causes = {}
+    for change in changes:
         if change.origin is None:
-            alone.append((index, change))
+            out.append(change)
             continue
-        key = (
-            change.rule,
-            change.severity,
-            change.origin,
-            change.ignored,
-            _frozen(change.before),
-            _frozen(change.after),
-        )
-        if key not in groups:
-            groups[key] = []
-            order[key] = index
-        groups[key].append(change)
-    placed = [(index, change) for index, change in alone]
-    for key, members in groups.items():
-        first = min(members, key=lambda c: (len(c.path), c.path))
-        affected = sorted({_where(m) for m in members})
-        placed.append((order[key], first.model_copy(update={"affected": affected})))
-    return [change for _, change in sorted(placed, key=lambda pair: pair[0])]
+        key = cause_key(change.rule, change.origin, change.before, change.after)
+        if change.ignored:
+            key = (*key[:3], key[3] + "|ignored")
+        places = change.affected or [_where(change)]  # grouping a grouped list changes nothing
+        met = causes.get(key)
+        if met is not None:
+            met[1].extend(places)
+            continue
+        causes[key] = (change, list(places))
+        out.append(change)
+    return with_causes(out, causes)
 
 
 def _where(change: Change) -> str:
@@ -53,5 +45,10 @@ def _where(change: Change) -> str:
     return change.path
 
 
-def _frozen(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str)
+def occurrences(changes: Iterable[Change]) -> dict[str, int]:
+    """(cause, operation) pairs by severity: what a grouped report stands for."""
+    counts = {severity.value: 0 for severity in Severity}
+    for change in changes:
+        if not change.ignored:
+            counts[change.severity.value] += len(change.affected) if change.affected else 1
+    return counts

@@ -16,7 +16,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from controller.diffs.core import changes_from_findings, escape_pointer, make_change
+from controller.diffs.core import (
+    Causes,
+    changes_from_findings,
+    escape_pointer,
+    make_change,
+    with_causes,
+)
 from controller.diffs.jsonschema import EXTERNAL_REF, STABILITY_LEVELS, SchemaDiffer, UnchangedRefs
 from controller.diffs.loader import check_openapi
 from controller.diffs.refs import Document, DocumentStore, Resolver
@@ -74,6 +80,9 @@ class DiffOptions:
     sunset_days_beta: int = 0
     # Property stability changes are reported from this level up (`x-stability-level`).
     stability_threshold: str = "draft"
+    # One change per cause with the operations it affects (`controller.diffs.grouping`),
+    # built without materialising every per-operation change.
+    grouped: bool = False
 
     def sunset_days(self, stability: Any) -> int:
         """Return the grace period that applies to an operation of this stability level."""
@@ -121,6 +130,7 @@ class _OpenAPIDiff:
         self.request = self._new_differ(Direction.REQUEST, self.base, self.rev)
         self.response = self._new_differ(Direction.RESPONSE, self.base, self.rev)
         self.changes: list[Change] = []
+        self.causes: Causes | None = {} if self.options.grouped else None
 
     def run(self) -> list[Change]:
         base_ops = _operations(self.base.root)
@@ -160,7 +170,7 @@ class _OpenAPIDiff:
                     )
                 )
         self._servers()
-        return self.changes
+        return self.changes if self.causes is None else with_causes(self.changes, self.causes)
 
     # -- operations -------------------------------------------------------------------------
 
@@ -441,6 +451,7 @@ class _OpenAPIDiff:
             pointer=ptr + "/schema",
             location=loc,
             label=label,
+            causes=self.causes,
         )
 
     # -- bodies -----------------------------------------------------------------------------
@@ -541,6 +552,7 @@ class _OpenAPIDiff:
                 pointer=f"{ptr}/{escape_pointer(raw_mt)}/schema",
                 location=loc,
                 label=f"{label} ({raw_mt})",
+                causes=self.causes,
             )
 
     def _differ(self, direction: Direction, bdoc: Document, rdoc: Document) -> SchemaDiffer:
@@ -642,6 +654,7 @@ class _OpenAPIDiff:
                     pointer=hptr + "/schema",
                     location=loc,
                     label=f"{label} header '{raw}'",
+                    causes=self.causes,
                 )
         for key, (raw, _) in rh.items():
             if key not in bh:

@@ -26,11 +26,11 @@ from controller.diffs import (
     diff_openapi,
     load_document,
 )
-from controller.diffs.grouping import group_changes
+from controller.diffs.grouping import group_changes, occurrences
 from controller.diffs.overrides import parse_rules_file
 from controller.errors import DriftgateError
 from controller.model.change import Change
-from controller.model.report import DiffReport, Threshold, count
+from controller.model.report import DiffReport, Threshold
 from controller.reports import render
 from controller.sources.http import CLI_USER_AGENT, FetchError, fetch, make_client
 
@@ -114,15 +114,24 @@ def diff_contracts(
                     "pass --type to compare them anyway"
                 )
         today = today or datetime.now(UTC).date()
-        changes = _run(resolved, base, revision, base_doc, rev_doc, _resolver(reader), today)
+        # The engine groups as it goes unless a rules file must see every occurrence first.
+        grouped_by_engine = not flat and rules is None and resolved == "openapi"
+        changes = _run(
+            resolved,
+            base,
+            revision,
+            base_doc,
+            rev_doc,
+            _resolver(reader),
+            DiffOptions(today=today, grouped=grouped_by_engine),
+        )
         if rules is not None:
             changes = apply_rules_file(changes, rules)
         if flat:
             return DiffReport(base, revision, str(resolved), changes)
-        occurrences, _ = count(changes)
-        return DiffReport(
-            base, revision, str(resolved), group_changes(changes), occurrences=occurrences
-        )
+        if not grouped_by_engine:
+            changes = group_changes(changes)
+        return DiffReport(base, revision, str(resolved), changes, occurrences=occurrences(changes))
 
 
 def compare_payloads(
@@ -198,7 +207,7 @@ def _run(
     base_doc: Any,
     rev_doc: Any,
     resolver: Callable[[str], Any],
-    today: date,
+    options: DiffOptions,
 ) -> list[Change]:
     if kind == "openapi":
         with collector_paused():  # a large spec's diff (controller/collector.py)
@@ -208,7 +217,7 @@ def _run(
                 resolver=resolver,
                 base_uri=_uri(base),
                 revision_uri=_uri(revision),
-                options=DiffOptions(today=today),
+                options=options,
             )
     if kind == "mcp":
         return diff_mcp(base_doc, rev_doc)

@@ -50,6 +50,13 @@ class ChangeIn(RequestModel):
         description="accepted so that a served change can be sent back as it is; the "
         "explanation computes its own",
     )
+    origin: Text | None = Field(default=None, description="as served; not used")
+    affected: Annotated[list[Text], Field(max_length=10_000)] | None = Field(
+        default=None, description="as served; not used"
+    )
+    affected_count: Annotated[int, Field(ge=0)] | None = Field(
+        default=None, description="as served; not used"
+    )
 
     @field_validator("summary", "message", mode="before")
     @classmethod

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controller.diffs import diff_openapi
+from controller.diffs import DiffOptions, diff_openapi
 from controller.diffs.grouping import group_changes
 
 
@@ -68,8 +68,9 @@ def test_a_shared_schema_change_is_one_cause_with_every_operation() -> None:
     (cause,) = [c for c in grouped if c.rule == "response-property-removed-required"]
     assert cause.affected == ["GET /charges", "GET /charges/{id}", "POST /charges"]
     assert cause.to_json()["affectedCount"] == 3
-    # The shortest occurrence stands for the group.
-    assert cause.path == min((c.path for c in removed), key=len)
+    # The first occurrence stands for the group; grouping again changes nothing.
+    assert cause.path == removed[0].path
+    assert group_changes(grouped) == grouped
     # A change of one operation's own parameter has no origin and stays as it is.
     (parameter,) = [c for c in grouped if c.rule.startswith("request-parameter-removed")]
     assert parameter.origin is None and parameter.affected is None
@@ -88,3 +89,18 @@ def test_different_values_or_rules_are_different_causes() -> None:
         "#/components/schemas/charge/properties/id",
     ]
     assert all(c.affected is not None and len(c.affected) == 3 for c in grouped)
+
+
+def test_the_engine_groups_as_grouping_does() -> None:
+    """`DiffOptions(grouped=True)` builds one change per cause as it goes; the result is
+    `group_changes` of the flat diff, change for change."""
+    base = _document()
+    revision = copy.deepcopy(base)
+    charge = revision["components"]["schemas"]["charge"]
+    charge["properties"]["amount"] = {"type": "string"}
+    charge["properties"]["note"] = {"type": "string"}
+    del revision["paths"]["/charges"]["get"]["parameters"]
+    engine = diff_openapi(base, revision, options=DiffOptions(grouped=True))
+    flat = group_changes(diff_openapi(base, revision))
+    assert [c.to_json() for c in engine] == [c.to_json() for c in flat]
+    assert any(c.affected and len(c.affected) == 3 for c in engine)
