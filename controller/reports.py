@@ -96,6 +96,8 @@ def render_text(report: DiffReport, fail_on: Threshold) -> str:
         label = "IGNORED" if change.ignored else change.severity.value.upper()
         place = (where(change) or change.path) + affects(change)
         lines.append(f"  {label:<8} {place}: {change.summary} [{change.rule}]")
+        if reach(change) > 1:
+            lines.append(f"           cause: {change.origin}")
         if change.ignored:
             lines.append(f"           ignored: {change.ignoreReason}")
         else:

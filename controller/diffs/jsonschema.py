@@ -185,8 +185,15 @@ class SchemaDiffer:
                     )
                 elif f.edge not in seen:
                     seen.add(f.edge)
-                    queue.append((prefix + f.path, self._pair_items(f.edge), f.edge[1]))
+                    queue.append(
+                        (prefix + f.path, self._pair_items(f.edge), self._local(f.edge[1]))
+                    )
         return out
+
+    def _local(self, key: str) -> str:
+        """A reference key as an origin: `#/...` inside the revised document itself."""
+        uri = self.revision_doc.uri
+        return key[len(uri) :] if uri and key.startswith(uri + "#") else key
 
     def _pair_items(self, pair: tuple[str, str]) -> list[Finding]:
         cached = self._memo.get(pair)
