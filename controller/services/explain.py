@@ -9,7 +9,7 @@ from pydantic import ConfigDict, Field, StringConstraints, field_validator, mode
 from pydantic.json_schema import SkipJsonSchema
 
 from controller.diffs.explain import explain_changes
-from controller.model.base import ApiModel, BodyBool, RequestModel
+from controller.model.base import ApiModel, BodyBool, JsonNumber, RequestModel
 from controller.model.change import Change, Location, Severity
 from controller.model.watch import ChangeCounts, refuse_null
 
@@ -17,6 +17,7 @@ MAX_CHANGES = 5000
 UNCLASSIFIED = "unclassified"
 
 Text = Annotated[str, StringConstraints(max_length=4096)]
+Place = Annotated[str, StringConstraints(max_length=256)]  # an operation or a tool
 RuleId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]{0,99}$")]
 ActionToken = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
 
@@ -51,10 +52,10 @@ class ChangeIn(RequestModel):
         "explanation computes its own",
     )
     origin: Text | None = Field(default=None, description="as served; not used")
-    affected: Annotated[list[Text], Field(max_length=10_000)] | None = Field(
+    affected: Annotated[list[Place], Field(max_length=2000)] | None = Field(
         default=None, description="as served; not used"
     )
-    affected_count: Annotated[int, Field(ge=0)] | None = Field(
+    affected_count: Annotated[int, Field(ge=0), JsonNumber] | None = Field(
         default=None, description="as served; not used"
     )
 
