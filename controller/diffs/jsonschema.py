@@ -513,6 +513,8 @@ class SchemaDiffer:
                         out.append(
                             Finding("became-not-write-only", ("properties", name), name=name)
                         )
+                    elif rs.get("writeOnly") and not bs.get("writeOnly"):
+                        out.append(Finding("became-write-only", ("properties", name), name=name))
         # `required` may name properties defined elsewhere (allOf siblings, parents).
         props_b = _dict(b.get("properties"))
         props_r = _dict(r.get("properties"))

@@ -681,6 +681,14 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         nested_only=True,
     ),
     _f(
+        "became-write-only",
+        I,
+        I,
+        "required property {name} became write-only",
+        "Responses may stop carrying the field; readers that rely on it should check.",
+        nested_only=True,
+    ),
+    _f(
         "description-changed",
         I,
         I,

@@ -33,6 +33,21 @@ def test_identical_documents_have_no_changes() -> None:
     assert diff_openapi(doc, copy.deepcopy(doc)) == []
 
 
+def test_a_required_response_property_becoming_write_only_is_reported() -> None:
+    def doc(write_only: bool) -> dict[str, Any]:
+        schema = {
+            "type": "object",
+            "required": ["secret"],
+            "properties": {"secret": {"type": "string", "writeOnly": write_only}},
+        }
+        return spec(
+            {"/a": {"get": {"responses": {"200": {"description": "ok", **json_body(schema)}}}}}
+        )
+
+    assert rules(doc(False), doc(True)) == {"response-property-became-write-only": "info"}
+    assert rules(doc(True), doc(False)) == {"response-property-became-not-write-only": "warning"}
+
+
 def test_operation_removed_is_breaking_with_location() -> None:
     changes = diff_openapi(spec({"/v1/charges": {"get": op()}}), spec({}))
     assert [(c.rule, c.severity.value, c.location and c.location.operation) for c in changes] == [
