@@ -27,6 +27,7 @@ from controller.diffs.jsonschema import EXTERNAL_REF, STABILITY_LEVELS, SchemaDi
 from controller.diffs.loader import check_openapi
 from controller.diffs.refs import Document, DocumentStore, Resolver
 from controller.diffs.rules import Direction
+from controller.diffs.unclassified import first_difference
 from controller.model.change import Change, Location
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -170,6 +171,11 @@ class _OpenAPIDiff:
                     )
                 )
         self._servers()
+        if not self.changes:
+            # Never "no change" when the documents differ where no rule looks.
+            where = first_difference(self.base.root, self.rev.root)
+            if where is not None:
+                self.changes.append(make_change("unclassified", where, name=where))
         return self.changes if self.causes is None else with_causes(self.changes, self.causes)
 
     # -- operations -------------------------------------------------------------------------

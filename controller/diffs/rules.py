@@ -705,6 +705,16 @@ def _r(rule_id: str, severity: Severity, summary: str, action: str, hint: str, f
 
 # Contract-level rules: operations, parameters, media types, statuses, security, MCP surface.
 CONTRACT_RULES: tuple[Rule, ...] = (
+    # A difference no rule classifies: never "no change" when the documents differ.
+    _r(
+        "unclassified",
+        W,
+        "difference at {name} that no rule classifies",
+        CHECK_CONFIG,
+        "driftgate has no rule for this difference; compare the two documents at this path "
+        "and decide whether it matters to you.",
+        "openapi",
+    ),
     # OpenAPI paths and operations.
     _r(
         "endpoint-added",

@@ -33,6 +33,26 @@ def test_identical_documents_have_no_changes() -> None:
     assert diff_openapi(doc, copy.deepcopy(doc)) == []
 
 
+def test_a_difference_no_rule_classifies_is_never_no_change() -> None:
+    """Documents that differ in substance where no rule looks yield one `unclassified`
+    warning at the first such path; documentation and a renamed path parameter do not."""
+    base = spec({"/a/{id}": {"get": op(**{"x-internal-owner": "team-a"})}})
+    revision = copy.deepcopy(base)
+    revision["paths"]["/a/{id}"]["get"]["x-internal-owner"] = "team-b"
+    (change,) = diff_openapi(base, revision)
+    assert (change.rule, change.severity.value) == ("unclassified", "warning")
+    assert change.path == "/paths/~1a~1{}/get/x-internal-owner"
+    assert change.path in change.summary
+
+    documented = copy.deepcopy(base)
+    documented["info"]["description"] = "now with words"
+    documented["paths"]["/a/{id}"]["get"]["summary"] = "Fetch an a"
+    assert diff_openapi(base, documented) == []
+    renamed = copy.deepcopy(base)
+    renamed["paths"] = {"/a/{key}": renamed["paths"]["/a/{id}"]}
+    assert diff_openapi(base, renamed) == []
+
+
 def test_a_required_response_property_becoming_write_only_is_reported() -> None:
     def doc(write_only: bool) -> dict[str, Any]:
         schema = {

@@ -1,0 +1,83 @@
+"""Never "no change" when two OpenAPI documents differ in substance.
+
+When the rules report nothing, `first_difference` looks for a difference the rules do not
+cover and the engine reports it as `unclassified` (a warning naming its path). Documentation
+(descriptions, summaries, titles, examples, external docs, the `info` object and the tag list)
+and what the engine treats as the same operation (a renamed path parameter, object key order)
+are not differences here. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# Keywords that only document: a change there is not a contract change.
+DOCUMENTATION = frozenset(
+    {"description", "summary", "title", "example", "examples", "externalDocs", "info", "tags"}
+)
+_PARAM = re.compile(r"\{[^}/]*\}")
+
+
+def first_difference(base: dict[str, Any], revision: dict[str, Any]) -> str | None:
+    """The JSON pointer (in the revision) of the first substantive difference, or None."""
+    return _first(_comparable(base), _comparable(revision), "")
+
+
+def _comparable(document: dict[str, Any]) -> dict[str, Any]:
+    """Paths keyed by their template with parameter names erased, path parameters without
+    their names: the engine's notion of "the same operation"."""
+    paths = document.get("paths")
+    if not isinstance(paths, dict):
+        return document
+    same: dict[str, Any] = {}
+    for raw, item in paths.items():
+        key = _PARAM.sub("{}", str(raw).rstrip("/") or "/")
+        same[key] = _unnamed_path_parameters(item) if isinstance(item, dict) else item
+    return {**document, "paths": same}
+
+
+def _unnamed_path_parameters(item: dict[str, Any]) -> dict[str, Any]:
+    def strip(parameters: Any) -> Any:
+        if not isinstance(parameters, list):
+            return parameters
+        return [
+            {k: v for k, v in p.items() if k != "name"}
+            if isinstance(p, dict) and p.get("in") == "path"
+            else p
+            for p in parameters
+        ]
+
+    out = {**item, "parameters": strip(item.get("parameters"))}
+    for method, operation in item.items():
+        if isinstance(operation, dict) and "parameters" in operation:
+            out[method] = {**operation, "parameters": strip(operation["parameters"])}
+    return out
+
+
+def _first(base: Any, revision: Any, pointer: str) -> str | None:
+    if isinstance(base, dict) and isinstance(revision, dict):
+        for key in sorted(set(base) | set(revision), key=str):
+            if key in DOCUMENTATION:
+                continue
+            here = f"{pointer}/{_escape(str(key))}"
+            if key not in base or key not in revision:
+                return here
+            found = _first(base[key], revision[key], here)
+            if found is not None:
+                return found
+        return None
+    if isinstance(base, list) and isinstance(revision, list):
+        for index, (left, right) in enumerate(zip(base, revision, strict=False)):
+            found = _first(left, right, f"{pointer}/{index}")
+            if found is not None:
+                return found
+        if len(base) != len(revision):
+            return f"{pointer}/{min(len(base), len(revision))}"
+        return None
+    same = base == revision and type(base) is type(revision)
+    return None if same else pointer or "/"
+
+
+def _escape(segment: str) -> str:
+    return segment.replace("~", "~0").replace("/", "~1")
