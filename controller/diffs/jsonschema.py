@@ -447,6 +447,7 @@ class SchemaDiffer:
             out.append(Finding("stability-increased", (), bl, rl))
 
     def _compare_enums(self, b: dict[str, Any], r: dict[str, Any], out: list[Finding]) -> None:
+        self._compare_extensible_enums(b, r, out)
         be, re_ = b.get("enum"), r.get("enum")
         if be is None and re_ is None:
             return
@@ -464,6 +465,23 @@ class SchemaDiffer:
         for k, v in rkeys.items():
             if k not in bkeys:
                 out.append(Finding("enum-value-added", (), None, v, _text(v)))
+
+    def _compare_extensible_enums(
+        self, b: dict[str, Any], r: dict[str, Any], out: list[Finding]
+    ) -> None:
+        """`x-extensible-enum` (Zalando's guidelines): an open list of known values; readers
+        must expect others, so only a value writers may no longer send matters."""
+        be, re_ = b.get("x-extensible-enum"), r.get("x-extensible-enum")
+        if not isinstance(be, list) or not isinstance(re_, list):
+            return
+        bkeys = {_key(v): v for v in be}
+        rkeys = {_key(v): v for v in re_}
+        for k, v in bkeys.items():
+            if k not in rkeys:
+                out.append(Finding("x-extensible-enum-value-removed", (), v, None, _text(v)))
+        for k, v in rkeys.items():
+            if k not in bkeys:
+                out.append(Finding("x-extensible-enum-value-added", (), None, v, _text(v)))
 
     def _compare_properties(self, pair: SchemaPair, out: list[Finding]) -> None:
         b, bdoc, r, rdoc = pair.base, pair.base_doc, pair.revision, pair.revision_doc

@@ -328,6 +328,21 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Stop sending the removed value.",
     ),
     _f(
+        "x-extensible-enum-value-added",
+        I,
+        I,
+        "extensible enum value {after} added",
+        "Known values grew; readers of an extensible enum already accept unknown values.",
+        action=ACCEPT,
+    ),
+    _f(
+        "x-extensible-enum-value-removed",
+        B,
+        I,
+        "extensible enum value {before} removed",
+        "Stop sending the removed value; readers are unaffected.",
+    ),
+    _f(
         "became-enum",
         B,
         I,

@@ -53,6 +53,28 @@ def test_a_difference_no_rule_classifies_is_never_no_change() -> None:
     assert diff_openapi(base, renamed) == []
 
 
+def test_extensible_enums_matter_only_to_senders() -> None:
+    """`x-extensible-enum`: a value removed from what clients send is breaking; readers
+    accept unknown values by contract, so responses change only at info."""
+
+    def doc(values: list[str]) -> dict[str, Any]:
+        schema = {
+            "type": "object",
+            "properties": {"kind": {"type": "string", "x-extensible-enum": values}},
+        }
+        answer = {"200": {"description": "ok", **json_body(schema)}}
+        return spec({"/a": {"post": {"requestBody": json_body(schema), "responses": answer}}})
+
+    assert rules(doc(["card", "bank"]), doc(["card"])) == {
+        "request-property-x-extensible-enum-value-removed": "breaking",
+        "response-property-x-extensible-enum-value-removed": "info",
+    }
+    assert rules(doc(["card"]), doc(["card", "bank"])) == {
+        "request-property-x-extensible-enum-value-added": "info",
+        "response-property-x-extensible-enum-value-added": "info",
+    }
+
+
 def test_a_required_response_property_becoming_write_only_is_reported() -> None:
     def doc(write_only: bool) -> dict[str, Any]:
         schema = {
