@@ -100,6 +100,18 @@ class Finding:
         )
 
 
+def _value_changes(before: list[Any], after: list[Any], aspect: str, out: list[Finding]) -> None:
+    """`<aspect>-removed` and `<aspect>-added` for the values of two lists (enums)."""
+    bkeys = {_key(v): v for v in before}
+    rkeys = {_key(v): v for v in after}
+    for k, v in bkeys.items():
+        if k not in rkeys:
+            out.append(Finding(f"{aspect}-removed", (), v, None, _text(v)))
+    for k, v in rkeys.items():
+        if k not in bkeys:
+            out.append(Finding(f"{aspect}-added", (), None, v, _text(v)))
+
+
 @lru_cache(maxsize=65536)
 def pointer_suffix(path: tuple[str, ...]) -> str:
     """A schema path as a JSON pointer suffix (`/properties/a~1b`)."""
@@ -457,14 +469,7 @@ class SchemaDiffer:
             elif isinstance(be, list) and re_ is None:
                 out.append(Finding("enum-removed", (), be, None))
             return
-        bkeys = {_key(v): v for v in be}
-        rkeys = {_key(v): v for v in re_}
-        for k, v in bkeys.items():
-            if k not in rkeys:
-                out.append(Finding("enum-value-removed", (), v, None, _text(v)))
-        for k, v in rkeys.items():
-            if k not in bkeys:
-                out.append(Finding("enum-value-added", (), None, v, _text(v)))
+        _value_changes(be, re_, "enum-value", out)
 
     def _compare_extensible_enums(
         self, b: dict[str, Any], r: dict[str, Any], out: list[Finding]
@@ -474,14 +479,7 @@ class SchemaDiffer:
         be, re_ = b.get("x-extensible-enum"), r.get("x-extensible-enum")
         if not isinstance(be, list) or not isinstance(re_, list):
             return
-        bkeys = {_key(v): v for v in be}
-        rkeys = {_key(v): v for v in re_}
-        for k, v in bkeys.items():
-            if k not in rkeys:
-                out.append(Finding("x-extensible-enum-value-removed", (), v, None, _text(v)))
-        for k, v in rkeys.items():
-            if k not in bkeys:
-                out.append(Finding("x-extensible-enum-value-added", (), None, v, _text(v)))
+        _value_changes(be, re_, "x-extensible-enum-value", out)
 
     def _compare_properties(self, pair: SchemaPair, out: list[Finding]) -> None:
         b, bdoc, r, rdoc = pair.base, pair.base_doc, pair.revision, pair.revision_doc
