@@ -175,7 +175,7 @@ class _OpenAPIDiff:
             # Never "no change" when the documents differ where no rule looks.
             where = first_difference(self.base.root, self.rev.root)
             if where is not None:
-                self.changes.append(make_change("unclassified", where, name=where))
+                self.changes.append(make_change("unclassified-difference", where, name=where))
         return self.changes if self.causes is None else with_causes(self.changes, self.causes)
 
     # -- operations -------------------------------------------------------------------------

@@ -722,7 +722,7 @@ def _r(rule_id: str, severity: Severity, summary: str, action: str, hint: str, f
 CONTRACT_RULES: tuple[Rule, ...] = (
     # A difference no rule classifies: never "no change" when the documents differ.
     _r(
-        "unclassified",
+        "unclassified-difference",
         W,
         "difference at {name} that no rule classifies",
         CHECK_CONFIG,

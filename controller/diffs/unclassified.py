@@ -1,10 +1,10 @@
 """Never "no change" when two OpenAPI documents differ in substance.
 
 When the rules report nothing, `first_difference` looks for a difference the rules do not
-cover and the engine reports it as `unclassified` (a warning naming its path). Documentation
-(descriptions, summaries, titles, examples, external docs, the `info` object and the tag list)
-and what the engine treats as the same operation (a renamed path parameter, object key order)
-are not differences here. Pure: no I/O.
+cover and the engine reports it as `unclassified-difference` (a warning naming its path).
+Documentation (descriptions, summaries, titles, examples, external docs, the `info` object
+and the tag list) and what the engine treats as the same operation (a renamed path parameter,
+object key order) are not differences here. Pure: no I/O.
 """
 
 from __future__ import annotations

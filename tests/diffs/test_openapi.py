@@ -34,13 +34,13 @@ def test_identical_documents_have_no_changes() -> None:
 
 
 def test_a_difference_no_rule_classifies_is_never_no_change() -> None:
-    """Documents that differ in substance where no rule looks yield one `unclassified`
+    """Documents that differ in substance where no rule looks yield one `unclassified-difference`
     warning at the first such path; documentation and a renamed path parameter do not."""
     base = spec({"/a/{id}": {"get": op(**{"x-internal-owner": "team-a"})}})
     revision = copy.deepcopy(base)
     revision["paths"]["/a/{id}"]["get"]["x-internal-owner"] = "team-b"
     (change,) = diff_openapi(base, revision)
-    assert (change.rule, change.severity.value) == ("unclassified", "warning")
+    assert (change.rule, change.severity.value) == ("unclassified-difference", "warning")
     assert change.path == "/paths/~1a~1{}/get/x-internal-owner"
     assert change.path in change.summary
 
