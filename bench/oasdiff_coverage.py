@@ -50,13 +50,30 @@ EXTRA = {
     "request-header-property-became-required": "request-parameter-property-became-required",
     "request-header-property-became-enum": "request-parameter-property-became-enum",
     "api-operation-id-added": "endpoint-operation-id-changed",
+    "api-global-security-scope-added": "security-scope-added",
+    "api-global-security-scope-removed": "security-scope-removed",
 }
 
 _NEVER_READ = ("differs", "writeOnly properties are never read: responses leave them out")
 _NEVER_SENT = ("differs", "readOnly properties are never sent: requests leave them out")
 
+# readOnly says who writes a field, not whether a reader gets it (and writeOnly the converse).
+_READ_ONLY_READ = ("not applicable", "readOnly in a response changes nothing for its readers")
+_WRITE_ONLY_SENT = ("not applicable", "writeOnly in a request changes nothing for its senders")
+
 # Why an oasdiff id has no driftgate rule of its own.
 REASONS = {
+    "response-required-property-became-read-only": _READ_ONLY_READ,
+    "response-required-property-became-not-read-only": _READ_ONLY_READ,
+    "response-optional-property-became-read-only": _READ_ONLY_READ,
+    "response-optional-property-became-not-read-only": _READ_ONLY_READ,
+    "request-optional-property-became-write-only": _WRITE_ONLY_SENT,
+    "request-optional-property-became-not-write-only": _WRITE_ONLY_SENT,
+    "api-security-updated": ("differs", "reported as the requirement's scopes added and removed"),
+    "api-security-component-oauth-scope-changed": (
+        "not applicable",
+        "only a scope's description changed: documentation",
+    ),
     "response-media-type-name-changed": (
         "differs",
         "reported as the old media type removed and the new one added",

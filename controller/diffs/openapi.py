@@ -171,6 +171,7 @@ class _OpenAPIDiff:
                     )
                 )
         self._servers()
+        self._security_schemes()
         if not self.changes:
             # Never "no change" when the documents differ where no rule looks.
             where = first_difference(self.base.root, self.rev.root)
@@ -341,6 +342,46 @@ class _OpenAPIDiff:
             self.changes.append(make_change("server-removed", "/servers", before=url))
         for url in sorted(rs - bs):
             self.changes.append(make_change("server-added", "/servers", after=url))
+
+    def _security_schemes(self) -> None:
+        """`components.securitySchemes`: how credentials are obtained and sent."""
+        base, revision = _schemes(self.base.root), _schemes(self.rev.root)
+        for name in sorted(set(base) - set(revision)):
+            self._scheme("security-scheme-removed", name, name)
+        for name in sorted(set(revision) - set(base)):
+            self._scheme("security-scheme-added", name, name)
+        for name in sorted(set(base) & set(revision)):
+            b, r = base[name], revision[name]
+            how = ("type", "scheme", "in", "name")
+            if tuple(b.get(k) for k in how) != tuple(r.get(k) for k in how):
+                before = "/".join(str(b.get(k)) for k in how if b.get(k) is not None)
+                after = "/".join(str(r.get(k)) for k in how if r.get(k) is not None)
+                self._scheme("security-scheme-type-changed", name, name, before, after)
+                continue
+            self._oauth_flows(name, _dict(b.get("flows")), _dict(r.get("flows")))
+
+    def _oauth_flows(self, name: str, base: dict[str, Any], revision: dict[str, Any]) -> None:
+        for flow in sorted(set(base) & set(revision)):
+            bf, rf = _dict(base[flow]), _dict(revision[flow])
+            where = f"{name} ({flow})"
+            for key, rule in (
+                ("authorizationUrl", "security-scheme-oauth-url-changed"),
+                ("tokenUrl", "security-scheme-oauth-token-url-changed"),
+                ("refreshUrl", "security-scheme-oauth-token-url-changed"),
+            ):
+                if bf.get(key) != rf.get(key):
+                    self._scheme(rule, name, where, bf.get(key), rf.get(key))
+            bscopes, rscopes = _dict(bf.get("scopes")), _dict(rf.get("scopes"))
+            for scope in sorted(set(bscopes) - set(rscopes)):
+                self._scheme("security-scheme-oauth-scope-removed", name, where, scope, None)
+            for scope in sorted(set(rscopes) - set(bscopes)):
+                self._scheme("security-scheme-oauth-scope-added", name, where, None, scope)
+
+    def _scheme(
+        self, rule: str, name: str, where: str, before: Any = None, after: Any = None
+    ) -> None:
+        pointer = f"/components/securitySchemes/{escape_pointer(name)}"
+        self.changes.append(make_change(rule, pointer, name=where, before=before, after=after))
 
     # -- parameters -------------------------------------------------------------------------
 
@@ -759,6 +800,16 @@ def _swagger_server(root: dict[str, Any]) -> str:
     if not host:
         return ""
     return f"{host}{root.get('basePath') or ''}"
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _schemes(root: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The document's security schemes (OpenAPI 3 components, Swagger 2 definitions)."""
+    found = _dict(root.get("components")).get("securitySchemes") or root.get("securityDefinitions")
+    return {str(k): v for k, v in _dict(found).items() if isinstance(v, dict)}
 
 
 def _security(root: dict[str, Any], op: dict[str, Any]) -> list[dict[str, Any]]:

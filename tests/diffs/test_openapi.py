@@ -293,3 +293,36 @@ def test_external_refs_go_through_the_resolver() -> None:
     assert [c.rule for c in changes] == ["response-property-type-changed"]
     with pytest.raises(ContractParseError, match="resolver"):
         diff_openapi(doc("schemas.yaml"), doc("schemas2.yaml"))
+
+
+def test_security_schemes_are_compared() -> None:
+    """`components.securitySchemes`: how credentials are sent and tokens obtained."""
+
+    def doc(**schemes: Any) -> dict[str, Any]:
+        return spec({"/a": {"get": op()}}, components={"securitySchemes": schemes})
+
+    oauth = {
+        "type": "oauth2",
+        "flows": {
+            "clientCredentials": {
+                "tokenUrl": "https://auth.example.com/token",
+                "scopes": {"read": "Read", "write": "Write"},
+            }
+        },
+    }
+    moved = copy.deepcopy(oauth)
+    flow = moved["flows"]["clientCredentials"]
+    flow["tokenUrl"] = "https://login.example.com/token"
+    del flow["scopes"]["write"]
+    flow["scopes"]["admin"] = "Admin"
+    key = {"type": "apiKey", "in": "header", "name": "X-Key"}
+    assert rules(doc(oauth=oauth, key=key), doc(oauth=moved, key={**key, "in": "query"})) == {
+        "security-scheme-oauth-token-url-changed": "breaking",
+        "security-scheme-oauth-scope-removed": "warning",
+        "security-scheme-oauth-scope-added": "info",
+        "security-scheme-type-changed": "breaking",
+    }
+    assert rules(doc(oauth=oauth), doc(key=key)) == {
+        "security-scheme-removed": "warning",
+        "security-scheme-added": "info",
+    }
