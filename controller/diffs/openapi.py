@@ -27,7 +27,7 @@ from controller.diffs.jsonschema import EXTERNAL_REF, STABILITY_LEVELS, SchemaDi
 from controller.diffs.loader import check_openapi
 from controller.diffs.refs import Document, DocumentStore, Resolver
 from controller.diffs.rules import Direction
-from controller.diffs.unclassified import first_difference
+from controller.diffs.unclassified import first_difference, unwatched_differences
 from controller.model.change import Change, Location
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -172,11 +172,15 @@ class _OpenAPIDiff:
                 )
         self._servers()
         self._security_schemes()
-        if not self.changes:
-            # Never "no change" when the documents differ where no rule looks.
-            where = first_difference(self.base.root, self.rev.root)
-            if where is not None:
-                self.changes.append(make_change("unclassified-difference", where, name=where))
+        # Never silent about a difference: callbacks, links and webhooks have no rules yet,
+        # and when nothing else was reported, the first substantive difference anywhere.
+        unwatched = unwatched_differences(self.base.root, self.rev.root)
+        if not self.changes and not unwatched:
+            unwatched = (
+                [where] if (where := first_difference(self.base.root, self.rev.root)) else []
+            )
+        for where in unwatched:
+            self.changes.append(make_change("unclassified-difference", where, name=where))
         return self.changes if self.causes is None else with_causes(self.changes, self.causes)
 
     # -- operations -------------------------------------------------------------------------

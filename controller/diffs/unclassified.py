@@ -81,3 +81,51 @@ def _first(base: Any, revision: Any, pointer: str) -> str | None:
 
 def _escape(segment: str) -> str:
     return segment.replace("~", "~0").replace("/", "~1")
+
+
+# Places no rule looks at yet: operation callbacks, response links, reusable callbacks and
+# links, and OpenAPI 3.1 webhooks. A difference there is always reported (not only when the
+# rest of the document is silent).
+_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+
+
+def unwatched_differences(base: dict[str, Any], revision: dict[str, Any]) -> list[str]:
+    """The first difference inside each place no rule covers, as JSON pointers."""
+    found: list[str] = []
+    for pointer, left, right in _unwatched(_comparable(base), _comparable(revision)):
+        where = _first(left, right, pointer)
+        if where is not None:
+            found.append(where)
+    return found
+
+
+def _unwatched(base: dict[str, Any], revision: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    places: list[tuple[str, Any, Any]] = [
+        ("/webhooks", base.get("webhooks"), revision.get("webhooks"))
+    ]
+    bcomp, rcomp = _object(base.get("components")), _object(revision.get("components"))
+    for kind in ("callbacks", "links"):
+        places.append((f"/components/{kind}", bcomp.get(kind), rcomp.get(kind)))
+    bpaths, rpaths = _object(base.get("paths")), _object(revision.get("paths"))
+    for path in sorted(set(bpaths) & set(rpaths), key=str):
+        bitem, ritem = _object(bpaths[path]), _object(rpaths[path])
+        for method in _METHODS:
+            bop, rop = _object(bitem.get(method)), _object(ritem.get(method))
+            if not bop or not rop:
+                continue
+            here = f"/paths/{_escape(str(path))}/{method}"
+            places.append((f"{here}/callbacks", bop.get("callbacks"), rop.get("callbacks")))
+            bres, rres = _object(bop.get("responses")), _object(rop.get("responses"))
+            for status in sorted(set(bres) & set(rres), key=str):
+                places.append(
+                    (
+                        f"{here}/responses/{_escape(str(status))}/links",
+                        _object(bres[status]).get("links"),
+                        _object(rres[status]).get("links"),
+                    )
+                )
+    return [(p, b, r) for p, b, r in places if b is not None or r is not None]
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -326,3 +326,33 @@ def test_security_schemes_are_compared() -> None:
         "security-scheme-removed": "warning",
         "security-scheme-added": "info",
     }
+
+
+def test_callbacks_links_and_webhooks_are_never_silent() -> None:
+    """No rule reads callbacks, links or 3.1 webhooks yet: a difference there is an
+    `unclassified-difference` warning at its path, beside whatever else changed."""
+    hook = {"post": {"requestBody": json_body({"type": "object"}), **op()}}
+    base = spec(
+        {
+            "/a": {
+                "get": op(
+                    parameters=[{"name": "q", "in": "query", "schema": {"type": "string"}}],
+                    callbacks={"done": {"{$request.body#/url}": hook}},
+                )
+            }
+        },
+        webhooks={"charge.created": hook},
+    )
+    revision = copy.deepcopy(base)
+    get = revision["paths"]["/a"]["get"]
+    get["callbacks"]["done"]["{$request.body#/url}"]["post"]["summary"] = "x"  # documentation
+    get["callbacks"]["done"]["{$request.body#/url}"]["post"]["requestBody"]["required"] = True
+    del get["parameters"]
+    del revision["webhooks"]["charge.created"]
+    found = {(c.rule, c.path) for c in diff_openapi(base, revision)}
+    assert ("request-parameter-removed", "/paths/~1a/get/parameters/q") in found
+    assert (
+        "unclassified-difference",
+        "/paths/~1a/get/callbacks/done/{$request.body#~1url}/post/requestBody/required",
+    ) in found
+    assert ("unclassified-difference", "/webhooks/charge.created") in found
