@@ -367,6 +367,9 @@ class SchemaDiffer:
         return compatible
 
     def _compare_scalars(self, b: dict[str, Any], r: dict[str, Any], out: list[Finding]) -> None:
+        bx, rx = b.get("xml"), r.get("xml")
+        if bx != rx:
+            out.append(Finding("xml-changed", (), bx, rx))
         bf, rf = b.get("format"), r.get("format")
         if bf != rf:
             if bf is None:

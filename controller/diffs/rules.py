@@ -328,6 +328,14 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Stop sending the removed value.",
     ),
     _f(
+        "xml-changed",
+        W,
+        W,
+        "XML representation changed from {before} to {after}",
+        "XML bodies name, wrap or namespace this value another way now; JSON is unaffected.",
+        action=UPDATE_CLIENT,
+    ),
+    _f(
         "x-extensible-enum-value-added",
         I,
         I,

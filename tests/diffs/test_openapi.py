@@ -356,3 +356,17 @@ def test_callbacks_links_and_webhooks_are_never_silent() -> None:
         "/paths/~1a/get/callbacks/done/{$request.body#~1url}/post/requestBody/required",
     ) in found
     assert ("unclassified-difference", "/webhooks/charge.created") in found
+
+
+def test_an_xml_representation_change_is_a_warning() -> None:
+    def doc(xml: dict[str, Any]) -> dict[str, Any]:
+        schema = {
+            "type": "object",
+            "properties": {"id": {"type": "string", "xml": xml}},
+        }
+        answer = {"200": {"description": "ok", "content": {"application/xml": {"schema": schema}}}}
+        return spec({"/a": {"get": {"responses": answer}}})
+
+    assert rules(doc({"attribute": True}), doc({"name": "ident"})) == {
+        "response-property-xml-changed": "warning"
+    }
