@@ -172,6 +172,7 @@ class _OpenAPIDiff:
                 )
         self._servers()
         self._security_schemes()
+        self._webhooks()
         # Never silent about a difference: callbacks, links and webhooks have no rules yet,
         # and when nothing else was reported, the first substantive difference anywhere.
         unwatched = unwatched_differences(self.base.root, self.rev.root)
@@ -346,6 +347,14 @@ class _OpenAPIDiff:
             self.changes.append(make_change("server-removed", "/servers", before=url))
         for url in sorted(rs - bs):
             self.changes.append(make_change("server-added", "/servers", after=url))
+
+    def _webhooks(self) -> None:
+        """OpenAPI 3.1 `webhooks`: the events the vendor sends to its consumers."""
+        base, revision = _dict(self.base.root.get("webhooks")), _dict(self.rev.root.get("webhooks"))
+        for name in sorted(set(base) ^ set(revision), key=str):
+            rule = "webhook-removed" if name in base else "webhook-added"
+            pointer = f"/webhooks/{escape_pointer(str(name))}"
+            self.changes.append(make_change(rule, pointer, name=str(name)))
 
     def _security_schemes(self) -> None:
         """`components.securitySchemes`: how credentials are obtained and sent."""

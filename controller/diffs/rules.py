@@ -1184,6 +1184,22 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "openapi",
     ),
     _r(
+        "webhook-added",
+        I,
+        "webhook {name} added",
+        ACCEPT,
+        "A new event the vendor can send; subscribe if you need it.",
+        "openapi",
+    ),
+    _r(
+        "webhook-removed",
+        W,
+        "webhook {name} removed",
+        CHECK_CONFIG,
+        "The vendor no longer describes this event; check that you still receive it.",
+        "openapi",
+    ),
+    _r(
         "security-scheme-added",
         I,
         "security scheme {name} added",

@@ -337,11 +337,11 @@ def test_callbacks_links_and_webhooks_are_never_silent() -> None:
             "/a": {
                 "get": op(
                     parameters=[{"name": "q", "in": "query", "schema": {"type": "string"}}],
-                    callbacks={"done": {"{$request.body#/url}": hook}},
+                    callbacks={"done": {"{$request.body#/url}": copy.deepcopy(hook)}},
                 )
             }
         },
-        webhooks={"charge.created": hook},
+        webhooks={"charge.created": copy.deepcopy(hook)},
     )
     revision = copy.deepcopy(base)
     get = revision["paths"]["/a"]["get"]
@@ -355,7 +355,15 @@ def test_callbacks_links_and_webhooks_are_never_silent() -> None:
         "unclassified-difference",
         "/paths/~1a/get/callbacks/done/{$request.body#~1url}/post/requestBody/required",
     ) in found
-    assert ("unclassified-difference", "/webhooks/charge.created") in found
+    assert ("webhook-removed", "/webhooks/charge.created") in found
+    changed = copy.deepcopy(base)
+    changed["webhooks"]["charge.created"]["post"]["requestBody"]["required"] = True
+    changed["webhooks"]["refund.created"] = hook
+    found = {(c.rule, c.path) for c in diff_openapi(base, changed)}
+    assert found == {
+        ("webhook-added", "/webhooks/refund.created"),
+        ("unclassified-difference", "/webhooks/charge.created/post/requestBody/required"),
+    }
 
 
 def test_an_xml_representation_change_is_a_warning() -> None:
