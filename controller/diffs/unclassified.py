@@ -3,8 +3,9 @@
 When the rules report nothing, `first_difference` looks for a difference the rules do not
 cover and the engine reports it as `unclassified-difference` (a warning naming its path).
 Documentation (descriptions, summaries, titles, examples, external docs, the `info` object
-and the tag list) and what the engine treats as the same operation (a renamed path parameter,
-object key order) are not differences here. Pure: no I/O.
+and the tag list), JSON Schemas (the schema differ compared them: an equivalent form is no
+difference) and what the engine treats as the same operation (a renamed path parameter, object
+key order) are not differences here. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from typing import Any
 DOCUMENTATION = frozenset(
     {"description", "summary", "title", "example", "examples", "externalDocs", "info", "tags"}
 )
+# JSON Schemas are the schema differ's: when it reported nothing, what differs there is an
+# equivalent form (a reference inlined, `oneOf` members reordered), not an unread difference.
+SCHEMAS = frozenset({"schema", "schemas", "definitions"})
 _PARAM = re.compile(r"\{[^}/]*\}")
 
 
@@ -58,7 +62,7 @@ def _unnamed_path_parameters(item: dict[str, Any]) -> dict[str, Any]:
 def _first(base: Any, revision: Any, pointer: str) -> str | None:
     if isinstance(base, dict) and isinstance(revision, dict):
         for key in sorted(set(base) | set(revision), key=str):
-            if key in DOCUMENTATION:
+            if key in DOCUMENTATION or key in SCHEMAS:
                 continue
             here = f"{pointer}/{_escape(str(key))}"
             if key not in base or key not in revision:

@@ -378,3 +378,27 @@ def test_an_xml_representation_change_is_a_warning() -> None:
     assert rules(doc({"attribute": True}), doc({"name": "ident"})) == {
         "response-property-xml-changed": "warning"
     }
+
+
+def test_equivalent_schema_forms_are_no_difference() -> None:
+    """A reference inlined, or `oneOf` members reordered: the schema differ finds nothing
+    and the fallback does not call it a difference either."""
+    pet = {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}
+    cat = {"type": "object", "properties": {"meow": {"type": "boolean"}}}
+    dog = {"type": "object", "properties": {"bark": {"type": "boolean"}}}
+
+    def doc(schema: dict[str, Any]) -> dict[str, Any]:
+        answer = {"200": {"description": "ok", **json_body(schema)}}
+        components = {"schemas": {"Pet": pet, "Cat": cat, "Dog": dog}}
+        return spec({"/a": {"get": {"responses": answer}}}, components=components)
+
+    def ref(name: str) -> dict[str, str]:
+        return {"$ref": f"#/components/schemas/{name}"}
+
+    assert diff_openapi(doc(ref("Pet")), doc(copy.deepcopy(pet))) == []
+    assert (
+        diff_openapi(
+            doc({"oneOf": [ref("Cat"), ref("Dog")]}), doc({"oneOf": [ref("Dog"), ref("Cat")]})
+        )
+        == []
+    )
