@@ -25,7 +25,7 @@ _PARAM = re.compile(r"\{[^}/]*\}")
 
 def first_difference(base: dict[str, Any], revision: dict[str, Any]) -> str | None:
     """The JSON pointer (in the revision) of the first substantive difference, or None."""
-    return _first(_comparable(base), _comparable(revision), "")
+    return _first(_comparable(base), _comparable(revision), "", SCHEMAS)
 
 
 def _comparable(document: dict[str, Any]) -> dict[str, Any]:
@@ -59,21 +59,21 @@ def _unnamed_path_parameters(item: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _first(base: Any, revision: Any, pointer: str) -> str | None:
+def _first(base: Any, revision: Any, pointer: str, skipped: frozenset[str]) -> str | None:
     if isinstance(base, dict) and isinstance(revision, dict):
         for key in sorted(set(base) | set(revision), key=str):
-            if key in DOCUMENTATION or key in SCHEMAS:
+            if key in DOCUMENTATION or key in skipped:
                 continue
             here = f"{pointer}/{_escape(str(key))}"
             if key not in base or key not in revision:
                 return here
-            found = _first(base[key], revision[key], here)
+            found = _first(base[key], revision[key], here, skipped)
             if found is not None:
                 return found
         return None
     if isinstance(base, list) and isinstance(revision, list):
         for index, (left, right) in enumerate(zip(base, revision, strict=False)):
-            found = _first(left, right, f"{pointer}/{index}")
+            found = _first(left, right, f"{pointer}/{index}", skipped)
             if found is not None:
                 return found
         if len(base) != len(revision):
@@ -97,15 +97,18 @@ def unwatched_differences(base: dict[str, Any], revision: dict[str, Any]) -> lis
     """The first difference inside each place no rule covers, as JSON pointers."""
     found: list[str] = []
     for pointer, left, right in _unwatched(_comparable(base), _comparable(revision)):
-        where = _first(left, right, pointer)
+        where = _first(left, right, pointer, frozenset())  # no schema rule reads these
         if where is not None:
             found.append(where)
     return found
 
 
 def _unwatched(base: dict[str, Any], revision: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    # A webhook added or removed has its own rule (`openapi._webhooks`); its contents do not.
+    bhooks, rhooks = _object(base.get("webhooks")), _object(revision.get("webhooks"))
     places: list[tuple[str, Any, Any]] = [
-        ("/webhooks", base.get("webhooks"), revision.get("webhooks"))
+        (f"/webhooks/{_escape(str(name))}", bhooks[name], rhooks[name])
+        for name in sorted(set(bhooks) & set(rhooks), key=str)
     ]
     bcomp, rcomp = _object(base.get("components")), _object(revision.get("components"))
     for kind in ("callbacks", "links"):

@@ -347,15 +347,17 @@ def test_callbacks_links_and_webhooks_are_never_silent() -> None:
     get = revision["paths"]["/a"]["get"]
     get["callbacks"]["done"]["{$request.body#/url}"]["post"]["summary"] = "x"  # documentation
     get["callbacks"]["done"]["{$request.body#/url}"]["post"]["requestBody"]["required"] = True
+    callback_body = get["callbacks"]["done"]["{$request.body#/url}"]["post"]["requestBody"]
+    callback_body["content"]["application/json"]["schema"]["type"] = "array"
     del get["parameters"]
     del revision["webhooks"]["charge.created"]
     found = {(c.rule, c.path) for c in diff_openapi(base, revision)}
     assert ("request-parameter-removed", "/paths/~1a/get/parameters/q") in found
-    assert (
-        "unclassified-difference",
-        "/paths/~1a/get/callbacks/done/{$request.body#~1url}/post/requestBody/required",
-    ) in found
+    callback = "/paths/~1a/get/callbacks/done/{$request.body#~1url}/post/requestBody"
+    # The first difference in the callback, its schema included: no schema rule reads it.
+    assert ("unclassified-difference", callback + "/content/application~1json/schema/type") in found
     assert ("webhook-removed", "/webhooks/charge.created") in found
+    assert len(found) == 3
     changed = copy.deepcopy(base)
     changed["webhooks"]["charge.created"]["post"]["requestBody"]["required"] = True
     changed["webhooks"]["refund.created"] = hook
