@@ -100,6 +100,16 @@ class Finding:
         )
 
 
+def _sole_all_of(schema: dict[str, Any]) -> Any:
+    """The one member of an `allOf` that stands alone (annotations aside), else None."""
+    members = schema.get("allOf")
+    if not isinstance(members, list) or len(members) != 1:
+        return None
+    if any(key != "allOf" and key not in _ANNOTATIONS for key in schema):
+        return None
+    return members[0]
+
+
 def _value_changes(before: list[Any], after: list[Any], aspect: str, out: list[Finding]) -> None:
     """`<aspect>-removed` and `<aspect>-added` for the values of two lists (enums)."""
     bkeys = {_key(v): v for v in before}
@@ -257,6 +267,13 @@ class SchemaDiffer:
         r = _as_schema(r)
         if b is r:
             return []
+        # `allOf` with one member and nothing else is that member: wrapping a reference in it
+        # (a common refactor) is no change.
+        bsole, rsole = _sole_all_of(b), _sole_all_of(r)
+        if bsole is not None or rsole is not None:
+            return self._diff(
+                b if bsole is None else bsole, bdoc, r if rsole is None else rsole, rdoc
+            )
         out: list[Finding] = []
         pair = SchemaPair(b, bdoc, r, rdoc)
         if self._compare_wrapping(pair, out):

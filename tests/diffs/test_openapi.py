@@ -398,6 +398,11 @@ def test_equivalent_schema_forms_are_no_difference() -> None:
         return {"$ref": f"#/components/schemas/{name}"}
 
     assert diff_openapi(doc(ref("Pet")), doc(copy.deepcopy(pet))) == []
+    assert diff_openapi(doc(ref("Pet")), doc({"allOf": [ref("Pet")], "description": "A pet"})) == []
+    narrowed = {"allOf": [{**pet, "required": []}]}
+    assert rules(doc(ref("Pet")), doc(narrowed)) == {
+        "response-property-became-optional": "breaking"
+    }
     assert (
         diff_openapi(
             doc({"oneOf": [ref("Cat"), ref("Dog")]}), doc({"oneOf": [ref("Dog"), ref("Cat")]})
