@@ -23,7 +23,7 @@ from controller.services.auth import Principal
 from controller.store.db import Database
 from controller.store.models import Job, Snapshot, Watch
 from tests.conftest import ON_POSTGRES, OrgKey
-from tests.processes import driftgate_env
+from tests.processes import driftgate_env, wait_until
 from tests.servers import SpecServer, spec_server
 from tests.specs import as_json, charges_spec
 
@@ -61,14 +61,6 @@ def controller_process(
             stdout=log,
             stderr=log,
         )
-
-
-def wait_until(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
-        time.sleep(0.1)
 
 
 def checked(database: Database) -> int:

@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,7 @@ import pytest
 from controller.store.db import Database
 from controller.store.lockfile import acquire_controller_lock, sqlite_file
 from tests.conftest import ON_POSTGRES
-from tests.processes import DRIFTGATE, driftgate_env, free_port, wait_until_healthy
+from tests.processes import DRIFTGATE, driftgate_env, free_port, wait_until, wait_until_healthy
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="reads processes from /proc"
@@ -56,14 +56,6 @@ def command_line(pid: int) -> list[str]:
         return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
     except OSError:
         return []
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
-        time.sleep(0.05)
 
 
 def environment(database: Database, tmp_path: Path) -> dict[str, str]:

@@ -18,6 +18,7 @@ from controller.store.db import Database
 from controller.store.models import Template, Watch
 from controller.store.watch_rows import set_headers
 from tests.conftest import OrgKey
+from tests.processes import wait_until
 from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
 
@@ -108,6 +109,13 @@ def test_templates_launches_and_destinations_refuse_them(
 
 # Checks: whatever reaches the fetcher ends as a failed check with a failure class.
 
+
+def checked_at(database: Database, watch_id: str) -> object:
+    with database.session() as session:
+        watch = session.get(Watch, watch_id)
+        return watch.last_checked_at if watch else None
+
+
 STORED: list[tuple[str, str, dict[str, str], str]] = [
     # (watch type, URL, headers, failure class); "{spec}" is a working loopback spec URL
     ("openapi", "{spec}", {"X-Note": "café-0123456789"}, "http_error"),
@@ -147,6 +155,10 @@ def test_a_check_of_a_stored_unsendable_value_fails_with_a_class(
     )
     assert created.status_code == 201
     watch_id = created.json["id"]
+    # The running controller checks a new watch at once; let that first check finish, so the
+    # only request below can be the one this test makes.
+    wait_until(lambda: checked_at(database, watch_id) is not None)
+    server.requests.clear()
     # As a row written before these rules: straight into the store.
     with database.transaction() as session:
         watch = session.get(Watch, watch_id)
