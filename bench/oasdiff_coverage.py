@@ -52,6 +52,9 @@ EXTRA = {
     "api-operation-id-added": "endpoint-operation-id-changed",
     "api-global-security-scope-added": "security-scope-added",
     "api-global-security-scope-removed": "security-scope-removed",
+    # deprecated without a sunset date: what `*-property-deprecated` reports
+    "request-property-deprecated-sunset-missing": "request-property-deprecated",
+    "response-property-deprecated-sunset-missing": "response-property-deprecated",
 }
 
 _NEVER_READ = ("differs", "writeOnly properties are never read: responses leave them out")
@@ -99,6 +102,10 @@ REASONS = {
     "request-read-only-property-max-decreased": _NEVER_SENT,
     "request-read-only-property-max-length-decreased": _NEVER_SENT,
     "request-read-only-property-min-increased": _NEVER_SENT,
+    "request-read-only-property-exclusive-min-increased": _NEVER_SENT,
+    "request-read-only-property-exclusive-max-decreased": _NEVER_SENT,
+    "request-read-only-property-max-items-decreased": _NEVER_SENT,
+    "request-read-only-property-max-properties-decreased": _NEVER_SENT,
     "request-required-property-became-read-only": _NEVER_SENT,
     "request-required-property-became-not-read-only": _NEVER_SENT,
     "request-optional-property-became-read-only": _NEVER_SENT,
@@ -111,6 +118,14 @@ REASONS = {
     ),
     "api-sunset-date-too-small": ("differs", "needs a policy of minimum deprecation days"),
     "request-parameter-sunset-date-too-small": (
+        "differs",
+        "needs a policy of minimum deprecation days",
+    ),
+    "request-property-sunset-date-too-small": (
+        "differs",
+        "needs a policy of minimum deprecation days",
+    ),
+    "response-property-sunset-date-too-small": (
         "differs",
         "needs a policy of minimum deprecation days",
     ),

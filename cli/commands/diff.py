@@ -67,6 +67,12 @@ def _emit(report: Any, fmt: str, fail_on: str, output: str | None) -> None:
     help="One change per operation, as the engines find them, instead of one per cause "
     "with the operations it affects.",
 )
+@click.option(
+    "--check-version",
+    is_flag=True,
+    help="Also report breaking changes whose document kept, lowered or only minor-bumped "
+    "its info.version (api-version-not-bumped, -decreased, api-major-version-not-bumped).",
+)
 @_report_options
 def diff(
     base: str,
@@ -74,6 +80,7 @@ def diff(
     contract_type: str,
     today: datetime | None,
     flat: bool,
+    check_version: bool,
     fail_on: str,
     fmt: str,
     rules: str | None,
@@ -94,6 +101,7 @@ def diff(
         rules=rules_file,
         today=today.date() if today else None,
         flat=flat,
+        check_version=check_version,
     )
     _emit(report, fmt, fail_on, output)
 

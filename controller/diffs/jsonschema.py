@@ -12,6 +12,7 @@ the catalog.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from collections import deque
@@ -254,11 +255,7 @@ class SchemaDiffer:
             self._active.discard(token)
 
     def _resolved(self, node: Any, doc: Document) -> Any:
-        seen = 0
-        while (ref := _ref_of(node)) is not None and seen < 64:
-            _, node, doc = doc.resolve(ref)
-            seen += 1
-        return node
+        return self._resolved_in(node, doc)[0]
 
     # -- one schema pair --------------------------------------------------------------------
 
@@ -276,6 +273,10 @@ class SchemaDiffer:
             )
         out: list[Finding] = []
         pair = SchemaPair(b, bdoc, r, rdoc)
+        if _all_of_shape(b) != _all_of_shape(r):
+            merged = self._compare_merged(pair)
+            if merged is not None:
+                return merged
         if self._compare_wrapping(pair, out):
             return out
         if not self._compare_types(b, r, out):
@@ -294,6 +295,86 @@ class SchemaDiffer:
         """Compare two subschemas of `pair` and report their findings under `path`."""
         for f in self._diff(base, pair.base_doc, revision, pair.revision_doc):
             out.append(f.under(*path))
+
+    def _compare_merged(self, pair: SchemaPair) -> list[Finding] | None:
+        """Compare a schema with one made of `allOf` parts (split into parts, or parts joined
+        back) by what they describe once the parts are merged, when every part merges
+        cleanly: member by member there is nothing to pair the plain schema with.
+
+        An equivalent refactor is then no change at all (annotation-only parts added or
+        removed stay as info findings); otherwise the findings are those of the merged
+        schemas (a property that became required, ...). Two `allOf` lists keep the
+        member-by-member comparison, as the field's reference does by default. None: not
+        handled here.
+        """
+        b, bdoc, r, rdoc = pair.base, pair.base_doc, pair.revision, pair.revision_doc
+        if ("allOf" in b) == ("allOf" in r):
+            return None
+        fb, fr = self._merged(b, bdoc), self._merged(r, rdoc)
+        if fb is None or fr is None:
+            return None
+        findings = self._compare(fb, bdoc, fr, rdoc)
+        notes: list[Finding] = []
+        bnotes = [_key(m) for m in self._annotation_parts(b, bdoc)]
+        rnotes = [_key(m) for m in self._annotation_parts(r, rdoc)]
+        for i, key in enumerate(bnotes):
+            if key not in rnotes:
+                notes.append(Finding("all-of-removed-annotation-only", (), f"#{i}", None, f"#{i}"))
+        for j, key in enumerate(rnotes):
+            if key not in bnotes:
+                notes.append(Finding("all-of-added-annotation-only", (), None, f"#{j}", f"#{j}"))
+        return findings + notes
+
+    def _merged(
+        self, schema: dict[str, Any], doc: Document, depth: int = 0
+    ) -> dict[str, Any] | None:
+        """`schema` with its `allOf` parts merged into it: types agreed, properties united
+        (a property defined twice must be defined alike), required lists joined, annotations
+        of the parts dropped. None when a part holds any other keyword (their conjunction is
+        not a simple merge), comes from another document, or nests too deep."""
+        parts = schema.get("allOf")
+        if not isinstance(parts, list):
+            return schema
+        if depth > 8 or any(k not in _MERGEABLE and k != "allOf" for k in schema):
+            return None
+        merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
+        properties: dict[str, Any] = dict(_dict(merged.get("properties")))
+        required: list[str] = list(_list(merged.get("required")))
+        for part in parts:
+            node, pdoc = self._resolved_in(part, doc)
+            if pdoc.uri != doc.uri or not isinstance(node, dict):
+                return None
+            node = self._merged(node, pdoc, depth + 1)
+            if node is None or any(k not in _MERGEABLE for k in node):
+                return None
+            if "type" in node:
+                if "type" in merged and not _same(merged["type"], node["type"]):
+                    return None
+                merged["type"] = node["type"]
+            for name, sub in _dict(node.get("properties")).items():
+                if name in properties and not _same(properties[name], sub):
+                    return None
+                properties[name] = sub
+            required += [n for n in _list(node.get("required")) if n not in required]
+        if properties:
+            merged["properties"] = properties
+        if required:
+            merged["required"] = required
+        return merged
+
+    def _annotation_parts(self, schema: dict[str, Any], doc: Document) -> list[Any]:
+        return [
+            node
+            for part in _list(schema.get("allOf"))
+            if _is_annotation_only(node := self._resolved(part, doc))
+        ]
+
+    def _resolved_in(self, node: Any, doc: Document) -> tuple[Any, Document]:
+        seen = 0
+        while (ref := _ref_of(node)) is not None and seen < 64:
+            _, node, doc = doc.resolve(ref)
+            seen += 1
+        return node, doc
 
     def _compare_wrapping(self, pair: SchemaPair, out: list[Finding]) -> bool:
         """Handle a plain schema turning into oneOf/anyOf alternatives, or back.
@@ -342,7 +423,8 @@ class SchemaDiffer:
             for a in alts
         )
         if wrapping and keyword == "oneOf":
-            out.append(Finding("wrapped-in-one-of", (), None, len(alts)))
+            aspect = "wrapped-in-one-of-original-preserved" if kept else "wrapped-in-one-of"
+            out.append(Finding(aspect, (), None, len(alts)))
         elif wrapping and kept:
             out.append(Finding("wrapped-in-any-of", (), None, len(alts)))
         else:
@@ -413,6 +495,11 @@ class SchemaDiffer:
                 out.append(Finding("multiple-of-set", (), None, rm))
             elif rm is None:
                 out.append(Finding("multiple-of-unset", (), bm, None))
+            elif _divides(rm, bm):
+                # every old multiple is a new one: more values are valid
+                out.append(Finding("multiple-of-generalized", (), bm, rm))
+            elif _divides(bm, rm):
+                out.append(Finding("multiple-of-specialized", (), bm, rm))
             else:
                 out.append(Finding("multiple-of-changed", (), bm, rm))
         bu, ru = bool(b.get("uniqueItems")), bool(r.get("uniqueItems"))
@@ -452,7 +539,10 @@ class SchemaDiffer:
         if bd != rd:
             aspect = "reactivated"
             if rd:
-                aspect = "deprecated-with-sunset" if r.get("x-sunset") else "deprecated"
+                sunset = r.get("x-sunset")
+                aspect = "deprecated" if sunset is None else "deprecated-with-sunset"
+                if sunset is not None and parse_date(sunset) is None:
+                    aspect = "deprecated-sunset-invalid"
             out.append(Finding(aspect, (), None, r.get("x-sunset")))
         self._compare_stability(b, r, out)
         if self.report_descriptions and b.get("description") != r.get("description"):
@@ -621,6 +711,9 @@ class SchemaDiffer:
                 out.append(Finding(f"{stem}-removed"))
             elif keyword != "not":
                 self._descend(pair, b[keyword], r[keyword], out, keyword)
+            elif self._expand(self._diff(b["not"], pair.base_doc, r["not"], pair.revision_doc)):
+                # What is excluded changed: its findings would read inverted, so one finding.
+                out.append(Finding("not-changed", (), b["not"], r["not"]))
         self._compare_maps(pair, "patternProperties", "pattern-property", out)
         self._compare_maps(pair, "dependentSchemas", "dependent-schema", out)
         bdr = b.get("dependentRequired")
@@ -654,14 +747,22 @@ class SchemaDiffer:
                 self._descend(pair, bm[name], rm[name], out, keyword, name)
 
     def _compare_composition(self, pair: SchemaPair, out: list[Finding]) -> None:
+        switched = _switched(pair.base, pair.revision)
+        if switched is not None:
+            self._compare_switched(pair, *switched, out)
         for keyword, stem in (("oneOf", "one-of"), ("anyOf", "any-of"), ("allOf", "all-of")):
+            if switched is not None and keyword in switched:
+                continue
             bl = _list(pair.base.get(keyword))
             rl = _list(pair.revision.get(keyword))
             if not bl and not rl:
                 continue
             matched, removed, added = _match_alternatives(bl, rl)
             for i in removed:
-                out.append(Finding(f"{stem}-removed", (), _label(bl[i], i), None, _label(bl[i], i)))
+                aspect = f"{stem}-removed"
+                if keyword == "allOf" and _is_annotation_only(self._resolved(bl[i], pair.base_doc)):
+                    aspect = "all-of-removed-annotation-only"
+                out.append(Finding(aspect, (), _label(bl[i], i), None, _label(bl[i], i)))
             for j in added:
                 aspect = f"{stem}-added"
                 if keyword == "allOf" and _is_annotation_only(
@@ -671,6 +772,45 @@ class SchemaDiffer:
                 out.append(Finding(aspect, (), None, _label(rl[j], j), _label(rl[j], j)))
             for i, j in matched:
                 self._descend(pair, bl[i], rl[j], out, keyword, str(j))
+
+    def _compare_switched(self, pair: SchemaPair, old: str, new: str, out: list[Finding]) -> None:
+        """`anyOf` became `oneOf` or back. Over alternatives no value can match twice (their
+        types or a required constant tag tell them apart) the two mean the same: only the
+        members that changed are reported; otherwise the switch itself is a finding."""
+        bl, rl = _list(pair.base.get(old)), _list(pair.revision.get(new))
+        stems = {"oneOf": "one-of", "anyOf": "any-of"}
+        if not self._disjoint(rl, pair.revision_doc):
+            aspect = "any-of-became-one-of" if new == "oneOf" else "one-of-became-any-of"
+            out.append(Finding(aspect, (), old, new))
+        matched, removed, added = _match_alternatives(bl, rl)
+        for i in removed:
+            label = _label(bl[i], i)
+            out.append(Finding(f"{stems[old]}-removed", (), label, None, label))
+        for j in added:
+            label = _label(rl[j], j)
+            out.append(Finding(f"{stems[new]}-added", (), None, label, label))
+        for i, j in matched:
+            self._descend(pair, bl[i], rl[j], out, new, str(j))
+
+    def _disjoint(self, alternatives: list[Any], doc: Document) -> bool:
+        """True when no value can match two of `alternatives`: their types do not overlap,
+        or each requires one property with its own constant value."""
+        resolved = [_as_schema(self._resolved(a, doc)) for a in alternatives]
+        types = [_types(s)[0] for s in resolved]
+        if all(t is not None for t in types):
+            seen: set[str] = set()
+            disjoint = True
+            for t in types:
+                assert t is not None
+                widened = set(t) | ({"integer"} if "number" in t else set())
+                widened |= {"number"} if "integer" in t else set()
+                if seen & widened:
+                    disjoint = False
+                    break
+                seen |= widened
+            if disjoint:
+                return True
+        return _tagged(resolved)
 
     def _compare_discriminator(
         self, b: dict[str, Any], r: dict[str, Any], out: list[Finding]
@@ -799,6 +939,19 @@ class UnchangedRefs:
         return True
 
 
+def parse_date(value: Any) -> dt.date | None:
+    """An `x-sunset` value as a date (ISO 8601, time ignored), None when it is not one."""
+    if value is None:
+        return None
+    if isinstance(value, dt.date):
+        return value
+    text = str(value).strip()
+    try:
+        return dt.date.fromisoformat(text[:10]) if len(text) >= 10 else None
+    except ValueError:
+        return None
+
+
 # -- helpers -------------------------------------------------------------------------------
 
 
@@ -808,6 +961,63 @@ def _dict(value: Any) -> dict[str, Any]:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+# What an `allOf` part may hold for the parts to merge into one schema.
+_MERGEABLE = frozenset({"type", "properties", "required"}) | _ANNOTATIONS
+
+
+def _all_of_shape(schema: dict[str, Any]) -> tuple[str | None, ...] | None:
+    """The `allOf` parts by reference (None for an inline part); None without `allOf`."""
+    parts = schema.get("allOf")
+    if not isinstance(parts, list):
+        return None
+    return tuple(_ref_of(p) for p in parts)
+
+
+def _switched(b: dict[str, Any], r: dict[str, Any]) -> tuple[str, str] | None:
+    """(old, new) when a schema's `anyOf` became `oneOf` or the reverse, else None."""
+    for old, new in (("anyOf", "oneOf"), ("oneOf", "anyOf")):
+        if (
+            isinstance(b.get(old), list)
+            and new not in b
+            and isinstance(r.get(new), list)
+            and old not in r
+        ):
+            return old, new
+    return None
+
+
+def _tagged(alternatives: list[dict[str, Any]]) -> bool:
+    """True when one property is required by every alternative with a distinct constant."""
+    if len(alternatives) < 2:
+        return True
+    first = alternatives[0]
+    for name in _required(first):
+        values = []
+        for alt in alternatives:
+            sub = _dict(_dict(alt.get("properties")).get(name))
+            enum = sub.get("enum")
+            if name not in _required(alt):
+                break
+            if "const" in sub:
+                values.append(_key(sub["const"]))
+            elif isinstance(enum, list) and len(enum) == 1:
+                values.append(_key(enum[0]))
+            else:
+                break
+        else:
+            if len(set(values)) == len(values):
+                return True
+    return False
+
+
+def _divides(step: float, value: float) -> bool:
+    """True when `value` is a whole multiple of `step` (both positive multipleOf values)."""
+    if step <= 0 or value <= 0:
+        return False
+    ratio = value / step
+    return abs(ratio - round(ratio)) < 1e-9
 
 
 def _ref_of(node: Any) -> str | None:

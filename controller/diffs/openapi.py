@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from controller.diffs.core import (
@@ -23,12 +23,19 @@ from controller.diffs.core import (
     make_change,
     with_causes,
 )
-from controller.diffs.jsonschema import EXTERNAL_REF, STABILITY_LEVELS, SchemaDiffer, UnchangedRefs
+from controller.diffs.jsonschema import (
+    EXTERNAL_REF,
+    STABILITY_LEVELS,
+    Finding,
+    SchemaDiffer,
+    UnchangedRefs,
+    parse_date,
+)
 from controller.diffs.loader import check_openapi
 from controller.diffs.refs import Document, DocumentStore, Resolver
 from controller.diffs.rules import Direction
 from controller.diffs.unclassified import first_difference, unwatched_differences
-from controller.model.change import Change, Location
+from controller.model.change import Change, Location, Severity
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 UNSTABLE_LEVELS = ("draft", "alpha")
@@ -84,6 +91,9 @@ class DiffOptions:
     # One change per cause with the operations it affects (`controller.diffs.grouping`),
     # built without materialising every per-operation change.
     grouped: bool = False
+    # Breaking changes under an unchanged, lower or same-major `info.version` are reported
+    # (`api-version-*`); off by default, as in the field's reference checker.
+    check_version: bool = False
 
     def sunset_days(self, stability: Any) -> int:
         """Return the grace period that applies to an operation of this stability level."""
@@ -173,6 +183,7 @@ class _OpenAPIDiff:
         self._servers()
         self._security_schemes()
         self._webhooks()
+        self._version()
         # Never silent about a difference: callbacks, links and webhooks have no rules yet,
         # and when nothing else was reported, the first substantive difference anywhere.
         unwatched = unwatched_differences(self.base.root, self.rev.root)
@@ -193,7 +204,7 @@ class _OpenAPIDiff:
         sunset = op.get("x-sunset")
         if op.get("deprecated"):
             rule = "endpoint-removed-deprecated"
-            day = _parse_date(sunset)
+            day = parse_date(sunset)
             today = self.options.today
             if day is not None and today is not None and day > today:
                 rule = "endpoint-removed-before-sunset"
@@ -249,7 +260,7 @@ class _OpenAPIDiff:
         was, now = bool(op.get("deprecated")), bool(rop.get("deprecated"))
         bsun, rsun = op.get("x-sunset"), rop.get("x-sunset")
         if not was and now:
-            if rsun is not None and _parse_date(rsun) is None:
+            if rsun is not None and parse_date(rsun) is None:
                 self._add("endpoint-sunset-invalid", ptr, loc, name, after=rsun)
             rule = "endpoint-deprecated-with-sunset" if rsun is not None else "endpoint-deprecated"
             stability = rop.get("x-stability-level")
@@ -267,7 +278,7 @@ class _OpenAPIDiff:
         elif was and not now:
             self._add("endpoint-reactivated", ptr + "/deprecated", loc, name)
         elif was and now and bsun != rsun:
-            bday, rday = _parse_date(bsun), _parse_date(rsun)
+            bday, rday = parse_date(bsun), parse_date(rsun)
             if bsun is not None and rsun is None:
                 self._add("endpoint-sunset-deleted", ptr + "/x-sunset", loc, name, before=bsun)
             elif (bsun is not None and bday is None) or (rsun is not None and rday is None):
@@ -302,6 +313,24 @@ class _OpenAPIDiff:
                 rule, ptr, location=loc, name=name, before=before, after=after, detail=detail
             )
         )
+
+    def _version(self) -> None:
+        """Breaking changes under a version number that did not move up (or not enough)."""
+        if not self.options.check_version or not any(
+            c.severity is Severity.BREAKING for c in self.changes
+        ):
+            return
+        bver = str(_dict(self.base.root.get("info")).get("version", ""))
+        rver = str(_dict(self.rev.root.get("info")).get("version", ""))
+        if not bver or not rver:
+            return
+        bnum, rnum = _version_numbers(bver), _version_numbers(rver)
+        if bver == rver:
+            self._add("api-version-not-bumped", "/info/version", Location(), rver, bver, rver)
+        elif bnum and rnum and rnum < bnum:
+            self._add("api-version-decreased", "/info/version", Location(), rver, bver, rver)
+        elif len(bnum) >= 2 and len(rnum) >= 2 and rnum[0] == bnum[0]:
+            self._add("api-major-version-not-bumped", "/info/version", Location(), rver, bver, rver)
 
     # -- security and servers ---------------------------------------------------------------
 
@@ -408,7 +437,7 @@ class _OpenAPIDiff:
                 rule = "request-parameter-removed"
                 if bp.get("deprecated"):
                     rule = "request-parameter-removed-deprecated"
-                    day = _parse_date(bp.get("x-sunset"))
+                    day = parse_date(bp.get("x-sunset"))
                     today = self.options.today
                     if bp.get("x-sunset") is not None and day is None:
                         rule = "request-parameter-sunset-invalid"
@@ -473,7 +502,7 @@ class _OpenAPIDiff:
         bd, rd = bool(bp.get("deprecated")), bool(rp.get("deprecated"))
         bsun, rsun = bp.get("x-sunset"), rp.get("x-sunset")
         if not bd and rd:
-            if rsun is not None and _parse_date(rsun) is None:
+            if rsun is not None and parse_date(rsun) is None:
                 self._add("request-parameter-sunset-invalid", ptr, loc, label, after=rsun)
             if rsun is None and self.options.sunset_days_stable > 0:
                 self._add("request-parameter-sunset-missing", ptr, loc, label)
@@ -481,7 +510,7 @@ class _OpenAPIDiff:
         elif bd and not rd:
             self._add("request-parameter-reactivated", ptr + "/deprecated", loc, label)
         elif bd and rd and bsun != rsun:
-            bday, rday = _parse_date(bsun), _parse_date(rsun)
+            bday, rday = parse_date(bsun), parse_date(rsun)
             if bsun is not None and rsun is None:
                 self._add("request-parameter-sunset-deleted", ptr, loc, label, before=bsun)
             elif (bsun is not None and bday is None) or (rsun is not None and rday is None):
@@ -590,30 +619,40 @@ class _OpenAPIDiff:
             if mt not in rmap:
                 continue
             raw_mt, rmedia = rmap[mt]
-            bschema = bmedia.get("schema") if isinstance(bmedia, dict) else None
-            rschema = rmedia.get("schema") if isinstance(rmedia, dict) else None
-            if bschema is None and rschema is None:
-                continue
-            differ = self._differ(direction, bdoc, rdoc)
-            findings = differ.diff(bschema or {}, rschema or {})
+            bmedia, rmedia = _dict(bmedia), _dict(rmedia)
             root, nested = (
                 ("request-body", "request-property")
                 if request
-                else (
-                    "response-body",
-                    "response-property",
+                else ("response-body", "response-property")
+            )
+            for keyword, stem in (("schema", "schema"), ("itemSchema", "item-schema")):
+                # `itemSchema` (OpenAPI 3.2) describes each item of a streamed body.
+                bschema, rschema = bmedia.get(keyword), rmedia.get(keyword)
+                if bschema is None and rschema is None:
+                    continue
+                where = f"{ptr}/{escape_pointer(raw_mt)}/{keyword}"
+                if bschema is None or rschema is None:
+                    # A schema where there was none, or none where there was one: one change
+                    # for the media type, not one per property of the schema.
+                    rule = f"{root}-media-type-{stem}-{'added' if bschema is None else 'removed'}"
+                    untyped = not any(rmedia.get(k) is not None for k in ("schema", "itemSchema"))
+                    if rule == "response-body-media-type-item-schema-removed" and untyped:
+                        rule += "-untyped"
+                    self._add(rule, where, loc, raw_mt)
+                    continue
+                findings = self._differ(direction, bdoc, rdoc).diff(bschema, rschema)
+                if _loosely_typed(raw_mt):
+                    findings = _types_as_text(findings)
+                self.changes += changes_from_findings(
+                    findings,
+                    direction=direction,
+                    root_prefix=root,
+                    nested_prefix=nested,
+                    pointer=where,
+                    location=loc,
+                    label=f"{label} ({raw_mt})",
+                    causes=self.causes,
                 )
-            )
-            self.changes += changes_from_findings(
-                findings,
-                direction=direction,
-                root_prefix=root,
-                nested_prefix=nested,
-                pointer=f"{ptr}/{escape_pointer(raw_mt)}/schema",
-                location=loc,
-                label=f"{label} ({raw_mt})",
-                causes=self.causes,
-            )
 
     def _differ(self, direction: Direction, bdoc: Document, rdoc: Document) -> SchemaDiffer:
         if bdoc is self.base and rdoc is self.rev:
@@ -706,6 +745,7 @@ class _OpenAPIDiff:
             bs, rs = _param_schema(bhead), _param_schema(rhead)
             if bs is not None and rs is not None:
                 findings = self._differ(Direction.RESPONSE, bhdoc, rhdoc).diff(bs, rs)
+                findings = _types_as_text(findings)  # a header's value is text on the wire
                 self.changes += changes_from_findings(
                     findings,
                     direction=Direction.RESPONSE,
@@ -722,6 +762,19 @@ class _OpenAPIDiff:
 
 
 # -- document helpers ----------------------------------------------------------------------
+
+
+def _loosely_typed(media_type: str) -> bool:
+    """True for media types whose values are text on the wire (XML, plain text, forms)."""
+    essence = media_type.split(";")[0].strip().lower()
+    return "xml" in essence or essence in ("text/plain", "application/x-www-form-urlencoded")
+
+
+def _types_as_text(findings: list[Finding]) -> list[Finding]:
+    """Type changes where nothing on the wire enforces the type: `type-compatible`."""
+    return [
+        replace(f, aspect="type-compatible") if f.aspect == "type-changed" else f for f in findings
+    ]
 
 
 def normalize_path(path: str) -> str:
@@ -840,13 +893,6 @@ def _style_text(style: tuple[Any, Any, Any]) -> str:
     return ",".join(str(s) for s in style if s is not None) or "default"
 
 
-def _parse_date(value: Any) -> dt.date | None:
-    if value is None:
-        return None
-    if isinstance(value, dt.date):
-        return value
-    text = str(value).strip()
-    try:
-        return dt.date.fromisoformat(text[:10]) if len(text) >= 10 else None
-    except ValueError:
-        return None
+def _version_numbers(version: str) -> tuple[int, ...]:
+    """The numbers of a version string in order (`v2.1.0` -> (2, 1, 0), a date -> y, m, d)."""
+    return tuple(int(n) for n in re.findall(r"\d+", version))

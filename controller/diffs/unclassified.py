@@ -65,9 +65,15 @@ def _first(base: Any, revision: Any, pointer: str, skipped: frozenset[str]) -> s
             if key in DOCUMENTATION or key in skipped:
                 continue
             here = f"{pointer}/{_escape(str(key))}"
+            left, right = base.get(key), revision.get(key)
             if key not in base or key not in revision:
-                return here
-            found = _first(base[key], revision[key], here, skipped)
+                # An absent container is an empty one: what it held is compared item by item.
+                present = left if key in base else right
+                if not isinstance(present, dict | list):
+                    return here
+                empty = type(present)()
+                left, right = (left, empty) if key in base else (empty, right)
+            found = _first(left, right, here, skipped)
             if found is not None:
                 return found
         return None

@@ -99,10 +99,12 @@ def diff_contracts(
     reader: Reader | None = None,
     today: date | None = None,
     flat: bool = False,
+    check_version: bool = False,
 ) -> DiffReport:
     """Read, parse and diff two contracts; raise `InputError` when an input is unusable.
     `today` (default: the UTC date now) decides OpenAPI sunset windows. The report is grouped
-    by cause (`controller.diffs.grouping`) unless `flat`."""
+    by cause (`controller.diffs.grouping`) unless `flat`; `check_version` reports breaking changes
+    under a version number that did not go up (`api-version-*`)."""
     with _inputs(reader, base, revision, contract_type) as (base_doc, rev_doc, reader):
         resolved = contract_type
         if resolved == "auto":
@@ -123,7 +125,7 @@ def diff_contracts(
             base_doc,
             rev_doc,
             _resolver(reader),
-            DiffOptions(today=today, grouped=grouped_by_engine),
+            DiffOptions(today=today, grouped=grouped_by_engine, check_version=check_version),
         )
         if rules is not None:
             changes = apply_rules_file(changes, rules)
