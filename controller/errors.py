@@ -91,3 +91,11 @@ class PermanentError(DriftgateError):
     """A failure that retrying cannot fix."""
 
     code = "permanent_error"
+
+
+class UpstreamError(RequestError):
+    """A service driftgate called on the caller's behalf (GitHub) refused or failed; the
+    message names the cause (installation gone, repository not accessible, permissions)."""
+
+    code = "upstream_error"
+    status = 502

@@ -41,6 +41,7 @@ from controller.checks import (
     run_check,
 )
 from controller.crypto import SecretBox
+from controller.draftpr import service as draftpr
 from controller.events.delivery import deliver_due
 from controller.jobs import CHECK, RECONCILE
 from controller.logs import log
@@ -190,6 +191,7 @@ class Controller:
                     run=self.execute_reconcile,
                     is_claimed=lambda: bool(self.settings.sources),
                 ),
+                *draftpr.job_kinds(settings, database, box, self.client),
             ]
         )
         # What the controller does on its clock, in this order each tick; the hourly prune.

@@ -193,7 +193,29 @@ class Settings(BaseModel):
     trial_days: int = Field(default=30, ge=1, le=365)
     public_base_url: str | None = None
     github_webhook_secret: SecretStr | None = Field(
-        default=None, description="verifies X-Hub-Signature-256 on POST /hooks/github"
+        default=None,
+        description="verifies X-Hub-Signature-256 on POST /hooks/github (push) and on POST "
+        "/v1/draftpr/github/webhook (the GitHub App's pull request and installation events)",
+    )
+    github_app_id: int | None = Field(
+        default=None, ge=1, description="the GitHub App that opens draft pull requests"
+    )
+    github_app_private_key: SecretStr | None = Field(
+        default=None,
+        description="the App's private key (PEM text), never logged; or use "
+        "github_app_private_key_file",
+    )
+    github_app_private_key_file: Path | None = Field(
+        default=None, description="a file holding the App's private key (PEM)"
+    )
+    github_api_url: str = Field(
+        default="https://api.github.com",
+        description="the GitHub REST API (GitHub Enterprise Server: https://HOST/api/v3)",
+    )
+    github_app_slug: str | None = Field(
+        default=None,
+        description="the App's URL name, for the install link "
+        "(<github>/apps/<slug>/installations/new)",
     )
     sources: tuple[SourceSpec, ...] = Field(
         default=(), description="git repositories to reconcile (config file only)"
@@ -248,6 +270,14 @@ class Settings(BaseModel):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(self.data_dir / 'driftgate.db').resolve()}"
+
+    def github_app_key(self) -> str | None:
+        """The GitHub App's private key (PEM): the setting, else the file's text, else None."""
+        if self.github_app_private_key is not None:
+            return self.github_app_private_key.get_secret_value()
+        if self.github_app_private_key_file is not None:
+            return self.github_app_private_key_file.read_text(encoding="utf-8")
+        return None
 
     @property
     def secret_key_file(self) -> Path:

@@ -48,6 +48,7 @@ ERROR_TEXT = {
     413: "Request body too large",
     422: "Well-formed request that cannot be processed",
     429: "Rate limit exceeded",
+    502: "An upstream service (GitHub) refused or failed the call; the message names the cause",
     503: "Temporarily unavailable",
 }
 

@@ -172,6 +172,24 @@ def verify_github_signature(secret: str | None, body: bytes, signature: str | No
         raise Unauthorized("X-Hub-Signature-256 does not match the body")
 
 
+def seen_delivery(session: Session, delivery_id: str | None, now: datetime) -> bool:
+    """Record a GitHub delivery id; True when it was recorded before (GitHub retries
+    deliveries). Ids are kept for `HOOK_DELIVERIES_KEPT`."""
+    if not delivery_id:
+        return False
+    session.execute(
+        delete(HookDelivery).where(HookDelivery.received_at < now - HOOK_DELIVERIES_KEPT)
+    )
+    try:
+        with session.begin_nested():
+            session.execute(
+                insert(HookDelivery).values(delivery_id=delivery_id[:100], received_at=now)
+            )
+    except IntegrityError:
+        return True
+    return False
+
+
 def accept_push(
     session: Session,
     settings: Settings,
@@ -181,17 +199,8 @@ def accept_push(
     now: datetime,
 ) -> HookAccepted:
     """Record the delivery once and queue the sources it concerns; never touches git."""
-    if delivery_id:
-        session.execute(
-            delete(HookDelivery).where(HookDelivery.received_at < now - HOOK_DELIVERIES_KEPT)
-        )
-        try:
-            with session.begin_nested():
-                session.execute(
-                    insert(HookDelivery).values(delivery_id=delivery_id[:100], received_at=now)
-                )
-        except IntegrityError:
-            return HookAccepted(queued=[], duplicate=True)
+    if seen_delivery(session, delivery_id, now):
+        return HookAccepted(queued=[], duplicate=True)
     if event not in ("push", None):
         return HookAccepted(queued=[])
     repository = payload.get("repository") or {}

@@ -348,6 +348,47 @@ def post_json(client: httpx.Client, url: str, body: bytes, headers: Mapping[str,
         raise as_fetch_error(exc, _origin_label(url)) from None
 
 
+@dataclass(frozen=True)
+class JsonAnswer:
+    """A JSON API's answer: status, headers (lower-case names) and the parsed body (None
+    when the body is empty or not JSON)."""
+
+    status: int
+    headers: dict[str, str]
+    body: Any
+
+
+def call_json(
+    client: httpx.Client,
+    method: str,
+    url: str,
+    *,
+    headers: Mapping[str, str],
+    body: Any = None,
+    label: str,
+) -> JsonAnswer:
+    """Send one JSON API request (no redirects followed) and return its answer, whatever its
+    status; a transport failure becomes `FetchError` named by `label`, never quoting headers."""
+    try:
+        response = client.request(
+            method,
+            url,
+            json=body,
+            headers=dict(headers),
+            follow_redirects=False,
+        )
+        response.read()
+    except Exception as exc:  # noqa: BLE001 - every failure is a FetchError, whatever raised it
+        raise as_fetch_error(exc, label) from None
+    try:
+        parsed = response.json() if response.content else None
+    except ValueError:
+        parsed = None
+    return JsonAnswer(
+        response.status_code, {k.lower(): v for k, v in response.headers.items()}, parsed
+    )
+
+
 def _too_large(url: str, max_bytes: int) -> str:
     return f"{url}: the response is larger than {max_bytes // (1024 * 1024)} MB"
 

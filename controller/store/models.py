@@ -634,3 +634,49 @@ class FuseSnapshot(Base):
     summary: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
     requested_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class GitHubInstallation(Base):
+    """A GitHub App installation linked to an org (draft pull requests open through it)."""
+
+    __tablename__ = "github_installations"
+    __table_args__ = (UniqueConstraint("org_id", "installation_id"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"), index=True)
+    installation_id: Mapped[int] = mapped_column(BigInteger)
+    account: Mapped[str] = mapped_column(String(200), default="")
+    repository_selection: Mapped[str] = mapped_column(String(20), default="")
+    # active, deleted (uninstalled on GitHub) or suspended
+    status: Mapped[str] = mapped_column(String(20), default="active")
+    linked_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class DraftPr(Base):
+    """A pull request driftgate opened (or stubbed) for one drift event in one repository.
+
+    `(org_id, drift_event_id, repo_full_name)` is unique: the same event never opens a second
+    branch or pull request; a retry finds this row."""
+
+    __tablename__ = "draft_prs"
+    __table_args__ = (UniqueConstraint("org_id", "drift_event_id", "repo_full_name"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"), index=True)
+    watch_id: Mapped[str] = mapped_column(ForeignKey("watches.id", ondelete="CASCADE"))
+    drift_event_id: Mapped[str] = mapped_column(String(36))
+    repo_full_name: Mapped[str] = mapped_column(String(200))
+    installation_id: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    branch: Mapped[str] = mapped_column(String(255))
+    number: Mapped[int | None] = mapped_column(Integer, default=None)
+    url: Mapped[str | None] = mapped_column(String(500), default=None)
+    # pending (queued for the controller), draft, open, merged, closed, failed
+    state: Mapped[str] = mapped_column(String(20), default="pending")
+    stub: Mapped[bool] = mapped_column(Boolean, default=False)
+    # the repository refused drafts: a normal pull request labelled driftgate:draft
+    draft_refused: Mapped[bool] = mapped_column(Boolean, default=False)
+    request: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    merged_at: Mapped[datetime | None] = mapped_column(default=None)

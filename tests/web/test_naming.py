@@ -12,6 +12,9 @@ from web.api import REGISTRY
 
 # Objects whose keys are the caller's own data, stored and served back as sent.
 FREE_FORM = {"TripIn.metadata", "TripOut.metadata"}
+# Names another service chose: GitHub's install flow appends `installation_id` and
+# `setup_action` to the App's setup URL.
+FOREIGN = {"CallbackQuery.installation_id", "CallbackQuery.setup_action"}
 
 
 def _models() -> dict[str, type[BaseModel]]:
@@ -37,7 +40,7 @@ def _walk(schema: Any, where: str, defs: dict[str, Any], seen: set[str]) -> list
     problems = []
     properties = schema.get("properties") or {}
     for key, value in properties.items():
-        if "_" in key:
+        if "_" in key and f"{where}.{key}" not in FOREIGN:
             problems.append(f"{where}.{key}: not camelCase")
         problems += _walk(value, f"{where}.{key}", defs, seen)
     untyped = schema.get("additionalProperties") in (None, True, {}) and not schema.get(

@@ -1,0 +1,757 @@
+"""Draft pull requests: the use cases behind `/v1/draftpr/...` and the jobs that talk to GitHub.
+
+The web process never writes to GitHub: `request_draft_pr` records the pull request (state
+`pending`) and queues a `draft_pr` job; the controller's `run_draft_pr` opens it through the
+App and records the answer. Without App credentials the record is a stub with a
+deterministic number (local development). Inbound GitHub deliveries are recorded and queued
+the same way (`github_delivery` jobs); a merged pull request accepts the after contract as the
+baseline, resolves the incident and unblocks the bound agents, exactly like
+`POST /v1/draftpr/draft-pr/merged`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, RootModel, StringConstraints, model_validator
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from controller import jobs
+from controller.checks import decode_snapshot
+from controller.crypto import SecretBox
+from controller.diffs.explain import hint_of
+from controller.diffs.rules import CATALOG
+from controller.draftpr import changelog
+from controller.draftpr.github import FileChange, GitHubApp, GitHubError, RateLimited
+from controller.errors import Forbidden, NotFound, Unauthorized, UpstreamError
+from controller.model.base import ApiModel, BodyBool, BodyInt, RequestModel
+from controller.runtime import bound_agents, unblock
+from controller.services import audit, orgs
+from controller.services.auth import Principal
+from controller.services.drift import accept_baseline
+from controller.services.orgs import PRODUCTS, plan_at_least
+from controller.settings import Settings
+from controller.sources.http import configured_client
+from controller.store.db import Database
+from controller.store.models import DraftPr, DriftEvent, GitHubInstallation, Org, Snapshot, Watch
+
+DRAFT_PR = "draft_pr"
+GITHUB_DELIVERY = "github_delivery"
+PRODUCT = "draftpr_repo"
+STATE_TTL = timedelta(hours=1)
+STATE_PURPOSE = "draftpr install state"
+MAX_WAIT = 25.0
+
+RepoName = Annotated[
+    str, StringConstraints(max_length=200, pattern=r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
+]
+ObjectId = Annotated[str, StringConstraints(max_length=64, pattern=r"^[A-Za-z0-9._:-]{1,64}$")]
+Text = Annotated[str, StringConstraints(max_length=2000)]
+FilePath = Annotated[
+    str, StringConstraints(max_length=500, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.@+/-]{0,499}$")
+]
+
+
+class DraftPrChangeIn(RequestModel):
+    """One change of the drift webhook body; `summary` is accepted for `message`."""
+
+    path: Text
+    severity: Literal["breaking", "warning", "info"]
+    message: Text | None = None
+    summary: Text | None = None
+    rule: Annotated[str, StringConstraints(max_length=200)] | None = None
+
+    @model_validator(mode="after")
+    def _text(self) -> DraftPrChangeIn:
+        if self.message is None and self.summary is None:
+            raise ValueError("each change needs a message (or summary)")
+        return self
+
+
+class DraftPrWebhookIn(RequestModel):
+    """Body of `POST /v1/draftpr/webhook` (SPEC.md: Draft-PR drift webhook body)."""
+
+    watch_id: ObjectId
+    drift_event_id: ObjectId
+    installation_id: Annotated[str, StringConstraints(pattern=r"^[0-9]{1,19}$")] | None = Field(
+        default=None,
+        description="numeric id of the GitHub App installation; default: the org's only one",
+    )
+    repo_full_name: RepoName = Field(description="owner/repository")
+    changes: list[DraftPrChangeIn] = Field(default_factory=list, max_length=5000)
+    vendored_path: FilePath | None = Field(
+        default=None,
+        description="a copy of the contract in the repository, rewritten to the new contract "
+        "in the same commit",
+    )
+
+    @model_validator(mode="after")
+    def _inside(self) -> DraftPrWebhookIn:
+        path = self.vendored_path
+        if path is not None and (".." in path.split("/") or "//" in path or path.endswith("/")):
+            raise ValueError("vendoredPath must be a file path inside the repository")
+        return self
+
+
+class DraftPrOut(ApiModel):
+    draft_pr_id: str
+    number: int | None
+    url: str | None
+    branch: str
+    state: str = Field(description="pending, draft, open, merged, closed or failed")
+    stub: bool = Field(description="true without App credentials: nothing exists on GitHub")
+    draft_refused: bool = Field(
+        description="the repository refused drafts: a normal pull request labelled driftgate:draft"
+    )
+    watch_id: str
+    drift_event_id: str
+    repo_full_name: str
+    installation_id: int | None
+    error: str | None
+    created_at: datetime
+    merged_at: datetime | None
+
+
+class DraftPrList(ApiModel):
+    items: list[DraftPrOut]
+
+
+class SchemasyncDisabled(ApiModel):
+    code: Literal["schemasync_disabled"] = "schemasync_disabled"
+    message: str
+
+
+class DraftPrAccepted(RootModel[DraftPrOut | SchemasyncDisabled]):
+    """202: still being opened (state `pending`), or the product is off
+    (`schemasync_disabled`)."""
+
+
+class CallbackQuery(RequestModel):
+    """What GitHub appends to the App's setup URL after an install."""
+
+    installation_id: Annotated[str, StringConstraints(pattern=r"^[0-9]{1,19}$")] = Field(
+        alias="installation_id"
+    )
+    setup_action: Annotated[str, StringConstraints(max_length=20)] | None = Field(
+        default=None, alias="setup_action"
+    )
+    state: Annotated[str, StringConstraints(max_length=500)] = Field(alias="state")
+
+
+class InstallationOut(ApiModel):
+    installation_id: int
+    account: str
+    repository_selection: str
+    status: str = Field(description="active, deleted (uninstalled on GitHub) or suspended")
+    linked_at: datetime
+
+
+class InstallationList(ApiModel):
+    items: list[InstallationOut]
+    install_url: str | None = Field(
+        description="where an org admin installs the App (with a signed state naming the org)"
+    )
+
+
+class InstallationLinkIn(RequestModel):
+    installation_id: BodyInt = Field(ge=1, description="the numeric installation id on GitHub")
+
+
+class MergedIn(RequestModel):
+    draft_pr_id: ObjectId
+
+
+class MergedOut(ApiModel):
+    draft_pr: DraftPrOut
+    incident_resolved: bool
+    unblocked_agent_ids: list[str]
+
+
+class ProductOut(ApiModel):
+    product: str
+    enabled: bool
+
+
+class ProductsOut(ApiModel):
+    plan: str
+    can_enable: bool = Field(description="false on the free plan")
+    products: list[ProductOut]
+
+
+class ProductIn(RequestModel):
+    enabled: BodyBool
+
+
+# -- products ------------------------------------------------------------------------------
+
+
+def products(session: Session, org_id: str) -> ProductsOut:
+    return products_of(session.get_one(Org, org_id))
+
+
+def set_product(session: Session, principal: Principal, product: str, enabled: bool) -> ProductsOut:
+    """Switch one overlay product of the caller's org (audited); 404 for an unknown one, 403
+    on the free plan."""
+    if product not in PRODUCTS:
+        raise NotFound(f"no product {product!r} (one of: {', '.join(PRODUCTS)})")
+    org = session.get_one(Org, principal.org_id)
+    orgs.set_product(session, org, product, enabled, actor=principal.actor)
+    return products_of(org)
+
+
+def app_for(settings: Settings) -> GitHubApp | None:
+    """The App client for a short read on the request path (verifying an installation), or
+    None without App credentials."""
+    return GitHubApp(settings, configured_client(settings)) if configured(settings) else None
+
+
+def link_from_install(
+    session: Session,
+    box: SecretBox,
+    state: str,
+    installation_id: int,
+    app: GitHubApp | None,
+    now: datetime,
+) -> GitHubInstallation:
+    """GitHub's install flow came back: the signed state names the org to link."""
+    org = session.get(Org, verify_state(box, state, now))
+    if org is None:
+        raise NotFound("the org of this install state no longer exists")
+    return link_installation(session, installer(org), installation_id, app, now)
+
+
+def products_of(org: Org) -> ProductsOut:
+    return ProductsOut(
+        plan=org.plan,
+        can_enable=plan_at_least(org.plan, "pro"),
+        products=[ProductOut(product=p, enabled=p in org.products) for p in PRODUCTS],
+    )
+
+
+# -- opening -------------------------------------------------------------------------------
+
+
+def out(row: DraftPr) -> DraftPrOut:
+    return DraftPrOut(
+        draft_pr_id=row.id,
+        number=row.number,
+        url=row.url,
+        branch=row.branch,
+        state=row.state,
+        stub=row.stub,
+        draft_refused=row.draft_refused,
+        watch_id=row.watch_id,
+        drift_event_id=row.drift_event_id,
+        repo_full_name=row.repo_full_name,
+        installation_id=row.installation_id,
+        error=row.error,
+        created_at=row.created_at,
+        merged_at=row.merged_at,
+    )
+
+
+def configured(settings: Settings) -> bool:
+    """True when App credentials are set: pull requests are real, not stubs."""
+    return settings.github_app_id is not None and (
+        settings.github_app_private_key is not None
+        or settings.github_app_private_key_file is not None
+    )
+
+
+def request_draft_pr(
+    session: Session,
+    principal: Principal,
+    data: DraftPrWebhookIn,
+    settings: Settings,
+    now: datetime,
+) -> tuple[DraftPr, bool]:
+    """Record the pull request for a drift event and queue it (or stub it); the row and
+    whether it is new. The same event and repository answer the row already made."""
+    event = session.get(DriftEvent, data.drift_event_id)
+    watch = session.get(Watch, data.watch_id)
+    if (
+        event is None
+        or watch is None
+        or event.org_id != principal.org_id
+        or watch.org_id != principal.org_id
+        or event.watch_id != watch.id
+    ):
+        raise NotFound("Drift event not found", code="not_found")
+    existing = _existing(session, principal.org_id, event.id, data.repo_full_name)
+    if existing is not None:
+        return existing, False
+    installation = _installation_for(session, principal.org_id, data.installation_id)
+    stub = not configured(settings)
+    row = DraftPr(
+        org_id=principal.org_id,
+        watch_id=watch.id,
+        drift_event_id=event.id,
+        repo_full_name=data.repo_full_name,
+        installation_id=installation,
+        branch=changelog.branch_name(event.id),
+        stub=stub,
+        state="draft" if stub else "pending",
+        request=data.model_dump(by_alias=True, exclude_none=True),
+        created_at=now,
+        updated_at=now,
+    )
+    if stub:
+        row.number = changelog.stub_number(event.id, data.repo_full_name)
+        row.url = f"https://github.com/{data.repo_full_name}/pull/{row.number}"
+    try:
+        with session.begin_nested():
+            session.add(row)
+            session.flush()
+    except IntegrityError:
+        # A concurrent request for the same event and repository won: answer its row.
+        existing = _existing(session, principal.org_id, event.id, data.repo_full_name)
+        assert existing is not None
+        return existing, False
+    if not stub:
+        if installation is None:
+            raise UpstreamError(
+                "no GitHub App installation is linked to this org: install the App or link one "
+                "(POST /v1/draftpr/installations), or pass installationId",
+                code="installation_missing",
+            )
+        jobs.enqueue(
+            session,
+            kind=DRAFT_PR,
+            key=f"{DRAFT_PR}:{row.id}",
+            period="open",
+            run_after=now,
+            payload={"draftPrId": row.id},
+        )
+    audit.by(
+        session,
+        principal,
+        "draftpr.open",
+        row.id,
+        {"repo": row.repo_full_name, "driftEventId": event.id, "stub": stub},
+    )
+    return row, True
+
+
+def _existing(session: Session, org_id: str, event_id: str, repo: str) -> DraftPr | None:
+    return session.scalar(
+        select(DraftPr).where(
+            DraftPr.org_id == org_id,
+            DraftPr.drift_event_id == event_id,
+            DraftPr.repo_full_name == repo,
+        )
+    )
+
+
+def _installation_for(session: Session, org_id: str, given: str | None) -> int | None:
+    linked = list(
+        session.scalars(
+            select(GitHubInstallation).where(
+                GitHubInstallation.org_id == org_id, GitHubInstallation.status == "active"
+            )
+        )
+    )
+    if given is not None:
+        wanted = int(given)
+        if not any(i.installation_id == wanted for i in linked):
+            raise NotFound(
+                f"installation {wanted} is not linked to this org (POST /v1/draftpr/installations)",
+                code="installation_not_linked",
+            )
+        return wanted
+    return linked[0].installation_id if len(linked) == 1 else None
+
+
+def wait_for_draft_pr(database: Database, row_id: str, timeout: float) -> DraftPr:
+    """Poll until the controller opened (or failed) the pull request, or `timeout` passed."""
+    deadline = time.monotonic() + timeout
+    pause = 0.02
+    while True:
+        with database.session() as session:
+            row = session.get(DraftPr, row_id)
+            assert row is not None
+            if row.state != "pending" or time.monotonic() >= deadline:
+                session.expunge(row)
+                return row
+        time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+        pause = min(0.25, pause * 1.5)
+
+
+def run_draft_pr(
+    database: Database, settings: Settings, app: GitHubApp, box: SecretBox, job: jobs.Claimed
+) -> None:
+    """The `draft_pr` job: open the pull request on GitHub and record the answer. GitHub's
+    refusals fail the record (and the job) with the cause; a rate limit queues a later try."""
+    now = datetime.now(UTC)
+    with database.session() as session:
+        row = session.get(DraftPr, str(job.payload.get("draftPrId")))
+        if row is None or row.state != "pending":
+            jobs.finish(database, job, now, result={"result": "skipped"})
+            return
+        work = _pull_request_work(session, row, settings)
+    try:
+        pull = app.open_pull_request(row.installation_id or 0, row.repo_full_name, **work)
+    except RateLimited as limited:
+        with database.transaction() as session:
+            jobs.finish_in(session, job, now, result={"result": "rate_limited"})
+            jobs.enqueue(
+                session,
+                kind=DRAFT_PR,
+                key=job.key,
+                period=f"retry:{limited.retry_at.isoformat()}",
+                run_after=limited.retry_at,
+                payload=job.payload,
+            )
+        return
+    except (GitHubError, Exception) as exc:  # noqa: BLE001 - any failure fails the record
+        message = exc.message if isinstance(exc, GitHubError) else f"{type(exc).__name__}: {exc}"
+        with database.transaction() as session:
+            failed = session.get_one(DraftPr, row.id)
+            failed.state, failed.error, failed.updated_at = "failed", message[:500], now
+            jobs.finish_in(session, job, now, error=message[:500])
+        return
+    with database.transaction() as session:
+        done = session.get_one(DraftPr, row.id)
+        done.number, done.url, done.state = pull.number, pull.url, pull.state
+        done.draft_refused, done.error, done.updated_at = pull.draft_refused, None, now
+        jobs.finish_in(session, job, now, result={"number": pull.number})
+
+
+def _pull_request_work(session: Session, row: DraftPr, settings: Settings) -> dict[str, Any]:
+    """What the pull request holds: the changelog file and the vendored contract."""
+    watch = session.get_one(Watch, row.watch_id)
+    event = session.get_one(DriftEvent, row.drift_event_id)
+    lines = [_line(c) for c in row.request.get("changes", [])]
+    vendored = row.request.get("vendoredPath")
+    link = (
+        f"{settings.public_base_url.rstrip('/')}/api/drift/events/{event.id}"
+        if settings.public_base_url
+        else None
+    )
+    text = changelog.render_changelog(
+        watch_name=watch.name,
+        watch_url=watch.url,
+        event_id=event.id,
+        changes=lines,
+        link=link,
+        vendored_path=vendored,
+    )
+    files = [FileChange(changelog.changelog_path(event.id), text)]
+    if vendored and event.snapshot_id:
+        snapshot = session.get(Snapshot, event.snapshot_id)
+        if snapshot is not None:
+            document = decode_snapshot(snapshot)
+            files.append(FileChange(vendored, json.dumps(document, indent=2) + "\n"))
+    return {
+        "branch": row.branch,
+        "files": files,
+        "message": f"driftgate: {watch.name} contract drift ({event.id})",
+        "title": changelog.title(watch.name, lines),
+        "body": changelog.body(text, draft_refused=False),
+        "label": changelog.DRAFT_LABEL,
+    }
+
+
+def _line(change: dict[str, Any]) -> changelog.ChangeLine:
+    rule = str(change.get("rule") or "")
+    return changelog.ChangeLine(
+        severity=str(change.get("severity", "info")),
+        path=str(change.get("path", "")),
+        message=str(change.get("message") or change.get("summary") or ""),
+        rule=rule,
+        hint=hint_of(rule, str(change.get("severity", "info"))) if rule else "",
+        agent_action=known.agent_action if (known := CATALOG.get(rule)) else "",
+    )
+
+
+# -- reading -------------------------------------------------------------------------------
+
+
+def get_draft_pr(session: Session, org_id: str, draft_pr_id: str) -> DraftPr:
+    row = session.get(DraftPr, draft_pr_id)
+    if row is None or row.org_id != org_id:
+        raise NotFound("draft pull request not found", code="not_found")
+    return row
+
+
+def list_draft_prs(session: Session, org_id: str) -> DraftPrList:
+    rows = session.scalars(
+        select(DraftPr)
+        .where(DraftPr.org_id == org_id)
+        .order_by(DraftPr.created_at.desc(), DraftPr.id)
+        .limit(500)
+    )
+    return DraftPrList(items=[out(r) for r in rows])
+
+
+# -- merged ----------------------------------------------------------------------------------
+
+
+def record_merge(
+    session: Session, principal: Principal, row: DraftPr, box: SecretBox, now: datetime
+) -> MergedOut:
+    """The pull request was merged: record it, accept the event's contract as the baseline,
+    resolve the incident, unblock the agents bound to the watch. A second call changes nothing."""
+    if row.state == "merged":
+        return MergedOut(draft_pr=out(row), incident_resolved=False, unblocked_agent_ids=[])
+    row.state, row.merged_at, row.updated_at = "merged", now, now
+    watch = session.get_one(Watch, row.watch_id)
+    had_incident = watch.open_breaking > 0 or watch.drift_status == "drifted"
+    resolved = False
+    if watch.last_snapshot_id is not None:
+        accept_baseline(session, principal, watch.id, f"draft PR {row.id} merged", box, now)
+        resolved = had_incident
+    unblocked = [
+        agent.id
+        for agent in bound_agents(session, watch.id)
+        if unblock(session, box, agent, now, by=principal.actor, note=f"draft PR {row.id} merged")
+    ]
+    audit.by(
+        session,
+        principal,
+        "draftpr.merged",
+        row.id,
+        {"repo": row.repo_full_name, "number": row.number, "unblocked": unblocked},
+    )
+    return MergedOut(draft_pr=out(row), incident_resolved=resolved, unblocked_agent_ids=unblocked)
+
+
+# -- installations ---------------------------------------------------------------------------
+
+
+def list_installations(
+    session: Session, org_id: str, settings: Settings, box: SecretBox
+) -> InstallationList:
+    rows = session.scalars(
+        select(GitHubInstallation)
+        .where(GitHubInstallation.org_id == org_id)
+        .order_by(GitHubInstallation.linked_at)
+    )
+    return InstallationList(
+        items=[
+            InstallationOut(
+                installation_id=r.installation_id,
+                account=r.account,
+                repository_selection=r.repository_selection,
+                status=r.status,
+                linked_at=r.linked_at,
+            )
+            for r in rows
+        ],
+        install_url=install_url(settings, box, org_id),
+    )
+
+
+def link_installation(
+    session: Session,
+    principal: Principal,
+    installation_id: int,
+    app: GitHubApp | None,
+    now: datetime,
+) -> GitHubInstallation:
+    """Link an installation to the org, verified against the App's installations (without
+    App credentials it is recorded unverified, for local development)."""
+    account, selection = "", ""
+    if app is not None:
+        try:
+            found = app.installation(installation_id)
+        except GitHubError as exc:
+            raise UpstreamError(exc.message, code=exc.cause) from None
+        except RateLimited as exc:
+            raise UpstreamError(exc.message, code="github_rate_limited") from None
+        account, selection = found.account, found.repository_selection
+    row = session.scalar(
+        select(GitHubInstallation).where(
+            GitHubInstallation.org_id == principal.org_id,
+            GitHubInstallation.installation_id == installation_id,
+        )
+    )
+    if row is None:
+        row = GitHubInstallation(org_id=principal.org_id, installation_id=installation_id)
+        session.add(row)
+    row.account, row.repository_selection, row.status, row.linked_at = (
+        account,
+        selection,
+        "active",
+        now,
+    )
+    session.flush()
+    audit.by(
+        session, principal, "draftpr.link_installation", row.id, {"installationId": installation_id}
+    )
+    return row
+
+
+def install_url(settings: Settings, box: SecretBox, org_id: str) -> str | None:
+    if not settings.github_app_slug:
+        return None
+    web = settings.github_api_url.rstrip("/")
+    web = "https://github.com" if web == "https://api.github.com" else web.removesuffix("/api/v3")
+    state = sign_state(box, org_id, datetime.now(UTC))
+    return f"{web}/apps/{settings.github_app_slug}/installations/new?state={state}"
+
+
+def sign_state(box: SecretBox, org_id: str, now: datetime) -> str:
+    """A signed, expiring token naming the org, carried through GitHub's install flow."""
+    payload = f"{org_id}.{int((now + STATE_TTL).timestamp())}".encode()
+    mac = hmac.new(box.derived_keys(STATE_PURPOSE)[0], payload, hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(payload + b"." + mac).decode().rstrip("=")
+
+
+def verify_state(box: SecretBox, token: str, now: datetime) -> str:
+    """The org a state token names; 401 when it was forged, altered or has expired."""
+    invalid = Unauthorized("the install state is not valid", code="invalid_state")
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        payload, dot, mac = raw[:-33], raw[-33:-32], raw[-32:]
+        org_id, expires = payload.decode().rsplit(".", 1)
+        deadline = int(expires)
+    except (ValueError, UnicodeDecodeError):
+        raise invalid from None
+    signed = any(
+        hmac.compare_digest(mac, hmac.new(key, payload, hashlib.sha256).digest())
+        for key in box.derived_keys(STATE_PURPOSE)
+    )
+    if dot != b"." or not signed:
+        raise invalid
+    if deadline < now.timestamp():
+        raise Unauthorized(
+            "the install state has expired; start the install again", code="invalid_state"
+        )
+    return org_id
+
+
+# -- GitHub deliveries ---------------------------------------------------------------------
+
+
+def queue_delivery(
+    session: Session,
+    delivery_id: str | None,
+    event: str | None,
+    payload: dict[str, Any],
+    now: datetime,
+) -> bool:
+    """Queue a verified delivery for the controller (False for an event that is ignored)."""
+    if event not in ("pull_request", "installation"):
+        return False
+    jobs.enqueue(
+        session,
+        kind=GITHUB_DELIVERY,
+        key=f"{GITHUB_DELIVERY}:{delivery_id or now.isoformat()}",
+        period="once",
+        run_after=now,
+        payload={"event": event, "payload": _trimmed(event, payload)},
+    )
+    return True
+
+
+def _trimmed(event: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """Only what the job reads: a pull request's number, state and repository, or an
+    installation's id, of a delivery's action."""
+    pr = payload.get("pull_request") or {}
+    installation = payload.get("installation") or {}
+    repository = payload.get("repository") or {}
+    return {
+        "action": payload.get("action"),
+        "number": pr.get("number"),
+        "merged": bool(pr.get("merged")),
+        "repo": repository.get("full_name"),
+        "headRef": (pr.get("head") or {}).get("ref"),
+        "installationId": installation.get("id"),
+    }
+
+
+def run_delivery(database: Database, box: SecretBox, job: jobs.Claimed) -> None:
+    """The `github_delivery` job: a merged pull request driftgate opened is a merge; an
+    uninstalled or suspended installation marks its links; anything else is ignored."""
+    now = datetime.now(UTC)
+    event = job.payload.get("event")
+    data = job.payload.get("payload") or {}
+    result: dict[str, Any] = {"result": "ignored"}
+    with database.transaction() as session:
+        if event == "pull_request" and data.get("action") == "closed":
+            rows = session.scalars(
+                select(DraftPr).where(
+                    DraftPr.repo_full_name == data.get("repo"),
+                    DraftPr.number == data.get("number"),
+                    DraftPr.stub.is_(False),
+                )
+            )
+            for row in rows:
+                if data.get("merged"):
+                    org = session.get_one(Org, row.org_id)
+                    record_merge(session, _github_principal(org, job), row, box, now)
+                    result = {"result": "merged", "draftPrId": row.id}
+                elif row.state != "merged":
+                    row.state, row.updated_at = "closed", now
+                    result = {"result": "closed", "draftPrId": row.id}
+        elif event == "installation" and data.get("action") in ("deleted", "suspend", "unsuspend"):
+            status = {"deleted": "deleted", "suspend": "suspended", "unsuspend": "active"}
+            for link in session.scalars(
+                select(GitHubInstallation).where(
+                    GitHubInstallation.installation_id == data.get("installationId")
+                )
+            ):
+                link.status = status[str(data["action"])]
+                result = {"result": link.status}
+        jobs.finish_in(session, job, now, result=result)
+
+
+def installer(org: Org) -> Principal:
+    """Who links an installation through GitHub's install flow (the state named the org)."""
+    return Principal(
+        org_id=org.id,
+        org_name=org.name,
+        plan=org.plan,
+        products=frozenset(org.products),
+        kind="github_install",
+        credential_id="callback",
+    )
+
+
+def _github_principal(org: Org, job: jobs.Claimed) -> Principal:
+    return Principal(
+        org_id=org.id,
+        org_name=org.name,
+        plan=org.plan,
+        products=frozenset(org.products),
+        kind="github",
+        credential_id=job.key.split(":", 1)[-1][:64],
+    )
+
+
+def require_product(principal: Principal, product: str = PRODUCT) -> None:
+    if product not in principal.products:
+        raise Forbidden(
+            f"the {product} product is not enabled for org {principal.org_name!r}",
+            code=f"PRODUCT_REQUIRED: {product}",
+        )
+
+
+def job_kinds(
+    settings: Settings, database: Database, box: SecretBox, client: Any
+) -> list[jobs.JobKind]:
+    """The controller's job kinds of this capability: opening pull requests (only with App
+    credentials: without them nothing is queued) and handling GitHub's deliveries."""
+    app: list[GitHubApp] = []
+
+    def github() -> GitHubApp:
+        if not app:
+            app.append(GitHubApp(settings, client))
+        return app[0]
+
+    return [
+        jobs.JobKind(
+            DRAFT_PR,
+            run=lambda job, _prepared: run_draft_pr(database, settings, github(), box, job),
+            is_claimed=lambda: configured(settings),
+        ),
+        jobs.JobKind(GITHUB_DELIVERY, run=lambda job, _prepared: run_delivery(database, box, job)),
+    ]

@@ -1,0 +1,239 @@
+"""Draft pull requests (`/v1/draftpr/...`) and the org's overlay products (`/api/org/products`).
+
+The web process never writes to GitHub: opening a pull request records it and queues a job
+for the controller, then waits a little for the answer; GitHub's deliveries are verified,
+recorded and queued (202). See docs/draft-prs.md.
+"""
+
+from __future__ import annotations
+
+from flask import Response
+
+from controller.draftpr import service
+from controller.errors import UpstreamError, ValidationFailed
+from controller.services import sources as source_service
+from web.api import REGISTRY
+from web.body import read_json
+from web.routes import Call, Reply, requires_product
+
+PRODUCT = requires_product(service.PRODUCT)
+
+
+# -- overlay products ----------------------------------------------------------------------
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/org/products",
+    summary="Overlay products of the org",
+    tag="org",
+    responses={200: service.ProductsOut},
+)
+def list_products(call: Call) -> service.ProductsOut:
+    """`replay_cloud`, `draftpr_repo` and `toolmanifest_org`, each enabled or not; `canEnable`
+    is false on the free plan."""
+    return service.products(call.session, call.org_id)
+
+
+@REGISTRY.route(
+    "PUT",
+    "/api/org/products/<product>",
+    summary="Enable or disable an overlay product",
+    tag="org",
+    body=service.ProductIn,
+    responses={200: service.ProductsOut},
+    errors=(403,),
+)
+def put_product(call: Call) -> service.ProductsOut:
+    """Switches one product on or off (audited). A free org cannot enable any: 403
+    `plan_required`. An unknown product is 404."""
+    return service.set_product(
+        call.session, call.principal_required, call.path["product"], call.body.enabled
+    )
+
+
+# -- draft pull requests -------------------------------------------------------------------
+
+
+@REGISTRY.route(
+    "POST",
+    "/v1/draftpr/webhook",
+    summary="Open a draft pull request for a drift event",
+    tag="draftpr",
+    body=service.DraftPrWebhookIn,
+    responses={200: service.DraftPrOut, 201: service.DraftPrOut, 202: service.DraftPrAccepted},
+    errors=(404, 502),
+)
+def draftpr_webhook(call: Call) -> Reply:
+    """Opens the pull request for `driftEventId` (which must belong to `watchId`: else 404
+    `Drift event not found`) in `repoFullName` through the org's App installation: branch
+    `driftgate/drift/<eventId>`, changelog `.driftgate/changes/<eventId>.md`, the vendored
+    contract at `vendoredPath`, a draft pull request (201). The same event and repository
+    again answer the same record (200). Without App credentials the record is a stub with a
+    deterministic number. GitHub's refusals are 502 naming the cause; still running after
+    the wait: 202 with state `pending`. Product off: 202 `schemasync_disabled`."""
+    principal = call.principal_required
+    if service.PRODUCT not in principal.products:
+        disabled = service.SchemasyncDisabled(
+            message=f"the {service.PRODUCT} product is not enabled for this org"
+        )
+        return Reply(202, service.DraftPrAccepted(disabled))
+    row, created = service.request_draft_pr(
+        call.session, principal, call.body, call.settings, call.now
+    )
+    call.session.commit()
+    if row.state == "pending":
+        row = service.wait_for_draft_pr(call.database, row.id, service.MAX_WAIT)
+    if row.state == "failed":
+        raise UpstreamError(row.error or "GitHub refused the pull request", code="github_error")
+    if row.state == "pending":
+        return Reply(202, service.DraftPrAccepted(service.out(row)))
+    return Reply(201 if created else 200, service.out(row))
+
+
+@REGISTRY.route(
+    "GET",
+    "/v1/draftpr/draft-prs",
+    summary="List draft pull requests",
+    tag="draftpr",
+    responses={200: service.DraftPrList},
+)
+def list_draft_prs(call: Call) -> service.DraftPrList:
+    """The org's pull requests, newest first (at most 500)."""
+    return service.list_draft_prs(call.session, call.org_id)
+
+
+@REGISTRY.route(
+    "GET",
+    "/v1/draftpr/draft-prs/<draft_pr_id>",
+    summary="Show a draft pull request",
+    tag="draftpr",
+    responses={200: service.DraftPrOut},
+)
+def get_draft_pr(call: Call) -> service.DraftPrOut:
+    """One pull request record of the org."""
+    return service.out(service.get_draft_pr(call.session, call.org_id, call.path["draft_pr_id"]))
+
+
+@REGISTRY.route(
+    "POST",
+    "/v1/draftpr/draft-pr/merged",
+    summary="Record a merge by hand",
+    tag="draftpr",
+    body=service.MergedIn,
+    responses={200: service.MergedOut},
+    guards=(PRODUCT,),
+)
+def record_merged(call: Call) -> service.MergedOut:
+    """Records the merge of one of the org's pull requests: the event's contract becomes the
+    baseline, the incident resolves, the bound agents are unblocked (`agent.unblocked`).
+    Recording it twice changes nothing."""
+    row = service.get_draft_pr(call.session, call.org_id, call.body.draft_pr_id)
+    return service.record_merge(
+        call.session, call.principal_required, row, call.secret_box, call.now
+    )
+
+
+# -- installations -----------------------------------------------------------------------
+
+
+@REGISTRY.route(
+    "GET",
+    "/v1/draftpr/installations",
+    summary="GitHub App installations of the org",
+    tag="draftpr",
+    responses={200: service.InstallationList},
+)
+def list_installations(call: Call) -> service.InstallationList:
+    """The installations linked to the org, and the install link (when `github_app_slug` is
+    set) carrying a signed state that names the org."""
+    return service.list_installations(call.session, call.org_id, call.settings, call.secret_box)
+
+
+@REGISTRY.route(
+    "POST",
+    "/v1/draftpr/installations",
+    summary="Link an installation by its id",
+    tag="draftpr",
+    body=service.InstallationLinkIn,
+    responses={201: service.InstallationOut},
+    guards=(PRODUCT,),
+    errors=(502,),
+)
+def link_installation(call: Call) -> Reply:
+    """Links the App installation with this numeric id to the org, verified against the App's
+    installations (502 when GitHub does not know it)."""
+    link = service.link_installation(
+        call.session,
+        call.principal_required,
+        call.body.installation_id,
+        service.app_for(call.settings),
+        call.now,
+    )
+    return Reply(
+        201,
+        service.InstallationOut(
+            installation_id=link.installation_id,
+            account=link.account,
+            repository_selection=link.repository_selection,
+            status=link.status,
+            linked_at=link.linked_at,
+        ),
+    )
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/account/draftpr/github/callback",
+    summary="Return address of the App install flow",
+    tag="draftpr",
+    auth="none",
+    query=service.CallbackQuery,
+    responses={302: None},
+    errors=(401, 404, 502),
+)
+def install_callback(call: Call) -> Response:
+    """GitHub sends the installer here with `installation_id`, `setup_action` and the `state`
+    the install link carried; a valid, unexpired state links the installation to the org it
+    names (401 otherwise), then redirects to the console."""
+    query: service.CallbackQuery = call.query
+    raw_id = query.installation_id
+    service.link_from_install(
+        call.session,
+        call.secret_box,
+        query.state,
+        int(raw_id),
+        service.app_for(call.settings),
+        call.now,
+    )
+    return Response(status=302, headers={"Location": "/console/?installed=" + raw_id})
+
+
+@REGISTRY.route(
+    "POST",
+    "/v1/draftpr/github/webhook",
+    summary="GitHub App deliveries",
+    tag="draftpr",
+    auth="none",
+    responses={202: source_service.HookAccepted},
+    errors=(401,),
+)
+def github_app_webhook(call: Call) -> Reply:
+    """Verifies `X-Hub-Signature-256` with `github_webhook_secret` (401 otherwise), ignores a
+    repeated `X-GitHub-Delivery`, queues `pull_request` and `installation` events for the
+    controller and answers 202 at once; other events are acknowledged and ignored."""
+    body = call.read_body()
+    secret = call.settings.github_webhook_secret
+    source_service.verify_github_signature(
+        secret.get_secret_value() if secret else None, body, call.headers.get("X-Hub-Signature-256")
+    )
+    payload = read_json(body)
+    if not isinstance(payload, dict):
+        raise ValidationFailed("the webhook body must be a JSON object")
+    delivery = call.headers.get("X-GitHub-Delivery")
+    if source_service.seen_delivery(call.session, delivery, call.now):
+        return Reply(202, source_service.HookAccepted(queued=[], duplicate=True))
+    queued = service.queue_delivery(
+        call.session, delivery, call.headers.get("X-GitHub-Event"), payload, call.now
+    )
+    return Reply(202, source_service.HookAccepted(queued=["draftpr"] if queued else []))
