@@ -148,7 +148,14 @@ class GitHubApp:
         self, installation_id: int, method: str, path: str, body: Any = None
     ) -> JsonAnswer:
         token = self.installation_token(installation_id)
-        return self._send(method, path, f"Bearer {token}", body)
+        answer = self._send(method, path, f"Bearer {token}", body)
+        if answer.status == 401:
+            # A revoked token (the installation was removed or its token expired early):
+            # ask once for a new one, which says whether the installation is still there.
+            self.forget(installation_id)
+            token = self.installation_token(installation_id)
+            answer = self._send(method, path, f"Bearer {token}", body)
+        return answer
 
     def _raise_if_limited(self, answer: JsonAnswer) -> None:
         if answer.status not in (403, 429):
@@ -271,7 +278,7 @@ class GitHubApp:
                 self._raise_for(ref, f"repository {repo}")
         request = {"title": title, "head": branch, "base": base, "body": body, "draft": True}
         created = self._as_installation(installation_id, "POST", f"{where}/pulls", request)
-        refused = created.status == 422 and "draft" in _message(created).lower()
+        refused = created.status == 422 and "draft" in _errors_text(created).lower()
         if refused:
             request["draft"] = False
             created = self._as_installation(installation_id, "POST", f"{where}/pulls", request)
@@ -337,17 +344,12 @@ def _message(answer: JsonAnswer) -> str:
 
 
 def _errors_text(answer: JsonAnswer) -> str:
+    """A 422's message and the messages of its `errors` (where GitHub says what failed)."""
     if not isinstance(answer.body, dict):
         return ""
-    return (
-        " ".join(
-            str(e.get("message", ""))
-            for e in answer.body.get("errors") or []
-            if isinstance(e, dict)
-        )
-        + " "
-        + _message(answer)
-    )
+    errors = answer.body.get("errors") or []
+    said = [str(e.get("message", "")) for e in errors if isinstance(e, dict)]
+    return " ".join([_message(answer), *said])
 
 
 def _path(repo: str) -> str:

@@ -19,7 +19,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, RootModel, StringConstraints, model_validator
+from pydantic import Field, RootModel, StringConstraints, ValidationError, model_validator
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -31,7 +31,7 @@ from controller.diffs.explain import hint_of
 from controller.diffs.rules import CATALOG
 from controller.draftpr import changelog
 from controller.draftpr.github import FileChange, GitHubApp, GitHubError, RateLimited
-from controller.errors import Forbidden, NotFound, Unauthorized, UpstreamError
+from controller.errors import Forbidden, NotFound, Unauthorized, UpstreamError, ValidationFailed
 from controller.model.base import ApiModel, BodyBool, BodyInt, RequestModel
 from controller.runtime import bound_agents, unblock
 from controller.services import audit, orgs
@@ -631,6 +631,41 @@ def verify_state(box: SecretBox, token: str, now: datetime) -> str:
 # -- GitHub deliveries ---------------------------------------------------------------------
 
 
+class _Repository(ApiModel):
+    full_name: str
+
+
+class _Head(ApiModel):
+    ref: str
+
+
+class _PullRequest(ApiModel):
+    number: int
+    merged: bool = False
+    head: _Head
+
+
+class _InstallationRef(ApiModel):
+    id: int
+
+
+class PullRequestEvent(ApiModel):
+    """What driftgate reads of GitHub's `pull_request` delivery (the rest is ignored)."""
+
+    action: str
+    number: int
+    pull_request: _PullRequest
+    repository: _Repository
+    installation: _InstallationRef | None = None
+
+
+class InstallationEvent(ApiModel):
+    """What driftgate reads of GitHub's `installation` delivery."""
+
+    action: str
+    installation: _InstallationRef
+
+
 def queue_delivery(
     session: Session,
     delivery_id: str | None,
@@ -638,34 +673,37 @@ def queue_delivery(
     payload: dict[str, Any],
     now: datetime,
 ) -> bool:
-    """Queue a verified delivery for the controller (False for an event that is ignored)."""
-    if event not in ("pull_request", "installation"):
-        return False
+    """Queue a verified delivery for the controller (False for an event that is ignored); a
+    payload that is not shaped like GitHub's for its event is refused (400)."""
+    parsed: dict[str, Any]
+    try:
+        if event == "pull_request":
+            pull = PullRequestEvent.model_validate(payload)
+            parsed = {
+                "action": pull.action,
+                "number": pull.number,
+                "merged": pull.pull_request.merged,
+                "repo": pull.repository.full_name,
+                "headRef": pull.pull_request.head.ref,
+            }
+        elif event == "installation":
+            install = InstallationEvent.model_validate(payload)
+            parsed = {"action": install.action, "installationId": install.installation.id}
+        else:
+            return False
+    except ValidationError as exc:
+        raise ValidationFailed(
+            f"the {event} delivery is not shaped like GitHub's: {exc.errors()[0]['msg']}"
+        ) from None
     jobs.enqueue(
         session,
         kind=GITHUB_DELIVERY,
         key=f"{GITHUB_DELIVERY}:{delivery_id or now.isoformat()}",
         period="once",
         run_after=now,
-        payload={"event": event, "payload": _trimmed(event, payload)},
+        payload={"event": event, "payload": parsed},
     )
     return True
-
-
-def _trimmed(event: str, payload: dict[str, Any]) -> dict[str, Any]:
-    """Only what the job reads: a pull request's number, state and repository, or an
-    installation's id, of a delivery's action."""
-    pr = payload.get("pull_request") or {}
-    installation = payload.get("installation") or {}
-    repository = payload.get("repository") or {}
-    return {
-        "action": payload.get("action"),
-        "number": pr.get("number"),
-        "merged": bool(pr.get("merged")),
-        "repo": repository.get("full_name"),
-        "headRef": (pr.get("head") or {}).get("ref"),
-        "installationId": installation.get("id"),
-    }
 
 
 def run_delivery(database: Database, box: SecretBox, job: jobs.Claimed) -> None:

@@ -7,8 +7,6 @@ recorded and queued (202). See docs/draft-prs.md.
 
 from __future__ import annotations
 
-from flask import Response
-
 from controller.draftpr import service
 from controller.errors import UpstreamError, ValidationFailed
 from controller.services import sources as source_service
@@ -192,7 +190,7 @@ def link_installation(call: Call) -> Reply:
     responses={302: None},
     errors=(401, 404, 502),
 )
-def install_callback(call: Call) -> Response:
+def install_callback(call: Call) -> Reply:
     """GitHub sends the installer here with `installation_id`, `setup_action` and the `state`
     the install link carried; a valid, unexpired state links the installation to the org it
     names (401 otherwise), then redirects to the console."""
@@ -206,7 +204,7 @@ def install_callback(call: Call) -> Response:
         service.app_for(call.settings),
         call.now,
     )
-    return Response(status=302, headers={"Location": "/console/?installed=" + raw_id})
+    return Reply(302, headers={"Location": "/console/?installed=" + raw_id})
 
 
 @REGISTRY.route(

@@ -1,0 +1,603 @@
+"""Draft pull requests end to end: a real store, a real controller, a real app, and a loopback
+GitHub that checks the App's JWTs and tokens and validates every request and answer against
+GitHub's published REST description (tests/github_fake.py).
+
+The story: a watch drifts -> the drift webhook opens a draft pull request (branch, changelog,
+vendored contract, one commit) -> the same event again does nothing new -> GitHub's signed
+`pull_request` delivery says it was merged -> the contract is the new baseline, the incident
+is resolved and the bound agent runs again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import select, update
+
+from controller.crypto import load_secret_box
+from controller.draftpr import changelog
+from controller.draftpr import service as draftpr
+from controller.scheduler import Controller
+from controller.services import agents as agent_service
+from controller.services.auth import Principal
+from controller.settings import Settings
+from controller.store.db import Database
+from controller.store.models import (
+    Agent,
+    DraftPr,
+    DriftEvent,
+    GitHubInstallation,
+    Incident,
+    Job,
+    Org,
+    Watch,
+)
+from tests.conftest import OrgKey, make_settings
+from tests.github_fake import APP_ID, FakeGitHub, delivery, merge
+from tests.processes import wait_until
+from tests.servers import SpecServer
+from tests.specs import as_json, charges_spec
+
+HOOK_SECRET = "whsec-driftgate-test"
+INSTALLATION = 77
+REPO = "acme/payments-client"
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    fake = FakeGitHub()
+    fake.add_repository(REPO)
+    fake.add_repository("acme/no-drafts", allow_drafts=False)
+    fake.add_repository("acme/elsewhere")  # not selected for the installation
+    fake.add_installation(INSTALLATION, "acme", REPO, "acme/no-drafts")
+    fake.start()
+    yield fake
+    fake.stop()
+    assert fake.problems == []
+
+
+def app_settings(tmp_path: Path, database: Database, github: FakeGitHub | None) -> Settings:
+    extra: dict[str, Any] = {"github_webhook_secret": HOOK_SECRET}
+    if github is not None:
+        extra |= {
+            "github_app_id": APP_ID,
+            "github_app_private_key": github.private_pem,
+            "github_api_url": github.url,
+            "github_app_slug": "driftgate-test",
+        }
+    return make_settings(tmp_path, database_url=database.url, allow_private_targets=True, **extra)
+
+
+@pytest.fixture
+def gh_settings(tmp_path: Path, database: Database, github: FakeGitHub) -> Settings:
+    return app_settings(tmp_path, database, github)
+
+
+@pytest.fixture
+def gh_app(gh_settings: Settings, database: Database) -> Flask:
+    from web.app import create_app
+
+    return create_app(gh_settings, database=database)
+
+
+@pytest.fixture
+def gh_controller(gh_settings: Settings, database: Database) -> Iterator[Controller]:
+    running = Controller(
+        gh_settings, database, load_secret_box(gh_settings), concurrency=2, tick_seconds=0.2
+    )
+    running.start()
+    yield running
+    running.stop(grace=5)
+
+
+@pytest.fixture
+def org(make_org: Callable[..., OrgKey]) -> OrgKey:
+    return make_org("acme", "pro", products=("draftpr_repo",))
+
+
+def drifted(client: FlaskClient, who: OrgKey, server: SpecServer) -> tuple[str, str]:
+    """A watch checked twice: the second spec drops an endpoint (breaking). (watch, event)"""
+    url = server.set("/openapi.json", as_json(charges_spec()))
+    created = client.post(
+        "/api/watches", json={"name": "payments", "url": url}, headers=who.headers
+    )
+    assert created.status_code == 201, created.get_json()
+    watch_id = created.get_json()["id"]
+    first = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=who.headers)
+    assert first.status_code == 200, first.get_json()
+    server.set("/openapi.json", as_json(charges_spec(refunds=False)))
+    second = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=who.headers)
+    assert second.get_json()["watch"]["driftStatus"] == "drifted", second.get_json()
+    events = client.get(f"/api/drift?watchId={watch_id}", headers=who.headers).get_json()
+    return watch_id, events["events"][0]["id"]
+
+
+def webhook_body(watch_id: str, event_id: str, repo: str = REPO, **extra: Any) -> dict[str, Any]:
+    return {
+        "watchId": watch_id,
+        "driftEventId": event_id,
+        "repoFullName": repo,
+        "changes": [
+            {
+                "path": "/paths/~1v1~1refunds/get",
+                "severity": "breaking",
+                "message": "endpoint GET /v1/refunds removed",
+                "rule": "endpoint-removed",
+            },
+            {"path": "/info", "severity": "info", "summary": "description changed"},
+        ],
+        **extra,
+    }
+
+
+def signed(
+    payload: dict[str, Any], event: str, delivery_id: str, secret: str = HOOK_SECRET
+) -> dict[str, Any]:
+    body = json.dumps(payload).encode()
+    signature = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    return {
+        "data": body,
+        "headers": {
+            "X-Hub-Signature-256": signature,
+            "X-GitHub-Event": event,
+            "X-GitHub-Delivery": delivery_id,
+            "Content-Type": "application/json",
+        },
+    }
+
+
+def bind_agent(database: Database, who: OrgKey, watch_id: str) -> str:
+    """An agent under `production-guard` (kill_in_flight) bound to the watch before it drifts."""
+    with database.transaction() as session:
+        org = session.get_one(Org, who.org_id)
+        principal = Principal(
+            org.id, org.name, org.plan, frozenset(org.products), "api_key", who.key_id
+        )
+        watch = session.get_one(Watch, watch_id)
+        agent = agent_service.bind(
+            session, principal, "billing-bot", watch, policy="production-guard"
+        )
+        return agent.id
+
+
+def link(client: FlaskClient, who: OrgKey, installation: int = INSTALLATION) -> dict[str, Any]:
+    answer = client.post(
+        "/v1/draftpr/installations", json={"installationId": installation}, headers=who.headers
+    )
+    assert answer.status_code == 201, answer.get_json()
+    return answer.get_json()
+
+
+# -- the whole story -----------------------------------------------------------------------
+
+
+def test_drift_opens_a_draft_pull_request_and_its_merge_resolves_everything(
+    gh_app: Flask,
+    gh_controller: Controller,
+    github: FakeGitHub,
+    org: OrgKey,
+    server: SpecServer,
+    database: Database,
+) -> None:
+    client = gh_app.test_client()
+    linked = link(client, org)
+    assert linked["account"] == "acme" and linked["repositorySelection"] == "selected"
+    listed = client.get("/v1/draftpr/installations", headers=org.headers).get_json()
+    assert [i["installationId"] for i in listed["items"]] == [INSTALLATION]
+    assert listed["installUrl"].startswith(
+        f"{github.url}/apps/driftgate-test/installations/new?state="
+    )
+
+    url = server.set("/openapi.json", as_json(charges_spec()))
+    watch_id = client.post(
+        "/api/watches", json={"name": "payments", "url": url}, headers=org.headers
+    ).get_json()["id"]
+    assert (
+        client.post(f"/api/watches/{watch_id}/check?wait=30", headers=org.headers).status_code
+        == 200
+    )
+    agent_id = bind_agent(database, org, watch_id)
+    server.set("/openapi.json", as_json(charges_spec(refunds=False)))
+    checked = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=org.headers).get_json()
+    assert checked["watch"]["driftStatus"] == "drifted"
+    event_id = client.get(f"/api/drift?watchId={watch_id}", headers=org.headers).get_json()[
+        "events"
+    ][0]["id"]
+    with database.session() as session:
+        assert session.get_one(Agent, agent_id).runtime_state == "killed"
+
+    body = webhook_body(watch_id, event_id, vendoredPath="contracts/payments.json")
+    opened = client.post("/v1/draftpr/webhook", json=body, headers=org.headers)
+    assert opened.status_code == 201, opened.get_json()
+    pr = opened.get_json()
+    assert pr["state"] == "draft" and pr["stub"] is False and pr["draftRefused"] is False
+    assert pr["number"] == 1 and pr["url"] == f"https://github.example/{REPO}/pull/1"
+    assert pr["branch"] == f"driftgate/drift/{event_id}"
+    assert (pr["watchId"], pr["driftEventId"], pr["repoFullName"]) == (watch_id, event_id, REPO)
+
+    repo = github.repositories[REPO]
+    files = repo.files(pr["branch"])
+    log = files[f".driftgate/changes/{event_id}.md"]
+    assert "| breaking | endpoint-removed | `/paths/~1v1~1refunds/get` |" in log
+    assert "`update_client_schema`" in log  # the agentAction of the rule
+    assert json.loads(files["contracts/payments.json"]) == charges_spec(refunds=False)
+    assert files["README.md"] == f"# {REPO}\n"  # the default branch's tree is kept
+    commit = repo.commits[repo.refs[pr["branch"]]]
+    assert commit["parents"] == [repo.refs["main"]]  # one commit on the default branch
+    assert repo.pulls[0]["draft"] is True and repo.pulls[0]["base"] == "main"
+
+    # The same event again: the same record, nothing new on GitHub.
+    calls = len(github.calls)
+    again = client.post("/v1/draftpr/webhook", json=body, headers=org.headers)
+    assert again.status_code == 200 and again.get_json()["draftPrId"] == pr["draftPrId"]
+    assert len(github.calls) == calls and len(repo.pulls) == 1
+    shown = client.get(f"/v1/draftpr/draft-prs/{pr['draftPrId']}", headers=org.headers).get_json()
+    assert shown == again.get_json()
+    assert [
+        p["draftPrId"]
+        for p in client.get("/v1/draftpr/draft-prs", headers=org.headers).get_json()["items"]
+    ] == [pr["draftPrId"]]
+
+    # Merged on GitHub: the signed delivery is queued (202) and handled by the controller.
+    merge(github, REPO, 1)
+    payload = delivery(github, "pull_request", "closed", REPO, number=1, installation=INSTALLATION)
+    hooked = client.post("/v1/draftpr/github/webhook", **signed(payload, "pull_request", "d-1"))
+    assert hooked.status_code == 202 and hooked.get_json() == {
+        "queued": ["draftpr"],
+        "duplicate": False,
+    }
+
+    def merged() -> bool:
+        return (
+            client.get(f"/v1/draftpr/draft-prs/{pr['draftPrId']}", headers=org.headers).get_json()[
+                "state"
+            ]
+            == "merged"
+        )
+
+    wait_until(merged, timeout=15)
+    with database.session() as session:
+        watch = session.get_one(Watch, watch_id)
+        event = session.get_one(DriftEvent, event_id)
+        assert watch.baseline_snapshot_id == event.snapshot_id
+        assert watch.drift_status != "drifted"
+        incidents = list(session.scalars(select(Incident).where(Incident.watch_id == watch_id)))
+        assert incidents and all(i.status == "resolved" for i in incidents)
+        assert session.get_one(Agent, agent_id).runtime_state == "running"
+        assert session.get_one(Agent, agent_id).runtime_reason == "unblocked"
+    duplicate = client.post("/v1/draftpr/github/webhook", **signed(payload, "pull_request", "d-1"))
+    assert duplicate.status_code == 202 and duplicate.get_json()["duplicate"] is True
+
+
+# -- refusals ------------------------------------------------------------------------------
+
+
+def test_with_the_product_off_the_webhook_is_accepted_and_does_nothing(
+    gh_app: Flask, make_org: Callable[..., OrgKey], github: FakeGitHub
+) -> None:
+    client = gh_app.test_client()
+    plain = make_org("plain", "pro")
+    answer = client.post("/v1/draftpr/webhook", json=webhook_body("w", "e"), headers=plain.headers)
+    assert answer.status_code == 202
+    assert answer.get_json()["code"] == "schemasync_disabled"
+    merged = client.post(
+        "/v1/draftpr/draft-pr/merged", json={"draftPrId": "x"}, headers=plain.headers
+    )
+    assert (
+        merged.status_code == 403 and merged.get_json()["error"] == "PRODUCT_REQUIRED: draftpr_repo"
+    )
+    linked = client.post(
+        "/v1/draftpr/installations", json={"installationId": 1}, headers=plain.headers
+    )
+    assert linked.status_code == 403
+    assert github.calls == []
+
+
+def test_an_event_of_another_watch_or_org_is_not_found(
+    gh_app: Flask,
+    gh_controller: Controller,
+    org: OrgKey,
+    make_org: Callable[..., OrgKey],
+    server: SpecServer,
+) -> None:
+    client = gh_app.test_client()
+    watch_id, event_id = drifted(client, org, server)
+    other = client.post(
+        "/api/watches",
+        json={"name": "other", "url": server.url("/openapi.json")},
+        headers=org.headers,
+    ).get_json()["id"]
+    for body, who in (
+        (webhook_body(other, event_id), org),
+        (webhook_body(watch_id, "no-such-event"), org),
+        (webhook_body(watch_id, event_id), make_org("intruder", "pro", products=("draftpr_repo",))),
+    ):
+        answer = client.post("/v1/draftpr/webhook", json=body, headers=who.headers)
+        assert answer.status_code == 404 and answer.get_json()["message"] == "Drift event not found"
+
+
+def test_github_refusals_are_502_naming_the_cause(
+    gh_app: Flask,
+    gh_controller: Controller,
+    github: FakeGitHub,
+    org: OrgKey,
+    server: SpecServer,
+    database: Database,
+) -> None:
+    client = gh_app.test_client()
+    link(client, org)
+    watch_id, event_id = drifted(client, org, server)
+    inaccessible = client.post(
+        "/v1/draftpr/webhook",
+        json=webhook_body(watch_id, event_id, "acme/elsewhere"),
+        headers=org.headers,
+    )
+    assert inaccessible.status_code == 502, inaccessible.get_json()
+    assert "acme/elsewhere is not accessible" in inaccessible.get_json()["message"]
+    # The App was uninstalled since it was linked.
+    del github.installations[INSTALLATION]
+    gone = client.post(
+        "/v1/draftpr/webhook", json=webhook_body(watch_id, event_id), headers=org.headers
+    )
+    assert gone.status_code == 502
+    assert f"installation {INSTALLATION} is gone" in gone.get_json()["message"]
+    with database.session() as session:
+        states = {r.repo_full_name: r.state for r in session.scalars(select(DraftPr))}
+    assert states == {"acme/elsewhere": "failed", REPO: "failed"}
+    assert not any(t.startswith("ghs_") for t in json.dumps(gone.get_json()).split('"'))
+
+
+def test_a_repository_that_refuses_drafts_gets_a_labelled_pull_request(
+    gh_app: Flask, gh_controller: Controller, github: FakeGitHub, org: OrgKey, server: SpecServer
+) -> None:
+    client = gh_app.test_client()
+    link(client, org)
+    watch_id, event_id = drifted(client, org, server)
+    answer = client.post(
+        "/v1/draftpr/webhook",
+        json=webhook_body(watch_id, event_id, "acme/no-drafts"),
+        headers=org.headers,
+    )
+    assert answer.status_code == 201, answer.get_json()
+    pr = answer.get_json()
+    assert pr["state"] == "open" and pr["draftRefused"] is True
+    repo = github.repositories["acme/no-drafts"]
+    assert repo.pulls[0]["draft"] is False
+    assert repo.labels[1] == [changelog.DRAFT_LABEL]
+
+
+def test_a_rate_limit_queues_a_later_try(
+    gh_app: Flask,
+    gh_settings: Settings,
+    github: FakeGitHub,
+    org: OrgKey,
+    server: SpecServer,
+    database: Database,
+) -> None:
+    client = gh_app.test_client()
+    link(client, org)
+    controller = Controller(
+        gh_settings, database, load_secret_box(gh_settings), concurrency=1, tick_seconds=0.2
+    )
+    controller.start()
+    try:
+        watch_id, event_id = drifted(client, org, server)
+        github.rate_limited = 1
+        body = webhook_body(watch_id, event_id)
+        # The first try meets the limit; the record stays pending with a later job queued.
+        with database.transaction() as session:
+            principal_org = session.get_one(Org, org.org_id)
+            principal = Principal(
+                org.org_id,
+                principal_org.name,
+                principal_org.plan,
+                frozenset(principal_org.products),
+                "api_key",
+                org.key_id,
+            )
+            row, _ = draftpr.request_draft_pr(
+                session,
+                principal,
+                draftpr.DraftPrWebhookIn.model_validate(body),
+                gh_settings,
+                datetime.now(UTC),
+            )
+            row_id = row.id
+
+        def retried() -> bool:
+            with database.session() as session:
+                later = session.scalars(
+                    select(Job).where(Job.key == f"draft_pr:{row_id}", Job.period != "open")
+                ).all()
+                return bool(later)
+
+        wait_until(retried, timeout=15)
+        with database.session() as session:
+            later = session.scalars(
+                select(Job).where(Job.key == f"draft_pr:{row_id}", Job.period != "open")
+            ).one()
+            assert later.status == "queued"
+            assert later.run_after > datetime.now(UTC) + timedelta(seconds=10)
+            assert session.get_one(DraftPr, row_id).state == "pending"
+        # When the wait is over, the later job opens it.
+        with database.transaction() as session:
+            session.execute(
+                update(Job).where(Job.id == later.id).values(run_after=datetime.now(UTC))
+            )
+        wait_until(
+            lambda: draftpr.wait_for_draft_pr(database, row_id, 0).state == "draft", timeout=15
+        )
+    finally:
+        controller.stop(grace=5)
+
+
+def test_without_app_credentials_pull_requests_are_stubs(
+    tmp_path: Path, database: Database, org: OrgKey, server: SpecServer
+) -> None:
+    from web.app import create_app
+
+    settings = app_settings(tmp_path, database, None)
+    client = create_app(settings, database=database).test_client()
+    controller = Controller(
+        settings, database, load_secret_box(settings), concurrency=1, tick_seconds=0.2
+    )
+    controller.start()
+    try:
+        watch_id, event_id = drifted(client, org, server)
+    finally:
+        controller.stop(grace=5)
+    answer = client.post(
+        "/v1/draftpr/webhook", json=webhook_body(watch_id, event_id), headers=org.headers
+    )
+    assert answer.status_code == 201, answer.get_json()
+    pr = answer.get_json()
+    assert pr["stub"] is True and pr["state"] == "draft"
+    assert pr["number"] == changelog.stub_number(event_id, REPO)
+    assert (
+        client.post(
+            "/v1/draftpr/webhook", json=webhook_body(watch_id, event_id), headers=org.headers
+        ).get_json()["number"]
+        == pr["number"]
+    )
+    merged = client.post(
+        "/v1/draftpr/draft-pr/merged", json={"draftPrId": pr["draftPrId"]}, headers=org.headers
+    )
+    assert merged.status_code == 200, merged.get_json()
+    assert (
+        merged.get_json()["draftPr"]["state"] == "merged"
+        and merged.get_json()["incidentResolved"] is True
+    )
+
+
+# -- GitHub's side -------------------------------------------------------------------------
+
+
+def test_deliveries_are_verified_and_installation_events_mark_links(
+    gh_app: Flask, gh_controller: Controller, github: FakeGitHub, org: OrgKey, database: Database
+) -> None:
+    client = gh_app.test_client()
+    link(client, org)
+    payload = delivery(github, "installation", "deleted", REPO, installation=INSTALLATION)
+    forged = signed(payload, "installation", "d-9", secret="not-the-secret")
+    assert client.post("/v1/draftpr/github/webhook", **forged).status_code == 401
+    unsigned = client.post(
+        "/v1/draftpr/github/webhook", json=payload, headers={"X-GitHub-Event": "installation"}
+    )
+    assert unsigned.status_code == 401
+    with database.session() as session:
+        assert session.scalars(select(Job).where(Job.kind == "github_delivery")).all() == []
+    ping = client.post("/v1/draftpr/github/webhook", **signed({"zen": "hi"}, "ping", "d-8"))
+    assert ping.status_code == 202 and ping.get_json()["queued"] == []
+    bad = client.post(
+        "/v1/draftpr/github/webhook", **signed({"action": "closed"}, "pull_request", "d-7")
+    )
+    assert bad.status_code == 400
+    answer = client.post("/v1/draftpr/github/webhook", **signed(payload, "installation", "d-10"))
+    assert answer.status_code == 202
+
+    def marked() -> bool:
+        with database.session() as session:
+            return session.scalars(select(GitHubInstallation)).one().status == "deleted"
+
+    wait_until(marked, timeout=15)
+
+
+def test_the_install_flow_links_the_org_its_signed_state_names(
+    gh_app: Flask, gh_settings: Settings, github: FakeGitHub, org: OrgKey, database: Database
+) -> None:
+    client = gh_app.test_client()
+    box = load_secret_box(gh_settings)
+    state = draftpr.sign_state(box, org.org_id, datetime.now(UTC))
+    back = client.get(
+        f"/api/account/draftpr/github/callback?installation_id={INSTALLATION}&setup_action=install&state={state}"
+    )
+    assert back.status_code == 302 and back.headers["Location"].endswith(
+        f"installed={INSTALLATION}"
+    )
+    with database.session() as session:
+        assert [
+            (i.org_id, i.installation_id, i.account)
+            for i in session.scalars(select(GitHubInstallation))
+        ] == [(org.org_id, INSTALLATION, "acme")]
+    expired = draftpr.sign_state(box, org.org_id, datetime.now(UTC) - timedelta(hours=2))
+    forged = state[:-4] + ("AAAA" if not state.endswith("AAAA") else "BBBB")
+    for token in (expired, forged, "garbage"):
+        refused = client.get(
+            f"/api/account/draftpr/github/callback?installation_id=5&state={token}"
+        )
+        assert refused.status_code == 401, token
+    unknown = client.post(
+        "/v1/draftpr/installations", json={"installationId": 999}, headers=org.headers
+    )
+    assert unknown.status_code == 502 and "999" in unknown.get_json()["message"]
+
+
+# -- overlay products ----------------------------------------------------------------------
+
+
+def test_products_are_listed_and_toggled_by_the_org(
+    client: FlaskClient, make_org: Callable[..., OrgKey], database: Database, tmp_path: Path
+) -> None:
+    paid = make_org("paid", "team")
+    listed = client.get("/api/org/products", headers=paid.headers).get_json()
+    assert listed == {
+        "plan": "team",
+        "canEnable": True,
+        "products": [
+            {"product": "replay_cloud", "enabled": False},
+            {"product": "draftpr_repo", "enabled": False},
+            {"product": "toolmanifest_org", "enabled": False},
+        ],
+    }
+    on = client.put("/api/org/products/draftpr_repo", json={"enabled": True}, headers=paid.headers)
+    assert on.status_code == 200
+    assert [p["product"] for p in on.get_json()["products"] if p["enabled"]] == ["draftpr_repo"]
+    # The key's cached products follow at once: the product-gated call is allowed now.
+    assert (
+        client.post(
+            "/v1/draftpr/draft-pr/merged", json={"draftPrId": "nope"}, headers=paid.headers
+        ).status_code
+        == 404
+    )
+    free = make_org("freebie", "free")
+    refused = client.put(
+        "/api/org/products/replay_cloud", json={"enabled": True}, headers=free.headers
+    )
+    assert refused.status_code == 403 and "free plan" in refused.get_json()["message"]
+    assert (
+        client.put(
+            "/api/org/products/nope", json={"enabled": True}, headers=paid.headers
+        ).status_code
+        == 404
+    )
+    assert (
+        client.put(
+            "/api/org/products/replay_cloud", json={"enabled": "yes"}, headers=paid.headers
+        ).status_code
+        == 400
+    )
+
+
+def test_state_tokens_and_stub_numbers_are_stable() -> None:
+    assert changelog.stub_number("e1", "a/b") == changelog.stub_number("e1", "A/B")
+    assert changelog.stub_number("e1", "a/b") != changelog.stub_number("e2", "a/b")
+    assert 1000 <= changelog.stub_number(str(uuid.uuid4()), "x/y") < 100000
+    lines = [
+        changelog.ChangeLine("info", "/a|b", "x | y"),
+        changelog.ChangeLine("breaking", "/z", "gone", "endpoint-removed"),
+    ]
+    text = changelog.render_changelog(
+        watch_name="w", watch_url="https://v/x", event_id="e", changes=lines, link=None
+    )
+    rows = [line for line in text.splitlines() if line.startswith("| ")][1:]
+    assert rows[0].startswith("| breaking | endpoint-removed |") and "\\|" in rows[1]
