@@ -36,6 +36,7 @@ pytest: $(VENV)/.installed
 generate: $(VENV)/.installed
 	$(BIN)/python -m controller.configschema
 	$(BIN)/python -m tests.diffs.gen_rules_doc
+	$(BIN)/python -m tests.gen_lint_doc
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

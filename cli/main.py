@@ -40,6 +40,7 @@ COMMANDS = {
     "watches": "cli.commands.watches:watches",
     "drift": "cli.commands.watches:drift",
     "demo": "cli.commands.demo:demo",
+    "draftpr": "cli.commands.draftpr:draftpr",
 }
 
 

@@ -2,7 +2,8 @@
 
 - `notify`: nothing of its own; alerts go to the org's destinations whatever the policy
   lists (`controller.events.outbox` decides by severity).
-- `draft_pr`: accepted and kept in the policy; no effect yet.
+- `draft_pr`: when a bound watch turns drifted, the drift event's pull request is queued in
+  the agent's `repoRef` repository (`controller.draftpr.service` attaches it).
 - `block_new_runs`: preflight blocks the agent on breaking drift (`policy_block:<action>`,
   HTTP 409).
 - `kill_in_flight`: blocks new runs too, and when a bound watch turns drifted the agent is
@@ -12,7 +13,8 @@ Each name is a `PolicyAction` in the `ACTIONS` registry. Its `blocks_new_runs` i
 pure run gate (`controller.policy`), so this module imports nothing with I/O. Its `on_drift`
 effect, run by `controller.runtime.on_drift` for every bound agent when a watch turns
 drifted, does I/O and is attached from above: `controller.runtime` attaches the kill to
-`kill_in_flight`. A new action (or `draft_pr`'s effect) is one more `register`/`attach`.
+`kill_in_flight`, `controller.draftpr.service` the pull request to `draft_pr`. A new action
+is one more `register`/`attach`.
 """
 
 from __future__ import annotations

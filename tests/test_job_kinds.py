@@ -49,12 +49,13 @@ def run_dispatched(controller: Controller) -> int:
     return claimed
 
 
-def test_the_controller_registers_check_and_reconcile(idle: Controller) -> None:
-    assert [kind.name for kind in idle.kinds] == [jobs.CHECK, jobs.RECONCILE]
-    assert jobs.CHECK in idle.kinds and "draft_pr" not in idle.kinds
+def test_the_controller_registers_its_kinds(idle: Controller) -> None:
+    names = [kind.name for kind in idle.kinds]
+    assert names == [jobs.CHECK, jobs.RECONCILE, "draft_pr", "github_delivery"]
+    assert jobs.CHECK in idle.kinds and "replay" not in idle.kinds
     # Without sources configured a reconcile is never claimed, as before the registry.
     assert not idle.settings.sources
-    assert idle.kinds.claimed() == (jobs.CHECK,)
+    assert idle.kinds.claimed() == (jobs.CHECK, "draft_pr", "github_delivery")
 
 
 def test_claimed_kinds_follow_each_kinds_own_answer() -> None:
@@ -93,13 +94,13 @@ def test_a_registered_kind_is_claimed_prepared_and_run(
         ran.append((job.key, prepared[job.key]))
         jobs.finish(database, job, NOW, result={"n": job.payload["n"]})
 
-    idle.kinds.register(jobs.JobKind("draft_pr", run=run, prepare=prepare))
-    first = queue(database, "draft_pr", "draft_pr:a", {"n": 1})
-    second = queue(database, "draft_pr", "draft_pr:b", {"n": 2})
+    idle.kinds.register(jobs.JobKind("sample", run=run, prepare=prepare))
+    first = queue(database, "sample", "sample:a", {"n": 1})
+    second = queue(database, "sample", "sample:b", {"n": 2})
 
     assert run_dispatched(idle) == 2
-    assert batches == [["draft_pr:a", "draft_pr:b"]]  # one read for the claimed batch
-    assert sorted(ran) == [("draft_pr:a", "read:1"), ("draft_pr:b", "read:2")]
+    assert batches == [["sample:a", "sample:b"]]  # one read for the claimed batch
+    assert sorted(ran) == [("sample:a", "read:1"), ("sample:b", "read:2")]
     with database.session() as session:
         finished = {job_id: session.get(Job, job_id) for job_id in (first, second)}
         assert {job_id: (job.status, job.result) for job_id, job in finished.items() if job} == {

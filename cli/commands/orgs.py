@@ -82,6 +82,21 @@ orgs.command("disable-product", help="Disable an overlay product for an org.")(
 )
 
 
+@orgs.command("products")
+@click.argument("name")
+@click.pass_obj
+def orgs_products(obj: Context, name: str) -> None:
+    """An org's overlay products, on or off (paid plans can enable them)."""
+    from controller.services import orgs as service
+
+    with obj.transaction() as session:
+        org = service.get_org(session, name)
+        for product in PRODUCTS:
+            click.echo(f"{product}\t{'on' if product in org.products else 'off'}")
+        if not service.plan_at_least(org.plan, "pro"):
+            click.echo(f"(org {org.name} is on the free plan: products cannot be enabled)")
+
+
 @orgs.command("webhook-secret")
 @click.argument("name")
 @click.option(

@@ -7,54 +7,14 @@ error answer (its message and code on one line)."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
 import click
-import httpx
 
 from cli import api
-from cli.common import fail, options
-
-output_format = click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text: a table for people; json: the server's answer.",
-)
-server_command = options(api.server_options, output_format)
-
-
-@contextmanager
-def _server(url: str | None, key: str | None) -> Iterator[httpx.Client]:
-    """A client of the server; any API error ends the command with exit code 2."""
-    http = api.client(url, key)
-    try:
-        with http:
-            yield http
-    except api.ApiError as exc:
-        fail(str(exc))
-
-
-def _emit(document: Any, output_format: str, text: Callable[[Any], Sequence[str]]) -> None:
-    if output_format == "json":
-        click.echo(json.dumps(document, indent=2))
-        return
-    for line in text(document):
-        click.echo(line)
-
-
-def _table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> list[str]:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    return [
-        "  ".join(str(cell).ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
-        for row in [header, *rows]
-    ]
+from cli.remote import emit, server, server_command, table
 
 
 def _watch_rows(watches: Sequence[dict[str, Any]]) -> list[str]:
@@ -69,7 +29,7 @@ def _watch_rows(watches: Sequence[dict[str, Any]]) -> list[str]:
         )
         for w in watches
     ]
-    return _table(rows, ("ID", "NAME", "TYPE", "STATUS", "LAST CHECK", "URL"))
+    return table(rows, ("ID", "NAME", "TYPE", "STATUS", "LAST CHECK", "URL"))
 
 
 def _watch_text(watch: dict[str, Any]) -> list[str]:
@@ -112,7 +72,7 @@ def watches_list(
 ) -> None:
     """List the org's watches (every page)."""
     found: list[dict[str, Any]] = []
-    with _server(url, api_key) as http:
+    with server(url, api_key) as http:
         cursor: str | None = None
         while True:
             params: dict[str, Any] = {"limit": 200, "tag": list(tags)}
@@ -125,7 +85,7 @@ def watches_list(
             cursor = page.get("nextCursor")
             if not cursor:
                 break
-    _emit({"watches": found}, output_format, lambda d: _watch_rows(d["watches"]))
+    emit({"watches": found}, output_format, lambda d: _watch_rows(d["watches"]))
 
 
 @watches.command("create")
@@ -163,9 +123,9 @@ def watches_create(
         body["intervalMinutes"] = interval
     if headers:
         body["headers"] = dict(_header(value) for value in headers)
-    with _server(url, api_key) as http:
+    with server(url, api_key) as http:
         created = api.call(http, "POST", "/api/watches", json=body)
-    _emit(created, output_format, _watch_text)
+    emit(created, output_format, _watch_text)
 
 
 def _header(value: str) -> tuple[str, str]:
@@ -180,7 +140,7 @@ def _header(value: str) -> tuple[str, str]:
 @server_command
 def watches_show(watch: str, url: str | None, api_key: str | None, output_format: str) -> None:
     """A watch (by id or name) with its preflight reasons and its last drift event."""
-    with _server(url, api_key) as http:
+    with server(url, api_key) as http:
         status = api.call(http, "GET", f"/api/watches/{api.watch_id(http, watch)}/status")
 
     def text(document: dict[str, Any]) -> list[str]:
@@ -195,7 +155,7 @@ def watches_show(watch: str, url: str | None, api_key: str | None, output_format
             lines += _change_lines(event.get("changes") or [], "    ")
         return lines
 
-    _emit(status, output_format, text)
+    emit(status, output_format, text)
 
 
 @watches.command("check")
@@ -213,7 +173,7 @@ def watches_check(
     watch: str, wait: float, url: str | None, api_key: str | None, output_format: str
 ) -> None:
     """Check a watch now (by id or name) and show the outcome."""
-    with _server(url, api_key) as http:
+    with server(url, api_key) as http:
         watch_id = api.watch_id(http, watch)
         answer = api.call(http, "POST", f"/api/watches/{watch_id}/check", params={"wait": wait})
 
@@ -222,17 +182,17 @@ def watches_check(
             return [f"check {document['jobId']} {document['status']}: not finished yet"]
         return [f"check {document['jobId']} {document['status']}", *_watch_text(document["watch"])]
 
-    _emit(answer, output_format, text)
+    emit(answer, output_format, text)
 
 
 def _watch_action(action: str, summary: str) -> click.Command:
     @click.argument("watch")
     @server_command
     def command(watch: str, url: str | None, api_key: str | None, output_format: str) -> None:
-        with _server(url, api_key) as http:
+        with server(url, api_key) as http:
             watch_id = api.watch_id(http, watch)
             changed = api.call(http, "POST", f"/api/watches/{watch_id}/{action}")
-        _emit(changed, output_format, _watch_text)
+        emit(changed, output_format, _watch_text)
 
     command.__doc__ = summary
     return watches.command(action)(command)
@@ -250,11 +210,11 @@ def watches_baseline(
     watch: str, reason: str, url: str | None, api_key: str | None, output_format: str
 ) -> None:
     """Accept the last fetched contract as the baseline; resolves the open incident."""
-    with _server(url, api_key) as http:
+    with server(url, api_key) as http:
         watch_id = api.watch_id(http, watch)
         path = f"/api/watches/{watch_id}/baseline"
         accepted = api.call(http, "POST", path, json={"reason": reason})
-    _emit(accepted, output_format, _watch_text)
+    emit(accepted, output_format, _watch_text)
 
 
 @watches.command("delete")
@@ -262,7 +222,7 @@ def watches_baseline(
 @api.server_options
 def watches_delete(watch: str, url: str | None, api_key: str | None) -> None:
     """Delete a watch (by id or name); git-managed watches are refused."""
-    with _server(url, api_key) as http:
+    with server(url, api_key) as http:
         watch_id = api.watch_id(http, watch)
         api.call(http, "DELETE", f"/api/watches/{watch_id}")
     click.echo(f"deleted watch {watch} ({watch_id})")
@@ -281,7 +241,7 @@ def drift_list(
     watch: str | None, limit: int, url: str | None, api_key: str | None, output_format: str
 ) -> None:
     """The newest drift events, newest first."""
-    with _server(url, api_key) as http:
+    with server(url, api_key) as http:
         params: dict[str, Any] = {"limit": limit}
         if watch:
             params["watchId"] = api.watch_id(http, watch)
@@ -297,9 +257,9 @@ def drift_list(
             )
             for e in document.get("events", [])
         ]
-        return _table(rows, ("ID", "DETECTED", "WATCH", "CHANGES"))
+        return table(rows, ("ID", "DETECTED", "WATCH", "CHANGES"))
 
-    _emit(page, output_format, text)
+    emit(page, output_format, text)
 
 
 def _counts(counts: dict[str, int]) -> str:
@@ -314,7 +274,7 @@ def _counts(counts: dict[str, int]) -> str:
 @server_command
 def drift_show(event_id: str, url: str | None, api_key: str | None, output_format: str) -> None:
     """One drift event with every change."""
-    with _server(url, api_key) as http:
+    with server(url, api_key) as http:
         event = api.call(http, "GET", f"/api/drift/events/{quote(event_id, safe='')}")
 
     def text(document: dict[str, Any]) -> list[str]:
@@ -324,7 +284,7 @@ def drift_show(event_id: str, url: str | None, api_key: str | None, output_forma
         ]
         return lines + _change_lines(document.get("changes", []), "  ")
 
-    _emit(event, output_format, text)
+    emit(event, output_format, text)
 
 
 def _change_lines(changes: Sequence[dict[str, Any]], indent: str) -> list[str]:

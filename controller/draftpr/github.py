@@ -229,18 +229,21 @@ class GitHubApp:
         title: str,
         body: str,
         label: str,
+        base: str | None = None,
     ) -> PullRequest:
-        """Make (or find) `branch` with one commit of `files` on the default branch, and a
-        draft pull request from it (or find the one already open). A repository that refuses
-        drafts gets a normal pull request labelled `label`."""
+        """Make (or find) `branch` with one commit of `files` on `base` (default: the
+        repository's default branch), and a draft pull request from it into `base` (or find
+        the one already made). A repository that refuses drafts gets a normal pull request
+        labelled `label`."""
         owner = repo.split("/", 1)[0]
         where = f"/repos/{_path(repo)}"
         found = self._find_pull(installation_id, repo, owner, branch)
         if found is not None:
             return found
-        info = self._as_installation(installation_id, "GET", where)
-        self._raise_for(info, f"repository {repo}")
-        base = str(info.body["default_branch"])
+        if base is None:
+            info = self._as_installation(installation_id, "GET", where)
+            self._raise_for(info, f"repository {repo}")
+            base = str(info.body["default_branch"])
         head = self._ref(installation_id, repo, branch)
         if head is None:
             parent = self._ref(installation_id, repo, base)

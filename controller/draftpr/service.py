@@ -19,19 +19,28 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, RootModel, StringConstraints, ValidationError, model_validator
+from pydantic import Field, RootModel, StringConstraints, ValidationError
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from controller import jobs
-from controller.checks import decode_snapshot
+from controller.actions import ACTIONS, Drift
+from controller.actions import DRAFT_PR as DRAFT_PR_ACTION
+from controller.checks import decode_changes, decode_snapshot
 from controller.crypto import SecretBox
 from controller.diffs.explain import hint_of
 from controller.diffs.rules import CATALOG
-from controller.draftpr import changelog
+from controller.draftpr import changelog, lint
 from controller.draftpr.github import FileChange, GitHubApp, GitHubError, RateLimited
-from controller.errors import Forbidden, NotFound, Unauthorized, UpstreamError, ValidationFailed
+from controller.errors import (
+    Forbidden,
+    NotFound,
+    Unauthorized,
+    Unprocessable,
+    UpstreamError,
+    ValidationFailed,
+)
 from controller.model.base import ApiModel, BodyBool, BodyInt, RequestModel
 from controller.runtime import bound_agents, unblock
 from controller.services import audit, orgs
@@ -41,11 +50,20 @@ from controller.services.orgs import PRODUCTS, plan_at_least
 from controller.settings import Settings
 from controller.sources.http import configured_client
 from controller.store.db import Database
-from controller.store.models import DraftPr, DriftEvent, GitHubInstallation, Org, Snapshot, Watch
+from controller.store.models import (
+    Agent,
+    DraftPr,
+    DriftEvent,
+    GitHubInstallation,
+    Org,
+    Snapshot,
+    Watch,
+)
 
 DRAFT_PR = "draft_pr"
 GITHUB_DELIVERY = "github_delivery"
 PRODUCT = "draftpr_repo"
+LINT_PRODUCT = "toolmanifest_org"
 STATE_TTL = timedelta(hours=1)
 STATE_PURPOSE = "draftpr install state"
 MAX_WAIT = 25.0
@@ -54,7 +72,7 @@ RepoName = Annotated[
     str, StringConstraints(max_length=200, pattern=r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
 ]
 ObjectId = Annotated[str, StringConstraints(max_length=64, pattern=r"^[A-Za-z0-9._:-]{1,64}$")]
-Text = Annotated[str, StringConstraints(max_length=2000)]
+Text = Annotated[str, StringConstraints(max_length=1000)]
 FilePath = Annotated[
     str, StringConstraints(max_length=500, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.@+/-]{0,499}$")
 ]
@@ -69,12 +87,6 @@ class DraftPrChangeIn(RequestModel):
     summary: Text | None = None
     rule: Annotated[str, StringConstraints(max_length=200)] | None = None
 
-    @model_validator(mode="after")
-    def _text(self) -> DraftPrChangeIn:
-        if self.message is None and self.summary is None:
-            raise ValueError("each change needs a message (or summary)")
-        return self
-
 
 class DraftPrWebhookIn(RequestModel):
     """Body of `POST /v1/draftpr/webhook` (SPEC.md: Draft-PR drift webhook body)."""
@@ -86,19 +98,27 @@ class DraftPrWebhookIn(RequestModel):
         description="numeric id of the GitHub App installation; default: the org's only one",
     )
     repo_full_name: RepoName = Field(description="owner/repository")
-    changes: list[DraftPrChangeIn] = Field(default_factory=list, max_length=5000)
+    # Bounded so the largest valid body stays under the default request size limit (1 MB).
+    changes: list[DraftPrChangeIn] = Field(default_factory=list, max_length=250)
     vendored_path: FilePath | None = Field(
         default=None,
         description="a copy of the contract in the repository, rewritten to the new contract "
         "in the same commit",
     )
 
-    @model_validator(mode="after")
-    def _inside(self) -> DraftPrWebhookIn:
-        path = self.vendored_path
-        if path is not None and (".." in path.split("/") or "//" in path or path.endswith("/")):
-            raise ValueError("vendoredPath must be a file path inside the repository")
-        return self
+
+class LintFindingOut(ApiModel):
+    rule: str
+    severity: str
+    tool: str
+    message: str
+
+
+class ToolManifestLintOut(ApiModel):
+    """Tool-manifest lint of the after tool list (`toolmanifest_org`, MCP watches)."""
+
+    findings: list[LintFindingOut]
+    commented: bool = Field(description="posted on the pull request as a comment")
 
 
 class DraftPrOut(ApiModel):
@@ -118,6 +138,10 @@ class DraftPrOut(ApiModel):
     error: str | None
     created_at: datetime
     merged_at: datetime | None
+    tool_manifest_lint: ToolManifestLintOut | None = Field(
+        default=None,
+        description="with toolmanifest_org on, for MCP watches; absent: a schema-only draft",
+    )
 
 
 class DraftPrList(ApiModel):
@@ -255,6 +279,7 @@ def out(row: DraftPr) -> DraftPrOut:
         error=row.error,
         created_at=row.created_at,
         merged_at=row.merged_at,
+        tool_manifest_lint=ToolManifestLintOut.model_validate(row.lint) if row.lint else None,
     )
 
 
@@ -285,43 +310,85 @@ def request_draft_pr(
         or event.watch_id != watch.id
     ):
         raise NotFound("Drift event not found", code="not_found")
+    path = data.vendored_path
+    if path is not None and (".." in path.split("/") or "//" in path or path.endswith("/")):
+        raise Unprocessable("vendoredPath must be a file path inside the repository")
     existing = _existing(session, principal.org_id, event.id, data.repo_full_name)
     if existing is not None:
         return existing, False
     installation = _installation_for(session, principal.org_id, data.installation_id)
     stub = not configured(settings)
+    if not stub and installation is None:
+        raise UpstreamError(
+            "no GitHub App installation is linked to this org: install the App or link one "
+            "(POST /v1/draftpr/installations), or pass installationId",
+            code="installation_missing",
+        )
+    row, created = open_record(
+        session,
+        watch,
+        event,
+        data.repo_full_name,
+        installation,
+        data.model_dump(by_alias=True, exclude_none=True),
+        lint=LINT_PRODUCT in principal.products,
+        now=now,
+        stub=stub,
+    )
+    if created:
+        audit.by(
+            session,
+            principal,
+            "draftpr.open",
+            row.id,
+            {"repo": row.repo_full_name, "driftEventId": event.id, "stub": stub},
+        )
+    return row, created
+
+
+def open_record(
+    session: Session,
+    watch: Watch,
+    event: DriftEvent,
+    repo: str,
+    installation: int | None,
+    request: dict[str, Any],
+    *,
+    lint: bool,
+    now: datetime,
+    stub: bool = False,
+) -> tuple[DraftPr, bool]:
+    """The pull request record of `event` in `repo`: made now (a stub completed at once, or
+    `pending` with a `draft_pr` job queued in the same transaction), or the one that exists.
+    Exactly once per event and repository, whichever process gets there first."""
+    existing = _existing(session, watch.org_id, event.id, repo)
+    if existing is not None:
+        return existing, False
     row = DraftPr(
-        org_id=principal.org_id,
+        org_id=watch.org_id,
         watch_id=watch.id,
         drift_event_id=event.id,
-        repo_full_name=data.repo_full_name,
+        repo_full_name=repo,
         installation_id=installation,
         branch=changelog.branch_name(event.id),
-        stub=stub,
-        state="draft" if stub else "pending",
-        request=data.model_dump(by_alias=True, exclude_none=True),
+        state="pending",
+        stub=False,
+        request={**request, "lint": lint and watch.watch_type == "mcp"},
         created_at=now,
         updated_at=now,
     )
-    if stub:
-        row.number = changelog.stub_number(event.id, data.repo_full_name)
-        row.url = f"https://github.com/{data.repo_full_name}/pull/{row.number}"
     try:
         with session.begin_nested():
             session.add(row)
             session.flush()
     except IntegrityError:
         # A concurrent request for the same event and repository won: answer its row.
-        existing = _existing(session, principal.org_id, event.id, data.repo_full_name)
+        existing = _existing(session, watch.org_id, event.id, repo)
         assert existing is not None
         return existing, False
-    if not stub:
-        if installation is None:
-            raise UpstreamError(
-                "no GitHub App installation is linked to this org: install the App or link one "
-                "(POST /v1/draftpr/installations), or pass installationId",
-                code="installation_missing",
-            )
+    if stub:
+        _complete_stub(session, row, now)
+    else:
         jobs.enqueue(
             session,
             kind=DRAFT_PR,
@@ -330,14 +397,36 @@ def request_draft_pr(
             run_after=now,
             payload={"draftPrId": row.id},
         )
-    audit.by(
-        session,
-        principal,
-        "draftpr.open",
-        row.id,
-        {"repo": row.repo_full_name, "driftEventId": event.id, "stub": stub},
-    )
     return row, True
+
+
+def _complete_stub(session: Session, row: DraftPr, now: datetime) -> None:
+    """Local development: a deterministic number, nothing sent anywhere."""
+    row.stub, row.state, row.updated_at = True, "draft", now
+    row.number = changelog.stub_number(row.drift_event_id, row.repo_full_name)
+    row.url = f"https://github.com/{row.repo_full_name}/pull/{row.number}"
+    if row.request.get("lint"):
+        row.lint = _lint(session, row, commented=False)
+
+
+def _lint(session: Session, row: DraftPr, *, commented: bool) -> dict[str, Any] | None:
+    """The lint of the event's after tool list (against the tools before it)."""
+    event = session.get_one(DriftEvent, row.drift_event_id)
+    after = session.get(Snapshot, event.snapshot_id) if event.snapshot_id else None
+    if after is None:
+        return None
+    before = session.get(Snapshot, event.base_snapshot_id) if event.base_snapshot_id else None
+    tools = lint.tools_of(decode_snapshot(after))
+    previous = lint.tools_of(decode_snapshot(before)) if before is not None else None
+    findings = lint.lint_tools(tools, previous)
+    return {
+        "findings": [
+            {"rule": f.rule, "severity": f.severity, "tool": f.tool, "message": f.message}
+            for f in findings
+        ],
+        "commented": commented,
+        "toolCount": len(tools),
+    }
 
 
 def _existing(session: Session, org_id: str, event_id: str, repo: str) -> DraftPr | None:
@@ -385,19 +474,47 @@ def wait_for_draft_pr(database: Database, row_id: str, timeout: float) -> DraftP
 
 
 def run_draft_pr(
-    database: Database, settings: Settings, app: GitHubApp, box: SecretBox, job: jobs.Claimed
+    database: Database,
+    settings: Settings,
+    app: GitHubApp | None,
+    box: SecretBox,
+    job: jobs.Claimed,
 ) -> None:
-    """The `draft_pr` job: open the pull request on GitHub and record the answer. GitHub's
-    refusals fail the record (and the job) with the cause; a rate limit queues a later try."""
+    """The `draft_pr` job: open the pull request on GitHub (a stub without App credentials)
+    and record the answer, with the tool-manifest lint comment when asked. GitHub's refusals
+    fail the record (and the job) with the cause; a rate limit queues a later try."""
     now = datetime.now(UTC)
-    with database.session() as session:
+    with database.transaction() as session:
         row = session.get(DraftPr, str(job.payload.get("draftPrId")))
         if row is None or row.state != "pending":
-            jobs.finish(database, job, now, result={"result": "skipped"})
+            jobs.finish_in(session, job, now, result={"result": "skipped"})
+            return
+        if app is None:
+            _complete_stub(session, row, now)
+            jobs.finish_in(session, job, now, result={"number": row.number, "stub": True})
             return
         work = _pull_request_work(session, row, settings)
+        row_id, installation, repo = row.id, row.installation_id, row.repo_full_name
+        wants_lint = bool(row.request.get("lint"))
     try:
-        pull = app.open_pull_request(row.installation_id or 0, row.repo_full_name, **work)
+        if installation is None:
+            raise GitHubError(
+                "no GitHub App installation is linked to this org (POST /v1/draftpr/installations)",
+                "installation_missing",
+            )
+        pull = app.open_pull_request(installation, repo, **work)
+        linted = None
+        if wants_lint:
+            with database.session() as session:
+                linted = _lint(session, session.get_one(DraftPr, row_id), commented=True)
+            if linted is not None:
+                findings = [lint.LintFinding(**f) for f in linted["findings"]]
+                app.comment(
+                    installation,
+                    repo,
+                    pull.number,
+                    lint.render_comment(findings, linted["toolCount"]),
+                )
     except RateLimited as limited:
         with database.transaction() as session:
             jobs.finish_in(session, job, now, result={"result": "rate_limited"})
@@ -410,17 +527,18 @@ def run_draft_pr(
                 payload=job.payload,
             )
         return
-    except (GitHubError, Exception) as exc:  # noqa: BLE001 - any failure fails the record
+    except Exception as exc:  # noqa: BLE001 - any failure fails the record, named
         message = exc.message if isinstance(exc, GitHubError) else f"{type(exc).__name__}: {exc}"
         with database.transaction() as session:
-            failed = session.get_one(DraftPr, row.id)
+            failed = session.get_one(DraftPr, row_id)
             failed.state, failed.error, failed.updated_at = "failed", message[:500], now
             jobs.finish_in(session, job, now, error=message[:500])
         return
     with database.transaction() as session:
-        done = session.get_one(DraftPr, row.id)
+        done = session.get_one(DraftPr, row_id)
         done.number, done.url, done.state = pull.number, pull.url, pull.state
         done.draft_refused, done.error, done.updated_at = pull.draft_refused, None, now
+        done.lint = linted
         jobs.finish_in(session, job, now, result={"number": pull.number})
 
 
@@ -456,6 +574,7 @@ def _pull_request_work(session: Session, row: DraftPr, settings: Settings) -> di
         "title": changelog.title(watch.name, lines),
         "body": changelog.body(text, draft_refused=False),
         "label": changelog.DRAFT_LABEL,
+        "base": row.request.get("base") or None,
     }
 
 
@@ -464,7 +583,7 @@ def _line(change: dict[str, Any]) -> changelog.ChangeLine:
     return changelog.ChangeLine(
         severity=str(change.get("severity", "info")),
         path=str(change.get("path", "")),
-        message=str(change.get("message") or change.get("summary") or ""),
+        message=str(change.get("message") or change.get("summary") or rule or ""),
         rule=rule,
         hint=hint_of(rule, str(change.get("severity", "info"))) if rule else "",
         agent_action=known.agent_action if (known := CATALOG.get(rule)) else "",
@@ -526,6 +645,16 @@ def record_merge(
 # -- installations ---------------------------------------------------------------------------
 
 
+def installation_out(row: GitHubInstallation) -> InstallationOut:
+    return InstallationOut(
+        installation_id=row.installation_id,
+        account=row.account,
+        repository_selection=row.repository_selection,
+        status=row.status,
+        linked_at=row.linked_at,
+    )
+
+
 def list_installations(
     session: Session, org_id: str, settings: Settings, box: SecretBox
 ) -> InstallationList:
@@ -535,16 +664,7 @@ def list_installations(
         .order_by(GitHubInstallation.linked_at)
     )
     return InstallationList(
-        items=[
-            InstallationOut(
-                installation_id=r.installation_id,
-                account=r.account,
-                repository_selection=r.repository_selection,
-                status=r.status,
-                linked_at=r.linked_at,
-            )
-            for r in rows
-        ],
+        items=[installation_out(r) for r in rows],
         install_url=install_url(settings, box, org_id),
     )
 
@@ -776,20 +896,72 @@ def require_product(principal: Principal, product: str = PRODUCT) -> None:
 def job_kinds(
     settings: Settings, database: Database, box: SecretBox, client: Any
 ) -> list[jobs.JobKind]:
-    """The controller's job kinds of this capability: opening pull requests (only with App
-    credentials: without them nothing is queued) and handling GitHub's deliveries."""
-    app: list[GitHubApp] = []
+    """The controller's job kinds of this capability: opening pull requests (stubs without App
+    credentials) and handling GitHub's deliveries."""
+    app: list[GitHubApp | None] = []
 
-    def github() -> GitHubApp:
+    def github() -> GitHubApp | None:
         if not app:
-            app.append(GitHubApp(settings, client))
+            app.append(GitHubApp(settings, client) if configured(settings) else None)
         return app[0]
 
     return [
         jobs.JobKind(
             DRAFT_PR,
             run=lambda job, _prepared: run_draft_pr(database, settings, github(), box, job),
-            is_claimed=lambda: configured(settings),
         ),
         jobs.JobKind(GITHUB_DELIVERY, run=lambda job, _prepared: run_delivery(database, box, job)),
     ]
+
+
+# -- the draft_pr policy action ------------------------------------------------------------
+
+
+def open_on_drift(drift: Drift, agent: Agent) -> bool:
+    """`draft_pr`'s effect when a watch the agent depends on turns drifted: queue the pull
+    request of the drift event in the agent's `repoRef` repository (its branch, if named, is
+    the base), once per event and repository however many replicas run checks. Needs the
+    `draftpr_repo` product and a GitHub-shaped `repoRef` (owner/repo[@branch]); the agent
+    itself is not changed (False)."""
+    session, watch = drift.session, drift.watch
+    org = session.get(Org, watch.org_id)
+    event_id = drift.incident.drift_event_id
+    if org is None or PRODUCT not in org.products or not agent.repo_ref or event_id is None:
+        return False
+    repo, _, base = agent.repo_ref.partition("@")
+    event = session.get(DriftEvent, event_id)
+    if repo.count("/") != 1 or event is None:
+        return False
+    changes = [
+        {
+            "path": str(c.get("path", ""))[:1000],
+            "severity": c.get("severity", "info"),
+            "message": str(c.get("summary", ""))[:1000],
+            "rule": c.get("rule"),
+        }
+        for c in decode_changes(event.changes)
+        if not c.get("ignored")
+    ][:250]
+    request = {
+        "watchId": watch.id,
+        "driftEventId": event.id,
+        "repoFullName": repo,
+        "changes": changes,
+        "base": base or None,
+        "agentId": agent.key,
+    }
+    installation = _installation_for(session, org.id, None)
+    open_record(
+        session,
+        watch,
+        event,
+        repo,
+        installation,
+        request,
+        lint=LINT_PRODUCT in org.products,
+        now=drift.now,
+    )
+    return False
+
+
+ACTIONS.attach(DRAFT_PR_ACTION, open_on_drift)

@@ -677,6 +677,8 @@ class DraftPr(Base):
     draft_refused: Mapped[bool] = mapped_column(Boolean, default=False)
     request: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     error: Mapped[str | None] = mapped_column(Text, default=None)
+    # the tool-manifest lint of an MCP watch's after tool list: findings, commented
+    lint: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     merged_at: Mapped[datetime | None] = mapped_column(default=None)

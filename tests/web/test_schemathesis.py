@@ -49,6 +49,7 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 
 from controller.checks import CheckInput, Fetched, contract_fetcher, run_check
 from controller.crypto import SecretBox, load_secret_box
+from controller.draftpr import service as draftpr
 from controller.reconcile import Reconciler
 from controller.scheduler import Controller
 from controller.settings import Settings, load_settings
@@ -387,6 +388,23 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
         201,
     )
     world.call("POST", "/v1/fuse/snapshots", {"watchId": steady["id"], "waitSeconds": 0}, 201)
+    # Draft pull requests (stub mode: this world has no GitHub App credentials).
+    world.call("PUT", "/api/org/products/draftpr_repo", {"enabled": True})
+    world.call("POST", "/v1/draftpr/installations", {"installationId": 4242}, 201)
+    draft = world.call(
+        "POST",
+        "/v1/draftpr/webhook",
+        {
+            "watchId": drifting["id"],
+            "driftEventId": events[0]["id"]
+            if events[0]["watchId"] == drifting["id"]
+            else events[1]["id"],
+            "repoFullName": "acme/client",
+            "changes": [{"path": "/paths", "severity": "breaking", "message": "gone"}],
+        },
+        201,
+    )
+    state = draftpr.sign_state(world.box, world.key.org_id, datetime.now(UTC))
     sets = {s["name"]: s["id"] for s in world.call("GET", "/api/org/watch-sets")["watchSets"]}
     templates = {t["name"]: t["id"] for t in world.call("GET", "/api/templates")["templates"]}
     watch_ids = [drifting["id"], steady["id"], launched["watch"]["id"], by_name["git-watch"]]
@@ -399,6 +417,8 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
         "set_id": [watch_set["id"], sets["git-set"]],
         "template_id": [template["id"], templates["git-template"]],
         "name": ["fleet"],
+        "product": ["draftpr_repo", "toolmanifest_org"],
+        "draft_pr_id": [draft["draftPrId"]],
     }
     world.values = {
         "watchId": watch_ids,
@@ -409,6 +429,9 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
         "decisionId": [decision["decisionId"]],
         "url": [url, steady_url],
         "urlPattern": [steady_url],
+        "draftPrId": [draft["draftPrId"]],
+        "driftEventId": [e["id"] for e in events],
+        "state": [state],
     }
 
 
@@ -418,7 +441,7 @@ def call_kwargs(case: Case, world: World) -> dict[str, Any]:
         world.start_checks()
         world.checking = True
     headers = dict(world.key.headers)
-    if case.operation.label == "POST /hooks/github":
+    if case.operation.label in ("POST /hooks/github", "POST /v1/draftpr/github/webhook"):
         digest = hmac.new(HOOK_SECRET.encode(), b"", hashlib.sha256).hexdigest()
         headers["X-Hub-Signature-256"] = f"sha256={digest}"  # the document gives no body
     return {"base_url": world.base_url, "headers": headers}

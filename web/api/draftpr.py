@@ -60,7 +60,7 @@ def put_product(call: Call) -> service.ProductsOut:
     tag="draftpr",
     body=service.DraftPrWebhookIn,
     responses={200: service.DraftPrOut, 201: service.DraftPrOut, 202: service.DraftPrAccepted},
-    errors=(404, 502),
+    errors=(404, 422, 502),
 )
 def draftpr_webhook(call: Call) -> Reply:
     """Opens the pull request for `driftEventId` (which must belong to `watchId`: else 404
@@ -121,6 +121,7 @@ def get_draft_pr(call: Call) -> service.DraftPrOut:
     body=service.MergedIn,
     responses={200: service.MergedOut},
     guards=(PRODUCT,),
+    errors=(404,),
 )
 def record_merged(call: Call) -> service.MergedOut:
     """Records the merge of one of the org's pull requests: the event's contract becomes the
@@ -168,16 +169,7 @@ def link_installation(call: Call) -> Reply:
         service.app_for(call.settings),
         call.now,
     )
-    return Reply(
-        201,
-        service.InstallationOut(
-            installation_id=link.installation_id,
-            account=link.account,
-            repository_selection=link.repository_selection,
-            status=link.status,
-            linked_at=link.linked_at,
-        ),
-    )
+    return Reply(201, service.installation_out(link))
 
 
 @REGISTRY.route(
@@ -187,24 +179,23 @@ def link_installation(call: Call) -> Reply:
     tag="draftpr",
     auth="none",
     query=service.CallbackQuery,
-    responses={302: None},
+    responses={200: service.InstallationOut},
     errors=(401, 404, 502),
 )
-def install_callback(call: Call) -> Reply:
+def install_callback(call: Call) -> service.InstallationOut:
     """GitHub sends the installer here with `installation_id`, `setup_action` and the `state`
     the install link carried; a valid, unexpired state links the installation to the org it
-    names (401 otherwise), then redirects to the console."""
+    names (401 otherwise) and answers the linked installation."""
     query: service.CallbackQuery = call.query
-    raw_id = query.installation_id
-    service.link_from_install(
+    link = service.link_from_install(
         call.session,
         call.secret_box,
         query.state,
-        int(raw_id),
+        int(query.installation_id),
         service.app_for(call.settings),
         call.now,
     )
-    return Reply(302, headers={"Location": "/console/?installed=" + raw_id})
+    return service.installation_out(link)
 
 
 @REGISTRY.route(

@@ -61,6 +61,11 @@ def upgrade() -> None:
             nullable=False,
         ),
         sa.Column("error", sa.Text(), nullable=True),
+        sa.Column(
+            "lint",
+            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
+            nullable=True,
+        ),
         sa.Column("created_at", UTCDateTime(timezone=True), nullable=False),
         sa.Column("updated_at", UTCDateTime(timezone=True), nullable=False),
         sa.Column("merged_at", UTCDateTime(timezone=True), nullable=True),

@@ -1,0 +1,52 @@
+"""What the commands that talk to a running server share: the server options, one client
+with API errors turned into exit code 2, and output as a table for people or the server's JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import click
+import httpx
+
+from cli import api
+from cli.common import fail, options
+
+output_format = click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: a table for people; json: the server's answer.",
+)
+server_command = options(api.server_options, output_format)
+
+
+@contextmanager
+def server(url: str | None, key: str | None) -> Iterator[httpx.Client]:
+    """A client of the server; any API error ends the command with exit code 2."""
+    http = api.client(url, key)
+    try:
+        with http:
+            yield http
+    except api.ApiError as exc:
+        fail(str(exc))
+
+
+def emit(document: Any, output_format: str, text: Callable[[Any], Sequence[str]]) -> None:
+    if output_format == "json":
+        click.echo(json.dumps(document, indent=2))
+        return
+    for line in text(document):
+        click.echo(line)
+
+
+def table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> list[str]:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    return [
+        "  ".join(str(cell).ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
+        for row in [header, *rows]
+    ]
