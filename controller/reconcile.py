@@ -553,6 +553,7 @@ class Reconciler:
                     "policy_rules": policies.get(policy) if policy not in PRESET_POLICIES else None,
                     "runtime_webhook": agent.get("runtime_webhook"),
                     "repo_ref": agent.get("repoRef"),
+                    "vendored_paths": agent.get("vendoredPaths") or {},
                     "approvals": agent.get("approvals") or [],
                     "refs": refs,
                     "path": agents_file,
@@ -734,6 +735,7 @@ class Reconciler:
         agent.policy_rules = values["policy_rules"]
         agent.runtime_webhook = values["runtime_webhook"]
         agent.repo_ref = values["repo_ref"]
+        agent.vendored_paths = values.get("vendored_paths") or None
         agent.approvals = values["approvals"]
         agent.bindings = [
             AgentWatch(position=position, ref=ref, watch_id=applying.lookup.get(ref))

@@ -66,6 +66,8 @@ agents:
       - stripe-api
       - github-mcp
     repoRef: acme/billing@main
+    vendoredPaths:
+      stripe-api: contracts/stripe.json
   - id: triage-bot
     environment: staging
     policy: careful

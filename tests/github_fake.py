@@ -165,6 +165,7 @@ class Installation:
     account: str
     repositories: set[str]
     suspended: bool = False
+    read_only: bool = False  # contents and pull requests granted read, not write
 
 
 class FakeGitHub:
@@ -423,6 +424,14 @@ class FakeGitHub:
         repo = self._repo(path, headers)
         if repo is None:
             return 404, {"message": "Not Found", "documentation_url": "https://docs"}
+        installation = self.installations[
+            self.tokens[headers["Authorization"].removeprefix("Bearer ")][0]
+        ]
+        if installation.read_only:
+            return 403, {
+                "message": "Resource not accessible by integration",
+                "documentation_url": "https://docs",
+            }
         files = dict(repo.trees[body["base_tree"]]) if body.get("base_tree") else {}
         for entry in body["tree"]:
             files[entry["path"]] = entry["content"]

@@ -41,11 +41,13 @@ def test_the_registry_names_the_four_actions() -> None:
         KILL_IN_FLIGHT,
     ]
     assert ACTIONS.blocking() == (BLOCK_NEW_RUNS, KILL_IN_FLIGHT)
+    from controller.draftpr import service as draftpr  # attaches draft_pr's effect
+
     effects = {action.name: action.on_drift for action in ACTIONS}
-    # notify and draft_pr are accepted and kept; neither acts on an agent (yet).
+    # notify has no effect of its own; draft_pr queues the drift event's pull request.
     assert effects == {
         NOTIFY: None,
-        DRAFT_PR: None,
+        DRAFT_PR: draftpr.open_on_drift,
         BLOCK_NEW_RUNS: None,
         KILL_IN_FLIGHT: runtime.kill_on_drift,
     }

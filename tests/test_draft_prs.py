@@ -344,6 +344,16 @@ def test_github_refusals_are_502_naming_the_cause(
     )
     assert inaccessible.status_code == 502, inaccessible.get_json()
     assert "acme/elsewhere is not accessible" in inaccessible.get_json()["message"]
+    # The installation may read the repository but not write to it.
+    github.installations[INSTALLATION].read_only = True
+    read_only = client.post(
+        "/v1/draftpr/webhook",
+        json=webhook_body(watch_id, event_id, "acme/no-drafts"),
+        headers=org.headers,
+    )
+    assert read_only.status_code == 502
+    assert "contents and pull requests read and write" in read_only.get_json()["message"]
+    github.installations[INSTALLATION].read_only = False
     # The App was uninstalled since it was linked.
     del github.installations[INSTALLATION]
     gone = client.post(
@@ -353,7 +363,7 @@ def test_github_refusals_are_502_naming_the_cause(
     assert f"installation {INSTALLATION} is gone" in gone.get_json()["message"]
     with database.session() as session:
         states = {r.repo_full_name: r.state for r in session.scalars(select(DraftPr))}
-    assert states == {"acme/elsewhere": "failed", REPO: "failed"}
+    assert states == {"acme/elsewhere": "failed", "acme/no-drafts": "failed", REPO: "failed"}
     assert not any(t.startswith("ghs_") for t in json.dumps(gone.get_json()).split('"'))
 
 
@@ -627,6 +637,7 @@ def test_a_draft_pr_policy_opens_the_pull_request_when_the_watch_drifts(
         agent = session.get_one(Agent, agent_id)
         agent.policy, agent.policy_rules = "dev-pr", {"on_breaking": ["notify", "draft_pr"]}
         agent.repo_ref = f"{REPO}@main"
+        agent.vendored_paths = {"payments": "contracts/payments.json"}
     server.set("/openapi.json", as_json(charges_spec(refunds=False)))
     client.post(f"/api/watches/{watch_id}/check?wait=30", headers=org.headers)
 
@@ -641,8 +652,10 @@ def test_a_draft_pr_policy_opens_the_pull_request_when_the_watch_drifts(
     with database.session() as session:
         row = session.scalars(select(DraftPr)).one()
         assert row.request["agentId"] == "billing-bot" and row.repo_full_name == REPO
-        log = repo.files(row.branch)[f".driftgate/changes/{row.drift_event_id}.md"]
-        assert "endpoint-removed" in log
+        files = repo.files(row.branch)
+        assert "endpoint-removed" in files[f".driftgate/changes/{row.drift_event_id}.md"]
+        # The agent declared where the contract is vendored: updated in the same commit.
+        assert json.loads(files["contracts/payments.json"]) == charges_spec(refunds=False)
         assert session.get_one(Agent, agent_id).runtime_state == "running"  # not killed
     # The same event again (a second replica, a retry) finds the record.
     with database.transaction() as session:
@@ -733,4 +746,4 @@ def test_a_vendored_path_outside_the_repository_is_refused(
     watch_id, event_id = drifted(client, org, server)
     body = webhook_body(watch_id, event_id, vendoredPath="contracts/../../etc/passwd")
     answer = client.post("/v1/draftpr/webhook", json=body, headers=org.headers)
-    assert answer.status_code == 422 and "vendoredPath" in answer.get_json()["message"]
+    assert answer.status_code == 400 and "vendoredPath" in answer.get_json()["message"]

@@ -72,6 +72,7 @@ def test_a_revision_is_applied_and_a_second_run_is_a_no_op(
         assert "ghp_secret" not in (mcp.headers_ciphertext or "")
         billing = session.scalars(select(Agent).where(Agent.key == "billing-agent")).one()
         assert [b.watch_id is not None for b in billing.bindings] == [True, True]
+        assert billing.vendored_paths == {"stripe-api": "contracts/stripe.json"}
         triage = session.scalars(select(Agent).where(Agent.key == "triage-bot")).one()
         assert triage.policy == "careful"
         assert triage.policy_rules is not None
@@ -127,12 +128,12 @@ def test_a_change_updates_and_prunes_only_what_changed(
         ),
         (
             {".driftgate/agents.yaml": AGENTS.replace("policy: careful", "policy: reckless")},
-            "agents.yaml:16",
+            "agents.yaml:18",
             "reckless",
         ),
         (
             {".driftgate/agents.yaml": AGENTS.replace("id: triage-bot", "id: billing-agent")},
-            "agents.yaml:14",
+            "agents.yaml:16",
             "billing-agent",
         ),
         (

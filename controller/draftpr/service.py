@@ -37,11 +37,11 @@ from controller.errors import (
     Forbidden,
     NotFound,
     Unauthorized,
-    Unprocessable,
     UpstreamError,
     ValidationFailed,
 )
 from controller.model.base import ApiModel, BodyBool, BodyInt, RequestModel
+from controller.model.gitops import VendoredPath
 from controller.runtime import bound_agents, unblock
 from controller.services import audit, orgs
 from controller.services.auth import Principal
@@ -73,9 +73,6 @@ RepoName = Annotated[
 ]
 ObjectId = Annotated[str, StringConstraints(max_length=64, pattern=r"^[A-Za-z0-9._:-]{1,64}$")]
 Text = Annotated[str, StringConstraints(max_length=1000)]
-FilePath = Annotated[
-    str, StringConstraints(max_length=500, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.@+/-]{0,499}$")
-]
 
 
 class DraftPrChangeIn(RequestModel):
@@ -100,10 +97,11 @@ class DraftPrWebhookIn(RequestModel):
     repo_full_name: RepoName = Field(description="owner/repository")
     # Bounded so the largest valid body stays under the default request size limit (1 MB).
     changes: list[DraftPrChangeIn] = Field(default_factory=list, max_length=250)
-    vendored_path: FilePath | None = Field(
+    vendored_path: VendoredPath | None = Field(
         default=None,
         description="a copy of the contract in the repository, rewritten to the new contract "
-        "in the same commit",
+        "in the same commit; default: the path a bound agent with this repoRef declares "
+        "(vendoredPaths)",
     )
 
 
@@ -310,9 +308,6 @@ def request_draft_pr(
         or event.watch_id != watch.id
     ):
         raise NotFound("Drift event not found", code="not_found")
-    path = data.vendored_path
-    if path is not None and (".." in path.split("/") or "//" in path or path.endswith("/")):
-        raise Unprocessable("vendoredPath must be a file path inside the repository")
     existing = _existing(session, principal.org_id, event.id, data.repo_full_name)
     if existing is not None:
         return existing, False
@@ -324,13 +319,17 @@ def request_draft_pr(
             "(POST /v1/draftpr/installations), or pass installationId",
             code="installation_missing",
         )
+    request = data.model_dump(by_alias=True, exclude_none=True)
+    declared = declared_vendored_path(session, watch, data.repo_full_name)
+    if data.vendored_path is None and declared is not None:
+        request["vendoredPath"] = declared
     row, created = open_record(
         session,
         watch,
         event,
         data.repo_full_name,
         installation,
-        data.model_dump(by_alias=True, exclude_none=True),
+        request,
         lint=LINT_PRODUCT in principal.products,
         now=now,
         stub=stub,
@@ -344,6 +343,19 @@ def request_draft_pr(
             {"repo": row.repo_full_name, "driftEventId": event.id, "stub": stub},
         )
     return row, created
+
+
+def declared_vendored_path(session: Session, watch: Watch, repo: str) -> str | None:
+    """The path an agent bound to `watch` declares for its contract (`vendoredPaths`, by the
+    watch's name, id or URL) when the agent's `repoRef` is `repo`."""
+    for agent in bound_agents(session, watch.id):
+        if not agent.repo_ref or agent.repo_ref.partition("@")[0].lower() != repo.lower():
+            continue
+        paths = agent.vendored_paths or {}
+        for key in (watch.name, watch.id, watch.url):
+            if key in paths:
+                return str(paths[key])
+    return None
 
 
 def open_record(
@@ -950,6 +962,10 @@ def open_on_drift(drift: Drift, agent: Agent) -> bool:
         "base": base or None,
         "agentId": agent.key,
     }
+    paths = agent.vendored_paths or {}
+    vendored = next((paths[k] for k in (watch.name, watch.id, watch.url) if k in paths), None)
+    if vendored is not None:
+        request["vendoredPath"] = vendored
     installation = _installation_for(session, org.id, None)
     open_record(
         session,

@@ -136,6 +136,10 @@ UrlTemplate = Annotated[
 ]
 Environment = Annotated[str, StringConstraints(pattern=ENVIRONMENT_PATTERN)]
 RepoRef = Annotated[str, StringConstraints(max_length=300, pattern=REPO_REF_PATTERN)]
+# A file inside a repository: relative segments, none of them `.` or `..`, none empty.
+_SEGMENT = r"\.?[A-Za-z0-9_@+-][A-Za-z0-9_.@+-]*"
+VENDORED_PATH_PATTERN = rf"^{_SEGMENT}(?:/{_SEGMENT})*$"
+VendoredPath = Annotated[str, StringConstraints(max_length=500, pattern=VENDORED_PATH_PATTERN)]
 HttpsUrl = Annotated[
     str,
     StringConstraints(max_length=2048, pattern=HTTPS_URL_PATTERN),
@@ -275,6 +279,12 @@ class Agent(FileModel):
     )
     repo_ref: RepoRef | SkipJsonSchema[None] = Field(
         default=None, alias="repoRef", description="owner/repo@branch"
+    )
+    vendored_paths: Annotated[dict[WatchName, VendoredPath], Field(max_length=200)] = Field(
+        default_factory=dict,
+        alias="vendoredPaths",
+        description="watch (name, as listed under watches) -> the path of that contract's copy "
+        "in repoRef; a draft pull request rewrites it to the new contract",
     )
     approvals: Annotated[list[ApprovalRule], Field(max_length=50)] = Field(
         default_factory=list,

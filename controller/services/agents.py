@@ -67,6 +67,10 @@ class AgentOut(ApiModel):
     policy_rules: PolicyRulesOut | None = Field(description="a custom policy's rules")
     runtime_webhook: str | None
     repo_ref: str | None
+    vendored_paths: dict[str, str] = Field(
+        default_factory=dict,
+        description="watch -> the path of its contract's copy in repoRef (draft pull requests)",
+    )
     approvals: list[ApprovalRuleOut] = Field(description="remediation approval rules")
     watches: list[AgentWatchOut]
     conditions: list[Condition]
@@ -107,6 +111,7 @@ def to_out(agent: Agent) -> AgentOut:
         else None,
         runtime_webhook=agent.runtime_webhook,
         repo_ref=agent.repo_ref,
+        vendored_paths=agent.vendored_paths or {},
         approvals=[ApprovalRuleOut.model_validate(rule) for rule in agent.approvals or []],
         watches=[
             AgentWatchOut(ref=b.ref, watch_id=b.watch_id, resolved=b.watch_id is not None)

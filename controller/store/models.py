@@ -503,6 +503,8 @@ class Agent(ManagedBySource, Base):
     policy_rules: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
     runtime_webhook: Mapped[str | None] = mapped_column(String(2048), default=None)
     repo_ref: Mapped[str | None] = mapped_column(String(512), default=None)
+    # watch name (or id, URL) -> the path of its contract's copy in repo_ref
+    vendored_paths: Mapped[dict[str, str] | None] = mapped_column(JSONType, default=None)
     conditions: Mapped[list[dict[str, Any]]] = mapped_column(JSONType, default=list)
     # Remediation approval rules: who may acknowledge this agent's incidents (repo, branches).
     approvals: Mapped[list[dict[str, Any]]] = mapped_column(JSONType, default=list)

@@ -296,7 +296,7 @@ def test_unknown_keys_suggest_the_right_one() -> None:
             5,
             5,
             "unknown key 'colour' (expected id, slug, name, environment, policy, watches, "
-            "runtime_webhook, repoRef, approvals)",
+            "runtime_webhook, repoRef, vendoredPaths, approvals)",
         ),
     ]
 

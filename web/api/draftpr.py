@@ -60,7 +60,7 @@ def put_product(call: Call) -> service.ProductsOut:
     tag="draftpr",
     body=service.DraftPrWebhookIn,
     responses={200: service.DraftPrOut, 201: service.DraftPrOut, 202: service.DraftPrAccepted},
-    errors=(404, 422, 502),
+    errors=(404, 502),
 )
 def draftpr_webhook(call: Call) -> Reply:
     """Opens the pull request for `driftEventId` (which must belong to `watchId`: else 404

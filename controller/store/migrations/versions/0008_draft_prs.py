@@ -1,4 +1,4 @@
-"""draft pull requests and GitHub App installations
+"""draft pull requests, GitHub App installations, agents' vendored contract paths
 
 Revision ID: 0008
 Revises: 0007
@@ -20,6 +20,14 @@ depends_on = None
 
 
 def upgrade() -> None:
+    op.add_column(
+        "agents",
+        sa.Column(
+            "vendored_paths",
+            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
+            nullable=True,
+        ),
+    )
     op.create_table(
         "github_installations",
         sa.Column("id", sa.String(36), primary_key=True),
@@ -75,5 +83,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_column("agents", "vendored_paths")
     op.drop_table("draft_prs")
     op.drop_table("github_installations")
