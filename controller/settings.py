@@ -190,6 +190,24 @@ class Settings(BaseModel):
     )
     refuse_default_user_agents: bool = False
     trial_validations_per_month: int = Field(default=500, ge=0)
+    validate_enabled: bool = Field(
+        default=True, description="serve POST /api/validate (off: 503 validation_disabled)"
+    )
+    validate_quota_pro: int = Field(
+        default=100_000, ge=0, description="validations a month for a pro org (0: unlimited)"
+    )
+    validate_quota_team: int = Field(
+        default=1_000_000, ge=0, description="validations a month for a team org (0: unlimited)"
+    )
+    validate_quota_enterprise: int = Field(
+        default=0, ge=0, description="validations a month for an enterprise org (0: unlimited)"
+    )
+    validate_per_minute: int = Field(
+        default=6000, ge=1, description="sustained validations a minute per API key or trial"
+    )
+    validate_burst: int = Field(
+        default=600, ge=1, description="validations a key may send at once above that rate"
+    )
     trial_days: int = Field(default=30, ge=1, le=365)
     public_base_url: str | None = None
     github_webhook_secret: SecretStr | None = Field(

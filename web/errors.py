@@ -37,6 +37,8 @@ def error_answer(
     headers: dict[str, str] = {}
     if isinstance(exc, RequestError):
         status, code, message, details = exc.status, exc.code, exc.message, exc.details
+        if status == 429 and isinstance(details, dict) and "retryAfter" in details:
+            headers["Retry-After"] = str(details["retryAfter"])
     elif isinstance(exc, TemporaryError):
         log(
             logger,

@@ -23,7 +23,7 @@ from werkzeug.routing import BaseConverter, Map
 
 from controller import __version__
 from controller.crypto import SecretBox
-from controller.errors import Forbidden, NotFound
+from controller.errors import Forbidden, NotFound, RequestError
 from controller.services.auth import Principal
 from controller.services.orgs import plan_at_least
 from controller.settings import Settings
@@ -184,6 +184,8 @@ class Route:
     description: str | None = None
     raw_response: dict[str, Any] | None = None
     lane: bool = False
+    # A body limit of its own, below the server's (`max_body_bytes`): 413 beyond it.
+    max_body: int | None = None
 
     @property
     def operation_id(self) -> str:
@@ -238,6 +240,7 @@ class Registry:
         errors: Iterable[int] = (),
         raw_response: dict[str, Any] | None = None,
         lane: bool = False,
+        max_body: int | None = None,
     ) -> Callable[[Handler], Handler]:
         """Declare a route. `lane=True` lets `web.lane` serve it in front of Flask's
         per-request machinery (for a hot path): the handler is the same in both paths, so it
@@ -263,6 +266,7 @@ class Registry:
                     description=(handler.__doc__ or "").strip() or None,
                     raw_response=raw_response,
                     lane=lane,
+                    max_body=max_body,
                 )
             )
             return handler
@@ -327,7 +331,7 @@ def _make_view(
             # NUL): such a path names nothing.
             raise NotFound("not found")
         query = _parse_query(route.query) if route.query is not None else None
-        body = _parse_body(route.body) if route.body is not None else None
+        body = _parse_body(route.body, route.max_body) if route.body is not None else None
         call = Call(
             resources=current_app.extensions["driftgate.resources"],
             principal=principal,
@@ -368,8 +372,18 @@ def as_reply(route: Route, result: BaseModel | Reply) -> Reply:
     return Reply(min(s for s in route.responses if s < 300), result)
 
 
-def _parse_body(model: type[BaseModel]) -> BaseModel:
-    return parse_body(model, request_bytes(request))
+def _parse_body(model: type[BaseModel], limit: int | None = None) -> BaseModel:
+    if limit is not None and (request.content_length or 0) > limit:
+        raise BodyTooLarge(f"the request body is larger than {limit // 1024} KB")
+    raw = request_bytes(request)
+    if limit is not None and len(raw) > limit:
+        raise BodyTooLarge(f"the request body is larger than {limit // 1024} KB")
+    return parse_body(model, raw)
+
+
+class BodyTooLarge(RequestError):
+    code = "payload_too_large"
+    status = 413
 
 
 def _parse_query(model: type[BaseModel]) -> BaseModel:

@@ -51,8 +51,11 @@ def emit(
     watch: Watch | None = None,
     severity: str | None = None,
     extra_destinations: Iterable[str] = (),
+    org_defaults: bool = True,
 ) -> list[OutboxMessage]:
-    """Queue `event_type` for every destination whose policy wants it; return the messages."""
+    """Queue `event_type` for every destination whose policy wants it; return the messages.
+    Without `org_defaults` only `extra_destinations` get it (an ingress quarantine event
+    goes to the webhook its request named, nowhere else)."""
     defaults = session.get(NotificationDefaults, org_id)
     policy = (
         tuple(defaults.alert_severities)
@@ -64,7 +67,7 @@ def emit(
     destinations: dict[str, str] = {}
     if watch is not None and watch.webhook_url:
         destinations[watch.webhook_url] = channel_of(watch.webhook_url)
-    if defaults is not None and defaults.destination_ciphertext:
+    if org_defaults and defaults is not None and defaults.destination_ciphertext:
         url = str(box.decrypt_json(defaults.destination_ciphertext))
         destinations.setdefault(url, defaults.destination_kind or channel_of(url))
     for url in extra_destinations:

@@ -684,3 +684,43 @@ class DraftPr(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     merged_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class IngressProfile(Base):
+    """A consumer profile in the org's hosted registry (or reconciled from git)."""
+
+    __tablename__ = "ingress_profiles"
+    __table_args__ = (UniqueConstraint("org_id", "profile_id"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"), index=True)
+    profile_id: Mapped[str] = mapped_column(String(200))
+    version: Mapped[int] = mapped_column(Integer)
+    content: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    watch_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    managed_source: Mapped[str | None] = mapped_column(String(100), default=None)
+    managed_path: Mapped[str | None] = mapped_column(String(500), default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ValidationMeter(Base):
+    """Validations an org ran in one calendar month (UTC): the quota's counter."""
+
+    __tablename__ = "validation_meters"
+
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"), primary_key=True)
+    period: Mapped[str] = mapped_column(String(7), primary_key=True)  # YYYY-MM
+    used: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class ValidationSource(Base):
+    """Validations by the caller's `X-Service-Source` label, per org and month (reporting)."""
+
+    __tablename__ = "validation_sources"
+
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"), primary_key=True)
+    period: Mapped[str] = mapped_column(String(7), primary_key=True)
+    source: Mapped[str] = mapped_column(String(100), primary_key=True)
+    used: Mapped[int] = mapped_column(BigInteger, default=0)

@@ -11,7 +11,13 @@ import web.app  # noqa: F401 - registers every route
 from web.api import REGISTRY
 
 # Objects whose keys are the caller's own data, stored and served back as sent.
-FREE_FORM = {"TripIn.metadata", "TripOut.metadata"}
+FREE_FORM = {
+    "TripIn.metadata",
+    "TripOut.metadata",
+    "ProfileIn.schema",  # a consumer profile's JSON Schema: the caller's data
+    "ProfileOut.profile",
+    "ValidateIn.profile",
+}
 # Names another service chose: GitHub's install flow appends `installation_id` and
 # `setup_action` to the App's setup URL.
 FOREIGN = {"CallbackQuery.installation_id", "CallbackQuery.setup_action"}

@@ -97,6 +97,29 @@ CONFIG = SchemathesisConfig.from_dict(
                 "expected-statuses": ["2XX", "401", "403", "404", "409", "422", "429"]
             },
         },
+        "operations": [
+            {
+                # A consumer profile is a JSON Schema inside the body: whether it compiles, how
+                # deep it nests and where its refs point no schema of the body can state (400
+                # `profile_invalid`). Validation is metered: 402 when the month's quota is used.
+                "include-path-regex": "^/api/(validate|ingress-profiles/.*)$",
+                "checks": {
+                    "positive_data_acceptance": {
+                        "expected-statuses": [
+                            "2XX",
+                            "400",
+                            "401",
+                            "402",
+                            "403",
+                            "404",
+                            "409",
+                            "422",
+                            "429",
+                        ]
+                    }
+                },
+            }
+        ],
     }
 )
 schema = schemathesis.openapi.from_dict(DOCUMENT, config=CONFIG)
@@ -405,6 +428,12 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
         201,
     )
     state = draftpr.sign_state(world.box, world.key.org_id, datetime.now(UTC))
+    world.call(
+        "PUT",
+        "/api/ingress-profiles/order",
+        {"id": "order", "version": 1, "schema": {}},
+        201,
+    )
     sets = {s["name"]: s["id"] for s in world.call("GET", "/api/org/watch-sets")["watchSets"]}
     templates = {t["name"]: t["id"] for t in world.call("GET", "/api/templates")["templates"]}
     watch_ids = [drifting["id"], steady["id"], launched["watch"]["id"], by_name["git-watch"]]
@@ -419,6 +448,7 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
         "name": ["fleet"],
         "product": ["draftpr_repo", "toolmanifest_org"],
         "draft_pr_id": [draft["draftPrId"]],
+        "profile_id": ["order"],
     }
     world.values = {
         "watchId": watch_ids,
@@ -432,6 +462,8 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
         "draftPrId": [draft["draftPrId"]],
         "driftEventId": [e["id"] for e in events],
         "state": [state],
+        "profileId": ["order"],
+        "id": ["order"],
     }
 
 

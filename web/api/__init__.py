@@ -11,6 +11,7 @@ from web.api import (  # noqa: E402,F401  (registration)
     fuse,
     gitops,
     health,
+    ingress,
     meta,
     org,
     preflight,

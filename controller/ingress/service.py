@@ -1,0 +1,446 @@
+"""Runtime ingress validation: `POST /api/validate`, the hosted profile registry, metering and
+the quarantine event. See docs/validate.md.
+
+The request path: who may validate (a key on a paid plan, or a trial session), the burst
+limit (in the shell), the profile (inline, or from the registry) compiled once per process
+and content, one metering statement (the only write), the validation, and in quarantine
+mode one outbox row for the signed `ingress.quarantine` event (delivered by the controller).
+The payload is never stored, logged or sent: errors carry paths, codes and fixed messages.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import threading
+import time
+from collections import OrderedDict
+from datetime import datetime
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import ConfigDict, Field, StringConstraints
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from controller.crypto import SecretBox
+from controller.errors import Conflict, Forbidden, NotFound, RequestError, ValidationFailed
+from controller.events.outbox import emit
+from controller.ingress import metering
+from controller.ingress.profiles import (
+    MAX_PROFILE_BYTES,
+    PROFILE_ID_PATTERN,
+    ConsumerProfile,
+    ProfileInvalid,
+    check_profile,
+    content_hash,
+)
+from controller.ingress.validator import CompiledProfile, Result, compile_profile, validate
+from controller.model.base import ApiModel, RequestModel
+from controller.services import audit
+from controller.services.auth import Principal
+from controller.settings import Settings
+from controller.sources.addresses import is_public_address
+from controller.store.models import IngressProfile, TrialSession
+
+MAX_BODY_BYTES = 256 * 1024
+CACHE_SIZE = 1024
+ProfileId = Annotated[str, StringConstraints(pattern=PROFILE_ID_PATTERN)]
+
+
+class QuotaExceeded(RequestError):
+    code = "quota_exceeded"
+    status = 402
+
+
+class ValidationDisabled(RequestError):
+    code = "validation_disabled"
+    status = 503
+
+
+class ProfileTooLarge(RequestError):
+    code = "payload_too_large"
+    status = 413
+
+
+# -- wire models ---------------------------------------------------------------------------
+
+
+class ValidateOptions(RequestModel):
+    profile_mode: Literal["cli", "hosted"] = Field(
+        default="hosted",
+        description="which properties are required when the profile does not say: cli = all "
+        "declared, hosted = the schema's `required`",
+    )
+    mode: Literal["block", "warn", "quarantine"] = Field(
+        default="block",
+        description="block: 422 when invalid; warn: 200 with ok false; quarantine: 422 and a "
+        "signed ingress.quarantine event to webhookUrl",
+    )
+    webhook_url: Annotated[str, StringConstraints(max_length=2048)] | None = Field(
+        default=None, description="HTTPS; where quarantine events go"
+    )
+
+
+class ValidateIn(RequestModel):
+    """Body of `POST /api/validate`: the payload and a profile (inline, or `profileId`)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"anyOf": [{"required": ["profile"]}, {"required": ["profileId"]}]}
+    )
+
+    payload: Any = Field(description="the JSON value to check; never stored")
+    profile: dict[str, Any] | None = Field(
+        default=None, description="an inline consumer profile (at most 64 KB)"
+    )
+    profile_id: ProfileId | None = Field(default=None, description="a profile of the registry")
+    options: ValidateOptions = Field(default_factory=ValidateOptions)
+
+
+class IssueOut(ApiModel):
+    path: str = Field(description="JSON Pointer into the checked object; `$` for the root")
+    code: str
+    message: str
+
+
+class ValidateOut(ApiModel):
+    ok: bool
+    severity: Literal["breaking", "warning", "info", "none"]
+    errors: list[IssueOut]
+    truncated: bool = Field(default=False, description="more than 50 errors: the first 50")
+    normalized: Any = Field(
+        default=None,
+        description="the checked object (extracted from its envelope, aliases applied) when "
+        "there are no errors, else null",
+    )
+    correlation_id: str
+    validations_remaining: int | None = Field(description="null: no monthly limit")
+    latency_ms: float
+
+
+class ProfileOut(ApiModel):
+    id: str
+    version: int
+    profile: dict[str, Any] = Field(description="the profile as stored")
+    managed_by: str | None = Field(description="the git source that owns it, if any")
+    created_at: datetime
+    updated_at: datetime
+
+
+class ProfileList(ApiModel):
+    profiles: list[ProfileOut]
+
+
+# -- compiled profiles, per process --------------------------------------------------------
+
+
+class _Cache:
+    """Compiled profiles by (org, id, version, content hash, mode); least recently used out."""
+
+    def __init__(self, size: int = CACHE_SIZE) -> None:
+        self.size = size
+        self._items: OrderedDict[tuple[str, ...], CompiledProfile] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, ...], build: Any) -> CompiledProfile:
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+                return found
+        compiled: CompiledProfile = build()
+        with self._lock:
+            self._items[key] = compiled
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return compiled
+
+
+COMPILED = _Cache()
+
+
+def compiled_profile(
+    org_id: str, profile: ConsumerProfile, digest: str, mode: str
+) -> CompiledProfile:
+    key = (org_id, profile.id, str(profile.version), digest, mode)
+    return COMPILED.get(key, lambda: _compile(profile, mode))
+
+
+def _compile(profile: ConsumerProfile, mode: str) -> CompiledProfile:
+    try:
+        return compile_profile(profile, mode)
+    except ValueError as exc:  # jsonschema_rs: not a valid JSON Schema
+        raise ProfileInvalid(f"the profile's schema is not a valid JSON Schema: {exc}") from None
+
+
+# -- the validation ------------------------------------------------------------------------
+
+
+def validate_call(
+    session: Session,
+    settings: Settings,
+    box: SecretBox,
+    principal: Principal,
+    trial: TrialSession | None,
+    data: ValidateIn,
+    *,
+    correlation_id: str,
+    source: str | None,
+    started: float,
+    now: datetime,
+) -> tuple[int, ValidateOut]:
+    """Validate one payload; (HTTP status, answer)."""
+    if not settings.validate_enabled:
+        raise ValidationDisabled("the validation API is disabled on this server")
+    if trial is None and principal.plan == "free":
+        raise Forbidden(
+            "the free plan has no API access to validation; use a trial session or upgrade",
+            code="plan_required",
+        )
+    options = data.options
+    if options.mode == "quarantine" or options.webhook_url is not None:
+        _check_webhook(settings, options.webhook_url, required=options.mode == "quarantine")
+    profile, digest = _profile(session, principal.org_id, data)
+    compiled = compiled_profile(principal.org_id, profile, digest, options.profile_mode)
+    remaining = _meter(session, settings, principal, trial, source, now)
+    result = validate(compiled, data.payload)
+    answer = _answer(result, correlation_id, remaining, started)
+    if not result.ok and options.mode == "quarantine" and options.webhook_url:
+        _quarantine(
+            session,
+            box,
+            principal.org_id,
+            profile.id,
+            result,
+            correlation_id,
+            source,
+            now,
+            options.webhook_url,
+        )
+    status = 200 if result.ok or options.mode == "warn" else 422
+    return status, answer
+
+
+def _profile(session: Session, org_id: str, data: ValidateIn) -> tuple[ConsumerProfile, str]:
+    if data.profile is not None:
+        raw = data.profile
+        if len(_compact(raw)) > MAX_PROFILE_BYTES:
+            raise ProfileTooLarge(
+                f"the inline profile is larger than {MAX_PROFILE_BYTES // 1024} KB"
+            )
+        return check_profile(raw), content_hash(raw)
+    if data.profile_id is None:
+        raise ProfileInvalid("give a profile or a profileId")
+    row = session.scalar(
+        select(IngressProfile).where(
+            IngressProfile.org_id == org_id, IngressProfile.profile_id == data.profile_id
+        )
+    )
+    if row is None:
+        raise NotFound(f"no profile {data.profile_id!r} in this org's registry")
+    return check_profile(row.content), row.content_hash
+
+
+def _compact(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _meter(
+    session: Session,
+    settings: Settings,
+    principal: Principal,
+    trial: TrialSession | None,
+    source: str | None,
+    now: datetime,
+) -> int | None:
+    """Count the validation; the validations left this month (None: no limit), or 402."""
+    if trial is not None:
+        allowance = settings.trial_validations_per_month
+        used = metering.take_trial(session, trial.id, allowance, now)
+        if used is None:
+            raise QuotaExceeded(
+                f"this trial session used its {allowance} validations for {metering.period_of(now)}"
+            )
+        remaining: int | None = allowance - used
+    else:
+        quota = quota_of(settings, principal.plan)
+        used = metering.take_org(session, principal.org_id, quota, now)
+        if used is None:
+            raise QuotaExceeded(
+                f"org {principal.org_name!r} used its {quota} validations for "
+                f"{metering.period_of(now)} (plan {principal.plan})"
+            )
+        remaining = quota - used if quota else None
+    if source:
+        metering.count_source(session, principal.org_id, source, now)
+    return remaining
+
+
+def quota_of(settings: Settings, plan: str) -> int:
+    """A plan's monthly validations (0: unlimited)."""
+    return {
+        "pro": settings.validate_quota_pro,
+        "team": settings.validate_quota_team,
+        "enterprise": settings.validate_quota_enterprise,
+    }.get(plan, 0)
+
+
+def _answer(
+    result: Result, correlation_id: str, remaining: int | None, started: float
+) -> ValidateOut:
+    return ValidateOut(
+        ok=result.ok,
+        severity=result.severity,
+        errors=[IssueOut(path=i.path, code=i.code, message=i.message) for i in result.errors],
+        truncated=result.truncated,
+        normalized=result.normalized,
+        correlation_id=correlation_id,
+        validations_remaining=remaining,
+        latency_ms=round((time.perf_counter() - started) * 1000, 3),
+    )
+
+
+def _check_webhook(settings: Settings, url: str | None, *, required: bool) -> None:
+    if url is None:
+        if required:
+            raise ValidationFailed("quarantine mode needs options.webhookUrl (HTTPS)")
+        return
+    parts = urlsplit(url)
+    if parts.scheme != "https" or not parts.hostname:
+        raise ValidationFailed("options.webhookUrl must be an https:// URL")
+    host = parts.hostname
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return  # a name: the delivery's address guard checks what it resolves to
+    allowed = f"{host}:{parts.port or 443}" in settings.private_target_allowlist
+    if not settings.allow_private_targets and not allowed and not is_public_address(str(address)):
+        raise ValidationFailed("options.webhookUrl points to a private or special-purpose address")
+
+
+def _quarantine(
+    session: Session,
+    box: SecretBox,
+    org_id: str,
+    profile_id: str,
+    result: Result,
+    correlation_id: str,
+    source: str | None,
+    now: datetime,
+    url: str,
+) -> None:
+    """One outbox row: the signed `ingress.quarantine` event for `url` (never the payload)."""
+    data: dict[str, Any] = {
+        "event": "ingress.quarantine",
+        "correlationId": correlation_id,
+        "profileId": profile_id,
+        "severity": result.severity,
+        "errors": [{"path": i.path, "code": i.code, "message": i.message} for i in result.errors],
+        "ts": now.isoformat().replace("+00:00", "Z"),
+    }
+    if source:
+        data["source"] = source
+    emit(
+        session,
+        box,
+        org_id=org_id,
+        event_type="ingress.quarantine",
+        data=data,
+        now=now,
+        extra_destinations=[url],
+        org_defaults=False,
+    )
+
+
+# -- the hosted registry -------------------------------------------------------------------
+
+
+def profile_out(row: IngressProfile) -> ProfileOut:
+    return ProfileOut(
+        id=row.profile_id,
+        version=row.version,
+        profile=row.content,
+        managed_by=row.managed_source,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def put_profile(
+    session: Session, principal: Principal, profile_id: str, raw: dict[str, Any], now: datetime
+) -> tuple[IngressProfile, bool]:
+    """Store a profile under `profile_id` (its `id` must match); (row, created). A new
+    version must be higher; the same version with other content is 409."""
+    if len(_compact(raw)) > MAX_PROFILE_BYTES:
+        raise ProfileTooLarge(f"the profile is larger than {MAX_PROFILE_BYTES // 1024} KB")
+    profile = check_profile(raw)
+    if profile.id != profile_id:
+        raise ProfileInvalid(f"the profile's id {profile.id!r} is not the path's {profile_id!r}")
+    _compile(profile, "hosted")  # refuse a schema that does not compile, before storing it
+    digest = content_hash(raw)
+    row = _row(session, principal.org_id, profile_id)
+    if row is not None:
+        if row.managed_source is not None:
+            raise Conflict(
+                f"profile {profile_id!r} comes from the git source {row.managed_source!r}; "
+                "change it there",
+                code="managed_by_source",
+            )
+        if row.content_hash == digest:
+            return row, False
+        if profile.version <= row.version:
+            raise Conflict(
+                f"profile {profile_id!r} is at version {row.version}; a change needs a higher "
+                "version",
+                code="version_conflict",
+            )
+    created = row is None
+    if row is None:
+        row = IngressProfile(org_id=principal.org_id, profile_id=profile_id, created_at=now)
+        session.add(row)
+    row.version, row.content, row.content_hash = profile.version, raw, digest
+    row.watch_id, row.updated_at = profile.watch_id, now
+    session.flush()
+    audit.by(
+        session,
+        principal,
+        "ingress_profile.put",
+        row.id,
+        {"profileId": profile_id, "version": profile.version},
+    )
+    return row, created
+
+
+def get_profile(session: Session, org_id: str, profile_id: str) -> IngressProfile:
+    row = _row(session, org_id, profile_id)
+    if row is None:
+        raise NotFound(f"no profile {profile_id!r} in this org's registry")
+    return row
+
+
+def delete_profile(session: Session, principal: Principal, profile_id: str) -> None:
+    row = get_profile(session, principal.org_id, profile_id)
+    if row.managed_source is not None:
+        raise Conflict(
+            f"profile {profile_id!r} comes from the git source {row.managed_source!r}",
+            code="managed_by_source",
+        )
+    session.delete(row)
+    audit.by(session, principal, "ingress_profile.delete", row.id, {"profileId": profile_id})
+
+
+def list_profiles(session: Session, org_id: str) -> ProfileList:
+    rows = session.scalars(
+        select(IngressProfile)
+        .where(IngressProfile.org_id == org_id)
+        .order_by(IngressProfile.profile_id)
+    )
+    return ProfileList(profiles=[profile_out(r) for r in rows])
+
+
+def _row(session: Session, org_id: str, profile_id: str) -> IngressProfile | None:
+    return session.scalar(
+        select(IngressProfile).where(
+            IngressProfile.org_id == org_id, IngressProfile.profile_id == profile_id
+        )
+    )

@@ -1,0 +1,129 @@
+"""Runtime ingress validation (`POST /api/validate`) and the hosted consumer profiles
+(`/api/ingress-profiles`). See docs/validate.md."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ConfigDict, RootModel
+
+from controller.ingress import service
+from controller.ingress.profiles import PROFILE_SCHEMA
+from web.api import REGISTRY
+from web.routes import Call, Reply
+
+REMAINING_HEADER = "X-Service-Validations-Remaining"
+SOURCE_HEADER = "X-Service-Source"
+
+
+class ProfileIn(RootModel[dict[str, Any]]):
+    """A consumer profile: {id, version, schema, profileKind?, envelope?, requiredPolicy?,
+    normalization?, compatibility?, watchUrl?, watchId?}."""
+
+    model_config = ConfigDict(json_schema_extra=PROFILE_SCHEMA)
+
+
+@REGISTRY.route(
+    "POST",
+    "/api/validate",
+    summary="Validate a payload against a consumer profile",
+    tag="ingress",
+    auth="key_or_trial",
+    body=service.ValidateIn,
+    responses={200: service.ValidateOut, 422: service.ValidateOut},
+    errors=(402, 403, 404, 429, 503),
+    max_body=service.MAX_BODY_BYTES,
+)
+def validate(call: Call) -> Reply:
+    """Checks `payload` against the profile (inline, or `profileId` from the registry): 200
+    when it fits, or in `warn` mode; 422 with the same answer when it does not (`block`,
+    `quarantine`: then a signed `ingress.quarantine` event goes to `options.webhookUrl`).
+    400 `profile_invalid` for a profile that cannot be used; 401 without a key or trial;
+    402 when the month's quota is used up; 403 on the free plan; 413 over 256 KB (a profile
+    over 64 KB); 429 over the burst limit (`Retry-After`); 503 when validation is off.
+    The payload is never stored or logged."""
+    principal = call.principal_required
+    client = call.trial.id if call.trial is not None else principal.credential_id
+    call.resources.limiter.hit(
+        "validate",
+        client,
+        per_minute=call.settings.validate_per_minute,
+        burst=call.settings.validate_burst,
+    )
+    source = (call.headers.get(SOURCE_HEADER) or "").strip()[:100] or None
+    status, answer = service.validate_call(
+        call.session,
+        call.settings,
+        call.secret_box,
+        principal,
+        call.trial,
+        call.body,
+        correlation_id=call.correlation_id,
+        source=source,
+        started=call.started,
+        now=call.now,
+    )
+    headers = {}
+    if answer.validations_remaining is not None:
+        headers[REMAINING_HEADER] = str(answer.validations_remaining)
+    return Reply(status, answer, headers)
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/ingress-profiles",
+    summary="List consumer profiles",
+    tag="ingress",
+    responses={200: service.ProfileList},
+)
+def list_profiles(call: Call) -> service.ProfileList:
+    """The org's consumer profiles, by id."""
+    return service.list_profiles(call.session, call.org_id)
+
+
+@REGISTRY.route(
+    "PUT",
+    "/api/ingress-profiles/<profile_id>",
+    summary="Store a consumer profile",
+    tag="ingress",
+    body=ProfileIn,
+    responses={200: service.ProfileOut, 201: service.ProfileOut},
+    errors=(409,),
+)
+def put_profile(call: Call) -> Reply:
+    """Stores the profile under its id (the path's): 201 when new, 200 when replaced by a
+    higher version or sent again unchanged. A lower or equal version with other content is
+    409 `version_conflict`; a profile from a git source is 409 `managed_by_source`; one the
+    validator cannot use is 400 `profile_invalid`; over 64 KB is 413."""
+    row, created = service.put_profile(
+        call.session, call.principal_required, call.path["profile_id"], call.body.root, call.now
+    )
+    return Reply(201 if created else 200, service.profile_out(row))
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/ingress-profiles/<profile_id>",
+    summary="Show a consumer profile",
+    tag="ingress",
+    responses={200: service.ProfileOut},
+)
+def get_profile(call: Call) -> service.ProfileOut:
+    """One profile of the org's registry."""
+    return service.profile_out(
+        service.get_profile(call.session, call.org_id, call.path["profile_id"])
+    )
+
+
+@REGISTRY.route(
+    "DELETE",
+    "/api/ingress-profiles/<profile_id>",
+    summary="Delete a consumer profile",
+    tag="ingress",
+    responses={204: None},
+    errors=(409,),
+)
+def delete_profile(call: Call) -> Reply:
+    """Removes a profile (409 `managed_by_source` for one from git)."""
+    service.delete_profile(call.session, call.principal_required, call.path["profile_id"])
+    return Reply(204)
