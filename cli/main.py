@@ -41,6 +41,8 @@ COMMANDS = {
     "drift": "cli.commands.watches:drift",
     "demo": "cli.commands.demo:demo",
     "draftpr": "cli.commands.draftpr:draftpr",
+    "check-payload": "cli.commands.ingress:check_payload",
+    "profiles": "cli.commands.ingress:profiles",
 }
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from controller.ingress.profiles import PROFILE_SCHEMA
 from controller.model.gitops import AgentsFile, TemplatesFile, WatchSetsFile
 from controller.settings import Settings
 
@@ -60,8 +61,23 @@ def gitops_schema(file_name: str) -> dict[str, Any]:
     }
 
 
+def profile_schema() -> dict[str, Any]:
+    """Schema of a consumer profile (`.driftgate/profiles/*.json|yaml`, `driftgate
+    check-payload --profile`, the registry's PUT body)."""
+    return {
+        "$schema": SCHEMA_DIALECT,
+        "$id": "https://driftgate.dev/schemas/consumer-profile.schema.json",
+        "title": "consumer profile",
+        "type": "object",
+        **PROFILE_SCHEMA,
+    }
+
+
 def all_schemas() -> dict[str, dict[str, Any]]:
-    schemas = {"driftgate.schema.json": settings_schema()}
+    schemas = {
+        "driftgate.schema.json": settings_schema(),
+        "consumer-profile.schema.json": profile_schema(),
+    }
     for file_name, (schema_name, _) in GITOPS_FILES.items():
         schemas[schema_name] = gitops_schema(file_name)
     return schemas

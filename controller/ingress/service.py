@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import ConfigDict, Field, StringConstraints
+from pydantic import ConfigDict, Field, RootModel, StringConstraints
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -30,6 +30,7 @@ from controller.ingress import metering
 from controller.ingress.profiles import (
     MAX_PROFILE_BYTES,
     PROFILE_ID_PATTERN,
+    PROFILE_SCHEMA,
     ConsumerProfile,
     ProfileInvalid,
     check_profile,
@@ -95,6 +96,13 @@ class ValidateIn(RequestModel):
     )
     profile_id: ProfileId | None = Field(default=None, description="a profile of the registry")
     options: ValidateOptions = Field(default_factory=ValidateOptions)
+
+
+class ProfileIn(RootModel[dict[str, Any]]):
+    """A consumer profile: {id, version, schema, profileKind?, envelope?, requiredPolicy?,
+    normalization?, compatibility?, watchUrl?, watchId?}."""
+
+    model_config = ConfigDict(json_schema_extra=PROFILE_SCHEMA)
 
 
 class IssueOut(ApiModel):
@@ -444,3 +452,12 @@ def _row(session: Session, org_id: str, profile_id: str) -> IngressProfile | Non
             IngressProfile.org_id == org_id, IngressProfile.profile_id == profile_id
         )
     )
+
+
+def validate_offline(raw_profile: Any, payload: Any, profile_mode: str = "cli") -> ValidateOut:
+    """`driftgate check-payload`: the same checks as the API, without a server, a key, a
+    quota or a webhook (`ProfileInvalid` for a profile that cannot be used)."""
+    started = time.perf_counter()
+    profile = check_profile(raw_profile)
+    result = validate(_compile(profile, profile_mode), payload)
+    return _answer(result, "offline", None, started)

@@ -3,24 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import ConfigDict, RootModel
-
 from controller.ingress import service
-from controller.ingress.profiles import PROFILE_SCHEMA
 from web.api import REGISTRY
 from web.routes import Call, Reply
 
 REMAINING_HEADER = "X-Service-Validations-Remaining"
 SOURCE_HEADER = "X-Service-Source"
-
-
-class ProfileIn(RootModel[dict[str, Any]]):
-    """A consumer profile: {id, version, schema, profileKind?, envelope?, requiredPolicy?,
-    normalization?, compatibility?, watchUrl?, watchId?}."""
-
-    model_config = ConfigDict(json_schema_extra=PROFILE_SCHEMA)
 
 
 @REGISTRY.route(
@@ -86,7 +74,7 @@ def list_profiles(call: Call) -> service.ProfileList:
     "/api/ingress-profiles/<profile_id>",
     summary="Store a consumer profile",
     tag="ingress",
-    body=ProfileIn,
+    body=service.ProfileIn,
     responses={200: service.ProfileOut, 201: service.ProfileOut},
     errors=(409,),
 )
