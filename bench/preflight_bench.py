@@ -255,9 +255,16 @@ def free_port() -> int:
 
 
 def start_server(
-    url: str, work: Path, label: str, port: int, args: argparse.Namespace, root: Path = ROOT
+    url: str,
+    work: Path,
+    label: str,
+    port: int,
+    args: argparse.Namespace,
+    root: Path = ROOT,
+    settings: dict[str, str] | None = None,
 ) -> tuple[subprocess.Popen[bytes], Path]:
-    """`driftgate serve` from the checkout at `root` (this one by default) on `port`."""
+    """`driftgate serve` from the checkout at `root` (this one by default) on `port`, with
+    `settings` as extra `DRIFTGATE_*` variables."""
     env = {
         key: value
         for key, value in os.environ.items()
@@ -269,6 +276,7 @@ def start_server(
             "DRIFTGATE_SECRET_KEY": SECRET,
             "DRIFTGATE_DATA_DIR": str(work / f"data-{label}"),
             "DRIFTGATE_LOG_LEVEL": args.log_level,
+            **(settings or {}),
         }
     )
     log_path = work / f"server-{label}.log"

@@ -15,8 +15,9 @@ Before the handler runs, the lane hands to Flask, untouched (the body it read is
 any request it would not answer exactly as Flask would (before reading the body): a refused
 default User-Agent,
 credentials that are missing, malformed or not in this process's key cache (Flask
-authenticates and caches the key, so the next request takes the lane), a body without a
-Content-Length or over the size limit (Flask's 413). Once the handler runs, the lane answers,
+authenticates and caches the key, so the next request takes the lane; a trial session, on a
+route that takes one, always goes to Flask), a body without a Content-Length or over the size
+limit, the server's or the route's own (Flask's 413). Once the handler runs, the lane answers,
 errors included.
 """
 
@@ -102,7 +103,12 @@ class Lane:
         started = time.perf_counter()
         principal = self._principal(environ, route.rule)
         length = _length(environ)
-        if principal is None or length is None or (self.limit and length > self.limit):
+        limit = (
+            min(x for x in (self.limit, route.max_body) if x)
+            if (self.limit or route.max_body)
+            else None
+        )
+        if principal is None or length is None or (limit and length > limit):
             return self.fallback(environ, start_response)
         raw = environ["wsgi.input"].read(length) if length else b""
         correlation = correlation_id(environ.get(_CORRELATION_KEY, ""))

@@ -245,10 +245,13 @@ class Registry:
         """Declare a route. `lane=True` lets `web.lane` serve it in front of Flask's
         per-request machinery (for a hot path): the handler is the same in both paths, so it
         must return a model or a `Reply`, never a Flask `Response`; only routes authenticated
-        by API key, without guards, path values or query can opt in."""
+        by API key (a trial session, where the route takes one, goes through Flask), without
+        guards, path values or query can opt in."""
 
         def register(handler: Handler) -> Handler:
-            if lane and (auth != "key" or guards or query is not None or "<" in rule):
+            if lane and (
+                auth not in ("key", "key_or_trial") or guards or query is not None or "<" in rule
+            ):
                 raise ValueError(f"{method} {rule}: only key-authenticated plain routes can lane")
             self.routes.append(
                 Route(

@@ -11,9 +11,10 @@ caller's `X-Service-Source` label is counted beside, for reporting only.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import cast
+from functools import lru_cache
+from typing import Any, cast
 
-from sqlalchemy import Table, case, update
+from sqlalchemy import Table, bindparam, case, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -25,21 +26,31 @@ def period_of(now: datetime) -> str:
     return now.strftime("%Y-%m")
 
 
-def _insert(session: Session):  # type: ignore[no-untyped-def]
-    return sqlite.insert if session.get_bind().dialect.name == "sqlite" else postgresql.insert
+_METER = cast(Table, ValidationMeter.__table__)
+_SOURCES = cast(Table, ValidationSource.__table__)
+_TRIALS = cast(Table, TrialSession.__table__)
+
+
+@lru_cache(maxsize=8)
+def _take_org_statement(dialect: str, limited: bool) -> Any:
+    """The upsert, built once per dialect (building it per request costs more than running it)."""
+    insert = sqlite.insert if dialect == "sqlite" else postgresql.insert
+    stmt = insert(_METER).values(org_id=bindparam("org_id"), period=bindparam("period"), used=1)
+    return stmt.on_conflict_do_update(
+        index_elements=[_METER.c.org_id, _METER.c.period],
+        set_={"used": _METER.c.used + 1},
+        where=(_METER.c.used < bindparam("quota")) if limited else None,
+    ).returning(_METER.c.used)
 
 
 def take_org(session: Session, org_id: str, quota: int, now: datetime) -> int | None:
     """Count one validation for the org this month; the count after it, or None when the
     quota (0: none) is used up and nothing was counted."""
-    table = cast(Table, ValidationMeter.__table__)
-    stmt = _insert(session)(table).values(org_id=org_id, period=period_of(now), used=1)
-    stmt = stmt.on_conflict_do_update(
-        index_elements=[table.c.org_id, table.c.period],
-        set_={"used": table.c.used + 1},
-        where=(table.c.used < quota) if quota else None,
-    ).returning(table.c.used)
-    used = session.execute(stmt).scalar()
+    stmt = _take_org_statement(session.get_bind().dialect.name, bool(quota))
+    values: dict[str, Any] = {"org_id": org_id, "period": period_of(now)}
+    if quota:
+        values["quota"] = quota
+    used = session.connection().execute(stmt, values).scalar()
     if used is None or (quota and used > quota):
         return None
     return int(used)
@@ -49,7 +60,7 @@ def take_trial(session: Session, trial_id: str, allowance: int, now: datetime) -
     """Count one validation of a trial session this month; the count after it, or None when
     its allowance is used up."""
     period = period_of(now)
-    table = cast(Table, TrialSession.__table__)
+    table = _TRIALS
     same = table.c.validations_period == period
     stmt = (
         update(table)
@@ -66,14 +77,18 @@ def take_trial(session: Session, trial_id: str, allowance: int, now: datetime) -
     return int(used)
 
 
+@lru_cache(maxsize=4)
+def _source_statement(dialect: str) -> Any:
+    insert = sqlite.insert if dialect == "sqlite" else postgresql.insert
+    stmt = insert(_SOURCES).values(
+        org_id=bindparam("org_id"), period=bindparam("period"), source=bindparam("source"), used=1
+    )
+    return stmt.on_conflict_do_update(
+        index_elements=[_SOURCES.c.org_id, _SOURCES.c.period, _SOURCES.c.source],
+        set_={"used": _SOURCES.c.used + 1},
+    )
+
+
 def count_source(session: Session, org_id: str, source: str, now: datetime) -> None:
-    table = cast(Table, ValidationSource.__table__)
-    stmt = _insert(session)(table).values(
-        org_id=org_id, period=period_of(now), source=source[:100], used=1
-    )
-    session.execute(
-        stmt.on_conflict_do_update(
-            index_elements=[table.c.org_id, table.c.period, table.c.source],
-            set_={"used": table.c.used + 1},
-        )
-    )
+    stmt = _source_statement(session.get_bind().dialect.name)
+    session.execute(stmt, {"org_id": org_id, "period": period_of(now), "source": source[:100]})

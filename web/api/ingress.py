@@ -21,6 +21,7 @@ SOURCE_HEADER = "X-Service-Source"
     responses={200: service.ValidateOut, 422: service.ValidateOut},
     errors=(402, 403, 404, 429, 503),
     max_body=service.MAX_BODY_BYTES,
+    lane=True,
 )
 def validate(call: Call) -> Reply:
     """Checks `payload` against the profile (inline, or `profileId` from the registry): 200
