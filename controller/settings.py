@@ -205,6 +205,13 @@ class Settings(BaseModel):
     validate_per_minute: int = Field(
         default=6000, ge=1, description="sustained validations a minute per API key or trial"
     )
+    profile_cache_seconds: float = Field(
+        default=2.0,
+        ge=0,
+        le=60,
+        description="how long a process reuses a registry profile's version lookup (0: look up "
+        "on every validation); a profile changed through another process applies within it",
+    )
     validate_burst: int = Field(
         default=600, ge=1, description="validations a key may send at once above that rate"
     )

@@ -215,7 +215,9 @@ def validate_call(
     options = data.options
     if options.mode == "quarantine" or options.webhook_url is not None:
         _check_webhook(settings, options.webhook_url, required=options.mode == "quarantine")
-    _, profile_id, compiled = _profile(session, principal.org_id, data, options.profile_mode)
+    _, profile_id, compiled = _profile(
+        session, principal.org_id, data, options.profile_mode, settings.profile_cache_seconds
+    )
     remaining = _meter(session, settings, principal, trial, source, now)
     result = validate(compiled, data.payload)
     answer = _answer(result, correlation_id, remaining, started)
@@ -236,7 +238,7 @@ def validate_call(
 
 
 def _profile(
-    session: Session, org_id: str, data: ValidateIn, mode: str
+    session: Session, org_id: str, data: ValidateIn, mode: str, ttl: float = 0.0
 ) -> tuple[ConsumerProfile | None, str, CompiledProfile]:
     """The request's profile compiled: an inline one (checked, then compiled once per content),
     or the registry's (one indexed read of its version and hash; its content is read and
@@ -252,14 +254,8 @@ def _profile(
         return profile, profile.id, compiled_profile(org_id, profile, digest, mode)
     if data.profile_id is None:
         raise ProfileInvalid("give a profile or a profileId")
-    found = (
-        session.connection()
-        .execute(_REGISTERED, {"org_id": org_id, "profile_id": data.profile_id})
-        .first()
-    )
-    if found is None:
-        raise NotFound(f"no profile {data.profile_id!r} in this org's registry")
-    key = (org_id, data.profile_id, str(found.version), found.content_hash, mode)
+    version, digest = _registered(session, org_id, data.profile_id, ttl)
+    key = (org_id, data.profile_id, str(version), digest, mode)
     compiled = COMPILED.peek(key)
     if compiled is None:
         row = _row(session, org_id, data.profile_id)
@@ -267,6 +263,39 @@ def _profile(
         profile = check_profile(row.content)
         compiled = COMPILED.get(key, lambda: _compile(profile, mode))
     return compiled.profile, data.profile_id, compiled
+
+
+# (org, profile id) -> (when the lookup expires, version, content hash), per process.
+_LOOKUPS: dict[tuple[str, str], tuple[float, int, str]] = {}
+_LOOKUPS_LOCK = threading.Lock()
+
+
+def _registered(session: Session, org_id: str, profile_id: str, ttl: float) -> tuple[int, str]:
+    """A registry profile's version and content hash: from this process's lookups for `ttl`
+    seconds, else one indexed read (404 when the org has no such profile)."""
+    now = time.monotonic()
+    with _LOOKUPS_LOCK:
+        cached = _LOOKUPS.get((org_id, profile_id))
+    if cached is not None and cached[0] > now:
+        return cached[1], cached[2]
+    found = (
+        session.connection()
+        .execute(_REGISTERED, {"org_id": org_id, "profile_id": profile_id})
+        .first()
+    )
+    if found is None:
+        raise NotFound(f"no profile {profile_id!r} in this org's registry")
+    if ttl > 0:
+        with _LOOKUPS_LOCK:
+            if len(_LOOKUPS) > CACHE_SIZE:
+                _LOOKUPS.clear()
+            _LOOKUPS[(org_id, profile_id)] = (now + ttl, found.version, found.content_hash)
+    return int(found.version), str(found.content_hash)
+
+
+def _forget(org_id: str, profile_id: str) -> None:
+    with _LOOKUPS_LOCK:
+        _LOOKUPS.pop((org_id, profile_id), None)
 
 
 # The registry read of the hot path, built once, run on the connection (no ORM).
@@ -290,6 +319,8 @@ def _meter(
     now: datetime,
 ) -> int | None:
     """Count the validation; the validations left this month (None: no limit), or 402."""
+    if source:
+        metering.count_source(principal.org_id, source, now)
     if trial is not None:
         allowance = settings.trial_validations_per_month
         used = metering.take_trial(session, trial.id, allowance, now)
@@ -300,15 +331,12 @@ def _meter(
         remaining: int | None = allowance - used
     else:
         quota = quota_of(settings, principal.plan)
-        used = metering.take_org(session, principal.org_id, quota, now)
-        if used is None:
+        remaining = metering.take_org(session, principal.org_id, quota, now)
+        if remaining == -1:
             raise QuotaExceeded(
                 f"org {principal.org_name!r} used its {quota} validations for "
                 f"{metering.period_of(now)} (plan {principal.plan})"
             )
-        remaining = quota - used if quota else None
-    if source:
-        metering.count_source(session, principal.org_id, source, now)
     return remaining
 
 
@@ -437,6 +465,7 @@ def put_profile(
     row.version, row.content, row.content_hash = profile.version, raw, digest
     row.watch_id, row.updated_at = profile.watch_id, now
     session.flush()
+    _forget(principal.org_id, profile_id)
     audit.by(
         session,
         principal,
@@ -462,6 +491,7 @@ def delete_profile(session: Session, principal: Principal, profile_id: str) -> N
             code="managed_by_source",
         )
     session.delete(row)
+    _forget(principal.org_id, profile_id)
     audit.by(session, principal, "ingress_profile.delete", row.id, {"profileId": profile_id})
 
 

@@ -105,6 +105,7 @@ class CompiledProfile:
     """A profile ready to validate with: checked once, compiled once, reused."""
 
     profile: ConsumerProfile
+    schema: dict[str, Any]  # what the validator checks: the profile's, made strict
     validator: Any  # a jsonschema_rs validator
     aliases: tuple[tuple[str, str], ...]
     preset: str | None
@@ -139,7 +140,7 @@ def compile_profile(profile: ConsumerProfile, profile_mode: str = "cli") -> Comp
         if envelope and envelope.extract_path
         else ()
     )
-    return CompiledProfile(profile, validator, aliases, preset, path)
+    return CompiledProfile(profile, schema, validator, aliases, preset, path)
 
 
 def _strict(schema: dict[str, Any], *, all_required: bool) -> dict[str, Any]:
@@ -178,6 +179,8 @@ def validate(compiled: CompiledProfile, payload: Any) -> Result:
             "$", "envelope_extract_failed", "the object to check was not found in the envelope"
         )
         return Result(False, "breaking", [issue], None, False)
+    if compiled.validator.is_valid(target):  # the common case: no error objects built
+        return Result(True, "none", [], target, False)
     issues: list[Issue] = []
     truncated = False
     for error in compiled.validator.iter_errors(target):
@@ -270,7 +273,7 @@ def _issues(error: Any) -> list[Issue]:
             )
             for n in unexpected
         ] or [Issue(_pointer(where), "extra_field", "the consumer does not accept a property here")]
-    if error.instance is None and name == "Not":
+    if name == "Not" and error.instance is None:  # `instance` converts the value: ask last
         return [Issue(_pointer(where), "null_disallowed", "null is not allowed here")]
     if name == "Type":
         expected = getattr(kind, "types", None)
