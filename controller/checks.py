@@ -42,13 +42,14 @@ from controller.diffs.explain import with_hints
 from controller.diffs.grouping import group_changes
 from controller.events.outbox import emit
 from controller.incidents import close_incident, current_incident, emit_incident
+from controller.ingress.impact import affected_profiles
 from controller.model.change import Change, Severity
 from controller.model.watch import DriftStatus
 from controller.settings import Settings
 from controller.sources.http import FetchError, fetch
 from controller.sources.mcp import fetch_mcp_snapshot, redact_url
 from controller.status import CheckFailed, CheckSucceeded, Counts, facts_of, transition
-from controller.store.models import DriftEvent, Incident, Snapshot, Watch
+from controller.store.models import DriftEvent, Incident, IngressProfile, Snapshot, Watch
 from controller.store.watch_rows import decrypted_headers
 
 logger = logging.getLogger("driftgate.checks")
@@ -342,6 +343,22 @@ def encode_document(document: Any) -> bytes:
     return zlib.compress(json.dumps(document, sort_keys=True, separators=(",", ":")).encode(), 6)
 
 
+def _affected_profiles(session: Session, watch: Watch, changes: list[Change]) -> list[str]:
+    """The consumer profiles that name this watch and whose schema the breaking changes touch
+    (`controller.ingress.impact`)."""
+    rows = session.execute(
+        select(IngressProfile.profile_id, IngressProfile.content).where(
+            IngressProfile.org_id == watch.org_id, IngressProfile.watch_id == watch.id
+        )
+    ).all()
+    if not rows:
+        return []
+    return affected_profiles(
+        [{"path": c.path, "severity": c.severity.value, "ignored": c.ignored} for c in changes],
+        [(pid, (content or {}).get("schema")) for pid, content in rows],
+    )
+
+
 def decode_snapshot(snapshot: Snapshot) -> Any:
     return json.loads(zlib.decompress(snapshot.content))
 
@@ -538,6 +555,9 @@ def _record_new_snapshot(
             info_count=counts["info"],
             changes=encode_changes(changes),
             agent_actions=sorted({c.agentAction for c in changes if not c.ignored}),
+            affected_profiles=_affected_profiles(session, watch, changes)
+            if counts["breaking"]
+            else [],
         )
         session.add(event)
         session.flush()

@@ -310,3 +310,47 @@ def test_the_payload_is_never_stored_or_logged(
         for file in (path, Path(f"{path}-wal")):
             if file.exists():
                 assert MARKER.encode() not in file.read_bytes()
+
+
+def test_a_drift_lists_the_profiles_its_breaking_changes_touch(
+    live_app: Flask, server: Any, controller: Controller, acme: OrgKey
+) -> None:
+    from tests.specs import as_json, charges_spec
+
+    client = live_app.test_client()
+    url = server.set("/openapi.json", as_json(charges_spec()))
+    watch_id = client.post(
+        "/api/watches", json={"name": "pay", "url": url}, headers=acme.headers
+    ).get_json()["id"]
+    assert (
+        client.post(f"/api/watches/{watch_id}/check?wait=30", headers=acme.headers).status_code
+        == 200
+    )
+    touched = {
+        "id": "charge-in",
+        "version": 1,
+        "watchId": watch_id,
+        "schema": {"type": "object", "properties": {"amount": {"type": "integer"}}},
+    }
+    untouched = {
+        "id": "refund-in",
+        "version": 1,
+        "watchId": watch_id,
+        "schema": {"type": "object", "properties": {"reason": {"type": "string"}}},
+    }
+    elsewhere = {"id": "other", "version": 1, "schema": touched["schema"]}  # names no watch
+    for profile in (touched, untouched, elsewhere):
+        assert (
+            client.put(
+                f"/api/ingress-profiles/{profile['id']}", json=profile, headers=acme.headers
+            ).status_code
+            == 201
+        )
+    server.set("/openapi.json", as_json(charges_spec(required=("id",))))  # amount optional now
+    drifted = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=acme.headers).get_json()
+    assert drifted["watch"]["driftStatus"] == "drifted", drifted
+    event_id = client.get(f"/api/drift?watchId={watch_id}", headers=acme.headers).get_json()[
+        "events"
+    ][0]["id"]
+    event = client.get(f"/api/drift/events/{event_id}", headers=acme.headers).get_json()
+    assert event["affectedProfiles"] == ["charge-in"]

@@ -62,6 +62,11 @@ class DriftEventOut(DriftEventSummary):
     base_snapshot_id: str | None
     snapshot_id: str | None
     changes: list[ChangeOut] = Field(description="each with its human `hint`")
+    affected_profiles: list[str] = Field(
+        default_factory=list,
+        description="consumer profiles (ids) naming this watch whose schema a breaking "
+        "change touches: payload checks to revisit",
+    )
 
 
 class DriftPage(ApiModel):
@@ -202,6 +207,7 @@ def event_out(event: DriftEvent, watch_name: str) -> DriftEventOut:
         base_snapshot_id=event.base_snapshot_id,
         snapshot_id=event.snapshot_id,
         changes=[ChangeOut.model_validate(c) for c in with_hints(decode_changes(event.changes))],
+        affected_profiles=event.affected_profiles or [],
     )
 
 

@@ -296,6 +296,8 @@ class DriftEvent(Base):
     changes: Mapped[bytes] = mapped_column(LargeBinary)
     incident_id: Mapped[str | None] = mapped_column(String(36), default=None)
     agent_actions: Mapped[list[str]] = mapped_column(JSONType, default=list)
+    # consumer profiles naming this watch whose schema the breaking changes touch
+    affected_profiles: Mapped[list[str] | None] = mapped_column(JSONType, default=None)
 
 
 class Job(Base):

@@ -207,3 +207,21 @@ def test_a_schema_nested_deeper_than_32_levels_is_refused() -> None:
         schema = {"type": "object", "properties": {"x": schema}}
     with pytest.raises(ProfileInvalid, match="deeper than 32"):
         check_profile({"id": "deep", "version": 1, "schema": schema})
+
+
+def test_only_breaking_changes_touch_profiles_through_declared_properties() -> None:
+    from controller.ingress.impact import affected_profiles, declared_properties
+
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "object", "properties": {"b~c/d": {}}}},
+    }
+    assert declared_properties(schema) == {"a", "b~c/d"}
+    profiles = [("p", schema), ("q", {"properties": {"z": {}}})]
+    changes = [
+        {"path": "/components/schemas/x/properties/b~0c~1d", "severity": "breaking"},
+        {"path": "/components/schemas/x/properties/z", "severity": "warning"},
+        {"path": "/components/schemas/x/properties/z", "severity": "breaking", "ignored": True},
+    ]
+    assert affected_profiles(changes, profiles) == ["p"]
+    assert affected_profiles(changes[1:], profiles) == []

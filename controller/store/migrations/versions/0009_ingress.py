@@ -20,6 +20,14 @@ depends_on = None
 
 
 def upgrade() -> None:
+    op.add_column(
+        "drift_events",
+        sa.Column(
+            "affected_profiles",
+            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
+            nullable=True,
+        ),
+    )
     op.create_table(
         "ingress_profiles",
         sa.Column("id", sa.String(36), primary_key=True),
@@ -62,6 +70,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_column("drift_events", "affected_profiles")
     op.drop_table("validation_sources")
     op.drop_table("validation_meters")
     op.drop_table("ingress_profiles")
