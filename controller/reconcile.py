@@ -49,6 +49,7 @@ from controller.configschema import gitops_schema
 from controller.crypto import SecretBox
 from controller.gitops import load as gitops_load
 from controller.gitops.load import FILES, Bundle, Problem, load_bundle
+from controller.ingress.profiles import content_hash
 from controller.logs import log
 from controller.model.catalog import SYSTEM_TEMPLATES
 from controller.model.targets import header_value_problem
@@ -62,13 +63,22 @@ from controller.sources.git import (
 )
 from controller.status import INITIAL as INITIAL_DRIFT_STATUS
 from controller.store.db import Database
-from controller.store.models import Agent, AgentWatch, Org, Source, Template, Watch, WatchSet
+from controller.store.models import (
+    Agent,
+    AgentWatch,
+    IngressProfile,
+    Org,
+    Source,
+    Template,
+    Watch,
+    WatchSet,
+)
 from controller.store.types import utcnow
 from controller.store.watch_rows import set_headers, set_tags
 
 logger = logging.getLogger("driftgate.reconcile")
 
-KINDS = ("templates", "watchSets", "watches", "agents")
+KINDS = ("templates", "watchSets", "watches", "agents", "profiles")
 RUNS_KEPT = 10
 PRESET_POLICIES = ("notify-only", "staging-strict", "production-guard")
 ENV_REFERENCE = re.compile(r"^\$\{env:([A-Z_][A-Z0-9_]*)\}$")
@@ -87,6 +97,7 @@ class Desired:
     watch_sets: dict[str, dict[str, Any]] = field(default_factory=dict)
     watches: dict[str, dict[str, Any]] = field(default_factory=dict)
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
+    profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def of(self, kind: str) -> dict[str, dict[str, Any]]:
         return {
@@ -94,6 +105,7 @@ class Desired:
             "watchSets": self.watch_sets,
             "watches": self.watches,
             "agents": self.agents,
+            "profiles": self.profiles,
         }[kind]
 
 
@@ -559,6 +571,9 @@ class Reconciler:
                     "path": agents_file,
                 }
                 desired.agents[agent["id"]] = self._with_digest(values)
+        for profile_id, (file, content) in bundle.profiles.items():
+            values = {"content": content, "path": file}
+            desired.profiles[profile_id] = self._with_digest(values)
         return desired, problems
 
     def _resolve_headers(
@@ -741,6 +756,14 @@ class Reconciler:
             AgentWatch(position=position, ref=ref, watch_id=applying.lookup.get(ref))
             for position, ref in enumerate(values["refs"])
         ]
+
+    def _write_profile(self, applying: _Applying, profile: IngressProfile, values: Values) -> None:
+        content = values["content"]
+        profile.version = int(content["version"])
+        profile.content = content
+        profile.content_hash = content_hash(content)
+        profile.watch_id = content.get("watchId")
+        profile.updated_at = utcnow()
 
     def _rebind(self, session: Session, source: str, org_id: str) -> int:
         """Resolve this source's bindings again when some point at nothing; returns how many
@@ -1018,6 +1041,13 @@ APPLY: tuple[ApplyKind, ...] = (
         Reconciler._write_agent,
         prepare=_read_lookup,
     ),
+    ApplyKind(
+        "profiles",
+        IngressProfile,
+        IngressProfile.profile_id,
+        lambda org_id, key: IngressProfile(org_id=org_id, profile_id=key),
+        Reconciler._write_profile,
+    ),
 )
 assert tuple(kind.name for kind in APPLY) == KINDS
 
@@ -1048,6 +1078,7 @@ def _singular(kind: str) -> str:
         "watchSets": "watch set",
         "watches": "watch",
         "agents": "agent",
+        "profiles": "consumer profile",
     }[kind]
 
 

@@ -31,6 +31,7 @@ from pydantic import BaseModel
 from pydantic import ValidationError as ModelError
 
 from controller.configschema import gitops_schema
+from controller.ingress.profiles import ProfileInvalid, check_profile
 from controller.model.gitops import (
     ENV_VALUE_PATTERN,
     ENVIRONMENT_PATTERN,
@@ -115,6 +116,8 @@ class Bundle:
     agents: AgentsFile | None = None
     templates: TemplatesFile | None = None
     watch_sets: WatchSetsFile | None = None
+    # Consumer profiles of `profiles/*.json|yaml`: id -> (file as shown, the profile).
+    profiles: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     positions: dict[str, Positions] = field(default_factory=dict, repr=False, compare=False)
     # Base name -> parsed data of each file that passed steps 1 to 3 with no problem of its
@@ -173,7 +176,7 @@ def load_bundle(
             f"did you mean {meant}? driftgate reads only " + ", ".join(FILES),
         )
         for name in sorted(files)
-        if name not in FILES and (meant := _meant_file(name))
+        if name not in FILES and "/" not in name and (meant := _meant_file(name))
     ]
     documents = {
         name: _Document(name, _join(directory, name), reuse[name], Positions())
@@ -207,9 +210,48 @@ def load_bundle(
         if model is not None and not documents[name].problems:
             bundle.data[name] = documents[name].data
     _Checks(documents, set(known_templates), set(known_watches)).run(bundle)
-    found = misnamed + [problem for document in documents.values() for problem in document.problems]
+    profile_documents = _load_profiles(files, directory, bundle)
+    found = misnamed + [
+        problem
+        for document in [*documents.values(), *profile_documents]
+        for problem in document.problems
+    ]
     bundle.problems = sorted(set(found), key=lambda p: (p.file, p.line, p.column, p.message))
     return bundle
+
+
+# Consumer profiles: one per file under profiles/
+
+
+PROFILE_SUFFIXES = (".json", ".yaml", ".yml")
+_PROFILE_KEYS = ("id", "version", "schema", "profileKind", "envelope", "normalization")
+
+
+def _load_profiles(files: Mapping[str, bytes], directory: str, bundle: Bundle) -> list[_Document]:
+    """Parse and check every `profiles/*.json|yaml` file into `bundle.profiles`; the documents
+    (with their problems). Two files with the same profile id are a problem."""
+    documents = []
+    for name in sorted(files):
+        if not name.startswith("profiles/") or not name.lower().endswith(PROFILE_SUFFIXES):
+            continue
+        document = _parse(name, _join(directory, name), files[name])
+        documents.append(document)
+        if document.problems:
+            continue
+        try:
+            profile = check_profile(document.data)
+        except ProfileInvalid as exc:
+            key = next((k for k in _PROFILE_KEYS if k in exc.message), None)
+            document.report((key,) if key else (), exc.message, key=key is not None)
+            continue
+        if profile.id in bundle.profiles:
+            document.report(
+                ("id",),
+                f"profile id {profile.id!r} is also used by {bundle.profiles[profile.id][0]}",
+            )
+            continue
+        bundle.profiles[profile.id] = (document.file, document.data)
+    return documents
 
 
 # Step 1: YAML with positions

@@ -77,6 +77,10 @@ class GitRemote:
     ssh_known_hosts: str | None = None
 
 
+# Subdirectories of `.driftgate/` read one level deep (their files only).
+SUBDIRECTORIES = ("profiles",)
+
+
 class GitError(DriftgateError):
     """A git operation failed; `reason` is one of `REASONS` and stable for status conditions.
 
@@ -135,13 +139,24 @@ class GitCache:
             finally:
                 repo.free()
 
+    @staticmethod
+    def _levels(tree: pygit2.Tree) -> list[tuple[str, pygit2.Tree]]:
+        """The directory's own files, and those of its `profiles/` subdirectory (consumer
+        profiles, one file each) under `profiles/<name>`."""
+        levels: list[tuple[str, pygit2.Tree]] = [("", tree)]
+        for item in tree:
+            if item.name in SUBDIRECTORIES and isinstance(item, pygit2.Tree):
+                levels.append((f"{item.name}/", item))
+        return levels
+
     def read_directory(
         self, name: str, revision: str, directory: str = ".driftgate"
     ) -> dict[str, bytes]:
-        """The regular files directly inside `directory` at `revision`, by name.
+        """The regular files directly inside `directory` at `revision`, by name, and those of
+        its `profiles/` subdirectory as `profiles/<name>`.
 
-        Subdirectories, symbolic links and submodules are skipped (no recursion); a missing
-        directory gives `{}`; a revision that is not in the cache is `GitError("read_failed")`.
+        Other subdirectories, symbolic links and submodules are skipped; a missing directory
+        gives `{}`; a revision that is not in the cache is `GitError("read_failed")`.
         """
         repo = self._open_existing(name, revision)
         try:
@@ -165,11 +180,12 @@ class GitCache:
                     )
                 tree = entry
             files: dict[str, bytes] = {}
-            for item in tree:
-                if item.filemode in (FileMode.BLOB, FileMode.BLOB_EXECUTABLE) and item.name:
-                    blob = repo[item.id]
-                    assert isinstance(blob, pygit2.Blob)
-                    files[item.name] = blob.data
+            for prefix, level in self._levels(tree):
+                for item in level:
+                    if item.filemode in (FileMode.BLOB, FileMode.BLOB_EXECUTABLE) and item.name:
+                        blob = repo[item.id]
+                        assert isinstance(blob, pygit2.Blob)
+                        files[prefix + item.name] = blob.data
             return files
         except pygit2.GitError as exc:
             raise GitPermanentError(

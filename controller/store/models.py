@@ -688,7 +688,7 @@ class DraftPr(Base):
     merged_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
-class IngressProfile(Base):
+class IngressProfile(ManagedBySource, Base):
     """A consumer profile in the org's hosted registry (or reconciled from git)."""
 
     __tablename__ = "ingress_profiles"
@@ -701,8 +701,6 @@ class IngressProfile(Base):
     content: Mapped[dict[str, Any]] = mapped_column(JSONType)
     content_hash: Mapped[str] = mapped_column(String(64))
     watch_id: Mapped[str | None] = mapped_column(String(36), default=None)
-    managed_source: Mapped[str | None] = mapped_column(String(100), default=None)
-    managed_path: Mapped[str | None] = mapped_column(String(500), default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
