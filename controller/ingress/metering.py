@@ -98,11 +98,11 @@ class Meter:
         with self._lock:
             self._sources[(org_id, period_of(now), source[:100])] += 1
 
-    def _flush_sources(self, session: Session) -> None:
-        """Write the pending source counts in the request's transaction; they leave the
-        pending ones only when it commits."""
+    def _flush_sources(self, session: Session, org_id: str) -> None:
+        """Write the org's pending source counts in the request's transaction (the request's
+        own org: it exists); they leave the pending ones only when it commits."""
         with self._lock:
-            pending = dict(self._sources)
+            pending = {key: n for key, n in self._sources.items() if key[0] == org_id}
         if not pending:
             return
         stmt = _source_statement(session.get_bind().dialect.name)
@@ -134,7 +134,7 @@ class Meter:
         size = (
             1 if seen is None else BLOCK if not quota else max(1, min(BLOCK, (quota - seen) // 8))
         )
-        self._flush_sources(session)
+        self._flush_sources(session, org_id)
         used = _reserve(session, org_id, key[1], size, quota)
         if used is None and size > 1:
             size, used = 1, _reserve(session, org_id, key[1], 1, quota)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, WithJsonSchema
 
 MAX_DEPTH = 64
 """Containers (objects and arrays) one free-form value may nest."""
@@ -54,7 +54,33 @@ def check_json_value(value: Any) -> Any:
     return value
 
 
-JsonValue = Annotated[Any, AfterValidator(check_json_value)]
+_NO_NUL = "^[^\\u0000]*$"
+SCHEMA_DEPTH = 4
+
+
+def _published(depth: int) -> dict[str, Any]:
+    """The published schema of a free-form value: text (values and keys) without NUL, to
+    `depth` levels of containers (deeper, anything: the input check still applies)."""
+    if depth == 0:
+        return {}
+    inner = _published(depth - 1)
+    return {
+        "anyOf": [
+            {"type": "string", "pattern": _NO_NUL},
+            {"type": ["number", "boolean", "null"]},
+            {"type": "array", "items": inner},
+            {
+                "type": "object",
+                "propertyNames": {"pattern": _NO_NUL},
+                "additionalProperties": inner,
+            },
+        ]
+    }
+
+
+JsonValue = Annotated[
+    Any, AfterValidator(check_json_value), WithJsonSchema(_published(SCHEMA_DEPTH))
+]
 """Any JSON value that can be stored and served back."""
 
 
