@@ -73,6 +73,8 @@ import time
 import uuid
 import zlib
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from statistics import median
@@ -714,18 +716,24 @@ def bench_store(label: str, url: str, work: Path, args: argparse.Namespace) -> d
     }
 
 
-def postgres_store(work: Path, args: argparse.Namespace) -> dict[str, Any]:
-    admin = create_engine(args.postgres, isolation_level="AUTOCOMMIT")
-    name = f"driftgate_pbench_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+@contextmanager
+def scratch_postgres(admin_url: str, prefix: str) -> Iterator[str]:
+    """A fresh Postgres database next to `admin_url` for one benchmark run; dropped after."""
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     try:
-        url = make_url(args.postgres).set(database=name).render_as_string(hide_password=False)
-        return bench_store("postgres", url, work, args)
+        yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def postgres_store(work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    with scratch_postgres(args.postgres, "driftgate_pbench") as url:
+        return bench_store("postgres", url, work, args)
 
 
 # Report -------------------------------------------------------------------------------------

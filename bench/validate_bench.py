@@ -27,12 +27,10 @@ from __future__ import annotations
 
 import argparse
 import copy
-import os
 import shutil
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -42,8 +40,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import jsonschema_rs  # noqa: E402
-from sqlalchemy import create_engine, text  # noqa: E402
-from sqlalchemy.engine import make_url  # noqa: E402
 
 from bench import preflight_bench as harness  # noqa: E402
 from controller.ingress.profiles import check_profile  # noqa: E402
@@ -216,17 +212,8 @@ def bench_store(label: str, url: str, work: Path, args: argparse.Namespace) -> l
 
 
 def postgres_store(work: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
-    admin = create_engine(args.postgres, isolation_level="AUTOCOMMIT")
-    name = f"driftgate_vbench_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        url = make_url(args.postgres).set(database=name).render_as_string(hide_password=False)
+    with harness.scratch_postgres(args.postgres, "driftgate_vbench") as url:
         return bench_store("postgres", url, work, args)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def main() -> None:

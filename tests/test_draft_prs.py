@@ -170,6 +170,15 @@ def bind_agent(database: Database, who: OrgKey, watch_id: str) -> str:
         return agent.id
 
 
+def open_pr(
+    client: FlaskClient, who: OrgKey, watch_id: str, event_id: str, repo: str = REPO
+) -> Any:
+    """The drift webhook's answer for `event_id` in `repo`."""
+    return client.post(
+        "/v1/draftpr/webhook", json=webhook_body(watch_id, event_id, repo), headers=who.headers
+    )
+
+
 def link(client: FlaskClient, who: OrgKey, installation: int = INSTALLATION) -> dict[str, Any]:
     answer = client.post(
         "/v1/draftpr/installations", json={"installationId": installation}, headers=who.headers
@@ -337,28 +346,18 @@ def test_github_refusals_are_502_naming_the_cause(
     client = gh_app.test_client()
     link(client, org)
     watch_id, event_id = drifted(client, org, server)
-    inaccessible = client.post(
-        "/v1/draftpr/webhook",
-        json=webhook_body(watch_id, event_id, "acme/elsewhere"),
-        headers=org.headers,
-    )
+    inaccessible = open_pr(client, org, watch_id, event_id, "acme/elsewhere")
     assert inaccessible.status_code == 502, inaccessible.get_json()
     assert "acme/elsewhere is not accessible" in inaccessible.get_json()["message"]
     # The installation may read the repository but not write to it.
     github.installations[INSTALLATION].read_only = True
-    read_only = client.post(
-        "/v1/draftpr/webhook",
-        json=webhook_body(watch_id, event_id, "acme/no-drafts"),
-        headers=org.headers,
-    )
+    read_only = open_pr(client, org, watch_id, event_id, "acme/no-drafts")
     assert read_only.status_code == 502
     assert "contents and pull requests read and write" in read_only.get_json()["message"]
     github.installations[INSTALLATION].read_only = False
     # The App was uninstalled since it was linked.
     del github.installations[INSTALLATION]
-    gone = client.post(
-        "/v1/draftpr/webhook", json=webhook_body(watch_id, event_id), headers=org.headers
-    )
+    gone = open_pr(client, org, watch_id, event_id)
     assert gone.status_code == 502
     assert f"installation {INSTALLATION} is gone" in gone.get_json()["message"]
     with database.session() as session:
@@ -373,11 +372,7 @@ def test_a_repository_that_refuses_drafts_gets_a_labelled_pull_request(
     client = gh_app.test_client()
     link(client, org)
     watch_id, event_id = drifted(client, org, server)
-    answer = client.post(
-        "/v1/draftpr/webhook",
-        json=webhook_body(watch_id, event_id, "acme/no-drafts"),
-        headers=org.headers,
-    )
+    answer = open_pr(client, org, watch_id, event_id, "acme/no-drafts")
     assert answer.status_code == 201, answer.get_json()
     pr = answer.get_json()
     assert pr["state"] == "open" and pr["draftRefused"] is True
@@ -466,19 +461,12 @@ def test_without_app_credentials_pull_requests_are_stubs(
         watch_id, event_id = drifted(client, org, server)
     finally:
         controller.stop(grace=5)
-    answer = client.post(
-        "/v1/draftpr/webhook", json=webhook_body(watch_id, event_id), headers=org.headers
-    )
+    answer = open_pr(client, org, watch_id, event_id)
     assert answer.status_code == 201, answer.get_json()
     pr = answer.get_json()
     assert pr["stub"] is True and pr["state"] == "draft"
     assert pr["number"] == changelog.stub_number(event_id, REPO)
-    assert (
-        client.post(
-            "/v1/draftpr/webhook", json=webhook_body(watch_id, event_id), headers=org.headers
-        ).get_json()["number"]
-        == pr["number"]
-    )
+    assert open_pr(client, org, watch_id, event_id).get_json()["number"] == pr["number"]
     merged = client.post(
         "/v1/draftpr/draft-pr/merged", json={"draftPrId": pr["draftPrId"]}, headers=org.headers
     )
