@@ -51,15 +51,18 @@ CLAUDE_USER = json.dumps(
 VSCODE = """{
   "inputs": [{"type": "promptString", "id": "tok", "description": "API token", "password": true}],
   "servers": {
-    "api": {"type": "http", "url": "https://x.example/mcp", "headers": {"Authorization": "Bearer ${input:tok}"}},
-    "fs": {"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "${workspaceFolder}"]}
+    "api": {"type": "http", "url": "https://x.example/mcp",
+            "headers": {"Authorization": "Bearer ${input:tok}"}},
+    "fs": {"type": "stdio", "command": "npx",
+           "args": ["-y", "@modelcontextprotocol/server-filesystem", "${workspaceFolder}"]}
   }
 }"""
 VSCODE_SETTINGS = """{
   "editor.fontSize": 14,
   "mcp": {"servers": {"legacy": {"type": "sse", "url": "https://legacy.example/sse"}}}
 }"""
-WINDSURF = """{"mcpServers": {"api": {"serverUrl": "https://w.example/mcp", "headers": {"Authorization": "Bearer ${env:TOK}"}},
+WINDSURF = """{"mcpServers": {"api": {"serverUrl": "https://w.example/mcp",
+  "headers": {"Authorization": "Bearer ${env:TOK}"}},
   "off": {"command": "npx", "args": ["some-server"], "disabled": true}}}"""
 CLINE = """{"mcpServers": {"stream": {"type": "streamableHttp", "url": "https://c.example/mcp"},
   "legacy": {"url": "https://c.example/events"}}}"""
@@ -67,7 +70,8 @@ ZED = """{
   "theme": "One Dark",
   "context_servers": {
     "fs": {"command": "npx", "args": ["-y", "@zed/fs"], "env": {}},
-    "old": {"command": {"path": "uvx", "args": ["mcp-old==2.0"], "env": {"API_KEY": "abc123"}}, "settings": {}},
+    "old": {"command": {"path": "uvx", "args": ["mcp-old==2.0"], "env": {"API_KEY": "abc123"}},
+            "settings": {}},
     "api": {"url": "https://z.example/mcp"}
   }
 }"""
@@ -80,7 +84,8 @@ args = ["-y", "@modelcontextprotocol/server-filesystem", "/path"]
 url = "https://codex.example/mcp"
 bearer_token_env_var = "API_TOKEN"
 """
-GEMINI = """{"mcpServers": {"stream": {"httpUrl": "https://g.example/mcp", "headers": {"Authorization": "Bearer $TOK"}},
+GEMINI = """{"mcpServers": {"stream": {"httpUrl": "https://g.example/mcp",
+  "headers": {"Authorization": "Bearer $TOK"}},
   "events": {"url": "https://g.example/events"}}}"""
 CONTINUE = """
 name: my-assistant
