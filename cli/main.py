@@ -43,6 +43,9 @@ COMMANDS = {
     "draftpr": "cli.commands.draftpr:draftpr",
     "check-payload": "cli.commands.ingress:check_payload",
     "profiles": "cli.commands.ingress:profiles",
+    "scan": "cli.commands.discovery:scan",
+    "coverage": "cli.commands.discovery:coverage",
+    "suggest": "cli.commands.discovery:suggest",
 }
 
 

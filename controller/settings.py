@@ -212,6 +212,9 @@ class Settings(BaseModel):
         description="how long a process reuses a registry profile's version lookup (0: look up "
         "on every validation); a profile changed through another process applies within it",
     )
+    coverage_preview_per_minute: int = Field(
+        default=30, ge=1, description="POST /api/coverage/preview calls a minute per client address"
+    )
     validate_burst: int = Field(
         default=600, ge=1, description="validations a key may send at once above that rate"
     )

@@ -79,9 +79,21 @@ def infer_watch_type(url: str) -> tuple[str, str]:
     return "rest", "an HTTP endpoint that is not a spec document or an MCP endpoint"
 
 
+def _parses(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises for a port out of range
+    except ValueError:
+        return False
+    return bool(parts.hostname)
+
+
 def from_urls(urls: list[str], *, file: str | None = None) -> list[Candidate]:
+    """Candidates of URLs (one that does not parse as a URL is left out)."""
     out = []
     for url in urls:
+        if not _parses(url):
+            continue
         watch_type, reason = infer_watch_type(url)
         transport = "sse" if urlsplit(url).path.rstrip("/").endswith("/sse") else "http"
         out.append(
@@ -114,9 +126,9 @@ def urls_in_text(text: str) -> list[tuple[str, int]]:
 def from_text(text: str, *, file: str | None = None) -> list[Candidate]:
     out = []
     for url, line in urls_in_text(text):
-        (candidate,) = from_urls([url], file=file)
-        candidate.line = line
-        out.append(candidate)
+        for candidate in from_urls([url], file=file):
+            candidate.line = line
+            out.append(candidate)
     return out
 
 

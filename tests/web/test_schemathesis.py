@@ -102,7 +102,11 @@ CONFIG = SchemathesisConfig.from_dict(
                 # A consumer profile is a JSON Schema inside the body: whether it compiles, how
                 # deep it nests and where its refs point no schema of the body can state (400
                 # `profile_invalid`). Validation is metered: 402 when the month's quota is used.
-                "include-path-regex": "^/api/(validate|ingress-profiles/.*)$",
+                # A pasted MCP client configuration must parse (400 `config_invalid`, naming
+                # the file and line), which no schema of the body can say either.
+                "include-path-regex": (
+                    "^/api/(validate|ingress-profiles/.*|watches/suggest|coverage/.*)$"
+                ),
                 "checks": {
                     "positive_data_acceptance": {
                         "expected-statuses": [
@@ -118,7 +122,31 @@ CONFIG = SchemathesisConfig.from_dict(
                         ]
                     }
                 },
-            }
+            },
+            {
+                # A repository's files: a request over the server's body limit is 413 before
+                # any schema is read.
+                "include-path-regex": "^/api/(repo/scan|coverage/.*)$",
+                "checks": {
+                    "negative_data_rejection": {
+                        "expected-statuses": [
+                            "400",
+                            "401",
+                            "403",
+                            "404",
+                            "405",
+                            "406",
+                            "409",
+                            "413",
+                            "415",
+                            "422",
+                            "428",
+                            "429",
+                            "5xx",
+                        ]
+                    }
+                },
+            },
         ],
     }
 )
@@ -316,6 +344,7 @@ def open_world(
             database_url=database.url,
             allow_private_targets=True,
             github_webhook_secret=HOOK_SECRET,
+            coverage_preview_per_minute=1_000_000,
             sources=[{"name": "fleet", "org": key.org_name, "url": repo.url}],
         )
         box = load_secret_box(settings, create=True)

@@ -1,0 +1,332 @@
+"""Discovery use cases: suggest watches from pasted URLs, text and MCP client configurations
+(and create them), and assert that everything found is watched (coverage, for CI), or preview
+that without a key. See docs/discovery.md.
+
+The extraction is `controller.discovery.extract` (pure); this module matches candidates with
+the org's watches and creates the new ones. The preview never reads any org's data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Literal
+
+from pydantic import ConfigDict, Field, JsonValue, StringConstraints
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from controller.crypto import SecretBox
+from controller.discovery.extract import Candidate, from_mcp_config, from_text, from_urls
+from controller.discovery.scan import MAX_FILES, MAX_TOTAL_BYTES, scan_files
+from controller.errors import RequestError, ValidationFailed
+from controller.model.base import ApiModel, BodyBool, BodyFloat, RequestModel
+from controller.model.watch import WatchCreate
+from controller.services import watches as watch_service
+from controller.services.auth import Principal
+from controller.services.notifications import default_interval
+from controller.store.models import Watch
+
+MAX_TEXT = 256 * 1024
+MAX_URLS = 200
+DEFAULT_CONFIDENCE = 0.7
+Text = Annotated[str, StringConstraints(max_length=MAX_TEXT)]
+Url = Annotated[str, StringConstraints(max_length=2048, pattern=r"^https?://\S+$")]
+FileName = Annotated[str, StringConstraints(max_length=500)]
+
+
+class SourceOut(ApiModel):
+    file: str | None
+    line: int | None
+
+
+class CandidateOut(ApiModel):
+    name: str
+    watch_type: Literal["openapi", "mcp", "rest"]
+    url: str | None = None
+    command: str | None = Field(default=None, description="a stdio server's command (redacted)")
+    transport: str | None = Field(default=None, description="stdio, http or sse (MCP)")
+    source: SourceOut
+    confidence: float
+    reasons: list[str]
+    package: str | None = None
+    floating_version: bool | None = Field(
+        default=None,
+        description="the stdio package runs its newest version: a drift risk",
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="header names with placeholders or <redacted>"
+    )
+    disabled: bool = False
+    existing_watch_id: str | None = Field(default=None, description="the org's watch of it")
+
+
+_ONE_OF_INPUTS: list[JsonValue] = [{"required": [k]} for k in ("urls", "text", "mcpJson", "config")]
+
+
+class DiscoveryIn(RequestModel):
+    """What to look in: URLs, free text with URLs, an MCP client configuration file's text."""
+
+    model_config = ConfigDict(populate_by_name=True, json_schema_extra={"anyOf": _ONE_OF_INPUTS})
+
+    urls: list[Url] | None = Field(default=None, max_length=MAX_URLS)
+    text: Text | None = None
+    mcp_json: Text | None = Field(default=None, alias="mcpJson")
+    config: Text | None = Field(default=None, description="an alias of mcpJson")
+    file_name: FileName | None = Field(
+        default=None, description="the configuration's file name: picks its client format"
+    )
+
+
+class SuggestIn(DiscoveryIn):
+    create: BodyBool = Field(default=False, description="create watches for the new ones")
+
+
+class SuggestOut(ApiModel):
+    candidates: list[CandidateOut]
+    created: list[str] = Field(description="ids of the watches created (create: true)")
+    not_created: list[str] = Field(
+        description="candidates that were not created: stdio servers (they need a command and "
+        "secrets you confirm) and disabled ones"
+    )
+
+
+class RepoFile(RequestModel):
+    path: Annotated[str, StringConstraints(min_length=1, max_length=1000)]
+    content: str
+
+
+class CoverageIn(DiscoveryIn):
+    model_config = ConfigDict(
+        populate_by_name=True,
+        json_schema_extra={"anyOf": [*_ONE_OF_INPUTS, {"required": ["files"]}]},
+    )
+
+    files: list[RepoFile] | None = Field(
+        default=None,
+        description="a repository's files: [{path, content}] (see POST /api/repo/scan)",
+    )
+    repo: Annotated[str, StringConstraints(max_length=300)] | None = None
+    run_id: Annotated[str, StringConstraints(max_length=200)] | None = Field(
+        default=None, alias="runId"
+    )
+    min_confidence: BodyFloat = Field(
+        default=DEFAULT_CONFIDENCE, ge=0, le=1, description="candidates below it are not asserted"
+    )
+
+
+class MissingOut(ApiModel):
+    url: str | None
+    command: str | None = None
+    watch_type: str
+    name: str
+    source: SourceOut
+
+
+class CoverageOk(ApiModel):
+    covered: Literal[True] = True
+    discovered: list[CandidateOut]
+    watched: list[CandidateOut]
+
+
+class CoverageMissing(ApiModel):
+    error: Literal["missing_watches"] = "missing_watches"
+    message: str
+    missing: list[MissingOut]
+    missing_count: int
+    discovered: list[CandidateOut]
+    covered: list[CandidateOut]
+
+
+class PreviewOut(ApiModel):
+    candidates: list[CandidateOut]
+    asserted: int = Field(description="candidates at or above the confidence threshold")
+
+
+# -- extraction --------------------------------------------------------------------------------
+
+
+def candidates_of(data: DiscoveryIn, files: list[Candidate] | None = None) -> list[Candidate]:
+    """Every candidate of the request's inputs, each contract once (the first place wins)."""
+    found: list[Candidate] = list(files or [])
+    if data.urls:
+        found += from_urls(list(data.urls))
+    if data.text:
+        found += from_text(data.text)
+    config = data.mcp_json if data.mcp_json is not None else data.config
+    if config:
+        found += from_mcp_config(config, data.file_name)
+    if data.urls is None and data.text is None and config is None and files is None:
+        raise ValidationFailed("give urls, text, mcpJson (or config), or files")
+    unique: dict[str, Candidate] = {}
+    for candidate in found:
+        unique.setdefault(candidate.key, candidate)
+    return list(unique.values())
+
+
+def out(candidate: Candidate, existing: str | None = None) -> CandidateOut:
+    return CandidateOut(
+        name=candidate.name,
+        watch_type=candidate.watch_type,
+        url=candidate.url,
+        command=candidate.command,
+        transport=candidate.transport,
+        source=SourceOut(file=candidate.file, line=candidate.line),
+        confidence=candidate.confidence,
+        reasons=candidate.reasons,
+        package=candidate.package,
+        floating_version=candidate.floating_version,
+        headers=candidate.headers,
+        disabled=candidate.disabled,
+        existing_watch_id=existing,
+    )
+
+
+def _watched(session: Session, org_id: str) -> dict[str, str]:
+    """The org's watches by normalized URL."""
+    return {
+        url.rstrip("/").lower(): watch_id
+        for watch_id, url in session.execute(
+            select(Watch.id, Watch.url).where(Watch.org_id == org_id)
+        ).all()
+    }
+
+
+# -- suggest ---------------------------------------------------------------------------------
+
+
+def suggest(session: Session, principal: Principal, data: SuggestIn, box: SecretBox) -> SuggestOut:
+    candidates = candidates_of(data)
+    watched = _watched(session, principal.org_id)
+    created: list[str] = []
+    not_created: list[str] = []
+    answers = []
+    taken = set(session.scalars(select(Watch.name).where(Watch.org_id == principal.org_id)))
+    interval = default_interval(session, principal.org_id) if data.create else None
+    for candidate in candidates:
+        existing = watched.get(candidate.key) if candidate.url else None
+        if data.create and existing is None:
+            if candidate.url is None or candidate.disabled:
+                not_created.append(candidate.name)
+            else:
+                name = _free_name(candidate.name, taken)
+                watch = watch_service.create_watch(
+                    session,
+                    principal,
+                    WatchCreate.model_validate(
+                        {"name": name, "url": candidate.url, "watchType": candidate.watch_type}
+                    ),
+                    box,
+                    default_interval=interval,
+                )
+                taken.add(name)
+                created.append(watch.id)
+                existing = watch.id
+        answers.append(out(candidate, existing))
+    return SuggestOut(candidates=answers, created=created, not_created=not_created)
+
+
+def _free_name(name: str, taken: set[str]) -> str:
+    if name not in taken:
+        return name
+    index = 2
+    while f"{name}-{index}" in taken:
+        index += 1
+    return f"{name}-{index}"
+
+
+# -- coverage ------------------------------------------------------------------------------------
+
+
+def assert_coverage(
+    session: Session, principal: Principal, data: CoverageIn, files: list[Candidate] | None
+) -> tuple[bool, CoverageOk | CoverageMissing]:
+    """Whether every candidate at or above the confidence threshold is watched."""
+    candidates = candidates_of(data, files)
+    watched = _watched(session, principal.org_id)
+    asserted = [c for c in candidates if c.confidence >= data.min_confidence and not c.disabled]
+    covered = [c for c in asserted if c.url and c.key in watched]
+    missing = [c for c in asserted if not (c.url and c.key in watched)]
+    discovered = [out(c, watched.get(c.key) if c.url else None) for c in candidates]
+    if not missing:
+        return True, CoverageOk(
+            discovered=discovered, watched=[out(c, watched[c.key]) for c in covered]
+        )
+    return False, CoverageMissing(
+        message=f"{len(missing)} contract(s) found are not watched",
+        missing=[
+            MissingOut(
+                url=c.url,
+                command=c.command,
+                watch_type=c.watch_type,
+                name=c.name,
+                source=SourceOut(file=c.file, line=c.line),
+            )
+            for c in missing
+        ],
+        missing_count=len(missing),
+        discovered=discovered,
+        covered=[out(c, watched[c.key]) for c in covered],
+    )
+
+
+def preview(data: CoverageIn, files: list[Candidate] | None) -> PreviewOut:
+    """The same analysis, touching no org's data: nothing says whether a watch exists."""
+    candidates = candidates_of(data, files)
+    asserted = sum(1 for c in candidates if c.confidence >= data.min_confidence and not c.disabled)
+    return PreviewOut(candidates=[out(c) for c in candidates], asserted=asserted)
+
+
+# -- repository scan -------------------------------------------------------------------------------
+
+
+class ScanIn(RequestModel):
+    files: list[RepoFile] = Field(max_length=MAX_FILES)
+
+
+class ScanOut(ApiModel):
+    candidates: list[CandidateOut]
+    files_read: int
+    skipped_binary: int
+    skipped_large: int
+    problems: list[str] = Field(description="files that could not be read, with file:line")
+
+
+class TooLarge(RequestError):
+    code = "payload_too_large"
+    status = 413
+
+
+def files_of(raw: list[RepoFile] | None) -> list[tuple[str, str]] | None:
+    """[(path, content)] of a request's files, bounded (413 beyond 5,000 files or 20 MB)."""
+    if raw is None:
+        return None
+    pairs = []
+    total = 0
+    for item in raw:
+        total += len(item.content)
+        pairs.append((item.path, item.content))
+    if len(pairs) > MAX_FILES or total > MAX_TOTAL_BYTES:
+        raise TooLarge(f"at most {MAX_FILES} files and {MAX_TOTAL_BYTES // 1_048_576} MB a request")
+    return pairs
+
+
+def scan(data: ScanIn) -> ScanOut:
+    return scan_files_out(files_of(data.files) or [])
+
+
+def scan_files_out(pairs: Sequence[tuple[str, bytes | str]]) -> ScanOut:
+    """`POST /api/repo/scan`'s answer for files at hand (`driftgate scan`: the same code)."""
+    result = scan_files(pairs)
+    return ScanOut(
+        candidates=[out(c) for c in result.candidates],
+        files_read=result.files_read,
+        skipped_binary=result.skipped_binary,
+        skipped_large=result.skipped_large,
+        problems=result.problems,
+    )
+
+
+def scanned(raw: list[RepoFile] | None) -> list[Candidate] | None:
+    """The candidates of a coverage request's `files`, or None without files."""
+    pairs = files_of(raw)
+    return None if pairs is None else scan_files(pairs).candidates

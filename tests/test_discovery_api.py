@@ -1,0 +1,191 @@
+"""Discovery through the API on a real store: suggestions (and creating them), coverage assert
+and preview, and a repository scan of a real git tree."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from flask.testing import FlaskClient
+
+from controller.discovery.scan import VENDORS
+from tests.conftest import OrgKey
+
+MCP_JSON = json.dumps(
+    {
+        "mcpServers": {
+            "billing": {
+                "type": "http",
+                "url": "https://mcp.billing.example/mcp",
+                "headers": {"Authorization": "Bearer sk_live_very_secret"},
+            },
+            "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem"]},
+        }
+    }
+)
+
+
+def test_suggest_marks_existing_watches_and_creates_the_new_ones(
+    client: FlaskClient, acme: OrgKey
+) -> None:
+    existing = client.post(
+        "/api/watches",
+        json={"name": "pay", "url": "https://api.pay.example/openapi.json"},
+        headers=acme.headers,
+    ).get_json()
+    body = {
+        "urls": ["https://api.pay.example/openapi.json/"],
+        "text": "see https://status.example/v1/incidents",
+        "mcpJson": MCP_JSON,
+        "fileName": ".mcp.json",
+    }
+    answer = client.post("/api/watches/suggest", json=body, headers=acme.headers)
+    assert answer.status_code == 200, answer.get_json()
+    found = {c["name"]: c for c in answer.get_json()["candidates"]}
+    assert found["pay"]["existingWatchId"] == existing["id"]
+    assert found["billing"]["headers"] == {"Authorization": "<redacted>"}
+    assert "sk_live" not in answer.get_data(as_text=True)
+    assert found["fs"]["floatingVersion"] is True and found["fs"]["transport"] == "stdio"
+    assert found["status"]["watchType"] == "rest"
+    created = client.post(
+        "/api/watches/suggest", json={**body, "create": True}, headers=acme.headers
+    ).get_json()
+    assert len(created["created"]) == 2 and created["notCreated"] == ["fs"]
+    names = {
+        w["name"] for w in client.get("/api/watches", headers=acme.headers).get_json()["watches"]
+    }
+    assert {"pay", "billing", "status"} <= names
+    again = client.post("/api/watches/suggest", json={**body, "create": True}, headers=acme.headers)
+    assert again.get_json()["created"] == []  # all watched now
+
+
+def test_suggest_refuses_a_malformed_configuration_with_its_line(
+    client: FlaskClient, acme: OrgKey
+) -> None:
+    bad = client.post(
+        "/api/watches/suggest",
+        json={
+            "config": '{\n "mcpServers": {\n  "a": {"url": "x" "b": 1}\n }\n}',
+            "fileName": ".mcp.json",
+        },
+        headers=acme.headers,
+    )
+    assert bad.status_code == 400 and bad.get_json()["error"] == "config_invalid"
+    assert bad.get_json()["message"].startswith(".mcp.json:3:")
+    assert client.post("/api/watches/suggest", json={}, headers=acme.headers).status_code == 400
+
+
+def test_coverage_assert_and_preview(client: FlaskClient, make_org: Callable[..., OrgKey]) -> None:
+    paid = make_org("paid", "pro")
+    free = make_org("freebie", "free")
+    body = {"mcpJson": MCP_JSON, "fileName": ".mcp.json", "runId": "ci-1", "repo": "acme/app"}
+    assert client.post("/api/coverage/assert", json=body, headers=free.headers).status_code == 403
+    missing = client.post("/api/coverage/assert", json=body, headers=paid.headers)
+    assert missing.status_code == 422
+    answer = missing.get_json()
+    assert answer["error"] == "missing_watches" and answer["missingCount"] == 2
+    assert {m["name"] for m in answer["missing"]} == {"billing", "fs"}
+    assert answer["missing"][0]["source"]["file"] == ".mcp.json"
+    client.post(
+        "/api/watches",
+        json={"name": "billing", "url": "https://mcp.billing.example/mcp", "watchType": "mcp"},
+        headers=paid.headers,
+    )
+    still = client.post("/api/coverage/assert", json=body, headers=paid.headers).get_json()
+    assert [m["name"] for m in still["missing"]] == ["fs"]  # a stdio server needs its own watch
+    remote_only = {"text": "https://mcp.billing.example/mcp"}
+    ok = client.post("/api/coverage/assert", json=remote_only, headers=paid.headers)
+    assert ok.status_code == 200 and ok.get_json()["covered"] is True
+    # The preview: no key, no org data (nothing says the billing watch exists), rate limited.
+    preview = client.post("/api/coverage/preview", json=remote_only)
+    assert preview.status_code == 200
+    assert all(c["existingWatchId"] is None for c in preview.get_json()["candidates"])
+    statuses = [
+        client.post("/api/coverage/preview", json=remote_only).status_code for _ in range(40)
+    ]
+    assert 429 in statuses
+    limited = client.post("/api/coverage/preview", json=remote_only)
+    assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
+
+
+def repository(tmp_path: Path) -> dict[str, Any]:
+    """A repository tree as a team has it: configs at their real paths."""
+    return {
+        ".mcp.json": MCP_JSON,
+        ".vscode/mcp.json": json.dumps(
+            {"servers": {"docs": {"type": "sse", "url": "https://docs.example/sse"}}}
+        ),
+        "package.json": json.dumps({"dependencies": {"stripe": "^14.0.0", "left-pad": "1.0.0"}}),
+        "requirements.txt": "flask==3.0\nopenai>=1.0\n",
+        ".env.example": "PAYMENTS_BASE_URL=https://api.payments.example/v2\nDEBUG=true\n",
+        "openapitools.json": json.dumps(
+            {
+                "generator-cli": {
+                    "generators": {
+                        "client": {"inputSpec": "https://specs.example/orders/openapi.yaml"}
+                    }
+                }
+            }
+        ),
+        "docs/logo.png": b"\x89PNG\r\n\x1a\n\x00\x00binary",
+        "README.md": "nothing to see at https://example.com/blog",
+    }
+
+
+def checkout(tmp_path: Path) -> Path:
+    """A git checkout with the repository's files at their real paths and a .gitignore."""
+    import pygit2
+
+    root = tmp_path / "app"
+    pygit2.init_repository(str(root))
+    for path, content in {
+        **repository(tmp_path),
+        ".gitignore": "ignored/\n",
+        "ignored/.mcp.json": MCP_JSON.replace("billing", "hidden"),
+    }.items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return root
+
+
+def test_repo_scan_of_a_real_tree_through_the_api_and_the_cli(
+    tmp_path: Path, client: FlaskClient, acme: OrgKey
+) -> None:
+    from click.testing import CliRunner
+
+    from cli.commands.discovery import checkout_files
+    from cli.main import main
+
+    root = checkout(tmp_path)
+    files = checkout_files(str(root))
+    assert not any(path.startswith("ignored/") for path, _ in files)  # .gitignore respected
+    body = {"files": [{"path": path, "content": data.decode("latin-1")} for path, data in files]}
+    answer = client.post("/api/repo/scan", json=body, headers=acme.headers)
+    assert answer.status_code == 200, answer.get_json()
+    result = answer.get_json()
+    found = {(c["name"], c["source"]["file"]) for c in result["candidates"]}
+    assert ("billing", ".mcp.json") in found and ("docs", ".vscode/mcp.json") in found
+    assert ("stripe", "package.json") in found and ("openai", "requirements.txt") in found
+    assert ("payments", ".env.example") in found and ("specs", "openapitools.json") in found
+    assert result["skippedBinary"] == 1
+    lines = {c["name"]: c["source"]["line"] for c in result["candidates"]}
+    assert lines["payments"] == 1 and lines["stripe"] is not None
+    stripe = next(c for c in result["candidates"] if c["name"] == "stripe")
+    assert stripe["url"] == VENDORS["stripe"][1]
+    cli = CliRunner().invoke(main, ["scan", str(root), "--format", "json"])
+    assert cli.exit_code == 0, cli.output
+    offline = json.loads(cli.output)
+    assert offline["candidates"] == result["candidates"]  # identical results
+    fragment = CliRunner().invoke(main, ["scan", str(root), "--emit", "watch-set"]).output
+    assert fragment.startswith("version: 1\nwatchSets:\n- name: discovered\n")
+    assert "https://mcp.billing.example/mcp" in fragment
+    sarif = json.loads(CliRunner().invoke(main, ["scan", str(root), "--format", "sarif"]).output)
+    assert sarif["version"] == "2.1.0" and sarif["runs"][0]["results"]
+    too_many = {"files": [{"path": f"f{i}", "content": ""} for i in range(5001)]}
+    assert client.post("/api/repo/scan", json=too_many, headers=acme.headers).status_code in (
+        400,
+        413,
+    )

@@ -1,0 +1,84 @@
+"""Discovery: watch suggestions, coverage assert and preview, repository scan. See
+docs/discovery.md."""
+
+from __future__ import annotations
+
+from controller.discovery import service
+from web.api import REGISTRY
+from web.routes import Call, Reply, requires_plan
+
+PREVIEW_BURST = 10
+
+
+@REGISTRY.route(
+    "POST",
+    "/api/watches/suggest",
+    summary="Suggest watches from URLs, text or an MCP client configuration",
+    tag="discovery",
+    body=service.SuggestIn,
+    responses={200: service.SuggestOut},
+    errors=(409, 422),
+)
+def suggest_watches(call: Call) -> service.SuggestOut:
+    """The contracts in `urls`, `text` and `mcpJson` (alias `config`; `fileName` picks the
+    client format, else the shape does), each with `existingWatchId` when the org watches it.
+    With `create: true` the new remote ones become watches (org defaults apply). Secrets never
+    come back; nothing is fetched or started. A configuration that cannot be read is 400
+    `config_invalid` naming the file and line."""
+    return service.suggest(call.session, call.principal_required, call.body, call.secret_box)
+
+
+@REGISTRY.route(
+    "POST",
+    "/api/coverage/assert",
+    summary="Fail when a contract found is not watched",
+    tag="discovery",
+    body=service.CoverageIn,
+    responses={200: service.CoverageOk, 422: service.CoverageMissing},
+    guards=(requires_plan("pro"),),
+)
+def coverage_assert(call: Call) -> Reply:
+    """200 `{covered: true, ...}` when every contract found (at or above `minConfidence`) is
+    watched by the org, else 422 `{error: "missing_watches", missing, missingCount, ...}`.
+    Inputs as for suggest, or a repository's `files` (CI: with `repo`, `runId`)."""
+    ok, answer = service.assert_coverage(
+        call.session, call.principal_required, call.body, service.scanned(call.body.files)
+    )
+    return Reply(200 if ok else 422, answer)
+
+
+@REGISTRY.route(
+    "POST",
+    "/api/coverage/preview",
+    summary="What coverage would assert, without a key",
+    tag="discovery",
+    auth="none",
+    body=service.CoverageIn,
+    responses={200: service.PreviewOut},
+    errors=(429,),
+)
+def coverage_preview(call: Call) -> service.PreviewOut:
+    """The contracts found, without a key and without reading any org's data (nothing says
+    whether a watch exists anywhere); rate limited per client address (429, `Retry-After`)."""
+    call.rate_limit(
+        "coverage-preview",
+        per_minute=call.settings.coverage_preview_per_minute,
+        burst=PREVIEW_BURST,
+    )
+    return service.preview(call.body, service.scanned(call.body.files))
+
+
+@REGISTRY.route(
+    "POST",
+    "/api/repo/scan",
+    summary="Find the contracts a repository's files depend on",
+    tag="discovery",
+    body=service.ScanIn,
+    responses={200: service.ScanOut},
+)
+def repo_scan(call: Call) -> service.ScanOut:
+    """`files: [{path, content}]` (at most 5,000 files and 20 MB: 413 beyond): MCP client
+    configurations, OpenAPI documents, code generator configs, base URLs in `.env` examples,
+    SDK dependencies of well-known vendors and `.driftgate/` files; each candidate cites its
+    file and line. Binary and oversized files are skipped and counted."""
+    return service.scan(call.body)
