@@ -189,3 +189,78 @@ def test_repo_scan_of_a_real_tree_through_the_api_and_the_cli(
         400,
         413,
     )
+
+
+def test_secret_values_never_come_back_or_stay(
+    client: FlaskClient, acme: OrgKey, database: Any, capfd: Any
+) -> None:
+    from sqlalchemy import text
+
+    from tests.conftest import ON_POSTGRES
+
+    marker = "MARKERsecret9f31"
+    config = json.dumps(
+        {
+            "mcpServers": {
+                "api": {
+                    "type": "http",
+                    "url": "https://secret.example/mcp",
+                    "headers": {"Authorization": f"Bearer {marker}", "X-Key": marker},
+                },
+                "local": {
+                    "command": "npx",
+                    "args": ["-y", "tool", f"API_KEY={marker}"],
+                    "env": {"TOKEN": marker},
+                },
+            }
+        }
+    )
+    answers = [
+        client.post(
+            "/api/watches/suggest", json={"mcpJson": config, "create": True}, headers=acme.headers
+        ),
+        client.post(
+            "/api/repo/scan",
+            json={"files": [{"path": ".mcp.json", "content": config}]},
+            headers=acme.headers,
+        ),
+        client.post("/api/coverage/assert", json={"mcpJson": config}, headers=acme.headers),
+        client.post("/api/coverage/preview", json={"config": config}),
+    ]
+    for answer in answers:
+        assert answer.status_code in (200, 422), answer.get_json()
+        assert marker not in answer.get_data(as_text=True)
+    out, err = capfd.readouterr()
+    assert marker not in out + err
+    with database.engine.connect() as conn:
+        query = (
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+            if ON_POSTGRES
+            else "SELECT name FROM sqlite_master WHERE type = 'table'"
+        )
+        for (table,) in conn.execute(text(query)).all():
+            rows = conn.execute(text(f'SELECT * FROM "{table}"')).fetchall()
+            assert marker not in repr(rows), table
+
+
+def test_a_watch_from_a_reconciled_watch_set_covers_the_contract(
+    client: FlaskClient, acme: OrgKey, repo: Any, make_reconciler: Any
+) -> None:
+    from cli.commands.discovery import watch_set_fragment
+    from tests.factories import run
+
+    body = {"mcpJson": MCP_JSON, "fileName": ".mcp.json"}
+    missing = client.post("/api/coverage/assert", json=body, headers=acme.headers).get_json()
+    remote = [m for m in missing["missing"] if m["url"]]
+    # The fix of a failing coverage job is a commit: the fragment scan --emit watch-set prints.
+    fragment = watch_set_fragment([{**m, "watchType": m["watchType"]} for m in remote])
+    repo.commit({".driftgate/watch-sets.yaml": fragment})
+    reconciler, settings = make_reconciler({"name": "fleet", "org": "acme", "url": repo.url})
+    assert run(reconciler, settings).result == "applied"
+    after = client.post(
+        "/api/coverage/assert",
+        json={**body, "minConfidence": 0.9},  # the remote server only (stdio is 0.8)
+        headers=acme.headers,
+    )
+    assert after.status_code == 200, after.get_json()
+    assert [c["name"] for c in after.get_json()["watched"]] == ["billing"]

@@ -158,10 +158,13 @@ def coverage(
     directory: str, min_confidence: float, output_format: str, url: str | None, api_key: str | None
 ) -> None:
     """Fail (exit 1) when a contract the checkout depends on is not watched by the org."""
+    from controller.discovery.scan import relevant
+
+    # Only the files the scan reads: a large checkout still fits in one request.
     files = [
         {"path": path, "content": data.decode("utf-8", "replace")}
         for path, data in checkout_files(directory)
-        if b"\0" not in data[:8192]
+        if relevant(path) and b"\0" not in data[:8192]
     ]
     with server(url, api_key) as http:
         status, answer = api.send(

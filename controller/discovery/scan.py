@@ -113,6 +113,23 @@ def scan_files(files: Sequence[tuple[str, bytes | str]]) -> ScanResult:
     return result
 
 
+def relevant(path: str) -> bool:
+    """Whether the scan reads this file at all (by its path): what a client sends of a
+    checkout, so that a large repository fits in one request."""
+    name = path.rsplit("/", 1)[-1]
+    lowered = path.lower()
+    return bool(
+        format_of(path) is not None
+        or name in ("package.json", "pyproject.toml")
+        or re.match(r"requirements[\w.-]*\.txt$", name)
+        or _ENV_FILES.search(lowered)
+        or _GENERATOR_FILES.search(lowered)
+        or lowered.startswith(".driftgate/")
+        or "/.driftgate/" in lowered
+        or lowered.endswith((".json", ".yaml", ".yml"))
+    )
+
+
 def scan_file(path: str, text: str) -> list[Candidate]:
     """The candidates one file holds."""
     name = path.rsplit("/", 1)[-1]
