@@ -105,21 +105,33 @@ def org(make_org: Callable[..., OrgKey]) -> OrgKey:
     return make_org("acme", "pro", products=("draftpr_repo",))
 
 
-def drifted(client: FlaskClient, who: OrgKey, server: SpecServer) -> tuple[str, str]:
-    """A watch checked twice: the second spec drops an endpoint (breaking). (watch, event)"""
+def baselined(client: FlaskClient, who: OrgKey, server: SpecServer) -> str:
+    """A watch of the charges spec, checked once (its baseline)."""
     url = server.set("/openapi.json", as_json(charges_spec()))
     created = client.post(
         "/api/watches", json={"name": "payments", "url": url}, headers=who.headers
     )
     assert created.status_code == 201, created.get_json()
-    watch_id = created.get_json()["id"]
+    watch_id: str = created.get_json()["id"]
     first = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=who.headers)
     assert first.status_code == 200, first.get_json()
+    return watch_id
+
+
+def drift(client: FlaskClient, who: OrgKey, server: SpecServer, watch_id: str) -> str:
+    """The second spec drops an endpoint (breaking): the drift event's id."""
     server.set("/openapi.json", as_json(charges_spec(refunds=False)))
     second = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=who.headers)
     assert second.get_json()["watch"]["driftStatus"] == "drifted", second.get_json()
     events = client.get(f"/api/drift?watchId={watch_id}", headers=who.headers).get_json()
-    return watch_id, events["events"][0]["id"]
+    event_id: str = events["events"][0]["id"]
+    return event_id
+
+
+def drifted(client: FlaskClient, who: OrgKey, server: SpecServer) -> tuple[str, str]:
+    """A watch checked twice: the second spec drops an endpoint (breaking). (watch, event)"""
+    watch_id = baselined(client, who, server)
+    return watch_id, drift(client, who, server, watch_id)
 
 
 def webhook_body(watch_id: str, event_id: str, repo: str = REPO, **extra: Any) -> dict[str, Any]:
@@ -207,21 +219,9 @@ def test_drift_opens_a_draft_pull_request_and_its_merge_resolves_everything(
         f"{github.url}/apps/driftgate-test/installations/new?state="
     )
 
-    url = server.set("/openapi.json", as_json(charges_spec()))
-    watch_id = client.post(
-        "/api/watches", json={"name": "payments", "url": url}, headers=org.headers
-    ).get_json()["id"]
-    assert (
-        client.post(f"/api/watches/{watch_id}/check?wait=30", headers=org.headers).status_code
-        == 200
-    )
+    watch_id = baselined(client, org, server)
     agent_id = bind_agent(database, org, watch_id)
-    server.set("/openapi.json", as_json(charges_spec(refunds=False)))
-    checked = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=org.headers).get_json()
-    assert checked["watch"]["driftStatus"] == "drifted"
-    event_id = client.get(f"/api/drift?watchId={watch_id}", headers=org.headers).get_json()[
-        "events"
-    ][0]["id"]
+    event_id = drift(client, org, server, watch_id)
     with database.session() as session:
         assert session.get_one(Agent, agent_id).runtime_state == "killed"
 
@@ -612,14 +612,7 @@ def test_a_draft_pr_policy_opens_the_pull_request_when_the_watch_drifts(
 ) -> None:
     client = gh_app.test_client()
     link(client, org)
-    url = server.set("/openapi.json", as_json(charges_spec()))
-    watch_id = client.post(
-        "/api/watches", json={"name": "payments", "url": url}, headers=org.headers
-    ).get_json()["id"]
-    assert (
-        client.post(f"/api/watches/{watch_id}/check?wait=30", headers=org.headers).status_code
-        == 200
-    )
+    watch_id = baselined(client, org, server)
     agent_id = bind_agent(database, org, watch_id)
     with database.transaction() as session:
         agent = session.get_one(Agent, agent_id)
