@@ -46,6 +46,7 @@ COMMANDS = {
     "scan": "cli.commands.discovery:scan",
     "coverage": "cli.commands.discovery:coverage",
     "suggest": "cli.commands.discovery:suggest",
+    "replay": "cli.commands.replay:replay",
 }
 
 

@@ -17,6 +17,8 @@ FREE_FORM = {
     "ProfileIn.schema",  # a consumer profile's JSON Schema: the caller's data
     "ProfileOut.profile",
     "ValidateIn.profile",
+    "FixtureBody.metadata",  # cloud-meta.json and the mocks: documents, as the files hold them
+    "FixtureBody.mockResponses",
     "WatchCreate.body",  # a `rest` watch's request body, as the caller writes it
     "WatchUpdate.body",
 }

@@ -442,6 +442,7 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
     world.call("POST", "/v1/fuse/snapshots", {"watchId": steady["id"], "waitSeconds": 0}, 201)
     # Draft pull requests (stub mode: this world has no GitHub App credentials).
     world.call("PUT", "/api/org/products/draftpr_repo", {"enabled": True})
+    world.call("PUT", "/api/org/products/replay_cloud", {"enabled": True})
     world.call("POST", "/v1/draftpr/installations", {"installationId": 4242}, 201)
     draft = world.call(
         "POST",

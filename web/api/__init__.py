@@ -17,6 +17,7 @@ from web.api import (  # noqa: E402,F401  (registration)
     org,
     preflight,
     public,
+    replay,
     templates,
     trial,
     watches,

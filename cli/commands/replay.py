@@ -1,0 +1,47 @@
+"""`driftgate replay`: replay fixtures of the org's drifts, through a running server
+(`DRIFTGATE_URL`, `DRIFTGATE_API_KEY`). See docs/replay.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cli import api
+from cli.common import fail
+from cli.remote import server, server_command
+
+
+@click.group()
+def replay() -> None:
+    """Replay fixtures: test an agent against a contract before it ships."""
+
+
+@replay.command("pull")
+@click.option("--watch", "watch", required=True, help="The watch (id or name).")
+@click.option("--event", "event_id", help="The drift event (default: the latest).")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Directory.")
+@server_command
+def replay_pull(
+    watch: str,
+    event_id: str | None,
+    out: str,
+    url: str | None,
+    api_key: str | None,
+    output_format: str,
+) -> None:
+    """Write the fixture of a watch's drift into OUT: before.schema.json, after.schema.json,
+    mock-responses/, cloud-meta.json."""
+    with server(url, api_key) as http:
+        body = {"watchId": api.watch_id(http, watch)}
+        if event_id:
+            body["driftEventId"] = event_id
+        fixture = api.call(http, "POST", "/v1/replay/fixtures/from-watch", json=body)
+    root = Path(out)
+    for path, content in sorted(fixture["files"].items()):
+        target = (root / path).resolve()
+        if root.resolve() not in target.parents:
+            fail(f"the server sent a path outside {out}: {path}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+    click.echo(f"wrote {len(fixture['files'])} files to {out} (digest {fixture['digest'][:12]})")
