@@ -17,6 +17,32 @@ def replay() -> None:
     """Replay fixtures: test an agent against a contract before it ships."""
 
 
+def _write(out: str, files: dict[str, str]) -> None:
+    root = Path(out)
+    for path, content in sorted(files.items()):
+        target = (root / path).resolve()
+        if root.resolve() not in target.parents:
+            fail(f"the server sent a path outside {out}: {path}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+
+
+@replay.command("install")
+@click.argument("fixture_id")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Directory.")
+@server_command
+def replay_install(
+    fixture_id: str, out: str, url: str | None, api_key: str | None, output_format: str
+) -> None:
+    """Write a catalog fixture (GET /v1/replay/fixtures/catalog lists them) into OUT."""
+    with server(url, api_key) as http:
+        installed = api.call(http, "POST", "/v1/replay/fixtures/install", json={"id": fixture_id})
+    _write(out, installed["files"])
+    click.echo(
+        f"wrote {len(installed['files'])} files to {out} (digest {installed['digest'][:12]})"
+    )
+
+
 @replay.command("pull")
 @click.option("--watch", "watch", required=True, help="The watch (id or name).")
 @click.option("--event", "event_id", help="The drift event (default: the latest).")
@@ -37,11 +63,5 @@ def replay_pull(
         if event_id:
             body["driftEventId"] = event_id
         fixture = api.call(http, "POST", "/v1/replay/fixtures/from-watch", json=body)
-    root = Path(out)
-    for path, content in sorted(fixture["files"].items()):
-        target = (root / path).resolve()
-        if root.resolve() not in target.parents:
-            fail(f"the server sent a path outside {out}: {path}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
+    _write(out, fixture["files"])
     click.echo(f"wrote {len(fixture['files'])} files to {out} (digest {fixture['digest'][:12]})")

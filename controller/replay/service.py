@@ -7,17 +7,21 @@ The routes that need it are gated by the `replay_cloud` product (403
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
+import tarfile
 from typing import Annotated, Any
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Field, JsonValue, StringConstraints, model_validator
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from controller.checks import decode_changes, decode_snapshot
 from controller.errors import NotFound, Unprocessable
 from controller.model.base import ApiModel, RequestModel, utc_iso
-from controller.replay.fixtures import Fixture, build_fixture
+from controller.replay import catalog
+from controller.replay.fixtures import DISCLAIMER, Fixture, build_fixture, digest_of
 from controller.store.models import DriftEvent, Incident, Snapshot, Watch
 
 PRODUCT = "replay_cloud"
@@ -158,3 +162,124 @@ def _document(session: Session, snapshot_id: str | None) -> Any:
 
 def _json(text: str) -> Any:
     return json.loads(text)
+
+
+# -- the catalog ---------------------------------------------------------------------------------
+
+PAGE = 50
+
+
+class CatalogQuery(RequestModel):
+    vendor: Annotated[str, StringConstraints(max_length=200)] | None = None
+    watch_type: Annotated[str, StringConstraints(max_length=20)] | None = None
+    content_kind: Annotated[str, StringConstraints(max_length=20)] | None = None
+    tag: Annotated[str, StringConstraints(max_length=100)] | None = None
+    q: Annotated[str, StringConstraints(max_length=200)] | None = Field(
+        default=None, description="words of the title or summary"
+    )
+    limit: int = Field(default=PAGE, ge=1, le=200)
+    cursor: Annotated[str, StringConstraints(pattern=r"^[0-9]{1,6}$")] | None = None
+
+
+class ChangeCountsOut(ApiModel):
+    breaking: int
+    warning: int
+    info: int
+
+
+class CatalogRow(ApiModel):
+    id: str
+    title: str
+    vendor: str
+    watch_type: str
+    content_kind: str = Field(description="oss-curated, hosted-curated or hosted-stub")
+    tags: list[str]
+    installable: bool
+    changes: ChangeCountsOut
+    summary: str
+    updated_at: str
+
+
+class CatalogPage(ApiModel):
+    rows: list[CatalogRow]
+    next_cursor: str | None
+    disclaimer: str
+
+
+class InstallIn(RequestModel):
+    id: Annotated[str, StringConstraints(max_length=200)] = Field(
+        json_schema_extra={"enum": list[JsonValue](sorted(catalog.shipped()))},
+        description="an installable catalog row's id",
+    )
+
+
+class InstalledOut(ApiModel):
+    id: str
+    files: dict[str, str]
+    digest: str
+
+
+# Placeholders: contracts with no curated fixture yet; they say so, and cannot be installed.
+STUBS: tuple[dict[str, Any], ...] = tuple(
+    {
+        "id": f"stub-{vendor}",
+        "title": f"{vendor} (placeholder: not vendor-verified)",
+        "vendor": vendor,
+        "watchType": "openapi",
+        "contentKind": "hosted-stub",
+        "tags": ["openapi", "placeholder", vendor],
+        "installable": False,
+        "changes": {"breaking": 0, "warning": 0, "info": 0},
+        "summary": "A placeholder row: no fixture has been built for this contract yet.",
+        "updatedAt": "2026-11-25T00:00:00Z",
+    }
+    for vendor in ("stripe", "github")
+)
+
+
+def catalog_page(query: CatalogQuery) -> CatalogPage:
+    found = catalog.rows(
+        vendor=query.vendor,
+        watch_type=query.watch_type,
+        content_kind=query.content_kind,
+        tag=query.tag,
+        query=query.q,
+    )
+    found += [
+        row
+        for row in STUBS
+        if (query.content_kind in (None, "hosted-stub"))
+        and (query.vendor in (None, row["vendor"]))
+        and (query.watch_type in (None, row["watchType"]))
+        and (query.tag is None or query.tag in row["tags"])
+        and (query.q is None or query.q.lower() in row["title"].lower())
+    ]
+    start = int(query.cursor or 0)
+    page = found[start : start + query.limit]
+    more = start + query.limit < len(found)
+    return CatalogPage(
+        rows=[CatalogRow.model_validate(row) for row in page],
+        next_cursor=str(start + query.limit) if more else None,
+        disclaimer=DISCLAIMER,
+    )
+
+
+def install(data: InstallIn) -> InstalledOut:
+    """A catalog fixture's files, without a watch."""
+    entry = catalog.shipped().get(data.id)
+    if entry is None:
+        raise NotFound(f"no installable fixture {data.id!r} in the catalog")
+    return InstalledOut(id=data.id, files=entry.files, digest=digest_of(entry.files))
+
+
+def tar_gz(files: dict[str, str], prefix: str) -> bytes:
+    """The files as a gzip-compressed tar (paths under `prefix/`), the same bytes every time."""
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as zipped:
+        with tarfile.open(fileobj=zipped, mode="w") as archive:
+            for path in sorted(files):
+                data = files[path].encode()
+                info = tarfile.TarInfo(f"{prefix}/{path}")
+                info.size, info.mtime, info.mode = len(data), 0, 0o644
+                archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()

@@ -167,8 +167,11 @@ def test_replay_pull_writes_the_layout(
     who = make_org("acme", "pro", products=("replay_cloud",))
     client = live_app.test_client()
     url = server.set("/openapi.json", as_json(charges_spec()))
-    client.post("/api/watches", json={"name": "pay", "url": url}, headers=who.headers)
-    client.post("/api/watches/pay/check?wait=30", headers=who.headers)
+    created = client.post("/api/watches", json={"name": "pay", "url": url}, headers=who.headers)
+    checked = client.post(
+        f"/api/watches/{created.get_json()['id']}/check?wait=30", headers=who.headers
+    )
+    assert checked.status_code == 200, checked.get_json()
     with serving(live_app) as running:
         env = {"DRIFTGATE_URL": running.url, "DRIFTGATE_API_KEY": who.key, "DRIFTGATE_CONFIG": None}
         result = CliRunner().invoke(

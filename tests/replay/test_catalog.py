@@ -1,0 +1,103 @@
+"""The replay catalog: public browsing, the shipped fixtures kept in sync with the real MCP
+release pairs they come from, and installing one (gated)."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import sys
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+
+from flask.testing import FlaskClient
+
+from controller.replay.catalog import CATALOG_DIR
+from tests.conftest import OrgKey
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from bench.replay_catalog import build  # noqa: E402
+
+
+def test_the_shipped_catalog_is_what_the_real_pairs_give() -> None:
+    built = build()
+    shipped = {p.name: p.read_text(encoding="utf-8") for p in CATALOG_DIR.glob("*.json")}
+    assert shipped == built, (
+        "controller/replay/catalog is stale: run python bench/replay_catalog.py --write"
+    )
+    assert len(shipped) >= 20
+
+
+def test_the_catalog_is_public_filtered_and_paged(client: FlaskClient) -> None:
+    page = client.get("/v1/replay/fixtures/catalog")
+    assert page.status_code == 200
+    body = page.get_json()
+    assert "not a certification" in body["disclaimer"]
+    kinds = {r["contentKind"] for r in body["rows"]}
+    assert kinds <= {"oss-curated", "hosted-stub"} and "oss-curated" in kinds
+    everything = body["rows"]
+    while body["nextCursor"]:
+        body = client.get(f"/v1/replay/fixtures/catalog?cursor={body['nextCursor']}").get_json()
+        everything += body["rows"]
+    oss = [r for r in everything if r["contentKind"] == "oss-curated"]
+    assert len(oss) >= 20 and all(r["installable"] for r in oss)
+    stubs = [r for r in everything if r["contentKind"] == "hosted-stub"]
+    assert stubs and not any(r["installable"] for r in stubs)
+    assert all("not vendor-verified" in r["title"] for r in stubs)
+    small = client.get("/v1/replay/fixtures/catalog?limit=5").get_json()
+    assert len(small["rows"]) == 5 and small["nextCursor"] == "5"
+    context7 = client.get("/v1/replay/fixtures/catalog?vendor=@upstash/context7-mcp").get_json()[
+        "rows"
+    ]
+    vendors = {
+        r["vendor"] for r in client.get("/v1/replay/fixtures/catalog?limit=200").get_json()["rows"]
+    }
+    assert (
+        all(r["vendor"] == "@upstash/context7-mcp" for r in context7)
+        or "@upstash/context7-mcp" not in vendors
+    )
+    breaking = client.get("/v1/replay/fixtures/catalog?tag=breaking&limit=200").get_json()["rows"]
+    assert breaking and all(r["changes"]["breaking"] > 0 for r in breaking)
+
+
+def test_install_is_gated_and_answers_the_files(
+    client: FlaskClient, make_org: Callable[..., OrgKey]
+) -> None:
+    fixture_id = sorted(p.stem for p in CATALOG_DIR.glob("*.json"))[0]
+    free = make_org("freebie", "free")
+    assert (
+        client.post(
+            "/v1/replay/fixtures/install", json={"id": fixture_id}, headers=free.headers
+        ).status_code
+        == 403
+    )
+    plain = make_org("plain", "pro")
+    refused = client.post(
+        "/v1/replay/fixtures/install", json={"id": fixture_id}, headers=plain.headers
+    )
+    assert (
+        refused.status_code == 403
+        and refused.get_json()["error"] == "PRODUCT_REQUIRED: replay_cloud"
+    )
+    who = make_org("acme", "pro", products=("replay_cloud",))
+    installed = client.post(
+        "/v1/replay/fixtures/install", json={"id": fixture_id}, headers=who.headers
+    )
+    assert installed.status_code == 200
+    files = installed.get_json()["files"]
+    assert {"before.schema.json", "after.schema.json", "cloud-meta.json"} <= set(files)
+    assert json.loads(files["cloud-meta.json"])["contentKind"] == "oss-curated"
+    archive = client.post(
+        "/v1/replay/fixtures/install",
+        json={"id": fixture_id},
+        headers={**who.headers, "Accept": "application/gzip"},
+    )
+    assert archive.mimetype == "application/gzip"
+    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(archive.data))) as tar:
+        names = sorted(m.name for m in tar.getmembers())
+    assert names == sorted(f"{fixture_id}/{p}" for p in files)
+    missing = client.post("/v1/replay/fixtures/install", json={"id": "nope"}, headers=who.headers)
+    assert missing.status_code == 404
