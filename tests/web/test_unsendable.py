@@ -15,7 +15,7 @@ from controller.crypto import load_secret_box
 from controller.scheduler import Controller
 from controller.settings import Settings
 from controller.store.db import Database
-from controller.store.models import Template, Watch
+from controller.store.models import Job, Template, Watch
 from controller.store.watch_rows import set_headers
 from tests.conftest import OrgKey
 from tests.processes import wait_until
@@ -110,10 +110,22 @@ def test_templates_launches_and_destinations_refuse_them(
 # Checks: whatever reaches the fetcher ends as a failed check with a failure class.
 
 
-def checked_at(database: Database, watch_id: str) -> object:
+def settled(database: Database, watch_id: str) -> bool:
+    """The watch was checked, the ticker has scheduled its next slot, and no check of it waits
+    or runs (the ticker may have queued a periodic one while the first ran)."""
     with database.session() as session:
         watch = session.get(Watch, watch_id)
-        return watch.last_checked_at if watch else None
+        pending = session.scalar(
+            select(func.count())
+            .select_from(Job)
+            .where(Job.key == f"check:{watch_id}", Job.status.in_(("queued", "running")))
+        )
+        return (
+            watch is not None
+            and watch.last_checked_at is not None
+            and watch.next_check_at is not None
+            and pending == 0
+        )
 
 
 STORED: list[tuple[str, str, dict[str, str], str]] = [
@@ -155,9 +167,9 @@ def test_a_check_of_a_stored_unsendable_value_fails_with_a_class(
     )
     assert created.status_code == 201
     watch_id = created.json["id"]
-    # The running controller checks a new watch at once; let that first check finish, so the
-    # only request below can be the one this test makes.
-    wait_until(lambda: checked_at(database, watch_id) is not None)
+    # The running controller checks a new watch at once; let that check (and any the ticker
+    # queued meanwhile) finish, so the only request below can be the one this test makes.
+    wait_until(lambda: settled(database, watch_id))
     server.requests.clear()
     # As a row written before these rules: straight into the store.
     with database.transaction() as session:
