@@ -8,19 +8,17 @@ the console's Enter key and the timer call `advance` directly).
 
 from __future__ import annotations
 
-import socket
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
-import uvicorn
 from mcp import types
 from mcp.server.lowlevel import Server
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from controller.loopback import ThreadedServer
 from demo.contracts import LAST, STAGES, Stage, mcp_tools, openapi_document
 
 SPEC_PATH = "/specs/stripe.json"
@@ -119,30 +117,9 @@ def _stage_json(stage: Stage) -> dict[str, Any]:
     return {"stage": stage.number, "name": stage.name, "says": stage.says}
 
 
-class VendorServer:
+class VendorServer(ThreadedServer):
     """Serves `vendor_app` with uvicorn in a daemon thread on host:port."""
 
     def __init__(self, vendor: Vendor, host: str, port: int) -> None:
-        self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.socket.bind((host, port))  # OSError when the port is taken: said by the caller
-        self.socket.listen(64)
-        config = uvicorn.Config(
-            vendor_app(vendor), log_level="warning", timeout_graceful_shutdown=1, lifespan="on"
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True
-        )
-
-    def start(self, timeout: float = 10.0) -> None:
-        self.thread.start()
-        deadline = time.monotonic() + timeout
-        while not self.server.started:
-            if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the vendor simulator did not start")
-            time.sleep(0.02)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=5)
+        # OSError when the port is taken: said by the caller.
+        super().__init__(vendor_app(vendor), host, port, name="vendor simulator")

@@ -130,7 +130,8 @@ def test_the_web_process_never_imports_the_scheduler() -> None:
 
 def path_of(module: str) -> Path:
     base = ROOT.joinpath(*module.split("."))
-    return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+    # A module file wins over a data directory of the same name (controller/replay/catalog/).
+    return base.with_suffix(".py") if base.with_suffix(".py").exists() else base / "__init__.py"
 
 
 def test_the_graph_sees_from_imports() -> None:

@@ -65,3 +65,43 @@ def replay_pull(
         fixture = api.call(http, "POST", "/v1/replay/fixtures/from-watch", json=body)
     _write(out, fixture["files"])
     click.echo(f"wrote {len(fixture['files'])} files to {out} (digest {fixture['digest'][:12]})")
+
+
+@replay.command("serve")
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="The port on 127.0.0.1 (0: any free one).",
+)
+@click.option("--stdio", is_flag=True, help="MCP fixtures: serve over stdin/stdout instead.")
+def replay_serve(directory: str, port: int, stdio: bool) -> None:
+    """Serve DIRECTORY's after contract on 127.0.0.1 with its mock responses: an MCP server
+    (Streamable HTTP at /mcp, or --stdio) whose tools answer with the mocks, or an HTTP server
+    whose operations do, checking each request against the after contract (400 when it does
+    not fit). Runs until interrupted."""
+    import signal
+    import threading
+
+    from controller.replay import serve
+
+    served = serve.load(directory)
+    if stdio:
+        if served.kind != "mcp":
+            fail(f"{directory} holds an OpenAPI fixture: --stdio serves MCP fixtures only")
+        serve.serve_stdio(served)
+        return
+    try:
+        server = serve.ReplayServer(served, port=port)
+        server.start()
+    except OSError as exc:
+        fail(f"cannot listen on 127.0.0.1:{port} ({exc.strerror}); pick another --port")
+    click.echo(f"serving {served.fixture_id} ({serve.describe(served)}) at {server.url}", err=True)
+    click.echo(server.url)  # alone on stdout: scripts read it
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    stop.wait()
+    server.stop()

@@ -28,7 +28,7 @@ DISCLAIMER = (
 )
 CONTENT_KINDS = ("oss-curated", "hosted-curated", "hosted-stub")
 MAX_DEPTH = 6
-_HTTP_METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
+HTTP_METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ def openapi_mocks(document: Any) -> dict[str, Any]:
     for path, item in sorted((paths or {}).items()):
         if not isinstance(item, dict):
             continue
-        for method in _HTTP_METHODS:
+        for method in HTTP_METHODS:
             operation = item.get(method)
             if not isinstance(operation, dict):
                 continue
