@@ -62,6 +62,8 @@ def authenticate(auth: Auth) -> tuple[Principal | None, TrialSession | None]:
             " is required",
             code="missing_credentials",
         )
+    if auth == "optional_key":
+        return None, None
     raise Unauthorized(
         "an API key is required: send `Authorization: Bearer dg_...`", code="missing_credentials"
     )

@@ -33,7 +33,8 @@ from web.body import parse_body, request_bytes, validate
 from web.db import request_session
 from web.ratelimit import RateLimiter
 
-Auth = Literal["none", "key", "key_or_trial"]
+# optional_key: anonymous callers are served; a key, when sent, must be valid and names the org
+Auth = Literal["none", "key", "key_or_trial", "optional_key"]
 OPENAPI_VERSION = "3.1.0"
 API_VERSION = "0.6.0"
 CORRELATION_HEADER = "X-Service-Correlation-Id"
@@ -465,6 +466,8 @@ def build_openapi(routes: list[Route], settings: Settings) -> dict[str, Any]:
             ).strip()
         if route.auth == "none":
             operation["security"] = []
+        elif route.auth == "optional_key":
+            operation["security"] = [{}, {"bearerAuth": []}, {"apiKeyHeader": []}]
         elif route.auth == "key":
             operation["security"] = [{"bearerAuth": []}, {"apiKeyHeader": []}]
         else:

@@ -9,7 +9,7 @@ import click
 
 from cli import api
 from cli.common import fail
-from cli.remote import server, server_command
+from cli.remote import emit, server, server_command, table
 
 
 @click.group()
@@ -65,6 +65,79 @@ def replay_pull(
         fixture = api.call(http, "POST", "/v1/replay/fixtures/from-watch", json=body)
     _write(out, fixture["files"])
     click.echo(f"wrote {len(fixture['files'])} files to {out} (digest {fixture['digest'][:12]})")
+
+
+@replay.command("publish")
+@click.option("--watch", "watch", required=True, help="The watch (id or name).")
+@click.option("--event", "event_id", help="The drift event (default: the latest).")
+@click.option("--title", help="The catalog row's title (default: `<watch>: <date> drift`).")
+@click.option("--vendor", help="The catalog row's vendor (default: the watch URL's host).")
+@click.option("--tag", "tags", multiple=True, help="A tag of the row (repeatable).")
+@click.option("--public", is_flag=True, help="Visible to every caller (else the org alone).")
+@server_command
+def replay_publish(
+    watch: str,
+    event_id: str | None,
+    title: str | None,
+    vendor: str | None,
+    tags: tuple[str, ...],
+    public: bool,
+    url: str | None,
+    api_key: str | None,
+    output_format: str,
+) -> None:
+    """Publish the fixture of a watch's drift to the catalog (hosted-curated); publishing the
+    same drift again updates its row."""
+    with server(url, api_key) as http:
+        body: dict[str, object] = {"watchId": api.watch_id(http, watch), "public": public}
+        for key, value in (("driftEventId", event_id), ("title", title), ("vendor", vendor)):
+            if value:
+                body[key] = value
+        if tags:
+            body["tags"] = list(tags)
+        published = api.call(http, "POST", "/v1/replay/fixtures/publish", json=body)
+    emit(
+        published,
+        output_format,
+        lambda p: [
+            f"published {p['row']['id']} ({'public' if p['public'] else 'this org only'}): "
+            f"{p['row']['title']}"
+        ],
+    )
+
+
+@replay.command("published")
+@server_command
+def replay_published(url: str | None, api_key: str | None, output_format: str) -> None:
+    """The fixtures the org published."""
+    with server(url, api_key) as http:
+        listed = api.call(http, "GET", "/v1/replay/fixtures/published")
+    emit(
+        listed,
+        output_format,
+        lambda doc: table(
+            [
+                (
+                    p["row"]["id"],
+                    "public" if p["public"] else "org",
+                    f"{p['row']['changes']['breaking']}",
+                    p["row"]["title"],
+                )
+                for p in doc["publications"]
+            ],
+            ("ID", "VISIBLE", "BREAKING", "TITLE"),
+        ),
+    )
+
+
+@replay.command("unpublish")
+@click.argument("row_id")
+@server_command
+def replay_unpublish(row_id: str, url: str | None, api_key: str | None, output_format: str) -> None:
+    """Withdraw a published fixture (`hosted-...`) from the catalog."""
+    with server(url, api_key) as http:
+        api.call(http, "DELETE", f"/v1/replay/fixtures/published/{row_id}")
+    click.echo(f"withdrew {row_id}")
 
 
 @replay.command("serve")

@@ -29,26 +29,28 @@ def shipped() -> dict[str, Entry]:
     return entries
 
 
-def rows(
-    *,
-    vendor: str | None = None,
-    watch_type: str | None = None,
-    content_kind: str | None = None,
-    tag: str | None = None,
-    query: str | None = None,
-) -> list[dict[str, Any]]:
-    found = []
-    for entry in shipped().values():
-        row = entry.row
-        if vendor and row["vendor"] != vendor:
-            continue
-        if watch_type and row["watchType"] != watch_type:
-            continue
-        if content_kind and row["contentKind"] != content_kind:
-            continue
-        if tag and tag not in row["tags"]:
-            continue
-        if query and query.lower() not in (row["title"] + " " + row["summary"]).lower():
-            continue
-        found.append(row)
-    return found
+@dataclass(frozen=True)
+class Filters:
+    vendor: str | None = None
+    watch_type: str | None = None
+    content_kind: str | None = None
+    tag: str | None = None
+    query: str | None = None
+
+    def match(self, row: dict[str, Any]) -> bool:
+        """Whether a catalog row (of any content kind) passes the filters."""
+        return (
+            (self.vendor is None or row["vendor"] == self.vendor)
+            and (self.watch_type is None or row["watchType"] == self.watch_type)
+            and (self.content_kind is None or row["contentKind"] == self.content_kind)
+            and (self.tag is None or self.tag in row["tags"])
+            and (
+                self.query is None
+                or self.query.lower() in (row["title"] + " " + row["summary"]).lower()
+            )
+        )
+
+
+def rows(filters: Filters) -> list[dict[str, Any]]:
+    """The shipped fixtures' rows that pass the filters."""
+    return [entry.row for entry in shipped().values() if filters.match(entry.row)]

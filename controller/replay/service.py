@@ -11,18 +11,22 @@ import gzip
 import io
 import json
 import tarfile
+from datetime import datetime
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
-from pydantic import Field, JsonValue, StringConstraints, model_validator
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from pydantic import Field, StringConstraints, model_validator
+from sqlalchemy import ColumnElement, or_, select
+from sqlalchemy.orm import Session, defer
 
 from controller.checks import decode_changes, decode_snapshot
 from controller.errors import NotFound, Unprocessable
 from controller.model.base import ApiModel, RequestModel, utc_iso
 from controller.replay import catalog
 from controller.replay.fixtures import DISCLAIMER, Fixture, build_fixture, digest_of
-from controller.store.models import DriftEvent, Incident, Snapshot, Watch
+from controller.services import audit
+from controller.services.audit import Caller
+from controller.store.models import DriftEvent, Incident, ReplayPublication, Snapshot, Watch
 
 PRODUCT = "replay_cloud"
 ObjectId = Annotated[str, StringConstraints(max_length=64, pattern=r"^[A-Za-z0-9._:-]{1,64}$")]
@@ -72,10 +76,19 @@ class FixtureOut(ApiModel):
 
 
 def from_watch(session: Session, org_id: str, data: FromWatchIn) -> FixtureOut:
-    watch = session.get(Watch, data.watch_id)
+    _, fixture, incident = _build(session, org_id, data.watch_id, data.drift_event_id)
+    return answer(fixture, incident)
+
+
+def _build(
+    session: Session, org_id: str, watch_id: str, event_id: str | None
+) -> tuple[Watch, Fixture, dict[str, Any] | None]:
+    """The fixture of one of the org's drift events (default: the latest; the baseline when
+    the watch never drifted)."""
+    watch = session.get(Watch, watch_id)
     if watch is None or watch.org_id != org_id:
         raise NotFound("Watch not found")
-    event = _event(session, watch, data.drift_event_id)
+    event = _event(session, watch, event_id)
     if event is not None:
         before = _document(session, event.base_snapshot_id)
         after = _document(session, event.snapshot_id)
@@ -107,7 +120,7 @@ def from_watch(session: Session, org_id: str, data: FromWatchIn) -> FixtureOut:
         drift_event_id=event.id if event else None,
         incident=incident,
     )
-    return answer(fixture, incident)
+    return watch, fixture, incident
 
 
 def answer(fixture: Fixture, incident: dict[str, Any] | None) -> FixtureOut:
@@ -167,6 +180,7 @@ def _json(text: str) -> Any:
 # -- the catalog ---------------------------------------------------------------------------------
 
 PAGE = 50
+MAX_PUBLISHED_ROWS = 1000  # the newest published rows a catalog listing considers
 
 
 class CatalogQuery(RequestModel):
@@ -208,8 +222,9 @@ class CatalogPage(ApiModel):
 
 class InstallIn(RequestModel):
     id: Annotated[str, StringConstraints(max_length=200)] = Field(
-        json_schema_extra={"enum": list[JsonValue](sorted(catalog.shipped()))},
-        description="an installable catalog row's id",
+        examples=sorted(catalog.shipped())[:3],
+        description="an installable catalog row's id: a shipped one (oss-...) or a published "
+        "one (hosted-...)",
     )
 
 
@@ -237,23 +252,20 @@ STUBS: tuple[dict[str, Any], ...] = tuple(
 )
 
 
-def catalog_page(query: CatalogQuery) -> CatalogPage:
-    found = catalog.rows(
+def catalog_page(session: Session, query: CatalogQuery, org_id: str | None) -> CatalogPage:
+    """The shipped fixtures, the published ones the caller may see (public ones, and its own
+    org's when it sent a key), then the placeholders; filtered, paged."""
+    filters = catalog.Filters(
         vendor=query.vendor,
         watch_type=query.watch_type,
         content_kind=query.content_kind,
         tag=query.tag,
         query=query.q,
     )
-    found += [
-        row
-        for row in STUBS
-        if (query.content_kind in (None, "hosted-stub"))
-        and (query.vendor in (None, row["vendor"]))
-        and (query.watch_type in (None, row["watchType"]))
-        and (query.tag is None or query.tag in row["tags"])
-        and (query.q is None or query.q.lower() in row["title"].lower())
-    ]
+    found = catalog.rows(filters)
+    if query.content_kind in (None, "hosted-curated"):
+        found += [row for row in _published_rows(session, org_id) if filters.match(row)]
+    found += [row for row in STUBS if filters.match(row)]
     start = int(query.cursor or 0)
     page = found[start : start + query.limit]
     more = start + query.limit < len(found)
@@ -264,12 +276,164 @@ def catalog_page(query: CatalogQuery) -> CatalogPage:
     )
 
 
-def install(data: InstallIn) -> InstalledOut:
-    """A catalog fixture's files, without a watch."""
+def install(session: Session, data: InstallIn, org_id: str) -> InstalledOut:
+    """A catalog fixture's files, without a watch: a shipped one, or a published one the org
+    may see (its own, or public)."""
     entry = catalog.shipped().get(data.id)
-    if entry is None:
+    if entry is not None:
+        return InstalledOut(id=data.id, files=entry.files, digest=digest_of(entry.files))
+    publication = _visible_publication(session, data.id, org_id)
+    if publication is None:
         raise NotFound(f"no installable fixture {data.id!r} in the catalog")
-    return InstalledOut(id=data.id, files=entry.files, digest=digest_of(entry.files))
+    return InstalledOut(id=data.id, files=publication.files, digest=publication.digest)
+
+
+# -- publishing (hosted-curated) -----------------------------------------------------------------
+
+HOSTED_PREFIX = "hosted-"
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=50, pattern=r"^[^\x00-\x1f]+$")]
+Text200 = Annotated[
+    str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$")
+]
+
+
+class PublishIn(FromWatchIn):
+    """Body of `POST /v1/replay/fixtures/publish`: publishing the same drift again updates
+    its row (title, vendor, tags, visibility)."""
+
+    title: Text200 | None = Field(default=None, description="default: `<watch>: <date> drift`")
+    vendor: Text200 | None = Field(default=None, description="default: the watch URL's host")
+    tags: list[Tag] = Field(default_factory=list, max_length=20)
+    public: bool = Field(
+        default=False, description="visible to every caller of the catalog (else the org alone)"
+    )
+
+
+class PublishedOut(ApiModel):
+    row: CatalogRow
+    public: bool
+    fixture_id: str = Field(description="<watch id>:<drift event id> (or :baseline)")
+    digest: str
+
+
+class PublishedList(ApiModel):
+    publications: list[PublishedOut]
+
+
+def publish(session: Session, caller: Caller, data: PublishIn, now: datetime) -> PublishedOut:
+    watch, fixture, _ = _build(session, caller.org_id, data.watch_id, data.drift_event_id)
+    counts = {
+        severity: sum(1 for c in fixture.meta["changes"] if c.get("severity") == severity)
+        for severity in ("breaking", "warning", "info")
+    }
+    detected = fixture.meta["createdAt"]
+    publication = session.scalars(
+        select(ReplayPublication).where(
+            ReplayPublication.org_id == caller.org_id,
+            ReplayPublication.fixture_id == fixture.id,
+        )
+    ).first()
+    created = publication is None
+    if publication is None:
+        publication = ReplayPublication(org_id=caller.org_id, fixture_id=fixture.id, created_at=now)
+        session.add(publication)
+    publication.watch_id = watch.id
+    publication.drift_event_id = fixture.meta.get("driftEventId")
+    publication.title = data.title or f"{watch.name}: {detected[:10]} drift"[:200]
+    publication.vendor = data.vendor or (urlsplit(watch.url).hostname or watch.name)[:200]
+    publication.watch_type = watch.watch_type
+    publication.public = data.public
+    publication.tags = sorted(
+        {*data.tags, watch.watch_type, "breaking" if counts["breaking"] else "compatible"}
+    )
+    publication.changes = counts
+    publication.summary = (
+        f"{counts['breaking']} breaking, {counts['warning']} warning, {counts['info']} info "
+        f"change(s) of {watch.name}, detected {detected}"
+    )
+    publication.files = fixture.files
+    publication.digest = fixture.digest
+    publication.updated_at = now
+    session.flush()
+    audit.by(
+        session,
+        caller,
+        "replay.publish" if created else "replay.republish",
+        publication.id,
+        {"fixtureId": fixture.id, "public": data.public},
+    )
+    return _published_out(publication)
+
+
+def published(session: Session, org_id: str) -> PublishedList:
+    rows = session.scalars(
+        select(ReplayPublication)
+        .options(defer(ReplayPublication.files))
+        .where(ReplayPublication.org_id == org_id)
+        .order_by(ReplayPublication.created_at.desc(), ReplayPublication.id)
+    )
+    return PublishedList(publications=[_published_out(p) for p in rows])
+
+
+def unpublish(session: Session, caller: Caller, row_id: str) -> None:
+    publication = _visible_publication(session, row_id, caller.org_id, own=True)
+    if publication is None:
+        raise NotFound("Published fixture not found")
+    audit.by(
+        session, caller, "replay.unpublish", publication.id, {"fixtureId": publication.fixture_id}
+    )
+    session.delete(publication)
+
+
+def _row(publication: ReplayPublication) -> dict[str, Any]:
+    return {
+        "id": HOSTED_PREFIX + publication.id,
+        "title": publication.title,
+        "vendor": publication.vendor,
+        "watchType": publication.watch_type,
+        "contentKind": "hosted-curated",
+        "tags": publication.tags,
+        "installable": True,
+        "changes": publication.changes,
+        "summary": publication.summary,
+        "updatedAt": utc_iso(publication.updated_at),
+    }
+
+
+def _published_out(publication: ReplayPublication) -> PublishedOut:
+    return PublishedOut(
+        row=CatalogRow.model_validate(_row(publication)),
+        public=publication.public,
+        fixture_id=publication.fixture_id,
+        digest=publication.digest,
+    )
+
+
+def _published_rows(session: Session, org_id: str | None) -> list[dict[str, Any]]:
+    visible: ColumnElement[bool] = ReplayPublication.public.is_(True)
+    if org_id is not None:
+        visible = or_(visible, ReplayPublication.org_id == org_id)
+    rows = session.scalars(
+        select(ReplayPublication)
+        .options(defer(ReplayPublication.files))
+        .where(visible)
+        .order_by(ReplayPublication.updated_at.desc(), ReplayPublication.id)
+        .limit(MAX_PUBLISHED_ROWS)
+    )
+    return [_row(p) for p in rows]
+
+
+def _visible_publication(
+    session: Session, row_id: str, org_id: str, *, own: bool = False
+) -> ReplayPublication | None:
+    if not row_id.startswith(HOSTED_PREFIX):
+        return None
+    publication = session.get(ReplayPublication, row_id.removeprefix(HOSTED_PREFIX))
+    if publication is None:
+        return None
+    if publication.org_id == org_id or (publication.public and not own):
+        return publication
+    return None
 
 
 def tar_gz(files: dict[str, str], prefix: str) -> bytes:

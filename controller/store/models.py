@@ -724,3 +724,29 @@ class ValidationSource(Base):
     period: Mapped[str] = mapped_column(String(7), primary_key=True)
     source: Mapped[str] = mapped_column(String(100), primary_key=True)
     used: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class ReplayPublication(Base):
+    """A replay fixture an org published to the catalog (`hosted-curated`) from one of its
+    drift events: the files as built when it was published, visible to the org alone unless
+    `public`. It outlives the watch (no foreign key to it): a regression fixture stays."""
+
+    __tablename__ = "replay_publications"
+    __table_args__ = (UniqueConstraint("org_id", "fixture_id"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"), index=True)
+    fixture_id: Mapped[str] = mapped_column(String(80))  # <watch>:<event> or <watch>:baseline
+    watch_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    drift_event_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    title: Mapped[str] = mapped_column(String(200))
+    vendor: Mapped[str] = mapped_column(String(200))
+    watch_type: Mapped[str] = mapped_column(String(16))
+    public: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
+    tags: Mapped[list[str]] = mapped_column(JSONType, default=list)
+    changes: Mapped[dict[str, int]] = mapped_column(JSONType, default=dict)
+    summary: Mapped[str] = mapped_column(Text, default="")
+    files: Mapped[dict[str, str]] = mapped_column(JSONType, default=dict)
+    digest: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)

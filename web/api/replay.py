@@ -35,18 +35,20 @@ def fixture_from_watch(call: Call) -> service.FixtureOut:
     "/v1/replay/fixtures/catalog",
     summary="Browse the replay catalog",
     tag="replay",
-    auth="none",
+    auth="optional_key",
     query=service.CatalogQuery,
     responses={200: service.CatalogPage},
     errors=(429,),
 )
 def fixture_catalog(call: Call) -> service.CatalogPage:
     """Public: the catalog's rows (`oss-curated`: shipped with driftgate, from real MCP server
-    releases; `hosted-stub`: placeholders, not vendor-verified), filtered by `vendor`,
-    `watchType`, `contentKind`, `tag` and words (`q`), `limit` a page (`nextCursor`); rate
-    limited per client address."""
+    releases; `hosted-curated`: fixtures orgs published from their drifts, the public ones and,
+    with a key, the caller's org's own; `hosted-stub`: placeholders, not vendor-verified),
+    filtered by `vendor`, `watchType`, `contentKind`, `tag` and words (`q`), `limit` a page
+    (`nextCursor`); rate limited per client address."""
     call.rate_limit("replay-catalog", per_minute=600, burst=120)
-    return service.catalog_page(call.query)
+    org_id = call.principal.org_id if call.principal is not None else None
+    return service.catalog_page(call.session, call.query, org_id)
 
 
 @REGISTRY.route(
@@ -62,8 +64,53 @@ def fixture_catalog(call: Call) -> service.CatalogPage:
 def fixture_install(call: Call) -> Reply | Response:
     """A catalog fixture's files without a watch (Pro or higher, and `replay_cloud`): a JSON
     map of path to content, or a tar.gz with `Accept: application/gzip`."""
-    installed = service.install(call.body)
+    installed = service.install(call.session, call.body, call.org_id)
     if "application/gzip" in (call.headers.get("Accept") or ""):
         archive = service.tar_gz(installed.files, installed.id)
         return Response(archive, mimetype="application/gzip")
     return Reply(200, installed)
+
+
+@REGISTRY.route(
+    "POST",
+    "/v1/replay/fixtures/publish",
+    summary="Publish a drift's fixture to the catalog",
+    tag="replay",
+    body=service.PublishIn,
+    responses={200: service.PublishedOut},
+    guards=(PRODUCT,),
+    errors=(404, 422),
+)
+def fixture_publish(call: Call) -> service.PublishedOut:
+    """Publish the fixture of one of the org's drift events (`driftEventId`/`eventId`, default
+    the latest) to the catalog as `hosted-curated`: visible to the org alone, or to every
+    caller with `public: true`. Publishing the same drift again updates its row."""
+    return service.publish(call.session, call.principal_required, call.body, call.now)
+
+
+@REGISTRY.route(
+    "GET",
+    "/v1/replay/fixtures/published",
+    summary="The org's published fixtures",
+    tag="replay",
+    responses={200: service.PublishedList},
+    guards=(PRODUCT,),
+)
+def fixtures_published(call: Call) -> service.PublishedList:
+    """The fixtures the org published, newest first, public or not."""
+    return service.published(call.session, call.org_id)
+
+
+@REGISTRY.route(
+    "DELETE",
+    "/v1/replay/fixtures/published/<row_id>",
+    summary="Withdraw a published fixture",
+    tag="replay",
+    responses={204: None},
+    guards=(PRODUCT,),
+)
+def fixture_unpublish(call: Call) -> Reply:
+    """Remove one of the org's published fixtures from the catalog (`hosted-<id>`); another
+    org's is 404."""
+    service.unpublish(call.session, call.principal_required, call.path["row_id"])
+    return Reply(204)
