@@ -10,10 +10,12 @@ import sys
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from flask.testing import FlaskClient
 
 from controller.replay.catalog import CATALOG_DIR
+from controller.services import auth
 from tests.conftest import OrgKey
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,3 +103,46 @@ def test_install_is_gated_and_answers_the_files(
     assert names == sorted(f"{fixture_id}/{p}" for p in files)
     missing = client.post("/v1/replay/fixtures/install", json={"id": "nope"}, headers=who.headers)
     assert missing.status_code == 404
+
+
+def test_replay_cloud_is_toggled_through_the_api_and_the_cli(
+    client: FlaskClient, make_org: Callable[..., OrgKey], settings: Any
+) -> None:
+    from click.testing import CliRunner
+
+    from cli.main import main
+
+    paid = make_org("paid", "team")
+    fixture_id = sorted(catalog_ids())[0]
+
+    def install() -> int:
+        answer = client.post(
+            "/v1/replay/fixtures/install", json={"id": fixture_id}, headers=paid.headers
+        )
+        return answer.status_code
+
+    assert install() == 403
+    on = client.put("/api/org/products/replay_cloud", json={"enabled": True}, headers=paid.headers)
+    assert on.status_code == 200 and install() == 200
+    off = client.put(
+        "/api/org/products/replay_cloud", json={"enabled": False}, headers=paid.headers
+    )
+    assert off.status_code == 200 and install() == 403
+    env = {
+        "DRIFTGATE_DATABASE_URL": settings.database_url,
+        "DRIFTGATE_DATA_DIR": str(settings.data_dir),
+    }
+    enabled = CliRunner().invoke(main, ["orgs", "enable-product", "paid", "replay_cloud"], env=env)
+    assert enabled.exit_code == 0, enabled.output
+    auth.KEY_CACHE.clear()  # changed by another process: this one would follow within seconds
+    assert install() == 200
+    disabled = CliRunner().invoke(
+        main, ["orgs", "disable-product", "paid", "replay_cloud"], env=env
+    )
+    assert disabled.exit_code == 0, disabled.output
+    auth.KEY_CACHE.clear()
+    assert install() == 403
+
+
+def catalog_ids() -> list[str]:
+    return [p.stem for p in CATALOG_DIR.glob("*.json")]

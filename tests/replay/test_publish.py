@@ -137,19 +137,20 @@ def test_publishing_is_gated_and_scoped(
     acme = make_org("acme", "pro", products=("replay_cloud",))
     watch_id, _ = drifted_watch(client, server, acme)
     plain = make_org("plain", "pro")
+    other = make_org("other", "pro", products=("replay_cloud",))
     for method, path in (
+        ("POST", "/v1/replay/fixtures/from-watch"),
         ("POST", "/v1/replay/fixtures/publish"),
         ("GET", "/v1/replay/fixtures/published"),
         ("DELETE", "/v1/replay/fixtures/published/hosted-x"),
     ):
-        answer = client.open(path, method=method, json={"watchId": watch_id}, headers=plain.headers)
+        body = {"watchId": watch_id}
+        answer = client.open(path, method=method, json=body, headers=plain.headers)
         assert answer.status_code == 403, (method, path)
         assert answer.get_json()["error"] == "PRODUCT_REQUIRED: replay_cloud"
-    other = make_org("other", "pro", products=("replay_cloud",))
-    hidden = client.post(
-        "/v1/replay/fixtures/publish", json={"watchId": watch_id}, headers=other.headers
-    )
-    assert hidden.status_code == 404 and hidden.get_json()["message"] == "Watch not found"
+        if method == "POST":  # another org's watch: as if it did not exist
+            hidden = client.post(path, json=body, headers=other.headers)
+            assert hidden.status_code == 404 and hidden.get_json()["message"] == "Watch not found"
     bad = client.post(
         "/v1/replay/fixtures/publish",
         json={"watchId": watch_id, "tags": ["x\u0000y"]},

@@ -457,6 +457,9 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
         },
         201,
     )
+    published = world.call(
+        "POST", "/v1/replay/fixtures/publish", {"watchId": drifting["id"], "public": True}
+    )
     state = draftpr.sign_state(world.box, world.key.org_id, datetime.now(UTC))
     world.call(
         "PUT",
@@ -479,6 +482,7 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
         "product": ["draftpr_repo", "toolmanifest_org"],
         "draft_pr_id": [draft["draftPrId"]],
         "profile_id": ["order"],
+        "row_id": [published["row"]["id"]],
     }
     world.values = {
         "watchId": watch_ids,
