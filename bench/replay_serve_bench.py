@@ -40,7 +40,11 @@ CASES: list[tuple[str, Any, tuple[str, str, dict[str, Any]], tuple[str, str, dic
         "stripe-2022-04-12",
         lambda: json.loads((SHARED / "stripe-2022-04-12.json").read_text()),
         ("GET", "/v1/charges/ch_1", {"headers": {"Authorization": "Bearer sk_test"}}),
-        ("POST", "/v1/charges", {"data": {"amount": "ten"}}),
+        (
+            "POST",
+            "/v1/charges",
+            {"data": {"amount": "ten"}, "headers": {"Authorization": "Bearer sk_test"}},
+        ),
     ),
     (
         "github-2022-07-18",

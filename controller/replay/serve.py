@@ -37,6 +37,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from openapi_core import Config, OpenAPI
 from openapi_core.contrib.starlette import StarletteOpenAPIRequest
+from openapi_core.deserializing.exceptions import DeserializeError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -326,7 +327,17 @@ def request_errors(replay: OpenAPIReplay, request: Request, body: bytes) -> list
 
     with replay._lock:  # the checker caches lazily; one request at a time through it
         result = replay.checker.unmarshal_request(StarletteOpenAPIRequest(request, body))
-    return [item for error in result.errors for item in _flatten(error)]
+    return [
+        item for error in result.errors if not _unreadable_style(error) for item in _flatten(error)
+    ]
+
+
+def _unreadable_style(error: BaseException) -> bool:
+    """A `deepObject` parameter openapi-core cannot deserialize: OpenAPI defines that style
+    for objects only, and vendors use it for arrays too (Stripe's `expand[]`). Not checked,
+    rather than refusing every request to the operation."""
+    cause = error.__cause__
+    return isinstance(cause, DeserializeError) and cause.args[:1] == ("deepObject",)
 
 
 def _flatten(error: BaseException) -> list[dict[str, Any]]:

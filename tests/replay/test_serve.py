@@ -201,6 +201,25 @@ def test_a_swagger_2_fixture_is_served_unchecked_and_says_so(tmp_path: Path) -> 
             assert answer.headers[serve.VALIDATION_HEADER] == "off"
 
 
+def test_a_deep_object_array_parameter_is_not_held_against_the_request(tmp_path: Path) -> None:
+    """Stripe's `expand[]`: `style: deepObject` on an array, which OpenAPI defines for objects
+    only and openapi-core cannot read; the operation still answers."""
+    spec = payments_spec()
+    spec["paths"]["/v1/charges/{id}"]["get"]["parameters"].append(
+        {
+            "name": "expand",
+            "in": "query",
+            "style": "deepObject",
+            "explode": True,
+            "schema": {"type": "array", "items": {"type": "string"}},
+        }
+    )
+    served = serve.load(openapi_fixture(tmp_path, spec))
+    with serve.ReplayServer(served) as server, httpx.Client(base_url=server.url) as http:
+        assert http.get("/v1/charges/ch_1").status_code == 200
+        assert http.get("/v1/charges/ch_1", params={"expand[]": "customer"}).status_code == 200
+
+
 @pytest.fixture
 def context7(tmp_path: Path) -> Path:
     entry = catalog.shipped()["oss-context7-1.0.14-to-1.0.33"]
