@@ -11,7 +11,7 @@ NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
 def test_health_bands() -> None:
     never = compute_health(status="never_run", last_checked_at=None, interval_minutes=15, now=NOW)
-    assert never.band == "unknown" and never.minutes_since_last_check is None
+    assert never.band == "degraded" and never.minutes_since_last_check is None
     fresh = compute_health(
         status="drifted", last_checked_at=NOW - timedelta(minutes=10), interval_minutes=15, now=NOW
     )

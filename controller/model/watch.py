@@ -38,6 +38,11 @@ class WatchType(StrEnum):
     REST = "rest"
     MCP = "mcp"
 
+    @classmethod
+    def _missing_(cls, value: object) -> WatchType | None:
+        # `api` is the hosted product's name for a REST watch: read wherever a type is read.
+        return cls.REST if isinstance(value, str) and value.lower() == "api" else None
+
 
 class DriftStatus(StrEnum):
     OK = "ok"
@@ -57,6 +62,17 @@ class FailureClass(StrEnum):
     MCP_HANDSHAKE_FAILED = "mcp_handshake_failed"
     BLOCKED_TARGET = "blocked_target"
 
+
+FAILURE_LABELS: dict[FailureClass, str] = {
+    FailureClass.HTTP_ERROR: "The server answered with an HTTP error",
+    FailureClass.TIMEOUT: "The server did not answer in time",
+    FailureClass.CONNECT_ERROR: "The server could not be reached",
+    FailureClass.TLS_ERROR: "The TLS connection failed (certificate or handshake)",
+    FailureClass.INVALID_CONTRACT: "The answer is not a readable contract",
+    FailureClass.TOO_LARGE: "The contract is larger than the size limit",
+    FailureClass.MCP_HANDSHAKE_FAILED: "The MCP server refused or failed the handshake",
+    FailureClass.BLOCKED_TARGET: "The address is refused (private or special-purpose)",
+}
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _PORT = r"(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})"
@@ -316,8 +332,9 @@ def compute_health(
 ) -> Health:
     """Health of the monitoring itself: stale when the last check is older than 2x the interval.
 
-    `unknown` when the watch never completed a check or is paused; `degraded` when checks are
-    stale or failing; `healthy` otherwise (a drifted contract is still monitored healthily).
+    `unknown` when the watch is paused; `degraded` when it never completed a check, or checks
+    are stale or failing (nothing vouches for the contract); `healthy` otherwise (a drifted
+    contract is still monitored healthily).
     """
     minutes = None
     if last_checked_at is not None:
@@ -325,9 +342,9 @@ def compute_health(
     stale = status != DriftStatus.DISABLED and (
         minutes is not None and minutes > 2 * interval_minutes
     )
-    if status in (DriftStatus.DISABLED, DriftStatus.NEVER_RUN) or last_checked_at is None:
+    if status == DriftStatus.DISABLED:
         band: Literal["healthy", "degraded", "unknown"] = "unknown"
-    elif stale or status == DriftStatus.ERROR:
+    elif stale or status in (DriftStatus.ERROR, DriftStatus.NEVER_RUN) or last_checked_at is None:
         band = "degraded"
     else:
         band = "healthy"

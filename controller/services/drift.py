@@ -27,7 +27,17 @@ from controller.incidents import (
 )
 from controller.model.base import ApiModel, RequestModel, utc_iso
 from controller.model.change import ChangeOut
-from controller.model.watch import DriftStatus, IncidentSummary, Note, ObjectId, WatchOut
+from controller.model.watch import (
+    FAILURE_LABELS,
+    DriftStatus,
+    FailureClass,
+    Health,
+    IncidentSummary,
+    Note,
+    ObjectId,
+    WatchOut,
+    WatchType,
+)
 from controller.policy import reasons_for
 from controller.services import audit, paging
 from controller.services.auth import Principal
@@ -80,15 +90,55 @@ class DriftQuery(RequestModel):
     cursor: str | None = Field(default=None, pattern=EVENT_CURSOR_PATTERN)
 
 
-class WatchStatus(ApiModel):
-    """The status object of one watch (CONTRACT.md) with its last drift event."""
+class StatusChange(ChangeOut):
+    message: str = Field(description="the change in words (the same text as `summary`)")
 
-    watch: WatchOut
-    reasons: list[str]
-    last_drift_event: DriftEventOut | None = Field(
+
+class StatusDriftEvent(DriftEventSummary):
+    """The last drift event as the status plane shows it: flat counts, and changes that carry
+    `message` beside `summary`."""
+
+    watch_name: str
+    base_snapshot_id: str | None
+    snapshot_id: str | None
+    affected_profiles: list[str]
+    breaking_count: int
+    warning_count: int
+    info_count: int
+    changes: list[StatusChange] = Field(description="each with its human `hint`")
+
+
+class StatusIncident(ApiModel):
+    status: Literal["none", "open", "acknowledged"] = Field(
+        description="`none` when the watch has no open or acknowledged incident"
+    )
+    key: str | None = Field(description="the incident's id (null with `none`)")
+    at: datetime | None = Field(description="when it opened")
+    breaking_count: int
+
+
+class WatchStatus(ApiModel):
+    """The status plane of one watch, flat (the keys agents written for the hosted product
+    read), with the full watch and its preflight reason tokens beside it."""
+
+    watch_id: str
+    name: str
+    url: str
+    watch_type: WatchType
+    drift_status: DriftStatus
+    last_checked_at: datetime | None
+    last_check_status: str | None
+    last_error: str | None
+    failure_class: FailureClass | None
+    failure_label: str | None = Field(description="the failure class in words")
+    health: Health
+    incident: StatusIncident
+    last_drift_event: StatusDriftEvent | None = Field(
         description="the newest drift event, with its changes and their hints"
     )
     agent_actions: list[str]
+    reasons: list[str] = Field(description="the watch's preflight reason tokens")
+    watch: WatchOut
 
 
 class BaselineIn(RequestModel):
@@ -156,11 +206,44 @@ def watch_status(session: Session, org_id: str, watch_id: str, now: datetime) ->
         actions = sorted(set(event.agent_actions) | {"ack_incident"})
     elif watch.drift_status == DriftStatus.ERROR:
         actions = ["check_watch_config"]
+    out = watch_out(session, watch, now)
+    current = out.incident
     return WatchStatus(
-        watch=watch_out(session, watch, now),
-        reasons=reasons_of(watch),
-        last_drift_event=event_out(event, watch.name) if event else None,
+        watch_id=out.id,
+        name=out.name,
+        url=out.url,
+        watch_type=out.watch_type,
+        drift_status=out.drift_status,
+        last_checked_at=out.last_checked_at,
+        last_check_status=out.last_check_status,
+        last_error=out.last_error,
+        failure_class=out.failure_class,
+        failure_label=FAILURE_LABELS[out.failure_class] if out.failure_class else None,
+        health=out.health,
+        incident=StatusIncident(
+            status=current.status if current and current.status != "resolved" else "none",
+            key=current.id if current else None,
+            at=current.opened_at if current else None,
+            breaking_count=current.breaking_count if current else 0,
+        ),
+        last_drift_event=status_event(event, watch.name) if event else None,
         agent_actions=actions,
+        reasons=reasons_of(watch),
+        watch=out,
+    )
+
+
+def status_event(event: DriftEvent, watch_name: str) -> StatusDriftEvent:
+    full = event_out(event, watch_name)
+    return StatusDriftEvent(
+        **full.model_dump(exclude={"changes"}),
+        breaking_count=event.breaking_count,
+        warning_count=event.warning_count,
+        info_count=event.info_count,
+        changes=[
+            StatusChange.model_validate({**c.model_dump(), "message": c.summary})
+            for c in full.changes
+        ],
     )
 
 

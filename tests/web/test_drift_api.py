@@ -62,6 +62,29 @@ def test_the_story_of_a_watch(
         and "remove_tool_usage" not in status["agentActions"]
     )
     assert status["lastDriftEvent"]["counts"]["breaking"] >= 2
+    # The flat status plane (the keys the hosted product's clients read).
+    assert (status["watchId"], status["name"], status["watchType"]) == (
+        created["id"],
+        "payments",
+        "openapi",
+    )
+    assert status["driftStatus"] == "drifted" and status["lastCheckStatus"] == "ok"
+    assert status["failureClass"] is None and status["failureLabel"] is None
+    assert set(status["health"]) == {
+        "band",
+        "isStaleCheck",
+        "minutesSinceLastCheck",
+        "expectedIntervalMinutes",
+    }
+    assert status["incident"]["status"] == "open" and status["incident"]["key"]
+    assert status["incident"]["breakingCount"] == status["lastDriftEvent"]["breakingCount"] >= 2
+    event_plane = status["lastDriftEvent"]
+    assert event_plane["warningCount"] >= 0 and event_plane["infoCount"] >= 0
+    assert all(
+        {"path", "severity", "changeType", "message", "agentAction"} <= set(c)
+        and c["message"] == c["summary"]
+        for c in event_plane["changes"]
+    )
     removed_hint = CATALOG["endpoint-removed"].hint
     assert {c["rule"]: c["hint"] for c in status["lastDriftEvent"]["changes"]}[
         "endpoint-removed"

@@ -41,7 +41,7 @@ def test_create_returns_the_full_watch(client: FlaskClient, acme: OrgKey) -> Non
     assert body["tags"] == ["vendor:stripe", "env:prod"]
     assert body["intervalMinutes"] == 30
     assert body["health"] == {
-        "band": "unknown",
+        "band": "degraded",
         "isStaleCheck": False,
         "minutesSinceLastCheck": None,
         "expectedIntervalMinutes": 30,
@@ -425,3 +425,17 @@ def test_a_json_document_that_does_not_say_is_read_once_to_tell(
         )
         assert refused.status_code == 422 and server.requests == []
         assert "fetching it to find out failed" in refused.json["message"]
+
+
+def test_api_is_read_as_a_rest_watch_type(client: FlaskClient, acme: OrgKey) -> None:
+    """The hosted product's clients call a REST watch `api`."""
+    body = create(
+        client, acme, name="orders", url="https://api.example.com/v1/orders", watchType="api"
+    )
+    assert body["watchType"] == "rest"
+    refused = client.post(
+        "/api/watches",
+        json={"name": "x", "url": "https://api.example.com/x", "watchType": "graphql"},
+        headers=acme.headers,
+    )
+    assert refused.status_code == 400
