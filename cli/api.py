@@ -13,7 +13,7 @@ from urllib.parse import quote
 import click
 import httpx
 
-from cli.common import fail, options
+from cli.common import options
 from controller import __version__
 
 USER_AGENT = f"driftgate-cli/{__version__}"
@@ -50,23 +50,23 @@ class ApiError(Exception):
 
 def base_url(url: str | None) -> httpx.URL:
     if not url or not url.strip():
-        fail("no server URL: set DRIFTGATE_URL (or pass --url)")
+        raise ApiError("no server URL: set DRIFTGATE_URL (or pass --url)")
     try:
         base = httpx.URL(url.strip())
     except httpx.InvalidURL as exc:
-        fail(f"DRIFTGATE_URL is not a URL: {exc}")
+        raise ApiError(f"DRIFTGATE_URL is not a URL: {exc}") from None
     if base.scheme not in ("http", "https") or not base.host:
-        fail("DRIFTGATE_URL must be an http:// or https:// URL")
+        raise ApiError("DRIFTGATE_URL must be an http:// or https:// URL")
     return base
 
 
 def api_key(key: str | None) -> str:
     value = (key or "").strip()
     if not value:
-        fail("no API key: set DRIFTGATE_API_KEY (or pass --api-key)")
+        raise ApiError("no API key: set DRIFTGATE_API_KEY (or pass --api-key)")
     if not _KEY.fullmatch(value):
         # Never echo it: a header with such a value would fail with the value in the message.
-        fail("DRIFTGATE_API_KEY has spaces or unprintable characters")
+        raise ApiError("DRIFTGATE_API_KEY has spaces or unprintable characters")
     return value
 
 
@@ -76,7 +76,8 @@ def shown(base: httpx.URL) -> str:
 
 
 def client(url: str | None, key: str | None) -> httpx.Client:
-    """An HTTP client for the server at `url` with the key `key` (both checked first)."""
+    """An HTTP client for the server at `url` with the key `key` (both checked first:
+    `ApiError` when either is missing or malformed)."""
     base, secret = base_url(url), api_key(key)
     headers = {
         "Authorization": f"Bearer {secret}",

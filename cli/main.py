@@ -47,6 +47,7 @@ COMMANDS = {
     "coverage": "cli.commands.discovery:coverage",
     "suggest": "cli.commands.discovery:suggest",
     "replay": "cli.commands.replay:replay",
+    "mcp": "cli.commands.mcp:mcp",
 }
 
 

@@ -28,9 +28,8 @@ server_command = options(api.server_options, output_format)
 @contextmanager
 def server(url: str | None, key: str | None) -> Iterator[httpx.Client]:
     """A client of the server; any API error ends the command with exit code 2."""
-    http = api.client(url, key)
     try:
-        with http:
+        with api.client(url, key) as http:
             yield http
     except api.ApiError as exc:
         fail(str(exc))

@@ -105,11 +105,10 @@ def preflight(
     Exit codes: 0 allowed, 1 blocked, 2 an error.
     """
     body = _request_body(watch_ids, agent_id, ignores, dry_run)
-    http = api.client(url, api_key)
     if wait and dry_run:
         click.echo("driftgate: warning: --wait has no effect with --dry-run", err=True)
     try:
-        with http:
+        with api.client(url, api_key) as http:
             if "watchIds" in body:
                 body["watchIds"] = _ids_of(http, body["watchIds"])
             answer = _ask(http, body, wait=0 if dry_run else wait, interval=interval)

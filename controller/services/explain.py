@@ -66,8 +66,11 @@ class ChangeIn(RequestModel):
 
     @model_validator(mode="after")
     def _one_text(self) -> ChangeIn:
-        if (self.summary is None) == (self.message is None):
-            raise ValueError("send `summary` (or its alias `message`), not both")
+        if self.summary is None and self.message is None:
+            raise ValueError("send `summary` (or its alias `message`)")
+        if self.summary is not None and self.message is not None and self.summary != self.message:
+            # The status plane serves both, the same text: a served change comes back as is.
+            raise ValueError("`summary` and its alias `message` differ: send one of them")
         return self
 
     def to_change(self) -> Change:

@@ -1,0 +1,266 @@
+"""`driftgate mcp` as agents run it: a real `driftgate mcp` process (stdio, and Streamable
+HTTP) called with the official MCP SDK client, against a real driftgate server (a Flask app
+served on 127.0.0.1, a controller, a git source with an agent and its approval rule, a
+loopback vendor whose contract drifts)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import jsonschema
+import pytest
+from mcp import Client, StdioServerParameters
+
+from cli.toolserver.tools import TOOLS
+from tests.conftest import OrgKey
+from tests.processes import DRIFTGATE, stop_process
+from tests.servers import serving
+from tests.test_run_gate import BREAKING, CASES, GOOD, SLUG, WATCH, Gate
+
+ROOT = Path(__file__).resolve().parents[2]
+READERS = {
+    "compare_json",
+    "suggest_watches",
+    "assert_coverage",
+    "explain_drift",
+    "list_drift_events",
+    "get_watch_status",
+    "get_agent_status",
+    "list_affected_agents",
+    "preflight",
+    "list_watches",
+    "validate_payload",
+}
+
+
+def stdio(url: str | None, key: str | None) -> StdioServerParameters:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DRIFTGATE_")}
+    if url:
+        env["DRIFTGATE_URL"] = url
+    if key:
+        env["DRIFTGATE_API_KEY"] = key
+    return StdioServerParameters(
+        command=DRIFTGATE[0],
+        args=[*DRIFTGATE[1:], "mcp", "--poll-seconds", "0.3"],
+        env=env,
+        cwd=str(ROOT),
+    )
+
+
+def structured(tool: str, result: Any) -> dict[str, Any]:
+    """The structured content of a successful call, checked against the tool's outputSchema."""
+    assert not result.is_error, (tool, result.content)
+    content = result.structured_content
+    jsonschema.validate(content, TOOLS[tool].output_schema())
+    assert result.content[0].text  # and a short text rendering
+    return dict(content)
+
+
+def without_clock(value: Any) -> Any:
+    """A status plane without the minute counters that move between two reads."""
+    if isinstance(value, dict):
+        return {k: without_clock(v) for k, v in value.items() if k != "minutesSinceLastCheck"}
+    if isinstance(value, list):
+        return [without_clock(v) for v in value]
+    return value
+
+
+def drifted(build: Callable[..., Gate]) -> Gate:
+    gate = build(CASES["production-guard"])
+    gate.check()  # the baseline
+    gate.server.set("/openapi.json", BREAKING)
+    assert gate.check()["driftStatus"] == "drifted"
+    return gate
+
+
+def test_the_tools_over_stdio_against_a_real_server(
+    build: Callable[..., Gate], make_org: Callable[..., OrgKey]
+) -> None:
+    gate = drifted(build)
+    other = make_org("other", "pro")
+    theirs = gate.client.post(
+        "/api/watches",
+        json={"name": "theirs", "url": gate.server.url("/openapi.json")},
+        headers=other.headers,
+    ).get_json()["id"]
+    spec_url = gate.server.url("/openapi.json")
+
+    with serving(gate.client.application) as running:
+        api = httpx.Client(base_url=running.url, headers=gate.acme.headers, timeout=30)
+
+        async def session() -> None:
+            async with Client(stdio(running.url, gate.acme.key)) as client:
+                listed = {t.name: t for t in (await client.list_tools()).tools}
+                assert set(listed) == set(TOOLS) and len(listed) == 14
+                for name, declared in listed.items():
+                    assert declared.input_schema == TOOLS[name].input_schema()
+                    assert declared.output_schema == TOOLS[name].output_schema()
+                    assert declared.description and declared.annotations is not None
+                    assert declared.annotations.read_only_hint is (name in READERS), name
+                ack = listed["acknowledge_drift"].annotations
+                assert ack is not None and ack.idempotent_hint is True
+
+                async def ok(tool: str, **arguments: Any) -> dict[str, Any]:
+                    return structured(tool, await client.call_tool(tool, arguments))
+
+                async def refused(tool: str, **arguments: Any) -> str:
+                    result = await client.call_tool(tool, arguments)
+                    assert result.is_error, (tool, result.structured_content)
+                    return str(result.content[0].text)
+
+                # The status plane, verbatim.
+                status = await ok("get_watch_status", name=WATCH)
+                plain = api.get(f"/api/watches/{gate.watch_id}/status").json()
+                assert without_clock(status) == without_clock(plain)
+                assert status["driftStatus"] == "drifted" and status["incident"]["status"] == "open"
+                changes = status["lastDriftEvent"]["changes"]
+
+                events = await ok("list_drift_events", watchId=WATCH, severity="breaking")
+                assert [e["watchId"] for e in events["events"]] == [gate.watch_id]
+                explained = await ok("explain_drift", changes=changes)
+                assert all(c["hint"] for c in explained["changes"])
+                affected = await ok("list_affected_agents", watchId=gate.watch_id)
+                assert [a["slug"] for a in affected["agents"]] == [SLUG]
+                agent = await ok("get_agent_status", agentId=SLUG)
+                assert agent["preflight"]["allowed"] is False
+
+                # The gate: the same decision as the HTTP API.
+                gate_answer = await ok("preflight", agentId=SLUG)
+                direct = api.post("/api/preflight", json={"agentId": SLUG})
+                assert direct.status_code == 409 and gate_answer["allowed"] is False
+                assert gate_answer["policyBlocked"] is direct.json()["policyBlocked"] is True
+                assert [(b["watchId"], b["reasons"]) for b in gate_answer["blocked"]] == [
+                    (b["watchId"], b["reasons"]) for b in direct.json()["blocked"]
+                ]
+
+                # Acknowledge: the agent's approval rule decides.
+                wrong = await refused(
+                    "acknowledge_drift",
+                    agentId=SLUG,
+                    note="fixing",
+                    repository="acme/elsewhere",
+                    branch="main",
+                )
+                assert "approval" in wrong and "HTTP 403" in wrong
+                acked = await ok(
+                    "acknowledge_drift",
+                    agentId=SLUG,
+                    note="client regenerated",
+                    repository="acme/billing-agent",
+                    branch="main",
+                )
+                assert acked["target"] == "agent" and acked["agent"]["acknowledged"]
+                again = await ok("acknowledge_drift", watchId=WATCH, note="still on it")
+                assert again["incident"]["status"] == "acknowledged"
+
+                # Discovery and the watches.
+                suggested = await ok("suggest_watches", urls=[spec_url])
+                assert suggested["candidates"][0]["existingWatchId"] == gate.watch_id
+                coverage = await ok("assert_coverage", urls=[spec_url])
+                assert coverage["covered"] is True and coverage["missingCount"] == 0
+                watches = await ok("list_watches")
+                assert WATCH in {w["name"] for w in watches["watches"]}
+                made = await ok("register_watch", name="mirror", url=spec_url, watchType="api")
+                assert made["watchType"] == "rest"
+                checked = await ok("check_watch", name="mirror", waitSeconds=30)
+                assert checked["status"] == "done"
+
+                # Offline.
+                compared = await ok("compare_json", before={"id": 1}, after={"id": "1"})
+                assert compared["breaking"] is True and compared["changes"][0]["agentAction"]
+                profile = {"id": "o", "version": 1, "schema": {"type": "object", "required": ["a"]}}
+                checked_payload = await ok("validate_payload", payload={}, profile=profile)
+                assert checked_payload["ok"] is False
+
+                # Wrong inputs name the field; another org's ids are not found.
+                assert "limit" in await refused("list_drift_events", limit=500)
+                assert "watchId" in await refused("get_watch_status")
+                assert "HTTP 404" in await refused("get_watch_status", watchId=theirs)
+                assert "HTTP 404" in await refused("list_affected_agents", watchId=theirs)
+                assert "unknown tool" in await refused("no_such_tool")
+
+                # Resources and the prompt.
+                uri = f"driftgate://watches/{gate.watch_id}"
+                resources = await client.list_resources()
+                assert uri in {str(r.uri) for r in resources.resources}
+                read = await client.read_resource(uri)
+                assert json.loads(read.contents[0].text)["watchId"] == gate.watch_id
+                prompt = await client.get_prompt("triage_drift", {"watchId": WATCH})
+                assert "get_watch_status" in prompt.messages[0].content.text
+
+                # A subscriber hears of the change when the contract comes back.
+                async with client.listen(resource_subscriptions=[uri]) as subscription:
+                    gate.server.set("/openapi.json", GOOD)
+                    await anyio.to_thread.run_sync(gate.check)
+                    with anyio.fail_after(20):
+                        event = await subscription.__anext__()
+                assert str(getattr(event, "uri", "")) == uri
+
+        anyio.run(session)
+
+
+def test_without_a_key_the_tools_say_so_and_offline_ones_work() -> None:
+    async def session() -> tuple[Any, Any]:
+        async with Client(stdio("http://127.0.0.1:9", None)) as client:
+            refused = await client.call_tool("list_watches", {})
+            offline = await client.call_tool(
+                "compare_json", {"before": {"a": 1}, "after": {"a": 1}}
+            )
+        return refused, offline
+
+    refused, offline = anyio.run(session)
+    assert refused.is_error and "no API key" in refused.content[0].text
+    assert structured("compare_json", offline)["counts"] == {"breaking": 0, "warning": 0, "info": 0}
+
+
+def test_streamable_http_and_a_refused_key(live_app: Any, acme: OrgKey, tmp_path: Path) -> None:
+    with serving(live_app) as running:
+        env = {**os.environ, "DRIFTGATE_URL": running.url, "DRIFTGATE_API_KEY": "dg_wrong"}
+        with subprocess.Popen(
+            [*DRIFTGATE, "mcp", "--http", "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        ) as process:
+            assert process.stdout is not None
+            try:
+                url = process.stdout.readline().strip()
+                assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+
+                async def session() -> Any:
+                    async with Client(url) as client:
+                        tools = await client.list_tools()
+                        assert len(tools.tools) == 14
+                        return await client.call_tool("list_watches", {})
+
+                refused = anyio.run(session)
+            finally:
+                assert stop_process(process) == 0
+    assert refused.is_error and "HTTP 401" in refused.content[0].text
+
+
+@pytest.mark.parametrize(
+    "client", sorted(__import__("cli.toolserver.configs").toolserver.configs.CLIENTS)
+)
+def test_print_config_is_a_paste_that_discovery_reads(client: str) -> None:
+    from controller.discovery.extract import from_mcp_config
+
+    run = subprocess.run(
+        [*DRIFTGATE, "mcp", "--print-config", client, "--url", "https://dg.example.com"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DRIFTGATE_API_KEY": "dg_marker_never_printed"},
+    )
+    assert run.returncode == 0, run.stderr
+    where = run.stderr.split("add to ", 1)[1].strip()
+    found = from_mcp_config(run.stdout, where.rsplit("/", 1)[-1] if client == "windsurf" else where)
+    assert [(c.name, c.command) for c in found] == [("driftgate", "driftgate mcp")], found
+    assert "dg_marker_never_printed" not in run.stdout + run.stderr
