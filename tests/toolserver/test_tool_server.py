@@ -17,6 +17,7 @@ import httpx
 import jsonschema
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from cli.toolserver.tools import TOOLS
 from tests.conftest import OrgKey
@@ -264,3 +265,97 @@ def test_print_config_is_a_paste_that_discovery_reads(client: str) -> None:
     found = from_mcp_config(run.stdout, where.rsplit("/", 1)[-1] if client == "windsurf" else where)
     assert [(c.name, c.command) for c in found] == [("driftgate", "driftgate mcp")], found
     assert "dg_marker_never_printed" not in run.stdout + run.stderr
+
+
+def test_driftgate_watches_its_own_tool_server(
+    live_app: Any, controller: Any, acme: OrgKey, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dogfood: an `mcp` watch on the tool server's Streamable HTTP endpoint; when a tool's
+    input schema changes (a new required argument), the watch drifts with a breaking change."""
+    from dataclasses import replace
+
+    from pydantic import Field
+
+    from cli.toolserver.server import http_app
+    from cli.toolserver.tools import Connection, ListEventsIn
+    from controller.loopback import ThreadedServer
+
+    tools = ThreadedServer(http_app(Connection(None, None), 60), name="tool server")
+    tools.start()
+    try:
+        client = live_app.test_client()
+        url = f"http://127.0.0.1:{tools.port}/mcp"
+        created = client.post(
+            "/api/watches",
+            json={"name": "driftgate-tools", "url": url, "watchType": "mcp"},
+            headers=acme.headers,
+        )
+        assert created.status_code == 201, created.get_json()
+        watch_id = created.get_json()["id"]
+
+        def check() -> dict[str, Any]:
+            answer = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=acme.headers)
+            assert answer.status_code == 200, answer.get_json()
+            return dict(answer.get_json())
+
+        assert check()["watch"]["driftStatus"] == "ok"
+
+        class Stricter(ListEventsIn):
+            since: str = Field(description="a new required argument")
+
+        monkeypatch.setitem(
+            TOOLS, "list_drift_events", replace(TOOLS["list_drift_events"], input=Stricter)
+        )
+        after = check()
+        assert after["watch"]["driftStatus"] == "drifted"
+        status = client.get(f"/api/watches/{watch_id}/status", headers=acme.headers).get_json()
+        breaking = [c for c in status["lastDriftEvent"]["changes"] if c["severity"] == "breaking"]
+        assert breaking and all("list_drift_events" in c["path"] for c in breaking)
+    finally:
+        tools.stop()
+
+
+def test_a_legacy_session_subscribed_to_a_watch_hears_of_its_drift(
+    live_app: Any, controller: Any, acme: OrgKey, server: Any
+) -> None:
+    """Clients of the handshake-era protocol subscribe with `resources/subscribe` and get
+    `notifications/resources/updated` on the stdio session."""
+    client = live_app.test_client()
+    url = server.set("/openapi.json", GOOD)
+    watch_id = client.post(
+        "/api/watches", json={"name": "pay", "url": url}, headers=acme.headers
+    ).get_json()["id"]
+
+    def check() -> None:
+        answer = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=acme.headers)
+        assert answer.status_code == 200, answer.get_json()
+
+    check()
+    uri = f"driftgate://watches/{watch_id}"
+    heard: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        params = getattr(getattr(message, "root", message), "params", None)
+        if getattr(message, "method", getattr(getattr(message, "root", None), "method", "")) == (
+            "notifications/resources/updated"
+        ):
+            heard.append(str(params.uri))
+
+    with serving(live_app) as running:
+
+        async def session() -> None:
+            async with Client(
+                stdio(running.url, acme.key), mode="legacy", message_handler=on_message
+            ) as mcp_client:
+                # The SDK marks its own subscribe deprecated; handshake-era clients still send it.
+                with pytest.warns(MCPDeprecationWarning):
+                    await mcp_client.subscribe_resource(uri)
+                await anyio.sleep(1.0)  # the poller's first look
+                server.set("/openapi.json", BREAKING)
+                await anyio.to_thread.run_sync(check)
+                with anyio.fail_after(20):
+                    while not heard:
+                        await anyio.sleep(0.1)
+
+        anyio.run(session)
+    assert heard == [uri] or set(heard) == {uri}
