@@ -508,6 +508,13 @@ def build_openapi(routes: list[Route], settings: Settings) -> dict[str, Any]:
                 response["content"] = {
                     "application/json": {"schema": refs[(model, "serialization")]}
                 }
+                if route.raw_response is not None and status < 300:
+                    # Other forms of the same answer (a CSV download of a JSON view).
+                    response["content"].update(
+                        (media, form)
+                        for media, form in route.raw_response.items()
+                        if media != "application/json"
+                    )
             elif route.raw_response is not None and status < 300:
                 response["content"] = route.raw_response
             operation["responses"][str(status)] = response

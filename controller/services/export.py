@@ -17,7 +17,6 @@ import json
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -28,6 +27,7 @@ from controller.diffs.explain import with_hints
 from controller.model.base import RequestModel, utc_iso
 from controller.services.drift import ack_trail, iter_events
 from controller.store.models import DriftEvent, Incident, PreflightDecision, Watch
+from controller.store.models import vendor_of as store_vendor_of
 
 JSON_SCHEMA = "driftgate-drift-export-v1"
 AUDIT_SCHEMA = "driftgate-drift-audit-v1"
@@ -53,11 +53,8 @@ class AuditVerificationError(ValueError):
 
 
 def vendor_of(watch: Watch) -> str:
-    """The `vendor:` tag of a watch, else its host."""
-    for tag in watch.tags:
-        if tag.startswith("vendor:"):
-            return tag.split(":", 1)[1]
-    return urlsplit(watch.url).hostname or ""
+    """The `vendor:` tag of a watch, else its host (kept on the row: `Watch.vendor`)."""
+    return watch.vendor or store_vendor_of(watch.tags, watch.url)
 
 
 def event_record(event: DriftEvent, watch: Watch, statuses: dict[str, str]) -> dict[str, Any]:

@@ -1,0 +1,65 @@
+"""Dashboard templates: named views of the portfolio (filters and the panels shown). The
+system starters live here, in code; an org's own are stored (`/api/portfolio/dashboards`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints
+from sqlalchemy.orm import Session
+
+from controller.model.base import ApiModel
+
+Panel = Literal[
+    "health", "driftByWeek", "mttr", "incidents", "checks", "alerts", "coverage", "gaps", "hotspots"
+]
+PANELS: tuple[str, ...] = Panel.__args__  # type: ignore[attr-defined]
+Label = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$")]
+
+
+class DashboardFilters(ApiModel):
+    tag: Label | None = None
+    vendor: Label | None = None
+    watch_type: Literal["openapi", "rest", "mcp"] | None = None
+    environment: Label | None = None
+
+
+class DashboardOut(ApiModel):
+    id: str
+    name: str
+    system: bool = Field(description="a starter that ships with driftgate (read-only)")
+    description: str
+    filters: DashboardFilters
+    panels: list[Panel]
+
+
+STARTERS: tuple[DashboardOut, ...] = (
+    DashboardOut(
+        id="system/production-agents",
+        name="Production agents",
+        system=True,
+        description="The contracts production agents depend on: health, incidents, repair time.",
+        filters=DashboardFilters(environment="production"),
+        panels=["health", "incidents", "mttr", "driftByWeek"],
+    ),
+    DashboardOut(
+        id="system/mcp-health",
+        name="MCP health",
+        system=True,
+        description="Every MCP server watched: checks, failures and drift.",
+        filters=DashboardFilters(watch_type="mcp"),
+        panels=["health", "checks", "gaps", "driftByWeek"],
+    ),
+    DashboardOut(
+        id="system/vendor-hotspots",
+        name="Vendor hotspots",
+        system=True,
+        description="Where breaking drift comes from, and how fast it is repaired per vendor.",
+        filters=DashboardFilters(),
+        panels=["hotspots", "mttr", "coverage"],
+    ),
+)
+
+
+def listed(session: Session, org_id: str) -> list[DashboardOut]:
+    return list(STARTERS)

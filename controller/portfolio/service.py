@@ -1,0 +1,262 @@
+"""Portfolio use cases: the overview (health, analytics, alert statistics, dashboard
+templates) and the compass (coverage, gaps, hotspots) of an org, filtered, as JSON or CSV.
+See docs/portfolio.md; the figures come from `controller.portfolio.views`."""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import datetime, timedelta
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StringConstraints
+from sqlalchemy.orm import Session
+
+from controller.model.base import ApiModel, RequestModel
+from controller.model.watch import WatchType
+from controller.portfolio import dashboards, views
+from controller.services.alerts import AlertStats, alert_stats
+
+Label = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$")]
+
+
+class PortfolioQuery(RequestModel):
+    tag: Label | None = Field(default=None, description="only watches with this tag")
+    vendor: Label | None = Field(default=None, description="only this vendor's watches")
+    watch_type: WatchType | None = Field(default=None, description="`api` means `rest`")
+    environment: Label | None = Field(
+        default=None, description="only watches an agent of this environment depends on"
+    )
+    days: int = Field(default=90, ge=1, le=730, description="the window for MTTR, in days")
+    format: Literal["json", "csv"] = Field(default="json", description="csv: one table")
+
+    def filters(self) -> views.Filters:
+        return views.Filters(
+            tag=self.tag,
+            vendor=self.vendor,
+            watch_type=self.watch_type.value if self.watch_type else None,
+            environment=self.environment,
+        )
+
+
+class OverviewQuery(PortfolioQuery):
+    table: Literal["weeks", "mttrByVendor", "mttrByWatchType"] = Field(
+        default="weeks", description="with format=csv: which table"
+    )
+
+
+class CompassQuery(PortfolioQuery):
+    table: Literal["byVendor", "byWatchType", "byTag", "hotspots", "gaps"] = Field(
+        default="byVendor", description="with format=csv: which table"
+    )
+
+
+class HealthOut(ApiModel):
+    by_drift_status: dict[str, int]
+    by_health_band: dict[str, int]
+    stale: int = Field(description="watches whose last check is older than twice the interval")
+    total: int
+
+
+class WeekOut(ApiModel):
+    week_start: str = Field(description="the Monday (UTC) the week starts")
+    breaking: int
+    warning: int
+    info: int
+
+
+class MttrRow(ApiModel):
+    key: str
+    hours: float
+    resolved: int
+
+
+class MttrOut(ApiModel):
+    overall_hours: float | None = Field(description="null when nothing was resolved")
+    resolved: int
+    by_vendor: list[MttrRow]
+    by_watch_type: list[MttrRow]
+    by_resolution: list[MttrRow]
+
+
+class IncidentCounts(ApiModel):
+    open: int
+    acknowledged: int
+    resolved_last30d: int = Field(alias="resolvedLast30d")
+
+
+class CheckCounts(ApiModel):
+    last24h: int = Field(alias="last24h")
+    failed_last24h: int = Field(alias="failedLast24h")
+
+
+class AnalyticsOut(ApiModel):
+    drift_events_by_week: list[WeekOut] = Field(description="12 weeks, oldest first")
+    mttr: MttrOut
+    incidents: IncidentCounts
+    checks: CheckCounts
+
+
+class WindowOut(ApiModel):
+    days: int
+    since: datetime
+    until: datetime
+
+
+class OverviewOut(ApiModel):
+    health: HealthOut
+    analytics: AnalyticsOut
+    alert_stats: AlertStats
+    dashboard_templates: list[dashboards.DashboardOut]
+    window: WindowOut
+
+
+def overview(session: Session, org_id: str, query: PortfolioQuery, now: datetime) -> OverviewOut:
+    filters = query.filters()
+    since = now - timedelta(days=query.days)
+    return OverviewOut.model_validate(
+        {
+            "health": views.health(session, org_id, filters, now),
+            "analytics": {
+                "driftEventsByWeek": views.events_by_week(session, org_id, filters, now),
+                "mttr": views.mttr(session, org_id, filters, since, now),
+                "incidents": views.incidents(session, org_id, filters, now),
+                "checks": views.checks(session, org_id, filters, now),
+            },
+            "alertStats": alert_stats(session, org_id),
+            "dashboardTemplates": dashboards.listed(session, org_id),
+            "window": {"days": query.days, "since": since, "until": now},
+        }
+    )
+
+
+class CoverageRow(ApiModel):
+    key: str
+    watches: int
+    by_drift_status: dict[str, int]
+
+
+class CoverageOut(ApiModel):
+    by_vendor: list[CoverageRow]
+    by_watch_type: list[CoverageRow]
+    by_tag: list[CoverageRow]
+
+
+class GapWatch(ApiModel):
+    watch_id: str
+    name: str
+    vendor: str
+    last_checked_at: datetime | None
+
+
+class GapOut(ApiModel):
+    count: int
+    watches: list[GapWatch] = Field(description=f"the first {views.GAP_LIST} by name")
+
+
+class GapsOut(ApiModel):
+    never_run: GapOut
+    stale_checks: GapOut
+    error: GapOut
+    total: int = Field(description="watches in at least one gap")
+
+
+class HotspotOut(ApiModel):
+    watch_id: str
+    name: str
+    vendor: str
+    breaking_count30d: int = Field(
+        alias="breakingCount30d", description="breaking changes in the last 30 days"
+    )
+    last_drift_at: datetime
+
+
+class CompassSummary(ApiModel):
+    total_watches: int
+    vendor_count: int
+    gap_count: int
+
+
+class CompassOut(ApiModel):
+    coverage: CoverageOut
+    gaps: GapsOut
+    hotspots: list[HotspotOut]
+    summary: CompassSummary
+
+
+def compass(session: Session, org_id: str, query: PortfolioQuery, now: datetime) -> CompassOut:
+    filters = query.filters()
+    found_gaps = views.gaps(session, org_id, filters, now)
+    health = views.health(session, org_id, filters, now)
+    return CompassOut.model_validate(
+        {
+            "coverage": views.coverage(session, org_id, filters, now),
+            "gaps": found_gaps,
+            "hotspots": views.hotspots(session, org_id, filters, now),
+            "summary": {
+                "totalWatches": health["total"],
+                "vendorCount": views.vendor_count(session, org_id, filters),
+                "gapCount": found_gaps["total"],
+            },
+        }
+    )
+
+
+# -- CSV ---------------------------------------------------------------------------------------
+
+
+def overview_table(out: OverviewOut, table: str) -> list[dict[str, Any]]:
+    analytics = out.analytics
+    tables: dict[str, list[Any]] = {
+        "weeks": list(analytics.drift_events_by_week),
+        "mttrByVendor": list(analytics.mttr.by_vendor),
+        "mttrByWatchType": list(analytics.mttr.by_watch_type),
+    }
+    return [r.model_dump(by_alias=True, mode="json") for r in tables[table]]
+
+
+def compass_table(out: CompassOut, table: str) -> list[dict[str, Any]]:
+    coverage = {
+        "byVendor": out.coverage.by_vendor,
+        "byWatchType": out.coverage.by_watch_type,
+        "byTag": out.coverage.by_tag,
+    }
+    if table in coverage:
+        rows = coverage[table]
+        statuses = sorted({s for r in rows for s in r.by_drift_status})
+        return [
+            {
+                "key": r.key,
+                "watches": r.watches,
+                **{s: r.by_drift_status.get(s, 0) for s in statuses},
+            }
+            for r in rows
+        ]
+    if table == "hotspots":
+        return [h.model_dump(by_alias=True, mode="json") for h in out.hotspots]
+    return [
+        {"gap": gap, **w.model_dump(by_alias=True, mode="json")}
+        for gap, found in (
+            ("neverRun", out.gaps.never_run),
+            ("staleChecks", out.gaps.stale_checks),
+            ("error", out.gaps.error),
+        )
+        for w in found.watches
+    ]
+
+
+def to_csv(rows: list[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    columns = list(rows[0]) if rows else ["empty"]
+    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: _cell(v) for k, v in row.items()})
+    return buffer.getvalue()
+
+
+def _cell(value: Any) -> Any:
+    # A cell that a spreadsheet would run as a formula is quoted as text.
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@"):
+        return "'" + value
+    return value

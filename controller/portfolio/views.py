@@ -1,0 +1,325 @@
+"""The portfolio's figures, as SQL aggregates over the org's watches, drift events, incidents
+and check jobs (the same statements on SQLite and Postgres; times through
+`controller.store.sqltime.epoch_seconds`). Each function answers plain values; the service
+shapes them. A filter narrows the watches, and every figure follows the narrowed set.
+
+Definitions (docs/portfolio.md):
+- a drift event counts in a week by its highest severity (breaking, else warning, else info);
+- MTTR is the mean time from an incident's opening to its resolution, over the incidents
+  resolved in the window, whatever resolved them (revert, baseline accepted, merged draft PR,
+  by hand);
+- a watch is stale when its last check is older than twice its interval (paused watches are
+  never stale); its health band is `unknown` while paused, `degraded` when it is in error,
+  never checked or stale, else `healthy` (`compute_health`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, case, func, literal, or_, select
+from sqlalchemy.orm import Session
+
+from controller.store.models import Agent, AgentWatch, DriftEvent, Incident, Job, Watch, WatchTag
+from controller.store.sqltime import epoch_seconds
+
+WEEK = 7 * 86400
+STALE_FACTOR = 2
+
+
+@dataclass(frozen=True)
+class Filters:
+    tag: str | None = None
+    vendor: str | None = None
+    watch_type: str | None = None
+    environment: str | None = None
+
+    def conditions(self, org_id: str) -> list[ColumnElement[bool]]:
+        where: list[ColumnElement[bool]] = [Watch.org_id == org_id]
+        if self.tag is not None:
+            where.append(Watch.id.in_(select(WatchTag.watch_id).where(WatchTag.tag == self.tag)))
+        if self.vendor is not None:
+            where.append(Watch.vendor == self.vendor)
+        if self.watch_type is not None:
+            where.append(Watch.watch_type == self.watch_type)
+        if self.environment is not None:
+            bound = (
+                select(AgentWatch.watch_id)
+                .join(Agent, Agent.id == AgentWatch.agent_id)
+                .where(Agent.org_id == org_id, Agent.environment == self.environment)
+            )
+            where.append(Watch.id.in_(bound))
+        return where
+
+
+def _stale(now: datetime) -> ColumnElement[bool]:
+    return and_(
+        Watch.drift_status != "disabled",
+        Watch.last_checked_at.is_not(None),
+        epoch_seconds(Watch.last_checked_at)
+        < now.timestamp() - Watch.interval_minutes * (60 * STALE_FACTOR),
+    )
+
+
+def _band() -> Any:
+    return case(
+        (Watch.drift_status == "disabled", literal("unknown")),
+        (
+            or_(
+                Watch.drift_status.in_(("error", "never_run")),
+                Watch.last_checked_at.is_(None),
+            ),
+            literal("degraded"),
+        ),
+        else_=literal("healthy"),
+    )
+
+
+def health(session: Session, org_id: str, filters: Filters, now: datetime) -> dict[str, Any]:
+    stale = _stale(now)
+    band = case((stale, literal("degraded")), else_=_band())
+    rows = session.execute(
+        select(Watch.drift_status, band, func.sum(case((stale, 1), else_=0)), func.count())
+        .where(*filters.conditions(org_id))
+        .group_by(Watch.drift_status, band)
+    ).all()
+    by_status: dict[str, int] = {}
+    by_band: dict[str, int] = {"healthy": 0, "degraded": 0, "unknown": 0}
+    stale_count = total = 0
+    for status, band_name, stale_n, count in rows:
+        by_status[status] = by_status.get(status, 0) + count
+        by_band[band_name] += count
+        stale_count += int(stale_n or 0)
+        total += count
+    return {
+        "byDriftStatus": by_status,
+        "byHealthBand": by_band,
+        "stale": stale_count,
+        "total": total,
+    }
+
+
+def week_starts(now: datetime, weeks: int) -> list[datetime]:
+    """The Mondays (00:00 UTC) of the last `weeks` weeks, this one last."""
+    monday = (now - timedelta(days=now.weekday())).replace(
+        hour=0, minute=0, second=0, microsecond=0
+    )
+    return [monday - timedelta(weeks=weeks - 1 - i) for i in range(weeks)]
+
+
+def severity_class() -> Any:
+    return case(
+        (DriftEvent.breaking_count > 0, literal("breaking")),
+        (DriftEvent.warning_count > 0, literal("warning")),
+        else_=literal("info"),
+    )
+
+
+def events_by_week(
+    session: Session, org_id: str, filters: Filters, now: datetime, weeks: int = 12
+) -> list[dict[str, Any]]:
+    starts = week_starts(now, weeks)
+    first = starts[0].timestamp()
+    bucket = func.floor((epoch_seconds(DriftEvent.detected_at) - first) / WEEK)
+    severity = severity_class()
+    rows = session.execute(
+        select(bucket, severity, func.count())
+        .join(Watch, Watch.id == DriftEvent.watch_id)
+        .where(
+            DriftEvent.org_id == org_id,
+            DriftEvent.detected_at >= starts[0],
+            *filters.conditions(org_id),
+        )
+        .group_by(bucket, severity)
+    ).all()
+    table = [
+        {"weekStart": start.date().isoformat(), "breaking": 0, "warning": 0, "info": 0}
+        for start in starts
+    ]
+    for index, name, count in rows:
+        if 0 <= int(index) < weeks:
+            table[int(index)][name] += count
+    return table
+
+
+def _repair_hours() -> Any:
+    return (epoch_seconds(Incident.resolved_at) - epoch_seconds(Incident.opened_at)) / 3600.0
+
+
+def mttr(
+    session: Session, org_id: str, filters: Filters, since: datetime, until: datetime
+) -> dict[str, Any]:
+    hours = _repair_hours()
+    resolved = (
+        Incident.org_id == org_id,
+        Incident.status == "resolved",
+        Incident.resolved_at.is_not(None),
+        Incident.resolved_at >= since,
+        Incident.resolved_at <= until,
+        *filters.conditions(org_id),
+    )
+
+    def grouped(key: Any) -> list[dict[str, Any]]:
+        rows = session.execute(
+            select(key, func.avg(hours), func.count())
+            .join(Watch, Watch.id == Incident.watch_id)
+            .where(*resolved)
+            .group_by(key)
+            .order_by(func.avg(hours).desc(), key)
+        ).all()
+        return [{"key": k or "", "hours": round(float(h), 2), "resolved": n} for k, h, n in rows]
+
+    overall = session.execute(
+        select(func.avg(hours), func.count())
+        .join(Watch, Watch.id == Incident.watch_id)
+        .where(*resolved)
+    ).one()
+    return {
+        "overallHours": round(float(overall[0]), 2) if overall[1] else None,
+        "resolved": int(overall[1]),
+        "byVendor": grouped(Watch.vendor),
+        "byWatchType": grouped(Watch.watch_type),
+        "byResolution": grouped(Incident.resolution),
+    }
+
+
+def incidents(session: Session, org_id: str, filters: Filters, now: datetime) -> dict[str, int]:
+    recent = now - timedelta(days=30)
+    row = session.execute(
+        select(
+            func.sum(case((Incident.status == "open", 1), else_=0)),
+            func.sum(case((Incident.status == "acknowledged", 1), else_=0)),
+            func.sum(
+                case(
+                    (and_(Incident.status == "resolved", Incident.resolved_at >= recent), 1),
+                    else_=0,
+                )
+            ),
+        )
+        .join(Watch, Watch.id == Incident.watch_id)
+        .where(Incident.org_id == org_id, *filters.conditions(org_id))
+    ).one()
+    return {
+        "open": int(row[0] or 0),
+        "acknowledged": int(row[1] or 0),
+        "resolvedLast30d": int(row[2] or 0),
+    }
+
+
+def checks(session: Session, org_id: str, filters: Filters, now: datetime) -> dict[str, int]:
+    """Check jobs that finished in the last 24 hours, and those whose outcome was an error
+    (or that failed outright). The job table keeps a day of finished jobs at least."""
+    failed = or_(Job.status == "failed", Job.result["outcome"].as_string() == "error")
+    row = session.execute(
+        select(func.count(), func.sum(case((failed, 1), else_=0)))
+        .select_from(Job)
+        .join(Watch, Job.key == literal("check:") + Watch.id)
+        .where(
+            Job.kind == "check",
+            Job.finished_at.is_not(None),
+            Job.finished_at >= now - timedelta(hours=24),
+            *filters.conditions(org_id),
+        )
+    ).one()
+    return {"last24h": int(row[0] or 0), "failedLast24h": int(row[1] or 0)}
+
+
+# -- the compass -------------------------------------------------------------------------------
+
+
+def coverage(session: Session, org_id: str, filters: Filters, now: datetime) -> dict[str, Any]:
+    """Watches by vendor, watch type and tag, each split by drift status, with its health."""
+    where = filters.conditions(org_id)
+
+    def split(key: Any, *joins: Any) -> list[dict[str, Any]]:
+        stmt = select(key, Watch.drift_status, func.count())
+        for join in joins:
+            stmt = stmt.join(*join)
+        rows = session.execute(stmt.where(*where).group_by(key, Watch.drift_status)).all()
+        table: dict[str, dict[str, Any]] = {}
+        for name, status, count in rows:
+            entry = table.setdefault(
+                name or "", {"key": name or "", "watches": 0, "byDriftStatus": {}}
+            )
+            entry["watches"] += count
+            entry["byDriftStatus"][status] = count
+        return sorted(table.values(), key=lambda e: (-e["watches"], e["key"]))
+
+    return {
+        "byVendor": split(Watch.vendor),
+        "byWatchType": split(Watch.watch_type),
+        "byTag": split(WatchTag.tag, (WatchTag, WatchTag.watch_id == Watch.id)),
+    }
+
+
+GAP_LIST = 100
+
+
+def gaps(session: Session, org_id: str, filters: Filters, now: datetime) -> dict[str, Any]:
+    where = filters.conditions(org_id)
+    kinds = {
+        "neverRun": Watch.drift_status == "never_run",
+        "staleChecks": _stale(now),
+        "error": Watch.drift_status == "error",
+    }
+    answer: dict[str, Any] = {}
+    for name, condition in kinds.items():
+        count = session.scalar(select(func.count()).select_from(Watch).where(*where, condition))
+        rows = session.execute(
+            select(Watch.id, Watch.name, Watch.vendor, Watch.last_checked_at)
+            .where(*where, condition)
+            .order_by(Watch.name)
+            .limit(GAP_LIST)
+        ).all()
+        answer[name] = {
+            "count": int(count or 0),
+            "watches": [
+                {"watchId": i, "name": n, "vendor": v, "lastCheckedAt": c} for i, n, v, c in rows
+            ],
+        }
+    distinct = session.scalar(
+        select(func.count()).select_from(Watch).where(*where, or_(*kinds.values()))
+    )
+    answer["total"] = int(distinct or 0)
+    return answer
+
+
+def hotspots(
+    session: Session, org_id: str, filters: Filters, now: datetime, limit: int = 10
+) -> list[dict[str, Any]]:
+    since = now - timedelta(days=30)
+    breaking = func.sum(DriftEvent.breaking_count)
+    rows = session.execute(
+        select(Watch.id, Watch.name, Watch.vendor, breaking, func.max(DriftEvent.detected_at))
+        .join(Watch, Watch.id == DriftEvent.watch_id)
+        .where(
+            DriftEvent.org_id == org_id,
+            DriftEvent.detected_at >= since,
+            DriftEvent.breaking_count > 0,
+            *filters.conditions(org_id),
+        )
+        .group_by(Watch.id, Watch.name, Watch.vendor)
+        .order_by(breaking.desc(), Watch.name)
+        .limit(limit)
+    ).all()
+    return [
+        {
+            "watchId": i,
+            "name": n,
+            "vendor": v,
+            "breakingCount30d": int(b or 0),
+            "lastDriftAt": last,
+        }
+        for i, n, v, b, last in rows
+    ]
+
+
+def vendor_count(session: Session, org_id: str, filters: Filters) -> int:
+    return int(
+        session.scalar(
+            select(func.count(func.distinct(Watch.vendor))).where(*filters.conditions(org_id))
+        )
+        or 0
+    )

@@ -1,0 +1,61 @@
+"""Portfolio views (`/api/portfolio/...`): the overview and the compass, as JSON or CSV. See
+docs/portfolio.md."""
+
+from __future__ import annotations
+
+from flask import Response
+
+from controller.portfolio import service
+from web.api import REGISTRY
+from web.routes import Call, Reply
+
+CSV = {"text/csv": {"schema": {"type": "string"}}}
+
+
+def _csv(rows: list[dict[str, object]], name: str) -> Response:
+    return Response(
+        service.to_csv(rows),
+        mimetype="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{name}.csv"'},
+    )
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/portfolio/overview",
+    summary="Portfolio overview",
+    tag="portfolio",
+    query=service.OverviewQuery,
+    responses={200: service.OverviewOut},
+    raw_response=CSV,
+)
+def portfolio_overview(call: Call) -> Reply | Response:
+    """Health (by drift status and health band, stale checks), analytics (drift events by
+    week for 12 weeks, MTTR overall, by vendor, watch type and resolution, incidents, checks
+    in the last 24 hours), the alert delivery statistics and the dashboard templates;
+    filtered by `tag`, `vendor`, `watchType`, `environment`, MTTR over `days`. `format=csv`
+    downloads a table (`table`: weeks, mttrByVendor, mttrByWatchType)."""
+    out = service.overview(call.session, call.org_id, call.query, call.now)
+    if call.query.format == "csv":
+        return _csv(service.overview_table(out, call.query.table), "portfolio-overview")
+    return Reply(200, out)
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/portfolio/compass",
+    summary="Portfolio compass",
+    tag="portfolio",
+    query=service.CompassQuery,
+    responses={200: service.CompassOut},
+    raw_response=CSV,
+)
+def portfolio_compass(call: Call) -> Reply | Response:
+    """Coverage by vendor, watch type and tag (each split by drift status), the gaps (never
+    run, stale checks, errors), the hotspots (breaking drift in the last 30 days) and a
+    summary; the same filters. `format=csv` downloads a table (`table`: byVendor,
+    byWatchType, byTag, hotspots, gaps)."""
+    out = service.compass(call.session, call.org_id, call.query, call.now)
+    if call.query.format == "csv":
+        return _csv(service.compass_table(out, call.query.table), "portfolio-compass")
+    return Reply(200, out)
