@@ -25,7 +25,6 @@ from sqlalchemy.orm import Session
 from controller.store.models import Agent, AgentWatch, DriftEvent, Incident, Job, Watch, WatchTag
 from controller.store.sqltime import epoch_seconds
 
-WEEK = 7 * 86400
 STALE_FACTOR = 2
 
 
@@ -52,6 +51,14 @@ class Filters:
             )
             where.append(Watch.id.in_(bound))
         return where
+
+
+def _narrowed(stmt: Any, watch_id: Any, org_id: str, filters: Filters) -> Any:
+    """`stmt` joined to the watches the filters keep; no join when they keep the whole org
+    (the rows are the org's already)."""
+    if filters == Filters():
+        return stmt
+    return stmt.join(Watch, Watch.id == watch_id).where(*filters.conditions(org_id))
 
 
 def _stale(now: datetime) -> ColumnElement[bool]:
@@ -121,18 +128,16 @@ def events_by_week(
     session: Session, org_id: str, filters: Filters, now: datetime, weeks: int = 12
 ) -> list[dict[str, Any]]:
     starts = week_starts(now, weeks)
-    first = starts[0].timestamp()
-    bucket = func.floor((epoch_seconds(DriftEvent.detected_at) - first) / WEEK)
+    # Range comparisons against the week boundaries: no per-row time arithmetic.
+    bucket = case(
+        *[(DriftEvent.detected_at >= starts[i], i) for i in reversed(range(1, weeks))], else_=0
+    )
     severity = severity_class()
+    stmt = select(bucket, severity, func.count()).where(
+        DriftEvent.org_id == org_id, DriftEvent.detected_at >= starts[0]
+    )
     rows = session.execute(
-        select(bucket, severity, func.count())
-        .join(Watch, Watch.id == DriftEvent.watch_id)
-        .where(
-            DriftEvent.org_id == org_id,
-            DriftEvent.detected_at >= starts[0],
-            *filters.conditions(org_id),
-        )
-        .group_by(bucket, severity)
+        _narrowed(stmt, DriftEvent.watch_id, org_id, filters).group_by(bucket, severity)
     ).all()
     table = [
         {"weekStart": start.date().isoformat(), "breaking": 0, "warning": 0, "info": 0}
@@ -187,20 +192,14 @@ def mttr(
 
 def incidents(session: Session, org_id: str, filters: Filters, now: datetime) -> dict[str, int]:
     recent = now - timedelta(days=30)
-    row = session.execute(
-        select(
-            func.sum(case((Incident.status == "open", 1), else_=0)),
-            func.sum(case((Incident.status == "acknowledged", 1), else_=0)),
-            func.sum(
-                case(
-                    (and_(Incident.status == "resolved", Incident.resolved_at >= recent), 1),
-                    else_=0,
-                )
-            ),
-        )
-        .join(Watch, Watch.id == Incident.watch_id)
-        .where(Incident.org_id == org_id, *filters.conditions(org_id))
-    ).one()
+    stmt = select(
+        func.sum(case((Incident.status == "open", 1), else_=0)),
+        func.sum(case((Incident.status == "acknowledged", 1), else_=0)),
+        func.sum(
+            case((and_(Incident.status == "resolved", Incident.resolved_at >= recent), 1), else_=0)
+        ),
+    ).where(Incident.org_id == org_id)
+    row = session.execute(_narrowed(stmt, Incident.watch_id, org_id, filters)).one()
     return {
         "open": int(row[0] or 0),
         "acknowledged": int(row[1] or 0),

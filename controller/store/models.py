@@ -289,7 +289,10 @@ class Incident(Base):
     """Breaking drift on a watch, from detection until it is resolved."""
 
     __tablename__ = "incidents"
-    __table_args__ = (Index("ix_incidents_watch_status", "watch_id", "status"),)
+    __table_args__ = (
+        Index("ix_incidents_watch_status", "watch_id", "status"),
+        Index("ix_incidents_org_status_resolved", "org_id", "status", "resolved_at"),
+    )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
     org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"), index=True)
@@ -313,6 +316,15 @@ class DriftEvent(Base):
     __table_args__ = (
         Index("ix_drift_events_org_detected", "org_id", "detected_at", "id"),
         Index("ix_drift_events_watch_detected", "watch_id", "detected_at"),
+        # Covers the portfolio's aggregates (no read of the rows and their change blobs).
+        Index(
+            "ix_drift_events_org_detected_counts",
+            "org_id",
+            "detected_at",
+            "watch_id",
+            "breaking_count",
+            "warning_count",
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)

@@ -1,4 +1,5 @@
-"""a watch's vendor on its row (the `vendor:` tag, else the URL's host), for portfolio views
+"""portfolio views: a watch's vendor on its row (the `vendor:` tag, else the URL's host), and
+indexes that cover their aggregates
 
 Revision ID: 0011
 Revises: 0010
@@ -22,6 +23,14 @@ def upgrade() -> None:
     with op.batch_alter_table("watches") as batch:
         batch.add_column(sa.Column("vendor", sa.String(200), nullable=False, server_default=""))
     op.create_index("ix_watches_org_vendor", "watches", ["org_id", "vendor"])
+    op.create_index(
+        "ix_drift_events_org_detected_counts",
+        "drift_events",
+        ["org_id", "detected_at", "watch_id", "breaking_count", "warning_count"],
+    )
+    op.create_index(
+        "ix_incidents_org_status_resolved", "incidents", ["org_id", "status", "resolved_at"]
+    )
     bind = op.get_bind()
     tags: dict[str, list[str]] = {}
     for watch_id, tag in bind.execute(
@@ -40,6 +49,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_index("ix_incidents_org_status_resolved", "incidents")
+    op.drop_index("ix_drift_events_org_detected_counts", "drift_events")
     op.drop_index("ix_watches_org_vendor", "watches")
     with op.batch_alter_table("watches") as batch:
         batch.drop_column("vendor")

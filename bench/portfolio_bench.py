@@ -1,0 +1,104 @@
+"""Benchmark of the portfolio views at scale: 10,000 watches, 200,000 drift events, 20,000
+incidents (and check jobs) in one org, seeded like `tests/portfolio/seed.py`, on SQLite and
+on Postgres. It times the overview and the compass (the service call: every SQL aggregate
+and the shaping; the HTTP layer adds what any route adds) and prints p50 / p95 per view.
+Goal (issue 25): each under 200 ms p95. Figures go to docs/performance.md.
+
+Run: `python bench/portfolio_bench.py [--watches N] [--events N] [--incidents N]
+[--rounds N] [--postgres URL]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from statistics import median, quantiles
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.preflight_bench import scratch_postgres  # noqa: E402
+from controller.portfolio import service  # noqa: E402
+from controller.store import migrate  # noqa: E402
+from controller.store.db import Database  # noqa: E402
+from tests.portfolio.seed import seed  # noqa: E402
+
+QUERIES = {
+    "overview": ("overview", {}),
+    "overview vendor": ("overview", {"vendor": "api.stripe.example.com"}),
+    "overview environment": ("overview", {"environment": "production"}),
+    "compass": ("compass", {}),
+    "compass mcp": ("compass", {"watchType": "mcp"}),
+}
+
+
+def run(url: str, args: argparse.Namespace) -> dict[str, tuple[float, float]]:
+    database = Database(url)
+    migrate.upgrade(database)
+    now = datetime.now(UTC)
+    started = time.perf_counter()
+    with database.transaction() as session:
+        history = seed(
+            session,
+            "bench",
+            now,
+            watches=args.watches,
+            events=args.events,
+            incidents=args.incidents,
+            jobs=args.jobs,
+        )
+    print(f"  seeded in {time.perf_counter() - started:.1f} s", flush=True)
+    if database.url.startswith("postgresql"):
+        with database.engine.connect() as conn:
+            conn.exec_driver_sql("ANALYZE")
+            conn.commit()
+    figures = {}
+    for label, (view, filters) in QUERIES.items():
+        samples = []
+        for _ in range(args.rounds):
+            with database.session() as session:
+                begin = time.perf_counter()
+                if view == "overview":
+                    query: Any = service.OverviewQuery.model_validate(filters)
+                    service.overview(session, history.org_id, query, now)
+                else:
+                    query = service.CompassQuery.model_validate(filters)
+                    service.compass(session, history.org_id, query, now)
+                samples.append((time.perf_counter() - begin) * 1000)
+        p95 = quantiles(samples, n=20)[-1] if len(samples) > 1 else samples[0]
+        figures[label] = (median(samples), p95)
+        print(f"  {label:22} p50 {median(samples):7.1f} ms   p95 {p95:7.1f} ms", flush=True)
+    database.dispose()
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--watches", type=int, default=10_000)
+    parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--incidents", type=int, default=20_000)
+    parser.add_argument("--jobs", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--postgres", default=None, help="an admin URL; a scratch DB is made")
+    args = parser.parse_args()
+    print(
+        f"{args.watches} watches, {args.events} drift events, {args.incidents} incidents, "
+        f"{args.jobs} check jobs; {args.rounds} rounds per view (goal: p95 < 200 ms)"
+    )
+    with tempfile.TemporaryDirectory() as work:
+        print("SQLite:")
+        run(f"sqlite:///{work}/bench.db", args)
+    if args.postgres:
+        print("Postgres:")
+        with scratch_postgres(args.postgres, "driftgate_portfolio") as url:
+            run(url, args)
+
+
+if __name__ == "__main__":
+    main()
