@@ -2,7 +2,7 @@
 incidents (and check jobs) in one org, seeded like `tests/portfolio/seed.py`, on SQLite and
 on Postgres. It times the overview and the compass (the service call: every SQL aggregate
 and the shaping; the HTTP layer adds what any route adds) and prints p50 / p95 per view.
-Goal (issue 25): each under 200 ms p95. Figures go to docs/performance.md.
+An Ask answer is timed the same way. Goal (issue 25): each under 200 ms p95. Figures go to docs/performance.md.
 
 Run: `python bench/portfolio_bench.py [--watches N] [--events N] [--incidents N]
 [--rounds N] [--postgres URL]`.
@@ -24,7 +24,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.preflight_bench import scratch_postgres  # noqa: E402
-from controller.portfolio import service  # noqa: E402
+from controller.portfolio import answers, service  # noqa: E402
 from controller.store import migrate  # noqa: E402
 from controller.store.db import Database  # noqa: E402
 from tests.portfolio.seed import seed  # noqa: E402
@@ -35,6 +35,9 @@ QUERIES = {
     "overview environment": ("overview", {"environment": "production"}),
     "compass": ("compass", {}),
     "compass mcp": ("compass", {"watchType": "mcp"}),
+    "ask hotspots": ("ask", {"question": "which vendors broke us most this quarter?"}),
+    "ask mttr vendor": ("ask", {"question": "MTTR for stripe last 90 days"}),
+    "ask mcp health": ("ask", {"question": "is any MCP server unhealthy?"}),
 }
 
 
@@ -67,6 +70,9 @@ def run(url: str, args: argparse.Namespace) -> dict[str, tuple[float, float]]:
                 if view == "overview":
                     query: Any = service.OverviewQuery.model_validate(filters)
                     service.overview(session, history.org_id, query, now)
+                elif view == "ask":
+                    question = answers.AskIn.model_validate(filters)
+                    answers.answer(session, history.org_id, "pro", False, question, now)
                 else:
                     query = service.CompassQuery.model_validate(filters)
                     service.compass(session, history.org_id, query, now)

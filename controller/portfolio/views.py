@@ -286,9 +286,14 @@ def gaps(session: Session, org_id: str, filters: Filters, now: datetime) -> dict
 
 
 def hotspots(
-    session: Session, org_id: str, filters: Filters, now: datetime, limit: int = 10
+    session: Session,
+    org_id: str,
+    filters: Filters,
+    now: datetime,
+    limit: int = 10,
+    since: datetime | None = None,
 ) -> list[dict[str, Any]]:
-    since = now - timedelta(days=30)
+    since = since or now - timedelta(days=30)
     breaking = func.sum(DriftEvent.breaking_count)
     rows = session.execute(
         select(Watch.id, Watch.name, Watch.vendor, breaking, func.max(DriftEvent.detected_at))
@@ -322,3 +327,104 @@ def vendor_count(session: Session, org_id: str, filters: Filters) -> int:
         )
         or 0
     )
+
+
+def breaking_by_vendor(
+    session: Session, org_id: str, filters: Filters, since: datetime, limit: int = 5
+) -> list[dict[str, Any]]:
+    """Vendors by breaking drift since `since`: events with breaking changes, and changes."""
+    changes = func.sum(DriftEvent.breaking_count)
+    rows = session.execute(
+        select(Watch.vendor, func.count(), changes)
+        .join(Watch, Watch.id == DriftEvent.watch_id)
+        .where(
+            DriftEvent.org_id == org_id,
+            DriftEvent.detected_at >= since,
+            DriftEvent.breaking_count > 0,
+            *filters.conditions(org_id),
+        )
+        .group_by(Watch.vendor)
+        .order_by(changes.desc(), Watch.vendor)
+        .limit(limit)
+    ).all()
+    return [{"vendor": v, "events": n, "breakingChanges": int(c or 0)} for v, n, c in rows]
+
+
+def breaking_events(
+    session: Session, org_id: str, filters: Filters, since: datetime, limit: int = 5
+) -> tuple[int, int, list[dict[str, Any]]]:
+    """(events with breaking changes, their breaking changes, the newest of them)."""
+    where = (
+        DriftEvent.org_id == org_id,
+        DriftEvent.detected_at >= since,
+        DriftEvent.breaking_count > 0,
+    )
+    total = session.execute(
+        _narrowed(
+            select(func.count(), func.sum(DriftEvent.breaking_count)).where(*where),
+            DriftEvent.watch_id,
+            org_id,
+            filters,
+        )
+    ).one()
+    rows = session.execute(
+        select(
+            DriftEvent.id, DriftEvent.detected_at, DriftEvent.breaking_count, Watch.id, Watch.name
+        )
+        .join(Watch, Watch.id == DriftEvent.watch_id)
+        .where(*where, *filters.conditions(org_id))
+        .order_by(DriftEvent.detected_at.desc(), DriftEvent.id)
+        .limit(limit)
+    ).all()
+    newest = [
+        {"id": i, "detectedAt": at, "breaking": b, "watchId": w, "watchName": n}
+        for i, at, b, w, n in rows
+    ]
+    return int(total[0] or 0), int(total[1] or 0), newest
+
+
+def slowest_repairs(
+    session: Session,
+    org_id: str,
+    filters: Filters,
+    since: datetime,
+    until: datetime,
+    limit: int = 5,
+) -> list[dict[str, Any]]:
+    hours = _repair_hours()
+    rows = session.execute(
+        select(Incident.id, Incident.watch_id, Watch.name, Watch.vendor, hours, Incident.resolution)
+        .join(Watch, Watch.id == Incident.watch_id)
+        .where(
+            Incident.org_id == org_id,
+            Incident.status == "resolved",
+            Incident.resolved_at >= since,
+            Incident.resolved_at <= until,
+            *filters.conditions(org_id),
+        )
+        .order_by(hours.desc(), Incident.id)
+        .limit(limit)
+    ).all()
+    return [
+        {
+            "id": i,
+            "watchId": w,
+            "watchName": n,
+            "vendor": v,
+            "hours": round(float(h), 2),
+            "resolution": r,
+        }
+        for i, w, n, v, h, r in rows
+    ]
+
+
+def known_labels(session: Session, org_id: str) -> tuple[list[str], list[str]]:
+    """The org's vendors and tags (what a question may name)."""
+    vendors = session.scalars(select(Watch.vendor).where(Watch.org_id == org_id).distinct())
+    tags = session.scalars(
+        select(WatchTag.tag)
+        .join(Watch, Watch.id == WatchTag.watch_id)
+        .where(Watch.org_id == org_id)
+        .distinct()
+    )
+    return [v for v in vendors if v], list(tags)

@@ -4,7 +4,9 @@ tests compute every figure independently. Used by the tests and `bench/portfolio
 
 from __future__ import annotations
 
+import json
 import random
+import zlib
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -30,6 +32,24 @@ STATUSES = ("ok", "ok", "ok", "drifted", "error", "never_run", "disabled")
 RESOLUTIONS = ("reverted", "baseline_accepted", "draft_pr_merged", "manual")
 
 
+def _changes(breaking: int, warning: int) -> bytes:
+    """A stored change list with the event's breaking and warning changes."""
+    rows = [
+        {
+            "path": f"/paths/~1v1~1item{n}",
+            "severity": severity,
+            "summary": f"{severity} change {n}",
+            "rule": "endpoint-removed"
+            if severity == "breaking"
+            else "response-property-became-optional",
+            "changeType": "removed",
+            "agentAction": "update_client_schema",
+        }
+        for n, severity in enumerate(["breaking"] * breaking + ["warning"] * warning)
+    ]
+    return zlib.compress(json.dumps(rows).encode(), 1)
+
+
 @dataclass
 class History:
     org_id: str
@@ -50,12 +70,16 @@ def seed(
     incidents: int = 200,
     jobs: int = 300,
     seed_value: int = 7,
+    org_id: str | None = None,
 ) -> History:
+    """Seed into the org `org_id`, or into a new pro org named `name`."""
     rng = random.Random(seed_value)
-    org = Org(name=name, plan="pro")
-    session.add(org)
-    session.flush()
-    history = History(org.id)
+    if org_id is None:
+        org = Org(name=name, plan="pro")
+        session.add(org)
+        session.flush()
+        org_id = org.id
+    history = History(org_id)
     watch_rows, tag_rows = [], []
     for i in range(watches):
         vendor = rng.choice(VENDORS)
@@ -72,7 +96,7 @@ def seed(
             tags.append(f"vendor:{vendor}-tagged")
         watch = {
             "id": str(uuid.uuid4()),
-            "org_id": org.id,
+            "org_id": org_id,
             "name": f"{name}-w{i:04d}",
             "url": f"https://api.{vendor}.example.com/v{i % 3}/openapi.json",
             "watch_type": rng.choice(TYPES),
@@ -92,7 +116,7 @@ def seed(
     session.execute(insert(WatchTag), tag_rows)
 
     agent = Agent(
-        org_id=org.id, key=f"{name}-agent", slug=f"{name}-agent", environment="production"
+        org_id=org_id, key=f"{name}-agent", slug=f"{name}-agent", environment="production"
     )
     session.add(agent)
     session.flush()
@@ -109,13 +133,13 @@ def seed(
         warning = rng.choice((0, 1, 2))
         event = {
             "id": str(uuid.uuid4()),
-            "org_id": org.id,
+            "org_id": org_id,
             "watch_id": watch["id"],
             "detected_at": now - timedelta(minutes=rng.randrange(1, 150 * 24 * 60) + 0.5),
             "breaking_count": breaking,
             "warning_count": warning,
             "info_count": rng.choice((0, 1, 4)) if breaking + warning else 1,
-            "changes": b"",
+            "changes": _changes(breaking, warning),
             "agent_actions": [],
         }
         event_rows.append(event)
@@ -135,7 +159,7 @@ def seed(
             resolution = rng.choice(RESOLUTIONS)
         incident = {
             "id": str(uuid.uuid4()),
-            "org_id": org.id,
+            "org_id": org_id,
             "watch_id": watch["id"],
             "status": status,
             "opened_at": opened,

@@ -250,20 +250,7 @@ def test_the_routes_scope_filter_and_download(
     other = make_org("other", "pro")
     now = datetime.now(UTC)
     with database.transaction() as session:
-        seeded = seed(session, "acme-history", now, watches=30, events=200, incidents=30)
-        # The seeded history belongs to acme.
-        from controller.store.models import Org
-
-        session.get(Org, seeded.org_id)
-    from sqlalchemy import update
-
-    from controller.store.models import DriftEvent, Incident, Watch
-
-    with database.transaction() as session:
-        for model in (Watch, DriftEvent, Incident):
-            session.execute(
-                update(model).where(model.org_id == seeded.org_id).values(org_id=acme.org_id)
-            )
+        seed(session, "acme", now, watches=30, events=200, incidents=30, org_id=acme.org_id)
     mine = client.get("/api/portfolio/overview", headers=acme.headers)
     assert mine.status_code == 200, mine.get_json()
     assert mine.get_json()["health"]["total"] == 30

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from flask import Response
 
-from controller.portfolio import service
+from controller.portfolio import answers, service
 from web.api import REGISTRY
 from web.routes import Call, Reply
 
@@ -59,3 +59,24 @@ def portfolio_compass(call: Call) -> Reply | Response:
     if call.query.format == "csv":
         return _csv(service.compass_table(out, call.query.table), "portfolio-compass")
     return Reply(200, out)
+
+
+@REGISTRY.route(
+    "POST",
+    "/api/ask",
+    summary="Ask about the portfolio",
+    tag="portfolio",
+    auth="key_or_trial",
+    body=answers.AskIn,
+    responses={200: answers.AskOut},
+)
+def ask_question(call: Call) -> answers.AskOut:
+    """Read-only answers about breaking drift, MCP health, mean time to repair, vendor
+    hotspots and coverage gaps, with time windows and vendor, tag or type filters (the
+    grammar: docs/portfolio.md). Pro plans and higher: the org's live data, with citations;
+    free plans and trial sessions: fixture answers (`fixture: true`). A question that is not
+    understood answers `intent: unknown` and what can be asked."""
+    principal = call.principal_required
+    return answers.answer(
+        call.session, principal.org_id, principal.plan, call.trial is not None, call.body, call.now
+    )
