@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 import random
-import zlib
 import uuid
+import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
