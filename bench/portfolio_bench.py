@@ -2,7 +2,8 @@
 incidents (and check jobs) in one org, seeded like `tests/portfolio/seed.py`, on SQLite and
 on Postgres. It times the overview and the compass (the service call: every SQL aggregate
 and the shaping; the HTTP layer adds what any route adds) and prints p50 / p95 per view.
-An Ask answer is timed the same way. Goal (issue 25): each under 200 ms p95. Figures go to docs/performance.md.
+An Ask answer is timed the same way. Goal (issue 25): each under 200 ms p95. Figures go to
+docs/performance.md.
 
 Run: `python bench/portfolio_bench.py [--watches N] [--events N] [--incidents N]
 [--rounds N] [--postgres URL]`.

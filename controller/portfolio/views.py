@@ -58,7 +58,8 @@ def _narrowed(stmt: Any, watch_id: Any, org_id: str, filters: Filters) -> Any:
     (the rows are the org's already)."""
     if filters == Filters():
         return stmt
-    return stmt.join(Watch, Watch.id == watch_id).where(*filters.conditions(org_id))
+    # A semi-join: the kept watch ids are built once and probed per row (no row lookups).
+    return stmt.where(watch_id.in_(select(Watch.id).where(*filters.conditions(org_id))))
 
 
 def _stale(now: datetime) -> ColumnElement[bool]:
@@ -294,18 +295,11 @@ def hotspots(
     since: datetime | None = None,
 ) -> list[dict[str, Any]]:
     since = since or now - timedelta(days=30)
-    breaking = func.sum(DriftEvent.breaking_count)
+    per_watch = _breaking_per_watch(org_id, filters, since)
     rows = session.execute(
-        select(Watch.id, Watch.name, Watch.vendor, breaking, func.max(DriftEvent.detected_at))
-        .join(Watch, Watch.id == DriftEvent.watch_id)
-        .where(
-            DriftEvent.org_id == org_id,
-            DriftEvent.detected_at >= since,
-            DriftEvent.breaking_count > 0,
-            *filters.conditions(org_id),
-        )
-        .group_by(Watch.id, Watch.name, Watch.vendor)
-        .order_by(breaking.desc(), Watch.name)
+        select(Watch.id, Watch.name, Watch.vendor, per_watch.c.changes, per_watch.c.last)
+        .join(per_watch, per_watch.c.watch_id == Watch.id)
+        .order_by(per_watch.c.changes.desc(), Watch.name)
         .limit(limit)
     ).all()
     return [
@@ -318,6 +312,26 @@ def hotspots(
         }
         for i, n, v, b, last in rows
     ]
+
+
+def _breaking_per_watch(org_id: str, filters: Filters, since: datetime) -> Any:
+    """Per watch: events with breaking changes since `since`, their breaking changes and the
+    newest; aggregated on the covering index first, joined to the watches after."""
+    stmt = select(
+        DriftEvent.watch_id.label("watch_id"),
+        func.count().label("events"),
+        func.sum(DriftEvent.breaking_count).label("changes"),
+        func.max(DriftEvent.detected_at).label("last"),
+    ).where(
+        DriftEvent.org_id == org_id,
+        DriftEvent.detected_at >= since,
+        DriftEvent.breaking_count > 0,
+    )
+    return (
+        _narrowed(stmt, DriftEvent.watch_id, org_id, filters)
+        .group_by(DriftEvent.watch_id)
+        .subquery()
+    )
 
 
 def vendor_count(session: Session, org_id: str, filters: Filters) -> int:
@@ -333,21 +347,16 @@ def breaking_by_vendor(
     session: Session, org_id: str, filters: Filters, since: datetime, limit: int = 5
 ) -> list[dict[str, Any]]:
     """Vendors by breaking drift since `since`: events with breaking changes, and changes."""
-    changes = func.sum(DriftEvent.breaking_count)
+    per_watch = _breaking_per_watch(org_id, filters, since)
+    changes = func.sum(per_watch.c.changes)
     rows = session.execute(
-        select(Watch.vendor, func.count(), changes)
-        .join(Watch, Watch.id == DriftEvent.watch_id)
-        .where(
-            DriftEvent.org_id == org_id,
-            DriftEvent.detected_at >= since,
-            DriftEvent.breaking_count > 0,
-            *filters.conditions(org_id),
-        )
+        select(Watch.vendor, func.sum(per_watch.c.events), changes)
+        .join(per_watch, per_watch.c.watch_id == Watch.id)
         .group_by(Watch.vendor)
         .order_by(changes.desc(), Watch.vendor)
         .limit(limit)
     ).all()
-    return [{"vendor": v, "events": n, "breakingChanges": int(c or 0)} for v, n, c in rows]
+    return [{"vendor": v, "events": int(n), "breakingChanges": int(c or 0)} for v, n, c in rows]
 
 
 def breaking_events(
