@@ -25,7 +25,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.preflight_bench import scratch_postgres  # noqa: E402
-from controller.portfolio import answers, service  # noqa: E402
+from controller.portfolio import service  # noqa: E402
 from controller.store import migrate  # noqa: E402
 from controller.store.db import Database  # noqa: E402
 from tests.portfolio.seed import seed  # noqa: E402
@@ -72,8 +72,8 @@ def run(url: str, args: argparse.Namespace) -> dict[str, tuple[float, float]]:
                     query: Any = service.OverviewQuery.model_validate(filters)
                     service.overview(session, history.org_id, query, now)
                 elif view == "ask":
-                    question = answers.AskIn.model_validate(filters)
-                    answers.answer(session, history.org_id, "pro", False, question, now)
+                    question = service.AskIn.model_validate(filters)
+                    service.ask(session, history.org_id, "pro", False, question, now)
                 else:
                     query = service.CompassQuery.model_validate(filters)
                     service.compass(session, history.org_id, query, now)

@@ -9,11 +9,12 @@ from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
+from pydantic_core import to_jsonable_python
 from sqlalchemy.orm import Session
 
 from controller.model.base import ApiModel, RequestModel
+from controller.model.jsonvalue import JsonValue
 from controller.portfolio import ask, views
-from controller.services.orgs import plan_at_least
 
 Question = Annotated[str, StringConstraints(min_length=1, max_length=500)]
 
@@ -48,7 +49,7 @@ class AskOut(ApiModel):
     intent: str = Field(description="one of `intents`, or `unknown`")
     filters: AskFilters
     answer: str = Field(description="the answer in words")
-    data: dict[str, Any] = Field(description="the figures the answer is made of")
+    data: dict[str, JsonValue] = Field(description="the figures the answer is made of")
     citations: list[Citation]
     fixture: bool = Field(description="a fixture answer (free plans, trial sessions)")
     intents: list[IntentOut] = Field(
@@ -63,10 +64,8 @@ def _intents() -> list[IntentOut]:
     ]
 
 
-def answer(
-    session: Session, org_id: str, plan: str, is_trial: bool, data: AskIn, now: datetime
-) -> AskOut:
-    live = plan_at_least(plan, "pro") and not is_trial
+def answer(session: Session, org_id: str, live: bool, data: AskIn, now: datetime) -> AskOut:
+    """`live`: the org's own data (Pro plans and higher), else fixture answers."""
     vendors, tags = views.known_labels(session, org_id) if live else (FIXTURE_VENDORS, [])
     reading = ask.read(data.question, vendors, tags)
     since = now - timedelta(days=reading.days)
@@ -106,7 +105,7 @@ def answer(
         intent=reading.intent,
         filters=filters,
         answer=f"{text} ({scope})",
-        data=figures,
+        data=to_jsonable_python(figures),
         citations=citations,
         fixture=False,
     )

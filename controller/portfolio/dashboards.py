@@ -1,14 +1,15 @@
 """Dashboard templates: named views of the portfolio (filters and the panels shown). The
-system starters live here, in code; an org's own are stored (`/api/portfolio/dashboards`)."""
+system starters live here, in code; an org's own are stored (`/api/portfolio/dashboards`,
+read and written by `controller.portfolio.service`)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
-from sqlalchemy.orm import Session
 
-from controller.model.base import ApiModel
+from controller.model.base import ApiModel, RequestModel
+from controller.model.watch import ManagedBy
 
 Panel = Literal[
     "health", "driftByWeek", "mttr", "incidents", "checks", "alerts", "coverage", "gaps", "hotspots"
@@ -24,6 +25,15 @@ class DashboardFilters(ApiModel):
     environment: Label | None = None
 
 
+class DashboardIn(RequestModel):
+    """Body of `POST /api/portfolio/dashboards` and `PUT .../<id>`."""
+
+    name: Label
+    description: Annotated[str, StringConstraints(max_length=2000)] = ""
+    filters: DashboardFilters = Field(default_factory=lambda: DashboardFilters())
+    panels: list[Panel] = Field(min_length=1, max_length=len(PANELS))
+
+
 class DashboardOut(ApiModel):
     id: str
     name: str
@@ -31,11 +41,16 @@ class DashboardOut(ApiModel):
     description: str
     filters: DashboardFilters
     panels: list[Panel]
+    managed_by: ManagedBy | None = None
+
+
+class DashboardList(ApiModel):
+    dashboards: list[DashboardOut]
 
 
 STARTERS: tuple[DashboardOut, ...] = (
     DashboardOut(
-        id="system/production-agents",
+        id="system.production-agents",
         name="Production agents",
         system=True,
         description="The contracts production agents depend on: health, incidents, repair time.",
@@ -43,7 +58,7 @@ STARTERS: tuple[DashboardOut, ...] = (
         panels=["health", "incidents", "mttr", "driftByWeek"],
     ),
     DashboardOut(
-        id="system/mcp-health",
+        id="system.mcp-health",
         name="MCP health",
         system=True,
         description="Every MCP server watched: checks, failures and drift.",
@@ -51,7 +66,7 @@ STARTERS: tuple[DashboardOut, ...] = (
         panels=["health", "checks", "gaps", "driftByWeek"],
     ),
     DashboardOut(
-        id="system/vendor-hotspots",
+        id="system.vendor-hotspots",
         name="Vendor hotspots",
         system=True,
         description="Where breaking drift comes from, and how fast it is repaired per vendor.",
@@ -59,7 +74,3 @@ STARTERS: tuple[DashboardOut, ...] = (
         panels=["hotspots", "mttr", "coverage"],
     ),
 )
-
-
-def listed(session: Session, org_id: str) -> list[DashboardOut]:
-    return list(STARTERS)

@@ -10,12 +10,22 @@ from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from controller.errors import Conflict, NotFound
 from controller.model.base import ApiModel, RequestModel
 from controller.model.watch import WatchType
-from controller.portfolio import dashboards, views
+from controller.portfolio import answers, dashboards, views
+from controller.portfolio.answers import AskIn, AskOut
+from controller.portfolio.dashboards import DashboardIn, DashboardList, DashboardOut
+from controller.services import audit
 from controller.services.alerts import AlertStats, alert_stats
+from controller.services.audit import Caller
+from controller.services.managed import ensure_unmanaged, managed_by
+from controller.services.orgs import plan_at_least
+from controller.store.models import Dashboard
 
 Label = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$")]
 
@@ -124,7 +134,7 @@ def overview(session: Session, org_id: str, query: PortfolioQuery, now: datetime
                 "checks": views.checks(session, org_id, filters, now),
             },
             "alertStats": alert_stats(session, org_id),
-            "dashboardTemplates": dashboards.listed(session, org_id),
+            "dashboardTemplates": dashboards_listed(session, org_id),
             "window": {"days": query.days, "since": since, "until": now},
         }
     )
@@ -260,3 +270,102 @@ def _cell(value: Any) -> Any:
     if isinstance(value, str) and value[:1] in ("=", "+", "-", "@"):
         return "'" + value
     return value
+
+
+# -- dashboard templates ------------------------------------------------------------------------
+
+
+def dashboard_out(row: Dashboard) -> dashboards.DashboardOut:
+    return dashboards.DashboardOut(
+        id=row.id,
+        name=row.name,
+        system=False,
+        description=row.description,
+        filters=dashboards.DashboardFilters.model_validate(row.filters),
+        panels=list(row.panels),
+        managed_by=managed_by(row),
+    )
+
+
+def dashboards_listed(session: Session, org_id: str) -> list[dashboards.DashboardOut]:
+    """The starters, then the org's own by name."""
+    rows = session.scalars(
+        select(Dashboard).where(Dashboard.org_id == org_id).order_by(Dashboard.name)
+    )
+    return [*dashboards.STARTERS, *(dashboard_out(row) for row in rows)]
+
+
+def dashboards_list(session: Session, org_id: str) -> dashboards.DashboardList:
+    return dashboards.DashboardList(dashboards=dashboards_listed(session, org_id))
+
+
+def _dashboard(session: Session, org_id: str, dashboard_id: str) -> Dashboard:
+    row = session.get(Dashboard, dashboard_id)
+    if row is None or row.org_id != org_id:
+        if any(s.id == dashboard_id for s in dashboards.STARTERS):
+            raise Conflict("system dashboards are read-only: save a copy", code="system_dashboard")
+        raise NotFound("Dashboard not found")
+    return row
+
+
+def dashboard_get(session: Session, org_id: str, dashboard_id: str) -> dashboards.DashboardOut:
+    for starter in dashboards.STARTERS:
+        if starter.id == dashboard_id:
+            return starter
+    return dashboard_out(_dashboard(session, org_id, dashboard_id))
+
+
+def dashboard_save(
+    session: Session,
+    caller: Caller,
+    data: dashboards.DashboardIn,
+    now: datetime,
+    dashboard_id: str | None = None,
+) -> dashboards.DashboardOut:
+    """Create (no id) or replace one of the org's dashboards."""
+    if dashboard_id is None:
+        row = Dashboard(org_id=caller.org_id, created_at=now)
+        session.add(row)
+    else:
+        row = _dashboard(session, caller.org_id, dashboard_id)
+        ensure_unmanaged(row, "dashboard", row.name)
+    row.name = data.name
+    row.description = data.description
+    row.filters = data.filters.model_dump(by_alias=True, exclude_none=True)
+    row.panels = list(data.panels)
+    row.updated_at = now
+    try:
+        session.flush()
+    except IntegrityError:
+        raise Conflict(
+            f"a dashboard named {data.name!r} already exists", code="duplicate_name"
+        ) from None
+    audit.by(
+        session,
+        caller,
+        "dashboard.create" if dashboard_id is None else "dashboard.update",
+        row.id,
+        {"name": row.name},
+    )
+    return dashboard_out(row)
+
+
+def dashboard_delete(session: Session, caller: Caller, dashboard_id: str) -> None:
+    row = _dashboard(session, caller.org_id, dashboard_id)
+    ensure_unmanaged(row, "dashboard", row.name)
+    audit.by(session, caller, "dashboard.delete", row.id, {"name": row.name})
+    session.delete(row)
+
+
+# -- Ask ---------------------------------------------------------------------------------------
+
+
+def ask(
+    session: Session, org_id: str, plan: str, is_trial: bool, data: AskIn, now: datetime
+) -> AskOut:
+    """Live answers for Pro plans and higher; fixture answers for free plans and trials."""
+    live = plan_at_least(plan, "pro") and not is_trial
+    return answers.answer(session, org_id, live, data, now)
+
+
+__all__ = ["AskIn", "AskOut", "DashboardIn", "DashboardList", "DashboardOut"]

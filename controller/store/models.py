@@ -794,3 +794,19 @@ class ReplayPublication(Base):
     digest: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Dashboard(ManagedBySource, Base):
+    """An org's dashboard template: a named view of the portfolio (filters, panels)."""
+
+    __tablename__ = "dashboards"
+    __table_args__ = (UniqueConstraint("org_id", "name"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str] = mapped_column(Text, default="")
+    filters: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    panels: Mapped[list[str]] = mapped_column(JSONType, default=list)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -174,9 +174,9 @@ def test_the_overview_agrees_with_an_independent_computation(
         ),
     }
     assert [d["id"] for d in out["dashboardTemplates"]][:3] == [
-        "system/production-agents",
-        "system/mcp-health",
-        "system/vendor-hotspots",
+        "system.production-agents",
+        "system.mcp-health",
+        "system.vendor-hotspots",
     ]
 
 
@@ -278,3 +278,52 @@ def test_the_routes_scope_filter_and_download(
     assert bad.status_code == 400 and bad.get_json()["error"] == "validation_error"
     assert client.get("/api/portfolio/overview?days=0", headers=acme.headers).status_code == 400
     assert client.get("/api/portfolio/overview").status_code == 401
+
+
+def test_dashboard_templates_are_saved_listed_and_scoped(
+    client: FlaskClient, make_org: Callable[..., OrgKey], database: Database
+) -> None:
+    acme = make_org("acme", "pro")
+    other = make_org("other", "pro")
+    body = {
+        "name": "Billing vendors",
+        "description": "what billing depends on",
+        "filters": {"tag": "team:billing", "watchType": "openapi"},
+        "panels": ["health", "mttr", "hotspots"],
+    }
+    created = client.post("/api/portfolio/dashboards", json=body, headers=acme.headers)
+    assert created.status_code == 201, created.get_json()
+    saved = created.get_json()
+    assert saved["system"] is False
+    assert {k: v for k, v in saved["filters"].items() if v is not None} == body["filters"]
+    listed = client.get("/api/portfolio/dashboards", headers=acme.headers).get_json()["dashboards"]
+    assert [d["name"] for d in listed] == [
+        "Production agents",
+        "MCP health",
+        "Vendor hotspots",
+        "Billing vendors",
+    ]
+    overview = client.get("/api/portfolio/overview", headers=acme.headers).get_json()
+    assert "Billing vendors" in [d["name"] for d in overview["dashboardTemplates"]]
+    path = f"/api/portfolio/dashboards/{saved['id']}"
+    assert client.get(path, headers=other.headers).status_code == 404
+    assert "Billing vendors" not in [
+        d["name"]
+        for d in client.get("/api/portfolio/dashboards", headers=other.headers).get_json()[
+            "dashboards"
+        ]
+    ]
+    duplicate = client.post("/api/portfolio/dashboards", json=body, headers=acme.headers)
+    assert duplicate.status_code == 409 and duplicate.get_json()["error"] == "duplicate_name"
+    renamed = client.put(path, json={**body, "name": "Billing"}, headers=acme.headers)
+    assert renamed.status_code == 200 and renamed.get_json()["name"] == "Billing"
+    starter = "/api/portfolio/dashboards/system.mcp-health"
+    assert client.get(starter, headers=acme.headers).get_json()["system"] is True
+    assert client.put(starter, json=body, headers=acme.headers).status_code == 409
+    bad = client.post(
+        "/api/portfolio/dashboards", json={**body, "panels": ["nope"]}, headers=acme.headers
+    )
+    assert bad.status_code == 400
+    assert client.delete(path, headers=other.headers).status_code == 404
+    assert client.delete(path, headers=acme.headers).status_code == 204
+    assert client.get(path, headers=acme.headers).status_code == 404

@@ -17,6 +17,7 @@ FREE_FORM = {
     "ProfileIn.schema",  # a consumer profile's JSON Schema: the caller's data
     "ProfileOut.profile",
     "ValidateIn.profile",
+    "AskOut.data",  # the figures of an answer, shaped by its intent (docs/portfolio.md)
     "FixtureBody.metadata",  # cloud-meta.json and the mocks: documents, as the files hold them
     "FixtureBody.mockResponses",
     "WatchCreate.body",  # a `rest` watch's request body, as the caller writes it

@@ -460,6 +460,12 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
     published = world.call(
         "POST", "/v1/replay/fixtures/publish", {"watchId": drifting["id"], "public": True}
     )
+    dashboard = world.call(
+        "POST",
+        "/api/portfolio/dashboards",
+        {"name": "mine", "panels": ["health"]},
+        201,
+    )
     state = draftpr.sign_state(world.box, world.key.org_id, datetime.now(UTC))
     world.call(
         "PUT",
@@ -483,6 +489,7 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
         "draft_pr_id": [draft["draftPrId"]],
         "profile_id": ["order"],
         "row_id": [published["row"]["id"]],
+        "dashboard_id": [dashboard["id"]],
     }
     world.values = {
         "watchId": watch_ids,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from flask import Response
 
-from controller.portfolio import answers, service
+from controller.portfolio import service
 from web.api import REGISTRY
 from web.routes import Call, Reply
 
@@ -67,16 +67,87 @@ def portfolio_compass(call: Call) -> Reply | Response:
     summary="Ask about the portfolio",
     tag="portfolio",
     auth="key_or_trial",
-    body=answers.AskIn,
-    responses={200: answers.AskOut},
+    body=service.AskIn,
+    responses={200: service.AskOut},
 )
-def ask_question(call: Call) -> answers.AskOut:
+def ask_question(call: Call) -> service.AskOut:
     """Read-only answers about breaking drift, MCP health, mean time to repair, vendor
     hotspots and coverage gaps, with time windows and vendor, tag or type filters (the
     grammar: docs/portfolio.md). Pro plans and higher: the org's live data, with citations;
     free plans and trial sessions: fixture answers (`fixture: true`). A question that is not
     understood answers `intent: unknown` and what can be asked."""
     principal = call.principal_required
-    return answers.answer(
+    return service.ask(
         call.session, principal.org_id, principal.plan, call.trial is not None, call.body, call.now
     )
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/portfolio/dashboards",
+    summary="List dashboard templates",
+    tag="portfolio",
+    responses={200: service.DashboardList},
+)
+def list_dashboards(call: Call) -> service.DashboardList:
+    """The system starters (`system: true`) and the org's own dashboards (from the API and
+    from git), by name."""
+    return service.dashboards_list(call.session, call.org_id)
+
+
+@REGISTRY.route(
+    "POST",
+    "/api/portfolio/dashboards",
+    summary="Save a dashboard template",
+    tag="portfolio",
+    body=service.DashboardIn,
+    responses={201: service.DashboardOut},
+    errors=(409,),
+)
+def create_dashboard(call: Call) -> Reply:
+    """A named view: filters (`tag`, `vendor`, `watchType`, `environment`) and the panels
+    shown. Names are unique in the org (409 `duplicate_name`)."""
+    saved = service.dashboard_save(call.session, call.principal_required, call.body, call.now)
+    return Reply(201, saved)
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/portfolio/dashboards/<dashboard_id>",
+    summary="A dashboard template",
+    tag="portfolio",
+    responses={200: service.DashboardOut},
+)
+def get_dashboard(call: Call) -> service.DashboardOut:
+    """One of the org's dashboards, or a starter (`system....`)."""
+    return service.dashboard_get(call.session, call.org_id, call.path["dashboard_id"])
+
+
+@REGISTRY.route(
+    "PUT",
+    "/api/portfolio/dashboards/<dashboard_id>",
+    summary="Replace a dashboard template",
+    tag="portfolio",
+    body=service.DashboardIn,
+    responses={200: service.DashboardOut},
+    errors=(409,),
+)
+def replace_dashboard(call: Call) -> service.DashboardOut:
+    """Replaces one of the org's dashboards; starters and dashboards from git answer 409."""
+    return service.dashboard_save(
+        call.session, call.principal_required, call.body, call.now, call.path["dashboard_id"]
+    )
+
+
+@REGISTRY.route(
+    "DELETE",
+    "/api/portfolio/dashboards/<dashboard_id>",
+    summary="Delete a dashboard template",
+    tag="portfolio",
+    responses={204: None},
+    errors=(409,),
+)
+def delete_dashboard(call: Call) -> Reply:
+    """Deletes one of the org's dashboards (audited); starters and git's answer 409."""
+    service.dashboard_delete(call.session, call.principal_required, call.path["dashboard_id"])
+    return Reply(204)
