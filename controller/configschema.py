@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from controller.ingress.profiles import PROFILE_SCHEMA
-from controller.model.gitops import AgentsFile, TemplatesFile, WatchSetsFile
+from controller.model.gitops import AgentsFile, DashboardsFile, TemplatesFile, WatchSetsFile
 from controller.settings import Settings
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -46,11 +46,13 @@ GITOPS_FILES: dict[str, tuple[str, type[BaseModel]]] = {
     "agents.yaml": ("agents.schema.json", AgentsFile),
     "templates.yaml": ("templates.schema.json", TemplatesFile),
     "watch-sets.yaml": ("watch-sets.schema.json", WatchSetsFile),
+    "dashboards.yaml": ("dashboards.schema.json", DashboardsFile),
 }
 
 
 def gitops_schema(file_name: str) -> dict[str, Any]:
-    """Schema of one `.driftgate/` file (`agents.yaml`, `templates.yaml`, `watch-sets.yaml`)."""
+    """Schema of one `.driftgate/` file (`agents.yaml`, `templates.yaml`, `watch-sets.yaml`,
+    `dashboards.yaml`)."""
     schema_name, model = GITOPS_FILES[file_name]
     schema = model.model_json_schema(mode="validation")
     return {

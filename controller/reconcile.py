@@ -66,6 +66,7 @@ from controller.store.db import Database
 from controller.store.models import (
     Agent,
     AgentWatch,
+    Dashboard,
     IngressProfile,
     Org,
     Source,
@@ -78,7 +79,7 @@ from controller.store.watch_rows import set_headers, set_tags
 
 logger = logging.getLogger("driftgate.reconcile")
 
-KINDS = ("templates", "watchSets", "watches", "agents", "profiles")
+KINDS = ("templates", "watchSets", "watches", "agents", "profiles", "dashboards")
 RUNS_KEPT = 10
 PRESET_POLICIES = ("notify-only", "staging-strict", "production-guard")
 ENV_REFERENCE = re.compile(r"^\$\{env:([A-Z_][A-Z0-9_]*)\}$")
@@ -98,6 +99,7 @@ class Desired:
     watches: dict[str, dict[str, Any]] = field(default_factory=dict)
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
     profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
+    dashboards: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def of(self, kind: str) -> dict[str, dict[str, Any]]:
         return {
@@ -106,6 +108,7 @@ class Desired:
             "watches": self.watches,
             "agents": self.agents,
             "profiles": self.profiles,
+            "dashboards": self.dashboards,
         }[kind]
 
 
@@ -574,6 +577,17 @@ class Reconciler:
         for profile_id, (file, content) in bundle.profiles.items():
             values = {"content": content, "path": file}
             desired.profiles[profile_id] = self._with_digest(values)
+        if bundle.dashboards is not None:
+            for dashboard in bundle.dashboards.dashboards:
+                values = {
+                    "description": dashboard.description or "",
+                    "filters": dashboard.filters.model_dump(
+                        mode="json", by_alias=True, exclude_none=True
+                    ),
+                    "panels": list(dashboard.panels),
+                    "path": f"{base}/dashboards.yaml",
+                }
+                desired.dashboards[dashboard.name] = self._with_digest(values)
         return desired, problems
 
     def _resolve_headers(
@@ -756,6 +770,12 @@ class Reconciler:
             AgentWatch(position=position, ref=ref, watch_id=applying.lookup.get(ref))
             for position, ref in enumerate(values["refs"])
         ]
+
+    def _write_dashboard(self, applying: _Applying, row: Dashboard, values: Values) -> None:
+        row.description = values["description"]
+        row.filters = values["filters"]
+        row.panels = values["panels"]
+        row.updated_at = utcnow()
 
     def _write_profile(self, applying: _Applying, profile: IngressProfile, values: Values) -> None:
         content = values["content"]
@@ -1048,6 +1068,13 @@ APPLY: tuple[ApplyKind, ...] = (
         lambda org_id, key: IngressProfile(org_id=org_id, profile_id=key),
         Reconciler._write_profile,
     ),
+    ApplyKind(
+        "dashboards",
+        Dashboard,
+        Dashboard.name,
+        lambda org_id, name: Dashboard(org_id=org_id, name=name),
+        Reconciler._write_dashboard,
+    ),
 )
 assert tuple(kind.name for kind in APPLY) == KINDS
 
@@ -1079,6 +1106,7 @@ def _singular(kind: str) -> str:
         "watches": "watch",
         "agents": "agent",
         "profiles": "consumer profile",
+        "dashboards": "dashboard",
     }[kind]
 
 

@@ -36,7 +36,7 @@ def test_every_schema_is_generated_and_committed() -> None:
 
 
 def test_example_gitops_files_validate() -> None:
-    for name in ("agents", "templates", "watch-sets"):
+    for name in ("agents", "templates", "watch-sets", "dashboards"):
         schema = all_schemas()[f"{name}.schema.json"]
         jsonschema.Draft202012Validator.check_schema(schema)
         example = yaml.safe_load((ROOT / "examples" / f"{name}.yaml").read_text(encoding="utf-8"))

@@ -44,6 +44,7 @@ from controller.model.gitops import (
     URL_TEMPLATE_PATTERN,
     VERSION,
     AgentsFile,
+    DashboardsFile,
     InlineWatch,
     Template,
     TemplatesFile,
@@ -52,7 +53,7 @@ from controller.model.gitops import (
 )
 from controller.model.watch import NAME_PATTERN, URL_PATTERN, explain_bad_name, explain_bad_url
 
-FILES = ("agents.yaml", "templates.yaml", "watch-sets.yaml")
+FILES = ("agents.yaml", "templates.yaml", "watch-sets.yaml", "dashboards.yaml")
 MAX_FILE_BYTES = 1_048_576
 MAX_NODES = 100_000  # after alias expansion: a few aliases must not become a billion nodes
 MAX_DEPTH = 64
@@ -116,6 +117,7 @@ class Bundle:
     agents: AgentsFile | None = None
     templates: TemplatesFile | None = None
     watch_sets: WatchSetsFile | None = None
+    dashboards: DashboardsFile | None = None
     # Consumer profiles of `profiles/*.json|yaml`: id -> (file as shown, the profile).
     profiles: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
@@ -195,6 +197,7 @@ def load_bundle(
         agents=validate("agents.yaml", AgentsFile),
         templates=validate("templates.yaml", TemplatesFile),
         watch_sets=validate("watch-sets.yaml", WatchSetsFile),
+        dashboards=validate("dashboards.yaml", DashboardsFile),
         positions={
             name: document.positions
             for name, document in documents.items()
@@ -206,6 +209,7 @@ def load_bundle(
         ("agents.yaml", bundle.agents),
         ("templates.yaml", bundle.templates),
         ("watch-sets.yaml", bundle.watch_sets),
+        ("dashboards.yaml", bundle.dashboards),
     ):
         if model is not None and not documents[name].problems:
             bundle.data[name] = documents[name].data
@@ -833,6 +837,11 @@ class _Checks:
             self._watch_sets(bundle.watch_sets, templates)
         if bundle.agents is not None:
             self._agents(bundle.agents)
+        if bundle.dashboards is not None:
+            document = self.documents["dashboards.yaml"]
+            names: dict[str, JsonPath] = {}
+            for i, dashboard in enumerate(bundle.dashboards.dashboards):
+                _unique(document, names, dashboard.name, ("dashboards", i, "name"), "dashboard")
 
     def _templates(self, file: TemplatesFile) -> dict[str, Template]:
         document = self.documents["templates.yaml"]

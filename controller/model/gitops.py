@@ -29,6 +29,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
+from controller.model.dashboard import PANELS, Panel
 from controller.model.targets import check_header_value, check_url, check_url_template
 from controller.model.watch import (
     URL_PATTERN,
@@ -393,3 +394,37 @@ class WatchSetsFile(CamelFileModel):
 
     version: Literal[1]
     watch_sets: list[WatchSet]
+
+
+# dashboards.yaml
+
+
+class DashboardFilterSpec(CamelFileModel):
+    """Which watches a dashboard shows (all of the org's when empty)."""
+
+    tag: Tag | SkipJsonSchema[None] = None
+    vendor: WatchName | SkipJsonSchema[None] = Field(
+        default=None, description="a `vendor:` tag's value, or a host"
+    )
+    watch_type: WatchType | SkipJsonSchema[None] = None
+    environment: Environment | SkipJsonSchema[None] = Field(
+        default=None, description="the watches an agent of this environment depends on"
+    )
+
+
+class DashboardSpec(CamelFileModel):
+    """A dashboard template: a named view of the portfolio."""
+
+    name: WatchName
+    description: Description | SkipJsonSchema[None] = None
+    filters: DashboardFilterSpec = Field(default_factory=DashboardFilterSpec)
+    panels: Annotated[list[Panel], Field(min_length=1, max_length=len(PANELS))]
+
+
+class DashboardsFile(CamelFileModel):
+    """`.driftgate/dashboards.yaml`."""
+
+    model_config = ConfigDict(title="dashboards.yaml")
+
+    version: Literal[1]
+    dashboards: list[DashboardSpec]

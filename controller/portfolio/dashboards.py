@@ -9,12 +9,9 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from controller.model.base import ApiModel, RequestModel
+from controller.model.dashboard import PANELS, Panel
 from controller.model.watch import ManagedBy
 
-Panel = Literal[
-    "health", "driftByWeek", "mttr", "incidents", "checks", "alerts", "coverage", "gaps", "hotspots"
-]
-PANELS: tuple[str, ...] = Panel.__args__  # type: ignore[attr-defined]
 Label = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$")]
 
 

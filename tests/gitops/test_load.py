@@ -707,9 +707,9 @@ def test_misnamed_files_are_pointed_out_and_others_ignored() -> None:
     )
     assert [str(p) for p in bundle.problems] == [
         "repo/.driftgate/agents.yml:1:1: did you mean agents.yaml? driftgate reads only "
-        "agents.yaml, templates.yaml, watch-sets.yaml",
+        "agents.yaml, templates.yaml, watch-sets.yaml, dashboards.yaml",
         "repo/.driftgate/watch_sets.yaml:1:1: did you mean watch-sets.yaml? driftgate reads only "
-        "agents.yaml, templates.yaml, watch-sets.yaml",
+        "agents.yaml, templates.yaml, watch-sets.yaml, dashboards.yaml",
     ]
     assert bundle.agents is None
 
