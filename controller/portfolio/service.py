@@ -14,6 +14,8 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from controller.discovery import service as discovery
+from controller.discovery.service import MissingOut
 from controller.errors import Conflict, NotFound
 from controller.model.base import ApiModel, RequestModel
 from controller.model.watch import WatchType
@@ -23,6 +25,7 @@ from controller.portfolio.dashboards import DashboardIn, DashboardList, Dashboar
 from controller.services import audit
 from controller.services.alerts import AlertStats, alert_stats
 from controller.services.audit import Caller
+from controller.services.auth import Principal
 from controller.services.managed import ensure_unmanaged, managed_by
 from controller.services.orgs import plan_at_least
 from controller.store.models import Dashboard
@@ -187,11 +190,22 @@ class CompassSummary(ApiModel):
     gap_count: int
 
 
+class FoundOut(ApiModel):
+    """With a discovery input: what it found, and what of it nothing watches."""
+
+    discovered: int
+    unwatched: list[MissingOut]
+    unwatched_count: int
+
+
 class CompassOut(ApiModel):
     coverage: CoverageOut
     gaps: GapsOut
     hotspots: list[HotspotOut]
     summary: CompassSummary
+    found: FoundOut | None = Field(
+        default=None, description="POST with a discovery input: found but not watched"
+    )
 
 
 def compass(session: Session, org_id: str, query: PortfolioQuery, now: datetime) -> CompassOut:
@@ -210,6 +224,24 @@ def compass(session: Session, org_id: str, query: PortfolioQuery, now: datetime)
             },
         }
     )
+
+
+def compass_found(
+    session: Session,
+    principal: Principal,
+    query: PortfolioQuery,
+    data: discovery.CoverageIn,
+    now: datetime,
+) -> CompassOut:
+    """The compass, and what the input's dependencies (URLs, an MCP configuration, a
+    repository's files) hold that the org does not watch."""
+    out = compass(session, principal.org_id, query, now)
+    _, coverage = discovery.assert_coverage(session, principal, data, discovery.scanned(data.files))
+    missing = coverage.missing if isinstance(coverage, discovery.CoverageMissing) else []
+    out.found = FoundOut(
+        discovered=len(coverage.discovered), unwatched=missing, unwatched_count=len(missing)
+    )
+    return out
 
 
 # -- CSV ---------------------------------------------------------------------------------------
@@ -368,4 +400,6 @@ def ask(
     return answers.answer(session, org_id, live, data, now)
 
 
-__all__ = ["AskIn", "AskOut", "DashboardIn", "DashboardList", "DashboardOut"]
+CompassFoundIn = discovery.CoverageIn
+
+__all__ = ["AskIn", "AskOut", "CompassFoundIn", "DashboardIn", "DashboardList", "DashboardOut"]

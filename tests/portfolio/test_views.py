@@ -277,6 +277,26 @@ def test_the_routes_scope_filter_and_download(
     bad = client.get("/api/portfolio/overview?format=csv&table=nope", headers=acme.headers)
     assert bad.status_code == 400 and bad.get_json()["error"] == "validation_error"
     assert client.get("/api/portfolio/overview?days=0", headers=acme.headers).status_code == 400
+
+    # With a discovery input: what it found that nothing watches.
+    with database.session() as session:
+        from sqlalchemy import select as sql_select
+
+        from controller.store.models import Watch as WatchRow
+
+        some_url = session.scalars(
+            sql_select(WatchRow.url).where(WatchRow.org_id == acme.org_id).limit(1)
+        ).one()
+    found = client.post(
+        "/api/portfolio/compass",
+        json={"urls": [some_url, "https://api.unwatched-vendor.example.org/openapi.json"]},
+        headers=acme.headers,
+    )
+    assert found.status_code == 200, found.get_json()
+    body = found.get_json()
+    assert body["found"]["discovered"] == 2 and body["found"]["unwatchedCount"] == 1
+    assert body["found"]["unwatched"][0]["url"].startswith("https://api.unwatched-vendor")
+    assert body["summary"] == compass["summary"]
     assert client.get("/api/portfolio/overview").status_code == 401
 
 

@@ -105,7 +105,8 @@ CONFIG = SchemathesisConfig.from_dict(
                 # A pasted MCP client configuration must parse (400 `config_invalid`, naming
                 # the file and line), which no schema of the body can say either.
                 "include-path-regex": (
-                    "^/api/(validate|ingress-profiles/.*|watches/suggest|coverage/.*)$"
+                    "^/api/(validate|ingress-profiles/.*|watches/suggest|coverage/.*"
+                    "|portfolio/compass)$"
                 ),
                 "checks": {
                     "positive_data_acceptance": {
@@ -126,7 +127,7 @@ CONFIG = SchemathesisConfig.from_dict(
             {
                 # A repository's files: a request over the server's body limit is 413 before
                 # any schema is read.
-                "include-path-regex": "^/api/(repo/scan|coverage/.*)$",
+                "include-path-regex": "^/api/(repo/scan|coverage/.*|portfolio/compass)$",
                 "checks": {
                     "negative_data_rejection": {
                         "expected-statuses": [

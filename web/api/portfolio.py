@@ -63,6 +63,24 @@ def portfolio_compass(call: Call) -> Reply | Response:
 
 @REGISTRY.route(
     "POST",
+    "/api/portfolio/compass",
+    summary="Portfolio compass with what a discovery found",
+    tag="portfolio",
+    query=service.CompassQuery,
+    body=service.CompassFoundIn,
+    responses={200: service.CompassOut},
+)
+def portfolio_compass_found(call: Call) -> service.CompassOut:
+    """The compass, plus `found`: what the input's dependencies hold (URLs, text, an MCP
+    configuration, or a repository's `files` as for POST /api/repo/scan) that the org does
+    not watch (at or above `minConfidence`)."""
+    return service.compass_found(
+        call.session, call.principal_required, call.query, call.body, call.now
+    )
+
+
+@REGISTRY.route(
+    "POST",
     "/api/ask",
     summary="Ask about the portfolio",
     tag="portfolio",
