@@ -10,9 +10,12 @@ overflowed to it), or text Postgres cannot store (NUL characters, lone surrogate
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any
+from typing import Annotated, Any, Union
 
-from pydantic import AfterValidator, WithJsonSchema
+from pydantic import GetJsonSchemaHandler, PlainSerializer, PlainValidator, StringConstraints
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
+from typing_extensions import TypeAliasType
 
 MAX_DEPTH = 64
 """Containers (objects and arrays) one free-form value may nest."""
@@ -55,31 +58,35 @@ def check_json_value(value: Any) -> Any:
 
 
 _NO_NUL = "^[^\\u0000]*$"
-SCHEMA_DEPTH = 4
+_Text = Annotated[str, StringConstraints(pattern=_NO_NUL)]
 
 
-def _published(depth: int) -> dict[str, Any]:
-    """The published schema of a free-form value: text (values and keys) without NUL, to
-    `depth` levels of containers (deeper, anything: the input check still applies)."""
-    if depth == 0:
-        return {}
-    inner = _published(depth - 1)
-    return {
-        "anyOf": [
-            {"type": "string", "pattern": _NO_NUL},
-            {"type": ["number", "boolean", "null"]},
-            {"type": "array", "items": inner},
-            {
-                "type": "object",
-                "propertyNames": {"pattern": _NO_NUL},
-                "additionalProperties": inner,
-            },
-        ]
-    }
+class _KeysWithoutNul:
+    """Publishes an object whose every key is text without NUL (`propertyNames`), where
+    pydantic would give `patternProperties` and leave other keys allowed."""
 
+    def __get_pydantic_json_schema__(
+        self, core: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler.resolve_ref_schema(handler(core))
+        ((pattern, members),) = schema.pop("patternProperties").items()
+        schema["propertyNames"] = {"pattern": pattern}
+        schema["additionalProperties"] = members
+        return schema
+
+
+_Published = TypeAliasType(  # type: ignore[misc]
+    "JsonValue",
+    "Union[_Text, int, float, bool, None, list[_Published], "
+    "Annotated[dict[_Text, _Published], _KeysWithoutNul()]]",
+)
+"""The published schema of a free-form value, recursive: text (values and keys) without NUL
+at any depth. Only the schema: values are checked by `check_json_value`, in one pass."""
 
 JsonValue = Annotated[
-    Any, AfterValidator(check_json_value), WithJsonSchema(_published(SCHEMA_DEPTH))
+    Any,
+    PlainValidator(check_json_value, json_schema_input_type=_Published),
+    PlainSerializer(lambda value: value, return_type=_Published),
 ]
 """Any JSON value that can be stored and served back."""
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import re
 
+import jsonschema_rs
+import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from openapi_spec_validator import validate
 
+from controller.model.jsonvalue import json_value_problem
 from tests.conftest import OrgKey
 from web.api import REGISTRY
 
@@ -91,3 +94,24 @@ def test_a_fixed_path_segment_is_never_read_as_an_id(client: FlaskClient, acme: 
     nested = client.post("/api/watches/from-template/pause", headers=acme.headers)
     assert nested.status_code == 404
     assert client.get("/api/watches/from-templates", headers=acme.headers).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("value", "stored"),
+    [
+        ({"a": [1, 2.5, True, None, "x"]}, True),
+        ([[[[[[{"deep": "fine"}]]]]]], True),
+        ([[[[[[{"\u00f5\u0000": False}]]]]]], False),  # a NUL key below any fixed depth
+        ({"k": [[[[[["a\u0000"]]]]]]}, False),
+    ],
+)
+def test_a_free_form_value_is_published_as_it_is_checked(
+    client: FlaskClient, value: object, stored: bool
+) -> None:
+    # A watch's request `body` holds any JSON the stores can keep; the document says which at
+    # every depth, so a value the schema accepts is never refused by the input check.
+    document = client.get("/openapi.json").json
+    body = document["components"]["schemas"]["WatchCreate"]["properties"]["body"]
+    validator = jsonschema_rs.validator_for({**body, "components": document["components"]})
+    assert validator.is_valid(value) is stored
+    assert (json_value_problem(value) is None) is stored
