@@ -48,6 +48,7 @@ COMMANDS = {
     "suggest": "cli.commands.discovery:suggest",
     "replay": "cli.commands.replay:replay",
     "mcp": "cli.commands.mcp:mcp",
+    "summary": "cli.commands.summary:summary",
 }
 
 

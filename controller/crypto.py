@@ -61,6 +61,28 @@ class SecretBox:
             for k in self._keys
         ]
 
+    def sign(self, purpose: str, payload: bytes) -> str:
+        """`payload` with an HMAC-SHA256 under the primary key derived for `purpose`, as
+        URL-safe base64 without padding: a token a link or a callback can carry."""
+        mac = hmac.new(self.derived_keys(purpose)[0], payload, hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(payload + b"." + mac).decode().rstrip("=")
+
+    def verify(self, purpose: str, token: str) -> bytes | None:
+        """The payload of a token `sign` made for `purpose` under any configured key, or None
+        when it was forged, altered, signed for another purpose or is not a token at all."""
+        try:
+            raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        except (ValueError, UnicodeEncodeError):
+            return None
+        payload, dot, mac = raw[:-33], raw[-33:-32], raw[-32:]
+        if dot != b"." or len(mac) != 32:
+            return None
+        signed = any(
+            hmac.compare_digest(mac, hmac.new(key, payload, hashlib.sha256).digest())
+            for key in self.derived_keys(purpose)
+        )
+        return payload if signed else None
+
     def rotate(self, token: str) -> str:
         """Re-encrypt a token with the primary key."""
         return self._fernet.rotate(token.encode("ascii")).decode("ascii")

@@ -52,6 +52,7 @@ from controller.sources.http import configured_client
 from controller.store.db import Database
 from controller.store.lockfile import ControllerLock, acquire_controller_lock
 from controller.store.models import Watch
+from controller.summary import service as summary
 
 logger = logging.getLogger("driftgate.controller")
 TICK_SECONDS = 5
@@ -192,8 +193,11 @@ class Controller:
                     is_claimed=lambda: bool(self.settings.sources),
                 ),
                 *draftpr.job_kinds(settings, database, box, self.client),
+                *summary.job_kinds(settings, database, box, self.clock),
             ]
         )
+        # Where the outbox goes: webhooks, Slack, and e-mail through each org's relay.
+        self.channels = summary.delivery_channels(settings, database, box)
         # What the controller does on its clock, in this order each tick; the hourly prune.
         self.routines = jobs.Routines(
             [
@@ -208,9 +212,12 @@ class Controller:
                 ),
                 jobs.Routine(
                     "deliver",
-                    run=lambda now: deliver_due(self.database, self.box, self.client, now),
+                    run=lambda now: deliver_due(
+                        self.database, self.box, self.client, now, channels=self.channels
+                    ),
                 ),
                 jobs.Routine("prune", run=self.prune_gate_events, every=3600),
+                *summary.routines(database),
             ]
         )
 

@@ -11,9 +11,6 @@ baseline, resolves the incident and unblocks the bound agents, exactly like
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import json
 import time
 from datetime import UTC, datetime, timedelta
@@ -732,27 +729,20 @@ def install_url(settings: Settings, box: SecretBox, org_id: str) -> str | None:
 
 def sign_state(box: SecretBox, org_id: str, now: datetime) -> str:
     """A signed, expiring token naming the org, carried through GitHub's install flow."""
-    payload = f"{org_id}.{int((now + STATE_TTL).timestamp())}".encode()
-    mac = hmac.new(box.derived_keys(STATE_PURPOSE)[0], payload, hashlib.sha256).digest()
-    return base64.urlsafe_b64encode(payload + b"." + mac).decode().rstrip("=")
+    return box.sign(STATE_PURPOSE, f"{org_id}.{int((now + STATE_TTL).timestamp())}".encode())
 
 
 def verify_state(box: SecretBox, token: str, now: datetime) -> str:
     """The org a state token names; 401 when it was forged, altered or has expired."""
     invalid = Unauthorized("the install state is not valid", code="invalid_state")
+    payload = box.verify(STATE_PURPOSE, token)
+    if payload is None:
+        raise invalid
     try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        payload, dot, mac = raw[:-33], raw[-33:-32], raw[-32:]
         org_id, expires = payload.decode().rsplit(".", 1)
         deadline = int(expires)
     except (ValueError, UnicodeDecodeError):
         raise invalid from None
-    signed = any(
-        hmac.compare_digest(mac, hmac.new(key, payload, hashlib.sha256).digest())
-        for key in box.derived_keys(STATE_PURPOSE)
-    )
-    if dot != b"." or not signed:
-        raise invalid
     if deadline < now.timestamp():
         raise Unauthorized(
             "the install state has expired; start the install again", code="invalid_state"

@@ -2,8 +2,9 @@
 
 Workers claim due messages (`FOR UPDATE SKIP LOCKED` on Postgres, an immediate transaction
 on SQLite), send them outside any transaction through their channel (`controller.events.
-channels`: a signed webhook, a Slack message), then record the attempt. Failures retry with
-exponential backoff up to `MAX_ATTEMPTS`; every attempt is kept for `GET /api/alerts/stats`.
+channels`: a signed webhook, a Slack message, an e-mail), then record the attempt. Failures
+retry with exponential backoff up to `MAX_ATTEMPTS`; every attempt is kept for
+`GET /api/alerts/stats`.
 """
 
 from __future__ import annotations
@@ -42,8 +43,10 @@ def backoff(attempts: int) -> timedelta:
     return timedelta(seconds=min(MAX_DELAY_SECONDS, BASE_DELAY_SECONDS * 2 ** max(0, attempts - 1)))
 
 
-def claim_due(database: Database, now: datetime, limit: int = 20) -> list[OutboxMessage]:
-    """Lease up to `limit` due messages to this worker and return them."""
+def claim_due(
+    database: Database, now: datetime, limit: int = 20, ids: list[str] | None = None
+) -> list[OutboxMessage]:
+    """Lease up to `limit` due messages (of `ids`, when given) to this worker; return them."""
     with database.claim_transaction() as session:
         stmt = (
             select(OutboxMessage)
@@ -55,6 +58,8 @@ def claim_due(database: Database, now: datetime, limit: int = 20) -> list[Outbox
             .order_by(OutboxMessage.next_attempt_at)
             .limit(limit)
         )
+        if ids is not None:
+            stmt = stmt.where(OutboxMessage.id.in_(ids))
         if not database.is_sqlite:
             stmt = stmt.with_for_update(skip_locked=True)
         messages = list(session.scalars(stmt))
@@ -81,11 +86,12 @@ def send(
         message_id=str(message.payload.get("_messageId") or message.id),
         secret=secret,
         now=now,
+        org_id=message.org_id,
     )
     outgoing = channel.render(event)
     started = time.perf_counter()
     try:
-        status = channel.transport(client, url, outgoing.body, outgoing.headers)
+        status = channel.transport(client, url, outgoing, event)
     except FetchError as exc:
         elapsed = int((time.perf_counter() - started) * 1000)
         # The destination URL may carry a token (Slack's do): only its host is kept.
@@ -128,16 +134,24 @@ def record(database: Database, message_id: str, outcome: Outcome, now: datetime)
 
 
 def deliver_due(
-    database: Database, box: SecretBox, client: Any, now: datetime, limit: int = 20
+    database: Database,
+    box: SecretBox,
+    client: Any,
+    now: datetime,
+    limit: int = 20,
+    *,
+    ids: list[str] | None = None,
+    channels: Channels = CHANNELS,
 ) -> int:
-    """Claim, send and record due messages; return how many were attempted."""
-    messages = claim_due(database, now, limit)
+    """Claim, send (through `channels`) and record due messages, only those of `ids` when
+    given; return how many were attempted."""
+    messages = claim_due(database, now, limit if ids is None else len(ids), ids)
     secrets: dict[str, str] = {}
     for message in messages:
         if message.org_id not in secrets:
             with database.transaction() as session:
                 secrets[message.org_id] = signing_secret(session, message.org_id, box)
-        outcome = send(message, box, secrets[message.org_id], client, now)
+        outcome = send(message, box, secrets[message.org_id], client, now, channels)
         record(database, message.id, outcome, now)
     return len(messages)
 

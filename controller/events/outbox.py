@@ -74,24 +74,54 @@ def emit(
         destinations.setdefault(url, channel_of(url))
     message_id = f"msg_{uuid.uuid4().hex}"
     payload = {"type": event_type, "timestamp": now.isoformat(), "data": data}
-    messages = []
-    for index, (url, channel) in enumerate(sorted(destinations.items())):
-        message = OutboxMessage(
-            id=str(uuid.uuid4()),
+    return [
+        queue(
+            session,
+            box,
             org_id=org_id,
             event_type=event_type,
             channel=channel,
-            destination_ciphertext=box.encrypt_json(url),
-            destination_hint=destination_hint(url),
+            destination=url,
+            hint=destination_hint(url),
             payload={**payload, "_messageId": f"{message_id}_{index}"},
+            now=now,
             watch_id=watch.id if watch is not None else None,
-            status="pending",
-            next_attempt_at=now,
-            created_at=now,
         )
-        session.add(message)
-        messages.append(message)
-    return messages
+        for index, (url, channel) in enumerate(sorted(destinations.items()))
+    ]
+
+
+def queue(
+    session: Session,
+    box: SecretBox,
+    *,
+    org_id: str,
+    event_type: str,
+    channel: str,
+    destination: str,
+    hint: str,
+    payload: dict[str, Any],
+    now: datetime,
+    watch_id: str | None = None,
+) -> OutboxMessage:
+    """Store one message for one destination (encrypted; `hint` is what people see of it),
+    due now. `emit` decides destinations by policy; a report with its own recipients (the
+    weekly summary's e-mails) queues its messages here directly."""
+    message = OutboxMessage(
+        id=str(uuid.uuid4()),
+        org_id=org_id,
+        event_type=event_type,
+        channel=channel,
+        destination_ciphertext=box.encrypt_json(destination),
+        destination_hint=hint,
+        payload=payload,
+        watch_id=watch_id,
+        status="pending",
+        next_attempt_at=now,
+        created_at=now,
+    )
+    session.add(message)
+    return message
 
 
 def destination_hint(url: str) -> str:

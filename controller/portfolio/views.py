@@ -437,3 +437,59 @@ def known_labels(session: Session, org_id: str) -> tuple[list[str], list[str]]:
         .distinct()
     )
     return [v for v in vendors if v], list(tags)
+
+
+def drift_between(
+    session: Session, org_id: str, since: datetime, until: datetime, limit: int = 10
+) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    """Drift events detected in `[since, until)`: counts by highest severity, and the watches
+    with the most of them (their events and breaking events)."""
+    window = (
+        DriftEvent.org_id == org_id,
+        DriftEvent.detected_at >= since,
+        DriftEvent.detected_at < until,
+    )
+    severity = severity_class()
+    counts = {"breaking": 0, "warning": 0, "info": 0}
+    for name, count in session.execute(
+        select(severity, func.count()).where(*window).group_by(severity)
+    ).all():
+        counts[name] += int(count)
+    events = func.count(DriftEvent.id)
+    breaking = func.sum(case((DriftEvent.breaking_count > 0, 1), else_=0))
+    rows = session.execute(
+        select(Watch.id, Watch.name, Watch.vendor, events, breaking)
+        .join(Watch, Watch.id == DriftEvent.watch_id)
+        .where(*window)
+        .group_by(Watch.id, Watch.name, Watch.vendor)
+        .order_by(breaking.desc(), events.desc(), Watch.name)
+        .limit(limit)
+    ).all()
+    watches = [
+        {"watchId": i, "name": n, "vendor": v or "", "events": int(e), "breaking": int(b or 0)}
+        for i, n, v, e, b in rows
+    ]
+    return counts, watches
+
+
+def unresolved_incidents(
+    session: Session, org_id: str, limit: int = 10
+) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    """Open and acknowledged incidents: their counts, and the oldest with their watches."""
+    unresolved = Incident.status.in_(("open", "acknowledged"))
+    counts = {"open": 0, "acknowledged": 0}
+    for status, count in session.execute(
+        select(Incident.status, func.count())
+        .where(Incident.org_id == org_id, unresolved)
+        .group_by(Incident.status)
+    ).all():
+        counts[status] = int(count)
+    rows = session.execute(
+        select(Watch.id, Watch.name, Incident.status, Incident.opened_at)
+        .join(Watch, Watch.id == Incident.watch_id)
+        .where(Incident.org_id == org_id, unresolved)
+        .order_by(Incident.opened_at, Incident.id)
+        .limit(limit)
+    ).all()
+    oldest = [{"watchId": i, "watchName": n, "status": s, "openedAt": at} for i, n, s, at in rows]
+    return counts, oldest

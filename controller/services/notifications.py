@@ -1,4 +1,5 @@
-"""Org notification defaults (destination, interval, alert policy) and the signing secret.
+"""Org notification defaults (destination, interval, alert policy, the weekly summary
+e-mail's opt-in) and the signing secret.
 
 New watches inherit the default interval when they are created; the default destination and
 alert policy apply to every event when it is emitted. The signing secret (`whsec_...`) is
@@ -13,6 +14,7 @@ from pydantic import Field
 from sqlalchemy.orm import Session
 
 from controller.crypto import SecretBox
+from controller.errors import Unprocessable
 from controller.events.secrets import signing_secret as signing_secret  # for the shells
 from controller.events.signing import new_secret
 from controller.model.base import ApiModel, RequestModel
@@ -20,7 +22,8 @@ from controller.model.targets import refuse_unsendable
 from controller.model.watch import HttpUrl, Interval
 from controller.services import audit
 from controller.services.auth import Principal
-from controller.store.models import NotificationDefaults, WebhookSecret
+from controller.store.models import NotificationDefaults, SmtpSettings, WebhookSecret
+from controller.summary.schedule import WeeklySummaryIn, WeeklySummaryOut, loaded, stored
 
 Severity = Literal["breaking", "warning", "info"]
 DEFAULT_SEVERITIES: list[Severity] = ["breaking", "warning"]
@@ -43,6 +46,10 @@ class NotificationDefaultsIn(RequestModel):
     destination: DestinationIn | None = None
     interval_minutes: Interval | None = None
     alert_policy: AlertPolicy | None = None
+    weekly_summary: WeeklySummaryIn | None = Field(
+        default=None,
+        description="the weekly summary e-mail (off when omitted); needs the org's SMTP relay",
+    )
 
 
 class DestinationOut(ApiModel):
@@ -58,6 +65,7 @@ class NotificationDefaultsOut(ApiModel):
     destination: DestinationOut | None
     interval_minutes: int | None
     alert_policy: AlertPolicyOut
+    weekly_summary: WeeklySummaryOut | None
 
 
 def get_defaults(session: Session, org_id: str) -> NotificationDefaultsOut:
@@ -76,6 +84,8 @@ def put_defaults(
 
     if data.destination is not None:
         refuse_unsendable(urls={"/destination/url": data.destination.url})
+    if data.weekly_summary is not None:
+        check_weekly_summary(session, principal.org_id, data.weekly_summary)
     row = session.get(NotificationDefaults, principal.org_id)
     if row is None:
         row = NotificationDefaults(org_id=principal.org_id)
@@ -88,6 +98,7 @@ def put_defaults(
         row.destination_hint = destination_hint(data.destination.url)
     row.interval_minutes = data.interval_minutes
     row.alert_severities = list(data.alert_policy.severities) if data.alert_policy else []
+    row.weekly_summary = stored(data.weekly_summary) if data.weekly_summary else None
     session.flush()
     audit.on_org(
         session,
@@ -98,9 +109,27 @@ def put_defaults(
             "destination": row.destination_hint,
             "intervalMinutes": row.interval_minutes,
             "severities": row.alert_severities,
+            "weeklySummary": bool(data.weekly_summary and data.weekly_summary.enabled),
         },
     )
     return to_out(row)
+
+
+def check_weekly_summary(session: Session, org_id: str, settings: WeeklySummaryIn) -> None:
+    """422 when the summary is switched on without recipients or without a relay to send by."""
+    if not settings.enabled:
+        return
+    if not settings.recipients:
+        raise Unprocessable(
+            "weeklySummary.enabled needs at least one address in weeklySummary.recipients",
+            code="summary_recipients",
+        )
+    if session.get(SmtpSettings, org_id) is None:
+        raise Unprocessable(
+            "the weekly summary e-mail needs the org's SMTP relay: set it first "
+            "(PUT /api/org/smtp)",
+            code="smtp_not_configured",
+        )
 
 
 def to_out(row: NotificationDefaults | None) -> NotificationDefaultsOut:
@@ -109,6 +138,7 @@ def to_out(row: NotificationDefaults | None) -> NotificationDefaultsOut:
             destination=None,
             interval_minutes=None,
             alert_policy=AlertPolicyOut(severities=list(DEFAULT_SEVERITIES)),
+            weekly_summary=None,
         )
     destination = None
     if row.destination_kind and row.destination_hint:
@@ -117,6 +147,7 @@ def to_out(row: NotificationDefaults | None) -> NotificationDefaultsOut:
         destination=destination,
         interval_minutes=row.interval_minutes,
         alert_policy=AlertPolicyOut(severities=row.alert_severities or list(DEFAULT_SEVERITIES)),
+        weekly_summary=loaded(row.weekly_summary),
     )
 
 

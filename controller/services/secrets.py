@@ -8,7 +8,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from controller.crypto import SecretBox
-from controller.store.models import NotificationDefaults, OutboxMessage, Watch, WebhookSecret
+from controller.store.models import (
+    NotificationDefaults,
+    OutboxMessage,
+    SmtpSettings,
+    Template,
+    Watch,
+    WebhookSecret,
+)
 
 # Every encrypted column of the store.
 ENCRYPTED: tuple[InstrumentedAttribute[Any], ...] = (
@@ -16,6 +23,8 @@ ENCRYPTED: tuple[InstrumentedAttribute[Any], ...] = (
     NotificationDefaults.destination_ciphertext,
     WebhookSecret.secret_ciphertext,
     OutboxMessage.destination_ciphertext,
+    Template.headers_ciphertext,
+    SmtpSettings.password_ciphertext,
 )
 
 

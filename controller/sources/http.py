@@ -151,6 +151,42 @@ def _attach_credentials(request: httpx.Request) -> None:
 AddressFilter = Callable[[str], bool]
 
 
+class Unresolvable(OSError):
+    """A host name that does not resolve (or is not a valid name)."""
+
+
+def reachable_addresses(
+    host: str, port: int, is_allowed: AddressFilter, allowed_targets: frozenset[Target]
+) -> list[str]:
+    """The addresses of `host` a connection may go to: those the rule allows, and those the
+    operator allowed for this port. `BlockedAddress` when none is, `Unresolvable` when the
+    name does not resolve. Every outbound connection (HTTP, SMTP) asks this once and
+    connects to an answer, so a second lookup cannot lead elsewhere."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise Unresolvable(f"cannot resolve {host}: {exc.strerror}") from None
+    except UnicodeError:  # the idna codec refuses it (a label over 63 characters ...)
+        raise Unresolvable(f"cannot resolve {host}: not a valid host name") from None
+    addresses = [str(info[4][0]) for info in infos]
+    allowed = [a for a in addresses if is_allowed(a) or Target(a, port) in allowed_targets]
+    if not allowed:
+        raise BlockedAddress(
+            f"{host} resolves to a private, loopback, link-local or reserved address "
+            f"({', '.join(sorted(set(addresses)))}); "
+            "set DRIFTGATE_ALLOW_PRIVATE_TARGETS or DRIFTGATE_PRIVATE_TARGET_ALLOWLIST "
+            "to allow it"
+        )
+    return allowed
+
+
+def address_rule(settings: Settings) -> tuple[AddressFilter, frozenset[Target]]:
+    """The operator's outbound address rule: which addresses are allowed, and the
+    `address:port` pairs allowed although private."""
+    rule: AddressFilter = _any_address if settings.allow_private_targets else is_public_address
+    return rule, frozenset(split_target(t) for t in settings.private_target_allowlist)
+
+
 class _GuardedBackend(httpcore.SyncBackend):
     """Resolves, checks and connects to the checked address (no second lookup). An address
     the filter refuses is still reached on a port the operator allowed it for."""
@@ -168,22 +204,9 @@ class _GuardedBackend(httpcore.SyncBackend):
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.NetworkStream:
         try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except socket.gaierror as exc:
-            raise httpcore.ConnectError(f"cannot resolve {host}: {exc.strerror}") from None
-        except UnicodeError:  # the idna codec refuses it (a label over 63 characters ...)
-            raise httpcore.ConnectError(f"cannot resolve {host}: not a valid host name") from None
-        addresses = [str(info[4][0]) for info in infos]
-        allowed = [
-            a for a in addresses if self.is_allowed(a) or Target(a, port) in self.allowed_targets
-        ]
-        if not allowed:
-            raise BlockedAddress(
-                f"{host} resolves to a private, loopback, link-local or reserved address "
-                f"({', '.join(sorted(set(addresses)))}); "
-                "set DRIFTGATE_ALLOW_PRIVATE_TARGETS or DRIFTGATE_PRIVATE_TARGET_ALLOWLIST "
-                "to allow it"
-            )
+            allowed = reachable_addresses(host, port, self.is_allowed, self.allowed_targets)
+        except Unresolvable as exc:
+            raise httpcore.ConnectError(str(exc)) from None
         last: Exception | None = None
         for address in allowed:
             try:

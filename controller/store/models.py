@@ -447,6 +447,8 @@ class NotificationDefaults(Base):
     destination_hint: Mapped[str | None] = mapped_column(String(200), default=None)
     interval_minutes: Mapped[int | None] = mapped_column(Integer, default=None)
     alert_severities: Mapped[list[str]] = mapped_column(JSONType, default=list)
+    # The weekly summary e-mail's opt-in (`controller.summary.schedule.WeeklySummaryIn`).
+    weekly_summary: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
@@ -458,6 +460,21 @@ class WebhookSecret(Base):
     org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"), primary_key=True)
     secret_ciphertext: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class SmtpSettings(Base):
+    """An org's SMTP relay for the weekly summary e-mail; the password encrypted at rest."""
+
+    __tablename__ = "smtp_settings"
+
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"), primary_key=True)
+    host: Mapped[str] = mapped_column(String(253))
+    port: Mapped[int] = mapped_column(Integer)
+    security: Mapped[str] = mapped_column(String(16))
+    username: Mapped[str | None] = mapped_column(String(200), default=None)
+    password_ciphertext: Mapped[str | None] = mapped_column(Text, default=None)
+    from_address: Mapped[str] = mapped_column(String(254))
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class ManagedBySource:

@@ -19,6 +19,7 @@ from web.api import (  # noqa: E402,F401  (registration)
     preflight,
     public,
     replay,
+    summary,
     templates,
     trial,
     watches,

@@ -2,10 +2,11 @@
 
 A channel turns an event (its payload without the private `_` keys, its message id, the
 org's signing secret, the time of the attempt) into one `Outgoing` request, and sends that
-request to the destination with its `transport`. Every channel today POSTs JSON over the
-shared outbound client (`controller.sources.http.post_json`); a channel that does not (an
-e-mail relay) brings its own transport, which answers a status code or raises `FetchError`
-like `post_json` does, so delivery records and retries it like the others.
+request to the destination with its `transport`. The webhook and Slack channels POST JSON
+over the shared outbound client (`controller.sources.http.post_json`); a channel that does
+not (`email`, through the org's SMTP relay) brings its own transport, which answers a status
+code or raises `FetchError` like `post_json` does, so delivery records and retries it like
+the others.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class Event:
     message_id: str
     secret: str
     now: datetime
+    org_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,13 @@ class Outgoing:
     headers: Mapping[str, str]
 
 
-Transport = Callable[[Any, str, bytes, Mapping[str, str]], int]
+Transport = Callable[[Any, str, Outgoing, Event], int]
+"""`(client, destination, outgoing, event)` -> the status the destination answered."""
+
+
+def post(client: Any, url: str, outgoing: Outgoing, _event: Event) -> int:
+    """The default transport: POST the rendered body and headers to the URL."""
+    return post_json(client, url, outgoing.body, outgoing.headers)
 
 
 @dataclass(frozen=True)
@@ -46,7 +54,7 @@ class Channel:
 
     name: str
     render: Callable[[Event], Outgoing]
-    transport: Transport = post_json
+    transport: Transport = post
 
 
 class Channels(Registry[Channel]):

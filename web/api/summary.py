@@ -1,0 +1,119 @@
+"""The weekly summary e-mail: the org's SMTP relay, a preview of this week's summary, and the
+unsubscribe link its e-mails carry (`/api/summary/unsubscribe`, no key: the link is signed).
+See docs/portfolio.md."""
+
+from __future__ import annotations
+
+from html import escape
+
+from flask import Response
+
+from controller.model.base import RequestModel
+from controller.summary import service
+from web.api import REGISTRY
+from web.routes import Call, Reply
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/org/smtp",
+    summary="The org's SMTP relay",
+    tag="org",
+    responses={200: service.SmtpOut},
+    errors=(404,),
+)
+def get_smtp(call: Call) -> service.SmtpOut:
+    """Host, port, security, user and sender of the relay the weekly summary is sent through;
+    `passwordSet` says whether a password is stored (it is never shown)."""
+    return service.get_smtp(call.session, call.org_id)
+
+
+@REGISTRY.route(
+    "PUT",
+    "/api/org/smtp",
+    summary="Set the org's SMTP relay",
+    tag="org",
+    body=service.SmtpIn,
+    responses={200: service.SmtpOut},
+)
+def put_smtp(call: Call) -> service.SmtpOut:
+    """Replaces the relay (audited). The password is stored encrypted; omitted, the stored one
+    is kept while host and user are unchanged, and dropped otherwise."""
+    return service.put_smtp(
+        call.session, call.principal_required, call.body, call.secret_box, call.now
+    )
+
+
+@REGISTRY.route(
+    "DELETE",
+    "/api/org/smtp",
+    summary="Remove the org's SMTP relay",
+    tag="org",
+    responses={204: None},
+    errors=(404, 409),
+)
+def delete_smtp(call: Call) -> Reply:
+    """Removes the relay and its password (409 while the weekly summary is on)."""
+    service.delete_smtp(call.session, call.principal_required)
+    return Reply(204)
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/summary/weekly",
+    summary="This week's summary, as the e-mail would say it",
+    tag="org",
+    responses={200: service.WeeklyFigures},
+)
+def weekly_preview(call: Call) -> service.WeeklyFigures:
+    """The figures of the weekly summary e-mail computed now: drift of the last 7 days, open
+    and acknowledged incidents, MTTR over 30 days, hotspots."""
+    return service.preview(call.session, call.org_id, call.now)
+
+
+class TokenQuery(RequestModel):
+    token: str
+
+
+@REGISTRY.route(
+    "GET",
+    service.UNSUBSCRIBE_PATH,
+    summary="The unsubscribe page of a weekly summary e-mail",
+    tag="org",
+    query=TokenQuery,
+    auth="none",
+    responses={200: None},
+    errors=(404,),
+    raw_response={"text/html": {"schema": {"type": "string"}}},
+)
+def unsubscribe_page(call: Call) -> Response:
+    """A page with one button that unsubscribes the link's address (a GET changes nothing:
+    mail scanners follow links)."""
+    who = service.unsubscribe_target(call.secret_box, call.query.token)
+    page = (
+        "<!doctype html><html lang=en><meta charset=utf-8>"
+        "<title>Unsubscribe from the driftgate weekly summary</title>"
+        "<body style='font-family:sans-serif'>"
+        f"<p>Stop sending the driftgate weekly summary to {escape(who)}?</p>"
+        f"<form method=post action='{escape(service.UNSUBSCRIBE_PATH)}?token="
+        f"{escape(call.query.token)}'>"
+        "<button type=submit>Unsubscribe</button></form></body></html>"
+    )
+    return Response(page, mimetype="text/html")
+
+
+@REGISTRY.route(
+    "POST",
+    service.UNSUBSCRIBE_PATH,
+    summary="Unsubscribe from the weekly summary (one click)",
+    tag="org",
+    query=TokenQuery,
+    auth="none",
+    responses={200: service.UnsubscribeOut},
+    errors=(404,),
+)
+def unsubscribe(call: Call) -> service.UnsubscribeOut:
+    """RFC 8058 one-click unsubscribe: the mail client POSTs `List-Unsubscribe=One-Click` to
+    the link; the address comes off its org's list (idempotent), and the summary turns off
+    with the last one."""
+    return service.unsubscribe(call.session, call.secret_box, call.query.token)
