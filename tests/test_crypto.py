@@ -76,3 +76,32 @@ def test_rotate_all_rewrites_stored_headers(
         watch = session.scalars(select(Watch)).one()
         assert watch.headers_ciphertext is not None
         assert SecretBox([new]).decrypt_json(watch.headers_ciphertext) == {"X-Key": "v1"}
+
+
+def test_rotation_covers_every_encrypted_column() -> None:
+    # A column named `*_ciphertext` that `rotate_all` forgot would stay under the old key, and
+    # become unreadable once that key is dropped (a template's headers once were).
+    from controller.services.secrets import ENCRYPTED
+    from controller.store.models import Base
+
+    stored = {
+        f"{table.name}.{column.name}"
+        for table in Base.metadata.sorted_tables
+        for column in table.columns
+        if column.name.endswith("_ciphertext")
+    }
+    rotated = {f"{c.class_.__tablename__}.{c.key}" for c in ENCRYPTED}
+    assert stored == rotated
+
+
+def test_signed_tokens_are_bound_to_their_purpose_and_keys() -> None:
+    box = SecretBox(["an-old-key-of-sixteen-chars", "a-new-key-of-sixteen-chars"])
+    token = box.sign("one purpose", b"payload")
+    assert box.verify("one purpose", token) == b"payload"
+    assert box.verify("another purpose", token) is None
+    # Signed under the key that is now second: still valid during a rotation.
+    rotated = SecretBox(["a-new-key-of-sixteen-chars", "an-old-key-of-sixteen-chars"])
+    assert rotated.verify("one purpose", token) == b"payload"
+    assert SecretBox(["a-new-key-of-sixteen-chars"]).verify("one purpose", token) is None
+    for broken in ("", "%%%", token[:-1], token + "A"):
+        assert box.verify("one purpose", broken) is None

@@ -23,7 +23,13 @@ from controller.model.watch import HttpUrl, Interval
 from controller.services import audit
 from controller.services.auth import Principal
 from controller.store.models import NotificationDefaults, SmtpSettings, WebhookSecret
-from controller.summary.schedule import WeeklySummaryIn, WeeklySummaryOut, loaded, stored
+from controller.summary.schedule import (
+    WeeklySummaryIn,
+    WeeklySummaryOut,
+    listed_twice,
+    loaded,
+    stored,
+)
 
 Severity = Literal["breaking", "warning", "info"]
 DEFAULT_SEVERITIES: list[Severity] = ["breaking", "warning"]
@@ -117,6 +123,11 @@ def put_defaults(
 
 def check_weekly_summary(session: Session, org_id: str, settings: WeeklySummaryIn) -> None:
     """422 when the summary is switched on without recipients or without a relay to send by."""
+    twice = listed_twice(settings.recipients)
+    if twice is not None:
+        raise Unprocessable(
+            f"weeklySummary.recipients lists {twice} twice", code="summary_recipients"
+        )
     if not settings.enabled:
         return
     if not settings.recipients:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints, field_validator
+from pydantic import Field, StringConstraints
 
-from controller.model.base import ApiModel, RequestModel
+from controller.model.base import ApiModel, BodyBool, BodyInt, RequestModel
 
 Weekday = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 WEEKDAYS: tuple[Weekday, ...] = (
@@ -47,24 +47,14 @@ class WeeklySummaryIn(RequestModel):
     """The weekly summary e-mail: off unless `enabled`, to `recipients`, every `weekday` at
     `hourUtc`."""
 
-    enabled: bool = False
+    enabled: BodyBool = False
     recipients: Annotated[list[EmailAddress], Field(max_length=MAX_RECIPIENTS)] = Field(
         default_factory=list,
         description="addresses the summary goes to (each gets its own unsubscribe link)",
         examples=[["platform-team@example.com"]],
     )
     weekday: Weekday = "monday"
-    hour_utc: int = Field(default=8, ge=0, le=23, description="the hour of `weekday`, UTC")
-
-    @field_validator("recipients")
-    @classmethod
-    def _distinct(cls, recipients: list[str]) -> list[str]:
-        seen: list[str] = []
-        for address in recipients:
-            if address.lower() in (s.lower() for s in seen):
-                raise ValueError(f"{address} is listed twice")
-            seen.append(address)
-        return seen
+    hour_utc: BodyInt = Field(default=8, ge=0, le=23, description="the hour of `weekday`, UTC")
 
 
 class WeeklySummaryOut(ApiModel):
@@ -72,6 +62,16 @@ class WeeklySummaryOut(ApiModel):
     recipients: list[str]
     weekday: Weekday
     hour_utc: int
+
+
+def listed_twice(recipients: list[str]) -> str | None:
+    """The first address listed twice (addresses compare without case), or None."""
+    seen: set[str] = set()
+    for address in recipients:
+        if address.lower() in seen:
+            return address
+        seen.add(address.lower())
+    return None
 
 
 def stored(settings: WeeklySummaryIn) -> dict[str, object]:

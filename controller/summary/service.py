@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Annotated, Any
 
-from pydantic import Field, StringConstraints, field_validator
+from pydantic import Field, StringConstraints
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -28,7 +28,7 @@ from controller.events import outbox
 from controller.events.channels import CHANNELS, Channel, Channels, Event, Outgoing
 from controller.events.channels.webhook import WEBHOOK
 from controller.logs import log
-from controller.model.base import ApiModel, RequestModel
+from controller.model.base import ApiModel, BodyInt, RequestModel
 from controller.model.targets import host_problem
 from controller.portfolio import views
 from controller.services import audit
@@ -63,7 +63,7 @@ class SmtpIn(RequestModel):
     host: Annotated[str, StringConstraints(min_length=1, max_length=253)] = Field(
         examples=["smtp.example.com"]
     )
-    port: int = Field(default=587, ge=1, le=65535)
+    port: BodyInt = Field(default=587, ge=1, le=65535)
     security: smtp.Security = Field(
         default="starttls",
         description="starttls (port 587), tls (implicit TLS, port 465) or none (in clear)",
@@ -71,14 +71,6 @@ class SmtpIn(RequestModel):
     username: Annotated[str, StringConstraints(max_length=200, pattern=_NO_CONTROL)] | None = None
     password: Annotated[str, StringConstraints(max_length=500, pattern=_NO_CONTROL)] | None = None
     from_address: schedule.EmailAddress = Field(examples=["driftgate@example.com"])
-
-    @field_validator("host")
-    @classmethod
-    def _host(cls, host: str) -> str:
-        problem = host_problem(host)
-        if problem is not None:
-            raise ValueError(problem)
-        return host.lower()
 
 
 class SmtpOut(ApiModel):
@@ -113,6 +105,10 @@ def get_smtp(session: Session, org_id: str) -> SmtpOut:
 def put_smtp(
     session: Session, principal: Principal, data: SmtpIn, box: SecretBox, now: datetime
 ) -> SmtpOut:
+    problem = host_problem(data.host)
+    if problem is not None:
+        raise Unprocessable(f"/host: {problem}", code="smtp_host")
+    data = data.model_copy(update={"host": data.host.lower()})
     row = session.get(SmtpSettings, principal.org_id)
     keep_password = (
         row is not None

@@ -255,6 +255,46 @@ def test_the_weekly_summary_goes_out_once_and_can_be_unsubscribed(
     assert PASSWORD not in logs.out and PASSWORD not in logs.err
 
 
+def test_what_cannot_be_sent_is_refused_when_it_is_set(client: FlaskClient, acme: OrgKey) -> None:
+    weekly = {"enabled": True, "recipients": ["a@example.com"]}
+
+    def put_weekly(body: dict[str, object]) -> tuple[int, str]:
+        answer = client.put(
+            "/api/org/notification-defaults", json={"weeklySummary": body}, headers=acme.headers
+        )
+        return answer.status_code, (answer.get_json() or {}).get("error", "")
+
+    assert put_weekly(weekly) == (422, "smtp_not_configured")
+    assert put_weekly({**weekly, "enabled": False}) == (200, "")
+    bad_host = {"host": "0177.0.0.1", "fromAddress": "d@example.com"}
+    answer = client.put("/api/org/smtp", json=bad_host, headers=acme.headers)
+    assert answer.status_code == 422 and answer.get_json()["error"] == "smtp_host"
+    assert client.get("/api/org/smtp", headers=acme.headers).status_code == 404
+    relay = {"host": "smtp.example.com", "fromAddress": "d@example.com", "password": "pw"}
+    assert client.put("/api/org/smtp", json=relay, headers=acme.headers).status_code == 200
+    assert put_weekly({**weekly, "recipients": []}) == (422, "summary_recipients")
+    twice = {**weekly, "recipients": ["a@example.com", "A@example.com"]}
+    assert put_weekly(twice) == (422, "summary_recipients")
+    assert put_weekly(weekly) == (200, "")
+    # The summary sends through the relay: it cannot go while the summary is on.
+    deleted = client.delete("/api/org/smtp", headers=acme.headers)
+    assert deleted.status_code == 409 and deleted.get_json()["error"] == "smtp_in_use"
+    # Same host and user: the password stays; another host: it does not follow.
+    kept = client.put(
+        "/api/org/smtp", json={**relay, "password": None} | {"port": 2525}, headers=acme.headers
+    )
+    assert kept.get_json()["passwordSet"] is False  # an explicit null clears it
+    client.put("/api/org/smtp", json=relay, headers=acme.headers)
+    same = {k: v for k, v in relay.items() if k != "password"}
+    assert client.put("/api/org/smtp", json=same, headers=acme.headers).get_json()["passwordSet"]
+    moved = {**same, "host": "smtp.elsewhere.example"}
+    assert not client.put("/api/org/smtp", json=moved, headers=acme.headers).get_json()[
+        "passwordSet"
+    ]
+    assert put_weekly({**weekly, "enabled": False}) == (200, "")
+    assert client.delete("/api/org/smtp", headers=acme.headers).status_code == 204
+
+
 def test_an_org_relay_on_a_private_address_is_refused_by_default(
     tmp_path: Path, database: Database, make_org: Callable[..., OrgKey]
 ) -> None:

@@ -55,6 +55,7 @@ from controller.scheduler import Controller
 from controller.settings import Settings, load_settings
 from controller.sources.http import FetchError, make_client
 from controller.store.db import Database
+from controller.summary import service as summary
 from tests.conftest import ON_POSTGRES, OrgKey, empty_database, make_settings
 from tests.gitrepos import RepoBuilder, isolated_git_config
 from tests.servers import SpecServer, spec_server
@@ -468,6 +469,13 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
         201,
     )
     state = draftpr.sign_state(world.box, world.key.org_id, datetime.now(UTC))
+    # The weekly summary's relay (never connected to here) and one recipient's unsubscribe link.
+    world.call(
+        "PUT",
+        "/api/org/smtp",
+        {"host": "smtp.example.com", "fromAddress": "driftgate@example.com"},
+    )
+    unsubscribe = summary.unsubscribe_token(world.box, world.key.org_id, "ops@example.com")
     world.call(
         "PUT",
         "/api/ingress-profiles/order",
@@ -506,6 +514,7 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
         "state": [state],
         "profileId": ["order"],
         "id": ["order"],
+        "token": [unsubscribe],
     }
 
 

@@ -35,6 +35,7 @@ def get_smtp(call: Call) -> service.SmtpOut:
     tag="org",
     body=service.SmtpIn,
     responses={200: service.SmtpOut},
+    errors=(422,),
 )
 def put_smtp(call: Call) -> service.SmtpOut:
     """Replaces the relay (audited). The password is stored encrypted; omitted, the stored one
