@@ -49,6 +49,7 @@ COMMANDS = {
     "replay": "cli.commands.replay:replay",
     "mcp": "cli.commands.mcp:mcp",
     "summary": "cli.commands.summary:summary",
+    "users": "cli.commands.users:users",
 }
 
 

@@ -81,6 +81,13 @@ class Conflict(RequestError):
     status = 409
 
 
+class TooManyRequests(RequestError):
+    """A limit on attempts (sign-in) was reached; `details.retryAfter` says when to retry."""
+
+    code = "rate_limited"
+    status = 429
+
+
 class TemporaryError(DriftgateError):
     """A failure that may go away on its own; callers retry with backoff."""
 

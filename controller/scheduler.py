@@ -32,6 +32,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from controller import jobs
+from controller.accounts import service as accounts
 from controller.checks import (
     CheckInput,
     CheckResult,
@@ -246,10 +247,13 @@ class Controller:
         self.run_routine(routine)
 
     def prune_gate_events(self, now: datetime) -> None:
-        """Gate events older than a day (every replica may run it; the delete is idempotent)."""
+        """Gate events older than a day, ended console sessions and old sign-in attempts
+        (every replica may run it; the deletes are idempotent)."""
         pruned = prune_events(self.database)
-        if pruned:
-            log(logger, logging.INFO, "controller.pruned", gateEvents=pruned)
+        with self.database.transaction() as session:
+            sessions = accounts.prune(session, now)
+        if pruned or sessions:
+            log(logger, logging.INFO, "controller.pruned", gateEvents=pruned, accounts=sessions)
 
     def dispatch(self) -> int:
         """Claim as many jobs as there are free workers and start them."""

@@ -12,7 +12,7 @@ from controller.services.auth import KEY_CACHE
 from controller.settings import Settings, load_settings
 from controller.store.db import Database
 from controller.store.models import request_id
-from web import db, errors
+from web import console, db, errors
 from web.api import REGISTRY
 from web.auth import authenticate
 from web.edge import access_log, correlation_id, refused_user_agent
@@ -50,6 +50,7 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
     db.init_app(app)
     errors.init_app(app)
     REGISTRY.install(app, authenticate)
+    console.init_app(app)
 
     @app.before_request
     def start_request() -> Response | None:

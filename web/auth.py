@@ -1,4 +1,5 @@
-"""Request authentication: API keys (`Authorization: Bearer` or `X-Api-Key`) and trial sessions.
+"""Request authentication: API keys (`Authorization: Bearer` or `X-Api-Key`), trial sessions,
+and the console's signed-in sessions (cookie) on the routes a browser calls.
 
 Routes declare what they accept; this module reads the headers, resolves the principal
 through `controller.services.auth`, and raises `Unauthorized` with a message that never
@@ -13,6 +14,7 @@ from datetime import UTC, datetime
 from flask import request
 from sqlalchemy.exc import SQLAlchemyError
 
+from controller.accounts.service import SignedIn
 from controller.crypto import hash_token
 from controller.errors import Unauthorized
 from controller.services import auth as auth_service
@@ -53,6 +55,9 @@ def authenticate(auth: Auth) -> tuple[Principal | None, TrialSession | None]:
     key = api_key_from_headers()
     if key is not None:
         return _api_key_principal(key, now), None
+    signed = _console_session()
+    if signed is not None:
+        return signed.principal(), None
     if auth == "key_or_trial":
         token = request.headers.get(TRIAL_HEADER, "").strip()
         if token:
@@ -67,6 +72,27 @@ def authenticate(auth: Auth) -> tuple[Principal | None, TrialSession | None]:
     raise Unauthorized(
         "an API key is required: send `Authorization: Bearer dg_...`", code="missing_credentials"
     )
+
+
+# A console session reaches the read routes and the run gate (SPEC.md Authentication 3:
+# preflight by agent id from a signed-in console); every other write needs an API key.
+SESSION_WRITES = frozenset({("POST", "/api/preflight")})
+
+
+def _console_session() -> SignedIn | None:
+    """The console session of the request's cookie, on a route a session may call; a write
+    must carry the session's CSRF token in `X-CSRF-Token` (403 otherwise)."""
+    from web.console import SESSION_COOKIE, check_csrf, current
+
+    if not request.cookies.get(SESSION_COOKIE):
+        return None
+    write = request.method not in ("GET", "HEAD")
+    if write and (request.method, request.path) not in SESSION_WRITES:
+        return None
+    signed = current()
+    if signed is not None and write:
+        check_csrf(signed.csrf_token)
+    return signed
 
 
 def _api_key_principal(key: str, now: datetime) -> Principal:

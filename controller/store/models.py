@@ -477,6 +477,53 @@ class SmtpSettings(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class User(Base):
+    """A person who signs in to the console: one org, role `admin` or `viewer`."""
+
+    __tablename__ = "users"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"), index=True)
+    email: Mapped[str] = mapped_column(String(254), unique=True)
+    role: Mapped[str] = mapped_column(String(16))
+    password_hash: Mapped[str | None] = mapped_column(Text, default=None)
+    setup_token_hash: Mapped[str | None] = mapped_column(String(64), unique=True, default=None)
+    setup_expires_at: Mapped[datetime | None] = mapped_column(default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_sign_in_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class ConsoleSession(Base):
+    """A signed-in browser: the SHA-256 of its cookie's token, its CSRF token, its end."""
+
+    __tablename__ = "console_sessions"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"))
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_seen_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column()
+    address: Mapped[str] = mapped_column(String(64))
+
+
+class SignInAttempt(Base):
+    """One sign-in attempt, counted for the rate limits per account and per address."""
+
+    __tablename__ = "sign_in_attempts"
+    __table_args__ = (
+        Index("ix_sign_in_attempts_email_at", "email", "at"),
+        Index("ix_sign_in_attempts_address_at", "address", "at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    email: Mapped[str] = mapped_column(String(254))
+    address: Mapped[str] = mapped_column(String(64))
+    at: Mapped[datetime] = mapped_column()
+    success: Mapped[bool] = mapped_column(Boolean)
+
+
 class ManagedBySource:
     """Columns of an object applied from a git source (`managedBy` in the API); an object
     with `managed_source` set is read-only through the API and pruned only by its source."""

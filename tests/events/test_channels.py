@@ -4,7 +4,6 @@ through whichever channel a message names."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -100,8 +99,9 @@ def test_delivery_sends_what_the_messages_channel_renders(box: SecretBox) -> Non
     def render(event: Event) -> Outgoing:
         return Outgoing(f"{event.message_id}:{event.payload['type']}".encode(), {"X-Kind": "mail"})
 
-    def transport(client: Any, url: str, body: bytes, headers: Mapping[str, str]) -> int:
-        sent.append((url, body, dict(headers)))
+    def transport(client: Any, url: str, outgoing: Outgoing, event: Event) -> int:
+        sent.append((url, outgoing.body, dict(outgoing.headers)))
+        assert event.org_id == "org_1"  # a transport may look up the org's own settings
         return 202
 
     channels = Channels([WEBHOOK, Channel("email", render, transport)], fallback="webhook")

@@ -196,6 +196,7 @@ def test_notification_defaults(live_app: Flask, acme: OrgKey) -> None:
         "destination": None,
         "intervalMinutes": None,
         "alertPolicy": {"severities": ["breaking", "warning"]},
+        "weeklySummary": None,
     }
     put = client.put(
         "/api/org/notification-defaults",

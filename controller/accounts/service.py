@@ -1,0 +1,287 @@
+"""Console accounts: users of an org, one-time set-password links, sign-in, sessions.
+
+- A user belongs to one org, with role `admin` (may change things) or `viewer` (reads).
+  E-mail addresses are unique across the instance, so a sign-in needs only address and
+  password. `driftgate users create` makes a user without a password and prints a link that
+  sets it once (valid `SETUP_TTL`).
+- Sign-in verifies the argon2id hash; after `ACCOUNT_FAILURES` failures on one address in
+  `WINDOW`, or `ADDRESS_FAILURES` from one client address, further attempts answer 429 until
+  the window moves on. Attempts are rows, so every replica counts them.
+- A session is a random token in a cookie; the store keeps its SHA-256 only, with the user,
+  a CSRF token, the time it ends (`SESSION_TTL` after sign-in, or `IDLE_TTL` after its last
+  use) and the address. Every sign-in makes a new session (the token a browser held before
+  is never promoted: no session fixation). Sign-out ends one session; sign-out everywhere
+  ends all of the user's, as does setting a new password.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import InstrumentedAttribute, Session
+
+from controller.accounts import passwords
+from controller.crypto import hash_token
+from controller.errors import Conflict, NotFound, TooManyRequests, Unauthorized, Unprocessable
+from controller.services import audit
+from controller.services.auth import Principal
+from controller.store.models import ConsoleSession, Org, SignInAttempt, User
+
+ROLES = ("admin", "viewer")
+SETUP_TTL = timedelta(hours=72)
+SESSION_TTL = timedelta(hours=12)
+IDLE_TTL = timedelta(hours=2)
+WINDOW = timedelta(minutes=15)
+ACCOUNT_FAILURES = 5
+ADDRESS_FAILURES = 20
+SESSION_TOUCH = timedelta(minutes=1)
+SETUP_PATH = "/console/set-password"
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    """A live console session: who, in which org, and the CSRF token of its forms."""
+
+    session_id: str
+    user_id: str
+    email: str
+    role: str
+    org_id: str
+    org_name: str
+    plan: str
+    products: frozenset[str]
+    csrf_token: str
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+    @property
+    def actor(self) -> str:
+        return f"user:{self.email}"
+
+    def principal(self) -> Principal:
+        """The session as an API caller (the routes that take a console session)."""
+        return Principal(
+            self.org_id, self.org_name, self.plan, self.products, "console", self.user_id
+        )
+
+
+def normalized(email: str) -> str:
+    return email.strip().lower()
+
+
+def create_user(
+    session: Session, org: Org, email: str, role: str, *, actor: str, now: datetime
+) -> tuple[User, str]:
+    """A user without a password, and the one-time token that sets it."""
+    if role not in ROLES:
+        raise Unprocessable(f"role must be one of {', '.join(ROLES)}", code="invalid_role")
+    address = normalized(email)
+    if "@" not in address or len(address) > 254 or any(c.isspace() for c in address):
+        raise Unprocessable(f"{email!r} is not an e-mail address", code="invalid_email")
+    if session.scalar(select(User.id).where(User.email == address)) is not None:
+        raise Conflict(f"a user with e-mail {address} exists", code="user_exists")
+    user = User(org_id=org.id, email=address, role=role, created_at=now)
+    session.add(user)
+    session.flush()
+    token = _new_setup(user, now)
+    audit.record(
+        session,
+        actor=actor,
+        action="user.create",
+        target_type="user",
+        target_id=user.id,
+        org_id=org.id,
+        details={"email": address, "role": role},
+    )
+    return user, token
+
+
+def reset_link(session: Session, user: User, *, actor: str, now: datetime) -> str:
+    """A new one-time set-password token for `user` (the old one stops working)."""
+    token = _new_setup(user, now)
+    audit.record(
+        session,
+        actor=actor,
+        action="user.reset",
+        target_type="user",
+        target_id=user.id,
+        org_id=user.org_id,
+    )
+    return token
+
+
+def _new_setup(user: User, now: datetime) -> str:
+    token = secrets.token_urlsafe(32)
+    user.setup_token_hash = hash_token(token)
+    user.setup_expires_at = now + SETUP_TTL
+    return token
+
+
+def setup_link(base_url: str, token: str) -> str:
+    return f"{base_url.rstrip('/')}{SETUP_PATH}?token={token}"
+
+
+def user_for_setup(session: Session, token: str, now: datetime) -> User:
+    user = session.scalar(select(User).where(User.setup_token_hash == hash_token(token)))
+    if user is None or user.setup_expires_at is None or user.setup_expires_at < now:
+        raise NotFound(
+            "this link is not valid or has expired; ask an admin for a new one "
+            "(`driftgate users reset`)",
+            code="invalid_setup_link",
+        )
+    return user
+
+
+def set_password(session: Session, token: str, password: str, now: datetime) -> User:
+    """Set the password of the link's user; the link is spent and every session ends."""
+    user = user_for_setup(session, token, now)
+    problem = passwords.password_problem(password)
+    if problem is not None:
+        raise Unprocessable(problem, code="weak_password")
+    user.password_hash = passwords.hash_password(password)
+    user.setup_token_hash = None
+    user.setup_expires_at = None
+    session.execute(delete(ConsoleSession).where(ConsoleSession.user_id == user.id))
+    audit.record(
+        session,
+        actor=f"user:{user.email}",
+        action="user.password",
+        target_type="user",
+        target_id=user.id,
+        org_id=user.org_id,
+    )
+    return user
+
+
+def _failures(
+    session: Session, column: InstrumentedAttribute[str], value: str, now: datetime
+) -> int:
+    return int(
+        session.scalar(
+            select(func.count())
+            .select_from(SignInAttempt)
+            .where(
+                column == value,
+                SignInAttempt.success.is_(False),
+                SignInAttempt.at >= now - WINDOW,
+            )
+        )
+        or 0
+    )
+
+
+def sign_in(
+    session: Session, email: str, password: str, address: str, now: datetime
+) -> tuple[str, SignedIn]:
+    """A new session for the address and password, or 401 (which of the two was wrong is not
+    said), or 429 while the account or the client address has too many recent failures."""
+    account = normalized(email)[:254]
+    if (
+        _failures(session, SignInAttempt.email, account, now) >= ACCOUNT_FAILURES
+        or _failures(session, SignInAttempt.address, address, now) >= ADDRESS_FAILURES
+    ):
+        raise TooManyRequests(
+            "too many failed sign-ins; try again in a few minutes",
+            details={"retryAfter": int(WINDOW.total_seconds())},
+        )
+    user = session.scalar(select(User).where(User.email == account))
+    ok = passwords.verify(user.password_hash if user else None, password)
+    session.add(SignInAttempt(email=account, address=address[:64], at=now, success=ok))
+    if not ok or user is None:
+        raise Unauthorized("the e-mail address or the password is wrong", code="sign_in_failed")
+    if user.password_hash and passwords.needs_rehash(user.password_hash):
+        user.password_hash = passwords.hash_password(password)
+    user.last_sign_in_at = now
+    token = secrets.token_urlsafe(32)
+    row = ConsoleSession(
+        id=hash_token(token),
+        user_id=user.id,
+        org_id=user.org_id,
+        csrf_token=secrets.token_urlsafe(32),
+        created_at=now,
+        last_seen_at=now,
+        expires_at=now + SESSION_TTL,
+        address=address[:64],
+    )
+    session.add(row)
+    session.flush()
+    signed = _signed_in(session, row, user)
+    assert signed is not None
+    return token, signed
+
+
+def authenticate(session: Session, token: str, now: datetime) -> SignedIn | None:
+    """The live session of a cookie's token, or None (unknown, expired or idle too long)."""
+    if not token:
+        return None
+    row = session.get(ConsoleSession, hash_token(token))
+    if row is None:
+        return None
+    if row.expires_at <= now or row.last_seen_at + IDLE_TTL <= now:
+        session.delete(row)
+        return None
+    if now - row.last_seen_at >= SESSION_TOUCH:
+        row.last_seen_at = now
+    user = session.get(User, row.user_id)
+    return _signed_in(session, row, user) if user is not None else None
+
+
+def _signed_in(session: Session, row: ConsoleSession, user: User) -> SignedIn | None:
+    org = session.get(Org, user.org_id)
+    if org is None:
+        return None
+    return SignedIn(
+        session_id=row.id,
+        user_id=user.id,
+        email=user.email,
+        role=user.role,
+        org_id=org.id,
+        org_name=org.name,
+        plan=org.plan,
+        products=frozenset(org.products or ()),
+        csrf_token=row.csrf_token,
+    )
+
+
+def sign_out(session: Session, signed: SignedIn) -> None:
+    session.execute(delete(ConsoleSession).where(ConsoleSession.id == signed.session_id))
+
+
+def sign_out_everywhere(session: Session, signed: SignedIn) -> int:
+    ended = session.execute(delete(ConsoleSession).where(ConsoleSession.user_id == signed.user_id))
+    audit.record(
+        session,
+        actor=signed.actor,
+        action="user.sign_out_everywhere",
+        target_type="user",
+        target_id=signed.user_id,
+        org_id=signed.org_id,
+    )
+    return int(getattr(ended, "rowcount", 0) or 0)
+
+
+def members(session: Session, org_id: str) -> list[User]:
+    return list(session.scalars(select(User).where(User.org_id == org_id).order_by(User.email)))
+
+
+def find_user(session: Session, email: str) -> User:
+    user = session.scalar(select(User).where(User.email == normalized(email)))
+    if user is None:
+        raise NotFound(f"no user with e-mail {normalized(email)}")
+    return user
+
+
+def prune(session: Session, now: datetime) -> int:
+    """Ended sessions and sign-in attempts older than a day: what the hourly prune drops."""
+    ended = session.execute(
+        delete(ConsoleSession).where(
+            (ConsoleSession.expires_at <= now) | (ConsoleSession.last_seen_at <= now - IDLE_TTL)
+        )
+    )
+    old = session.execute(delete(SignInAttempt).where(SignInAttempt.at < now - timedelta(days=1)))
+    return int(getattr(ended, "rowcount", 0) or 0) + int(getattr(old, "rowcount", 0) or 0)

@@ -1,0 +1,326 @@
+"""Console accounts and sessions: sign-in, set-password links, CSRF, session fixation, roles,
+org scoping, the sign-in rate limits, sign-out everywhere, and a session on the API."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import select, update
+
+from controller.accounts import service as accounts
+from controller.services.orgs import get_org
+from controller.store.db import Database
+from controller.store.models import ApiKey, ConsoleSession
+from controller.store.types import utcnow
+from tests.conftest import OrgKey, make_settings
+
+PASSWORD = "correct horse battery staple"
+
+
+def make_user(database: Database, org: str, email: str, role: str = "admin") -> str:
+    """A user with a password set through its one-time link's service."""
+    with database.transaction() as session:
+        _user, token = accounts.create_user(
+            session, get_org(session, org), email, role, actor="test", now=utcnow()
+        )
+        accounts.set_password(session, token, PASSWORD, utcnow())
+    return email
+
+
+def csrf_of(page: str) -> str:
+    found = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    assert found, page
+    return found.group(1)
+
+
+def sign_in(client: FlaskClient, email: str, password: str = PASSWORD) -> FlaskClient:
+    form = client.get("/console/sign-in").get_data(as_text=True)
+    answer = client.post(
+        "/console/sign-in",
+        data={"email": email, "password": password, "csrf_token": csrf_of(form)},
+    )
+    assert answer.status_code == 302, answer.get_data(as_text=True)
+    return client
+
+
+def test_a_user_sets_a_password_once_and_signs_in(
+    client: FlaskClient, acme: OrgKey, database: Database
+) -> None:
+    with database.transaction() as session:
+        _user, token = accounts.create_user(
+            session, get_org(session, "acme"), "Lead@Example.com", "admin", actor="t", now=utcnow()
+        )
+    form = client.get(f"/console/set-password?token={token}")
+    assert form.status_code == 200 and "lead@example.com" in form.get_data(as_text=True)
+    assert form.headers["Referrer-Policy"] == "no-referrer"
+    short = client.post(
+        "/console/set-password",
+        data={
+            "token": token,
+            "password": "short",
+            "confirm": "short",
+            "csrf_token": csrf_of(form.get_data(as_text=True)),
+        },
+    )
+    assert short.status_code == 422 and "at least 12" in short.get_data(as_text=True)
+    again = client.get(f"/console/set-password?token={token}").get_data(as_text=True)
+    done = client.post(
+        "/console/set-password",
+        data={
+            "token": token,
+            "password": PASSWORD,
+            "confirm": PASSWORD,
+            "csrf_token": csrf_of(again),
+        },
+    )
+    assert done.status_code == 302
+    # The link is spent.
+    assert client.get(f"/console/set-password?token={token}").status_code == 404
+    sign_in(client, "lead@example.com")
+    overview = client.get("/console/")
+    assert overview.status_code == 200
+    text = overview.get_data(as_text=True)
+    assert "Overview of acme" in text and "<svg" in text
+    assert "default-src 'self'" in overview.headers["Content-Security-Policy"]
+
+
+def test_the_session_cookie_is_fresh_at_sign_in_and_locked_down(
+    client: FlaskClient, acme: OrgKey, database: Database
+) -> None:
+    make_user(database, "acme", "a@example.com")
+    # A token planted before sign-in (session fixation) is never the one signed in.
+    client.set_cookie("driftgate_session", "planted-by-someone-else")
+    form = client.get("/console/sign-in").get_data(as_text=True)
+    answer = client.post(
+        "/console/sign-in",
+        data={"email": "a@example.com", "password": PASSWORD, "csrf_token": csrf_of(form)},
+    )
+    cookie = answer.headers["Set-Cookie"]
+    assert "driftgate_session=" in cookie and "planted-by-someone-else" not in cookie
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Secure" not in cookie
+    with database.session() as session:
+        assert session.get(ConsoleSession, "planted-by-someone-else") is None
+    planted = Flask.test_client(client.application)
+    planted.set_cookie("driftgate_session", "planted-by-someone-else")
+    assert planted.get("/console/").status_code == 302
+
+
+def test_cookies_are_secure_behind_https(tmp_path: Path, database: Database, acme: OrgKey) -> None:
+    from web.app import create_app
+
+    settings = make_settings(
+        tmp_path, database_url=database.url, public_base_url="https://driftgate.example.com"
+    )
+    client = create_app(settings, database=database).test_client()
+    make_user(database, "acme", "a@example.com")
+    form = client.get("/console/sign-in")
+    assert "Secure" in form.headers["Set-Cookie"]
+    answer = client.post(
+        "/console/sign-in",
+        data={
+            "email": "a@example.com",
+            "password": PASSWORD,
+            "csrf_token": csrf_of(form.get_data(as_text=True)),
+        },
+    )
+    assert "Secure" in answer.headers["Set-Cookie"]
+
+
+def test_forms_without_their_csrf_token_are_refused(
+    client: FlaskClient, acme: OrgKey, database: Database
+) -> None:
+    make_user(database, "acme", "a@example.com")
+    # Sign-in itself: the pre-session token must match its cookie.
+    client.get("/console/sign-in")
+    forged = client.post(
+        "/console/sign-in",
+        data={"email": "a@example.com", "password": PASSWORD, "csrf_token": "guess"},
+    )
+    assert forged.status_code == 403
+    sign_in(client, "a@example.com")
+    for data in ({"name": "x"}, {"name": "x", "csrf_token": "stale"}):
+        refused = client.post("/console/settings/keys", data=data)
+        assert refused.status_code == 403 and "CSRF" in refused.get_data(as_text=True)
+    with database.session() as session:
+        assert session.scalars(select(ApiKey).where(ApiKey.name == "x")).all() == []
+
+
+def test_an_admin_creates_and_revokes_a_key_a_viewer_cannot(
+    client: FlaskClient,
+    acme: OrgKey,
+    make_org: Callable[..., OrgKey],
+    database: Database,
+    app: Flask,
+) -> None:
+    make_user(database, "acme", "admin@example.com")
+    make_user(database, "acme", "viewer@example.com", role="viewer")
+    other = make_org("globex")
+    sign_in(client, "admin@example.com")
+    page = client.get("/console/settings/keys").get_data(as_text=True)
+    created = client.post(
+        "/console/settings/keys", data={"name": "ci", "csrf_token": csrf_of(page)}
+    )
+    assert created.status_code == 201
+    key = re.search(r'<code id="new-key">(dg_[^<]+)</code>', created.get_data(as_text=True))
+    assert key is not None
+    api = client.application.test_client()  # no cookie: the key alone
+    assert (
+        api.get("/api/watches", headers={"Authorization": f"Bearer {key.group(1)}"}).status_code
+        == 200
+    )
+    # Another org's key id is not this org's to revoke.
+    refused = client.post(
+        f"/console/settings/keys/{other.key_id}/revoke", data={"csrf_token": csrf_of(page)}
+    )
+    assert refused.status_code == 404
+    viewer = sign_in(app.test_client(), "viewer@example.com")
+    listing = viewer.get("/console/settings/keys").get_data(as_text=True)
+    assert "Create a key" not in listing and "Revoke" not in listing
+    denied = viewer.post(
+        "/console/settings/keys", data={"name": "v", "csrf_token": csrf_of(listing)}
+    )
+    assert denied.status_code == 403 and "admin role" in denied.get_data(as_text=True)
+    with database.session() as session:
+        ids = session.scalars(select(ApiKey.id).where(ApiKey.name == "ci")).all()
+    revoked = viewer.post(
+        f"/console/settings/keys/{ids[0]}/revoke", data={"csrf_token": csrf_of(listing)}
+    )
+    assert revoked.status_code == 403
+    assert (
+        api.get("/api/watches", headers={"Authorization": f"Bearer {key.group(1)}"}).status_code
+        == 200
+    )
+
+
+def test_sign_in_is_rate_limited_per_account_and_per_address(
+    client: FlaskClient, acme: OrgKey, database: Database, app: Flask
+) -> None:
+    make_user(database, "acme", "a@example.com")
+    make_user(database, "acme", "b@example.com")
+
+    def attempt(who: FlaskClient, email: str, password: str, address: str = "127.0.0.1") -> int:
+        form = who.get("/console/sign-in").get_data(as_text=True)
+        return who.post(
+            "/console/sign-in",
+            data={"email": email, "password": password, "csrf_token": csrf_of(form)},
+            environ_base={"REMOTE_ADDR": address},
+        ).status_code
+
+    for _ in range(accounts.ACCOUNT_FAILURES):
+        assert attempt(client, "a@example.com", "wrong password!") == 401
+    # Locked for this account, even with the right password; another account still works.
+    assert attempt(client, "a@example.com", PASSWORD) == 429
+    assert attempt(app.test_client(), "b@example.com", PASSWORD) == 302
+    # Per address: many accounts guessed from one address.
+    for index in range(accounts.ADDRESS_FAILURES):
+        attempt(app.test_client(), f"nobody{index}@example.com", "x" * 12, "10.9.9.9")
+    assert attempt(app.test_client(), "b@example.com", PASSWORD, "10.9.9.9") == 429
+    assert attempt(app.test_client(), "b@example.com", PASSWORD, "10.1.1.1") == 302
+
+
+def test_sign_out_everywhere_ends_every_session_and_idle_ones_end(
+    acme: OrgKey, database: Database, app: Flask
+) -> None:
+    make_user(database, "acme", "a@example.com")
+    laptop, phone = (
+        sign_in(app.test_client(), "a@example.com"),
+        sign_in(app.test_client(), "a@example.com"),
+    )
+    assert laptop.get("/console/").status_code == 200 and phone.get("/console/").status_code == 200
+    page = phone.get("/console/settings/keys").get_data(as_text=True)
+    assert (
+        phone.post("/console/sign-out-everywhere", data={"csrf_token": csrf_of(page)}).status_code
+        == 302
+    )
+    assert laptop.get("/console/").status_code == 302
+    assert phone.get("/console/").status_code == 302
+    idle = sign_in(app.test_client(), "a@example.com")
+    with database.transaction() as session:
+        session.execute(
+            update(ConsoleSession).values(
+                last_seen_at=utcnow() - accounts.IDLE_TTL - timedelta(seconds=1)
+            )
+        )
+    assert idle.get("/console/").status_code == 302
+
+
+def test_a_session_reads_the_api_and_calls_preflight_with_its_csrf_token(
+    client: FlaskClient, acme: OrgKey, database: Database
+) -> None:
+    make_user(database, "acme", "a@example.com", role="viewer")
+    sign_in(client, "a@example.com")
+    assert client.get("/api/watches").status_code == 200
+    page = client.get("/console/").get_data(as_text=True)
+    token = csrf_of(page)
+    body = {"agentId": "no-such-agent"}
+    refused = client.post("/api/preflight", json=body)
+    assert refused.status_code == 403 and refused.get_json()["error"] == "csrf_failed"
+    answered = client.post("/api/preflight", json=body, headers={"X-CSRF-Token": token})
+    assert answered.status_code == 404, answered.get_json()  # an agent the org does not have
+    assert "no-such-agent" in answered.get_json()["message"]
+    # Writes stay with API keys.
+    write = client.post(
+        "/api/watches",
+        json={"name": "x", "url": "https://example.com/o.json"},
+        headers={"X-CSRF-Token": token},
+    )
+    assert write.status_code == 401
+
+
+def test_driftgate_users_prints_a_link_that_sets_the_password(
+    tmp_path: Path, acme: OrgKey, database: Database, client: FlaskClient
+) -> None:
+    import subprocess
+    import sys
+
+    from tests.processes import driftgate_env
+
+    env = driftgate_env(database.url, tmp_path, public_base_url="https://dg.example.com")
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "cli", "users", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    made = cli("create", "--org", "acme", "--email", "Ops@Example.com", "--role", "admin")
+    assert made.returncode == 0, made.stderr
+    link = re.search(r"https://dg\.example\.com(/console/set-password\?token=\S+)", made.stdout)
+    assert link is not None, made.stdout
+    assert cli("list", "--org", "acme").stdout.split("\t")[:3] == [
+        "ops@example.com",
+        "admin",
+        "invited",
+    ]
+    again = cli("create", "--org", "acme", "--email", "ops@example.com")
+    assert again.returncode == 2 and "exists" in again.stderr
+    assert cli("create", "--org", "nope", "--email", "x@example.com").returncode == 2
+    assert client.get(link.group(1)).status_code == 200
+    reset = cli("reset", "--email", "ops@example.com")
+    assert reset.returncode == 0
+    assert client.get(link.group(1)).status_code == 404  # the first link no longer works
+
+
+def test_the_hourly_prune_drops_ended_sessions_and_old_attempts(
+    acme: OrgKey, database: Database, app: Flask
+) -> None:
+    make_user(database, "acme", "a@example.com")
+    live = sign_in(app.test_client(), "a@example.com")
+    sign_in(app.test_client(), "a@example.com")
+    later = utcnow() + accounts.IDLE_TTL + timedelta(minutes=1)
+    with database.transaction() as session:
+        first = session.scalars(select(ConsoleSession)).first()
+        assert first is not None
+        first.last_seen_at = later  # one of the two was used recently
+        assert accounts.prune(session, later) == 1
+    with database.transaction() as session:
+        assert accounts.prune(session, later + timedelta(days=2)) >= 2  # the session, attempts
+    assert live.get("/console/").status_code == 302

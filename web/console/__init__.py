@@ -1,0 +1,154 @@
+"""The console: server-rendered pages for people, under `/console` (docs/console.md).
+
+A page reads and changes things through the same services as the API. Sign-in makes a
+server-side session (`controller.accounts`); its token travels in the `driftgate_session`
+cookie (`HttpOnly`, `SameSite=Lax`, `Secure` when served over HTTPS). Every state-changing
+form carries the session's CSRF token (`csrf_token`), checked before anything is read; the
+sign-in form, which has no session yet, carries a token matched against a cookie of its own
+(double submit). Admin-only actions answer 403 to viewers. Pages answer with a strict
+Content-Security-Policy: no inline script, nothing from elsewhere.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from collections.abc import Callable
+from datetime import UTC, datetime
+from functools import wraps
+from typing import Any, TypeVar
+
+from flask import Blueprint, Flask, Response, abort, g, redirect, render_template, request, url_for
+
+from controller.accounts import service as accounts
+from controller.accounts.service import SignedIn
+from controller.errors import DriftgateError, Forbidden
+from web.db import request_session
+
+SESSION_COOKIE = "driftgate_session"
+PRESESSION_COOKIE = "driftgate_csrf"
+CSRF_FIELD = "csrf_token"
+
+blueprint = Blueprint(
+    "console",
+    __name__,
+    url_prefix="/console",
+    template_folder="templates",
+    static_folder="static",
+    static_url_path="/static",
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def secure_cookies() -> bool:
+    base = (g.settings.public_base_url or "") if "settings" in g else ""
+    return request.is_secure or base.startswith("https://")
+
+
+def current() -> SignedIn | None:
+    """The request's console session, looked up once."""
+    if "console_user" not in g:
+        token = request.cookies.get(SESSION_COOKIE, "")
+        g.console_user = accounts.authenticate(request_session(), token, now()) if token else None
+    signed: SignedIn | None = g.console_user
+    return signed
+
+
+def signed_in(view: F) -> F:
+    """The page needs a session: without one, the sign-in page (and back here after)."""
+
+    @wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        user = current()
+        if user is None:
+            return redirect(url_for("console.sign_in_page", next=request.full_path.rstrip("?")))
+        g.org_id = user.org_id
+        if request.method == "POST":
+            check_csrf(user.csrf_token)
+        return view(user, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def admin(user: SignedIn) -> None:
+    if not user.is_admin:
+        raise Forbidden(
+            "this needs the admin role; viewers can look, not change", code="admin_required"
+        )
+
+
+def check_csrf(expected: str) -> None:
+    sent = request.form.get(CSRF_FIELD, "") or request.headers.get("X-CSRF-Token", "")
+    if not expected or not sent or not hmac.compare_digest(sent, expected):
+        raise Forbidden(
+            "the form's CSRF token is missing or stale: reload the page and try again",
+            code="csrf_failed",
+        )
+
+
+def page(template: str, user: SignedIn | None, status: int = 200, **context: Any) -> Response:
+    html = render_template(
+        f"console/{template}",
+        user=user,
+        csrf_token=user.csrf_token if user else "",
+        nav=NAV,
+        active=request.endpoint,
+        **context,
+    )
+    return Response(html, status=status, mimetype="text/html")
+
+
+NAV = (
+    ("console.overview", "Overview"),
+    ("console.keys", "API keys"),
+)
+
+
+def safe_next(target: str | None) -> str:
+    """Where to go after sign-in: a console path only (never another site)."""
+    if target and target.startswith("/console") and not target.startswith("//"):
+        return target
+    return url_for("console.overview")
+
+
+@blueprint.after_request
+def headers(response: Response) -> Response:
+    response.headers.setdefault(
+        "Content-Security-Policy",
+        "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+        "frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+    )
+    response.headers.setdefault("X-Frame-Options", "DENY")
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    response.headers.setdefault("Referrer-Policy", "same-origin")
+    response.headers.setdefault("Cache-Control", "no-store")
+    return response
+
+
+@blueprint.errorhandler(DriftgateError)
+def failed(exc: DriftgateError) -> Response:
+    status = getattr(exc, "status", 500)
+    return page("error.html", g.get("console_user"), status=status, message=exc.message)
+
+
+def init_app(app: Flask) -> None:
+    from web.console import pages  # noqa: F401  (registers the views)
+
+    app.register_blueprint(blueprint)
+
+    @app.route("/")
+    def root() -> Response:
+        return redirect(url_for("console.overview"))  # type: ignore[return-value]
+
+
+def presession_token() -> str:
+    return request.cookies.get(PRESESSION_COOKIE) or secrets.token_urlsafe(24)
+
+
+def not_found() -> None:
+    abort(404)

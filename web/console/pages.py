@@ -1,0 +1,209 @@
+"""The console's pages: sign-in, set password, sign-out, overview, API keys."""
+
+from __future__ import annotations
+
+from flask import redirect, request, url_for
+from werkzeug.wrappers import Response
+
+from controller.accounts import service as accounts
+from controller.accounts.service import SignedIn
+from controller.errors import NotFound, TooManyRequests, Unauthorized, Unprocessable
+from controller.portfolio import service as portfolio
+from controller.services import auth as key_service
+from controller.services.orgs import get_org
+from web.console import (
+    CSRF_FIELD,
+    PRESESSION_COOKIE,
+    SESSION_COOKIE,
+    admin,
+    blueprint,
+    charts,
+    check_csrf,
+    current,
+    now,
+    page,
+    presession_token,
+    safe_next,
+    secure_cookies,
+    signed_in,
+)
+from web.db import request_session
+
+
+def _client_address() -> str:
+    return request.remote_addr or "unknown"
+
+
+@blueprint.get("/sign-in")
+def sign_in_page() -> Response:
+    if current() is not None:
+        return redirect(safe_next(request.args.get("next")))
+    token = presession_token()
+    response = page("sign_in.html", None, presession=token, next=request.args.get("next", ""))
+    _set_presession(response, token)
+    return response
+
+
+@blueprint.post("/sign-in")
+def sign_in() -> Response:
+    check_csrf(request.cookies.get(PRESESSION_COOKIE, ""))
+    email = request.form.get("email", "")
+    target = safe_next(request.form.get("next"))
+    try:
+        token, _signed = accounts.sign_in(
+            request_session(), email, request.form.get("password", ""), _client_address(), now()
+        )
+    except (Unauthorized, TooManyRequests) as exc:
+        request_session().commit()  # the failed attempt counts
+        fresh = presession_token()
+        response = page(
+            "sign_in.html",
+            None,
+            status=exc.status,
+            presession=fresh,
+            next=request.form.get("next", ""),
+            email=email,
+            error=exc.message,
+        )
+        _set_presession(response, fresh)
+        return response
+    request_session().commit()
+    signed = redirect(target)
+    signed.set_cookie(
+        SESSION_COOKIE,
+        token,
+        max_age=int(accounts.SESSION_TTL.total_seconds()),
+        httponly=True,
+        secure=secure_cookies(),
+        samesite="Lax",
+        path="/",
+    )
+    signed.delete_cookie(PRESESSION_COOKIE, path="/console")
+    return signed
+
+
+def _set_presession(response: Response, token: str) -> None:
+    response.set_cookie(
+        PRESESSION_COOKIE,
+        token,
+        httponly=True,
+        secure=secure_cookies(),
+        samesite="Strict",
+        path="/console",
+    )
+
+
+@blueprint.get("/set-password")
+def set_password_page() -> Response:
+    token = request.args.get("token", "")
+    user = accounts.user_for_setup(request_session(), token, now())
+    fresh = presession_token()
+    response = page("set_password.html", None, token=token, email=user.email, presession=fresh)
+    response.headers["Referrer-Policy"] = "no-referrer"  # the link's token stays here
+    _set_presession(response, fresh)
+    return response
+
+
+@blueprint.post("/set-password")
+def set_password() -> Response:
+    check_csrf(request.cookies.get(PRESESSION_COOKIE, ""))
+    token = request.form.get("token", "")
+    password = request.form.get("password", "")
+    if password != request.form.get("confirm", ""):
+        problem = "the two passwords differ"
+    else:
+        try:
+            user = accounts.set_password(request_session(), token, password, now())
+        except Unprocessable as exc:
+            problem = exc.message
+        else:
+            request_session().commit()
+            return redirect(url_for("console.sign_in_page", email=user.email))
+    user = accounts.user_for_setup(request_session(), token, now())
+    fresh = presession_token()
+    response = page(
+        "set_password.html",
+        None,
+        422,
+        token=token,
+        email=user.email,
+        presession=fresh,
+        error=problem,
+    )
+    _set_presession(response, fresh)
+    return response
+
+
+@blueprint.post("/sign-out")
+@signed_in
+def sign_out(user: SignedIn) -> Response:
+    accounts.sign_out(request_session(), user)
+    request_session().commit()
+    response = redirect(url_for("console.sign_in_page"))
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response
+
+
+@blueprint.post("/sign-out-everywhere")
+@signed_in
+def sign_out_everywhere(user: SignedIn) -> Response:
+    accounts.sign_out_everywhere(request_session(), user)
+    request_session().commit()
+    response = redirect(url_for("console.sign_in_page"))
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response
+
+
+@blueprint.get("/")
+@signed_in
+def overview(user: SignedIn) -> Response:
+    out = portfolio.overview(request_session(), user.org_id, portfolio.OverviewQuery(), now())
+    data = out.model_dump(by_alias=True, mode="json")
+    weeks = data["analytics"]["driftEventsByWeek"]
+    mttr = [(r["key"], r["hours"]) for r in data["analytics"]["mttr"]["byVendor"][:10]]
+    return page(
+        "overview.html",
+        user,
+        overview=data,
+        weeks_chart=charts.stacked_weeks(weeks),
+        mttr_chart=charts.bars(mttr, unit="hours") if mttr else "",
+    )
+
+
+@blueprint.get("/settings/keys")
+@signed_in
+def keys(user: SignedIn) -> Response:
+    return _keys_page(user)
+
+
+def _keys_page(user: SignedIn, created: str | None = None, status: int = 200) -> Response:
+    org = get_org(request_session(), user.org_id)
+    listed = key_service.list_api_keys(request_session(), org)
+    return page("keys.html", user, status=status, keys=listed, created=created)
+
+
+@blueprint.post("/settings/keys")
+@signed_in
+def create_key(user: SignedIn) -> Response:
+    admin(user)
+    name = request.form.get("name", "").strip()[:100]
+    org = get_org(request_session(), user.org_id)
+    issued = key_service.create_api_key(request_session(), org, name, actor=user.actor)
+    request_session().commit()
+    # Shown once, on this answer only; the store keeps its hash.
+    return _keys_page(user, created=issued.secret, status=201)
+
+
+@blueprint.post("/settings/keys/<key_id>/revoke")
+@signed_in
+def revoke_key(user: SignedIn, key_id: str) -> Response:
+    admin(user)
+    org = get_org(request_session(), user.org_id)
+    if key_id not in {k.id for k in key_service.list_api_keys(request_session(), org)}:
+        raise NotFound("no such API key in this org")
+    key_service.revoke_api_key(request_session(), key_id, now(), actor=user.actor)
+    request_session().commit()
+    return redirect(url_for("console.keys"))
+
+
+__all__ = ["CSRF_FIELD", "check_csrf"]
