@@ -66,7 +66,7 @@ class SignedIn:
     def principal(self) -> Principal:
         """The session as an API caller (the routes that take a console session)."""
         return Principal(
-            self.org_id, self.org_name, self.plan, self.products, "console", self.user_id
+            self.org_id, self.org_name, self.plan, self.products, "console", self.email
         )
 
 

@@ -229,6 +229,9 @@ class WatchListQuery(RequestModel):
     tag: list[Tag] = Field(default_factory=list, description="only watches with all these tags")
     drift_status: DriftStatus | None = None
     watch_type: WatchType | None = None
+    vendor: Annotated[str, StringConstraints(min_length=1, max_length=253)] | None = Field(
+        default=None, description="only watches of this vendor (its `vendor:` tag, else its host)"
+    )
     limit: int = Field(default=50, ge=1, le=200)
     cursor: Annotated[str, StringConstraints(pattern=CURSOR_PATTERN)] | None = Field(
         default=None, description="the nextCursor of the previous page"

@@ -527,3 +527,11 @@ def check_now(
         result = CheckResultOut.model_validate(job.result) if job.result else None
         return CheckOut(job_id=job_id, status=job.status, result=result, watch=out)
     return CheckOut(job_id=job_id, status=job.status if job else "queued")
+
+
+def incident_watch(session: Session, org_id: str, incident_id: str) -> str:
+    """The watch of the org's incident (404 for another org's or an unknown one)."""
+    incident = session.get(Incident, incident_id)
+    if incident is None or incident.org_id != org_id:
+        raise NotFound("Incident not found")
+    return incident.watch_id

@@ -171,3 +171,13 @@ def rotate_signing_secret(session: Session, org_id: str, box: SecretBox, *, acto
         row.secret_ciphertext = box.encrypt_json(secret)
     audit.on_org(session, actor, org_id, "org.webhook_secret.rotate")
     return secret
+
+
+def current_destination(session: Session, org_id: str, box: SecretBox) -> DestinationIn | None:
+    """The org's default destination as it is stored (decrypted), so a form that leaves the
+    URL blank keeps it."""
+    row = session.get(NotificationDefaults, org_id)
+    if row is None or not row.destination_ciphertext or not row.destination_kind:
+        return None
+    url = str(box.decrypt_json(row.destination_ciphertext))
+    return DestinationIn.model_validate({"kind": row.destination_kind, "url": url})

@@ -27,7 +27,7 @@ from controller.jobs import request_reconcile
 from controller.model.base import ApiModel
 from controller.reconcile import Reconciler, RunResult
 from controller.settings import Settings, SourceSpec
-from controller.sources.git import redact_url
+from controller.sources.git import GitCache, GitError, redact_url
 from controller.store.db import Database
 from controller.store.models import Agent, HookDelivery, Org, Source, Template, Watch, WatchSet
 
@@ -249,3 +249,23 @@ def readiness(session: Session, spec: SourceSpec) -> tuple[str, str | None]:
     ready = next((c for c in (row.conditions if row else []) if c.get("type") == cond.READY), None)
     state = "suspended" if spec.suspend else (ready or {}).get("reason", cond.NOT_RECONCILED)
     return str(state), row.last_applied_revision if row else None
+
+
+def source_file(
+    session: Session, settings: Settings, org_id: str, name: str, revision: str, file: str
+) -> list[str]:
+    """The lines of one `.driftgate/` file of the org's source at `revision`, read from this
+    host's git cache (the console shows a problem's file:line in it); 404 when the revision,
+    the file or the cache is not here."""
+    spec = next((s for s in _org_sources(settings, session, org_id) if s.name == name), None)
+    if spec is None:
+        raise NotFound("Source not found")
+    prefix = spec.path.strip("/") + "/"
+    try:
+        files = GitCache(settings.data_dir / "git").read_directory(name, revision, spec.path)
+    except GitError as exc:
+        raise NotFound(exc.message, code="revision_not_cached") from None
+    content = files.get(file.removeprefix(prefix))
+    if content is None:
+        raise NotFound(f"{file} is not in {spec.path} at {revision[:12]}")
+    return content.decode("utf-8", "replace").splitlines()

@@ -100,6 +100,8 @@ def list_watches(
         stmt = stmt.where(Watch.drift_status == query.drift_status.value)
     if query.watch_type is not None:
         stmt = stmt.where(Watch.watch_type == query.watch_type.value)
+    if query.vendor is not None:
+        stmt = stmt.where(Watch.vendor == query.vendor.lower())
     for tag in query.tag:
         stmt = stmt.where(
             select(WatchTag.watch_id)

@@ -1,6 +1,9 @@
 """The console in a real browser: Debian's Chromium driven by Playwright against `driftgate
-serve` (gunicorn) on a loopback port, on the test's store. Screenshots of each page go to
-`test-artifacts/console/` (kept by CI as artifacts).
+up` (gunicorn and the controller) on a loopback port, on the test's store, with a loopback
+spec server and a git source. The tour: set a password and sign in, create a key and use it
+against the API, acknowledge an incident a real check produced, bind, kill and unblock an
+agent, switch a product, follow a bad commit's problem to its file:line, ask a question.
+Screenshots of each page go to `test-artifacts/console/` (kept by CI as artifacts).
 
 Chromium comes from the system (`apt-get install chromium`; `.ci/run` installs it): without
 it these tests skip, unless DRIFTGATE_REQUIRE_BROWSER=1 (CI sets it), where they fail.
@@ -13,18 +16,25 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from controller.accounts import service as accounts
 from controller.services.orgs import get_org
 from controller.store.db import Database
 from controller.store.types import utcnow
-from tests.conftest import OrgKey
-from tests.processes import driftgate_env, free_port, stop_process, wait_until_healthy
+from tests.conftest import SECRET, OrgKey
+from tests.factories import AGENTS
+from tests.gitrepos import RepoBuilder, isolated_git_config
+from tests.processes import free_port, stop_process, wait_until_healthy
+from tests.servers import SpecServer, spec_server
+from tests.specs import as_json, charges_spec
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "console"
@@ -37,27 +47,57 @@ sync_api = pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture
-def server(tmp_path: Path, database: Database) -> Iterator[str]:
+def spec() -> Iterator[SpecServer]:
+    with spec_server() as running:
+        yield running
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Iterator[RepoBuilder]:
+    with isolated_git_config(tmp_path / "gitconfig"):
+        builder = RepoBuilder(tmp_path / "fleet.git")
+        # A bad commit from the start: `polcy` is not a key of an agent.
+        builder.commit({".driftgate/agents.yaml": AGENTS.replace("policy:", "polcy:", 1)})
+        yield builder
+
+
+@pytest.fixture
+def server(tmp_path: Path, database: Database, repo: RepoBuilder, acme: OrgKey) -> Iterator[str]:
     port = free_port()
-    log = tmp_path / "serve.log"
-    env = driftgate_env(database.url, tmp_path, workers="1", threads="4")
+    config = {
+        "database_url": database.url,
+        "data_dir": str(tmp_path / "data"),
+        "port": port,
+        "workers": 1,
+        "threads": 4,
+        "allow_private_targets": True,
+        "sources": [{"name": "fleet", "org": "acme", "url": repo.url, "interval": "10s"}],
+    }
+    config_file = tmp_path / "driftgate.yaml"
+    config_file.write_text(yaml.safe_dump(config))
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("DRIFTGATE_")},
+        "DRIFTGATE_SECRET_KEY": SECRET,
+        "GIT_CONFIG_GLOBAL": str(tmp_path / "gitconfig"),
+    }
+    log = tmp_path / "up.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "cli", "serve", "--port", str(port)],
+            [sys.executable, "-m", "cli", "--config", str(config_file), "up"],
             env=env,
             stdout=out,
             stderr=out,
         )
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_until_healthy(base, process, log)
+        wait_until_healthy(base, process, log, timeout=60)
         yield base
     finally:
         stop_process(process)
 
 
 @pytest.fixture
-def browser() -> Iterator[object]:
+def browser() -> Iterator[Any]:
     assert CHROMIUM is not None, "DRIFTGATE_REQUIRE_BROWSER=1 but Chromium is not installed"
     with sync_api.sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -65,21 +105,23 @@ def browser() -> Iterator[object]:
         launched.close()
 
 
-def shot(page: object, name: str) -> None:
+def shot(page: Any, name: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
-def test_sign_in_create_a_key_and_use_it(
-    server: str, browser: object, acme: OrgKey, database: Database
+def test_the_console_tour(
+    server: str, browser: Any, acme: OrgKey, database: Database, spec: SpecServer
 ) -> None:
     with database.transaction() as session:
         _user, token = accounts.create_user(
             session, get_org(session, "acme"), "lead@example.com", "admin", actor="t", now=utcnow()
         )
-    link = accounts.setup_link(server, token)
-    page = browser.new_page(viewport={"width": 1280, "height": 800})  # type: ignore[attr-defined]
-    page.goto(link)
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.set_default_timeout(20_000)
+
+    # Set the password through the link, sign in.
+    page.goto(accounts.setup_link(server, token))
     page.get_by_label("New password").fill(PASSWORD)
     page.get_by_label("The same again").fill(PASSWORD)
     page.get_by_role("button", name="Set password").click()
@@ -89,24 +131,86 @@ def test_sign_in_create_a_key_and_use_it(
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(f"{server}/console/")
     assert page.get_by_role("heading", name="Overview of acme").is_visible()
-    shot(page, "overview")
+
+    # A key, created in the console, works against the API.
     page.get_by_role("link", name="API keys").click()
     page.get_by_label("Name").fill("ci")
     page.get_by_role("button", name="Create key").click()
     secret = page.locator("#new-key").inner_text()
-    assert secret.startswith("dg_")
     shot(page, "api-keys")
-    # The key works against the API, from outside the browser.
-    answer = httpx.get(f"{server}/api/watches", headers={"Authorization": f"Bearer {secret}"})
-    assert answer.status_code == 200
-    # Keyboard only: the skip link is the first stop and leads to the content.
+    api = httpx.Client(base_url=server, headers={"Authorization": f"Bearer {secret}"}, timeout=40)
+    url = spec.set("/openapi.json", as_json(charges_spec()))
+    watch = api.post("/api/watches", json={"name": "payments", "url": url}).json()
+    assert api.post(f"/api/watches/{watch['id']}/check?wait=30").status_code == 200
+    spec.set("/openapi.json", as_json(charges_spec(refunds=False)))
+    drifted = api.post(f"/api/watches/{watch['id']}/check?wait=30").json()
+    assert drifted["watch"]["driftStatus"] == "drifted"
+
+    # The incident, acknowledged from the watch's page.
+    page.get_by_role("link", name="Watches").click()
+    shot(page, "watches")
+    page.get_by_role("link", name="payments").click()
+    page.get_by_label("Note").fill("on it")
+    page.get_by_role("button", name="Acknowledge incident").click()
+    page.wait_for_load_state()
+    assert "acknowledged since" in page.content()
+    shot(page, "watch")
+    page.get_by_role("link", name=re.compile(r"\d{4}-\d\d-\d\d")).first.click()
+    assert page.get_by_text("/v1/refunds", exact=False).first.is_visible()
+    shot(page, "drift-event")
+    assert api.get(f"/api/watches/{watch['id']}/status").json()["incident"]["status"] == (
+        "acknowledged"
+    )
+
+    # An agent bound here, killed and unblocked.
+    page.get_by_role("link", name="Agents").click()
+    page.get_by_label("Agent id").fill("billing-bot")
+    page.get_by_label("Watch").select_option(label="payments")
+    page.get_by_label("Policy (for a new agent)").select_option("production-guard")
+    page.get_by_role("button", name="Bind").click()
+    page.get_by_role("button", name="Kill").click()
+    page.wait_for_load_state()
+    assert api.get("/api/agents/billing-bot/status").json()["runtime"]["state"] == "killed"
+    shot(page, "agent")
+    page.get_by_role("button", name="Unblock").click()
+    page.wait_for_load_state()
+    assert api.get("/api/agents/billing-bot/status").json()["runtime"]["state"] == "running"
+
+    # A product switched on.
+    page.get_by_role("link", name="Settings").click()
+    page.get_by_role("button", name="Turn on replay_cloud").click()
+    assert page.get_by_role("button", name="Turn off replay_cloud").is_visible()
+    shot(page, "settings")
+
+    # The bad commit: its problem leads to the line.
+    page.get_by_role("link", name="Sources").click()
+    page.get_by_role("link", name="fleet").click()
+    deadline = time.monotonic() + 30
+    while "agents.yaml:" not in page.content() and time.monotonic() < deadline:
+        time.sleep(0.5)
+        page.reload()
+    shot(page, "source")
+    page.get_by_role("link", name=re.compile(r"agents\.yaml:\d+")).first.click()
+    marked = page.locator("li.marked")
+    assert "polcy" in marked.inner_text()
+    shot(page, "source-file")
+
+    # Ask.
+    page.get_by_role("link", name="Ask").click()
+    page.get_by_label("Question").fill("is any MCP server unhealthy?")
+    page.get_by_role("button", name="Ask").click()
+    assert page.get_by_role("heading", name=re.compile("Answer")).is_visible()
+    shot(page, "ask")
+
+    # Keyboard only: the skip link is the first stop. A phone's width fits.
+    page.goto(f"{server}/console/")
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.textContent") == "Skip to content"
-    # A phone's width: nothing wider than the screen.
+    shot(page, "overview")
     page.set_viewport_size({"width": 375, "height": 740})
-    page.goto(f"{server}/console/")
+    page.goto(f"{server}/console/watches")
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
-    shot(page, "overview-phone")
+    shot(page, "watches-phone")
     page.get_by_role("button", name="Sign out").click()
     page.wait_for_url(re.compile(r".*/console/sign-in.*"))
     page.goto(f"{server}/console/settings/keys")

@@ -30,15 +30,19 @@ def test_document_lists_every_registered_route(app: Flask, client: FlaskClient) 
     }
     registered = {(route.method, route.openapi_path) for route in REGISTRY.routes}
     assert documented == registered
-    # Every Flask rule of the app (but the static handler) comes from the registry.
+    # Every Flask rule of the app comes from the registry, but the static handler and the
+    # console's pages (for people, under /console, and the redirect of / to it).
     flask_rules = {
         (method, re.sub(r"<(?:[^<>]*:)?([^<>:]+)>", r"{\1}", rule.rule))  # converters dropped
         for rule in app.url_map.iter_rules()
         if rule.endpoint != "static"
+        and not rule.endpoint.startswith("console.")
+        and rule.rule != "/"
         for method in rule.methods or ()
         if method not in ("HEAD", "OPTIONS")
     }
     assert flask_rules == registered
+    assert all(not path.startswith("/console") for _method, path in registered)
 
 
 def test_every_operation_documents_its_errors(client: FlaskClient) -> None:

@@ -91,7 +91,7 @@ def check_csrf(expected: str) -> None:
         )
 
 
-def page(template: str, user: SignedIn | None, status: int = 200, **context: Any) -> Response:
+def page(template: str, user: SignedIn | None, code: int = 200, **context: Any) -> Response:
     html = render_template(
         f"console/{template}",
         user=user,
@@ -100,13 +100,28 @@ def page(template: str, user: SignedIn | None, status: int = 200, **context: Any
         active=request.endpoint,
         **context,
     )
-    return Response(html, status=status, mimetype="text/html")
+    return Response(html, status=code, mimetype="text/html")
 
 
 NAV = (
     ("console.overview", "Overview"),
+    ("console.watches", "Watches"),
+    ("console.agents", "Agents"),
+    ("console.sources", "Sources"),
+    ("console.templates", "Templates"),
+    ("console.ask", "Ask"),
+    ("console.settings", "Settings"),
     ("console.keys", "API keys"),
 )
+
+
+def redirect_back(default: str) -> Response:
+    """After a form: back where it was posted from (a console page), else `default`."""
+    referrer = request.referrer or ""
+    host = request.host_url.rstrip("/")
+    if referrer.startswith(host + "/console"):
+        return redirect(referrer[len(host) :])  # type: ignore[return-value]
+    return redirect(default)  # type: ignore[return-value]
 
 
 def safe_next(target: str | None) -> str:
@@ -133,11 +148,21 @@ def headers(response: Response) -> Response:
 @blueprint.errorhandler(DriftgateError)
 def failed(exc: DriftgateError) -> Response:
     status = getattr(exc, "status", 500)
-    return page("error.html", g.get("console_user"), status=status, message=exc.message)
+    if request.method == "POST" and g.get("db_session") is not None:
+        g.db_session.rollback()  # nothing of a refused action is kept
+    return page("error.html", g.get("console_user"), code=status, message=exc.message)
 
 
 def init_app(app: Flask) -> None:
-    from web.console import pages  # noqa: F401  (registers the views)
+    from web.console import (  # noqa: F401  (registers the views)
+        agents,
+        ask,
+        pages,
+        settings,
+        sources,
+        templates_page,
+        watches,
+    )
 
     app.register_blueprint(blueprint)
 

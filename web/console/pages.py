@@ -59,7 +59,7 @@ def sign_in() -> Response:
         response = page(
             "sign_in.html",
             None,
-            status=exc.status,
+            code=exc.status,
             presession=fresh,
             next=request.form.get("next", ""),
             email=email,
@@ -179,7 +179,7 @@ def keys(user: SignedIn) -> Response:
 def _keys_page(user: SignedIn, created: str | None = None, status: int = 200) -> Response:
     org = get_org(request_session(), user.org_id)
     listed = key_service.list_api_keys(request_session(), org)
-    return page("keys.html", user, status=status, keys=listed, created=created)
+    return page("keys.html", user, code=status, keys=listed, created=created)
 
 
 @blueprint.post("/settings/keys")

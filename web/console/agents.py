@@ -1,0 +1,114 @@
+"""Agents in the console: bindings with their composite status and policy; kill, unblock and
+acknowledge with the API's rules (approval rules, acknowledgement required); a new binding
+(API-managed; agents declared in git stay read-only)."""
+
+from __future__ import annotations
+
+from flask import current_app, redirect, request, url_for
+from werkzeug.wrappers import Response
+
+from controller.accounts.service import SignedIn
+from controller.errors import Unprocessable
+from controller.model.watch import WatchListQuery
+from controller.policy import PRESETS
+from controller.services import agents as service
+from controller.services import watches as watch_service
+from web.body import validate
+from web.console import admin, blueprint, now, page, redirect_back, signed_in
+from web.db import request_session
+
+
+@blueprint.get("/agents")
+@signed_in
+def agents(user: SignedIn) -> Response:
+    listed = service.list_agents(request_session(), user.org_id).agents
+    statuses = {a.id: service.agent_status(request_session(), user.org_id, a.id) for a in listed}
+    watches, _ = watch_service.list_watches(
+        request_session(), user.org_id, WatchListQuery(limit=200)
+    )
+    return page(
+        "agents.html",
+        user,
+        agents=listed,
+        statuses=statuses,
+        watches=watches,
+        presets=sorted(PRESETS),
+    )
+
+
+@blueprint.get("/agents/<agent_id>")
+@signed_in
+def agent(user: SignedIn, agent_id: str) -> Response:
+    status = service.agent_status(request_session(), user.org_id, agent_id)
+    return page("agent.html", user, status=status)
+
+
+@blueprint.post("/agents")
+@signed_in
+def bind(user: SignedIn) -> Response:
+    admin(user)
+    form = request.form
+    key = form.get("key", "").strip()
+    if not key:
+        raise Unprocessable("an agent needs an id", code="agent_id_required")
+    policy = form.get("policy", "notify-only")
+    if policy not in PRESETS:
+        raise Unprocessable(f"unknown policy {policy!r}", code="unknown_policy")
+    watch = watch_service.get_watch(request_session(), user.org_id, form.get("watchId", ""))
+    bound = service.bind(
+        request_session(),
+        user.principal(),
+        key,
+        watch,
+        policy=policy,
+        name=form.get("name", "").strip() or None,
+        environment=form.get("environment", "").strip() or None,
+    )
+    request_session().commit()
+    return redirect(url_for("console.agent", agent_id=bound.key))
+
+
+def _note() -> service.AgentNote:
+    return validate(
+        service.AgentNote, {"note": request.form.get("note", "").strip() or None}, "form"
+    )
+
+
+@blueprint.post("/agents/<agent_id>/kill")
+@signed_in
+def kill(user: SignedIn, agent_id: str) -> Response:
+    admin(user)
+    box = current_app.extensions["driftgate.secret_box"]
+    service.kill_agent(request_session(), user.principal(), agent_id, _note().note, box, now())
+    request_session().commit()
+    return redirect_back(url_for("console.agent", agent_id=agent_id))
+
+
+@blueprint.post("/agents/<agent_id>/unblock")
+@signed_in
+def unblock(user: SignedIn, agent_id: str) -> Response:
+    admin(user)
+    box = current_app.extensions["driftgate.secret_box"]
+    service.unblock_agent(request_session(), user.principal(), agent_id, _note().note, box, now())
+    request_session().commit()
+    return redirect_back(url_for("console.agent", agent_id=agent_id))
+
+
+@blueprint.post("/agents/<agent_id>/ack")
+@signed_in
+def ack(user: SignedIn, agent_id: str) -> Response:
+    admin(user)
+    form = request.form
+    data = validate(
+        service.AgentAck,
+        {
+            "note": form.get("note", "").strip() or None,
+            "repository": form.get("repository", "").strip() or None,
+            "branch": form.get("branch", "").strip() or None,
+        },
+        "form",
+    )
+    box = current_app.extensions["driftgate.secret_box"]
+    service.ack_agent(request_session(), user.principal(), agent_id, data, box, now())
+    request_session().commit()
+    return redirect_back(url_for("console.agent", agent_id=agent_id))

@@ -1,0 +1,84 @@
+"""Settings in the console: notification defaults with the weekly e-mail opt-in, overlay
+products (admins; a free plan sees why it cannot), and the org's members."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import current_app, request, url_for
+from werkzeug.wrappers import Response
+
+from controller.accounts import service as accounts
+from controller.accounts.service import SignedIn
+from controller.draftpr import service as products
+from controller.errors import NotFound
+from controller.services import notifications
+from controller.summary import service as summary
+from web.body import validate
+from web.console import admin, blueprint, page, redirect_back, signed_in
+from web.db import request_session
+
+SEVERITIES = ("breaking", "warning", "info")
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
+@blueprint.get("/settings")
+@signed_in
+def settings(user: SignedIn) -> Response:
+    session = request_session()
+    try:
+        relay: summary.SmtpOut | None = summary.get_smtp(session, user.org_id)
+    except NotFound:  # no relay set: the page says so
+        relay = None
+    return page(
+        "settings.html",
+        user,
+        defaults=notifications.get_defaults(session, user.org_id),
+        relay=relay,
+        products=products.products(session, user.org_id),
+        members=accounts.members(session, user.org_id),
+        severities=SEVERITIES,
+        weekdays=WEEKDAYS,
+    )
+
+
+@blueprint.post("/settings/notifications")
+@signed_in
+def save_notifications(user: SignedIn) -> Response:
+    admin(user)
+    form = request.form
+    box = current_app.extensions["driftgate.secret_box"]
+    session = request_session()
+    data: dict[str, Any] = {
+        "alertPolicy": {"severities": form.getlist("severity") or ["breaking"]},
+    }
+    if form.get("interval"):
+        data["intervalMinutes"] = int(form["interval"]) if form["interval"].isdigit() else -1
+    url = form.get("destinationUrl", "").strip()
+    if url:
+        data["destination"] = {"kind": form.get("destinationKind", "webhook"), "url": url}
+    elif form.get("keepDestination"):
+        kept = notifications.current_destination(session, user.org_id, box)
+        if kept is not None:
+            data["destination"] = kept.model_dump(by_alias=True)
+    recipients = [r.strip() for r in form.get("recipients", "").replace(",", "\n").splitlines()]
+    data["weeklySummary"] = {
+        "enabled": bool(form.get("weeklyEnabled")),
+        "recipients": [r for r in recipients if r],
+        "weekday": form.get("weekday", "monday"),
+        "hourUtc": int(form["hour"]) if form.get("hour", "").isdigit() else 8,
+    }
+    body = validate(notifications.NotificationDefaultsIn, data, "form")
+    notifications.put_defaults(session, user.principal(), body, box)
+    session.commit()
+    return redirect_back(url_for("console.settings"))
+
+
+@blueprint.post("/settings/products/<product>")
+@signed_in
+def toggle_product(user: SignedIn, product: str) -> Response:
+    admin(user)
+    enabled = request.form.get("enabled") == "true"
+    products.set_product(request_session(), user.principal(), product, enabled)
+    request_session().commit()
+    return redirect_back(url_for("console.settings"))

@@ -1,0 +1,53 @@
+"""Git sources in the console: each source with its revisions, Ready / Stalled conditions and
+the file:line problems of a bad commit (each opens the file at that line); reconcile now."""
+
+from __future__ import annotations
+
+from flask import current_app, request, url_for
+from werkzeug.wrappers import Response
+
+from controller.accounts.service import SignedIn
+from controller.services import sources as service
+from controller.settings import Settings
+from web.console import admin, blueprint, now, page, redirect_back, signed_in
+from web.db import request_session
+
+
+def _settings() -> Settings:
+    settings: Settings = current_app.extensions["driftgate.settings"]
+    return settings
+
+
+@blueprint.get("/sources")
+@signed_in
+def sources(user: SignedIn) -> Response:
+    listed = service.list_sources(request_session(), _settings(), user.org_id).sources
+    return page("sources.html", user, sources=listed)
+
+
+@blueprint.get("/sources/<name>")
+@signed_in
+def source(user: SignedIn, name: str) -> Response:
+    found = service.get_source(request_session(), _settings(), user.org_id, name)
+    return page("source.html", user, source=found)
+
+
+@blueprint.get("/sources/<name>/file")
+@signed_in
+def source_file(user: SignedIn, name: str) -> Response:
+    revision = request.args.get("revision", "")
+    file = request.args.get("file", "")
+    line = request.args.get("line", type=int)
+    lines = service.source_file(request_session(), _settings(), user.org_id, name, revision, file)
+    return page(
+        "source_file.html", user, name=name, revision=revision, file=file, lines=lines, line=line
+    )
+
+
+@blueprint.post("/sources/<name>/reconcile")
+@signed_in
+def reconcile(user: SignedIn, name: str) -> Response:
+    admin(user)
+    service.queue_reconcile(request_session(), _settings(), user.org_id, name, now())
+    request_session().commit()
+    return redirect_back(url_for("console.source", name=name))
