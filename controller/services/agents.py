@@ -24,7 +24,7 @@ from controller.errors import Conflict, Forbidden, agent_not_found
 from controller.incidents import ACTIVE, acknowledge_incident
 from controller.model.base import ApiModel, RequestModel
 from controller.model.watch import LABEL_PATTERN, IncidentSummary, ManagedBy, Note
-from controller.policy import Policy, decide, resolve_policy, watch_reasons
+from controller.policy import PRESETS, Policy, decide, resolve_policy, watch_reasons
 from controller.reconcile import binding_conditions
 from controller.services import audit, preflight
 from controller.services.auth import Principal
@@ -465,3 +465,8 @@ def _audit_runtime(
     audit.by(
         session, principal, action, agent.key, {"note": note, "runtimeState": agent.runtime_state}
     )
+
+
+def policy_presets() -> list[str]:
+    """The names of the policy presets a new agent may take."""
+    return sorted(PRESETS)

@@ -10,7 +10,6 @@ from werkzeug.wrappers import Response
 from controller.accounts.service import SignedIn
 from controller.errors import Unprocessable
 from controller.model.watch import WatchListQuery
-from controller.policy import PRESETS
 from controller.services import agents as service
 from controller.services import watches as watch_service
 from web.body import validate
@@ -32,7 +31,7 @@ def agents(user: SignedIn) -> Response:
         agents=listed,
         statuses=statuses,
         watches=watches,
-        presets=sorted(PRESETS),
+        presets=service.policy_presets(),
     )
 
 
@@ -52,7 +51,7 @@ def bind(user: SignedIn) -> Response:
     if not key:
         raise Unprocessable("an agent needs an id", code="agent_id_required")
     policy = form.get("policy", "notify-only")
-    if policy not in PRESETS:
+    if policy not in service.policy_presets():
         raise Unprocessable(f"unknown policy {policy!r}", code="unknown_policy")
     watch = watch_service.get_watch(request_session(), user.org_id, form.get("watchId", ""))
     bound = service.bind(
