@@ -220,6 +220,21 @@ class Settings(BaseModel):
     )
     trial_days: int = Field(default=30, ge=1, le=365)
     public_base_url: str | None = None
+    oidc_issuer: str | None = Field(
+        default=None,
+        description="single sign-on to the console: the OpenID Connect provider's issuer URL "
+        "(its /.well-known/openid-configuration is read); off when unset",
+    )
+    oidc_client_id: str | None = Field(default=None, description="the console's client id there")
+    oidc_client_secret: SecretStr | None = Field(
+        default=None, description="the console's client secret there (never logged)"
+    )
+    oidc_scopes: str = Field(
+        default="openid email profile", description="scopes asked for at sign-in"
+    )
+    oidc_label: str = Field(
+        default="Sign in with single sign-on", description="the sign-in page's SSO button"
+    )
     github_webhook_secret: SecretStr | None = Field(
         default=None,
         description="verifies X-Hub-Signature-256 on POST /hooks/github (push) and on POST "

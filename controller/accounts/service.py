@@ -25,7 +25,14 @@ from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from controller.accounts import passwords
 from controller.crypto import hash_token
-from controller.errors import Conflict, NotFound, TooManyRequests, Unauthorized, Unprocessable
+from controller.errors import (
+    Conflict,
+    Forbidden,
+    NotFound,
+    TooManyRequests,
+    Unauthorized,
+    Unprocessable,
+)
 from controller.services import audit
 from controller.services.auth import Principal
 from controller.store.models import ConsoleSession, Org, SignInAttempt, User
@@ -196,6 +203,34 @@ def sign_in(
         raise Unauthorized("the e-mail address or the password is wrong", code="sign_in_failed")
     if user.password_hash and passwords.needs_rehash(user.password_hash):
         user.password_hash = passwords.hash_password(password)
+    return _new_session(session, user, address, now)
+
+
+def sign_in_verified(
+    session: Session, email: str, address: str, now: datetime, *, via: str
+) -> tuple[str, SignedIn]:
+    """A new session for an address a provider verified (single sign-on); 403 when no
+    account has that address (accounts are made by admins, never by signing in)."""
+    user = session.scalar(select(User).where(User.email == normalized(email)))
+    if user is None:
+        raise Forbidden(
+            f"no console account has the address {normalized(email)}; ask an admin to create "
+            "one (`driftgate users create`)",
+            code="no_account",
+        )
+    audit.record(
+        session,
+        actor=f"user:{user.email}",
+        action="user.sign_in_sso",
+        target_type="user",
+        target_id=user.id,
+        org_id=user.org_id,
+        details={"via": via},
+    )
+    return _new_session(session, user, address, now)
+
+
+def _new_session(session: Session, user: User, address: str, now: datetime) -> tuple[str, SignedIn]:
     user.last_sign_in_at = now
     token = secrets.token_urlsafe(32)
     row = ConsoleSession(

@@ -263,7 +263,14 @@ def summary(event: DriftEvent) -> DriftEventSummary:
 def list_events(session: Session, org_id: str, query: DriftQuery) -> DriftPage:
     stmt = select(DriftEvent).where(DriftEvent.org_id == org_id)
     if query.watch_id:
-        stmt = stmt.where(DriftEvent.watch_id == query.watch_id)
+        # One watch's events, on its own index: the org is checked on the watch (another
+        # org's watch has none here), not on each event, so SQLite does not walk the org's.
+        owned = session.scalar(
+            select(Watch.id).where(Watch.id == query.watch_id, Watch.org_id == org_id)
+        )
+        if owned is None:
+            return DriftPage(events=[], next_cursor=None)
+        stmt = select(DriftEvent).where(DriftEvent.watch_id == owned)
     rows, cursor = paging.newest_first(
         session, stmt, DriftEvent.detected_at, DriftEvent.id, query.cursor, query.limit
     )

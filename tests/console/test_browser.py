@@ -111,7 +111,12 @@ def shot(page: Any, name: str) -> None:
 
 
 def test_the_console_tour(
-    server: str, browser: Any, acme: OrgKey, database: Database, spec: SpecServer
+    server: str,
+    browser: Any,
+    acme: OrgKey,
+    database: Database,
+    spec: SpecServer,
+    request: pytest.FixtureRequest,
 ) -> None:
     with database.transaction() as session:
         _user, token = accounts.create_user(
@@ -139,6 +144,7 @@ def test_the_console_tour(
     secret = page.locator("#new-key").inner_text()
     shot(page, "api-keys")
     api = httpx.Client(base_url=server, headers={"Authorization": f"Bearer {secret}"}, timeout=40)
+    request.addfinalizer(api.close)
     url = spec.set("/openapi.json", as_json(charges_spec()))
     watch = api.post("/api/watches", json={"name": "payments", "url": url}).json()
     assert api.post(f"/api/watches/{watch['id']}/check?wait=30").status_code == 200

@@ -13,6 +13,7 @@ from flask.testing import FlaskClient
 
 from controller.scheduler import Controller
 from controller.store.db import Database
+from controller.store.types import utcnow
 from tests.conftest import OrgKey
 from tests.console.test_accounts import csrf_of, make_user, sign_in
 from tests.factories import run
@@ -225,3 +226,40 @@ def test_ask_answers_with_links_and_templates_launch_watches(
         "/console/settings/keys",
     ):
         assert admin.get(path).status_code == 200, path
+
+
+def test_the_overview_charts_and_its_dashboard_tabs(
+    client: FlaskClient, acme: OrgKey, database: Database
+) -> None:
+    from tests.portfolio.seed import seed
+
+    with database.transaction() as session:
+        seed(
+            session,
+            "acme",
+            utcnow(),
+            watches=40,
+            events=200,
+            incidents=20,
+            jobs=20,
+            org_id=acme.org_id,
+        )
+    make_user(database, "acme", "admin@example.com")
+    admin = sign_in(client, "admin@example.com")
+    everything = admin.get("/console/").get_data(as_text=True)
+    assert everything.count("<svg") == 2  # drift by week, MTTR by vendor
+    # The coverage map comes after the page: htmx asks for the part; without script, a page.
+    assert 'hx-get="/console/compass"' in everything
+    part = admin.get("/console/compass", headers={"HX-Request": "true"}).get_data(as_text=True)
+    assert part.startswith('<section id="compass"') and part.count("<svg") == 1
+    whole = admin.get("/console/compass").get_data(as_text=True)
+    assert "<html" in whole and "Coverage by vendor" in whole
+    assert 'aria-current="page">Everything' in everything
+    tab = re.search(r'href="(/console/\?dashboard=system\.mcp-health)"', everything)
+    assert tab is not None
+    mcp = admin.get(tab.group(1)).get_data(as_text=True)
+    assert "Overview of acme: MCP health" in mcp
+    # The tab's filters apply: the MCP dashboard counts MCP watches only.
+    figure = re.compile(r'<span class="figure">(\d+)</span> watches')
+    assert int(figure.search(mcp).group(1)) < int(figure.search(everything).group(1))  # type: ignore[union-attr]
+    assert admin.get("/console/?dashboard=nope").status_code == 404

@@ -18,8 +18,20 @@ from datetime import UTC, datetime
 from functools import wraps
 from typing import Any, TypeVar
 
-from flask import Blueprint, Flask, Response, abort, g, redirect, render_template, request, url_for
+from flask import (
+    Blueprint,
+    Flask,
+    Response,
+    abort,
+    current_app,
+    g,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
 
+from controller.accounts import oidc
 from controller.accounts import service as accounts
 from controller.accounts.service import SignedIn
 from controller.errors import DriftgateError, Forbidden
@@ -160,6 +172,7 @@ def init_app(app: Flask) -> None:
         pages,
         settings,
         sources,
+        sso,
         templates_page,
         watches,
     )
@@ -169,6 +182,27 @@ def init_app(app: Flask) -> None:
     @app.route("/")
     def root() -> Response:
         return redirect(url_for("console.overview"))  # type: ignore[return-value]
+
+
+def signed_in_response(token: str, target: str) -> Response:
+    """A redirect to `target` that hands the browser its new session's cookie."""
+    response = redirect(target)
+    response.set_cookie(
+        SESSION_COOKIE,
+        token,
+        max_age=int(accounts.SESSION_TTL.total_seconds()),
+        httponly=True,
+        secure=secure_cookies(),
+        samesite="Lax",
+        path="/",
+    )
+    return response  # type: ignore[return-value]
+
+
+def sso_label() -> str | None:
+    """The SSO button's text when single sign-on is configured, else None."""
+    settings = current_app.extensions["driftgate.settings"]
+    return settings.oidc_label if oidc.configured(settings) else None
 
 
 def presession_token() -> str:

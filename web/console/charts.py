@@ -73,3 +73,46 @@ def bars(rows: list[tuple[str, float]], *, unit: str, width: int = 640) -> str:
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+STATUS_COLOURS = {
+    "ok": "#1a7f37",
+    "drifted": "#b42318",
+    "error": "#9a4d00",
+    "paused": "#8c959f",
+    "never_run": "#57606a",
+}
+
+
+def coverage(rows: list[dict[str, object]], *, width: int = 640) -> str:
+    """The coverage map: one bar per vendor, split by drift status."""
+    row_h, label_w = 22, 160
+    height = max(len(rows), 1) * row_h + 8
+    top = max([int(r.get("watches", 0) or 0) for r in rows] + [1])  # type: ignore[call-overload]
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="Watches by vendor, split by drift status" class="chart">'
+    ]
+    for index, row in enumerate(rows):
+        y = 4 + index * row_h
+        label = escape(str(row.get("key") or "(none)"))
+        parts.append(
+            f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end" font-size="12">{label}</text>'
+        )
+        x = float(label_w)
+        statuses: dict[str, int] = row.get("byDriftStatus") or {}  # type: ignore[assignment]
+        for status, count in sorted(
+            statuses.items(),
+            key=lambda kv: list(STATUS_COLOURS).index(kv[0]) if kv[0] in STATUS_COLOURS else 99,
+        ):
+            w = (width - label_w - 60) * int(count) / top
+            colour = STATUS_COLOURS.get(status, "#57606a")
+            parts.append(
+                f'<rect x="{x:.1f}" y="{y + 3}" width="{max(w, 1):.1f}" height="{row_h - 8}" '
+                f'fill="{colour}"><title>{label}: {int(count)} {escape(status)}</title></rect>'
+            )
+            x += w
+        total = int(row.get("watches", 0) or 0)  # type: ignore[call-overload]
+        parts.append(f'<text x="{x + 6:.1f}" y="{y + 15}" font-size="12">{total}</text>')
+    parts.append("</svg>")
+    return "".join(parts)

@@ -26,6 +26,8 @@ from web.console import (
     safe_next,
     secure_cookies,
     signed_in,
+    signed_in_response,
+    sso_label,
 )
 from web.db import request_session
 
@@ -39,7 +41,13 @@ def sign_in_page() -> Response:
     if current() is not None:
         return redirect(safe_next(request.args.get("next")))
     token = presession_token()
-    response = page("sign_in.html", None, presession=token, next=request.args.get("next", ""))
+    response = page(
+        "sign_in.html",
+        None,
+        presession=token,
+        next=request.args.get("next", ""),
+        sso=sso_label(),
+    )
     _set_presession(response, token)
     return response
 
@@ -64,20 +72,12 @@ def sign_in() -> Response:
             next=request.form.get("next", ""),
             email=email,
             error=exc.message,
+            sso=sso_label(),
         )
         _set_presession(response, fresh)
         return response
     request_session().commit()
-    signed = redirect(target)
-    signed.set_cookie(
-        SESSION_COOKIE,
-        token,
-        max_age=int(accounts.SESSION_TTL.total_seconds()),
-        httponly=True,
-        secure=secure_cookies(),
-        samesite="Lax",
-        path="/",
-    )
+    signed = signed_in_response(token, target)
     signed.delete_cookie(PRESESSION_COOKIE, path="/console")
     return signed
 
@@ -154,19 +154,52 @@ def sign_out_everywhere(user: SignedIn) -> Response:
     return response
 
 
+def _dashboard_filters(user: SignedIn) -> tuple[object, dict[str, object]]:
+    chosen = request.args.get("dashboard", "")
+    if not chosen:
+        return None, {}
+    dashboard = portfolio.dashboard_get(request_session(), user.org_id, chosen)
+    return dashboard, dashboard.filters.model_dump(by_alias=True, exclude_none=True)
+
+
 @blueprint.get("/")
 @signed_in
 def overview(user: SignedIn) -> Response:
-    out = portfolio.overview(request_session(), user.org_id, portfolio.OverviewQuery(), now())
-    data = out.model_dump(by_alias=True, mode="json")
+    dashboard, filters = _dashboard_filters(user)
+    query = portfolio.OverviewQuery.model_validate(filters)
+    data = portfolio.overview(request_session(), user.org_id, query, now()).model_dump(
+        by_alias=True, mode="json"
+    )
     weeks = data["analytics"]["driftEventsByWeek"]
     mttr = [(r["key"], r["hours"]) for r in data["analytics"]["mttr"]["byVendor"][:10]]
     return page(
         "overview.html",
         user,
         overview=data,
+        dashboard=dashboard,
         weeks_chart=charts.stacked_weeks(weeks),
         mttr_chart=charts.bars(mttr, unit="hours") if mttr else "",
+    )
+
+
+@blueprint.get("/compass")
+@signed_in
+def compass_part(user: SignedIn) -> Response:
+    """The coverage map, hotspots and gaps: loaded into the overview by htmx after the page
+    (each answer stays fast), or a page of its own without script."""
+    dashboard, filters = _dashboard_filters(user)
+    query = portfolio.CompassQuery.model_validate(filters)
+    data = portfolio.compass(request_session(), user.org_id, query, now()).model_dump(
+        by_alias=True, mode="json"
+    )
+    coverage = data["coverage"]["byVendor"][:15]
+    partial = request.headers.get("HX-Request") == "true"
+    return page(
+        "_compass.html" if partial else "compass.html",
+        user,
+        compass=data,
+        dashboard=dashboard,
+        coverage_chart=charts.coverage(coverage) if coverage else "",
     )
 
 

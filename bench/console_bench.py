@@ -1,0 +1,143 @@
+"""Benchmark of the console's pages at the portfolio benchmark's scale: 10,000 watches,
+200,000 drift events, 20,000 incidents in one org (seeded like `tests/portfolio/seed.py`), on
+SQLite and on Postgres. A signed-in admin asks each page through the app (Flask's client:
+server time, from the WSGI call to the last byte of the page; no network) and the p50 / p95
+per page is printed. Goal (issue 26): every page under 300 ms server time. Figures go to
+docs/performance.md.
+
+Run: `python bench/console_bench.py [--watches N] [--events N] [--incidents N] [--rounds N]
+[--postgres URL]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from statistics import median, quantiles
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.preflight_bench import scratch_postgres  # noqa: E402
+from controller.accounts import service as accounts  # noqa: E402
+from controller.settings import load_settings  # noqa: E402
+from controller.store import migrate  # noqa: E402
+from controller.store.db import Database  # noqa: E402
+from controller.store.models import DriftEvent, Org  # noqa: E402
+from tests.portfolio.seed import seed  # noqa: E402
+
+PASSWORD = "benchmark password 123"
+GOAL_MS = 300.0
+
+
+def run(url: str, work: Path, args: argparse.Namespace) -> dict[str, tuple[float, float]]:
+    from web.app import create_app
+
+    database = Database(url)
+    migrate.upgrade(database)
+    now = datetime.now(UTC)
+    started = time.perf_counter()
+    with database.transaction() as session:
+        history = seed(
+            session,
+            "bench",
+            now,
+            watches=args.watches,
+            events=args.events,
+            incidents=args.incidents,
+            jobs=args.jobs,
+        )
+        org = session.get(Org, history.org_id)
+        assert org is not None
+        _user, token = accounts.create_user(
+            session, org, "bench@example.com", "admin", actor="bench", now=now
+        )
+        accounts.set_password(session, token, PASSWORD, now)
+        event = session.query(DriftEvent).filter(DriftEvent.org_id == org.id).first()
+        assert event is not None
+        watch_id, event_id = event.watch_id, event.id
+    print(f"  seeded in {time.perf_counter() - started:.1f} s", flush=True)
+    if database.url.startswith("postgresql"):
+        with database.engine.connect() as conn:
+            conn.exec_driver_sql("ANALYZE")
+            conn.commit()
+    settings = load_settings(
+        env={"DRIFTGATE_DATA_DIR": str(work / "data"), "DRIFTGATE_SECRET_KEY": "x" * 32},
+        database_url=url,
+        log_level="WARNING",  # one access-log line per request would be timed too
+    )
+    client = create_app(settings, database=database).test_client()
+    form = client.get("/console/sign-in").get_data(as_text=True)
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', form)
+    assert csrf is not None
+    signed = client.post(
+        "/console/sign-in",
+        data={"email": "bench@example.com", "password": PASSWORD, "csrf_token": csrf.group(1)},
+    )
+    assert signed.status_code == 302, signed.status_code
+    pages = {
+        "overview": "/console/",
+        "overview dashboard": "/console/?dashboard=system.production-agents",
+        "watches": "/console/watches",
+        "watches drifted": "/console/watches?status=drifted",
+        "watch": f"/console/watches/{watch_id}",
+        "drift event": f"/console/watches/{watch_id}/events/{event_id}",
+        "agents": "/console/agents",
+        "sources": "/console/sources",
+        "templates": "/console/templates",
+        "settings": "/console/settings",
+        "api keys": "/console/settings/keys",
+        "ask": "/console/ask?q=which+vendors+broke+us+most+this+quarter%3F",
+    }
+    figures = {}
+    for label, path in pages.items():
+        samples = []
+        for _ in range(args.rounds):
+            begin = time.perf_counter()
+            answer = client.get(path)
+            samples.append((time.perf_counter() - begin) * 1000)
+            assert answer.status_code == 200, (path, answer.status_code)
+        p95 = quantiles(samples, n=20)[-1] if len(samples) > 1 else samples[0]
+        figures[label] = (median(samples), p95)
+        print(
+            f"  {label:20} p50 {median(samples):7.1f} ms   p95 {p95:7.1f} ms   "
+            f"goal ratio {p95 / GOAL_MS:4.2f}",
+            flush=True,
+        )
+    database.dispose()
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--watches", type=int, default=10_000)
+    parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--incidents", type=int, default=20_000)
+    parser.add_argument("--jobs", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--postgres", default=None, help="an admin URL; a scratch DB is made")
+    args = parser.parse_args()
+    print(
+        f"{args.watches} watches, {args.events} drift events, {args.incidents} incidents; "
+        f"{args.rounds} requests per page (goal: p95 < {GOAL_MS:.0f} ms server time)"
+    )
+    with tempfile.TemporaryDirectory() as work:
+        print("SQLite:")
+        run(f"sqlite:///{work}/bench.db", Path(work), args)
+    if args.postgres:
+        print("Postgres:")
+        with (
+            tempfile.TemporaryDirectory() as work,
+            scratch_postgres(args.postgres, "driftgate_console") as url,
+        ):
+            run(url, Path(work), args)
+
+
+if __name__ == "__main__":
+    main()
