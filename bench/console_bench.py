@@ -84,6 +84,7 @@ def run(url: str, work: Path, args: argparse.Namespace) -> dict[str, tuple[float
     pages = {
         "overview": "/console/",
         "overview dashboard": "/console/?dashboard=system.production-agents",
+        "compass part": "/console/compass",
         "watches": "/console/watches",
         "watches drifted": "/console/watches?status=drifted",
         "watch": f"/console/watches/{watch_id}",

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from controller import runtime
 from controller.conditions import Condition
 from controller.crypto import SecretBox
-from controller.errors import Conflict, Forbidden, agent_not_found
+from controller.errors import Conflict, Forbidden, NotFound, Unprocessable, agent_not_found
 from controller.incidents import ACTIVE, acknowledge_incident
 from controller.model.base import ApiModel, RequestModel
 from controller.model.watch import LABEL_PATTERN, IncidentSummary, ManagedBy, Note
@@ -470,3 +470,48 @@ def _audit_runtime(
 def policy_presets() -> list[str]:
     """The names of the policy presets a new agent may take."""
     return sorted(PRESETS)
+
+
+def edit_agent(
+    session: Session,
+    principal: Principal,
+    id_or_slug: str,
+    *,
+    policy: str,
+    name: str | None,
+    environment: str | None,
+) -> Agent:
+    """Change an API-managed agent's policy preset, name and environment (audited); agents
+    declared in git change in git (409)."""
+    agent = get_agent(session, principal.org_id, id_or_slug)
+    ensure_unmanaged(agent, "agent", agent.key)
+    if policy not in PRESETS:
+        raise Unprocessable(
+            f"unknown policy {policy!r} (one of: {', '.join(sorted(PRESETS))})",
+            code="unknown_policy",
+        )
+    before = {"policy": agent.policy, "name": agent.name, "environment": agent.environment}
+    agent.policy, agent.name, agent.environment = policy, name, environment
+    agent.policy_rules = None
+    audit.by(
+        session,
+        principal,
+        "agent.update",
+        agent.key,
+        {"before": before, "after": {"policy": policy, "name": name, "environment": environment}},
+    )
+    return agent
+
+
+def unbind(session: Session, principal: Principal, id_or_slug: str, watch_id: str) -> Agent:
+    """Take one watch off an API-managed agent (audited); 404 when it is not bound."""
+    agent = get_agent(session, principal.org_id, id_or_slug)
+    ensure_unmanaged(agent, "agent", agent.key)
+    kept = [b for b in agent.bindings if b.watch_id != watch_id]
+    if len(kept) == len(agent.bindings):
+        raise NotFound(f"watch {watch_id!r} is not bound to agent {agent.key!r}")
+    agent.bindings = kept
+    for position, binding in enumerate(agent.bindings):
+        binding.position = position
+    audit.by(session, principal, "agent.unbind", agent.key, {"watchId": watch_id})
+    return agent

@@ -210,6 +210,8 @@ def test_the_console_tour(
 
     # Keyboard only: the skip link is the first stop. A phone's width fits.
     page.goto(f"{server}/console/")
+    # htmx fetched the coverage part into the page after it loaded.
+    page.get_by_role("heading", name="Coverage by vendor").wait_for()
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.textContent") == "Skip to content"
     shot(page, "overview")

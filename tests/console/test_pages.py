@@ -94,6 +94,28 @@ def test_a_drift_is_acknowledged_and_an_agent_killed_and_unblocked_from_the_cons
     assert post(admin, f"{agent_page}/unblock", agent_page, note="fixed") == 302
     running = api.get("/api/agents/billing-bot/status", headers=acme.headers).get_json()
     assert running["runtime"]["state"] == "running"
+    # Edited and unbound in the console (an API-managed agent).
+    assert (
+        post(
+            admin,
+            f"{agent_page}/edit",
+            agent_page,
+            policy="staging-strict",
+            name="Billing",
+            environment="staging",
+        )
+        == 302
+    )
+    edited = api.get("/api/agents/billing-bot", headers=acme.headers).get_json()
+    assert (edited["policy"], edited["name"], edited["environment"]) == (
+        "staging-strict",
+        "Billing",
+        "staging",
+    )
+    assert post(admin, f"{agent_page}/edit", agent_page, policy="no-such") == 422
+    assert post(admin, f"{agent_page}/unbind/{watch_id}", agent_page) == 302
+    assert api.get("/api/agents/billing-bot", headers=acme.headers).get_json()["watches"] == []
+    assert post(admin, f"{agent_page}/unbind/{watch_id}", agent_page) == 404
     # Another org's pages are 404.
     other = make_org("globex")
     make_user(database, "globex", "g@example.com")

@@ -39,7 +39,7 @@ def agents(user: SignedIn) -> Response:
 @signed_in
 def agent(user: SignedIn, agent_id: str) -> Response:
     status = service.agent_status(request_session(), user.org_id, agent_id)
-    return page("agent.html", user, status=status)
+    return page("agent.html", user, status=status, presets=service.policy_presets())
 
 
 @blueprint.post("/agents")
@@ -71,6 +71,32 @@ def _note() -> service.AgentNote:
     return validate(
         service.AgentNote, {"note": request.form.get("note", "").strip() or None}, "form"
     )
+
+
+@blueprint.post("/agents/<agent_id>/edit")
+@signed_in
+def edit(user: SignedIn, agent_id: str) -> Response:
+    admin(user)
+    form = request.form
+    service.edit_agent(
+        request_session(),
+        user.principal(),
+        agent_id,
+        policy=form.get("policy", ""),
+        name=form.get("name", "").strip()[:200] or None,
+        environment=form.get("environment", "").strip()[:63] or None,
+    )
+    request_session().commit()
+    return redirect_back(url_for("console.agent", agent_id=agent_id))
+
+
+@blueprint.post("/agents/<agent_id>/unbind/<watch_id>")
+@signed_in
+def unbind(user: SignedIn, agent_id: str, watch_id: str) -> Response:
+    admin(user)
+    service.unbind(request_session(), user.principal(), agent_id, watch_id)
+    request_session().commit()
+    return redirect_back(url_for("console.agent", agent_id=agent_id))
 
 
 @blueprint.post("/agents/<agent_id>/kill")
