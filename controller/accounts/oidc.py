@@ -1,5 +1,6 @@
 """Single sign-on to the console through an OpenID Connect provider (the authorization code
-flow with PKCE), on Authlib (its OAuth 2 client over httpx) and joserfc (the ID token).
+flow with PKCE): Authlib builds the authorization request and the S256 challenge (RFC 6749,
+RFC 7636), joserfc checks the ID token, and the requests go through `controller.sources.http`.
 
 The provider's discovery document names its endpoints and keys. Sign-in starts with a
 random `state`, `nonce` and PKCE verifier; they travel in a cookie signed with a key derived
@@ -10,8 +11,8 @@ only when its signature verifies against the provider's keys and its `iss`, `aud
 that address must exist (`driftgate users create`): single sign-on proves who someone is,
 the org and role stay the admins' to give.
 
-The provider is the operator's configuration (like the database), so its requests are not
-held to the private-address guard; the operator's `ca_bundle` is trusted for them.
+The provider is the operator's configuration (like the database), so its requests go
+through `controller.sources.http`'s operator client: any address, the operator's `ca_bundle`.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 from authlib.common.security import generate_token
-from authlib.integrations.httpx_client import OAuth2Client
+from authlib.oauth2.rfc6749.parameters import prepare_grant_uri
+from authlib.oauth2.rfc7636 import create_s256_code_challenge
 from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
@@ -31,6 +32,7 @@ from joserfc.jwk import KeySet
 from controller.crypto import SecretBox
 from controller.errors import Forbidden, UpstreamError
 from controller.settings import Settings
+from controller.sources.http import FetchError, call_json, operator_client
 
 FLOW_TTL = 600
 FLOW_PURPOSE = "console oidc flow"
@@ -67,30 +69,26 @@ class Provider:
         self._metadata: dict[str, Any] | None = None
         self._keys: KeySet | None = None
 
-    def _http(self) -> httpx.Client:
-        verify: Any = True
-        if self.settings.ca_bundle is not None:
-            import ssl
-
-            context = ssl.create_default_context()
-            context.load_verify_locations(cafile=str(self.settings.ca_bundle))
-            verify = context
-        return httpx.Client(timeout=TIMEOUT, verify=verify, trust_env=False)
+    def _get_json(self, url: str, what: str) -> Any:
+        try:
+            with operator_client(self.settings, timeout=TIMEOUT) as client:
+                answer = call_json(client, "GET", url, headers={}, label=what)
+        except FetchError as exc:
+            raise UpstreamError(
+                f"the single sign-on provider's {what} cannot be read: {exc.message}",
+                code="sso_unavailable",
+            ) from None
+        if answer.status != 200 or not isinstance(answer.body, dict):
+            raise UpstreamError(
+                f"the single sign-on provider's {what} ({url}) answered HTTP {answer.status}",
+                code="sso_unavailable",
+            )
+        return answer.body
 
     def metadata(self) -> dict[str, Any]:
         if self._metadata is None:
             url = f"{self.issuer}/.well-known/openid-configuration"
-            try:
-                with self._http() as client:
-                    answer = client.get(url)
-                answer.raise_for_status()
-                found = answer.json()
-            except (httpx.HTTPError, ValueError) as exc:
-                raise UpstreamError(
-                    f"the single sign-on provider's discovery document ({url}) cannot be read: "
-                    f"{exc}",
-                    code="sso_unavailable",
-                ) from None
+            found = self._get_json(url, "discovery document")
             if str(found.get("issuer", "")).rstrip("/") != self.issuer:
                 raise UpstreamError(
                     "the single sign-on provider names another issuer than configured",
@@ -102,39 +100,30 @@ class Provider:
     def _key_set(self, refresh: bool = False) -> KeySet:
         if self._keys is None or refresh:
             try:
-                with self._http() as client:
-                    answer = client.get(self.metadata()["jwks_uri"])
-                answer.raise_for_status()
-                self._keys = KeySet.import_key_set(answer.json())
-            except (httpx.HTTPError, ValueError, KeyError) as exc:
+                self._keys = KeySet.import_key_set(
+                    self._get_json(self.metadata()["jwks_uri"], "keys")
+                )
+            except (ValueError, KeyError) as exc:
                 raise UpstreamError(
                     f"the single sign-on provider's keys cannot be read: {exc}",
                     code="sso_unavailable",
                 ) from None
         return self._keys
 
-    def _client(self, redirect_uri: str) -> OAuth2Client:
-        return OAuth2Client(
-            client_id=self.client_id,
-            client_secret=self.client_secret,
-            scope=self.settings.oidc_scopes,
-            redirect_uri=redirect_uri,
-            code_challenge_method="S256",
-            token_endpoint_auth_method="client_secret_post" if self.client_secret else "none",
-            timeout=TIMEOUT,
-            trust_env=False,
-        )
-
     def start(self, box: SecretBox, redirect_uri: str, next_path: str) -> tuple[str, str]:
         """The provider's authorization URL, and the signed flow cookie's value."""
         state, nonce, verifier = generate_token(32), generate_token(32), generate_token(64)
-        with self._client(redirect_uri) as client:
-            url, _ = client.create_authorization_url(
-                self.metadata()["authorization_endpoint"],
-                state=state,
-                code_verifier=verifier,
-                nonce=nonce,
-            )
+        url = prepare_grant_uri(
+            self.metadata()["authorization_endpoint"],
+            self.client_id,
+            "code",
+            redirect_uri=redirect_uri,
+            scope=self.settings.oidc_scopes,
+            state=state,
+            nonce=nonce,
+            code_challenge=create_s256_code_challenge(verifier),
+            code_challenge_method="S256",
+        )
         flow = {
             "state": state,
             "nonce": nonce,
@@ -155,18 +144,37 @@ class Provider:
         flow = json.loads(raw)
         if flow["exp"] < time.time() or not state or state != flow["state"] or not code:
             raise refused
+        form = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": redirect_uri,
+            "client_id": self.client_id,
+            "code_verifier": flow["verifier"],
+        }
+        if self.client_secret:
+            form["client_secret"] = self.client_secret  # client_secret_post, to this endpoint only
         try:
-            with self._client(redirect_uri) as client:
-                token = client.fetch_token(
+            with operator_client(self.settings, timeout=TIMEOUT) as client:
+                answer = call_json(
+                    client,
+                    "POST",
                     self.metadata()["token_endpoint"],
-                    grant_type="authorization_code",
-                    code=code,
-                    code_verifier=flow["verifier"],
+                    headers={"Accept": "application/json"},
+                    form=form,
+                    label="token endpoint",
                 )
-        except Exception as exc:  # noqa: BLE001 - Authlib raises several kinds
-            raise Forbidden(
-                f"the single sign-on provider refused the code: {exc}", code="sso_failed"
+        except FetchError as exc:
+            raise UpstreamError(
+                f"the single sign-on provider's token endpoint failed: {exc.message}",
+                code="sso_unavailable",
             ) from None
+        token = answer.body if isinstance(answer.body, dict) else {}
+        if answer.status != 200:
+            raise Forbidden(
+                "the single sign-on provider refused the code "
+                f"({token.get('error', f'HTTP {answer.status}')})",
+                code="sso_failed",
+            )
         claims = self._claims(str(token.get("id_token", "")), flow["nonce"])
         email = claims.get("email")
         if not email or claims.get("email_verified") is False:

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
-from controller.accounts import passwords
+from controller.accounts import oidc, passwords
 from controller.crypto import hash_token
 from controller.errors import (
     Conflict,
@@ -35,6 +35,7 @@ from controller.errors import (
 )
 from controller.services import audit
 from controller.services.auth import Principal
+from controller.settings import Settings
 from controller.store.models import ConsoleSession, Org, SignInAttempt, User
 
 ROLES = ("admin", "viewer")
@@ -320,3 +321,13 @@ def prune(session: Session, now: datetime) -> int:
     )
     old = session.execute(delete(SignInAttempt).where(SignInAttempt.at < now - timedelta(days=1)))
     return int(getattr(ended, "rowcount", 0) or 0) + int(getattr(old, "rowcount", 0) or 0)
+
+
+# Single sign-on (`controller.accounts.oidc`), for the shells.
+SsoProvider = oidc.Provider
+SSO_FLOW_TTL = oidc.FLOW_TTL
+SSO_CALLBACK_PATH = oidc.CALLBACK_PATH
+
+
+def sso_configured(settings: Settings) -> bool:
+    return oidc.configured(settings)

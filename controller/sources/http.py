@@ -290,6 +290,13 @@ def configured_client(settings: Settings, **options: Any) -> httpx.Client:
     )
 
 
+def operator_client(settings: Settings, **options: Any) -> httpx.Client:
+    """A client for services the operator configured (a single sign-on provider), which may
+    sit on the internal network: every address is allowed; the operator's CA bundle is
+    trusted."""
+    return make_client(allow_private=True, ca_bundle=settings.ca_bundle, **options)
+
+
 def _any_address(_address: str) -> bool:
     return True
 
@@ -388,15 +395,19 @@ def call_json(
     *,
     headers: Mapping[str, str],
     body: Any = None,
+    form: Mapping[str, str] | None = None,
     label: str,
 ) -> JsonAnswer:
     """Send one JSON API request (no redirects followed) and return its answer, whatever its
-    status; a transport failure becomes `FetchError` named by `label`, never quoting headers."""
+    status; a transport failure becomes `FetchError` named by `label`, never quoting headers.
+    `form` sends an `application/x-www-form-urlencoded` body instead of `body` as JSON (an
+    OAuth token request)."""
     try:
         response = client.request(
             method,
             url,
-            json=body,
+            json=body if form is None else None,
+            data=dict(form) if form is not None else None,
             headers=dict(headers),
             follow_redirects=False,
         )

@@ -31,7 +31,6 @@ from flask import (
     url_for,
 )
 
-from controller.accounts import oidc
 from controller.accounts import service as accounts
 from controller.accounts.service import SignedIn
 from controller.errors import DriftgateError, Forbidden
@@ -202,7 +201,7 @@ def signed_in_response(token: str, target: str) -> Response:
 def sso_label() -> str | None:
     """The SSO button's text when single sign-on is configured, else None."""
     settings = current_app.extensions["driftgate.settings"]
-    return settings.oidc_label if oidc.configured(settings) else None
+    return settings.oidc_label if accounts.sso_configured(settings) else None
 
 
 def presession_token() -> str:

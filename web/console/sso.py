@@ -6,7 +6,6 @@ from __future__ import annotations
 from flask import current_app, redirect, request
 from werkzeug.wrappers import Response
 
-from controller.accounts import oidc
 from controller.accounts import service as accounts
 from controller.settings import Settings
 from web.console import blueprint, not_found, now, safe_next, secure_cookies, signed_in_response
@@ -15,21 +14,21 @@ from web.db import request_session
 FLOW_COOKIE = "driftgate_oidc"
 
 
-def _provider() -> oidc.Provider:
+def _provider() -> accounts.SsoProvider:
     settings: Settings = current_app.extensions["driftgate.settings"]
-    if not oidc.configured(settings):
+    if not accounts.sso_configured(settings):
         not_found()
     cached = current_app.extensions.get("driftgate.oidc")
     if cached is None:
-        cached = current_app.extensions["driftgate.oidc"] = oidc.Provider(settings)
-    provider: oidc.Provider = cached
+        cached = current_app.extensions["driftgate.oidc"] = accounts.SsoProvider(settings)
+    provider: accounts.SsoProvider = cached
     return provider
 
 
 def _redirect_uri() -> str:
     settings: Settings = current_app.extensions["driftgate.settings"]
     base = (settings.public_base_url or request.host_url).rstrip("/")
-    return f"{base}{oidc.CALLBACK_PATH}"
+    return f"{base}{accounts.SSO_CALLBACK_PATH}"
 
 
 @blueprint.get("/sso")
@@ -41,7 +40,7 @@ def sso_start() -> Response:
     response.set_cookie(
         FLOW_COOKIE,
         flow,
-        max_age=oidc.FLOW_TTL,
+        max_age=accounts.SSO_FLOW_TTL,
         httponly=True,
         secure=secure_cookies(),
         samesite="Lax",  # the provider's redirect back is a top-level GET
