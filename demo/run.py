@@ -5,8 +5,9 @@ gate's 409 and the way back.
 What it sets up, in a data directory of its own:
 - a git repository made from `examples/` (its `.driftgate/` files, the simulator's address
   written in), reconciled by driftgate as the source `demo` of the org `demo`;
-- the org, an API key (written to `demo.env` for the CLI), the webhook destination (the
-  receiver, which verifies every signature);
+- the org, an API key (written to `demo.env` for the CLI), a console account
+  (`demo@example.com`, its password in `demo.env`), the webhook destination (the receiver,
+  which verifies every signature);
 - `driftgate up` as a child process with a config file that allows the simulator's and the
   receiver's `address:port` and no other private target.
 
@@ -17,6 +18,7 @@ is followed by checks and a report of what driftgate did.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -26,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +36,7 @@ import httpx
 import pygit2
 import yaml
 
+from controller.accounts import service as accounts
 from controller.crypto import load_secret_box
 from controller.errors import ConfigError
 from controller.services import auth, notifications, orgs
@@ -45,6 +49,7 @@ from demo.vendor import MCP_PATH, SPEC_PATH, Vendor, VendorServer
 
 ORG = "demo"
 ACTOR = "demo"
+CONSOLE_USER = "demo@example.com"
 EXAMPLES_ADDRESS = "127.0.0.1:8090"  # what examples/ points at
 CONFIG_FILES = ("agents.yaml", "templates.yaml", "watch-sets.yaml")
 WATCHES = ("stripe-api", "github-mcp", "stripe-api-staging")
@@ -75,6 +80,7 @@ class Demo:
     url: str = ""
     key: str = ""
     secret: str = ""
+    password: str = ""
     seen: set[str] = field(default_factory=set)  # drift events already shown
     watch_ids: dict[str, str] = field(default_factory=dict)
     child: subprocess.Popen[bytes] | None = None
@@ -143,11 +149,18 @@ class Demo:
                 org = orgs.create_org(session, ORG, "pro", actor=ACTOR)
                 self.key = auth.create_api_key(session, org, "demo", actor=ACTOR).secret
                 self.secret = notifications.signing_secret(session, org.id, box)
+                # A console account whose password lives only in this run's data directory.
+                self.password = secrets.token_urlsafe(12)
+                _user, token = accounts.create_user(
+                    session, org, CONSOLE_USER, "admin", actor=ACTOR, now=datetime.now(UTC)
+                )
+                accounts.set_password(session, token, self.password, datetime.now(UTC))
         finally:
             database.dispose()
         self.url = f"http://{opts.host}:{opts.port}"
         (data_dir / "demo.env").write_text(
             f"export DRIFTGATE_URL={self.url}\nexport DRIFTGATE_API_KEY={self.key}\n"
+            f"# console: {self.url}/console as {CONSOLE_USER}, password {self.password}\n"
         )
         return settings
 
@@ -300,6 +313,10 @@ class Demo:
         self.say(f"   {command} drift list          # then: {command} drift show ID")
         self.say(f"   {command} preflight --agent {GUARDED_AGENT}")
         self.say(f"   curl -s {self.url}/openapi.json | head")
+        self.say(
+            f"   the console: {self.url}/console as {CONSOLE_USER} "
+            f"(password in {data_dir / 'demo.env'})"
+        )
         self.say(f"   driftgate log: {data_dir / 'driftgate.log'}; Ctrl-C stops everything.")
 
     # -- events -------------------------------------------------------------------------------

@@ -110,7 +110,18 @@ def test_the_demo_shows_drift_a_killed_agent_the_gate_and_the_way_back(
 ) -> None:
     demo.wait_for("The vendors change", timeout=90)
     env = (tmp_path / "demo" / "demo.env").read_text()
-    demo.key = env.split("DRIFTGATE_API_KEY=")[1].strip()
+    demo.key = env.split("DRIFTGATE_API_KEY=")[1].splitlines()[0].strip()
+    # The console account the demo made signs in with the password in demo.env.
+    password = env.split("password ")[1].splitlines()[0].strip()
+    with httpx.Client(base_url=demo.url, follow_redirects=False) as browser:
+        form = browser.get("/console/sign-in").text
+        token = form.split('name="csrf_token" value="')[1].split('"')[0]
+        signed = browser.post(
+            "/console/sign-in",
+            data={"email": "demo@example.com", "password": password, "csrf_token": token},
+        )
+        assert signed.status_code == 302, signed.text
+        assert "Overview of demo" in browser.get("/console/").text
     assert demo.watch("stripe-api")["driftStatus"] == "ok"
     assert demo.preflight("billing-agent") == 200
 

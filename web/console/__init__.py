@@ -30,6 +30,7 @@ from flask import (
     request,
     url_for,
 )
+from werkzeug.wrappers import Response as BaseResponse
 
 from controller.accounts import service as accounts
 from controller.accounts.service import SignedIn
@@ -84,6 +85,21 @@ def signed_in(view: F) -> F:
         return view(user, *args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def action(view: Callable[..., str | BaseResponse]) -> Callable[..., BaseResponse]:
+    """A form post that changes something: signed in, CSRF checked, admins only. The view
+    makes the change and names the page to show after it (or answers a response of its
+    own); the change is committed and the browser goes back to the page it posted from."""
+
+    @wraps(view)
+    def act(user: SignedIn, *args: Any, **kwargs: Any) -> BaseResponse:
+        admin(user)
+        target = view(user, *args, **kwargs)
+        request_session().commit()
+        return target if isinstance(target, BaseResponse) else redirect_back(target)
+
+    return signed_in(act)
 
 
 def admin(user: SignedIn) -> None:

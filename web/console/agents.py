@@ -13,7 +13,7 @@ from controller.model.watch import WatchListQuery
 from controller.services import agents as service
 from controller.services import watches as watch_service
 from web.body import validate
-from web.console import admin, blueprint, now, page, redirect_back, signed_in
+from web.console import action, blueprint, now, page, signed_in
 from web.db import request_session
 
 
@@ -43,9 +43,8 @@ def agent(user: SignedIn, agent_id: str) -> Response:
 
 
 @blueprint.post("/agents")
-@signed_in
+@action
 def bind(user: SignedIn) -> Response:
-    admin(user)
     form = request.form
     key = form.get("key", "").strip()
     if not key:
@@ -63,7 +62,6 @@ def bind(user: SignedIn) -> Response:
         name=form.get("name", "").strip() or None,
         environment=form.get("environment", "").strip() or None,
     )
-    request_session().commit()
     return redirect(url_for("console.agent", agent_id=bound.key))
 
 
@@ -74,9 +72,8 @@ def _note() -> service.AgentNote:
 
 
 @blueprint.post("/agents/<agent_id>/edit")
-@signed_in
-def edit(user: SignedIn, agent_id: str) -> Response:
-    admin(user)
+@action
+def edit(user: SignedIn, agent_id: str) -> str:
     form = request.form
     service.edit_agent(
         request_session(),
@@ -86,43 +83,35 @@ def edit(user: SignedIn, agent_id: str) -> Response:
         name=form.get("name", "").strip()[:200] or None,
         environment=form.get("environment", "").strip()[:63] or None,
     )
-    request_session().commit()
-    return redirect_back(url_for("console.agent", agent_id=agent_id))
+    return url_for("console.agent", agent_id=agent_id)
 
 
 @blueprint.post("/agents/<agent_id>/unbind/<watch_id>")
-@signed_in
-def unbind(user: SignedIn, agent_id: str, watch_id: str) -> Response:
-    admin(user)
+@action
+def unbind(user: SignedIn, agent_id: str, watch_id: str) -> str:
     service.unbind(request_session(), user.principal(), agent_id, watch_id)
-    request_session().commit()
-    return redirect_back(url_for("console.agent", agent_id=agent_id))
+    return url_for("console.agent", agent_id=agent_id)
 
 
 @blueprint.post("/agents/<agent_id>/kill")
-@signed_in
-def kill(user: SignedIn, agent_id: str) -> Response:
-    admin(user)
+@action
+def kill(user: SignedIn, agent_id: str) -> str:
     box = current_app.extensions["driftgate.secret_box"]
     service.kill_agent(request_session(), user.principal(), agent_id, _note().note, box, now())
-    request_session().commit()
-    return redirect_back(url_for("console.agent", agent_id=agent_id))
+    return url_for("console.agent", agent_id=agent_id)
 
 
 @blueprint.post("/agents/<agent_id>/unblock")
-@signed_in
-def unblock(user: SignedIn, agent_id: str) -> Response:
-    admin(user)
+@action
+def unblock(user: SignedIn, agent_id: str) -> str:
     box = current_app.extensions["driftgate.secret_box"]
     service.unblock_agent(request_session(), user.principal(), agent_id, _note().note, box, now())
-    request_session().commit()
-    return redirect_back(url_for("console.agent", agent_id=agent_id))
+    return url_for("console.agent", agent_id=agent_id)
 
 
 @blueprint.post("/agents/<agent_id>/ack")
-@signed_in
-def ack(user: SignedIn, agent_id: str) -> Response:
-    admin(user)
+@action
+def ack(user: SignedIn, agent_id: str) -> str:
     form = request.form
     data = validate(
         service.AgentAck,
@@ -135,5 +124,4 @@ def ack(user: SignedIn, agent_id: str) -> Response:
     )
     box = current_app.extensions["driftgate.secret_box"]
     service.ack_agent(request_session(), user.principal(), agent_id, data, box, now())
-    request_session().commit()
-    return redirect_back(url_for("console.agent", agent_id=agent_id))
+    return url_for("console.agent", agent_id=agent_id)

@@ -15,6 +15,7 @@ from web.console import (
     CSRF_FIELD,
     PRESESSION_COOKIE,
     SESSION_COOKIE,
+    action,
     admin,
     blueprint,
     charts,
@@ -228,15 +229,13 @@ def create_key(user: SignedIn) -> Response:
 
 
 @blueprint.post("/settings/keys/<key_id>/revoke")
-@signed_in
-def revoke_key(user: SignedIn, key_id: str) -> Response:
-    admin(user)
+@action
+def revoke_key(user: SignedIn, key_id: str) -> str:
     org = get_org(request_session(), user.org_id)
     if key_id not in {k.id for k in key_service.list_api_keys(request_session(), org)}:
         raise NotFound("no such API key in this org")
     key_service.revoke_api_key(request_session(), key_id, now(), actor=user.actor)
-    request_session().commit()
-    return redirect(url_for("console.keys"))
+    return url_for("console.keys")
 
 
 __all__ = ["CSRF_FIELD", "check_csrf"]

@@ -15,7 +15,7 @@ from controller.errors import NotFound
 from controller.services import notifications
 from controller.summary import service as summary
 from web.body import validate
-from web.console import admin, blueprint, page, redirect_back, signed_in
+from web.console import action, blueprint, page, signed_in
 from web.db import request_session
 
 SEVERITIES = ("breaking", "warning", "info")
@@ -43,9 +43,8 @@ def settings(user: SignedIn) -> Response:
 
 
 @blueprint.post("/settings/notifications")
-@signed_in
-def save_notifications(user: SignedIn) -> Response:
-    admin(user)
+@action
+def save_notifications(user: SignedIn) -> str:
     form = request.form
     box = current_app.extensions["driftgate.secret_box"]
     session = request_session()
@@ -70,15 +69,12 @@ def save_notifications(user: SignedIn) -> Response:
     }
     body = validate(notifications.NotificationDefaultsIn, data, "form")
     notifications.put_defaults(session, user.principal(), body, box)
-    session.commit()
-    return redirect_back(url_for("console.settings"))
+    return url_for("console.settings")
 
 
 @blueprint.post("/settings/products/<product>")
-@signed_in
-def toggle_product(user: SignedIn, product: str) -> Response:
-    admin(user)
+@action
+def toggle_product(user: SignedIn, product: str) -> str:
     enabled = request.form.get("enabled") == "true"
     products.set_product(request_session(), user.principal(), product, enabled)
-    request_session().commit()
-    return redirect_back(url_for("console.settings"))
+    return url_for("console.settings")

@@ -9,7 +9,7 @@ from werkzeug.wrappers import Response
 from controller.accounts.service import SignedIn
 from controller.services import sources as service
 from controller.settings import Settings
-from web.console import admin, blueprint, now, page, redirect_back, signed_in
+from web.console import action, blueprint, now, page, signed_in
 from web.db import request_session
 
 
@@ -45,9 +45,7 @@ def source_file(user: SignedIn, name: str) -> Response:
 
 
 @blueprint.post("/sources/<name>/reconcile")
-@signed_in
-def reconcile(user: SignedIn, name: str) -> Response:
-    admin(user)
+@action
+def reconcile(user: SignedIn, name: str) -> str:
     service.queue_reconcile(request_session(), _settings(), user.org_id, name, now())
-    request_session().commit()
-    return redirect_back(url_for("console.source", name=name))
+    return url_for("console.source", name=name)

@@ -9,7 +9,7 @@ from controller.accounts.service import SignedIn
 from controller.services import notifications, watch_sets
 from controller.services import templates as service
 from web.body import validate
-from web.console import admin, blueprint, page, signed_in
+from web.console import action, blueprint, page, signed_in
 from web.db import request_session
 
 
@@ -26,9 +26,8 @@ def templates(user: SignedIn) -> Response:
 
 
 @blueprint.post("/templates/launch")
-@signed_in
+@action
 def launch(user: SignedIn) -> Response:
-    admin(user)
     form = request.form
     data = validate(
         service.LaunchFromTemplate,
@@ -49,5 +48,4 @@ def launch(user: SignedIn) -> Response:
     watch, _ref, _agent = service.launch(
         session, user.principal(), data, box, default_interval=interval
     )
-    session.commit()
     return redirect(url_for("console.watch", watch_id=watch.id))

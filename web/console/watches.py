@@ -15,7 +15,7 @@ from controller.model.watch import WatchListQuery
 from controller.services import drift
 from controller.services import watches as service
 from web.body import validate
-from web.console import admin, blueprint, now, page, redirect_back, signed_in
+from web.console import action, blueprint, now, page, signed_in
 from web.db import request_session
 
 STATUSES = ("ok", "drifted", "error", "paused", "never_run")
@@ -87,55 +87,46 @@ def grouped(changes: list[Any]) -> OrderedDict[str, list[Any]]:
 
 
 @blueprint.post("/watches/<watch_id>/check")
-@signed_in
-def check(user: SignedIn, watch_id: str) -> Response:
-    admin(user)
+@action
+def check(user: SignedIn, watch_id: str) -> str:
     database = current_app.extensions["driftgate.database"]
     drift.check_now(database, request_session(), user.org_id, watch_id, 10.0, now())
-    return redirect_back(url_for("console.watch", watch_id=watch_id))
+    return url_for("console.watch", watch_id=watch_id)
 
 
 @blueprint.post("/watches/<watch_id>/pause")
-@signed_in
-def pause(user: SignedIn, watch_id: str) -> Response:
-    admin(user)
+@action
+def pause(user: SignedIn, watch_id: str) -> str:
     service.pause_watch(request_session(), user.principal(), watch_id)
-    request_session().commit()
-    return redirect_back(url_for("console.watch", watch_id=watch_id))
+    return url_for("console.watch", watch_id=watch_id)
 
 
 @blueprint.post("/watches/<watch_id>/resume")
-@signed_in
-def resume(user: SignedIn, watch_id: str) -> Response:
-    admin(user)
+@action
+def resume(user: SignedIn, watch_id: str) -> str:
     service.resume_watch(request_session(), user.principal(), watch_id)
-    request_session().commit()
-    return redirect_back(url_for("console.watch", watch_id=watch_id))
+    return url_for("console.watch", watch_id=watch_id)
 
 
 @blueprint.post("/watches/<watch_id>/baseline")
-@signed_in
-def baseline(user: SignedIn, watch_id: str) -> Response:
-    admin(user)
+@action
+def baseline(user: SignedIn, watch_id: str) -> str:
     reason = request.form.get("reason", "").strip() or "accepted in the console"
     form = validate(drift.BaselineIn, {"reason": reason}, "form")
     box = current_app.extensions["driftgate.secret_box"]
     drift.accept_baseline(request_session(), user.principal(), watch_id, form.reason, box, now())
-    request_session().commit()
-    return redirect_back(url_for("console.watch", watch_id=watch_id))
+    return url_for("console.watch", watch_id=watch_id)
 
 
-@blueprint.post("/watches/<watch_id>/incident/<action>")
-@signed_in
-def incident(user: SignedIn, watch_id: str, action: str) -> Response:
-    admin(user)
-    if action not in drift.INCIDENT_ACTIONS:
+@blueprint.post("/watches/<watch_id>/incident/<step>")
+@action
+def incident(user: SignedIn, watch_id: str, step: str) -> str:
+    if step not in drift.INCIDENT_ACTIONS:
         raise NotFound("no such incident action")
     note = request.form.get("note", "").strip() or None
     form = validate(drift.IncidentAction, {"note": note}, "form")
     box = current_app.extensions["driftgate.secret_box"]
     drift.act_on_incident(
-        request_session(), user.principal(), watch_id, action, form.note, box, now()
+        request_session(), user.principal(), watch_id, step, form.note, box, now()
     )
-    request_session().commit()
-    return redirect_back(url_for("console.watch", watch_id=watch_id))
+    return url_for("console.watch", watch_id=watch_id)
