@@ -16,21 +16,17 @@ import re
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
-from statistics import median, quantiles
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.portfolio_bench import p50_p95, seeded  # noqa: E402
 from bench.preflight_bench import scratch_postgres  # noqa: E402
 from controller.accounts import service as accounts  # noqa: E402
 from controller.settings import load_settings  # noqa: E402
-from controller.store import migrate  # noqa: E402
-from controller.store.db import Database  # noqa: E402
 from controller.store.models import DriftEvent, Org  # noqa: E402
-from tests.portfolio.seed import seed  # noqa: E402
 
 PASSWORD = "benchmark password 123"
 GOAL_MS = 300.0
@@ -39,20 +35,8 @@ GOAL_MS = 300.0
 def run(url: str, work: Path, args: argparse.Namespace) -> dict[str, tuple[float, float]]:
     from web.app import create_app
 
-    database = Database(url)
-    migrate.upgrade(database)
-    now = datetime.now(UTC)
-    started = time.perf_counter()
+    database, history, now = seeded(url, args)
     with database.transaction() as session:
-        history = seed(
-            session,
-            "bench",
-            now,
-            watches=args.watches,
-            events=args.events,
-            incidents=args.incidents,
-            jobs=args.jobs,
-        )
         org = session.get(Org, history.org_id)
         assert org is not None
         _user, token = accounts.create_user(
@@ -62,11 +46,6 @@ def run(url: str, work: Path, args: argparse.Namespace) -> dict[str, tuple[float
         event = session.query(DriftEvent).filter(DriftEvent.org_id == org.id).first()
         assert event is not None
         watch_id, event_id = event.watch_id, event.id
-    print(f"  seeded in {time.perf_counter() - started:.1f} s", flush=True)
-    if database.url.startswith("postgresql"):
-        with database.engine.connect() as conn:
-            conn.exec_driver_sql("ANALYZE")
-            conn.commit()
     settings = load_settings(
         env={"DRIFTGATE_DATA_DIR": str(work / "data"), "DRIFTGATE_SECRET_KEY": "x" * 32},
         database_url=url,
@@ -104,11 +83,9 @@ def run(url: str, work: Path, args: argparse.Namespace) -> dict[str, tuple[float
             answer = client.get(path)
             samples.append((time.perf_counter() - begin) * 1000)
             assert answer.status_code == 200, (path, answer.status_code)
-        p95 = quantiles(samples, n=20)[-1] if len(samples) > 1 else samples[0]
-        figures[label] = (median(samples), p95)
+        p50, p95 = figures[label] = p50_p95(samples)
         print(
-            f"  {label:20} p50 {median(samples):7.1f} ms   p95 {p95:7.1f} ms   "
-            f"goal ratio {p95 / GOAL_MS:4.2f}",
+            f"  {label:20} p50 {p50:7.1f} ms   p95 {p95:7.1f} ms   goal ratio {p95 / GOAL_MS:4.2f}",
             flush=True,
         )
     database.dispose()

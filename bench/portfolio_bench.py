@@ -42,7 +42,9 @@ QUERIES = {
 }
 
 
-def run(url: str, args: argparse.Namespace) -> dict[str, tuple[float, float]]:
+def seeded(url: str, args: argparse.Namespace) -> tuple[Database, Any, datetime]:
+    """The store at `url`, migrated and seeded at the sizes of `args` (then analyzed on
+    Postgres): the database, the seeded history and the time it was seeded at."""
     database = Database(url)
     migrate.upgrade(database)
     now = datetime.now(UTC)
@@ -62,6 +64,17 @@ def run(url: str, args: argparse.Namespace) -> dict[str, tuple[float, float]]:
         with database.engine.connect() as conn:
             conn.exec_driver_sql("ANALYZE")
             conn.commit()
+    return database, history, now
+
+
+def p50_p95(samples: list[float]) -> tuple[float, float]:
+    """The median and the 95th percentile of timings (ms)."""
+    p95 = quantiles(samples, n=20)[-1] if len(samples) > 1 else samples[0]
+    return median(samples), p95
+
+
+def run(url: str, args: argparse.Namespace) -> dict[str, tuple[float, float]]:
+    database, history, now = seeded(url, args)
     figures = {}
     for label, (view, filters) in QUERIES.items():
         samples = []
@@ -78,9 +91,8 @@ def run(url: str, args: argparse.Namespace) -> dict[str, tuple[float, float]]:
                     query = service.CompassQuery.model_validate(filters)
                     service.compass(session, history.org_id, query, now)
                 samples.append((time.perf_counter() - begin) * 1000)
-        p95 = quantiles(samples, n=20)[-1] if len(samples) > 1 else samples[0]
-        figures[label] = (median(samples), p95)
-        print(f"  {label:22} p50 {median(samples):7.1f} ms   p95 {p95:7.1f} ms", flush=True)
+        p50, p95 = figures[label] = p50_p95(samples)
+        print(f"  {label:22} p50 {p50:7.1f} ms   p95 {p95:7.1f} ms", flush=True)
     database.dispose()
     return figures
 

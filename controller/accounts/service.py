@@ -78,6 +78,21 @@ class SignedIn:
         )
 
 
+def _audit(
+    session: Session, actor: str, action: str, user: User, details: dict[str, object] | None = None
+) -> None:
+    """An audit entry about a user account, in its org."""
+    audit.record(
+        session,
+        actor=actor,
+        action=action,
+        target_type="user",
+        target_id=user.id,
+        org_id=user.org_id,
+        details=details,
+    )
+
+
 def normalized(email: str) -> str:
     return email.strip().lower()
 
@@ -97,29 +112,14 @@ def create_user(
     session.add(user)
     session.flush()
     token = _new_setup(user, now)
-    audit.record(
-        session,
-        actor=actor,
-        action="user.create",
-        target_type="user",
-        target_id=user.id,
-        org_id=org.id,
-        details={"email": address, "role": role},
-    )
+    _audit(session, actor, "user.create", user, {"email": address, "role": role})
     return user, token
 
 
 def reset_link(session: Session, user: User, *, actor: str, now: datetime) -> str:
     """A new one-time set-password token for `user` (the old one stops working)."""
     token = _new_setup(user, now)
-    audit.record(
-        session,
-        actor=actor,
-        action="user.reset",
-        target_type="user",
-        target_id=user.id,
-        org_id=user.org_id,
-    )
+    _audit(session, actor, "user.reset", user)
     return token
 
 
@@ -155,14 +155,7 @@ def set_password(session: Session, token: str, password: str, now: datetime) -> 
     user.setup_token_hash = None
     user.setup_expires_at = None
     session.execute(delete(ConsoleSession).where(ConsoleSession.user_id == user.id))
-    audit.record(
-        session,
-        actor=f"user:{user.email}",
-        action="user.password",
-        target_type="user",
-        target_id=user.id,
-        org_id=user.org_id,
-    )
+    _audit(session, f"user:{user.email}", "user.password", user)
     return user
 
 
@@ -219,15 +212,7 @@ def sign_in_verified(
             "one (`driftgate users create`)",
             code="no_account",
         )
-    audit.record(
-        session,
-        actor=f"user:{user.email}",
-        action="user.sign_in_sso",
-        target_type="user",
-        target_id=user.id,
-        org_id=user.org_id,
-        details={"via": via},
-    )
+    _audit(session, f"user:{user.email}", "user.sign_in_sso", user, {"via": via})
     return _new_session(session, user, address, now)
 
 
@@ -290,14 +275,9 @@ def sign_out(session: Session, signed: SignedIn) -> None:
 
 def sign_out_everywhere(session: Session, signed: SignedIn) -> int:
     ended = session.execute(delete(ConsoleSession).where(ConsoleSession.user_id == signed.user_id))
-    audit.record(
-        session,
-        actor=signed.actor,
-        action="user.sign_out_everywhere",
-        target_type="user",
-        target_id=signed.user_id,
-        org_id=signed.org_id,
-    )
+    user = session.get(User, signed.user_id)
+    if user is not None:
+        _audit(session, signed.actor, "user.sign_out_everywhere", user)
     return int(getattr(ended, "rowcount", 0) or 0)
 
 
