@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.portfolio_bench import p50_p95, seeded  # noqa: E402
+from bench.portfolio_bench import arguments, p50_p95, seeded  # noqa: E402
 from bench.preflight_bench import scratch_postgres  # noqa: E402
 from controller.accounts import service as accounts  # noqa: E402
 from controller.settings import load_settings  # noqa: E402
@@ -93,14 +93,7 @@ def run(url: str, work: Path, args: argparse.Namespace) -> dict[str, tuple[float
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--watches", type=int, default=10_000)
-    parser.add_argument("--events", type=int, default=200_000)
-    parser.add_argument("--incidents", type=int, default=20_000)
-    parser.add_argument("--jobs", type=int, default=20_000)
-    parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--postgres", default=None, help="an admin URL; a scratch DB is made")
-    args = parser.parse_args()
+    args = arguments()
     print(
         f"{args.watches} watches, {args.events} drift events, {args.incidents} incidents; "
         f"{args.rounds} requests per page (goal: p95 < {GOAL_MS:.0f} ms server time)"

@@ -97,7 +97,8 @@ def run(url: str, args: argparse.Namespace) -> dict[str, tuple[float, float]]:
     return figures
 
 
-def main() -> None:
+def arguments() -> argparse.Namespace:
+    """The sizes of the seeded portfolio, the rounds, and an optional Postgres admin URL."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--watches", type=int, default=10_000)
     parser.add_argument("--events", type=int, default=200_000)
@@ -105,7 +106,11 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--postgres", default=None, help="an admin URL; a scratch DB is made")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments()
     print(
         f"{args.watches} watches, {args.events} drift events, {args.incidents} incidents, "
         f"{args.jobs} check jobs; {args.rounds} rounds per view (goal: p95 < 200 ms)"

@@ -139,16 +139,18 @@ def set_password() -> Response:
 @signed_in
 def sign_out(user: SignedIn) -> Response:
     accounts.sign_out(request_session(), user)
-    request_session().commit()
-    response = redirect(url_for("console.sign_in_page"))
-    response.delete_cookie(SESSION_COOKIE, path="/")
-    return response
+    return _signed_out()
 
 
 @blueprint.post("/sign-out-everywhere")
 @signed_in
 def sign_out_everywhere(user: SignedIn) -> Response:
     accounts.sign_out_everywhere(request_session(), user)
+    return _signed_out()
+
+
+def _signed_out() -> Response:
+    """Commit the ended session(s), drop the cookie, and go to the sign-in page."""
     request_session().commit()
     response = redirect(url_for("console.sign_in_page"))
     response.delete_cookie(SESSION_COOKIE, path="/")
