@@ -152,6 +152,42 @@ def test_settings_products_and_the_weekly_opt_in(
         },
     )
     assert refused.status_code == 422 and "SMTP relay" in refused.get_data(as_text=True)
+    # The relay, set here; its password stored, never shown again.
+    relay = {
+        "host": "smtp.example.com",
+        "port": "587",
+        "security": "starttls",
+        "username": "mailer",
+        "password": "relay-secret-9",
+        "fromAddress": "dg@example.com",
+    }
+    assert post(admin, "/console/settings/smtp", "/console/settings", **relay) == 302
+    assert admin.get("/api/org/smtp").get_json()["passwordSet"] is True
+    page = admin.get("/console/settings").get_data(as_text=True)
+    assert "smtp.example.com" in page and "relay-secret-9" not in page
+    assert (
+        post(admin, "/console/settings/smtp", "/console/settings", **{**relay, "password": ""})
+        == 302
+    )  # empty: the stored password stays
+    assert admin.get("/api/org/smtp").get_json()["passwordSet"] is True
+    weekly = admin.post(
+        "/console/settings/notifications",
+        data={
+            "csrf_token": csrf_of(admin.get("/console/settings").get_data(as_text=True)),
+            "severity": "breaking",
+            "weeklyEnabled": "1",
+            "recipients": "a@example.com\nb@example.com",
+            "weekday": "friday",
+            "hour": "7",
+        },
+    )
+    assert weekly.status_code == 302
+    assert admin.get("/api/org/notification-defaults").get_json()["weeklySummary"] == {
+        "enabled": True,
+        "recipients": ["a@example.com", "b@example.com"],
+        "weekday": "friday",
+        "hourUtc": 7,
+    }
     saved = admin.post(
         "/console/settings/notifications",
         data={

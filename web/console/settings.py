@@ -15,7 +15,7 @@ from controller.errors import NotFound
 from controller.services import notifications
 from controller.summary import service as summary
 from web.body import validate
-from web.console import action, blueprint, page, signed_in
+from web.console import action, blueprint, now, page, signed_in
 from web.db import request_session
 
 SEVERITIES = ("breaking", "warning", "info")
@@ -69,6 +69,25 @@ def save_notifications(user: SignedIn) -> str:
     }
     body = validate(notifications.NotificationDefaultsIn, data, "form")
     notifications.put_defaults(session, user.principal(), body, box)
+    return url_for("console.settings")
+
+
+@blueprint.post("/settings/smtp")
+@action
+def save_smtp(user: SignedIn) -> str:
+    form = request.form
+    data: dict[str, Any] = {
+        "host": form.get("host", "").strip(),
+        "port": int(form["port"]) if form.get("port", "").isdigit() else 587,
+        "security": form.get("security", "starttls"),
+        "fromAddress": form.get("fromAddress", "").strip(),
+        "username": form.get("username", "").strip() or None,
+    }
+    if form.get("password"):
+        data["password"] = form["password"]  # left empty: the stored one stays (same host, user)
+    body = validate(summary.SmtpIn, data, "form")
+    box = current_app.extensions["driftgate.secret_box"]
+    summary.put_smtp(request_session(), user.principal(), body, box, now())
     return url_for("console.settings")
 
 
