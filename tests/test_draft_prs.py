@@ -728,3 +728,19 @@ def test_a_vendored_path_outside_the_repository_is_refused(
     body = webhook_body(watch_id, event_id, vendoredPath="contracts/../../etc/passwd")
     answer = client.post("/v1/draftpr/webhook", json=body, headers=org.headers)
     assert answer.status_code == 400 and "vendoredPath" in answer.get_json()["message"]
+
+
+def test_an_installation_id_beyond_64_bits_is_refused_as_input(
+    client: FlaskClient, make_org: Callable[..., OrgKey]
+) -> None:
+    # GitHub's ids are 64-bit; a larger number is malformed input (400), never a store error.
+    org = make_org("wide", "pro", products=("draftpr_repo",))
+    for installation in (2**63, 10**21):
+        answer = client.post(
+            "/v1/draftpr/installations", json={"installationId": installation}, headers=org.headers
+        )
+        assert answer.status_code == 400, answer.get_json()
+    state = client.get(
+        "/api/account/draftpr/github/callback?installation_id=1234567890123456789&state=x"
+    )
+    assert state.status_code == 400

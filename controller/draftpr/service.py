@@ -62,6 +62,10 @@ GITHUB_DELIVERY = "github_delivery"
 PRODUCT = "draftpr_repo"
 LINT_PRODUCT = "toolmanifest_org"
 STATE_TTL = timedelta(hours=1)
+# GitHub's installation ids are 64-bit integers (the store keeps a BIGINT); as text (a query
+# or a webhook body), up to 18 digits, which every such id fits in today.
+MAX_INSTALLATION_ID = 2**63 - 1
+INSTALLATION_ID_TEXT = r"^[0-9]{1,18}$"
 STATE_PURPOSE = "draftpr install state"
 MAX_WAIT = 25.0
 
@@ -87,7 +91,7 @@ class DraftPrWebhookIn(RequestModel):
 
     watch_id: ObjectId
     drift_event_id: ObjectId
-    installation_id: Annotated[str, StringConstraints(pattern=r"^[0-9]{1,19}$")] | None = Field(
+    installation_id: Annotated[str, StringConstraints(pattern=INSTALLATION_ID_TEXT)] | None = Field(
         default=None,
         description="numeric id of the GitHub App installation; default: the org's only one",
     )
@@ -156,7 +160,7 @@ class DraftPrAccepted(RootModel[DraftPrOut | SchemasyncDisabled]):
 class CallbackQuery(RequestModel):
     """What GitHub appends to the App's setup URL after an install."""
 
-    installation_id: Annotated[str, StringConstraints(pattern=r"^[0-9]{1,19}$")] = Field(
+    installation_id: Annotated[str, StringConstraints(pattern=INSTALLATION_ID_TEXT)] = Field(
         alias="installation_id"
     )
     setup_action: Annotated[str, StringConstraints(max_length=20)] | None = Field(
@@ -181,7 +185,9 @@ class InstallationList(ApiModel):
 
 
 class InstallationLinkIn(RequestModel):
-    installation_id: BodyInt = Field(ge=1, description="the numeric installation id on GitHub")
+    installation_id: BodyInt = Field(
+        ge=1, le=MAX_INSTALLATION_ID, description="the numeric installation id on GitHub"
+    )
 
 
 class MergedIn(RequestModel):
