@@ -354,3 +354,20 @@ def test_a_drift_lists_the_profiles_its_breaking_changes_touch(
     ][0]["id"]
     event = client.get(f"/api/drift/events/{event_id}", headers=acme.headers).get_json()
     assert event["affectedProfiles"] == ["charge-in"]
+
+
+def test_a_profile_version_the_store_cannot_keep_is_refused(api: FlaskClient, acme: OrgKey) -> None:
+    # The version is a 32-bit column: a larger one is an invalid profile (400), not a 500.
+    for version in (2**31, 7932193533651542081536):
+        answer = api.put(
+            "/api/ingress-profiles/order",
+            json={**PROFILE, "version": version},
+            headers=acme.headers,
+        )
+        assert answer.status_code == 400, answer.get_json()
+        assert "from 1 to 2147483647" in answer.get_json()["message"]
+    largest = {**PROFILE, "version": 2**31 - 1}
+    assert (
+        api.put("/api/ingress-profiles/order", json=largest, headers=acme.headers).status_code
+        == 201
+    )

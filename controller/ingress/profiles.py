@@ -28,6 +28,7 @@ MAX_PROFILE_BYTES = 64 * 1024
 PROFILE_KINDS = ("ingress", "llm_structured_output", "tool_call_envelope")
 PRESETS = ("mcp", "openai_functions", "raw")
 PROFILE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$"
+MAX_VERSION = 2**31 - 1  # the store keeps a profile's version in a 32-bit integer column
 
 
 # What the API publishes of a profile (the checks below go further: a schema that compiles,
@@ -36,7 +37,7 @@ PROFILE_SCHEMA: dict[str, Any] = {
     "required": ["id", "version", "schema"],
     "properties": {
         "id": {"type": "string", "pattern": PROFILE_ID_PATTERN},
-        "version": {"type": "integer", "minimum": 1},
+        "version": {"type": "integer", "minimum": 1, "maximum": MAX_VERSION},
         "schema": {"type": "object", "description": "JSON Schema 2020-12, local $refs only"},
         "profileKind": {"enum": list(PROFILE_KINDS)},
         "envelope": {
@@ -100,7 +101,7 @@ class ConsumerProfile(_Model):
     """A checked consumer profile."""
 
     id: Annotated[str, StringConstraints(pattern=PROFILE_ID_PATTERN)]
-    version: StrictInt = Field(ge=1)
+    version: StrictInt = Field(ge=1, le=MAX_VERSION)
     schema_: dict[str, Any] = Field(alias="schema")
     profile_kind: str = Field(default="ingress", alias="profileKind")
     envelope: Envelope | None = None
@@ -129,8 +130,8 @@ def check_profile(raw: Any) -> ConsumerProfile:
     if not raw.get("id"):
         raise ProfileInvalid("the profile has no id")
     version = raw.get("version")
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ProfileInvalid("the profile's version must be an integer of at least 1")
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= MAX_VERSION:
+        raise ProfileInvalid(f"the profile's version must be an integer from 1 to {MAX_VERSION}")
     if not isinstance(raw.get("schema"), dict):
         raise ProfileInvalid("the profile's schema must be a JSON object")
     try:
