@@ -496,7 +496,8 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
         "name": ["fleet"],
         "product": ["draftpr_repo", "toolmanifest_org"],
         "draft_pr_id": [draft["draftPrId"]],
-        "profile_id": ["order"],
+        # "order" exists at version 1 (a PUT needs a higher one); "fresh" does not yet.
+        "profile_id": ["order", "fresh"],
         "row_id": [published["row"]["id"]],
         "dashboard_id": [dashboard["id"]],
     }
@@ -513,7 +514,7 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
         "driftEventId": [e["id"] for e in events],
         "state": [state],
         "profileId": ["order"],
-        "id": ["order"],
+        "id": ["order", "fresh"],
         "token": [unsubscribe],
     }
 
