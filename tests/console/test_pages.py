@@ -170,6 +170,17 @@ def test_settings_products_and_the_weekly_opt_in(
         == 302
     )  # empty: the stored password stays
     assert admin.get("/api/org/smtp").get_json()["passwordSet"] is True
+    # A port that is not a number is refused, naming the field; nothing is changed.
+    bad = admin.post(
+        "/console/settings/smtp",
+        data={
+            "csrf_token": csrf_of(admin.get("/console/settings").get_data(as_text=True)),
+            **relay,
+            "port": "twenty-five",
+        },
+    )
+    assert bad.status_code == 400 and "/port" in bad.get_data(as_text=True)
+    assert admin.get("/api/org/smtp").get_json()["port"] == 587
     weekly = admin.post(
         "/console/settings/notifications",
         data={

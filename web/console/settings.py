@@ -42,6 +42,13 @@ def settings(user: SignedIn) -> Response:
     )
 
 
+def _number(text: str) -> int | str:
+    """A form's number as an integer; anything else as typed, so the model refuses it with a
+    message naming the field (never a silent default)."""
+    text = text.strip()
+    return int(text) if text.isdigit() else text
+
+
 @blueprint.post("/settings/notifications")
 @action
 def save_notifications(user: SignedIn) -> str:
@@ -52,7 +59,7 @@ def save_notifications(user: SignedIn) -> str:
         "alertPolicy": {"severities": form.getlist("severity") or ["breaking"]},
     }
     if form.get("interval"):
-        data["intervalMinutes"] = int(form["interval"]) if form["interval"].isdigit() else -1
+        data["intervalMinutes"] = _number(form["interval"])
     url = form.get("destinationUrl", "").strip()
     if url:
         data["destination"] = {"kind": form.get("destinationKind", "webhook"), "url": url}
@@ -65,7 +72,7 @@ def save_notifications(user: SignedIn) -> str:
         "enabled": bool(form.get("weeklyEnabled")),
         "recipients": [r for r in recipients if r],
         "weekday": form.get("weekday", "monday"),
-        "hourUtc": int(form["hour"]) if form.get("hour", "").isdigit() else 8,
+        "hourUtc": _number(form.get("hour", "") or "8"),
     }
     body = validate(notifications.NotificationDefaultsIn, data, "form")
     notifications.put_defaults(session, user.principal(), body, box)
@@ -78,7 +85,7 @@ def save_smtp(user: SignedIn) -> str:
     form = request.form
     data: dict[str, Any] = {
         "host": form.get("host", "").strip(),
-        "port": int(form["port"]) if form.get("port", "").isdigit() else 587,
+        "port": _number(form.get("port", "") or "587"),
         "security": form.get("security", "starttls"),
         "fromAddress": form.get("fromAddress", "").strip(),
         "username": form.get("username", "").strip() or None,
