@@ -62,6 +62,16 @@ def environment(database: Database, tmp_path: Path) -> dict[str, str]:
     return driftgate_env(database.url, tmp_path, workers="2", log_format="text")
 
 
+def port_free(port: int) -> bool:
+    with socket.socket() as again:
+        again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            again.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 @pytest.fixture
 def leftovers() -> Iterator[list[int]]:
     """Pids to SIGKILL after the test, so a failure never leaves processes behind."""
@@ -111,10 +121,10 @@ def test_the_children_of_up_die_within_two_seconds_of_a_kill_9(
         idle.close()
         partial.close()
     assert took < ORPHAN_DEADLINE, f"children lived {took:.2f}s after their parent"
-    # Nothing holds the port or the store: a restart can start at once.
-    with socket.socket() as again:
-        again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        again.bind(("127.0.0.1", port))
+    # Nothing holds the port or the store: a restart can start at once. The kernel releases
+    # a dead process's sockets a moment after it is reaped (seen once under load); an orphan
+    # would hold the port for good, so a short wait still catches one.
+    wait_until(lambda: port_free(port), timeout=3)
     lock = acquire_controller_lock(database.url)
     assert (lock is None) == ON_POSTGRES
     if lock is not None:
