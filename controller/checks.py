@@ -7,9 +7,12 @@ and counts, the incident, and the outbox events. A failure leaves the baseline a
 good snapshot untouched. `driftStatus` moves as `controller.status` decides (CONTRACT.md's
 table); this module persists what the decision says.
 
-A fetch that fails in a way no fetcher foresaw (a bug, a value stored before today's input
-rules) is still a failed check: `error` with failure class `http_error`, never a crash that
-leaves the watch as it was.
+A check fails closed. Whatever goes wrong in any stage (fetch, parse, fingerprint, diff,
+persist), in a way no stage foresaw (a bug, a value stored before today's input rules, a
+`RecursionError`), the check still ends as a failed check: `error` with failure class
+`internal_error` (reason `check_failed:internal_error`), the stage and the exception's type
+recorded, `drift.check_failed` announced. It never ends as a crash that leaves the watch, and
+the run gate that reads it, as they were.
 """
 
 from __future__ import annotations
@@ -40,11 +43,12 @@ from controller.diffs import (
 )
 from controller.diffs.explain import with_hints
 from controller.diffs.grouping import group_changes
+from controller.diffs.loader import check_nesting
 from controller.events.outbox import emit
 from controller.incidents import close_incident, current_incident, emit_incident
 from controller.ingress.impact import affected_profiles
 from controller.model.change import Change, Severity
-from controller.model.watch import DriftStatus
+from controller.model.watch import DriftStatus, FailureClass
 from controller.settings import Settings
 from controller.sources.http import FetchError, fetch
 from controller.sources.mcp import fetch_mcp_snapshot, redact_url
@@ -157,12 +161,31 @@ def run_check(
             check = _read(session, watch_id, box)
     if check is None:
         return _commit(database, on_commit, lambda s: CheckResult(watch_id, "skipped"))
-    return _commit(database, on_commit, _evaluate(database, check, box, fetcher, now))
+    try:
+        write = _evaluate(database, check, box, fetcher, now)
+    except _Crashed as crashed:
+        write = _crash_recorder(box, check, crashed, now)
+    try:
+        return _commit(database, on_commit, _persisting(write))
+    except _Crashed as crashed:
+        # The outcome could not be written (its transaction rolled back): record the failure
+        # in a transaction of its own.
+        return _commit(database, on_commit, _crash_recorder(box, check, crashed, now))
 
 
-def _commit(
-    database: Any, on_commit: OnCommit | None, write: Callable[[Session], CheckResult]
-) -> CheckResult:
+Write = Callable[[Session], CheckResult]
+
+
+class _Crashed(Exception):
+    """A stage of a check raised what it did not foresee; the check fails as `internal_error`."""
+
+    def __init__(self, stage: str, error: BaseException) -> None:
+        super().__init__(stage, type(error).__name__)
+        self.stage = stage
+        self.error = error
+
+
+def _commit(database: Any, on_commit: OnCommit | None, write: Write) -> CheckResult:
     with database.transaction() as session:
         result = write(session)
         if on_commit is not None:
@@ -170,27 +193,70 @@ def _commit(
         return result
 
 
+def _persisting(write: Write) -> Write:
+    def persist(session: Session) -> CheckResult:
+        try:
+            result = write(session)
+            # What the store refuses surfaces here, not at the commit after the job's end.
+            session.flush()
+            return result
+        except Exception as exc:  # noqa: BLE001 - any failure to record is a failed check
+            raise _Crashed("persist", exc) from exc
+
+    return persist
+
+
+def _crash_recorder(box: SecretBox, check: CheckInput, crashed: _Crashed, now: datetime) -> Write:
+    logger.error(
+        "check.crashed",
+        exc_info=crashed.error,
+        extra={"fields": {"watchId": check.watch_id, "stage": crashed.stage}},
+    )
+    # The exception's own text may quote a header value or a URL's credentials: only its type
+    # is recorded where users read it.
+    message = (
+        f"{redact_url(check.url)}: the check failed unexpectedly while it "
+        f"{_STAGE_WORDS[crashed.stage]} ({type(crashed.error).__name__}); "
+        "the controller's log has the details"
+    )
+    failure = FailureClass.INTERNAL_ERROR.value
+    return lambda s: _record_failure(s, box, check, failure, message, now)
+
+
+_STAGE_WORDS = {
+    "fetch": "fetched the contract",
+    "parse": "read the contract",
+    "fingerprint": "fingerprinted the contract",
+    "baseline": "read the stored baseline",
+    "diff": "compared the contract with its baseline",
+    "persist": "recorded the outcome",
+}
+
+
+def _stage(name: str, step: Callable[[], Any]) -> Any:
+    """Run one stage of a check; what it did not foresee becomes `_Crashed(name)`."""
+    try:
+        return step()
+    except (FetchError, ContractParseError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a crash in any stage is a failed check
+        raise _Crashed(name, exc) from exc
+
+
 def _evaluate(
     database: Any, check: CheckInput, box: SecretBox, fetcher: Fetcher, now: datetime
-) -> Callable[[Session], CheckResult]:
+) -> Write:
     """Fetch and diff outside any transaction; return the write that records the outcome.
 
     Stored snapshots are read only when the fetched contract is new: an unchanged contract
-    (a 304, the same bytes) costs no decompression and no parsing of the baseline.
+    (a 304, the same bytes) costs no decompression and no parsing of the baseline. Raises
+    `_Crashed` when a stage fails in a way it does not foresee.
     """
     try:
-        fetched = fetcher(check)
+        fetched: Fetched = _stage("fetch", lambda: fetcher(check))
     except FetchError as exc:
         failure = (exc.failure_class, exc.message)
         return lambda s: _record_failure(s, box, check, failure[0], failure[1], now)
-    except Exception as exc:  # noqa: BLE001 - a fetch that crashed is a failed check
-        logger.exception("check.fetch_crashed", extra={"fields": {"watchId": check.watch_id}})
-        # The exception's own text may quote a header value: only its type is recorded.
-        crashed = (
-            f"{redact_url(check.url)}: the fetch failed unexpectedly ({type(exc).__name__}); "
-            "the controller's log has the details"
-        )
-        return lambda s: _record_failure(s, box, check, "http_error", crashed, now)
     if fetched.content is None and fetched.document is None:
         return lambda s: _record_unchanged(s, box, check, fetched, None, now)
     source_hash = (
@@ -199,26 +265,31 @@ def _evaluate(
     if source_hash is not None and source_hash == check.source_hash:
         return lambda s: _record_unchanged(s, box, check, fetched, source_hash, now)
     try:
-        document = (
-            fetched.document if fetched.document is not None else _parse(check, fetched.content)
-        )
+        document = _stage("parse", lambda: _document(check, fetched))
+        print_: str = _stage("fingerprint", lambda: fingerprint(document))
+        baseline_document, last_fingerprint = _stage("baseline", lambda: _stored(database, check))
+        if print_ == last_fingerprint:
+            return lambda s: _record_unchanged(s, box, check, fetched, source_hash, now)
+        changes: list[Change] = []
+        if baseline_document is not None:
+            changes = _stage(
+                "diff", lambda: _diff(check.watch_type, baseline_document, document, now.date())
+            )
     except ContractParseError as exc:
         message = str(exc)
         return lambda s: _record_failure(s, box, check, "invalid_contract", message, now)
-    print_ = fingerprint(document)
-    baseline_document, last_fingerprint = _stored(database, check)
-    if print_ == last_fingerprint:
-        return lambda s: _record_unchanged(s, box, check, fetched, source_hash, now)
-    changes: list[Change] = []
-    if baseline_document is not None:
-        try:
-            changes = _diff(check.watch_type, baseline_document, document, now.date())
-        except ContractParseError as exc:
-            message = str(exc)
-            return lambda s: _record_failure(s, box, check, "invalid_contract", message, now)
     return lambda s: _record_new_snapshot(
         s, box, check, fetched, source_hash, document, print_, changes, now
     )
+
+
+def _document(check: CheckInput, fetched: Fetched) -> Any:
+    """The fetched contract as a document: parsed from its bytes, or as the fetcher parsed it
+    (MCP), bounded in nesting either way."""
+    if fetched.document is None:
+        return _parse(check, fetched.content)
+    check_nesting(fetched.document, redact_url(check.url))
+    return fetched.document
 
 
 def contract_fetcher(settings: Settings, client: Any) -> Fetcher:

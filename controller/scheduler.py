@@ -329,7 +329,9 @@ class Controller:
             log(logger, logging.WARNING, "check.fenced_out", watchId=watch_id, job=job.id)
             return
         except Exception as exc:  # noqa: BLE001 - a crashed check fails its job, not the worker
-            logger.exception("check.crashed", extra={"fields": {"watchId": watch_id}})
+            # `run_check` records every failure of the check itself on the watch; what gets
+            # here could not be recorded at all (the database is unreachable).
+            logger.exception("check.unrecorded", extra={"fields": {"watchId": watch_id}})
             jobs.finish(
                 self.database, job, self.clock(), error=f"{type(exc).__name__}: {exc}"[:500]
             )

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from controller.checks import CheckResult, decode_changes, http_fetcher, run_check
+from controller.checks import CheckResult, Fetched, decode_changes, http_fetcher, run_check
 from controller.crypto import load_secret_box
+from controller.diffs.loader import MAX_NESTING
 from controller.diffs.rules import CATALOG
 from controller.model.watch import WatchCreate
 from controller.services import watches as watch_service
@@ -306,13 +307,28 @@ def test_a_fetch_that_crashes_is_a_failed_check(harness: Harness) -> None:
 
     harness.fetcher = crashing
     failed = harness.check(watch_id)
-    assert failed.outcome == "error" and failed.failure_class == "http_error"
+    assert failed.outcome == "error" and failed.failure_class == "internal_error"
     assert "UnicodeEncodeError" in (failed.error or "") and "secret" not in (failed.error or "")
     watch = harness.get(watch_id)
-    assert watch.drift_status == "error" and watch.failure_class == "http_error"
+    assert watch.drift_status == "error" and watch.failure_class == "internal_error"
     assert watch.last_error == failed.error
     harness.fetcher = good
     assert harness.check(watch_id).outcome == "baseline"
+
+
+def test_a_parsed_document_from_a_fetcher_is_bounded_in_nesting(harness: Harness) -> None:
+    # MCP servers' tool lists arrive parsed (by the MCP client): bounded like parsed text.
+    watch_id = harness.watch("/mcp", watchType="mcp")
+    deep: dict[str, Any] = {}
+    inner = deep
+    for _ in range(MAX_NESTING + 5):
+        inner["a"] = {}
+        inner = inner["a"]
+    harness.fetcher = lambda check: Fetched(None, document={"tools": [{"inputSchema": deep}]})
+    failed = harness.check(watch_id)
+    assert failed.outcome == "error" and failed.failure_class == "invalid_contract"
+    assert f"nests deeper than {MAX_NESTING} levels" in (failed.error or "")
+    assert harness.get(watch_id).drift_status == "error"
 
 
 def test_a_check_judges_sunset_windows_on_its_own_clock(harness: Harness) -> None:

@@ -6,6 +6,11 @@ expansion against "billion laughs" documents). OpenAPI 3 mandates YAML 1.2, so `
 stay strings; timestamps stay strings so documents round-trip to JSON; duplicate keys keep
 the last value, as PyYAML does. OpenAPI documents are checked for a supported version and
 for local `$ref`s that point nowhere. Parsing is pure: the caller passes the text.
+
+Nesting is bounded (`MAX_NESTING`): real contracts nest fewer than 30 objects and arrays
+(Stripe's 2023 spec: 26), while the diff engines walk documents recursively. A document
+nested deeper is refused here, as an unreadable contract with the pointer where the bound was
+passed, rather than failing somewhere later with a `RecursionError`.
 """
 
 from __future__ import annotations
@@ -20,6 +25,10 @@ from controller.diffs.errors import ContractParseError
 from controller.diffs.refs import resolve_pointer
 
 Kind = Literal["auto", "openapi", "mcp", "json"]
+
+MAX_NESTING = 128
+"""Objects and arrays one contract document may nest (the diff engines stay well inside
+Python's recursion limit at this depth, in a worker thread too)."""
 
 _LAST_WINS = yaml_rs.DuplicateKeyPolicy.LastWins
 _LOCATION = re.compile(r"line (\d+), column (\d+)")
@@ -41,6 +50,7 @@ def load_document(data: str | bytes, filename: str | None = None, *, kind: Kind 
     if not text.strip():
         raise ContractParseError("the document is empty", where=filename)
     doc = _parse(text, filename)
+    check_nesting(doc, filename)
     if kind in ("openapi", "mcp") and not isinstance(doc, dict):
         raise ContractParseError(
             f"expected a JSON/YAML object at the top level, found {type(doc).__name__}",
@@ -50,6 +60,44 @@ def load_document(data: str | bytes, filename: str | None = None, *, kind: Kind 
     if kind == "openapi" or (kind == "auto" and is_openapi):
         check_openapi(doc, text, filename)
     return doc
+
+
+def check_nesting(doc: Any, where: str | None = None) -> None:
+    """Raise `ContractParseError` when `doc` nests more than `MAX_NESTING` objects and arrays
+    (also for documents that did not come through `load_document`, such as an MCP server's
+    tools)."""
+    # One pass, no recursion; the pointer is spelled only for the refused document.
+    stack: list[tuple[Any, int, Any]] = [(doc, 1, None)]
+    while stack:
+        item, depth, trail = stack.pop()
+        if depth > MAX_NESTING:
+            raise ContractParseError(
+                f"the document nests deeper than {MAX_NESTING} levels of objects and arrays "
+                f"(at {_pointer(trail)}); driftgate does not read contracts nested this deep",
+                where=where,
+            )
+        if isinstance(item, dict):
+            stack.extend(
+                (child, depth + 1, (key, trail))
+                for key, child in item.items()
+                if isinstance(child, dict | list)
+            )
+        elif isinstance(item, list):
+            stack.extend(
+                (child, depth + 1, (index, trail))
+                for index, child in enumerate(item)
+                if isinstance(child, dict | list)
+            )
+
+
+def _pointer(trail: Any) -> str:
+    keys: list[str] = []
+    while trail is not None:
+        key, trail = trail
+        keys.append(str(key).replace("~", "~0").replace("/", "~1"))
+    keys.reverse()
+    shown = "/" + "/".join(keys[:8])
+    return shown + "/..." if len(keys) > 8 else shown
 
 
 def check_openapi(
@@ -108,6 +156,12 @@ def _parse(text: str, filename: str | None) -> Any:
     if json_first:
         try:
             return json.loads(text)
+        except RecursionError:
+            raise ContractParseError(
+                f"the document nests deeper than {MAX_NESTING} levels of objects and arrays; "
+                "driftgate does not read contracts nested this deep",
+                where=filename,
+            ) from None
         except json.JSONDecodeError as exc:
             json_error = ContractParseError(
                 f"invalid JSON: {exc.msg}",

@@ -61,6 +61,7 @@ class FailureClass(StrEnum):
     TOO_LARGE = "too_large"
     MCP_HANDSHAKE_FAILED = "mcp_handshake_failed"
     BLOCKED_TARGET = "blocked_target"
+    INTERNAL_ERROR = "internal_error"
 
 
 FAILURE_LABELS: dict[FailureClass, str] = {
@@ -72,6 +73,7 @@ FAILURE_LABELS: dict[FailureClass, str] = {
     FailureClass.TOO_LARGE: "The contract is larger than the size limit",
     FailureClass.MCP_HANDSHAKE_FAILED: "The MCP server refused or failed the handshake",
     FailureClass.BLOCKED_TARGET: "The address is refused (private or special-purpose)",
+    FailureClass.INTERNAL_ERROR: "driftgate failed while checking (a defect; see the log)",
 }
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
