@@ -276,19 +276,30 @@ def agent_status(session: Session, org_id: str, id_or_slug: str) -> AgentStatus:
     decision = decide(ids, states, agent=gate, dry_run=True)
     blocking = {row.watch_id for row in decision.blocked}
     refs = {b.watch_id: b.ref for b in agent.bindings if b.watch_id is not None}
+    # The gate's states carry what a decision needs; a healthy watch's is a shared entry with
+    # neither name nor last check. Those are read from the watches themselves.
+    own = {
+        row.id: row
+        for row in session.execute(
+            select(Watch.id, Watch.name, Watch.last_checked_at).where(
+                Watch.org_id == org_id, Watch.id.in_(ids)
+            )
+        )
+    }
     watches = [
         BoundWatch(
             ref=refs.get(watch_id, watch_id),
             watch_id=watch_id,
-            name=states[watch_id].name,
+            name=own[watch_id].name,
             drift_status=states[watch_id].drift_status,
             reasons=watch_reasons(states[watch_id]),
             blocking=watch_id in blocking,
             incident_id=states[watch_id].incident_id,
             incident_status=states[watch_id].incident_status,
-            last_checked_at=states[watch_id].last_checked_at,
+            last_checked_at=own[watch_id].last_checked_at,
         )
         for watch_id in dict.fromkeys(ids)
+        if watch_id in own
     ]
     incidents = session.scalars(
         select(Incident)

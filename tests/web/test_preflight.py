@@ -208,3 +208,42 @@ def test_hand_built_answers_write_instants_as_every_route_does(
     )
     exported = client.get("/api/drift/export", headers=acme.headers).get_data(as_text=True)
     assert json.loads(exported)["exportedAt"].endswith("Z")
+
+
+def test_agent_status_shows_each_watch_by_its_own_name_and_last_check(
+    client: FlaskClient, acme: OrgKey, database: Database
+) -> None:
+    # Healthy watches share a compact entry in the gate's view; the status must still show
+    # each watch's own name and last check, whatever its state.
+    names = ("alpha-api", "beta-api", "gamma-api")
+    for name in names:
+        launched = client.post(
+            "/api/watches/from-template",
+            json={
+                "templateId": "system/openapi-json",
+                "name": name,
+                "url": f"https://{name}.example.com/openapi.json",
+                "agent": {"id": "status-bot"},
+            },
+            headers=acme.headers,
+        )
+        assert launched.status_code == 201, launched.get_json()
+    by_name = {
+        w["name"]: w["id"]
+        for w in client.get("/api/watches", headers=acme.headers).get_json()["watches"]
+    }
+    set_state(database, by_name["alpha-api"], "ok")
+    set_state(database, by_name["beta-api"], "ok")
+    set_state(database, by_name["gamma-api"], "drifted", incident="open")
+    checked = {
+        w["name"]: w["lastCheckedAt"]
+        for w in client.get("/api/watches", headers=acme.headers).get_json()["watches"]
+    }
+    status = client.get("/api/agents/status-bot/status", headers=acme.headers).get_json()
+    shown = {w["watchId"]: w for w in status["watches"]}
+    assert set(shown) == set(by_name.values())
+    for name, watch_id in by_name.items():
+        assert shown[watch_id]["name"] == name
+        assert shown[watch_id]["lastCheckedAt"] == checked[name] is not None
+    assert shown[by_name["alpha-api"]]["driftStatus"] == "ok"
+    assert shown[by_name["gamma-api"]]["blocking"] is True
