@@ -3,7 +3,10 @@
 Each source gets one bare repository under the cache root, never a work tree. A fetch asks
 the remote for its refs first (ls-remote) and downloads only when the branch head differs
 from the cached one; the refspec is forced (`+`), so a rewritten history is fetched like any
-other change. Files are read straight from the object database at a given revision.
+other change. Files are read straight from the object database at a given revision, bounded:
+only the names the caller wants, each file's size taken from its object header before its
+content is read, a limit per file and per directory read; what cannot be read (too large, a
+symbolic link, a submodule, a directory where a file belongs) is returned with the reason.
 
 Credentials come from the caller's mapping (https: a token sent as basic auth; ssh: a key
 file) through libgit2's credentials callback, which is asked at most twice per fetch: libgit2
