@@ -52,6 +52,7 @@ from controller.gitops.load import FILES, Bundle, Problem, load_bundle
 from controller.ingress.profiles import content_hash
 from controller.logs import log
 from controller.model.catalog import SYSTEM_TEMPLATES
+from controller.model.gitops import Unreadable
 from controller.model.targets import header_value_problem
 from controller.settings import Settings, SourceSpec
 from controller.sources.git import (
@@ -183,7 +184,12 @@ class Reconciler:
         self.database = database
         self.box = box
         self.env = env
-        self.cache = cache or GitCache(settings.data_dir / "git", env=env)
+        self.cache = cache or GitCache(
+            settings.data_dir / "git",
+            env=env,
+            max_file_bytes=settings.git_max_file_bytes,
+            max_revision_bytes=settings.git_max_revision_bytes,
+        )
         set_network_timeouts(GIT_CONNECT_SECONDS, GIT_READ_SECONDS)
         self._digest_key = box.derived_keys("gitops digest")[0]
 
@@ -245,7 +251,7 @@ class Reconciler:
             revision == attempted
             and stalled
             and stalled.get("status") == cond.TRUE
-            and stalled_on == _spec_digest(spec)
+            and stalled_on == self._validated_with(spec)
             and not force
         ):
             return RunResult(
@@ -257,11 +263,16 @@ class Reconciler:
                 repeat=True,
             )
         try:
-            files = self.cache.read_directory(spec.name, revision, spec.path)
+            read = self.cache.read_directory(
+                spec.name, revision, spec.path, wanted=gitops_load.is_read
+            )
         except GitError as exc:
             return RunResult(spec.name, "failed", revision, message=f"read failed: {exc.message}")
+        files = read.files
         with collector_paused():
-            loaded = self._load(spec, org_id, revision, files, inventory.get("files"))
+            loaded = self._load(
+                spec, org_id, revision, files, inventory.get("files"), read.unreadable
+            )
             if isinstance(loaded, RunResult):
                 return loaded
             bundle, desired, cache_key = loaded
@@ -276,9 +287,11 @@ class Reconciler:
         revision: str,
         files: Mapping[str, bytes],
         checked_files: Any,
+        unreadable: Mapping[str, Unreadable],
     ) -> tuple[Bundle, Desired, str] | RunResult:
         """Step 2, load: parse and check the files (reusing the checked data of unchanged
-        ones) and compute the desired state; a revision with problems stops here, stalled."""
+        ones) and compute the desired state; a revision with problems (a file that could not
+        be read is one) stops here, stalled."""
         with self.database.session() as session:
             api_templates = _api_templates(session, org_id)
             known_watches = {
@@ -298,6 +311,8 @@ class Reconciler:
             known_watches=known_watches,
             checked=checked,
             earlier=earlier,
+            unreadable=unreadable,
+            max_file_bytes=self.settings.git_max_file_bytes,
         )
         desired, problems = (
             (Desired(), []) if bundle.problems else self.desired_state(bundle, spec, api_templates)
@@ -309,6 +324,8 @@ class Reconciler:
                 directory=spec.path,
                 known_templates=known_templates,
                 known_watches=known_watches,
+                unreadable=unreadable,
+                max_file_bytes=self.settings.git_max_file_bytes,
             )
             if not bundle.problems:
                 desired, problems = self.desired_state(bundle, spec, api_templates)
@@ -381,6 +398,13 @@ class Reconciler:
                 spec.name, "stalled", revision, problems=refused.problems, message="refused"
             )
         return RunResult(spec.name, "applied", revision, plan)
+
+    def _validated_with(self, spec: SourceSpec) -> str:
+        """What a stalled revision was validated with: the source definition and the limits
+        of files read from git; a change of either validates it again (a file refused as too
+        large may fit a raised limit)."""
+        limits = f"{self.settings.git_max_file_bytes}/{self.settings.git_max_revision_bytes}"
+        return hashlib.sha256(f"{_spec_digest(spec)}\0{limits}".encode()).hexdigest()[:16]
 
     # -- checked files ---------------------------------------------------------------------
 
@@ -897,7 +921,7 @@ class Reconciler:
                 source.last_attempted_revision = result.revision
                 source.inventory = {
                     **(source.inventory or {}),
-                    "invalidFilesFor": _spec_digest(spec) if result.invalid_files else None,
+                    "invalidFilesFor": self._validated_with(spec) if result.invalid_files else None,
                 }
                 if result.problems:
                     source.problems = [p.to_json() for p in result.problems]

@@ -263,6 +263,21 @@ class Settings(BaseModel):
     sources: tuple[SourceSpec, ...] = Field(
         default=(), description="git repositories to reconcile (config file only)"
     )
+    git_max_file_bytes: int = Field(
+        default=1_048_576,
+        ge=1024,
+        le=64 * 1_048_576,
+        description="largest file read from a git source's .driftgate/ directory; a larger "
+        "one is not read and stalls its revision with a problem at its path (the console "
+        "shows files up to this size, their first 256 KiB)",
+    )
+    git_max_revision_bytes: int = Field(
+        default=16 * 1_048_576,
+        ge=1024,
+        le=1024 * 1_048_576,
+        description="most bytes read from the .driftgate/ directory of one revision, all "
+        "files together; a file that would go past it is a problem at its path",
+    )
     config: Path | None = Field(
         default=None, description="the YAML file these settings were read from"
     )

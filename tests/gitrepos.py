@@ -53,26 +53,33 @@ class RepoBuilder:
         files: Mapping[str, str | bytes | None],
         message: str = "change",
         branch: str = "main",
+        *,
+        modes: Mapping[str, FileMode] | None = None,
     ) -> str:
         """Commit `files` (path -> content; None deletes) on top of `branch`; return the sha.
 
-        A branch that does not exist yet starts a new history with no parent.
+        `modes` gives an entry another mode than a regular file: `FileMode.LINK` (the content
+        is the link's target) or `FileMode.COMMIT` (a submodule; the content is its commit
+        id). A branch that does not exist yet starts a new history with no parent.
         """
         ref = f"refs/heads/{branch}"
         current = self.repo.references.get(ref)
         parents: list[pygit2.Oid] = []
-        contents: dict[str, pygit2.Oid] = {}
+        contents: dict[str, tuple[pygit2.Oid, int]] = {}
         if current is not None:
             parent = self.repo[current.target]
             assert isinstance(parent, pygit2.Commit)
             parents = [parent.id]
             contents = dict(self._flatten(parent.tree, ""))
         for path, content in files.items():
+            mode = (modes or {}).get(path, FileMode.BLOB)
             if content is None:
                 contents.pop(path, None)
+            elif mode == FileMode.COMMIT:
+                contents[path] = (pygit2.Oid(hex=str(content)), mode)
             else:
                 data = content.encode() if isinstance(content, str) else content
-                contents[path] = self.repo.create_blob(data)
+                contents[path] = (self.repo.create_blob(data), mode)
         tree = self._write_tree(contents)
         self._clock += 60
         signature = pygit2.Signature("driftgate tests", "tests@driftgate.invalid", self._clock, 0)
@@ -89,26 +96,29 @@ class RepoBuilder:
     def head(self, branch: str = "main") -> str:
         return str(self.repo.references[f"refs/heads/{branch}"].target)
 
-    def _flatten(self, tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, pygit2.Oid]]:
+    def _flatten(
+        self, tree: pygit2.Tree, prefix: str
+    ) -> Iterator[tuple[str, tuple[pygit2.Oid, int]]]:
         for entry in tree:
             path = f"{prefix}{entry.name}"
-            if isinstance(entry, pygit2.Tree):
+            if entry.filemode == FileMode.TREE:
+                assert isinstance(entry, pygit2.Tree)
                 yield from self._flatten(entry, path + "/")
             else:
-                yield path, entry.id
+                yield path, (entry.id, entry.filemode)
 
-    def _write_tree(self, contents: Mapping[str, pygit2.Oid]) -> pygit2.Oid:
-        files: dict[str, pygit2.Oid] = {}
-        folders: dict[str, dict[str, pygit2.Oid]] = {}
-        for path, oid in contents.items():
+    def _write_tree(self, contents: Mapping[str, tuple[pygit2.Oid, int]]) -> pygit2.Oid:
+        files: dict[str, tuple[pygit2.Oid, int]] = {}
+        folders: dict[str, dict[str, tuple[pygit2.Oid, int]]] = {}
+        for path, entry in contents.items():
             head, _, rest = path.partition("/")
             if rest:
-                folders.setdefault(head, {})[rest] = oid
+                folders.setdefault(head, {})[rest] = entry
             else:
-                files[head] = oid
+                files[head] = entry
         builder = self.repo.TreeBuilder()
-        for name, oid in files.items():
-            builder.insert(name, oid, FileMode.BLOB)
+        for name, (oid, mode) in files.items():
+            builder.insert(name, oid, mode)
         for name, inner in folders.items():
             builder.insert(name, self._write_tree(inner), FileMode.TREE)
         return builder.write()

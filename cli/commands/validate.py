@@ -6,7 +6,10 @@ message), 2 the directory is missing or unreadable. Nothing is fetched or stored
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -14,10 +17,14 @@ from typing import NoReturn
 import click
 
 from controller.gitops import FILES, Bundle, Problem, load_bundle
-from controller.gitops.load import MAX_FILE_BYTES
-from controller.model.gitops import InlineWatch
-
-_CANDIDATE_SUFFIXES = (".yaml", ".yml", ".json")
+from controller.gitops.load import PROFILES, is_read
+from controller.model.gitops import (
+    MAX_FILE_BYTES,
+    MAX_REVISION_BYTES,
+    InlineWatch,
+    Unreadable,
+    UnreadableKind,
+)
 
 
 @click.command()
@@ -43,12 +50,12 @@ def validate(directory: Path, output_format: str, templates: tuple[str, ...]) ->
     DIRECTORY is the .driftgate directory itself or a repository root that contains one.
     """
     target = _find_directory(directory)
-    files = _read_files(target)
+    files, unreadable = _read_files(target)
     shown = target.as_posix()
     from controller.model.catalog import SYSTEM_TEMPLATES
 
     known = {*templates, *SYSTEM_TEMPLATES}
-    bundle = load_bundle(files, directory=shown, known_templates=known)
+    bundle = load_bundle(files, directory=shown, known_templates=known, unreadable=unreadable)
     if not bundle.problems and not any(name in files for name in FILES):
         _fail(f"{shown} has none of {', '.join(FILES)}")
     counts = summarize(bundle)
@@ -100,19 +107,84 @@ def _find_directory(directory: Path) -> Path:
     _fail(f"no such directory: {directory}")
 
 
-def _read_files(directory: Path) -> dict[str, bytes]:
-    """The FILES present, and near misses (`agents.yml`) for the loader to point out."""
+def _read_files(directory: Path) -> tuple[dict[str, bytes], dict[str, Unreadable]]:
+    """The files the loader reads (FILES, near misses such as `agents.yml`, and
+    `profiles/*.json|yaml`), and why any of them was not read, by the rules of a git source:
+    a symbolic link, a directory, a FIFO or other special file, a file over the per-file limit
+    or past the total is a problem at its path, never followed, opened for a blocking read or
+    read whole."""
+    files: dict[str, bytes] = {}
+    unreadable: dict[str, Unreadable] = {}
+    total = 0
     try:
-        entries = sorted(directory.iterdir())
-        files = {}
-        for entry in entries:
-            near_miss = entry.suffix.lower() in _CANDIDATE_SUFFIXES and entry.is_file()
-            if entry.name in FILES or near_miss:
-                with entry.open("rb") as handle:
-                    files[entry.name] = handle.read(MAX_FILE_BYTES + 1)
-        return files
+        entries = [(entry.name, entry) for entry in sorted(directory.iterdir())]
+        profiles = directory / PROFILES
+        mode = _mode(profiles)
+        if mode is not None and stat.S_ISDIR(mode):
+            entries += [(f"{PROFILES}/{e.name}", e) for e in sorted(profiles.iterdir())]
+        elif mode is not None:
+            unreadable[PROFILES] = Unreadable(_kind(mode) or "file")
+        for name, entry in entries:
+            if name == PROFILES or not is_read(name):
+                continue
+            read = _read_regular(entry)
+            if isinstance(read, Unreadable):
+                unreadable[name] = read
+            elif total + len(read) > MAX_REVISION_BYTES:
+                unreadable[name] = Unreadable("over_total", limit=MAX_REVISION_BYTES)
+            else:
+                total += len(read)
+                files[name] = read
+        return files, unreadable
     except OSError as exc:
         _fail(f"cannot read {exc.filename or directory}: {exc.strerror or exc}")
+
+
+def _mode(path: Path) -> int | None:
+    """The mode of `path` itself (a link is not followed); None when nothing is there."""
+    try:
+        return path.lstat().st_mode
+    except FileNotFoundError:
+        return None
+
+
+def _kind(mode: int) -> UnreadableKind | None:
+    """Why a path of `mode` cannot be read as a file; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    return "directory" if stat.S_ISDIR(mode) else "special"
+
+
+def _read_regular(path: Path) -> bytes | Unreadable:
+    """The content of `path` when it is a regular file within MAX_FILE_BYTES. The size is
+    looked at before reading, and the file is opened without following a link and without
+    waiting (a FIFO put there after the look must not hang the command)."""
+    looked = path.lstat()
+    kind = _kind(looked.st_mode)
+    if kind is not None:
+        return Unreadable(kind)
+    if looked.st_size > MAX_FILE_BYTES:
+        return Unreadable("too_large", looked.st_size, MAX_FILE_BYTES)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return Unreadable("symlink")
+        raise
+    with os.fdopen(descriptor, "rb") as handle:
+        status = os.fstat(handle.fileno())
+        kind = _kind(status.st_mode)
+        if kind is not None:  # replaced after the look
+            return Unreadable(kind)
+        if status.st_size > MAX_FILE_BYTES:
+            return Unreadable("too_large", status.st_size, MAX_FILE_BYTES)
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:  # it grew after the look
+        return Unreadable("too_large", len(data), MAX_FILE_BYTES)
+    return data
 
 
 def _github(problem: Problem) -> str:

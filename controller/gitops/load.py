@@ -37,6 +37,7 @@ from controller.model.gitops import (
     ENVIRONMENT_PATTERN,
     HEADER_VALUE_PATTERN,
     HTTPS_URL_PATTERN,
+    MAX_FILE_BYTES,
     POLICY_PRESETS,
     REPO_REF_PATTERN,
     SECRET_MESSAGE,
@@ -48,13 +49,14 @@ from controller.model.gitops import (
     InlineWatch,
     Template,
     TemplatesFile,
+    Unreadable,
     WatchSetEntry,
     WatchSetsFile,
 )
 from controller.model.watch import NAME_PATTERN, URL_PATTERN, explain_bad_name, explain_bad_url
 
 FILES = ("agents.yaml", "templates.yaml", "watch-sets.yaml", "dashboards.yaml")
-MAX_FILE_BYTES = 1_048_576
+PROFILES = "profiles"  # the subdirectory of consumer profiles, one file each
 MAX_NODES = 100_000  # after alias expansion: a few aliases must not become a billion nodes
 MAX_DEPTH = 64
 
@@ -146,6 +148,8 @@ def load_bundle(
     known_watches: Collection[str] = (),
     checked: Mapping[str, Any] | None = None,
     earlier: Mapping[str, Any] | None = None,
+    unreadable: Mapping[str, Unreadable] | None = None,
+    max_file_bytes: int = MAX_FILE_BYTES,
 ) -> Bundle:
     """Parse, validate and cross-check the files of a `.driftgate/` directory.
 
@@ -167,9 +171,15 @@ def load_bundle(
     `earlier` maps base names to the `Bundle.data` of an earlier version of the file (same
     code): the items of its top-level lists that come back unchanged are not schema-checked
     again (they passed this schema then), which changes nothing but the time taken.
+
+    `unreadable` maps the names that could not be read (a symbolic link, a file over the
+    limit ...) to why: each is a problem at its path, and a file of FILES among them counts
+    as present but broken, never as absent (which would prune what it declares). Bytes over
+    `max_file_bytes` are not parsed.
     """
     reuse = {name: data for name, data in (checked or {}).items() if name in files}
     earlier = earlier or {}
+    unreadable = unreadable or {}
     misnamed = [
         Problem(
             _join(directory, name),
@@ -177,16 +187,24 @@ def load_bundle(
             1,
             f"did you mean {meant}? driftgate reads only " + ", ".join(FILES),
         )
-        for name in sorted(files)
+        for name in sorted({*files, *unreadable})
         if name not in FILES and "/" not in name and (meant := _meant_file(name))
     ]
-    documents = {
-        name: _Document(name, _join(directory, name), reuse[name], Positions())
-        if name in reuse
-        else _parse(name, _join(directory, name), files[name])
-        for name in FILES
-        if name in files
-    }
+    not_read = [
+        Problem(_join(directory, name), 1, 1, why.message)
+        for name, why in sorted(unreadable.items())
+        if name in FILES or name == PROFILES or name.startswith(f"{PROFILES}/")
+    ]
+
+    def document(name: str) -> _Document:
+        file = _join(directory, name)
+        if name in unreadable:
+            return _Document(name, file)  # neither parsed nor absent; its problem is above
+        if name in reuse:
+            return _Document(name, file, reuse[name], Positions())
+        return _parse(name, file, files[name], max_file_bytes)
+
+    documents = {name: document(name) for name in FILES if name in files or name in unreadable}
 
     def validate(name: str, model: type[M]) -> M | None:
         return _validate(
@@ -214,12 +232,16 @@ def load_bundle(
         if model is not None and not documents[name].problems:
             bundle.data[name] = documents[name].data
     _Checks(documents, set(known_templates), set(known_watches)).run(bundle)
-    profile_documents = _load_profiles(files, directory, bundle)
-    found = misnamed + [
-        problem
-        for document in [*documents.values(), *profile_documents]
-        for problem in document.problems
-    ]
+    profile_documents = _load_profiles(files, directory, bundle, max_file_bytes)
+    found = (
+        misnamed
+        + not_read
+        + [
+            problem
+            for document in [*documents.values(), *profile_documents]
+            for problem in document.problems
+        ]
+    )
     bundle.problems = sorted(set(found), key=lambda p: (p.file, p.line, p.column, p.message))
     return bundle
 
@@ -231,14 +253,30 @@ PROFILE_SUFFIXES = (".json", ".yaml", ".yml")
 _PROFILE_KEYS = ("id", "version", "schema", "profileKind", "envelope", "normalization")
 
 
-def _load_profiles(files: Mapping[str, bytes], directory: str, bundle: Bundle) -> list[_Document]:
+def is_read(name: str) -> bool:
+    """Whether `load_bundle` reads the file `name` (relative to the directory): one of FILES,
+    a near miss of one (reported), or a consumer profile `profiles/<name>.json|yaml|yml`. What
+    it does not read need not be read from git or disk at all."""
+    if "/" not in name:
+        return name in FILES or _meant_file(name) is not None
+    return _is_profile(name)
+
+
+def _is_profile(name: str) -> bool:
+    folder, _, base = name.partition("/")
+    return folder == PROFILES and "/" not in base and base.lower().endswith(PROFILE_SUFFIXES)
+
+
+def _load_profiles(
+    files: Mapping[str, bytes], directory: str, bundle: Bundle, max_file_bytes: int
+) -> list[_Document]:
     """Parse and check every `profiles/*.json|yaml` file into `bundle.profiles`; the documents
     (with their problems). Two files with the same profile id are a problem."""
     documents = []
     for name in sorted(files):
-        if not name.startswith("profiles/") or not name.lower().endswith(PROFILE_SUFFIXES):
+        if not _is_profile(name):
             continue
-        document = _parse(name, _join(directory, name), files[name])
+        document = _parse(name, _join(directory, name), files[name], max_file_bytes)
         documents.append(document)
         if document.problems:
             continue
@@ -294,10 +332,10 @@ class _Unreadable(Exception):
 _FastLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _parse(name: str, file: str, raw: bytes) -> _Document:
+def _parse(name: str, file: str, raw: bytes, max_file_bytes: int = MAX_FILE_BYTES) -> _Document:
     document = _Document(name, file)
-    if len(raw) > MAX_FILE_BYTES:
-        document.report_at(1, 1, f"the file is larger than {MAX_FILE_BYTES // 1_048_576} MiB")
+    if len(raw) > max_file_bytes:
+        document.report_at(1, 1, Unreadable("too_large", len(raw), max_file_bytes).message)
         return document
     try:
         text = raw.decode("utf-8-sig")

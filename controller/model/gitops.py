@@ -14,6 +14,7 @@ shared with the API); what the schema cannot say about them, the models refuse.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
@@ -428,3 +429,72 @@ class DashboardsFile(CamelFileModel):
 
     version: Literal[1]
     dashboards: list[DashboardSpec]
+
+
+# Paths that cannot be read: each is a problem at its path, so a revision with one applies
+# nothing (a symbolic link skipped in silence would prune everything its file declared).
+
+MAX_FILE_BYTES = 1_048_576
+"""Default limit of one `.driftgate/` file (setting `git_max_file_bytes`); real files are a few
+KiB."""
+
+MAX_REVISION_BYTES = 16 * 1_048_576
+"""Default limit of all the files read from one revision (setting `git_max_revision_bytes`)."""
+
+UnreadableKind = Literal[
+    "symlink", "submodule", "directory", "file", "special", "too_large", "over_total"
+]
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """Why a path that driftgate reads in a `.driftgate/` directory was not read.
+
+    `kind`: a symbolic link, a submodule (gitlink), a directory where a file belongs, a file
+    where a directory belongs (`profiles`), another special file (a FIFO, a socket or a device
+    in a working directory), a file over the per-file limit (`size`, `limit`), or a file that
+    would take the revision past its total limit (`limit`).
+    """
+
+    kind: UnreadableKind
+    size: int = 0
+    limit: int = 0
+
+    @property
+    def message(self) -> str:
+        if self.kind == "symlink":
+            return (
+                "cannot read: it is a symbolic link; driftgate reads only files committed in "
+                "place (replace the link with the file itself)"
+            )
+        if self.kind == "submodule":
+            return "cannot read: it is a submodule, not a file or directory of this repository"
+        if self.kind == "directory":
+            return "cannot read: it is a directory, not a file"
+        if self.kind == "file":
+            return "cannot read: it is a file, not a directory"
+        if self.kind == "special":
+            return "cannot read: it is not a regular file (a FIFO, socket or device)"
+        if self.kind == "too_large":
+            return (
+                f"the file has {self.size:,} bytes ({describe_size(self.size)}), more than "
+                f"the limit of {describe_size(self.limit)} per file (git_max_file_bytes); "
+                "driftgate did not read it"
+            )
+        return (
+            f"not read: the files of this revision would take more than "
+            f"{describe_size(self.limit)} in all (git_max_revision_bytes)"
+        )
+
+
+def describe_size(size: int) -> str:
+    """`512` -> `512 bytes`, `1536` -> `1.5 KiB`, `1048576` -> `1 MiB`: bytes as people read
+    them (rounded to a tenth)."""
+    units = ("bytes", "KiB", "MiB", "GiB", "TiB")
+    value, index = float(size), 0
+    while value >= 1024 and index < len(units) - 1:
+        value /= 1024
+        index += 1
+    if index == 0:
+        return f"{size} bytes"
+    return f"{value:.1f}".removesuffix(".0") + f" {units[index]}"

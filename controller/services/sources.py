@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -25,6 +26,7 @@ from controller.crypto import SecretBox
 from controller.errors import NotFound, Unauthorized
 from controller.jobs import request_reconcile
 from controller.model.base import ApiModel
+from controller.model.gitops import Unreadable, describe_size
 from controller.reconcile import Reconciler, RunResult
 from controller.settings import Settings, SourceSpec
 from controller.sources.git import GitCache, GitError, redact_url
@@ -251,21 +253,48 @@ def readiness(session: Session, spec: SourceSpec) -> tuple[str, str | None]:
     return str(state), row.last_applied_revision if row else None
 
 
+SHOWN_FILE_BYTES = 256 * 1024
+"""What the console shows of a source's file: its first 256 KiB (whole lines)."""
+
+
+@dataclass(frozen=True)
+class ShownFile:
+    """A `.driftgate/` file as the console shows it: its first lines, and a note when they
+    are not the whole file or when the file was not read (too large, a symbolic link ...)."""
+
+    lines: list[str]
+    truncated: bool = False
+    note: str = ""
+
+
 def source_file(
     session: Session, settings: Settings, org_id: str, name: str, revision: str, file: str
-) -> list[str]:
-    """The lines of one `.driftgate/` file of the org's source at `revision`, read from this
-    host's git cache (the console shows a problem's file:line in it); 404 when the revision,
-    the file or the cache is not here."""
+) -> ShownFile:
+    """The first lines (at most SHOWN_FILE_BYTES) of one `.driftgate/` file of the org's
+    source at `revision`, read from this host's git cache (the console shows a problem's
+    file:line in it); a file over `git_max_file_bytes` or not a regular file is never read,
+    only named with why. 404 when the revision, the file or the cache is not here."""
     spec = next((s for s in _org_sources(settings, session, org_id) if s.name == name), None)
     if spec is None:
         raise NotFound("Source not found")
     prefix = spec.path.strip("/") + "/"
+    cache = GitCache(settings.data_dir / "git", max_file_bytes=settings.git_max_file_bytes)
     try:
-        files = GitCache(settings.data_dir / "git").read_directory(name, revision, spec.path)
+        content = cache.read_file(name, revision, spec.path, file.removeprefix(prefix))
     except GitError as exc:
         raise NotFound(exc.message, code="revision_not_cached") from None
-    content = files.get(file.removeprefix(prefix))
     if content is None:
         raise NotFound(f"{file} is not in {spec.path} at {revision[:12]}")
-    return content.decode("utf-8", "replace").splitlines()
+    if isinstance(content, Unreadable):
+        return ShownFile([], note=content.message)
+    if len(content) <= SHOWN_FILE_BYTES:
+        return ShownFile(content.decode("utf-8", "replace").splitlines())
+    shown = content[:SHOWN_FILE_BYTES]
+    end = shown.rfind(b"\n")
+    shown = shown[: end + 1] if end > 0 else shown
+    lines = shown.decode("utf-8", "replace").splitlines()
+    note = (
+        f"Showing the first {len(lines):,} lines ({describe_size(len(shown))}) of "
+        f"{describe_size(len(content))}; the rest is not shown here."
+    )
+    return ShownFile(lines, truncated=True, note=note)

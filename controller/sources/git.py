@@ -3,7 +3,10 @@
 Each source gets one bare repository under the cache root, never a work tree. A fetch asks
 the remote for its refs first (ls-remote) and downloads only when the branch head differs
 from the cached one; the refspec is forced (`+`), so a rewritten history is fetched like any
-other change. Files are read straight from the object database at a given revision.
+other change. Files are read straight from the object database at a given revision, bounded:
+only the names the caller wants, each file's size taken from its object header before its
+content is read, a limit per file and per directory read; what cannot be read (too large, a
+symbolic link, a submodule, a directory where a file belongs) is returned with the reason.
 
 Credentials come from the caller's mapping (https: a token sent as basic auth; ssh: a key
 file) through libgit2's credentials callback, which is asked at most twice per fetch: libgit2
@@ -32,7 +35,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import SplitResult, unquote, urlsplit
@@ -41,6 +44,12 @@ import pygit2
 from pygit2.enums import CredentialType, FileMode
 
 from controller.errors import DriftgateError, PermanentError, TemporaryError
+from controller.model.gitops import (
+    MAX_FILE_BYTES,
+    MAX_REVISION_BYTES,
+    Unreadable,
+    UnreadableKind,
+)
 
 logger = logging.getLogger("driftgate.git")
 
@@ -115,12 +124,31 @@ def set_network_timeouts(connect_seconds: float, read_seconds: float) -> None:
     pygit2.settings.server_timeout = int(read_seconds * 1000)
 
 
-class GitCache:
-    """Bare cache repositories, one per source, under `root`."""
+@dataclass(frozen=True)
+class DirectoryFiles:
+    """What `GitCache.read_directory` found: the content of each file read, by name, and why
+    each path that should have been read was not (a problem at that path for the caller)."""
 
-    def __init__(self, root: Path, env: Mapping[str, str] | None = None) -> None:
+    files: dict[str, bytes]
+    unreadable: dict[str, Unreadable]
+
+
+class GitCache:
+    """Bare cache repositories, one per source, under `root`; files read from them are bounded
+    by `max_file_bytes` each and `max_revision_bytes` per directory read."""
+
+    def __init__(
+        self,
+        root: Path,
+        env: Mapping[str, str] | None = None,
+        *,
+        max_file_bytes: int = MAX_FILE_BYTES,
+        max_revision_bytes: int = MAX_REVISION_BYTES,
+    ) -> None:
         self.root = Path(root)
         self.env: Mapping[str, str] = env if env is not None else {}
+        self.max_file_bytes = max_file_bytes
+        self.max_revision_bytes = max_revision_bytes
 
     def path_for(self, name: str) -> Path:
         """The cache repository of source `name`: a readable slug plus a hash of the name."""
@@ -139,57 +167,93 @@ class GitCache:
             finally:
                 repo.free()
 
-    @staticmethod
-    def _levels(tree: pygit2.Tree) -> list[tuple[str, pygit2.Tree]]:
-        """The directory's own files, and those of its `profiles/` subdirectory (consumer
-        profiles, one file each) under `profiles/<name>`."""
-        levels: list[tuple[str, pygit2.Tree]] = [("", tree)]
-        for item in tree:
-            if item.name in SUBDIRECTORIES and isinstance(item, pygit2.Tree):
-                levels.append((f"{item.name}/", item))
-        return levels
-
     def read_directory(
-        self, name: str, revision: str, directory: str = ".driftgate"
-    ) -> dict[str, bytes]:
-        """The regular files directly inside `directory` at `revision`, by name, and those of
-        its `profiles/` subdirectory as `profiles/<name>`.
+        self,
+        name: str,
+        revision: str,
+        directory: str = ".driftgate",
+        *,
+        wanted: Callable[[str], bool] | None = None,
+    ) -> DirectoryFiles:
+        """The files directly inside `directory` at `revision` that `wanted` accepts, by name,
+        and those of its `profiles/` subdirectory as `profiles/<name>`; `wanted` None accepts
+        every name but those of subdirectories. Names it refuses are not read at all.
 
-        Other subdirectories, symbolic links and submodules are skipped; a missing directory
-        gives `{}`; a revision that is not in the cache is `GitError("read_failed")`.
+        Each file's size comes from its object header before any content is read: a file over
+        `max_file_bytes`, or one that would take the files read past `max_revision_bytes`, is
+        not read. Those, an accepted name that is not a regular file (a symbolic link, a
+        submodule, a directory) and a `profiles` that is not a directory are listed in
+        `unreadable` with the reason, never skipped in silence. A missing directory gives
+        nothing; a revision that is not in the cache is `GitError("read_failed")`.
         """
         repo = self._open_existing(name, revision)
         try:
-            commit = _commit_at(repo, revision)
-            if commit is None:
-                raise GitPermanentError(
-                    f"source {name}: revision {revision} is not in the git cache; fetch it first",
-                    "read_failed",
-                )
-            tree = commit.tree
-            parts = [part for part in directory.strip("/").split("/") if part not in ("", ".")]
-            if parts:
-                try:
-                    entry = tree["/".join(parts)]
-                except KeyError:
-                    return {}
-                if not isinstance(entry, pygit2.Tree):
-                    raise GitPermanentError(
-                        f"source {name}: {directory} at {revision[:12]} is a file, not a directory",
-                        "read_failed",
-                    )
-                tree = entry
-            files: dict[str, bytes] = {}
-            for prefix, level in self._levels(tree):
+            tree = _directory_tree(repo, name, revision, directory)
+            if tree is None:
+                return DirectoryFiles({}, {})
+            unreadable: dict[str, Unreadable] = {}
+            blobs: list[tuple[str, pygit2.Object]] = []
+            for prefix, level in _levels(tree, unreadable):
                 for item in level:
-                    if item.filemode in (FileMode.BLOB, FileMode.BLOB_EXECUTABLE) and item.name:
-                        blob = repo[item.id]
-                        assert isinstance(blob, pygit2.Blob)
-                        files[prefix + item.name] = blob.data
-            return files
+                    path = prefix + (item.name or "")
+                    if not item.name or (not prefix and item.name in SUBDIRECTORIES):
+                        continue  # a subdirectory read as a level of its own, or reported
+                    mode = item.filemode
+                    if not (wanted(path) if wanted else mode != FileMode.TREE):
+                        continue
+                    if mode in (FileMode.BLOB, FileMode.BLOB_EXECUTABLE):
+                        blobs.append((path, item))
+                    else:
+                        unreadable[path] = Unreadable(_kind_of(mode, want_file=True))
+            files: dict[str, bytes] = {}
+            total = 0
+            for path, item in blobs:
+                size = _blob_size(repo, item)
+                if size > self.max_file_bytes:
+                    unreadable[path] = Unreadable("too_large", size, self.max_file_bytes)
+                elif total + size > self.max_revision_bytes:
+                    unreadable[path] = Unreadable("over_total", limit=self.max_revision_bytes)
+                else:
+                    total += size
+                    files[path] = _blob_data(repo, item)
+            return DirectoryFiles(files, unreadable)
         except pygit2.GitError as exc:
             raise GitPermanentError(
                 f"source {name}: cannot read {directory} at {revision[:12]}: {exc}", "read_failed"
+            ) from None
+        finally:
+            repo.free()
+
+    def read_file(
+        self, name: str, revision: str, directory: str, file: str
+    ) -> bytes | Unreadable | None:
+        """One file that `read_directory` would read (`file` is a name directly inside
+        `directory` or `profiles/<name>`): its content when it is a regular file within
+        `max_file_bytes` (its size is read first), else why not; None when there is no such
+        file at `revision`. Nothing outside `directory` is ever read."""
+        parts = file.split("/")
+        if any(part in ("", ".", "..") for part in parts) or not (
+            len(parts) == 1 or (len(parts) == 2 and parts[0] in SUBDIRECTORIES)
+        ):
+            return None
+        repo = self._open_existing(name, revision)
+        try:
+            tree = _directory_tree(repo, name, revision, directory)
+            if tree is None:
+                return None
+            try:
+                item = tree[file]
+            except KeyError:
+                return None
+            if item.filemode not in (FileMode.BLOB, FileMode.BLOB_EXECUTABLE):
+                return Unreadable(_kind_of(item.filemode, want_file=True))
+            size = _blob_size(repo, item)
+            if size > self.max_file_bytes:
+                return Unreadable("too_large", size, self.max_file_bytes)
+            return _blob_data(repo, item)
+        except pygit2.GitError as exc:
+            raise GitPermanentError(
+                f"source {name}: cannot read {file} at {revision[:12]}: {exc}", "read_failed"
             ) from None
         finally:
             repo.free()
@@ -539,3 +603,69 @@ def _commit_at(repo: pygit2.Repository, revision: str) -> pygit2.Commit | None:
     except (ValueError, pygit2.GitError):
         return None
     return found if isinstance(found, pygit2.Commit) else None
+
+
+def _directory_tree(
+    repo: pygit2.Repository, name: str, revision: str, directory: str
+) -> pygit2.Tree | None:
+    """The tree of `directory` at `revision`; None when it is missing."""
+    commit = _commit_at(repo, revision)
+    if commit is None:
+        raise GitPermanentError(
+            f"source {name}: revision {revision} is not in the git cache; fetch it first",
+            "read_failed",
+        )
+    tree = commit.tree
+    parts = [part for part in directory.strip("/").split("/") if part not in ("", ".")]
+    if not parts:
+        return tree
+    try:
+        entry = tree["/".join(parts)]
+    except KeyError:
+        return None
+    if entry.filemode != FileMode.TREE or not isinstance(entry, pygit2.Tree):
+        what = {"symlink": "a symbolic link", "submodule": "a submodule"}.get(
+            _kind_of(entry.filemode, want_file=False), "a file"
+        )
+        raise GitPermanentError(
+            f"source {name}: {directory} at {revision[:12]} is {what}, not a directory",
+            "read_failed",
+        )
+    return entry
+
+
+def _levels(
+    tree: pygit2.Tree, unreadable: dict[str, Unreadable]
+) -> Iterator[tuple[str, pygit2.Tree]]:
+    """The directory itself, then each of its SUBDIRECTORIES (consumer profiles, one file
+    each, read as `profiles/<name>`); a subdirectory entry that is not a directory goes to
+    `unreadable`."""
+    yield "", tree
+    for item in tree:
+        if item.name in SUBDIRECTORIES:
+            if item.filemode == FileMode.TREE and isinstance(item, pygit2.Tree):
+                yield f"{item.name}/", item
+            else:
+                unreadable[item.name] = Unreadable(_kind_of(item.filemode, want_file=False))
+
+
+def _kind_of(mode: int, *, want_file: bool) -> UnreadableKind:
+    """Why a tree entry of `mode` is not what was wanted (a file, or a directory)."""
+    if mode == FileMode.LINK:
+        return "symlink"
+    if mode == FileMode.COMMIT:
+        return "submodule"
+    return "directory" if want_file else "file"
+
+
+def _blob_size(repo: pygit2.Repository, item: pygit2.Object) -> int:
+    """The size of a blob from its object header: `Object.size` would inflate the whole blob
+    (a 200 MiB blob takes a second and 200 MiB), the header takes microseconds, packed or
+    loose, delta or not."""
+    return int(repo.odb.read_header(item.id)[1])
+
+
+def _blob_data(repo: pygit2.Repository, item: pygit2.Object) -> bytes:
+    blob = repo[item.id]
+    assert isinstance(blob, pygit2.Blob)
+    return bytes(blob.data)

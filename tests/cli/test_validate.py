@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
 
 from cli.commands.validate import _github, validate
 from controller.gitops import FILES, Problem
+from controller.model.gitops import MAX_FILE_BYTES
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKEN_AGENTS = "version: 1\nagents:\n  - id: Billing\n    policy: strict\n  - name: x\n"
@@ -131,20 +134,86 @@ def test_unusable_directories_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyP
     )
 
 
-def test_an_unreadable_file_exits_2(repo: Path) -> None:
-    target = repo / ".driftgate" / "agents.yaml"
+def test_a_path_that_cannot_be_read_is_a_problem_at_its_path(repo: Path) -> None:
+    """As in a git source: a directory, a symbolic link (even to a valid file) or a FIFO where
+    a file belongs is a problem at its path (exit 1), never followed, skipped or waited on."""
+    directory = repo / ".driftgate"
+    target = directory / "agents.yaml"
+    kept = target.read_bytes()
     target.unlink()
-    target.mkdir()  # unreadable as a file on every platform, even for root
+    target.mkdir()
     result = run()
-    assert result.exit_code == 2
-    assert result.stderr == (
-        "driftgate: error: cannot read .driftgate/agents.yaml: Is a directory\n"
+    assert result.exit_code == 1
+    assert (
+        result.stdout == ".driftgate/agents.yaml:1:1: cannot read: it is a directory, not a file\n"
     )
     target.rmdir()
-    target.symlink_to(repo / "nowhere.yaml")
+    (repo / "elsewhere.yaml").write_bytes(kept)
+    target.symlink_to(repo / "elsewhere.yaml")  # a valid file, which git would not follow
+    linked = run()
+    assert linked.exit_code == 1
+    assert linked.stdout.startswith(
+        ".driftgate/agents.yaml:1:1: cannot read: it is a symbolic link; "
+    ), linked.stdout
+    target.unlink()
+    target.symlink_to(repo / "nowhere.yaml")  # broken
+    assert run().stdout == linked.stdout
+    target.unlink()
+    os.mkfifo(target)  # nobody ever writes: a blocking open would hang the command
+    fifo = run()
+    assert fifo.exit_code == 1
+    assert fifo.stdout == (
+        ".driftgate/agents.yaml:1:1: cannot read: it is not a regular file (a FIFO, socket or "
+        "device)\n"
+    )
+    target.unlink()
+    target.write_bytes(kept)
+    assert run().exit_code == 0
+
+
+def test_a_file_over_the_limit_is_a_problem_and_not_read_whole(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = repo / ".driftgate" / "templates.yaml"
+    with target.open("ab") as handle:
+        handle.truncate(MAX_FILE_BYTES + 1)  # sparse: 1 MiB and one byte
+    opened: list[str] = []
+    real_open = os.open
+
+    def recording_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        opened.append(os.fspath(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", recording_open)
+    result = run()
+    assert result.exit_code == 1
+    assert result.stdout == (
+        ".driftgate/templates.yaml:1:1: the file has 1,048,577 bytes (1 MiB), more than the "
+        "limit of 1 MiB per file (git_max_file_bytes); driftgate did not read it\n"
+    )
+    assert not any(path.endswith("templates.yaml") for path in opened)  # only its size is read
+    assert any(path.endswith("agents.yaml") for path in opened)
+
+
+def test_profiles_are_checked_and_a_linked_profiles_directory_is_a_problem(repo: Path) -> None:
+    profiles = repo / ".driftgate" / "profiles"
+    profiles.mkdir()
+    (profiles / "orders.yaml").write_text("id: orders\nversion: 0\n")
     broken = run()
-    assert broken.exit_code == 2
-    assert broken.stderr.startswith("driftgate: error: cannot read .driftgate/agents.yaml: ")
+    assert broken.exit_code == 1
+    assert broken.stdout.startswith(".driftgate/profiles/orders.yaml:"), broken.stdout
+    (profiles / "orders.yaml").unlink()
+    (profiles / "orders.json").symlink_to(repo / "nowhere.json")
+    assert run().stdout.startswith(
+        ".driftgate/profiles/orders.json:1:1: cannot read: it is a symbolic link"
+    )
+    (profiles / "orders.json").unlink()
+    profiles.rmdir()
+    (repo / "shared").mkdir()
+    profiles.symlink_to(repo / "shared")
+    linked = run()
+    assert linked.exit_code == 1
+    assert linked.stdout.startswith(".driftgate/profiles:1:1: cannot read: it is a symbolic link")
 
 
 def test_bad_format_is_a_usage_error(repo: Path) -> None:

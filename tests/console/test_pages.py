@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
+import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
@@ -254,6 +256,74 @@ def test_a_bad_commit_opens_at_its_file_and_line(
     assert marked is not None and marked.group(1) == link.group(2)
     assert "polcy" in marked.group(2)
     assert post(client, "/console/sources/fleet/reconcile", "/console/sources/fleet") == 302
+
+
+def test_the_file_view_shows_a_bounded_part_and_names_what_it_does_not_read(
+    repo: RepoBuilder,
+    make_reconciler: Callable[..., tuple[object, object]],
+    acme: OrgKey,
+    database: Database,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pygit2.enums import FileMode
+
+    from controller.model.gitops import describe_size
+    from controller.sources import git as git_source
+    from tests.factories import AGENTS, FILES
+    from web.app import create_app
+
+    padding = "".join(f"# comment {i:06d}: {'x' * 40}\n" for i in range(6000))
+    revision = repo.commit(
+        {
+            **FILES,
+            ".driftgate/agents.yaml": AGENTS + padding,
+            ".driftgate/watch-sets.yaml": "# " + "w" * 600_000 + "\n",  # over 512 KiB
+            ".driftgate/dashboards.yaml": "../shared/dashboards.yaml",
+        },
+        modes={".driftgate/dashboards.yaml": FileMode.LINK},
+    )
+    reconciler, settings = make_reconciler(
+        {"name": "fleet", "org": "acme", "url": repo.url}, git_max_file_bytes=512 * 1024
+    )
+    assert run(reconciler, settings).result == "stalled"  # type: ignore[arg-type]
+    client = create_app(settings, database=database).test_client()  # type: ignore[arg-type]
+    make_user(database, "acme", "admin@example.com")
+    sign_in(client, "admin@example.com")
+    inflated: list[int] = []
+    real_data = git_source._blob_data
+
+    def recording_data(git: Any, item: Any) -> bytes:
+        data = real_data(git, item)
+        inflated.append(len(data))
+        return data
+
+    monkeypatch.setattr(git_source, "_blob_data", recording_data)
+
+    def view(file: str, line: int) -> str:
+        answer = client.get(
+            "/console/sources/fleet/file",
+            query_string={"revision": revision, "file": f".driftgate/{file}", "line": line},
+        )
+        assert answer.status_code == 200, answer.get_data(as_text=True)
+        return answer.get_data(as_text=True)
+
+    page = view("agents.yaml", 2)
+    shown = re.findall(r'<li id="L\d+"[^>]*><code>([^<]*)</code>', page)
+    note = re.search(r"Showing the first ([\d,]+) lines \(([^)]*)\) of ([^;]*);", page)
+    assert note is not None, page
+    assert int(note.group(1).replace(",", "")) == len(shown) < AGENTS.count("\n") + 6000
+    assert note.group(3) == describe_size(len((AGENTS + padding).encode()))  # 346.1 KiB
+    assert sum(len(text) + 1 for text in shown) <= 256 * 1024
+    assert re.search(r'<li id="L2" class="marked"[^>]*><code>policies:</code>', page)
+    assert "Line 6020 is past that part." in view("agents.yaml", 6020)
+
+    too_large = view("watch-sets.yaml", 1)
+    assert "more than the limit of 512 KiB per file" in too_large
+    assert '<li id="L' not in too_large
+    linked = view("dashboards.yaml", 1)
+    assert "cannot read: it is a symbolic link" in linked and '<li id="L' not in linked
+    # Only the file within the limit was ever inflated, never the 600 KB one.
+    assert inflated == [len((AGENTS + padding).encode())] * 2
 
 
 def test_ask_answers_with_links_and_templates_launch_watches(

@@ -732,3 +732,43 @@ def test_the_examples_load_without_problems() -> None:
     referenced = {w for a in bundle.agents.agents for w in a.watches if isinstance(w, str)}
     assert {"stripe-api", "github-mcp"} <= declared and referenced <= declared
     assert {a.policy for a in bundle.agents.agents} <= {*POLICY_PRESETS, *bundle.agents.policies}
+
+
+def test_a_file_that_could_not_be_read_is_a_problem_and_never_counts_as_absent() -> None:
+    from controller.gitops.load import is_read
+    from controller.model.gitops import Unreadable
+
+    sets = (
+        "version: 1\nwatchSets:\n  - name: prod\n    watches:\n"
+        "      - {name: s, template: stripe, url: 'https://example.com/s.json'}\n"
+    )
+    bundle = load_bundle(
+        {"watch-sets.yaml": sets.encode()},
+        unreadable={
+            "templates.yaml": Unreadable("symlink"),
+            "profiles/orders.json": Unreadable("too_large", 2048, 1024),
+            "agents.yml": Unreadable("directory"),  # a near miss: said as such
+        },
+    )
+    assert [str(problem) for problem in bundle.problems] == [
+        ".driftgate/agents.yml:1:1: did you mean agents.yaml? driftgate reads only agents.yaml, "
+        "templates.yaml, watch-sets.yaml, dashboards.yaml",
+        ".driftgate/profiles/orders.json:1:1: the file has 2,048 bytes (2 KiB), more than the "
+        "limit of 1 KiB per file (git_max_file_bytes); driftgate did not read it",
+        ".driftgate/templates.yaml:1:1: " + Unreadable("symlink").message,
+    ]  # and no "unknown template 'stripe'": templates.yaml is unknown, not empty
+    assert bundle.templates is None and bundle.watch_sets is not None
+    assert [
+        name
+        for name in ("agents.yaml", "agents.yml", "profiles/a.yaml", "profiles")
+        if is_read(name)
+    ] == ["agents.yaml", "agents.yml", "profiles/a.yaml"]
+    assert not any(map(is_read, ("README.md", "profiles/x/a.json", "profiles/a.txt", "x.bin")))
+
+
+def test_bytes_over_the_limit_are_not_parsed() -> None:
+    bundle = load_bundle({"agents.yaml": b"version: 1\n" + b"#" * 2000}, max_file_bytes=1024)
+    assert [str(p) for p in bundle.problems] == [
+        ".driftgate/agents.yaml:1:1: the file has 2,011 bytes (2 KiB), more than the limit of "
+        "1 KiB per file (git_max_file_bytes); driftgate did not read it"
+    ]

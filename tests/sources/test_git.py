@@ -12,10 +12,15 @@ from pathlib import Path
 
 import pygit2
 import pytest
+from pygit2.enums import FileMode
 
 from controller.errors import PermanentError, TemporaryError
+from controller.gitops.load import is_read
+from controller.model.gitops import Unreadable, UnreadableKind
+from controller.sources import git as git_source
 from controller.sources.git import (
     STALE_LOCK_SECONDS,
+    DirectoryFiles,
     GitCache,
     GitError,
     GitRemote,
@@ -64,8 +69,9 @@ def reason_of(info: pytest.ExceptionInfo[GitError]) -> str:
 def test_fetch_by_path_reads_the_config_directory(cache: GitCache, origin: RepoBuilder) -> None:
     outcome = cache.fetch("team-a", GitRemote(url=str(origin.path)))
     assert outcome.fetched and outcome.revision == origin.head()
-    files = cache.read_directory("team-a", outcome.revision)
-    assert files == {"agents.yaml": AGENTS.encode(), "templates.yaml": TEMPLATES.encode()}
+    read = cache.read_directory("team-a", outcome.revision)
+    assert read.unreadable == {}
+    assert read.files == {"agents.yaml": AGENTS.encode(), "templates.yaml": TEMPLATES.encode()}
     assert cache.revision_exists("team-a", outcome.revision)
     assert cache.path_for("team-a").parent == cache.root
     assert not (cache.path_for("team-a") / "config").read_text().count("url")  # anonymous
@@ -89,15 +95,17 @@ def test_new_commit_and_force_push_are_fetched(cache: GitCache, origin: RepoBuil
     )
     outcome = cache.fetch("team-a", remote)
     assert outcome.fetched and outcome.revision == second
-    assert cache.read_directory("team-a", second) == {"agents.yaml": b"agents: []\n"}
+    assert cache.read_directory("team-a", second).files == {"agents.yaml": b"agents: []\n"}
 
     rewritten = origin.commit({".driftgate/watch-sets.yaml": "watchSets: []\n"}, branch="rewrite")
     origin.force_reset(rewritten)
     outcome = cache.fetch("team-a", remote)
     assert outcome.fetched and outcome.revision == rewritten
-    assert cache.read_directory("team-a", rewritten) == {"watch-sets.yaml": b"watchSets: []\n"}
+    assert cache.read_directory("team-a", rewritten).files == {
+        "watch-sets.yaml": b"watchSets: []\n"
+    }
     # Earlier revisions stay readable: a status can still point at them.
-    assert cache.read_directory("team-a", first)["agents.yaml"] == AGENTS.encode()
+    assert cache.read_directory("team-a", first).files["agents.yaml"] == AGENTS.encode()
 
 
 def test_other_branch_and_missing_branch(cache: GitCache, origin: RepoBuilder) -> None:
@@ -116,11 +124,11 @@ def test_missing_directory_file_in_its_place_and_unknown_revision(
     cache: GitCache, origin: RepoBuilder
 ) -> None:
     revision = cache.fetch("team-a", GitRemote(url=origin.url)).revision
-    assert cache.read_directory("team-a", revision, "config") == {}
-    assert cache.read_directory("team-a", revision, ".driftgate/nested") == {
+    assert cache.read_directory("team-a", revision, "config") == DirectoryFiles({}, {})
+    assert cache.read_directory("team-a", revision, ".driftgate/nested").files == {
         "ignored.yaml": b"x: 1\n"
     }
-    assert set(cache.read_directory("team-a", revision, "")) == {"README.md"}
+    assert set(cache.read_directory("team-a", revision, "").files) == {"README.md"}
     with pytest.raises(GitError) as file_instead:
         cache.read_directory("team-a", revision, "README.md")
     assert reason_of(file_instead) == "read_failed"
@@ -224,7 +232,7 @@ def test_fetch_over_git_daemon(cache: GitCache, origin: RepoBuilder) -> None:
         remote = GitRemote(url=f"git://127.0.0.1:{port}/config.git")
         outcome = cache.fetch("team-a", remote)
         assert outcome.fetched and outcome.revision == origin.head()
-        assert "agents.yaml" in cache.read_directory("team-a", outcome.revision)
+        assert "agents.yaml" in cache.read_directory("team-a", outcome.revision).files
         assert not cache.fetch("team-a", remote).fetched
         newer = origin.commit({".driftgate/agents.yaml": "agents: []\n"})
         assert cache.fetch("team-a", remote) == type(outcome)(revision=newer, fetched=True)
@@ -346,3 +354,124 @@ def test_https_without_token_asks_for_one(cache: GitCache, tls_files: tuple[Path
             cache.fetch("team-a", GitRemote(url=server.url))
     assert reason_of(info) == "auth_failed"
     assert "token_env" in info.value.message
+
+
+# Bounded reads: sizes come from object headers; what cannot be read is said, never skipped.
+
+SUBMODULE = "0123456789abcdef0123456789abcdef01234567"
+
+
+def test_read_directory_reports_what_it_cannot_read_and_reads_only_wanted_names(
+    tmp_path: Path, origin: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    revision = origin.commit(
+        {
+            ".driftgate/agents.yaml": "../shared/agents.yaml",
+            ".driftgate/watch-sets.yaml": SUBMODULE,
+            ".driftgate/dashboards.yaml/inner.yaml": "x: 1\n",
+            ".driftgate/templates.yaml": "t" * 1025,  # one byte over the limit below
+            ".driftgate/profiles/orders.json": "{}",
+            ".driftgate/profiles/old.yaml": "../../old.yaml",
+            ".driftgate/notes.bin": "n" * 5000,  # not a file the loader reads: never read
+            ".driftgate/README.md": "../README.md",  # nor this link
+        },
+        modes={
+            ".driftgate/agents.yaml": FileMode.LINK,
+            ".driftgate/watch-sets.yaml": FileMode.COMMIT,
+            ".driftgate/profiles/old.yaml": FileMode.LINK,
+            ".driftgate/README.md": FileMode.LINK,
+        },
+    )
+    cache = GitCache(tmp_path / "bounded", max_file_bytes=1024)
+    cache.fetch("team-a", GitRemote(url=origin.url))
+    read_ids: list[str] = []
+    real_data = git_source._blob_data
+
+    def recording_data(repo: pygit2.Repository, item: pygit2.Object) -> bytes:
+        read_ids.append(str(item.id))
+        return real_data(repo, item)
+
+    monkeypatch.setattr(git_source, "_blob_data", recording_data)
+    read = cache.read_directory("team-a", revision, wanted=is_read)
+    assert read.files == {"profiles/orders.json": b"{}"}
+    assert read.unreadable == {
+        "agents.yaml": Unreadable("symlink"),
+        "watch-sets.yaml": Unreadable("submodule"),
+        "dashboards.yaml": Unreadable("directory"),
+        "templates.yaml": Unreadable("too_large", 1025, 1024),
+        "profiles/old.yaml": Unreadable("symlink"),
+    }
+    tree = origin.repo.revparse_single(revision).peel(pygit2.Tree)
+    assert read_ids == [str(tree[".driftgate/profiles/orders.json"].id)]  # nothing else inflated
+
+
+@pytest.mark.parametrize(
+    ("mode", "content", "kind"),
+    [
+        (FileMode.LINK, "../shared-profiles", "symlink"),
+        (FileMode.COMMIT, SUBMODULE, "submodule"),
+        (FileMode.BLOB, "not a directory", "file"),
+    ],
+)
+def test_a_profiles_entry_that_is_not_a_directory_is_unreadable(
+    cache: GitCache, origin: RepoBuilder, mode: FileMode, content: str, kind: UnreadableKind
+) -> None:
+    revision = origin.commit({".driftgate/profiles": content}, modes={".driftgate/profiles": mode})
+    cache.fetch("team-a", GitRemote(url=origin.url))
+    read = cache.read_directory("team-a", revision, wanted=is_read)
+    assert read.unreadable == {"profiles": Unreadable(kind)}
+    assert set(read.files) == {"agents.yaml", "templates.yaml"}
+
+
+def test_files_past_the_revision_total_are_not_read(tmp_path: Path, origin: RepoBuilder) -> None:
+    revision = origin.commit(
+        {".driftgate/profiles/a.json": "a" * 600, ".driftgate/profiles/b.json": "b" * 600}
+    )
+    cache = GitCache(tmp_path / "bounded", max_file_bytes=1024, max_revision_bytes=1024)
+    cache.fetch("team-a", GitRemote(url=origin.url))
+    read = cache.read_directory("team-a", revision, wanted=is_read)
+    # agents.yaml and templates.yaml (36 bytes) and profiles/a.json fit; b.json would not.
+    assert set(read.files) == {"agents.yaml", "templates.yaml", "profiles/a.json"}
+    assert read.unreadable == {"profiles/b.json": Unreadable("over_total", limit=1024)}
+
+
+def test_a_linked_or_submodule_directory_is_a_read_failure_that_says_so(
+    cache: GitCache, origin: RepoBuilder
+) -> None:
+    revision = origin.commit(
+        {"linked": "config", "module": SUBMODULE},
+        modes={"linked": FileMode.LINK, "module": FileMode.COMMIT},
+    )
+    cache.fetch("team-a", GitRemote(url=origin.url))
+    for directory, what in (("linked", "a symbolic link"), ("module", "a submodule")):
+        with pytest.raises(GitError) as info:
+            cache.read_directory("team-a", revision, directory)
+        assert reason_of(info) == "read_failed"
+        assert f"{directory} at {revision[:12]} is {what}, not a directory" in info.value.message
+
+
+def test_read_file_reads_one_file_of_the_directory_within_the_limit(
+    tmp_path: Path, origin: RepoBuilder
+) -> None:
+    revision = origin.commit(
+        {
+            ".driftgate/watch-sets.yaml": "w" * 2000,
+            ".driftgate/dashboards.yaml": "../x",
+            ".driftgate/profiles/orders.json": "{}",
+        },
+        modes={".driftgate/dashboards.yaml": FileMode.LINK},
+    )
+    cache = GitCache(tmp_path / "bounded", max_file_bytes=1024)
+    cache.fetch("team-a", GitRemote(url=origin.url))
+
+    def read(file: str) -> bytes | Unreadable | None:
+        return cache.read_file("team-a", revision, ".driftgate", file)
+
+    assert read("agents.yaml") == AGENTS.encode()
+    assert read("profiles/orders.json") == b"{}"
+    assert read("watch-sets.yaml") == Unreadable("too_large", 2000, 1024)
+    assert read("dashboards.yaml") == Unreadable("symlink")
+    assert read("profiles") == Unreadable("directory")
+    # Nothing outside the directory, and nothing that is not there.
+    for outside in ("../README.md", "nested/ignored.yaml", "./agents.yaml", "", "missing.yaml"):
+        assert read(outside) is None, outside

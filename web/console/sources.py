@@ -38,9 +38,9 @@ def source_file(user: SignedIn, name: str) -> Response:
     revision = request.args.get("revision", "")
     file = request.args.get("file", "")
     line = request.args.get("line", type=int)
-    lines = service.source_file(request_session(), _settings(), user.org_id, name, revision, file)
+    shown = service.source_file(request_session(), _settings(), user.org_id, name, revision, file)
     return page(
-        "source_file.html", user, name=name, revision=revision, file=file, lines=lines, line=line
+        "source_file.html", user, name=name, revision=revision, file=file, shown=shown, line=line
     )
 
 
