@@ -4,9 +4,11 @@ org scoping, the sign-in rate limits, sign-out everywhere, and a session on the 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from flask import Flask
 from flask.testing import FlaskClient
@@ -15,7 +17,7 @@ from sqlalchemy import select, update
 from controller.accounts import service as accounts
 from controller.services.orgs import get_org
 from controller.store.db import Database
-from controller.store.models import ApiKey, ConsoleSession
+from controller.store.models import ApiKey, ConsoleSession, PreflightDecision
 from controller.store.types import utcnow
 from tests.conftest import OrgKey, make_settings
 
@@ -324,3 +326,64 @@ def test_the_hourly_prune_drops_ended_sessions_and_old_attempts(
     with database.transaction() as session:
         assert accounts.prune(session, later + timedelta(days=2)) >= 2  # the session, attempts
     assert live.get("/console/").status_code == 302
+
+
+def test_a_session_preflight_is_answered_and_holds_no_other_org_back(
+    app: Flask, acme: OrgKey, database: Database, make_org: Callable[..., OrgKey]
+) -> None:
+    # The session is looked up outside the request's own transaction: on SQLite a writing
+    # request's transaction holds the write lock, and the run gate records its decision on a
+    # connection of its own (the lookup inside it made this a 500 after the busy timeout,
+    # with every writer of every org waiting meanwhile).
+    client = app.test_client()
+    launched = client.post(
+        "/api/watches/from-template",
+        json={
+            "templateId": "system/openapi-json",
+            "url": "https://gate.example.com/openapi.json",
+            "agent": {"id": "console-bot"},
+        },
+        headers=acme.headers,
+    )
+    assert launched.status_code == 201, launched.get_json()
+    other = make_org("globex")
+    make_user(database, "acme", "a@example.com", role="viewer")
+    sign_in(client, "a@example.com")
+    token = csrf_of(client.get("/console/").get_data(as_text=True))
+    # The next lookup writes too (the idle clock's touch is due).
+    with database.transaction() as session:
+        session.execute(
+            update(ConsoleSession).values(last_seen_at=utcnow() - accounts.SESSION_TOUCH)
+        )
+
+    answers: dict[str, tuple[int, Any]] = {}
+    start = threading.Barrier(2)
+
+    def by_session() -> None:
+        start.wait()
+        answer = client.post(
+            "/api/preflight", json={"agentId": "console-bot"}, headers={"X-CSRF-Token": token}
+        )
+        answers["session"] = (answer.status_code, answer.get_json())
+
+    def by_key() -> None:
+        start.wait()
+        answer = app.test_client().post(
+            "/api/preflight", json={"watchIds": []}, headers=other.headers
+        )
+        answers["key"] = (answer.status_code, answer.get_json())
+
+    threads = [threading.Thread(target=by_session), threading.Thread(target=by_key)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    status, body = answers["session"]
+    assert status == 200, body
+    assert body["allowed"] is False and body["agent"]["id"] == "console-bot"
+    assert answers["key"][0] == 200 and answers["key"][1]["allowed"] is True
+    with database.session() as session:
+        recorded = set(session.scalars(select(PreflightDecision.id)))
+        seen = session.scalars(select(ConsoleSession.last_seen_at)).one()
+    assert {body["decisionId"], answers["key"][1]["decisionId"]} <= recorded
+    assert utcnow() - seen < accounts.SESSION_TOUCH  # the touch was committed

@@ -35,7 +35,7 @@ from werkzeug.wrappers import Response as BaseResponse
 from controller.accounts import service as accounts
 from controller.accounts.service import SignedIn
 from controller.errors import DriftgateError, Forbidden
-from web.db import request_session
+from web.db import database, request_session
 
 SESSION_COOKIE = "driftgate_session"
 PRESESSION_COOKIE = "driftgate_csrf"
@@ -66,9 +66,29 @@ def current() -> SignedIn | None:
     """The request's console session, looked up once."""
     if "console_user" not in g:
         token = request.cookies.get(SESSION_COOKIE, "")
-        g.console_user = accounts.authenticate(request_session(), token, now()) if token else None
+        g.console_user = _look_up(token) if token else None
     signed: SignedIn | None = g.console_user
     return signed
+
+
+def _look_up(token: str) -> SignedIn | None:
+    """The session of a cookie's token, in transactions of its own that end here.
+
+    Not in the request's session: on SQLite a writing request's transaction holds the write
+    lock from its start, and a route that then writes on another connection (the run gate
+    records its decision on its own) would wait on its own request until the busy timeout.
+    The lookup reads without the write lock; only when it has something to write (the idle
+    clock's touch, an expired session's removal) is it done again in a short writing
+    transaction, committed at once.
+    """
+    db = database()
+    # Without autoflush, what the lookup would write stays pending, where `dirty` sees it.
+    with db.session() as session, session.no_autoflush:
+        signed = accounts.authenticate(session, token, now())
+        if not (session.dirty or session.deleted):
+            return signed
+    with db.transaction() as session:
+        return accounts.authenticate(session, token, now())
 
 
 def signed_in(view: F) -> F:
