@@ -7,6 +7,10 @@ deterministic number (local development). Inbound GitHub deliveries are recorded
 the same way (`github_delivery` jobs); a merged pull request accepts the after contract as the
 baseline, resolves the incident and unblocks the bound agents, exactly like
 `POST /v1/draftpr/draft-pr/merged`.
+
+An App installation serves one org, and linking it proves that it is the org's: the signed
+install flow, the operator, or by id an account the org proved (the threat model is in
+docs/draft-prs.md).
 """
 
 from __future__ import annotations
@@ -89,8 +93,10 @@ BY_INSTALL, BY_OPERATOR, BY_ACCOUNT = "install", "operator", "account"
 PROVING = (BY_INSTALL, BY_OPERATOR)
 # Recorded without App credentials (local development): nothing confirmed it.
 UNVERIFIED = "unverified"
+# Linked before ownership was checked (migration 0015): used, but it proves no account.
+LEGACY = "legacy"
 # Links a pull request may use: all but the unverified.
-USABLE = (BY_INSTALL, BY_OPERATOR, BY_ACCOUNT, "legacy")
+USABLE = (BY_INSTALL, BY_OPERATOR, BY_ACCOUNT, LEGACY)
 MAX_WAIT = 25.0
 
 RepoName = Annotated[
