@@ -21,10 +21,12 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     SecretStr,
     ValidationError,
     WithJsonSchema,
     field_validator,
+    model_validator,
 )
 
 from controller.errors import ConfigError
@@ -281,6 +283,7 @@ class Settings(BaseModel):
     config: Path | None = Field(
         default=None, description="the YAML file these settings were read from"
     )
+    _app_key: str | None = PrivateAttr(default=None)
 
     @field_validator("secret_key", mode="before")
     @classmethod
@@ -322,6 +325,51 @@ class Settings(BaseModel):
     def _upper(cls, value: Any) -> Any:
         return value.upper() if isinstance(value, str) else value
 
+    @field_validator("github_app_private_key")
+    @classmethod
+    def _app_key_text(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            check_app_key(value.get_secret_value())
+        return value
+
+    @field_validator("github_app_private_key_file")
+    @classmethod
+    def _app_key_file(cls, value: Path | None) -> Path | None:
+        if value is not None:
+            check_app_key(_read_app_key(value))
+        return value
+
+    @model_validator(mode="after")
+    def _app_credentials(self) -> Settings:
+        # Half a configuration would quietly run in stub mode: say so at start instead.
+        key_set = [
+            name
+            for name in ("github_app_private_key", "github_app_private_key_file")
+            if getattr(self, name) is not None
+        ]
+        if len(key_set) == 2:
+            raise ValueError(
+                f"{_named('github_app_private_key')} and "
+                f"{_named('github_app_private_key_file')} are both set: set one"
+            )
+        if key_set and self.github_app_id is None:
+            raise ValueError(
+                f"{_named(key_set[0])} is set but {_named('github_app_id')} is not: "
+                "set both (or neither, for stub pull requests)"
+            )
+        if self.github_app_id is not None and not key_set:
+            raise ValueError(
+                f"{_named('github_app_id')} is set without {_named('github_app_private_key')} "
+                "or its _file: set both (or neither, for stub pull requests)"
+            )
+        return self
+
+    def model_post_init(self, context: Any, /) -> None:
+        # The key file is read once, at start (it was checked above): a file changed or
+        # removed later cannot fail a request.
+        if self.github_app_private_key_file is not None:
+            self._app_key = _read_app_key(self.github_app_private_key_file)
+
     @property
     def effective_database_url(self) -> str:
         """The URL the store connects to: the configured one, or a SQLite file in data_dir."""
@@ -330,16 +378,49 @@ class Settings(BaseModel):
         return f"sqlite:///{(self.data_dir / 'driftgate.db').resolve()}"
 
     def github_app_key(self) -> str | None:
-        """The GitHub App's private key (PEM): the setting, else the file's text, else None."""
+        """The GitHub App's private key (PEM, checked at start): the setting, else the file's
+        text as read at start, else None."""
         if self.github_app_private_key is not None:
             return self.github_app_private_key.get_secret_value()
-        if self.github_app_private_key_file is not None:
-            return self.github_app_private_key_file.read_text(encoding="utf-8")
-        return None
+        return self._app_key
 
     @property
     def secret_key_file(self) -> Path:
         return self.data_dir / "secret.key"
+
+
+def check_app_key(text: str) -> None:
+    """Refuse (ValueError) a GitHub App private key that is not an RSA private key in PEM:
+    GitHub signs App JWTs with RS256. cryptography (PyJWT's own backend) parses it; the
+    message never quotes the key."""
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    try:
+        key = load_pem_private_key(text.encode("utf-8"), password=None)
+    except TypeError:
+        raise ValueError(
+            "the GitHub App private key is encrypted: use GitHub's key as downloaded"
+        ) from None
+    except (ValueError, UnicodeEncodeError):
+        raise ValueError(
+            "not a PEM private key (GitHub's .pem as downloaded: -----BEGIN RSA PRIVATE KEY-----)"
+        ) from None
+    if not isinstance(key, rsa.RSAPrivateKey):
+        raise ValueError("not an RSA private key: GitHub App keys are RSA (RS256)")
+
+
+def _named(field: str) -> str:
+    return f"{field} ({env_name(field)})"
+
+
+def _read_app_key(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not a PEM text file") from None
 
 
 FIELDS = tuple(Settings.model_fields)
@@ -391,7 +472,10 @@ def load_settings(
     except ValidationError as exc:
         problems = []
         for error in exc.errors():
-            field = str(error["loc"][0]) if error["loc"] else "settings"
+            if not error["loc"]:  # a rule across settings: its message names them
+                problems.append(error["msg"].removeprefix("Value error, "))
+                continue
+            field = str(error["loc"][0])
             where = origin.get(field, env_name(field))
             if field == "sources" and path_text and len(error["loc"]) > 1:
                 nested = ".".join(str(part) for part in error["loc"])

@@ -163,7 +163,9 @@ class Repository:
 class Installation:
     id: int
     account: str
+    account_id: int
     repositories: set[str]
+    created_at: datetime
     suspended: bool = False
     read_only: bool = False  # contents and pull requests granted read, not write
 
@@ -181,6 +183,7 @@ class FakeGitHub:
         self.public_key = key.public_key()
         self.repositories: dict[str, Repository] = {}
         self.installations: dict[int, Installation] = {}
+        self.accounts: dict[str, int] = {}  # login -> GitHub's account id
         self.tokens: dict[str, tuple[int, datetime]] = {}
         self.calls: list[tuple[str, str, int]] = []
         # What a real GitHub would have refused (a bad token, a body not as described): the
@@ -202,10 +205,24 @@ class FakeGitHub:
         self.repositories[full_name] = repo
         return repo
 
-    def add_installation(self, installation_id: int, account: str, *repos: str) -> Installation:
-        found = Installation(installation_id, account, set(repos))
+    def add_installation(
+        self, installation_id: int, account: str, *repos: str, created_at: datetime | None = None
+    ) -> Installation:
+        """The App installed on `account` (now, unless `created_at`) for `repos`."""
+        account_id = self.accounts.setdefault(account, 1000 + len(self.accounts))
+        found = Installation(
+            installation_id, account, account_id, set(repos), created_at or datetime.now(UTC)
+        )
         self.installations[installation_id] = found
         return found
+
+    def writes(self) -> list[str]:
+        """What was asked to change on GitHub: every call but reads and App tokens."""
+        return [
+            f"{method} {path}"
+            for method, path, _ in self.calls
+            if method != "GET" and not path.endswith("/access_tokens")
+        ]
 
     @property
     def url(self) -> str:
@@ -351,12 +368,15 @@ class FakeGitHub:
         found = self.installations.get(int(path["installation_id"]))
         if found is None:
             return 404, {"message": "Not Found", "documentation_url": "https://docs"}
-        account = example("#/components/schemas/simple-user", login=found.account)
+        account = example(
+            "#/components/schemas/simple-user", login=found.account, id=found.account_id
+        )
         return 200, example(
             "#/components/schemas/installation",
             id=found.id,
             account=account,
             repository_selection="selected",
+            created_at=found.created_at.isoformat().replace("+00:00", "Z"),
             suspended_at="2026-01-01T00:00:00Z" if found.suspended else None,
         )
 

@@ -23,6 +23,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
 
 from controller.crypto import load_secret_box
 from controller.draftpr import changelog
@@ -191,12 +192,30 @@ def open_pr(
     )
 
 
+def install(client: FlaskClient, who: OrgKey, installation: int = INSTALLATION) -> Any:
+    """GitHub's install flow coming back for `who`: the callback with a state signed for
+    the org (what the org's install link carries)."""
+    assert isinstance(client.application, Flask)
+    box = client.application.extensions["driftgate.secret_box"]
+    state = draftpr.sign_state(box, who.org_id, datetime.now(UTC))
+    return client.get(
+        "/api/account/draftpr/github/callback"
+        f"?installation_id={installation}&setup_action=install&state={state}"
+    )
+
+
 def link(client: FlaskClient, who: OrgKey, installation: int = INSTALLATION) -> dict[str, Any]:
-    answer = client.post(
+    """The installation linked to `who` through the install flow."""
+    answer = install(client, who, installation)
+    assert answer.status_code == 200, answer.get_json()
+    linked: dict[str, Any] = answer.get_json()
+    return linked
+
+
+def link_by_id(client: FlaskClient, who: OrgKey, installation: Any) -> Any:
+    return client.post(
         "/v1/draftpr/installations", json={"installationId": installation}, headers=who.headers
     )
-    assert answer.status_code == 201, answer.get_json()
-    return answer.get_json()
 
 
 # -- the whole story -----------------------------------------------------------------------
@@ -298,7 +317,11 @@ def test_with_the_product_off_the_webhook_is_accepted_and_does_nothing(
     plain = make_org("plain", "pro")
     answer = client.post("/v1/draftpr/webhook", json=webhook_body("w", "e"), headers=plain.headers)
     assert answer.status_code == 202
-    assert answer.get_json()["code"] == "schemasync_disabled"
+    assert answer.get_json() == {
+        "error": "schemasync_disabled",
+        "message": "the draftpr_repo product is not enabled for this org",
+        "code": "schemasync_disabled",
+    }
     merged = client.post(
         "/v1/draftpr/draft-pr/merged", json={"draftPrId": "x"}, headers=plain.headers
     )
@@ -467,6 +490,30 @@ def test_without_app_credentials_pull_requests_are_stubs(
     assert pr["stub"] is True and pr["state"] == "draft"
     assert pr["number"] == changelog.stub_number(event_id, REPO)
     assert open_pr(client, org, watch_id, event_id).get_json()["number"] == pr["number"]
+    # SPEC.md behaviour 2 with an installation id (SPEC.md types it as numeric text): no link
+    # is needed, since nothing could verify one; the same event answers the same record.
+    named = [
+        client.post(
+            "/v1/draftpr/webhook",
+            json=webhook_body(watch_id, event_id, "acme/other", installationId=given),
+            headers=org.headers,
+        )
+        for given in ("4242", 4242)
+    ]
+    assert [a.status_code for a in named] == [201, 200], [a.get_json() for a in named]
+    first, second = (a.get_json() for a in named)
+    assert first["stub"] is True and first["installationId"] == 4242
+    assert first["number"] == changelog.stub_number(event_id, "acme/other")
+    assert (second["draftPrId"], second["number"]) == (first["draftPrId"], first["number"])
+    # A link made here is recorded unverified: nothing could confirm it.
+    unverified = client.post(
+        "/v1/draftpr/installations", json={"installationId": "4242"}, headers=org.headers
+    )
+    assert unverified.status_code == 201, unverified.get_json()
+    assert (unverified.get_json()["linkedBy"], unverified.get_json()["account"]) == (
+        "unverified",
+        "",
+    )
     merged = client.post(
         "/v1/draftpr/draft-pr/merged", json={"draftPrId": pr["draftPrId"]}, headers=org.headers
     )
@@ -734,13 +781,271 @@ def test_an_installation_id_beyond_64_bits_is_refused_as_input(
     client: FlaskClient, make_org: Callable[..., OrgKey]
 ) -> None:
     # GitHub's ids are 64-bit; a larger number is malformed input (400), never a store error.
+    # So is anything but a positive integer or its digits (at most 18, as the schema says).
     org = make_org("wide", "pro", products=("draftpr_repo",))
-    for installation in (2**63, 10**21):
-        answer = client.post(
-            "/v1/draftpr/installations", json={"installationId": installation}, headers=org.headers
-        )
-        assert answer.status_code == 400, answer.get_json()
+    for installation in (
+        2**63,
+        10**21,
+        "1000000000000000000",
+        "0042",
+        "0",
+        0,
+        "42 ",
+        "4.2",
+        4.5,
+        True,
+        None,
+        [42],
+    ):
+        for path, body in (
+            ("/v1/draftpr/installations", {"installationId": installation}),
+            (
+                "/v1/draftpr/webhook",
+                webhook_body("w", "e", installationId=installation),
+            ),
+        ):
+            if path.endswith("webhook") and installation is None:
+                continue  # optional there: null is the default
+            answer = client.post(path, json=body, headers=org.headers)
+            assert answer.status_code == 400, (path, installation, answer.get_json())
+            assert "installationId" in answer.get_json()["message"], answer.get_json()
     state = client.get(
         "/api/account/draftpr/github/callback?installation_id=1234567890123456789&state=x"
     )
     assert state.status_code == 400
+
+
+# -- ownership of installations (issue 31, point 1) -------------------------------------------
+
+
+def test_another_orgs_installation_is_refused_everywhere(
+    gh_app: Flask,
+    gh_controller: Controller,
+    github: FakeGitHub,
+    org: OrgKey,
+    make_org: Callable[..., OrgKey],
+    server: SpecServer,
+    database: Database,
+) -> None:
+    """The first org installed the App (installation 77 on its repositories). A second org
+    that knows the id can neither link it (by id or through the install flow), nor open a
+    pull request through it (the drift webhook, the `draft_pr` policy), nor have GitHub's
+    deliveries for it touch its records: GitHub sees no write on the second org's behalf."""
+    client = gh_app.test_client()
+    assert link(client, org)["linkedBy"] == "install"
+    intruder = make_org("intruder", "pro", products=("draftpr_repo",))
+    for given in (INSTALLATION, str(INSTALLATION)):
+        refused = link_by_id(client, intruder, given)
+        assert refused.status_code == 409, refused.get_json()
+        assert refused.get_json()["error"] == "installation_linked_elsewhere"
+    callback = install(client, intruder)
+    assert callback.status_code == 409, callback.get_json()
+    assert callback.get_json()["error"] == "installation_linked_elsewhere"
+    listed = client.get("/v1/draftpr/installations", headers=intruder.headers).get_json()
+    assert listed["items"] == []
+
+    watch_id, event_id = drifted(client, intruder, server)
+    named = client.post(
+        "/v1/draftpr/webhook",
+        json=webhook_body(watch_id, event_id, installationId=INSTALLATION),
+        headers=intruder.headers,
+    )
+    assert named.status_code == 404, named.get_json()
+    assert named.get_json()["error"] == "installation_not_linked"
+    unnamed = open_pr(client, intruder, watch_id, event_id)
+    assert unnamed.status_code == 502 and unnamed.get_json()["error"] == "installation_missing"
+    # The `draft_pr` policy of an agent of the second org, when its watch drifts again.
+    agent_id = bind_agent(database, intruder, watch_id)
+    with database.transaction() as session:
+        agent = session.get_one(Agent, agent_id)
+        agent.policy, agent.policy_rules = "dev-pr", {"on_breaking": ["notify", "draft_pr"]}
+        agent.repo_ref = REPO
+    server.set("/openapi.json", as_json(charges_spec()))
+    client.post(f"/api/watches/{watch_id}/check?wait=30", headers=intruder.headers)
+    server.set("/openapi.json", as_json(charges_spec(refunds=False)))
+    client.post(f"/api/watches/{watch_id}/check?wait=30", headers=intruder.headers)
+
+    def policy_failed() -> bool:
+        with database.session() as session:
+            rows = session.scalars(
+                select(DraftPr).where(DraftPr.org_id == intruder.org_id, DraftPr.state == "failed")
+            ).all()
+            return any(r.request.get("agentId") == "billing-bot" for r in rows)
+
+    wait_until(policy_failed, timeout=15)
+    # A record queued through the installation before the link rules (or racing an unlink)
+    # is refused when its job runs, before GitHub is asked for a token.
+    with database.transaction() as session:
+        event = session.get_one(DriftEvent, event_id)
+        queued, _ = draftpr.open_record(
+            session,
+            session.get_one(Watch, watch_id),
+            event,
+            "acme/no-drafts",
+            INSTALLATION,
+            {"changes": []},
+            lint=False,
+            now=datetime.now(UTC),
+        )
+        queued_id = queued.id
+    failed = draftpr.wait_for_draft_pr(database, queued_id, 15)
+    assert failed.state == "failed" and f"installation {INSTALLATION} is not linked" in (
+        failed.error or ""
+    )
+    assert github.writes() == []
+    assert [c for c in github.paths() if "/access_tokens" in c or "/repos/" in c] == []
+
+    # GitHub's delivery of a merge through installation 77 only touches the first org's
+    # records, even where the second org holds one with the same repository and number.
+    with database.transaction() as session:
+        lookalike = session.get_one(DraftPr, queued_id)
+        lookalike.repo_full_name, lookalike.number, lookalike.state = REPO, 1, "draft"
+        lookalike.error = None
+    owner_watch, owner_event = drifted(client, org, server)
+    opened = open_pr(client, org, owner_watch, owner_event)
+    assert opened.status_code == 201 and opened.get_json()["number"] == 1, opened.get_json()
+    merge(github, REPO, 1)
+    payload = delivery(github, "pull_request", "closed", REPO, number=1, installation=INSTALLATION)
+    hooked = client.post("/v1/draftpr/github/webhook", **signed(payload, "pull_request", "d-77"))
+    assert hooked.status_code == 202
+
+    def merged() -> bool:
+        return draftpr.wait_for_draft_pr(database, opened.get_json()["draftPrId"], 0).state == (
+            "merged"
+        )
+
+    wait_until(merged, timeout=15)
+    with database.session() as session:
+        assert session.get_one(DraftPr, queued_id).state == "draft"
+    # The store refuses a second org's link of the same installation too.
+    with pytest.raises(IntegrityError), database.transaction() as session:
+        session.add(
+            GitHubInstallation(
+                org_id=intruder.org_id, installation_id=INSTALLATION, linked_by="operator"
+            )
+        )
+
+
+def test_a_link_by_id_needs_an_account_the_org_has_proven(
+    gh_app: Flask, github: FakeGitHub, org: OrgKey, make_org: Callable[..., OrgKey]
+) -> None:
+    """By id, an org links only an installation on a GitHub account it proved through the
+    install flow (a reinstall makes a new id on the same account); the install flow itself
+    takes only an installation made after its link was issued, or the org's own."""
+    client = gh_app.test_client()
+    github.add_installation(88, "globex", "globex/api")
+    unproven = link_by_id(client, org, 88)
+    assert unproven.status_code == 403, unproven.get_json()
+    assert unproven.get_json()["error"] == "installation_not_proven"
+    assert "'globex'" in unproven.get_json()["message"]
+    assert link(client, org)["account"] == "acme"
+    # Uninstalled and installed again on the same account: a new id, linked by id.
+    github.installations[INSTALLATION].suspended = True
+    github.add_installation(79, "acme", REPO)
+    again = link_by_id(client, org, "79")
+    assert again.status_code == 201, again.get_json()
+    assert (again.get_json()["installationId"], again.get_json()["linkedBy"]) == (79, "account")
+    assert link_by_id(client, org, INSTALLATION).get_json()["status"] == "suspended"
+    # An installation made before the install link was issued: the flow cannot prove it.
+    github.add_installation(90, "initech", created_at=datetime.now(UTC) - timedelta(days=3))
+    stale = install(client, make_org("initech", "pro", products=("draftpr_repo",)), 90)
+    assert stale.status_code == 403, stale.get_json()
+    assert stale.get_json()["error"] == "installation_not_proven"
+    # The org's own installation comes back through the flow (GitHub's "redirect on update").
+    assert install(client, org, INSTALLATION).status_code == 200
+
+
+def test_the_operator_links_and_unlinks_installations_from_the_cli(
+    gh_settings: Settings,
+    github: FakeGitHub,
+    org: OrgKey,
+    make_org: Callable[..., OrgKey],
+    database: Database,
+) -> None:
+    from click.testing import CliRunner
+
+    from cli.main import main
+
+    env = {
+        "DRIFTGATE_DATABASE_URL": database.url,
+        "DRIFTGATE_DATA_DIR": str(gh_settings.data_dir),
+        "DRIFTGATE_GITHUB_APP_ID": str(APP_ID),
+        "DRIFTGATE_GITHUB_APP_PRIVATE_KEY": github.private_pem,
+        "DRIFTGATE_GITHUB_API_URL": github.url,
+        "DRIFTGATE_ALLOW_PRIVATE_TARGETS": "true",
+    }
+    runner = CliRunner()
+
+    def run(*args: str) -> Any:
+        return runner.invoke(main, ["orgs", *args], env=env)
+
+    other = make_org("globex", "pro", products=("draftpr_repo",))
+    github.add_installation(88, "globex", "globex/api")
+    # A link recorded without App credentials (local development) proved nothing: it gives
+    # way to a verified one.
+    with database.transaction() as session:
+        session.add(
+            GitHubInstallation(
+                org_id=org.org_id, installation_id=88, linked_by="unverified", account=""
+            )
+        )
+    linked = run("link-installation", "globex", "88")
+    assert linked.exit_code == 0, (linked.output, linked.stderr)
+    assert linked.output == "linked installation 88 (globex) to org globex\n"
+    taken = run("link-installation", "acme", "88")
+    assert taken.exit_code == 2
+    assert "installation 88 is linked to org 'globex'" in taken.stderr
+    assert "driftgate orgs unlink-installation globex 88" in taken.stderr
+    unknown = run("link-installation", "acme", "999")
+    assert unknown.exit_code == 2 and "999 does not exist for this App" in unknown.stderr
+    listed = run("installations")
+    assert listed.output == "globex\t88\tglobex\tactive\toperator\n", (listed, listed.stderr)
+    assert run("unlink-installation", "acme", "88").exit_code == 2
+    unlinked = run("unlink-installation", "globex", "88")
+    assert unlinked.exit_code == 0, unlinked.stderr
+    assert run("installations", "globex").output == ""
+    with database.session() as session:
+        assert session.scalars(select(GitHubInstallation)).all() == []
+    assert other.org_id  # the org stays; only its link went
+
+
+def test_installation_ids_are_integers_or_their_digits_and_published_so(
+    gh_app: Flask,
+    gh_controller: Controller,
+    github: FakeGitHub,
+    org: OrgKey,
+    server: SpecServer,
+) -> None:
+    """SPEC.md types `installationId` as a string (the numeric id): `"77"` and `77` are the
+    same id wherever one is taken, and /openapi.json says so."""
+    client = gh_app.test_client()
+    link(client, org)
+    for given in ("77", 77, 77.0):
+        relinked = link_by_id(client, org, given)
+        assert relinked.status_code == 201, relinked.get_json()
+        assert relinked.get_json()["installationId"] == INSTALLATION
+    watch_id, event_id = drifted(client, org, server)
+    answers = [
+        client.post(
+            "/v1/draftpr/webhook",
+            json=webhook_body(watch_id, event_id, installationId=given),
+            headers=org.headers,
+        )
+        for given in ("77", 77)
+    ]
+    assert [a.status_code for a in answers] == [201, 200], [a.get_json() for a in answers]
+    assert answers[0].get_json()["installationId"] == INSTALLATION
+    assert answers[1].get_json()["draftPrId"] == answers[0].get_json()["draftPrId"]
+
+    document = client.get("/openapi.json").get_json()
+    schemas = document["components"]["schemas"]
+    expected = [
+        {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+        {"type": "string", "pattern": "^[1-9][0-9]{0,17}$"},
+    ]
+    assert schemas["InstallationLinkIn"]["properties"]["installationId"]["anyOf"] == expected
+    webhook = schemas["DraftPrWebhookIn"]["properties"]["installationId"]["anyOf"]
+    assert webhook == [*expected, {"type": "null"}]
+    callback = document["paths"]["/api/account/draftpr/github/callback"]["get"]["parameters"]
+    [query] = [p for p in callback if p.get("name") == "installation_id"]
+    assert query["schema"]["pattern"] == "^[1-9][0-9]{0,17}$"

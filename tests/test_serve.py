@@ -139,3 +139,29 @@ def test_a_port_in_use_is_refused_before_anything_starts(
         f"driftgate: error: port {port} on 127.0.0.1 is already in use (another driftgate, "
         "such as `make run`, may be serving it): stop that server or pass --port\n"
     )
+
+
+@pytest.mark.parametrize("command", ["up", "serve", "controller"])
+def test_a_github_app_key_that_is_not_a_pem_key_is_refused_at_start(
+    tmp_path: Path, database: Database, command: str
+) -> None:
+    """The App's private key is checked when settings load (issue 31, point 6): one line
+    naming the setting and exit 2, never a 500 when an installation is first linked. The
+    key's text is never echoed."""
+    env = driftgate_env(
+        database.url,
+        tmp_path,
+        github_app_id="424242",
+        github_app_private_key="-----BEGIN RSA PRIVATE KEY-----\nc2VjcmV0LWlzaA==\n",
+    )
+    port = free_port()
+    args = ["--port", str(port)] if command != "controller" else []
+    done = subprocess.run(
+        [*DRIFTGATE, command, *args], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(
+        "driftgate: error: invalid settings: DRIFTGATE_GITHUB_APP_PRIVATE_KEY: "
+    ), done.stderr
+    assert "not a PEM private key" in done.stderr and "c2VjcmV0" not in done.stderr
+    assert done.stdout == ""

@@ -105,3 +105,99 @@ def test_every_setting_is_documented() -> None:
         and (f"`{f}`" not in text or (env_name(f) not in text and f not in FILE_ONLY))
     ]
     assert missing == []
+
+
+def _pem(key: object, fmt: object, encryption: object | None = None) -> str:
+    from cryptography.hazmat.primitives import serialization
+
+    return key.private_bytes(  # type: ignore[attr-defined, no-any-return]
+        serialization.Encoding.PEM,
+        fmt,
+        encryption or serialization.NoEncryption(),
+    ).decode()
+
+
+def test_the_github_app_key_is_checked_when_settings_load(tmp_path: Path) -> None:
+    """Issue 31, point 6: a key that cannot sign GitHub's RS256 App JWTs is refused at start,
+    naming the setting (or the config file's line) and never quoting the key; the key file is
+    read once, so a file changed later cannot fail a request."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+    rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    good = _pem(rsa_key, serialization.PrivateFormat.TraditionalOpenSSL)
+    pkcs8 = _pem(rsa_key, serialization.PrivateFormat.PKCS8)
+    elliptic = _pem(ec.generate_private_key(ec.SECP256R1()), serialization.PrivateFormat.PKCS8)
+    locked = _pem(
+        rsa_key,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"a passphrase"),
+    )
+    app = {"DRIFTGATE_GITHUB_APP_ID": "424242"}
+    for text in (good, pkcs8):
+        settings = load_settings(env={**app, "DRIFTGATE_GITHUB_APP_PRIVATE_KEY": text})
+        assert settings.github_app_key() == text
+    refused = {
+        "not a key at all": "not a PEM private key",
+        good[:300]: "not a PEM private key",  # cut short
+        good.replace("PRIVATE KEY", "PUBLIC KEY"): "not a PEM private key",
+        elliptic: "not an RSA private key",
+        locked: "encrypted",
+    }
+    for text, needle in refused.items():
+        with pytest.raises(ConfigError) as info:
+            load_settings(env={**app, "DRIFTGATE_GITHUB_APP_PRIVATE_KEY": text})
+        message = info.value.message
+        assert message.startswith("invalid settings: DRIFTGATE_GITHUB_APP_PRIVATE_KEY: "), message
+        assert needle in message
+        assert all(line not in message for line in text.splitlines()[1:-1])  # no key text
+
+    key_file = tmp_path / "app.pem"
+    key_file.write_text(good)
+    settings = load_settings(env={**app, "DRIFTGATE_GITHUB_APP_PRIVATE_KEY_FILE": str(key_file)})
+    key_file.write_text("replaced by something else")
+    assert settings.github_app_key() == good
+    config = tmp_path / "driftgate.yaml"
+    config.write_text(f"github_app_id: 424242\ngithub_app_private_key_file: {key_file}\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(env={}, config_file=config)
+    assert info.value.message.startswith(
+        f"invalid settings: {config}:2: github_app_private_key_file: "
+    ), info.value.message
+    missing = tmp_path / "absent.pem"
+    with pytest.raises(ConfigError) as info:
+        load_settings(env={**app, "DRIFTGATE_GITHUB_APP_PRIVATE_KEY_FILE": str(missing)})
+    assert f"DRIFTGATE_GITHUB_APP_PRIVATE_KEY_FILE: Value error, cannot read {missing}" in (
+        info.value.message
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        ({"DRIFTGATE_GITHUB_APP_ID": "424242"}, "DRIFTGATE_GITHUB_APP_ID) is set without"),
+        ({"PRIVATE_KEY": "yes"}, "DRIFTGATE_GITHUB_APP_PRIVATE_KEY) is set but"),
+        ({"PRIVATE_KEY": "yes", "PRIVATE_KEY_FILE": "yes"}, "are both set: set one"),
+    ],
+)
+def test_half_a_github_app_is_refused(tmp_path: Path, env: dict[str, str], needle: str) -> None:
+    """Without the App id or its key, driftgate would quietly open stub pull requests."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    pem = _pem(
+        rsa.generate_private_key(public_exponent=65537, key_size=2048),
+        serialization.PrivateFormat.TraditionalOpenSSL,
+    )
+    key_file = tmp_path / "app.pem"
+    key_file.write_text(pem)
+    values = {"PRIVATE_KEY": pem, "PRIVATE_KEY_FILE": str(key_file)}
+    environ = {
+        name if name.startswith("DRIFTGATE_") else f"DRIFTGATE_GITHUB_APP_{name}": (
+            values.get(name, value)
+        )
+        for name, value in env.items()
+    }
+    with pytest.raises(ConfigError) as info:
+        load_settings(env=environ)
+    assert needle in info.value.message, info.value.message

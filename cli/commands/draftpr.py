@@ -78,7 +78,11 @@ def draftpr_show(
 @click.option("--watch", "watch", required=True, help="The watch (id or name).")
 @click.option("--event", "event_id", required=True, help="The drift event id.")
 @click.option("--repo", "repo", required=True, help="owner/repository")
-@click.option("--installation", type=int, help="The App installation id (default: the only one).")
+@click.option(
+    "--installation",
+    type=click.IntRange(min=1),
+    help="The App installation id (default: the only one).",
+)
 @click.option("--vendored-path", help="A copy of the contract in the repository to update.")
 @server_command
 def draftpr_open(
@@ -116,7 +120,7 @@ def draftpr_open(
         if vendored_path:
             body["vendoredPath"] = vendored_path
         opened = api.call(http, "POST", "/v1/draftpr/webhook", json=body)
-    if opened.get("code") == "schemasync_disabled":
+    if opened.get("error") == "schemasync_disabled":
         fail(f"{opened.get('message')} (schemasync_disabled)")
     emit(opened, output_format, _one)
 
@@ -164,12 +168,13 @@ def draftpr_installations(url: str | None, api_key: str | None, output_format: s
 
 
 @draftpr.command("link")
-@click.argument("installation_id", type=int)
+@click.argument("installation_id", type=click.IntRange(min=1))
 @server_command
 def draftpr_link(
     installation_id: int, url: str | None, api_key: str | None, output_format: str
 ) -> None:
-    """Link the App installation with this numeric id to the org."""
+    """Link the App installation with this numeric id to the org (on a GitHub account the
+    org has proven; the server's operator links any: `driftgate orgs link-installation`)."""
     with server(url, api_key) as http:
         linked = api.call(
             http, "POST", "/v1/draftpr/installations", json={"installationId": installation_id}

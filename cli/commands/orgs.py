@@ -1,4 +1,5 @@
-"""`driftgate orgs`: organizations, their plans, overlay products and webhook secret."""
+"""`driftgate orgs`: organizations, their plans, overlay products, webhook secret and GitHub
+App installations (run on the server: the operator's commands)."""
 
 from __future__ import annotations
 
@@ -117,3 +118,55 @@ def orgs_webhook_secret(obj: Context, name: str, rotate: bool) -> None:
         else:
             secret = notifications.signing_secret(session, org.id, box)
     click.echo(secret)
+
+
+@orgs.command("installations")
+@click.argument("name", required=False)
+@click.pass_obj
+def orgs_installations(obj: Context, name: str | None) -> None:
+    """GitHub App installations linked to an org (or to every org), with how each link was
+    proven (`legacy`: linked before ownership was checked; review those)."""
+    from controller.draftpr import service as draftpr
+    from controller.services import orgs as service
+
+    with obj.transaction() as session:
+        org = service.get_org(session, name) if name else None
+        for org_name, link in draftpr.all_links(session, org):
+            click.echo(
+                f"{org_name}\t{link.installation_id}\t{link.account or '-'}\t"
+                f"{link.status}\t{link.linked_by}"
+            )
+
+
+@orgs.command("link-installation")
+@click.argument("name")
+@click.argument("installation_id", type=click.IntRange(min=1, max=2**63 - 1))
+@click.pass_obj
+def orgs_link_installation(obj: Context, name: str, installation_id: int) -> None:
+    """Link a GitHub App installation to an org as the server's admin, vouching that it is
+    the org's (GitHub confirms the App has it; the App credentials are needed)."""
+    from controller.draftpr import service as draftpr
+    from controller.services import orgs as service
+
+    # GitHub first: the store's transaction never waits on it.
+    with draftpr.app_for(obj.settings()) as app:
+        found = draftpr.verify_installation(app, installation_id)
+    with obj.transaction() as session:
+        org = service.get_org(session, name)
+        link = draftpr.operator_link(session, org, installation_id, found, CLI_ACTOR)
+        click.echo(f"linked installation {link.installation_id} ({link.account}) to org {org.name}")
+
+
+@orgs.command("unlink-installation")
+@click.argument("name")
+@click.argument("installation_id", type=click.IntRange(min=1, max=2**63 - 1))
+@click.pass_obj
+def orgs_unlink_installation(obj: Context, name: str, installation_id: int) -> None:
+    """Remove an org's link of a GitHub App installation (pull requests stop using it)."""
+    from controller.draftpr import service as draftpr
+    from controller.services import orgs as service
+
+    with obj.transaction() as session:
+        org = service.get_org(session, name)
+        draftpr.operator_unlink(session, org, installation_id, CLI_ACTOR)
+        click.echo(f"unlinked installation {installation_id} from org {org.name}")

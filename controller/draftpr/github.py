@@ -57,8 +57,10 @@ class RateLimited(DriftgateError):
 class Installation:
     id: int
     account: str
+    account_id: int | None  # GitHub's id of the user or organization: stable across renames
     repository_selection: str
     suspended: bool
+    created_at: datetime | None
 
 
 @dataclass(frozen=True)
@@ -209,11 +211,14 @@ class GitHubApp:
             )
         self._raise_for(answer, f"installation {installation_id}")
         data = answer.body
+        account = data.get("account") or {}
         return Installation(
             id=int(data["id"]),
-            account=str((data.get("account") or {}).get("login", "")),
+            account=str(account.get("login") or account.get("slug") or ""),
+            account_id=_integer(account.get("id")),
             repository_selection=str(data.get("repository_selection", "")),
             suspended=data.get("suspended_at") is not None,
+            created_at=_instant(data.get("created_at")),
         )
 
     # -- a drift pull request ---------------------------------------------------------------
@@ -353,6 +358,21 @@ def _errors_text(answer: JsonAnswer) -> str:
     errors = answer.body.get("errors") or []
     said = [str(e.get("message", "")) for e in errors if isinstance(e, dict)]
     return " ".join([_message(answer), *said])
+
+
+def _integer(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _instant(value: Any) -> datetime | None:
+    """GitHub's ISO 8601 time (`2026-01-02T03:04:05Z`), or None when it is not one."""
+    if not isinstance(value, str):
+        return None
+    try:
+        at = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 def _path(repo: str) -> str:

@@ -7,12 +7,19 @@ deterministic number (local development). Inbound GitHub deliveries are recorded
 the same way (`github_delivery` jobs); a merged pull request accepts the after contract as the
 baseline, resolves the incident and unblocks the bound agents, exactly like
 `POST /v1/draftpr/draft-pr/merged`.
+
+An App installation serves one org, and linking it proves that it is the org's: the signed
+install flow, the operator, or by id an account the org proved (the threat model is in
+docs/draft-prs.md).
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
@@ -29,15 +36,28 @@ from controller.crypto import SecretBox
 from controller.diffs.explain import hint_of
 from controller.diffs.rules import CATALOG
 from controller.draftpr import changelog, lint
-from controller.draftpr.github import FileChange, GitHubApp, GitHubError, RateLimited
+from controller.draftpr.github import (
+    FileChange,
+    GitHubApp,
+    GitHubError,
+    Installation,
+    RateLimited,
+)
 from controller.errors import (
+    Conflict,
     Forbidden,
     NotFound,
     Unauthorized,
     UpstreamError,
     ValidationFailed,
 )
-from controller.model.base import ApiModel, BodyBool, BodyInt, RequestModel
+from controller.model.base import (
+    NUMERIC_ID_TEXT,
+    ApiModel,
+    BodyBool,
+    BodyNumericId,
+    RequestModel,
+)
 from controller.model.gitops import VendoredPath
 from controller.runtime import bound_agents, unblock
 from controller.services import audit, orgs
@@ -62,11 +82,21 @@ GITHUB_DELIVERY = "github_delivery"
 PRODUCT = "draftpr_repo"
 LINT_PRODUCT = "toolmanifest_org"
 STATE_TTL = timedelta(hours=1)
-# GitHub's installation ids are 64-bit integers (the store keeps a BIGINT); as text (a query
-# or a webhook body), up to 18 digits, which every such id fits in today.
-MAX_INSTALLATION_ID = 2**63 - 1
-INSTALLATION_ID_TEXT = r"^[0-9]{1,18}$"
 STATE_PURPOSE = "draftpr install state"
+# GitHub's clock and ours may differ this much when an installation's creation time is
+# compared with the time an install link was issued.
+CLOCK_SKEW = timedelta(minutes=5)
+# How a link was made (GitHubInstallation.linked_by): through the signed install flow, by
+# the server's operator, or by id for an account the org had proven. The first two prove
+# the installation's account to the org.
+BY_INSTALL, BY_OPERATOR, BY_ACCOUNT = "install", "operator", "account"
+PROVING = (BY_INSTALL, BY_OPERATOR)
+# Recorded without App credentials (local development): nothing confirmed it.
+UNVERIFIED = "unverified"
+# Linked before ownership was checked (migration 0015): used, but it proves no account.
+LEGACY = "legacy"
+# Links a pull request may use: all but the unverified.
+USABLE = (BY_INSTALL, BY_OPERATOR, BY_ACCOUNT, LEGACY)
 MAX_WAIT = 25.0
 
 RepoName = Annotated[
@@ -91,9 +121,10 @@ class DraftPrWebhookIn(RequestModel):
 
     watch_id: ObjectId
     drift_event_id: ObjectId
-    installation_id: Annotated[str, StringConstraints(pattern=INSTALLATION_ID_TEXT)] | None = Field(
+    installation_id: BodyNumericId | None = Field(
         default=None,
-        description="numeric id of the GitHub App installation; default: the org's only one",
+        description="numeric id of the GitHub App installation (an integer, or its digits as "
+        "a string); default: the org's only one",
     )
     repo_full_name: RepoName = Field(description="owner/repository")
     # Bounded so the largest valid body stays under the default request size limit (1 MB).
@@ -148,8 +179,12 @@ class DraftPrList(ApiModel):
 
 
 class SchemasyncDisabled(ApiModel):
-    code: Literal["schemasync_disabled"] = "schemasync_disabled"
+    """The error envelope of CONTRACT.md, answered with 202; `code` repeats `error` for
+    clients written against SPEC.md's wording ("202 with code `schemasync_disabled`")."""
+
+    error: Literal["schemasync_disabled"] = "schemasync_disabled"
     message: str
+    code: Literal["schemasync_disabled"] = "schemasync_disabled"
 
 
 class DraftPrAccepted(RootModel[DraftPrOut | SchemasyncDisabled]):
@@ -160,7 +195,7 @@ class DraftPrAccepted(RootModel[DraftPrOut | SchemasyncDisabled]):
 class CallbackQuery(RequestModel):
     """What GitHub appends to the App's setup URL after an install."""
 
-    installation_id: Annotated[str, StringConstraints(pattern=INSTALLATION_ID_TEXT)] = Field(
+    installation_id: Annotated[str, StringConstraints(pattern=NUMERIC_ID_TEXT)] = Field(
         alias="installation_id"
     )
     setup_action: Annotated[str, StringConstraints(max_length=20)] | None = Field(
@@ -174,6 +209,11 @@ class InstallationOut(ApiModel):
     account: str
     repository_selection: str
     status: str = Field(description="active, deleted (uninstalled on GitHub) or suspended")
+    linked_by: str = Field(
+        description="install (the signed install flow), operator (the server's admin), "
+        "account (by id, for an account the org had proven), legacy (linked before ownership "
+        "was checked) or unverified (recorded without App credentials: never used)"
+    )
     linked_at: datetime
 
 
@@ -185,8 +225,8 @@ class InstallationList(ApiModel):
 
 
 class InstallationLinkIn(RequestModel):
-    installation_id: BodyInt = Field(
-        ge=1, le=MAX_INSTALLATION_ID, description="the numeric installation id on GitHub"
+    installation_id: BodyNumericId = Field(
+        description="the numeric installation id on GitHub (an integer, or its digits as a string)"
     )
 
 
@@ -232,25 +272,53 @@ def set_product(session: Session, principal: Principal, product: str, enabled: b
     return products_of(org)
 
 
-def app_for(settings: Settings) -> GitHubApp | None:
-    """The App client for a short read on the request path (verifying an installation), or
-    None without App credentials."""
-    return GitHubApp(settings, configured_client(settings)) if configured(settings) else None
+@contextmanager
+def app_for(settings: Settings) -> Iterator[GitHubApp | None]:
+    """The App client for a short read on the request path or from the CLI (verifying an
+    installation), or None without App credentials; its connections close after."""
+    if not configured(settings):
+        yield None
+        return
+    with configured_client(settings) as client:
+        yield GitHubApp(settings, client)
 
 
 def link_from_install(
     session: Session,
-    box: SecretBox,
-    state: str,
+    org_id: str,
+    issued: datetime,
     installation_id: int,
-    app: GitHubApp | None,
+    found: Installation | None,
     now: datetime,
 ) -> GitHubInstallation:
-    """GitHub's install flow came back: the signed state names the org to link."""
-    org = session.get(Org, verify_state(box, state, now))
+    """GitHub's install flow came back with a valid state (`verify_state`: the org and when
+    the link was issued) and the installation GitHub confirmed. Anyone can call this address
+    with any id (GitHub's warning about the setup URL), so an installation the org has not
+    linked yet must have been made after its install link was issued (403 otherwise)."""
+    org = session.get(Org, org_id)
     if org is None:
         raise NotFound("the org of this install state no longer exists")
-    return link_installation(session, installer(org), installation_id, app, now)
+
+    def made_through_this_link(found: Installation, current: GitHubInstallation | None) -> None:
+        if current is not None and current.org_id == org_id:
+            return
+        if found.created_at is None or found.created_at < issued - CLOCK_SKEW:
+            raise Forbidden(
+                f"installation {installation_id} was made before this install link was issued, so "
+                "the link cannot prove it is yours: link it by id once your org has proven "
+                "its account, or ask the server's operator (driftgate orgs link-installation)",
+                code="installation_not_proven",
+            )
+
+    return link_installation(
+        session,
+        installer(org),
+        installation_id,
+        found,
+        now,
+        how=BY_INSTALL,
+        check=made_through_this_link,
+    )
 
 
 def products_of(org: Org) -> ProductsOut:
@@ -314,8 +382,12 @@ def request_draft_pr(
     existing = _existing(session, principal.org_id, event.id, data.repo_full_name)
     if existing is not None:
         return existing, False
-    installation = _installation_for(session, principal.org_id, data.installation_id)
     stub = not configured(settings)
+    if stub:
+        # Nothing is sent anywhere and no link could be verified: the id is only recorded.
+        installation = data.installation_id
+    else:
+        installation = _installation_for(session, principal.org_id, data.installation_id)
     if not stub and installation is None:
         raise UpstreamError(
             "no GitHub App installation is linked to this org: install the App or link one "
@@ -454,23 +526,34 @@ def _existing(session: Session, org_id: str, event_id: str, repo: str) -> DraftP
     )
 
 
-def _installation_for(session: Session, org_id: str, given: str | None) -> int | None:
-    linked = list(
-        session.scalars(
-            select(GitHubInstallation).where(
-                GitHubInstallation.org_id == org_id, GitHubInstallation.status == "active"
-            )
-        )
-    )
+def _installation_for(session: Session, org_id: str, given: int | None) -> int | None:
+    """The installation a pull request of the org goes through: `given` when it is one of
+    the org's usable links (404 otherwise: another org's installation is never used), else
+    the org's only one."""
+    linked = _usable_links(session, org_id)
     if given is not None:
-        wanted = int(given)
-        if not any(i.installation_id == wanted for i in linked):
+        if given not in linked:
             raise NotFound(
-                f"installation {wanted} is not linked to this org (POST /v1/draftpr/installations)",
+                f"installation {given} is not linked to this org (POST /v1/draftpr/installations)",
                 code="installation_not_linked",
             )
-        return wanted
-    return linked[0].installation_id if len(linked) == 1 else None
+        return given
+    return linked[0] if len(linked) == 1 else None
+
+
+def _usable_links(session: Session, org_id: str) -> list[int]:
+    """The org's active installations whose link was verified against GitHub."""
+    return list(
+        session.scalars(
+            select(GitHubInstallation.installation_id)
+            .where(
+                GitHubInstallation.org_id == org_id,
+                GitHubInstallation.status == "active",
+                GitHubInstallation.linked_by.in_(USABLE),
+            )
+            .order_by(GitHubInstallation.linked_at, GitHubInstallation.installation_id)
+        )
+    )
 
 
 def wait_for_draft_pr(database: Database, row_id: str, timeout: float) -> DraftPr:
@@ -511,11 +594,20 @@ def run_draft_pr(
         work = _pull_request_work(session, row, settings)
         row_id, installation, repo = row.id, row.installation_id, row.repo_full_name
         wants_lint = bool(row.request.get("lint"))
+        # Checked again as the job runs: a link removed or moved since the request (or an
+        # id recorded in stub mode) never reaches GitHub.
+        linked = installation is not None and installation in _usable_links(session, row.org_id)
     try:
         if installation is None:
             raise GitHubError(
                 "no GitHub App installation is linked to this org (POST /v1/draftpr/installations)",
                 "installation_missing",
+            )
+        if not linked:
+            raise GitHubError(
+                f"installation {installation} is not linked to this org "
+                "(POST /v1/draftpr/installations)",
+                "installation_not_linked",
             )
         pull = app.open_pull_request(installation, repo, **work)
         linted = None
@@ -666,6 +758,7 @@ def installation_out(row: GitHubInstallation) -> InstallationOut:
         account=row.account,
         repository_selection=row.repository_selection,
         status=row.status,
+        linked_by=row.linked_by,
         linked_at=row.linked_at,
     )
 
@@ -684,44 +777,218 @@ def list_installations(
     )
 
 
+def verify_installation(app: GitHubApp | None, installation_id: int) -> Installation | None:
+    """What GitHub says of an installation of the App (502 when it does not know it), or
+    None without App credentials (nothing can be verified). Called before the store is
+    written, so no transaction waits on GitHub."""
+    if app is None:
+        return None
+    try:
+        return app.installation(installation_id)
+    except GitHubError as exc:
+        raise UpstreamError(exc.message, code=exc.cause) from None
+    except RateLimited as exc:
+        raise UpstreamError(exc.message, code="github_rate_limited") from None
+
+
 def link_installation(
     session: Session,
-    principal: Principal,
+    caller: audit.Caller,
     installation_id: int,
-    app: GitHubApp | None,
+    found: Installation | None,
     now: datetime,
+    *,
+    how: str,
+    check: Callable[[Installation, GitHubInstallation | None], None] | None = None,
 ) -> GitHubInstallation:
-    """Link an installation to the org, verified against the App's installations (without
-    App credentials it is recorded unverified, for local development)."""
-    account, selection = "", ""
-    if app is not None:
-        try:
-            found = app.installation(installation_id)
-        except GitHubError as exc:
-            raise UpstreamError(exc.message, code=exc.cause) from None
-        except RateLimited as exc:
-            raise UpstreamError(exc.message, code="github_rate_limited") from None
-        account, selection = found.account, found.repository_selection
-    row = session.scalar(
-        select(GitHubInstallation).where(
-            GitHubInstallation.org_id == principal.org_id,
-            GitHubInstallation.installation_id == installation_id,
+    """Link an installation GitHub confirmed (`found`, from `verify_installation`) to the
+    caller's org. `how` says what proves it is the org's: the install flow (`check`
+    decides), the operator, or (`account`) an account the org had proven, else 403. An
+    installation linked to another org is refused (409), in the store too (one row per
+    installation). Without App credentials (`found` None) the link is recorded `unverified`:
+    listed, never used for a pull request, and it gives way to a verified link."""
+    current = _link_of(session, installation_id)
+    if found is not None and current is not None and current.linked_by == UNVERIFIED:
+        if current.org_id != caller.org_id:
+            session.delete(current)
+            session.flush()
+            current = None
+    _refuse_other_org(current, caller.org_id, installation_id)
+    if found is None:
+        if current is not None:
+            return current  # nothing new can be said of it
+        row = GitHubInstallation(
+            org_id=caller.org_id,
+            installation_id=installation_id,
+            linked_by=UNVERIFIED,
+            account="",
+            repository_selection="",
+            status="active",
+            linked_at=now,
         )
-    )
-    if row is None:
-        row = GitHubInstallation(org_id=principal.org_id, installation_id=installation_id)
-        session.add(row)
-    row.account, row.repository_selection, row.status, row.linked_at = (
-        account,
-        selection,
-        "active",
-        now,
-    )
-    session.flush()
+    else:
+        row = _verified_link(session, caller, installation_id, found, current, now, how, check)
+    try:
+        with session.begin_nested():
+            session.add(row)
+            session.flush()
+    except IntegrityError:
+        # A concurrent link of the same installation was stored first: another org's is
+        # refused, the org's own is the answer.
+        winner = _link_of(session, installation_id)
+        _refuse_other_org(winner, caller.org_id, installation_id)
+        if winner is None:
+            raise
+        return winner
     audit.by(
-        session, principal, "draftpr.link_installation", row.id, {"installationId": installation_id}
+        session,
+        caller,
+        "draftpr.link_installation",
+        row.id,
+        {"installationId": installation_id, "account": row.account, "linkedBy": row.linked_by},
     )
     return row
+
+
+def _verified_link(
+    session: Session,
+    caller: audit.Caller,
+    installation_id: int,
+    found: Installation,
+    current: GitHubInstallation | None,
+    now: datetime,
+    how: str,
+    check: Callable[[Installation, GitHubInstallation | None], None] | None,
+) -> GitHubInstallation:
+    if check is not None:
+        check(found, current)
+    if how == BY_ACCOUNT and not (current is not None and current.linked_by in PROVING):
+        if found.account_id is None or found.account_id not in proven_accounts(
+            session, caller.org_id
+        ):
+            raise Forbidden(
+                f"installation {installation_id} is on the GitHub account "
+                f"{found.account or '(unknown)'!r}, which this org has not proven: install "
+                "the App through the install link (GET /v1/draftpr/installations, installUrl), "
+                "or ask the server's operator (driftgate orgs link-installation)",
+                code="installation_not_proven",
+            )
+    row = current or GitHubInstallation(org_id=caller.org_id, installation_id=installation_id)
+    if how in PROVING or row.linked_by not in PROVING:
+        row.linked_by = how
+    row.account, row.account_id = found.account, found.account_id
+    row.repository_selection = found.repository_selection
+    row.status = "suspended" if found.suspended else "active"
+    row.linked_at = now
+    return row
+
+
+@dataclass(frozen=True)
+class Operator:
+    """The server's admin acting on one org from the CLI (the audit log's `actor`)."""
+
+    org_id: str
+    actor: str
+
+
+def operator_link(
+    session: Session, org: Org, installation_id: int, found: Installation | None, actor: str
+) -> GitHubInstallation:
+    """`driftgate orgs link-installation`: the operator vouches for the org, GitHub confirmed
+    the installation (`verify_installation`); one linked to another org is refused, naming
+    that org (the operator sees every org)."""
+    current = _link_of(session, installation_id)
+    if not (found is not None and current is not None and current.linked_by == UNVERIFIED):
+        _refuse_other_org_named(session, org.id, installation_id)
+    return link_installation(
+        session,
+        Operator(org.id, actor),
+        installation_id,
+        found,
+        datetime.now(UTC),
+        how=BY_OPERATOR,
+    )
+
+
+def operator_unlink(
+    session: Session, org: Org, installation_id: int, actor: str
+) -> GitHubInstallation:
+    """`driftgate orgs unlink-installation`: remove the org's link (a link made before
+    ownership was checked, an installation moving to another org)."""
+    _refuse_other_org_named(session, org.id, installation_id)
+    return unlink_installation(session, Operator(org.id, actor), installation_id)
+
+
+def all_links(session: Session, org: Org | None) -> list[tuple[str, GitHubInstallation]]:
+    """Every link (of `org`, or of every org) with its org's name, for the operator."""
+    query = (
+        select(Org.name, GitHubInstallation)
+        .join(Org, Org.id == GitHubInstallation.org_id)
+        .order_by(Org.name, GitHubInstallation.installation_id)
+    )
+    if org is not None:
+        query = query.where(GitHubInstallation.org_id == org.id)
+    return [(name, link) for name, link in session.execute(query)]
+
+
+def _refuse_other_org_named(session: Session, org_id: str, installation_id: int) -> None:
+    current = _link_of(session, installation_id)
+    if current is not None and current.org_id != org_id:
+        other = session.get_one(Org, current.org_id)
+        raise Conflict(
+            f"installation {installation_id} is linked to org {other.name!r}: unlink it "
+            f"there first (driftgate orgs unlink-installation {other.name} {installation_id})",
+            code="installation_linked_elsewhere",
+        )
+
+
+def unlink_installation(
+    session: Session, caller: audit.Caller, installation_id: int
+) -> GitHubInstallation:
+    """Remove the org's link of an installation (the operator's undo); 404 when the org has
+    none."""
+    row = _link_of(session, installation_id)
+    if row is None or row.org_id != caller.org_id:
+        raise NotFound(f"installation {installation_id} is not linked to this org")
+    session.delete(row)
+    session.flush()
+    audit.by(
+        session, caller, "draftpr.unlink_installation", row.id, {"installationId": installation_id}
+    )
+    return row
+
+
+def proven_accounts(session: Session, org_id: str) -> set[int]:
+    """GitHub account ids the org has proven: those of its installations linked through the
+    install flow or by the operator."""
+    return {
+        account_id
+        for account_id in session.scalars(
+            select(GitHubInstallation.account_id).where(
+                GitHubInstallation.org_id == org_id,
+                GitHubInstallation.linked_by.in_(PROVING),
+                GitHubInstallation.account_id.is_not(None),
+            )
+        )
+        if account_id is not None
+    }
+
+
+def _link_of(session: Session, installation_id: int) -> GitHubInstallation | None:
+    return session.scalar(
+        select(GitHubInstallation).where(GitHubInstallation.installation_id == installation_id)
+    )
+
+
+def _refuse_other_org(
+    current: GitHubInstallation | None, org_id: str, installation_id: int
+) -> None:
+    if current is not None and current.org_id != org_id:
+        raise Conflict(
+            f"installation {installation_id} is linked to another org: an installation "
+            "serves one org",
+            code="installation_linked_elsewhere",
+        )
 
 
 def install_url(settings: Settings, box: SecretBox, org_id: str) -> str | None:
@@ -738,8 +1005,9 @@ def sign_state(box: SecretBox, org_id: str, now: datetime) -> str:
     return box.sign(STATE_PURPOSE, f"{org_id}.{int((now + STATE_TTL).timestamp())}".encode())
 
 
-def verify_state(box: SecretBox, token: str, now: datetime) -> str:
-    """The org a state token names; 401 when it was forged, altered or has expired."""
+def verify_state(box: SecretBox, token: str, now: datetime) -> tuple[str, datetime]:
+    """The org a state token names and when it was issued; 401 when it was forged, altered
+    or has expired."""
     invalid = Unauthorized("the install state is not valid", code="invalid_state")
     payload = box.verify(STATE_PURPOSE, token)
     if payload is None:
@@ -753,7 +1021,7 @@ def verify_state(box: SecretBox, token: str, now: datetime) -> str:
         raise Unauthorized(
             "the install state has expired; start the install again", code="invalid_state"
         )
-    return org_id
+    return org_id, datetime.fromtimestamp(deadline, UTC) - STATE_TTL
 
 
 # -- GitHub deliveries ---------------------------------------------------------------------
@@ -778,7 +1046,9 @@ class _InstallationRef(ApiModel):
 
 
 class PullRequestEvent(ApiModel):
-    """What driftgate reads of GitHub's `pull_request` delivery (the rest is ignored)."""
+    """What driftgate reads of GitHub's `pull_request` delivery (the rest is ignored). A
+    delivery without an installation matches nothing: driftgate's pull requests are all
+    made through one."""
 
     action: str
     number: int
@@ -813,6 +1083,7 @@ def queue_delivery(
                 "merged": pull.pull_request.merged,
                 "repo": pull.repository.full_name,
                 "headRef": pull.pull_request.head.ref,
+                "installationId": pull.installation.id if pull.installation else None,
             }
         elif event == "installation":
             install = InstallationEvent.model_validate(payload)
@@ -842,12 +1113,25 @@ def run_delivery(database: Database, box: SecretBox, job: jobs.Claimed) -> None:
     data = job.payload.get("payload") or {}
     result: dict[str, Any] = {"result": "ignored"}
     with database.transaction() as session:
-        if event == "pull_request" and data.get("action") == "closed":
+        if (
+            event == "pull_request"
+            and data.get("action") == "closed"
+            and data.get("installationId") is not None
+        ):
+            # Only the pull requests the delivery's installation opened, of the org it is
+            # linked to: another org's record of the same repository and number is not it.
             rows = session.scalars(
-                select(DraftPr).where(
+                select(DraftPr)
+                .join(
+                    GitHubInstallation,
+                    (GitHubInstallation.org_id == DraftPr.org_id)
+                    & (GitHubInstallation.installation_id == DraftPr.installation_id),
+                )
+                .where(
                     DraftPr.repo_full_name == data.get("repo"),
                     DraftPr.number == data.get("number"),
                     DraftPr.stub.is_(False),
+                    DraftPr.installation_id == data.get("installationId"),
                 )
             )
             for row in rows:

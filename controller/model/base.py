@@ -13,7 +13,15 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated
 
-from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Strict
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    WithJsonSchema,
+)
 from pydantic.alias_generators import to_camel
 
 
@@ -64,6 +72,39 @@ BodyFloat = Annotated[float, JsonNumber]
 
 BodyDateTime = Annotated[AwareDatetime, BeforeValidator(_date_time_text)]
 """An RFC 3339 date-time with an offset, not a number of seconds."""
+
+# A 64-bit id (the store keeps a BIGINT). As digits, at most 18 of them: every such text is
+# within the bound, so the published pattern alone says exactly what is accepted.
+NUMERIC_ID_MAX = 2**63 - 1
+NUMERIC_ID_TEXT = r"^[1-9][0-9]{0,17}$"
+_NUMERIC_ID_DIGITS = re.compile(r"[1-9][0-9]{0,17}")
+
+
+def _integer_or_digits(value: object) -> object:
+    if isinstance(value, str) and _NUMERIC_ID_DIGITS.fullmatch(value):
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(
+            "must be a positive integer, or its decimal digits as a string (at most 18)"
+        )
+    return value
+
+
+BodyNumericId = Annotated[
+    int,
+    Field(ge=1, le=NUMERIC_ID_MAX),
+    BeforeValidator(_integer_or_digits),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "integer", "minimum": 1, "maximum": NUMERIC_ID_MAX},
+                {"type": "string", "pattern": NUMERIC_ID_TEXT},
+            ]
+        }
+    ),
+]
+"""A numeric id that SPEC.md types as a string of digits: `"4242"` or `4242` (not `true`,
+`"0042"` or `4242.5`), an `int` in code."""
 
 
 def utc_iso(value: datetime) -> str:

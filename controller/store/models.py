@@ -749,15 +749,25 @@ class FuseSnapshot(Base):
 
 
 class GitHubInstallation(Base):
-    """A GitHub App installation linked to an org (draft pull requests open through it)."""
+    """A GitHub App installation linked to an org (draft pull requests open through it).
+
+    An installation is linked to one org at most (`installation_id` is unique): another org's
+    link of it is refused, however it is asked for (docs/draft-prs.md, the threat model)."""
 
     __tablename__ = "github_installations"
-    __table_args__ = (UniqueConstraint("org_id", "installation_id"),)
+    __table_args__ = (UniqueConstraint("installation_id"),)
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
     org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"), index=True)
     installation_id: Mapped[int] = mapped_column(BigInteger)
     account: Mapped[str] = mapped_column(String(200), default="")
+    # GitHub's id of the account (user or organization) the App is installed on: logins can
+    # be renamed and taken over, ids cannot.
+    account_id: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    # How the org proved the link: install (the signed install flow), operator (the server's
+    # admin, `driftgate orgs link-installation`), account (by id, an account the org had
+    # proven), legacy (linked before ownership was checked).
+    linked_by: Mapped[str] = mapped_column(String(20), default="legacy")
     repository_selection: Mapped[str] = mapped_column(String(20), default="")
     # active, deleted (uninstalled on GitHub) or suspended
     status: Mapped[str] = mapped_column(String(20), default="active")

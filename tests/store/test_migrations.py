@@ -199,3 +199,72 @@ def test_decisions_are_json_text_and_keep_their_values_and_compression_both_ways
         command.downgrade(config, "0006")
     assert columns() == before
     assert stored() == ('{"watchIds": ["w1"]}', '{"blocked": [{"watchId": "w1"}]}')
+
+
+def test_an_installation_linked_to_several_orgs_keeps_its_earliest_link(
+    empty_database: Database,
+) -> None:
+    """Migration 0015: one org per GitHub App installation. Links made before it (when any org
+    could link any installation) keep the earliest per installation, marked `legacy` (or
+    `unverified` without an account), and a second org's link is refused by the store."""
+    from alembic import command
+    from sqlalchemy.exc import IntegrityError
+
+    migrate.upgrade(empty_database, "0014")
+    with empty_database.engine.begin() as conn:
+        for org in ("owner", "intruder", "dev"):
+            conn.execute(
+                text(
+                    "INSERT INTO orgs (id, name, plan, products, is_trial, created_at) "
+                    f"VALUES ('{org}', '{org}', 'pro', '[]', false, CURRENT_TIMESTAMP)"
+                )
+            )
+        for row_id, org, installation, account, at in (
+            ("l1", "intruder", 77, "acme", "2026-02-01 00:00:00"),
+            ("l2", "owner", 77, "acme", "2026-01-01 00:00:00"),
+            ("l3", "intruder", 88, "evil", "2026-01-01 00:00:00"),
+            ("l4", "dev", 99, "", "2026-01-01 00:00:00"),
+        ):
+            conn.execute(
+                text(
+                    "INSERT INTO github_installations (id, org_id, installation_id, account, "
+                    "repository_selection, status, linked_at) "
+                    f"VALUES ('{row_id}', '{org}', {installation}, '{account}', 'all', "
+                    f"'active', '{at}')"
+                )
+            )
+    assert migrate.upgrade(empty_database) == migrate.head_revision(empty_database)
+
+    def links() -> list[tuple[str, str, int, str]]:
+        with empty_database.engine.connect() as conn:
+            return [
+                (row[0], row[1], row[2], row[3])
+                for row in conn.execute(
+                    text(
+                        "SELECT id, org_id, installation_id, linked_by FROM github_installations "
+                        "ORDER BY id"
+                    )
+                )
+            ]
+
+    assert links() == [
+        ("l2", "owner", 77, "legacy"),
+        ("l3", "intruder", 88, "legacy"),
+        ("l4", "dev", 99, "unverified"),
+    ]
+    with pytest.raises(IntegrityError), empty_database.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO github_installations (id, org_id, installation_id, account, "
+                "repository_selection, status, linked_at, linked_by) VALUES ('l5', 'intruder', "
+                "77, 'acme', 'all', 'active', CURRENT_TIMESTAMP, 'account')"
+            )
+        )
+    config = migrate.alembic_config(empty_database)
+    with empty_database.engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0014")
+    with empty_database.engine.connect() as conn:
+        kept = conn.execute(text("SELECT id FROM github_installations ORDER BY id")).scalars()
+        assert list(kept) == ["l2", "l3", "l4"]
+    assert migrate.upgrade(empty_database) == migrate.head_revision(empty_database)

@@ -442,10 +442,11 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
         201,
     )
     world.call("POST", "/v1/fuse/snapshots", {"watchId": steady["id"], "waitSeconds": 0}, 201)
-    # Draft pull requests (stub mode: this world has no GitHub App credentials).
+    # Draft pull requests (stub mode: this world has no GitHub App credentials; the link is
+    # recorded unverified, and the webhook needs none).
     world.call("PUT", "/api/org/products/draftpr_repo", {"enabled": True})
     world.call("PUT", "/api/org/products/replay_cloud", {"enabled": True})
-    world.call("POST", "/v1/draftpr/installations", {"installationId": 4242}, 201)
+    world.call("POST", "/v1/draftpr/installations", {"installationId": "4242"}, 201)
     draft = world.call(
         "POST",
         "/v1/draftpr/webhook",

@@ -68,8 +68,11 @@ def draftpr_webhook(call: Call) -> Reply:
     `driftgate/drift/<eventId>`, changelog `.driftgate/changes/<eventId>.md`, the vendored
     contract at `vendoredPath`, a draft pull request (201). The same event and repository
     again answer the same record (200). Without App credentials the record is a stub with a
-    deterministic number. GitHub's refusals are 502 naming the cause; still running after
-    the wait: 202 with state `pending`. Product off: 202 `schemasync_disabled`."""
+    deterministic number, and `installationId` (an integer or its digits) is only recorded:
+    no link is needed. With App credentials it must be one of the org's links (404
+    `installation_not_linked`). GitHub's refusals are 502 naming the cause; still running
+    after the wait: 202 with state `pending`. Product off: 202 with the error envelope
+    `{"error": "schemasync_disabled", "message": ...}` (and `code`, the same token)."""
     principal = call.principal_required
     if service.PRODUCT not in principal.products:
         disabled = service.SchemasyncDisabled(
@@ -157,17 +160,24 @@ def list_installations(call: Call) -> service.InstallationList:
     body=service.InstallationLinkIn,
     responses={201: service.InstallationOut},
     guards=(PRODUCT,),
-    errors=(502,),
+    errors=(403, 409, 502),
 )
 def link_installation(call: Call) -> Reply:
-    """Links the App installation with this numeric id to the org, verified against the App's
-    installations (502 when GitHub does not know it)."""
+    """Links the App installation with this numeric id (an integer or its digits) to the
+    org, verified against the App's installations (502 when GitHub does not know it). Only
+    an installation on a GitHub account the org has proven (through the install flow, or
+    the operator's link) may be linked by id: 403 `installation_not_proven` otherwise; one
+    linked to another org is 409 `installation_linked_elsewhere`. Without App credentials it
+    is recorded `unverified` (local development): never used for a pull request."""
+    with service.app_for(call.settings) as app:
+        found = service.verify_installation(app, call.body.installation_id)
     link = service.link_installation(
         call.session,
         call.principal_required,
         call.body.installation_id,
-        service.app_for(call.settings),
+        found,
         call.now,
+        how=service.BY_ACCOUNT,
     )
     return Reply(201, service.installation_out(link))
 
@@ -180,22 +190,24 @@ def link_installation(call: Call) -> Reply:
     auth="none",
     query=service.CallbackQuery,
     responses={200: service.InstallationOut},
-    errors=(401, 404, 502),
+    errors=(401, 403, 404, 409, 502),
 )
 def install_callback(call: Call) -> service.InstallationOut:
     """GitHub sends the installer here with `installation_id`, `setup_action` and the `state`
-    the install link carried; a valid, unexpired state links the installation to the org it
-    names (401 otherwise) and answers the linked installation."""
+    the install link carried; a valid, unexpired state (401 otherwise) links the
+    installation to the org it names and answers the linked installation. An installation
+    made before the link was issued is 403 `installation_not_proven` (unless it is the
+    org's already), one linked to another org 409 `installation_linked_elsewhere`."""
     query: service.CallbackQuery = call.query
-    link = service.link_from_install(
-        call.session,
-        call.secret_box,
-        query.state,
-        int(query.installation_id),
-        service.app_for(call.settings),
-        call.now,
-    )
-    return service.installation_out(link)
+    org_id, issued = service.verify_state(call.secret_box, query.state, call.now)
+    installation_id = int(query.installation_id)
+    with service.app_for(call.settings) as app:
+        found = service.verify_installation(app, installation_id)
+    # A GET's request session reads without the write lock: the link is written in a
+    # transaction of its own (the request session is never opened).
+    with call.database.transaction() as session:
+        link = service.link_from_install(session, org_id, issued, installation_id, found, call.now)
+        return service.installation_out(link)
 
 
 @REGISTRY.route(
