@@ -42,6 +42,13 @@ class DriftgateServer(BaseApplication):  # type: ignore[misc]
             # gunicorn 27's control socket is one path per user: two servers on a host would
             # share it. driftgate is managed by signals and its own API, so it is off.
             "control_socket_disable": True,
+            # Forwarding headers are trusted in one place only, the app's ProxyFix, as far as
+            # `trusted_proxy_hops` says. gunicorn's own trust (X-Forwarded-Proto and friends
+            # from 127.0.0.1 by default, or FORWARDED_ALLOW_IPS) would let any local client
+            # choose the scheme with the setting at 0, and would disagree with it above 0.
+            "forwarded_allow_ips": "",
+            "secure_scheme_headers": {},
+            "forwarder_headers": "",
             # A worker dies with its arbiter, whatever the worker class (cli/supervision.py).
             "post_fork": post_fork,
             "logconfig_dict": self._logconfig(),

@@ -222,6 +222,15 @@ class Settings(BaseModel):
     )
     trial_days: int = Field(default=30, ge=1, le=365)
     public_base_url: str | None = None
+    trusted_proxy_hops: int = Field(
+        default=0,
+        ge=0,
+        le=10,
+        description="reverse proxies in front of driftgate that each set X-Forwarded-For, "
+        "-Proto, -Host and -Port (werkzeug's ProxyFix takes the value that many hops from the "
+        "right): 1 behind one TLS proxy. 0: no forwarding header is trusted, the client's "
+        "address is the connection's",
+    )
     oidc_issuer: str | None = Field(
         default=None,
         description="single sign-on to the console: the OpenID Connect provider's issuer URL "

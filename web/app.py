@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from flask import Flask, Response, g, request
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from controller.crypto import load_secret_box
 from controller.logs import configure_logging
@@ -84,4 +85,12 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
     # Routes that opt in (the run gate's hot path) skip Flask's per-request machinery
     # (`web.lane`).
     app.wsgi_app = Lane(app, app.wsgi_app)  # type: ignore[method-assign]
+    if settings.trusted_proxy_hops:
+        # Outermost, so the lane and Flask alike see the client's address and scheme. Each
+        # trusted proxy appends what it saw; the value `hops` from the right is the one the
+        # outermost trusted proxy saw, and anything a client put before it is ignored.
+        hops = settings.trusted_proxy_hops
+        app.wsgi_app = ProxyFix(  # type: ignore[method-assign]
+            app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops, x_port=hops
+        )
     return app

@@ -4,9 +4,16 @@
   E-mail addresses are unique across the instance, so a sign-in needs only address and
   password. `driftgate users create` makes a user without a password and prints a link that
   sets it once (valid `SETUP_TTL`).
-- Sign-in verifies the argon2id hash; after `ACCOUNT_FAILURES` failures on one address in
-  `WINDOW`, or `ADDRESS_FAILURES` from one client address, further attempts answer 429 until
-  the window moves on. Attempts are rows, so every replica counts them.
+- Sign-in verifies the argon2id hash. Failures are counted in `WINDOW` three ways, and none
+  of them lets one client lock others out of an account that is not itself under attack:
+  `PAIR_FAILURES` for one account from one client locks that account from that client (a
+  guesser stops; its owner elsewhere signs in); `ACCOUNT_FAILURES` for one account from any
+  clients locks the account (guessing spread over many addresses); `ADDRESS_FAILURES` from
+  one client over any accounts (made-up ones included) turns that client's wrong passwords
+  into 429s but never refuses a right one (behind a NAT or a misconfigured proxy, one
+  address is many people). A locked account or pair answers 429 without checking the
+  password. Attempts are rows, so every replica counts them; a client is its
+  `controller.services.clients.client_key` (an IPv6 client by its /64).
 - A session is a random token in a cookie; the store keeps its SHA-256 only, with the user,
   a CSRF token, the time it ends (`SESSION_TTL` after sign-in, or `IDLE_TTL` after its last
   use) and the address. Every sign-in makes a new session (the token a browser held before
@@ -21,7 +28,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, func, select
-from sqlalchemy.orm import InstrumentedAttribute, Session
+from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import ColumnElement
 
 from controller.accounts import oidc, passwords
 from controller.crypto import hash_token
@@ -35,6 +43,7 @@ from controller.errors import (
 )
 from controller.services import audit
 from controller.services.auth import Principal
+from controller.services.clients import client_key
 from controller.settings import Settings
 from controller.store.models import ConsoleSession, Org, SignInAttempt, User
 
@@ -43,7 +52,8 @@ SETUP_TTL = timedelta(hours=72)
 SESSION_TTL = timedelta(hours=12)
 IDLE_TTL = timedelta(hours=2)
 WINDOW = timedelta(minutes=15)
-ACCOUNT_FAILURES = 5
+PAIR_FAILURES = 5
+ACCOUNT_FAILURES = 10
 ADDRESS_FAILURES = 20
 SESSION_TOUCH = timedelta(minutes=1)
 SETUP_PATH = "/console/set-password"
@@ -159,15 +169,13 @@ def set_password(session: Session, token: str, password: str, now: datetime) -> 
     return user
 
 
-def _failures(
-    session: Session, column: InstrumentedAttribute[str], value: str, now: datetime
-) -> int:
+def _failures(session: Session, now: datetime, *conditions: ColumnElement[bool]) -> int:
     return int(
         session.scalar(
             select(func.count())
             .select_from(SignInAttempt)
             .where(
-                column == value,
+                *conditions,
                 SignInAttempt.success.is_(False),
                 SignInAttempt.at >= now - WINDOW,
             )
@@ -180,20 +188,30 @@ def sign_in(
     session: Session, email: str, password: str, address: str, now: datetime
 ) -> tuple[str, SignedIn]:
     """A new session for the address and password, or 401 (which of the two was wrong is not
-    said), or 429 while the account or the client address has too many recent failures."""
+    said), or 429 while the account has too many recent failures (from this client, or from
+    all), or for a wrong password from a client with too many recent failures."""
     account = normalized(email)[:254]
+    client = client_key(address)
+    by_account = SignInAttempt.email == account
     if (
-        _failures(session, SignInAttempt.email, account, now) >= ACCOUNT_FAILURES
-        or _failures(session, SignInAttempt.address, address, now) >= ADDRESS_FAILURES
+        _failures(session, now, by_account) >= ACCOUNT_FAILURES
+        or _failures(session, now, by_account, SignInAttempt.address == client) >= PAIR_FAILURES
     ):
         raise TooManyRequests(
             "too many failed sign-ins; try again in a few minutes",
             details={"retryAfter": int(WINDOW.total_seconds())},
         )
+    # Counted before this attempt's row, as the two above.
+    noisy = _failures(session, now, SignInAttempt.address == client) >= ADDRESS_FAILURES
     user = session.scalar(select(User).where(User.email == account))
     ok = passwords.verify(user.password_hash if user else None, password)
-    session.add(SignInAttempt(email=account, address=address[:64], at=now, success=ok))
+    session.add(SignInAttempt(email=account, address=client, at=now, success=ok))
     if not ok or user is None:
+        if noisy:
+            raise TooManyRequests(
+                "too many failed sign-ins from this address; try again in a few minutes",
+                details={"retryAfter": int(WINDOW.total_seconds())},
+            )
         raise Unauthorized("the e-mail address or the password is wrong", code="sign_in_failed")
     if user.password_hash and passwords.needs_rehash(user.password_hash):
         user.password_hash = passwords.hash_password(password)

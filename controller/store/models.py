@@ -509,7 +509,8 @@ class ConsoleSession(Base):
 
 
 class SignInAttempt(Base):
-    """One sign-in attempt, counted for the rate limits per account and per address."""
+    """One sign-in attempt, counted for the rate limits per account, per account and client,
+    and per client; `address` is the client's key (`controller.services.clients`: an IPv6 /64)."""
 
     __tablename__ = "sign_in_attempts"
     __table_args__ = (

@@ -12,12 +12,12 @@ from typing import Any
 
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from controller.accounts import service as accounts
 from controller.services.orgs import get_org
 from controller.store.db import Database
-from controller.store.models import ApiKey, ConsoleSession, PreflightDecision
+from controller.store.models import ApiKey, ConsoleSession, PreflightDecision, SignInAttempt
 from controller.store.types import utcnow
 from tests.conftest import OrgKey, make_settings
 
@@ -199,30 +199,106 @@ def test_an_admin_creates_and_revokes_a_key_a_viewer_cannot(
     )
 
 
+def attempt(
+    who: FlaskClient,
+    email: str,
+    password: str,
+    address: str = "127.0.0.1",
+    forwarded_for: str | None = None,
+) -> int:
+    """One sign-in through the form from `address` (the socket's peer), or through a proxy
+    at `address` for the client `forwarded_for`; the answer's status."""
+    form = who.get("/console/sign-in").get_data(as_text=True)
+    headers = {"X-Forwarded-For": forwarded_for} if forwarded_for else {}
+    return who.post(
+        "/console/sign-in",
+        data={"email": email, "password": password, "csrf_token": csrf_of(form)},
+        headers=headers,
+        environ_base={"REMOTE_ADDR": address},
+    ).status_code
+
+
 def test_sign_in_is_rate_limited_per_account_and_per_address(
     client: FlaskClient, acme: OrgKey, database: Database, app: Flask
 ) -> None:
     make_user(database, "acme", "a@example.com")
     make_user(database, "acme", "b@example.com")
 
-    def attempt(who: FlaskClient, email: str, password: str, address: str = "127.0.0.1") -> int:
-        form = who.get("/console/sign-in").get_data(as_text=True)
-        return who.post(
-            "/console/sign-in",
-            data={"email": email, "password": password, "csrf_token": csrf_of(form)},
-            environ_base={"REMOTE_ADDR": address},
-        ).status_code
-
-    for _ in range(accounts.ACCOUNT_FAILURES):
+    for _ in range(accounts.PAIR_FAILURES):
         assert attempt(client, "a@example.com", "wrong password!") == 401
-    # Locked for this account, even with the right password; another account still works.
+    # Locked for this account from this address, even with the right password; the account
+    # from elsewhere and another account from here still work.
     assert attempt(client, "a@example.com", PASSWORD) == 429
+    assert attempt(app.test_client(), "a@example.com", PASSWORD, "10.1.1.1") == 302
     assert attempt(app.test_client(), "b@example.com", PASSWORD) == 302
-    # Per address: many accounts guessed from one address.
+    # Per address: many accounts guessed from one address; its wrong passwords become 429s,
+    # a right one still signs in, from there as from anywhere.
     for index in range(accounts.ADDRESS_FAILURES):
         attempt(app.test_client(), f"nobody{index}@example.com", "x" * 12, "10.9.9.9")
-    assert attempt(app.test_client(), "b@example.com", PASSWORD, "10.9.9.9") == 429
+    assert attempt(app.test_client(), "b@example.com", "wrong password!", "10.9.9.9") == 429
+    assert attempt(app.test_client(), "b@example.com", PASSWORD, "10.9.9.9") == 302
     assert attempt(app.test_client(), "b@example.com", PASSWORD, "10.1.1.1") == 302
+
+
+def test_an_account_guessed_from_many_addresses_is_locked_everywhere(
+    acme: OrgKey, database: Database, app: Flask
+) -> None:
+    make_user(database, "acme", "a@example.com")
+    make_user(database, "acme", "b@example.com")
+    # Below the per-address count each, over the account's count together.
+    for index in range(accounts.ACCOUNT_FAILURES):
+        address = f"10.2.0.{index // (accounts.PAIR_FAILURES - 1)}"
+        assert attempt(app.test_client(), "a@example.com", "wrong password!", address) == 401
+    assert attempt(app.test_client(), "a@example.com", PASSWORD, "10.3.3.3") == 429
+    assert attempt(app.test_client(), "b@example.com", PASSWORD, "10.3.3.3") == 302
+
+
+def test_behind_a_proxy_made_up_accounts_lock_no_one_out(
+    tmp_path: Path, acme: OrgKey, database: Database
+) -> None:
+    """The issue's finding: 20 failed sign-ins with made-up e-mails through the TLS proxy
+    made every sign-in answer 429, right passwords included."""
+    from web.app import create_app
+
+    make_user(database, "acme", "a@example.com")
+    proxy = "10.0.0.2"
+    for hops in (1, 0):  # the proxy declared, and not (every client is the proxy's address)
+        app = create_app(
+            make_settings(tmp_path, database_url=database.url, trusted_proxy_hops=hops),
+            database=database,
+        )
+        for index in range(accounts.ADDRESS_FAILURES + 1):
+            made_up = f"made-up-{hops}-{index}@example.com"
+            status = attempt(app.test_client(), made_up, "x" * 12, proxy, "203.0.113.66")
+            assert status == (401 if index < accounts.ADDRESS_FAILURES else 429)
+        # The right password from the same client, and from another one, signs in.
+        assert attempt(app.test_client(), "a@example.com", PASSWORD, proxy, "203.0.113.66") == 302
+        assert attempt(app.test_client(), "a@example.com", PASSWORD, proxy, "198.51.100.4") == 302
+        with database.transaction() as session:
+            session.execute(delete(SignInAttempt))
+
+
+def test_behind_a_proxy_an_account_guesser_is_stopped_by_its_own_address(
+    tmp_path: Path, acme: OrgKey, database: Database
+) -> None:
+    from web.app import create_app
+
+    make_user(database, "acme", "a@example.com")
+    app = create_app(
+        make_settings(tmp_path, database_url=database.url, trusted_proxy_hops=1),
+        database=database,
+    )
+    proxy, guesser, owner = "10.0.0.2", "203.0.113.66", "198.51.100.4"
+    for _ in range(accounts.PAIR_FAILURES):
+        assert attempt(app.test_client(), "a@example.com", "wrong password!", proxy, guesser) == 401
+    assert attempt(app.test_client(), "a@example.com", PASSWORD, proxy, guesser) == 429
+    # A client cannot step around its count by naming another address before its own.
+    spoofed = f"{owner}, {guesser}"
+    assert attempt(app.test_client(), "a@example.com", PASSWORD, proxy, spoofed) == 429
+    assert attempt(app.test_client(), "a@example.com", PASSWORD, proxy, owner) == 302
+    with database.transaction() as session:
+        rows = session.scalars(select(SignInAttempt.address)).all()
+    assert set(rows) == {guesser, owner}  # the clients' addresses, never the proxy's
 
 
 def test_sign_out_everywhere_ends_every_session_and_idle_ones_end(
