@@ -11,7 +11,9 @@
   clients locks the account (guessing spread over many addresses); `ADDRESS_FAILURES` from
   one client over any accounts (made-up ones included) turns that client's wrong passwords
   into 429s but never refuses a right one (behind a NAT or a misconfigured proxy, one
-  address is many people). A locked account or pair answers 429 without checking the
+  address is many people). `GLOBAL_FAILURES` over the whole instance (a guesser spread over
+  many clients and accounts) does the same for every client: wrong passwords answer 429, a
+  right one still signs in. A locked account or pair answers 429 without checking the
   password. Attempts are rows, so every replica counts them; a client is its
   `controller.services.clients.client_key` (an IPv6 client by its /64).
 - A session is a random token in a cookie; the store keeps its SHA-256 only, with the user,
@@ -55,6 +57,7 @@ WINDOW = timedelta(minutes=15)
 PAIR_FAILURES = 5
 ACCOUNT_FAILURES = 10
 ADDRESS_FAILURES = 20
+GLOBAL_FAILURES = 500
 SESSION_TOUCH = timedelta(minutes=1)
 SETUP_PATH = "/console/set-password"
 
@@ -189,7 +192,8 @@ def sign_in(
 ) -> tuple[str, SignedIn]:
     """A new session for the address and password, or 401 (which of the two was wrong is not
     said), or 429 while the account has too many recent failures (from this client, or from
-    all), or for a wrong password from a client with too many recent failures."""
+    all), or for a wrong password from a client (or an instance) with too many recent
+    failures."""
     account = normalized(email)[:254]
     client = client_key(address)
     by_account = SignInAttempt.email == account
@@ -201,21 +205,34 @@ def sign_in(
             "too many failed sign-ins; try again in a few minutes",
             details={"retryAfter": int(WINDOW.total_seconds())},
         )
-    # Counted before this attempt's row, as the two above.
-    noisy = _failures(session, now, SignInAttempt.address == client) >= ADDRESS_FAILURES
     user = session.scalar(select(User).where(User.email == account))
     ok = passwords.verify(user.password_hash if user else None, password)
+    # Counted before this attempt's row, as the two above.
+    slowed = None if ok and user is not None else _slowed(session, client, now)
     session.add(SignInAttempt(email=account, address=client, at=now, success=ok))
+    if slowed is not None:
+        raise slowed
     if not ok or user is None:
-        if noisy:
-            raise TooManyRequests(
-                "too many failed sign-ins from this address; try again in a few minutes",
-                details={"retryAfter": int(WINDOW.total_seconds())},
-            )
         raise Unauthorized("the e-mail address or the password is wrong", code="sign_in_failed")
     if user.password_hash and passwords.needs_rehash(user.password_hash):
         user.password_hash = passwords.hash_password(password)
     return _new_session(session, user, address, now)
+
+
+def _slowed(session: Session, client: str, now: datetime) -> TooManyRequests | None:
+    """The 429 a wrong password gets instead of a 401 past a ceiling: of its client, or of
+    the whole instance."""
+    if _failures(session, now, SignInAttempt.address == client) >= ADDRESS_FAILURES:
+        return TooManyRequests(
+            "too many failed sign-ins from this address; try again in a few minutes",
+            details={"retryAfter": int(WINDOW.total_seconds())},
+        )
+    if _failures(session, now) >= GLOBAL_FAILURES:
+        return TooManyRequests(
+            "too many failed sign-ins on this server; try again in a minute",
+            details={"retryAfter": 60},
+        )
+    return None
 
 
 def sign_in_verified(

@@ -516,6 +516,7 @@ class SignInAttempt(Base):
     __table_args__ = (
         Index("ix_sign_in_attempts_email_at", "email", "at"),
         Index("ix_sign_in_attempts_address_at", "address", "at"),
+        Index("ix_sign_in_attempts_at", "at"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)

@@ -253,6 +253,27 @@ def test_an_account_guessed_from_many_addresses_is_locked_everywhere(
     assert attempt(app.test_client(), "b@example.com", PASSWORD, "10.3.3.3") == 302
 
 
+def test_past_the_instance_ceiling_wrong_passwords_slow_down_and_right_ones_sign_in(
+    acme: OrgKey, database: Database, app: Flask
+) -> None:
+    make_user(database, "acme", "a@example.com")
+    # A guesser spread over many clients and accounts, each below its own counts (written as
+    # the attempts' rows: hashing that many wrong passwords would take minutes).
+    with database.transaction() as session:
+        session.add_all(
+            SignInAttempt(
+                email=f"user{i}@example.com",
+                address=f"10.7.{i // 250}.{i % 250}",
+                at=utcnow(),
+                success=False,
+            )
+            for i in range(accounts.GLOBAL_FAILURES)
+        )
+    assert attempt(app.test_client(), "a@example.com", "wrong password!", "10.8.8.8") == 429
+    assert attempt(app.test_client(), "nobody@example.com", "x" * 12, "10.8.8.9") == 429
+    assert attempt(app.test_client(), "a@example.com", PASSWORD, "10.8.8.10") == 302
+
+
 def test_behind_a_proxy_made_up_accounts_lock_no_one_out(
     tmp_path: Path, acme: OrgKey, database: Database
 ) -> None:
