@@ -22,8 +22,10 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -177,6 +179,9 @@ class Controller:
         self.running: dict[Future[Any], jobs.Claimed] = {}
         self.lock = threading.Lock()
         self.stopping = threading.Event()
+        # Routines running now (ticks and periodic ones): `stop` waits for them to end.
+        self.rounds = 0
+        self.rounds_done = threading.Condition()
         self.scheduler = BackgroundScheduler(timezone=UTC)
         self.heartbeat = threading.Thread(
             target=self._keep_leases, name="driftgate-lease", daemon=True
@@ -224,21 +229,44 @@ class Controller:
 
     # One round of everything; the ticker calls it, tests and benchmarks may call it directly.
     def tick(self) -> None:
-        now = self.clock()
-        for routine in self.routines.each_tick():
-            self.run_routine(routine, now)
-        self.dispatch()
+        with self._round() as going:
+            if going:
+                now = self.clock()
+                for routine in self.routines.each_tick():
+                    self.run_routine(routine, now)
+                if not self.stopping.is_set():
+                    self.dispatch()
 
     def run_routine(self, routine: jobs.Routine, now: datetime | None = None) -> None:
-        """Run one routine if it is enabled; a failure is logged and does not stop the next."""
-        if not routine.is_enabled():
-            return
+        """Run one routine if it is enabled and the controller is not stopping; a failure is
+        logged and does not stop the next."""
+        with self._round() as going:
+            if not going or not routine.is_enabled():
+                return
+            try:
+                routine.run(now or self.clock())
+            except Exception:  # noqa: BLE001 - the ticker must survive a bad round
+                logger.exception(
+                    "controller.routine_failed", extra={"fields": {"routine": routine.name}}
+                )
+
+    @contextmanager
+    def _round(self) -> Iterator[bool]:
+        """Count a round of routines while it runs (`stop` waits for them); False when the
+        controller is stopping and the round should not start."""
+        with self.rounds_done:
+            if self.stopping.is_set():
+                going = False
+            else:
+                going = True
+                self.rounds += 1
         try:
-            routine.run(now or self.clock())
-        except Exception:  # noqa: BLE001 - the ticker must survive a bad round
-            logger.exception(
-                "controller.routine_failed", extra={"fields": {"routine": routine.name}}
-            )
+            yield going
+        finally:
+            if going:
+                with self.rounds_done:
+                    self.rounds -= 1
+                    self.rounds_done.notify_all()
 
     def prune(self) -> None:
         """Hourly housekeeping (the `prune` routine), callable directly by tests."""
@@ -468,7 +496,14 @@ class Controller:
         for future, job in pending.items():
             if future.cancel():
                 jobs.release(self.database, job, self.clock())
+        deadline = time.monotonic() + grace
         wait(list(pending), timeout=grace)
+        # A routine in progress (a delivery round, say) ends before the controller has stopped:
+        # nothing of it touches the store after `stop` returns.
+        with self.rounds_done:
+            self.rounds_done.wait_for(
+                lambda: self.rounds == 0, timeout=max(0.0, deadline - time.monotonic())
+            )
         self.pool.shutdown(wait=False, cancel_futures=True)
         for thread in (self.heartbeat, self.queue_watch):
             if thread.is_alive():
