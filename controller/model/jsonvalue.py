@@ -90,6 +90,9 @@ JsonValue = Annotated[
 ]
 """Any JSON value that can be stored and served back."""
 
+JsonObject = Annotated[dict[_Text, JsonValue], _KeysWithoutNul()]
+"""A JSON object that can be stored and served back: keys and values as `JsonValue`'s."""
+
 
 def _text_problem(text: str, what: str) -> str | None:
     if "\x00" in text:
