@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
-from controller.ingress.profiles import PROFILE_SCHEMA
+from controller.ingress.profiles import ProfileDocument
 from controller.model.gitops import AgentsFile, DashboardsFile, TemplatesFile, WatchSetsFile
 from controller.settings import Settings
 
@@ -70,8 +70,7 @@ def profile_schema() -> dict[str, Any]:
         "$schema": SCHEMA_DIALECT,
         "$id": "https://driftgate.dev/schemas/consumer-profile.schema.json",
         "title": "consumer profile",
-        "type": "object",
-        **PROFILE_SCHEMA,
+        **TypeAdapter(ProfileDocument).json_schema(mode="validation"),
     }
 
 

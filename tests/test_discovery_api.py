@@ -72,7 +72,7 @@ def test_suggest_refuses_a_malformed_configuration_with_its_line(
         },
         headers=acme.headers,
     )
-    assert bad.status_code == 400 and bad.get_json()["error"] == "config_invalid"
+    assert bad.status_code == 422 and bad.get_json()["error"] == "config_invalid"
     assert bad.get_json()["message"].startswith(".mcp.json:3:")
     assert client.post("/api/watches/suggest", json={}, headers=acme.headers).status_code == 400
 

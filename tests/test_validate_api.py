@@ -105,14 +105,17 @@ def test_refusals_before_any_validation(
     free = make_org("free-org", "free")
     refused = api.post("/api/validate", json=VALID, headers=free.headers)
     assert refused.status_code == 403
+    # A profile the published schema refuses is 400, naming the place; one it accepts that the
+    # validator cannot use is 422 `profile_invalid` (docs/api.md's rule between the two).
     bad_profile = {**VALID, "profile": {**PROFILE, "version": 0}}
     invalid = api.post("/api/validate", json=bad_profile, headers=paid.headers)
-    assert invalid.status_code == 400 and invalid.get_json()["error"] == "profile_invalid"
+    assert invalid.status_code == 400 and invalid.get_json()["error"] == "validation_error"
+    assert invalid.get_json()["details"] == [
+        {"path": "/profile/version", "message": "must be at least 1"}
+    ]
     not_schema = {**VALID, "profile": {**PROFILE, "schema": {"type": 12}}}
-    assert (
-        api.post("/api/validate", json=not_schema, headers=paid.headers).get_json()["error"]
-        == "profile_invalid"
-    )
+    unusable = api.post("/api/validate", json=not_schema, headers=paid.headers)
+    assert unusable.status_code == 422 and unusable.get_json()["error"] == "profile_invalid"
     unknown = api.post(
         "/api/validate", json={"payload": {}, "profileId": "nope"}, headers=paid.headers
     )
@@ -133,9 +136,10 @@ def test_refusals_before_any_validation(
     assert api.post("/api/validate", json=no_hook, headers=paid.headers).status_code == 400
     strict, _ = app_with(tmp_path / "strict", database, allow_private_targets=False)
     private = {**INVALID, "options": {"mode": "quarantine", "webhookUrl": "https://10.0.0.5/q"}}
+    # The schema accepts any https:// URL; where it points is for the service to judge.
     assert (
         strict.test_client().post("/api/validate", json=private, headers=paid.headers).status_code
-        == 400
+        == 422
     )
     # Nothing was counted for any of these.
     with api.application.extensions["driftgate.resources"].database.session() as session:
@@ -211,7 +215,10 @@ def test_profiles_are_stored_versioned_and_scoped(
     )
     assert newer.status_code == 200 and newer.get_json()["version"] == 2
     wrong_id = api.put("/api/ingress-profiles/other", json=PROFILE, headers=acme.headers)
-    assert wrong_id.status_code == 400
+    assert wrong_id.status_code == 422  # no schema of a body can say it must be the path's id
+    assert wrong_id.get_json()["details"] == [
+        {"path": "/id", "message": "must be the id in the path"}
+    ]
     by_id = api.post(
         "/api/validate", json={"payload": {"qty": 1}, "profileId": "order"}, headers=acme.headers
     )
@@ -365,7 +372,9 @@ def test_a_profile_version_the_store_cannot_keep_is_refused(api: FlaskClient, ac
             headers=acme.headers,
         )
         assert answer.status_code == 400, answer.get_json()
-        assert "from 1 to 2147483647" in answer.get_json()["message"]
+        assert answer.get_json()["details"] == [
+            {"path": "/version", "message": "must be at most 2147483647"}
+        ]
     largest = {**PROFILE, "version": 2**31 - 1}
     assert (
         api.put("/api/ingress-profiles/order", json=largest, headers=acme.headers).status_code

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from controller.errors import ValidationFailed
+from controller.model.problems import problems_of, summary_of
 
 MAX_NESTING = 200
 """jiter's fixed recursion limit: deeper bodies are refused as invalid JSON."""
@@ -69,36 +70,10 @@ def validate(model: type[M], data: Any, where: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        details: list[dict[str, str]] = []
-        seen: set[str] = set()
-        for err in exc.errors(include_url=False, include_input=False):
-            path = json_path(data, err["loc"], missing=err["type"] == "missing")
-            if path not in seen:  # one message per place, the first union member's
-                seen.add(path)
-                details.append({"path": path, "message": _clean(err["msg"])})
-        summary = "; ".join(f"{d['path']}: {d['message']}" for d in details[:5])
-        raise ValidationFailed(f"invalid request {where}: {summary}", details=details) from None
-
-
-def json_path(data: Any, loc: tuple[int | str, ...], *, missing: bool) -> str:
-    """The JSON pointer of an error in the input, without pydantic's union-member tags."""
-    parts: list[str] = []
-    current = data
-    for index, item in enumerate(loc):
-        if isinstance(current, dict) and item in current:
-            current = current[item]
-        elif isinstance(current, list) and isinstance(item, int) and 0 <= item < len(current):
-            current = current[item]
-        elif not (missing and index == len(loc) - 1) and not isinstance(current, dict | list):
-            break
-        elif not (missing and index == len(loc) - 1):
-            continue  # a union member or validator tag, not a place in the input
-        parts.append(str(item).replace("~", "~0").replace("/", "~1"))
-    return "/" + "/".join(parts)
-
-
-def _clean(message: str) -> str:
-    return message.removeprefix("Value error, ")
+        details = problems_of(exc, data)
+        raise ValidationFailed(
+            f"invalid request {where}: {summary_of(details)}", details=details
+        ) from None
 
 
 def _invalid(reason: str) -> str:

@@ -39,6 +39,9 @@ OPENAPI_VERSION = "3.1.0"
 API_VERSION = "0.6.0"
 CORRELATION_HEADER = "X-Service-Correlation-Id"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# What the server answers on any route, before a handler runs (`web.front`, Flask): a body,
+# request line or header section over its limit. Listed on every operation, from here.
+EVERY_ROUTE = (413, 414, 431)
 
 ERROR_TEXT = {
     400: "Malformed request: invalid JSON or a body/query that does not match the schema",
@@ -46,9 +49,11 @@ ERROR_TEXT = {
     403: "The plan or an overlay product does not allow this call",
     404: "Not found (or owned by another org)",
     409: "Conflict with the current state",
-    413: "Request body too large",
+    413: "Request body too large (over DRIFTGATE_MAX_BODY_BYTES, or the route's own limit)",
+    414: "Request line (method, path and query) too long",
     422: "Well-formed request that cannot be processed",
     429: "Rate limit exceeded",
+    431: "Request header section too large",
     502: "An upstream service (GitHub) refused or failed the call; the message names the cause",
     503: "Temporarily unavailable",
 }
@@ -205,9 +210,9 @@ class Route:
 
     @property
     def error_statuses(self) -> list[int]:
-        statuses = set(self.errors)
+        statuses = set(self.errors) | set(EVERY_ROUTE)
         if self.body is not None:
-            statuses.update((400, 413))
+            statuses.add(400)
         if self.query is not None:
             statuses.add(400)
         if self.auth != "none":
@@ -597,8 +602,10 @@ def _tighten(schema: Any) -> None:
         return
     if "patternProperties" in schema and "additionalProperties" not in schema:
         schema["additionalProperties"] = False
-    for prop in schema.get("properties", {}).values():
-        if "default" in prop and prop["default"] is None and not _allows_null(prop):
+    properties = schema.get("properties")
+    for prop in properties.values() if isinstance(properties, dict) else ():
+        # (a map of property schemas, or a schema of a property named `properties`)
+        if isinstance(prop, dict) and prop.get("default", 0) is None and not _allows_null(prop):
             del prop["default"]
     for value in schema.values():
         _tighten(value)

@@ -302,6 +302,9 @@ def assert_coverage(connection: Connection, data: DiscoverIn) -> dict[str, Any]:
     org (Pro or higher): `covered`, or the missing ones. Run it before adding a tool or an
     integration to an agent."""
     answer = connection.call("POST", "/api/coverage/assert", json=data.body(), ok=(422,))
+    if isinstance(answer, dict) and "discovered" not in answer and "message" in answer:
+        # A 422 that is not missing watches: an input the server cannot read (config_invalid).
+        raise ToolError(f"{answer['message']} ({answer.get('error')})")
     if not isinstance(answer, dict) or "discovered" not in answer:
         raise ToolError("the server's coverage answer was not understood")
     missing = answer.get("missing") or []

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import json5
 import yaml
 
-from controller.errors import ValidationFailed
+from controller.errors import Unprocessable
 
 REDACTED = "<redacted>"
 PLACEHOLDER = re.compile(
@@ -37,8 +37,9 @@ _SPEC_PATHS = re.compile(
 _MCP_PATHS = re.compile(r"/(mcp|sse)/?$", re.IGNORECASE)
 
 
-class ConfigInvalid(ValidationFailed):
-    """A configuration that cannot be read: names the file and the line."""
+class ConfigInvalid(Unprocessable):
+    """A configuration that cannot be read: names the file and the line. 422: the request
+    matched its schema (the configuration is text), it cannot be acted on."""
 
     code = "config_invalid"
 
@@ -59,6 +60,7 @@ class Candidate:
     headers: dict[str, str] = field(default_factory=dict)  # redacted
     env: dict[str, str] = field(default_factory=dict)  # redacted
     disabled: bool = False
+    origin: str = ""  # where the request held it: a JSON pointer (/urls/0, /text, /mcpJson)
 
     @property
     def key(self) -> str:

@@ -9,18 +9,20 @@ the org's watches and creates the new ones. The preview never reads any org's da
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal, Self
 
-from pydantic import ConfigDict, Field, JsonValue, StringConstraints
+from pydantic import ConfigDict, Field, JsonValue, StringConstraints, model_validator
+from pydantic.alias_generators import to_snake
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from controller.crypto import SecretBox
 from controller.discovery.extract import Candidate, from_mcp_config, from_text, from_urls
 from controller.discovery.scan import MAX_FILES, MAX_TOTAL_BYTES, scan_files
-from controller.errors import RequestError, ValidationFailed
+from controller.errors import RequestError, Unprocessable
 from controller.model.base import ApiModel, BodyBool, BodyFloat, RequestModel
-from controller.model.watch import WatchCreate
+from controller.model.problems import compose
+from controller.model.watch import TEXT_PATTERN, WatchCreate
 from controller.services import watches as watch_service
 from controller.services.auth import Principal
 from controller.services.notifications import default_interval
@@ -30,8 +32,8 @@ MAX_TEXT = 256 * 1024
 MAX_URLS = 200
 DEFAULT_CONFIDENCE = 0.7
 Text = Annotated[str, StringConstraints(max_length=MAX_TEXT)]
-Url = Annotated[str, StringConstraints(max_length=2048, pattern=r"^https?://\S+$")]
-FileName = Annotated[str, StringConstraints(max_length=500)]
+Url = Annotated[str, StringConstraints(max_length=2048, pattern=r"^https?://[^\s\x00-\x1f\x7f]+$")]
+FileName = Annotated[str, StringConstraints(max_length=500, pattern=TEXT_PATTERN)]
 
 
 class SourceOut(ApiModel):
@@ -60,13 +62,19 @@ class CandidateOut(ApiModel):
     existing_watch_id: str | None = Field(default=None, description="the org's watch of it")
 
 
-_ONE_OF_INPUTS: list[JsonValue] = [{"required": [k]} for k in ("urls", "text", "mcpJson", "config")]
+def _one_of(inputs: dict[str, str]) -> list[JsonValue]:
+    """The published rule "at least one of these, not null" (null reads as not given)."""
+    return [{"required": [name], "properties": {name: {"type": t}}} for name, t in inputs.items()]
+
+
+_INPUTS = {"urls": "array", "text": "string", "mcpJson": "string", "config": "string"}
 
 
 class DiscoveryIn(RequestModel):
     """What to look in: URLs, free text with URLs, an MCP client configuration file's text."""
 
-    model_config = ConfigDict(populate_by_name=True, json_schema_extra={"anyOf": _ONE_OF_INPUTS})
+    model_config = ConfigDict(populate_by_name=True, json_schema_extra={"anyOf": _one_of(_INPUTS)})
+    inputs: ClassVar[tuple[str, ...]] = tuple(_INPUTS)
 
     urls: list[Url] | None = Field(default=None, max_length=MAX_URLS)
     text: Text | None = None
@@ -75,6 +83,13 @@ class DiscoveryIn(RequestModel):
     file_name: FileName | None = Field(
         default=None, description="the configuration's file name: picks its client format"
     )
+
+    @model_validator(mode="after")
+    def _something_to_look_in(self) -> Self:
+        if all(getattr(self, to_snake(name)) is None for name in self.inputs):
+            *first, last = self.inputs
+            raise ValueError(f"give {', '.join(first)} or {last} (not null)")
+        return self
 
 
 class SuggestIn(DiscoveryIn):
@@ -91,22 +106,22 @@ class SuggestOut(ApiModel):
 
 
 class RepoFile(RequestModel):
-    path: Annotated[str, StringConstraints(min_length=1, max_length=1000)]
+    path: Annotated[str, StringConstraints(min_length=1, max_length=1000, pattern=r"^[^\x00]+$")]
     content: str
 
 
 class CoverageIn(DiscoveryIn):
     model_config = ConfigDict(
-        populate_by_name=True,
-        json_schema_extra={"anyOf": [*_ONE_OF_INPUTS, {"required": ["files"]}]},
+        populate_by_name=True, json_schema_extra={"anyOf": _one_of({**_INPUTS, "files": "array"})}
     )
+    inputs: ClassVar[tuple[str, ...]] = (*_INPUTS, "files")
 
     files: list[RepoFile] | None = Field(
         default=None,
         description="a repository's files: [{path, content}] (see POST /api/repo/scan)",
     )
-    repo: Annotated[str, StringConstraints(max_length=300)] | None = None
-    run_id: Annotated[str, StringConstraints(max_length=200)] | None = Field(
+    repo: Annotated[str, StringConstraints(max_length=300, pattern=TEXT_PATTERN)] | None = None
+    run_id: Annotated[str, StringConstraints(max_length=200, pattern=TEXT_PATTERN)] | None = Field(
         default=None, alias="runId"
     )
     min_confidence: BodyFloat = Field(
@@ -148,19 +163,26 @@ class PreviewOut(ApiModel):
 def candidates_of(data: DiscoveryIn, files: list[Candidate] | None = None) -> list[Candidate]:
     """Every candidate of the request's inputs, each contract once (the first place wins)."""
     found: list[Candidate] = list(files or [])
-    if data.urls:
-        found += from_urls(list(data.urls))
+    for index, url in enumerate(data.urls or []):
+        found += _at(f"/urls/{index}", from_urls([url]))
     if data.text:
-        found += from_text(data.text)
+        found += _at("/text", from_text(data.text))
     config = data.mcp_json if data.mcp_json is not None else data.config
     if config:
-        found += from_mcp_config(config, data.file_name)
-    if data.urls is None and data.text is None and config is None and files is None:
-        raise ValidationFailed("give urls, text, mcpJson (or config), or files")
+        found += _at(
+            "/mcpJson" if data.mcp_json is not None else "/config",
+            from_mcp_config(config, data.file_name),
+        )
     unique: dict[str, Candidate] = {}
     for candidate in found:
         unique.setdefault(candidate.key, candidate)
     return list(unique.values())
+
+
+def _at(origin: str, candidates: list[Candidate]) -> list[Candidate]:
+    for candidate in candidates:
+        candidate.origin = origin
+    return candidates
 
 
 def out(candidate: Candidate, existing: str | None = None) -> CandidateOut:
@@ -209,20 +231,41 @@ def suggest(session: Session, principal: Principal, data: SuggestIn, box: Secret
                 not_created.append(candidate.name)
             else:
                 name = _free_name(candidate.name, taken)
-                watch = watch_service.create_watch(
-                    session,
-                    principal,
-                    WatchCreate.model_validate(
-                        {"name": name, "url": candidate.url, "watchType": candidate.watch_type}
-                    ),
-                    box,
-                    default_interval=interval,
-                )
+                watch = _create(session, principal, box, candidate, name, interval)
                 taken.add(name)
                 created.append(watch.id)
                 existing = watch.id
         answers.append(out(candidate, existing))
     return SuggestOut(candidates=answers, created=created, not_created=not_created)
+
+
+def _create(
+    session: Session,
+    principal: Principal,
+    box: SecretBox,
+    candidate: Candidate,
+    name: str,
+    interval: int | None,
+) -> Watch:
+    """The candidate's watch, or 422 naming where the request held a candidate that cannot be
+    one (a host that is not ASCII, a server name a watch cannot have): nothing is created."""
+    values = {"name": name, "url": candidate.url, "watchType": candidate.watch_type}
+    try:
+        create = compose(WatchCreate, values, what=f"a watch of {candidate.name!r}")
+        return watch_service.create_watch(
+            session, principal, create, box, default_interval=interval
+        )
+    except Unprocessable as exc:
+        line = f" (line {candidate.line})" if candidate.line else ""
+        details = [
+            {"path": candidate.origin, "message": f"{d['path'].lstrip('/')}: {d['message']}"}
+            for d in (exc.details or [{"path": "/", "message": exc.message}])
+        ]
+        reasons = "; ".join(d["message"] for d in details)
+        raise Unprocessable(
+            f"{candidate.name!r} at {candidate.origin}{line} cannot be watched: {reasons}",
+            details=details,
+        ) from None
 
 
 def _free_name(name: str, taken: set[str]) -> str:

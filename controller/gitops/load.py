@@ -53,7 +53,14 @@ from controller.model.gitops import (
     WatchSetEntry,
     WatchSetsFile,
 )
-from controller.model.watch import NAME_PATTERN, URL_PATTERN, explain_bad_name, explain_bad_url
+from controller.model.watch import (
+    LABEL_PATTERN,
+    NAME_PATTERN,
+    NOTE_PATTERN,
+    URL_PATTERN,
+    explain_bad_name,
+    explain_bad_url,
+)
 
 FILES = ("agents.yaml", "templates.yaml", "watch-sets.yaml", "dashboards.yaml")
 PROFILES = "profiles"  # the subdirectory of consumer profiles, one file each
@@ -760,6 +767,9 @@ _PATTERN_HINTS = {
     HTTPS_URL_PATTERN: "must be an https:// URL",
     URL_TEMPLATE_PATTERN: "must be an absolute http:// or https:// URL ({placeholders} allowed)",
     NAME_PATTERN: "must not contain control characters or start or end with a space",
+    NOTE_PATTERN: "must not contain NUL or other control characters (tabs and line breaks are "
+    "fine)",
+    LABEL_PATTERN: "must not be empty or contain control characters",
 }
 _TAG_HINT = "must be a tag: letters, digits and _.:/=@+-, starting with a letter or digit"
 

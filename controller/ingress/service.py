@@ -19,25 +19,27 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, cast
 from urllib.parse import urlsplit
 
-from pydantic import ConfigDict, Field, RootModel, StringConstraints
+from pydantic import ConfigDict, Field, RootModel, StringConstraints, model_validator
 from sqlalchemy import Table, bindparam, select
 from sqlalchemy.orm import Session
 
 from controller.crypto import SecretBox
-from controller.errors import Conflict, Forbidden, NotFound, RequestError, ValidationFailed
+from controller.errors import Conflict, Forbidden, NotFound, RequestError, Unprocessable
 from controller.events.outbox import emit
 from controller.ingress import metering
 from controller.ingress.profiles import (
     MAX_PROFILE_BYTES,
     PROFILE_ID_PATTERN,
-    PROFILE_SCHEMA,
     ConsumerProfile,
+    ProfileDocument,
     ProfileInvalid,
     check_profile,
     content_hash,
+    profile_of,
 )
 from controller.ingress.validator import CompiledProfile, Result, compile_profile, validate
 from controller.model.base import ApiModel, RequestModel
+from controller.model.gitops import HTTPS_URL_PATTERN
 from controller.services import audit
 from controller.services.auth import Principal
 from controller.settings import Settings
@@ -68,6 +70,13 @@ class ProfileTooLarge(RequestError):
 
 
 class ValidateOptions(RequestModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {"required": ["mode"], "properties": {"mode": {"const": "quarantine"}}},
+            "then": {"required": ["webhookUrl"], "properties": {"webhookUrl": {"type": "string"}}},
+        }
+    )
+
     profile_mode: Literal["cli", "hosted"] = Field(
         default="hosted",
         description="which properties are required when the profile does not say: cli = all "
@@ -78,31 +87,49 @@ class ValidateOptions(RequestModel):
         description="block: 422 when invalid; warn: 200 with ok false; quarantine: 422 and a "
         "signed ingress.quarantine event to webhookUrl",
     )
-    webhook_url: Annotated[str, StringConstraints(max_length=2048)] | None = Field(
-        default=None, description="HTTPS; where quarantine events go"
+    webhook_url: (
+        Annotated[str, StringConstraints(max_length=2048, pattern=HTTPS_URL_PATTERN)] | None
+    ) = Field(
+        default=None, description="HTTPS; where quarantine events go (required by quarantine)"
     )
+
+    @model_validator(mode="after")
+    def _quarantine_needs_a_webhook(self) -> ValidateOptions:
+        if self.mode == "quarantine" and self.webhook_url is None:
+            raise ValueError("quarantine mode needs webhookUrl (HTTPS)")
+        return self
 
 
 class ValidateIn(RequestModel):
     """Body of `POST /api/validate`: the payload and a profile (inline, or `profileId`)."""
 
+    # One of them, not null (null reads as not given).
     model_config = ConfigDict(
-        json_schema_extra={"anyOf": [{"required": ["profile"]}, {"required": ["profileId"]}]}
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["profile"], "properties": {"profile": {"type": "object"}}},
+                {"required": ["profileId"], "properties": {"profileId": {"type": "string"}}},
+            ]
+        }
     )
 
     payload: Any = Field(description="the JSON value to check; never stored")
-    profile: dict[str, Any] | None = Field(
+    profile: ProfileDocument | None = Field(
         default=None, description="an inline consumer profile (at most 64 KB)"
     )
     profile_id: ProfileId | None = Field(default=None, description="a profile of the registry")
     options: ValidateOptions = Field(default_factory=ValidateOptions)
 
+    @model_validator(mode="after")
+    def _a_profile(self) -> ValidateIn:
+        if self.profile is None and self.profile_id is None:
+            raise ValueError("give a profile or a profileId (not null)")
+        return self
 
-class ProfileIn(RootModel[dict[str, Any]]):
+
+class ProfileIn(RootModel[ProfileDocument]):
     """A consumer profile: {id, version, schema, profileKind?, envelope?, requiredPolicy?,
     normalization?, compatibility?, watchUrl?, watchId?}."""
-
-    model_config = ConfigDict(json_schema_extra=PROFILE_SCHEMA)
 
 
 class IssueOut(ApiModel):
@@ -213,8 +240,7 @@ def validate_call(
             code="plan_required",
         )
     options = data.options
-    if options.mode == "quarantine" or options.webhook_url is not None:
-        _check_webhook(settings, options.webhook_url, required=options.mode == "quarantine")
+    _check_webhook(settings, options.webhook_url)
     _, profile_id, compiled = _profile(
         session, principal.org_id, data, options.profile_mode, settings.profile_cache_seconds
     )
@@ -249,18 +275,17 @@ def _profile(
             raise ProfileTooLarge(
                 f"the inline profile is larger than {MAX_PROFILE_BYTES // 1024} KB"
             )
-        profile = check_profile(raw)
+        profile = profile_of(raw)  # its shape was checked with the body
         digest = content_hash(raw)
         return profile, profile.id, compiled_profile(org_id, profile, digest, mode)
-    if data.profile_id is None:
-        raise ProfileInvalid("give a profile or a profileId")
+    assert data.profile_id is not None  # ValidateIn holds one or the other
     version, digest = _registered(session, org_id, data.profile_id, ttl)
     key = (org_id, data.profile_id, str(version), digest, mode)
     compiled = COMPILED.peek(key)
     if compiled is None:
         row = _row(session, org_id, data.profile_id)
         assert row is not None
-        profile = check_profile(row.content)
+        profile = profile_of(row.content)
         compiled = COMPILED.get(key, lambda: _compile(profile, mode))
     return compiled.profile, data.profile_id, compiled
 
@@ -364,22 +389,22 @@ def _answer(
     )
 
 
-def _check_webhook(settings: Settings, url: str | None, *, required: bool) -> None:
+def _check_webhook(settings: Settings, url: str | None) -> None:
+    # ValidateOptions holds an https:// URL, and one in quarantine mode (400 otherwise).
     if url is None:
-        if required:
-            raise ValidationFailed("quarantine mode needs options.webhookUrl (HTTPS)")
         return
     parts = urlsplit(url)
-    if parts.scheme != "https" or not parts.hostname:
-        raise ValidationFailed("options.webhookUrl must be an https:// URL")
-    host = parts.hostname
+    host = parts.hostname or ""
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
         return  # a name: the delivery's address guard checks what it resolves to
     allowed = f"{host}:{parts.port or 443}" in settings.private_target_allowlist
     if not settings.allow_private_targets and not allowed and not is_public_address(str(address)):
-        raise ValidationFailed("options.webhookUrl points to a private or special-purpose address")
+        raise Unprocessable(
+            "options.webhookUrl points to a private or special-purpose address",
+            details=[{"path": "/options/webhookUrl", "message": "a private address"}],
+        )
 
 
 def _quarantine(
@@ -437,9 +462,13 @@ def put_profile(
     version must be higher; the same version with other content is 409."""
     if len(_compact(raw)) > MAX_PROFILE_BYTES:
         raise ProfileTooLarge(f"the profile is larger than {MAX_PROFILE_BYTES // 1024} KB")
-    profile = check_profile(raw)
+    profile = profile_of(raw)  # its shape was checked with the body
     if profile.id != profile_id:
-        raise ProfileInvalid(f"the profile's id {profile.id!r} is not the path's {profile_id!r}")
+        # No schema of the body can say that its id is the path's: 422, naming the field.
+        raise ProfileInvalid(
+            f"the profile's id {profile.id!r} is not the path's {profile_id!r}",
+            details=[{"path": "/id", "message": "must be the id in the path"}],
+        )
     _compile(profile, "hosted")  # refuse a schema that does not compile, before storing it
     digest = content_hash(raw)
     row = _row(session, principal.org_id, profile_id)

@@ -33,6 +33,8 @@ from pydantic.json_schema import SkipJsonSchema
 from controller.model.dashboard import PANELS, Panel
 from controller.model.targets import check_header_value, check_url, check_url_template
 from controller.model.watch import (
+    LABEL_PATTERN,
+    NOTE_PATTERN,
     URL_PATTERN,
     HeaderName,
     HeaderValue,
@@ -51,7 +53,7 @@ DEFAULT_POLICY = "notify-only"
 SLUG_PATTERN = r"^[a-z0-9](?:[a-z0-9_-]{0,62}[a-z0-9])?$"
 ENVIRONMENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 REPOSITORY_PATTERN = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"
-REPO_REF_PATTERN = r"^[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+(?:@[^\s@]+)?$"
+REPO_REF_PATTERN = r"^[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+(?:@[^\s@\x00-\x1f\x7f]+)?$"
 HTTPS_URL_PATTERN = URL_PATTERN.replace("[sS]?://", "[sS]://", 1)
 # A template's URL may hold `{placeholders}` (`https://{host}/openapi.json`) that a watch fills.
 URL_TEMPLATE_PATTERN = URL_PATTERN.replace(";=-]+", ";={}-]+", 1)
@@ -193,7 +195,7 @@ def _policy_names(schema: dict[str, Any]) -> None:
 
 
 Tags = Annotated[list[Tag], Field(max_length=50), AfterValidator(_dedupe)]
-Description = Annotated[str, StringConstraints(max_length=500)]
+Description = Annotated[str, StringConstraints(max_length=500, pattern=NOTE_PATTERN)]
 
 
 class FileModel(BaseModel):
@@ -245,7 +247,9 @@ class ApprovalRule(FileModel):
         Field(description="owner/name, compared case-insensitively")
     )
     branches: Annotated[
-        list[Annotated[str, StringConstraints(min_length=1, max_length=255)]],
+        list[
+            Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=LABEL_PATTERN)]
+        ],
         Field(min_length=1, max_length=50),
     ] = Field(default_factory=lambda: ["*"], description="glob patterns; default: any branch")
 

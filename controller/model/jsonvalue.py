@@ -24,6 +24,8 @@ MAX_DEPTH = 64
 def json_value_problem(value: Any) -> tuple[str, str] | None:
     """The JSON pointer (relative to `value`) and reason of the first part the store could not
     keep, or None when all of it can be stored and served back."""
+    if _keepable(value):
+        return None  # the common case, without building a pointer for every member
     stack: list[tuple[str, Any, int]] = [("", value, 0)]
     while stack:
         path, item, depth = stack.pop()
@@ -89,6 +91,42 @@ JsonValue = Annotated[
     PlainSerializer(lambda value: value, return_type=_Published),
 ]
 """Any JSON value that can be stored and served back."""
+
+JsonObject = Annotated[dict[_Text, JsonValue], _KeysWithoutNul()]
+"""A JSON object that can be stored and served back: keys and values as `JsonValue`'s."""
+
+
+def _keepable(value: Any) -> bool:
+    """Whether `json_value_problem` finds nothing, found in one quick pass."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item or not (item.isascii() or _utf8(item)):
+                return False
+        elif isinstance(item, dict):
+            if depth >= MAX_DEPTH:
+                return False
+            for key, child in item.items():
+                text = str(key)
+                if "\x00" in text or not (text.isascii() or _utf8(text)):
+                    return False
+                stack.append((child, depth + 1))
+        elif isinstance(item, list | tuple):
+            if depth >= MAX_DEPTH:
+                return False
+            stack.extend((child, depth + 1) for child in item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            return False
+    return True
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _text_problem(text: str, what: str) -> str | None:

@@ -28,6 +28,7 @@ from controller.model.base import ApiModel, JsonNumber, RequestModel
 from controller.model.jsonvalue import JsonValue
 
 DEFAULT_INTERVAL_MINUTES = 15
+MAX_TAGS = 50
 MAX_INTERVAL_MINUTES = 7 * 24 * 60
 REDACTED = "<redacted>"
 CURSOR_PATTERN = r"^[0-9]{1,16}\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
@@ -99,6 +100,8 @@ def explain_bad_url(value: object) -> object:
         raise ValueError("must not embed credentials; send them as headers instead")
     if not host or host.startswith(":"):
         raise ValueError("must include a host")
+    if not host.isascii():
+        raise ValueError("the host must be ASCII: write an internationalized name in punycode")
     return value
 
 
@@ -129,6 +132,7 @@ HeaderValue = Annotated[str, StringConstraints(max_length=8192, pattern=r"^[^\r\
 # NUL), tabs and line breaks allowed in notes. Ids sent by clients are ASCII tokens.
 NOTE_PATTERN = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"
 LABEL_PATTERN = r"^[^\x00-\x1f\x7f]+$"
+TEXT_PATTERN = r"^[^\x00-\x1f\x7f]*$"  # a label that may be empty (a filter, a file name)
 ID_PATTERN = r"^[A-Za-z0-9._:-]{1,64}$"
 ObjectId = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
 Note = Annotated[str, StringConstraints(max_length=2000, pattern=NOTE_PATTERN)]
@@ -168,7 +172,7 @@ class WatchCreate(RequestModel):
     url: HttpUrl
     watch_type: WatchType | None = None
     interval_minutes: Interval | None = None
-    tags: Annotated[list[Tag], Field(max_length=50)] = Field(default_factory=list)
+    tags: Annotated[list[Tag], Field(max_length=MAX_TAGS)] = Field(default_factory=list)
     headers: Annotated[dict[HeaderName, HeaderValue], Field(max_length=50)] | None = None
     webhook_url: HttpUrl | None = None
     method: Method | None = None
@@ -204,7 +208,7 @@ class WatchUpdate(RequestModel):
     name: WatchName | SkipJsonSchema[None] = None
     url: HttpUrl | SkipJsonSchema[None] = None
     interval_minutes: Interval | SkipJsonSchema[None] = None
-    tags: Annotated[list[Tag], Field(max_length=50)] | SkipJsonSchema[None] = None
+    tags: Annotated[list[Tag], Field(max_length=MAX_TAGS)] | SkipJsonSchema[None] = None
     headers: Annotated[dict[HeaderName, HeaderValue], Field(max_length=50)] | None = None
     webhook_url: HttpUrl | None = None
     method: Method | None = None
@@ -231,7 +235,7 @@ class WatchListQuery(RequestModel):
     tag: list[Tag] = Field(default_factory=list, description="only watches with all these tags")
     drift_status: DriftStatus | None = None
     watch_type: WatchType | None = None
-    vendor: Annotated[str, StringConstraints(min_length=1, max_length=253)] | None = Field(
+    vendor: Annotated[str, StringConstraints(max_length=253, pattern=LABEL_PATTERN)] | None = Field(
         default=None, description="only watches of this vendor (its `vendor:` tag, else its host)"
     )
     limit: int = Field(default=50, ge=1, le=200)

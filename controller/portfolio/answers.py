@@ -14,9 +14,10 @@ from sqlalchemy.orm import Session
 
 from controller.model.base import ApiModel, RequestModel
 from controller.model.jsonvalue import JsonValue
+from controller.model.watch import NOTE_PATTERN
 from controller.portfolio import ask, views
 
-Question = Annotated[str, StringConstraints(min_length=1, max_length=500)]
+Question = Annotated[str, StringConstraints(min_length=1, max_length=500, pattern=NOTE_PATTERN)]
 
 
 class AskIn(RequestModel):

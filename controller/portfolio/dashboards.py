@@ -10,7 +10,7 @@ from pydantic import Field, StringConstraints
 
 from controller.model.base import ApiModel, RequestModel
 from controller.model.dashboard import PANELS, Panel
-from controller.model.watch import ManagedBy
+from controller.model.watch import ManagedBy, Note
 
 Label = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$")]
 
@@ -26,7 +26,7 @@ class DashboardIn(RequestModel):
     """Body of `POST /api/portfolio/dashboards` and `PUT .../<id>`."""
 
     name: Label
-    description: Annotated[str, StringConstraints(max_length=2000)] = ""
+    description: Note = ""
     filters: DashboardFilters = Field(default_factory=lambda: DashboardFilters())
     panels: list[Panel] = Field(min_length=1, max_length=len(PANELS))
 

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, defer
 from controller.checks import decode_changes, decode_snapshot
 from controller.errors import NotFound, Unprocessable
 from controller.model.base import ApiModel, RequestModel, utc_iso
+from controller.model.watch import TEXT_PATTERN
 from controller.replay import catalog
 from controller.replay.fixtures import DISCLAIMER, Fixture, build_fixture, digest_of
 from controller.services import audit
@@ -184,11 +185,13 @@ MAX_PUBLISHED_ROWS = 1000  # the newest published rows a catalog listing conside
 
 
 class CatalogQuery(RequestModel):
-    vendor: Annotated[str, StringConstraints(max_length=200)] | None = None
-    watch_type: Annotated[str, StringConstraints(max_length=20)] | None = None
-    content_kind: Annotated[str, StringConstraints(max_length=20)] | None = None
-    tag: Annotated[str, StringConstraints(max_length=100)] | None = None
-    q: Annotated[str, StringConstraints(max_length=200)] | None = Field(
+    vendor: Annotated[str, StringConstraints(max_length=200, pattern=TEXT_PATTERN)] | None = None
+    watch_type: Annotated[str, StringConstraints(max_length=20, pattern=TEXT_PATTERN)] | None = None
+    content_kind: Annotated[str, StringConstraints(max_length=20, pattern=TEXT_PATTERN)] | None = (
+        None
+    )
+    tag: Annotated[str, StringConstraints(max_length=100, pattern=TEXT_PATTERN)] | None = None
+    q: Annotated[str, StringConstraints(max_length=200, pattern=TEXT_PATTERN)] | None = Field(
         default=None, description="words of the title or summary"
     )
     limit: int = Field(default=PAGE, ge=1, le=200)
@@ -221,7 +224,7 @@ class CatalogPage(ApiModel):
 
 
 class InstallIn(RequestModel):
-    id: Annotated[str, StringConstraints(max_length=200)] = Field(
+    id: Annotated[str, StringConstraints(max_length=200, pattern=TEXT_PATTERN)] = Field(
         examples=sorted(catalog.shipped())[:3],
         description="an installable catalog row's id: a shipped one (oss-...) or a published "
         "one (hosted-...)",

@@ -21,8 +21,10 @@ from controller.errors import Conflict, NotFound, Unprocessable
 from controller.model.base import ApiModel, RequestModel
 from controller.model.catalog import SYSTEM_TEMPLATES, SystemTemplate
 from controller.model.gitops import Environment, PolicyPreset, Slug, UrlTemplate
+from controller.model.problems import compose
 from controller.model.targets import refuse_unsendable
 from controller.model.watch import (
+    MAX_TAGS,
     REDACTED,
     HeaderName,
     HeaderValue,
@@ -30,6 +32,7 @@ from controller.model.watch import (
     Interval,
     Label,
     ManagedBy,
+    ObjectId,
     Tag,
     WatchCreate,
     WatchName,
@@ -127,7 +130,7 @@ class LaunchFromTemplate(RequestModel):
     )
     interval_minutes: Interval | None = None
     webhook_url: HttpUrl | None = None
-    watch_set_id: str | None = Field(default=None, description="an API watch set to join")
+    watch_set_id: ObjectId | None = Field(default=None, description="an API watch set to join")
     agent: AgentBindingIn | None = Field(
         default=None, description="bind the new watch to this agent"
     )
@@ -249,16 +252,27 @@ def launch(
             details=[{"path": "/url", "message": "required for this template"}],
         )
     name = data.name or _free_name(session, principal.org_id, ref.name.removeprefix(SYSTEM_PREFIX))
-    create = WatchCreate.model_validate(
+    tags = list(dict.fromkeys([*values["tags"], *data.tags]))
+    if len(tags) > MAX_TAGS:
+        raise Unprocessable(
+            f"template {ref.name!r} has {len(values['tags'])} tags; with the ones sent the watch "
+            f"would have {len(tags)}, more than {MAX_TAGS}",
+            details=[{"path": "/tags", "message": f"at most {MAX_TAGS} with the template's"}],
+        )
+    # The request matched its schema; what the template adds to it may still not make a watch
+    # (too many headers, a urlPattern that is not a URL): 422 naming the request's field.
+    create = compose(
+        WatchCreate,
         {
             "name": name,
             "url": url,
             "watchType": values["watch_type"],
-            "tags": [*values["tags"], *data.tags],
+            "tags": tags,
             "headers": {**values["headers"], **(data.headers or {})} or None,
             "intervalMinutes": data.interval_minutes,
             "webhookUrl": data.webhook_url,
-        }
+        },
+        what=f"a watch from template {ref.name!r}",
     )
     watch = watch_service.create_watch(
         session, principal, create, box, default_interval=default_interval

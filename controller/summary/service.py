@@ -60,8 +60,8 @@ class SmtpIn(RequestModel):
     """The org's SMTP relay. `password` is write-only: omitted, the stored one is kept while
     the host and user stay the same (a password goes only to the relay it was given for)."""
 
-    host: Annotated[str, StringConstraints(min_length=1, max_length=253)] = Field(
-        examples=["smtp.example.com"]
+    host: Annotated[str, StringConstraints(min_length=1, max_length=253, pattern=_NO_CONTROL)] = (
+        Field(examples=["smtp.example.com"])
     )
     port: BodyInt = Field(default=587, ge=1, le=65535)
     security: smtp.Security = Field(

@@ -93,3 +93,52 @@ def test_templates_and_agents_refuse_them_too() -> None:
         ".driftgate/templates.yaml:8:17: urlPattern: host '1.2.3' is not a canonical IPv4 "
         "address: write four decimal numbers 0-255 without leading zeros",
     ]
+
+
+def test_text_no_store_can_hold_is_a_problem_at_its_line() -> None:
+    # YAML's "\0" is a NUL character: SQLite would keep it and Postgres refuse it, so both
+    # refuse it here, at the file and line, before anything is applied.
+    found = problems(
+        watch_sets="""\
+        version: 1
+        watchSets:
+          - name: prod
+            description: "before\\0after"
+        """,
+        dashboards="""\
+        version: 1
+        dashboards:
+          - name: Billing
+            description: "a\\0b"
+            panels: [health]
+        """,
+        agents="""\
+        version: 1
+        agents:
+          - id: bot
+            repoRef: "acme/bot@ma\\0in"
+            approvals:
+              - repository: acme/bot
+                branches: ["ma\\0in"]
+        """,
+    )
+    assert found == [
+        ".driftgate/agents.yaml:4:14: repoRef must look like owner/repo@branch",
+        ".driftgate/agents.yaml:7:20: branches[0] must not be empty or contain control characters",
+        ".driftgate/dashboards.yaml:4:18: description must not contain NUL or other control "
+        "characters (tabs and line breaks are fine)",
+        ".driftgate/watch-sets.yaml:4:18: description must not contain NUL or other control "
+        "characters (tabs and line breaks are fine)",
+    ]
+
+
+def test_a_profile_file_with_nul_is_a_problem_at_its_file() -> None:
+    from controller.gitops import load_bundle
+
+    bundle = load_bundle(
+        {"profiles/order.json": b'{"id": "order", "version": 1, "schema": {"title": "a\\u0000"}}'}
+    )
+    assert [str(problem) for problem in bundle.problems] == [
+        ".driftgate/profiles/order.json:1:31: the profile does not match its schema: "
+        "/schema/title: strings must not contain NUL characters"
+    ]

@@ -167,7 +167,7 @@ def test_messages_never_quote_the_payload() -> None:
 @pytest.mark.parametrize(
     ("raw", "reason"),
     [
-        ({"version": 1, "schema": {}}, "no id"),
+        ({"version": 1, "schema": {}}, "/id: required"),
         ({"id": "p", "version": 0, "schema": {}}, "version"),
         ({"id": "p", "version": "1", "schema": {}}, "version"),
         ({"id": "p", "version": True, "schema": {}}, "version"),
@@ -190,7 +190,7 @@ def test_messages_never_quote_the_payload() -> None:
                 "version": 1,
                 "schema": {"type": "object", "properties": {f"p{i}": {} for i in range(257)}},
             },
-            "root properties",
+            "/schema/properties: must hold at most 256 properties",
         ),
         ({"id": "p", "version": 1, "schema": {"$ref": "https://example.com/s.json"}}, "local refs"),
     ],

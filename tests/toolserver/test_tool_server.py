@@ -166,6 +166,9 @@ def test_the_tools_over_stdio_against_a_real_server(
                 assert suggested["candidates"][0]["existingWatchId"] == gate.watch_id
                 coverage = await ok("assert_coverage", urls=[spec_url])
                 assert coverage["covered"] is True and coverage["missingCount"] == 0
+                # A 422 that is not missing watches says what the server could not read.
+                unread = await refused("assert_coverage", config="{", fileName=".mcp.json")
+                assert ".mcp.json" in unread and "config_invalid" in unread
                 watches = await ok("list_watches")
                 assert WATCH in {w["name"] for w in watches["watches"]}
                 made = await ok("register_watch", name="mirror", url=spec_url, watchType="api")

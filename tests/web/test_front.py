@@ -200,6 +200,7 @@ def test_the_server_answers_its_own_errors_as_json(served: int) -> None:
         (b"GET /health HTTP/1.1\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n", 431, None),
         (b"GET /health HTTP/1.1\r\nX-Big: " + b"a" * MAX_HEADER_BYTES, 431, None),
         (b"POST /api/watches HTTP/1.1\r\nContent-Length: 70000\r\n\r\n", 413, None),
+        (b"GET /api/watches?tag=" + b"a" * 9000 + b" HTTP/1.1\r\n\r\n", 414, "uri_too_long"),
         (
             b"POST /api/watches HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
             + b"8000\r\n"

@@ -100,32 +100,6 @@ CONFIG = SchemathesisConfig.from_dict(
         },
         "operations": [
             {
-                # A consumer profile is a JSON Schema inside the body: whether it compiles, how
-                # deep it nests and where its refs point no schema of the body can state (400
-                # `profile_invalid`). Validation is metered: 402 when the month's quota is used.
-                # A pasted MCP client configuration must parse (400 `config_invalid`, naming
-                # the file and line), which no schema of the body can say either.
-                "include-path-regex": (
-                    "^/api/(validate|ingress-profiles/.*|watches/suggest|coverage/.*"
-                    "|portfolio/compass)$"
-                ),
-                "checks": {
-                    "positive_data_acceptance": {
-                        "expected-statuses": [
-                            "2XX",
-                            "400",
-                            "401",
-                            "402",
-                            "403",
-                            "404",
-                            "409",
-                            "422",
-                            "429",
-                        ]
-                    }
-                },
-            },
-            {
                 # A repository's files: a request over the server's body limit is 413 before
                 # any schema is read.
                 "include-path-regex": "^/api/(repo/scan|coverage/.*|portfolio/compass)$",

@@ -3,11 +3,18 @@ docs/discovery.md."""
 
 from __future__ import annotations
 
+from pydantic import RootModel
+
 from controller.discovery import service
 from web.api import REGISTRY
-from web.routes import Call, Reply, requires_plan
+from web.routes import Call, ErrorEnvelope, Reply, requires_plan
 
 PREVIEW_BURST = 10
+
+
+class CoverageRefusal(RootModel[service.CoverageMissing | ErrorEnvelope]):
+    """422: contracts found that the org does not watch (`missing_watches`), or an input that
+    cannot be read (the error envelope: `config_invalid`, naming the file and line)."""
 
 
 @REGISTRY.route(
@@ -23,8 +30,10 @@ def suggest_watches(call: Call) -> service.SuggestOut:
     """The contracts in `urls`, `text` and `mcpJson` (alias `config`; `fileName` picks the
     client format, else the shape does), each with `existingWatchId` when the org watches it.
     With `create: true` the new remote ones become watches (org defaults apply). Secrets never
-    come back; nothing is fetched or started. A configuration that cannot be read is 400
-    `config_invalid` naming the file and line."""
+    come back; nothing is fetched or started. A configuration that cannot be read is 422
+    `config_invalid` naming the file and line; with `create`, a candidate that cannot be a
+    watch is 422 naming where the request held it (`/urls/0`, `/text`, `/mcpJson`), and
+    nothing is created."""
     return service.suggest(call.session, call.principal_required, call.body, call.secret_box)
 
 
@@ -34,13 +43,14 @@ def suggest_watches(call: Call) -> service.SuggestOut:
     summary="Fail when a contract found is not watched",
     tag="discovery",
     body=service.CoverageIn,
-    responses={200: service.CoverageOk, 422: service.CoverageMissing},
+    responses={200: service.CoverageOk, 422: CoverageRefusal},
     guards=(requires_plan("pro"),),
 )
 def coverage_assert(call: Call) -> Reply:
     """200 `{covered: true, ...}` when every contract found (at or above `minConfidence`) is
     watched by the org, else 422 `{error: "missing_watches", missing, missingCount, ...}`.
-    Inputs as for suggest, or a repository's `files` (CI: with `repo`, `runId`)."""
+    Inputs as for suggest, or a repository's `files` (CI: with `repo`, `runId`); a
+    configuration that cannot be read is 422 `config_invalid`."""
     ok, answer = service.assert_coverage(
         call.session, call.principal_required, call.body, service.scanned(call.body.files)
     )
@@ -55,7 +65,7 @@ def coverage_assert(call: Call) -> Reply:
     auth="none",
     body=service.CoverageIn,
     responses={200: service.PreviewOut},
-    errors=(429,),
+    errors=(422, 429),
 )
 def coverage_preview(call: Call) -> service.PreviewOut:
     """The contracts found, without a key and without reading any org's data (nothing says

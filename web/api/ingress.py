@@ -3,12 +3,19 @@
 
 from __future__ import annotations
 
+from pydantic import RootModel
+
 from controller.ingress import service
 from web.api import REGISTRY
-from web.routes import Call, Reply
+from web.routes import Call, ErrorEnvelope, Reply
 
 REMAINING_HEADER = "X-Service-Validations-Remaining"
 SOURCE_HEADER = "X-Service-Source"
+
+
+class ValidateRefusal(RootModel[service.ValidateOut | ErrorEnvelope]):
+    """422: the payload does not fit (the answer, in `block` and `quarantine` modes), or the
+    request cannot be acted on (the error envelope: `profile_invalid`, a private webhook)."""
 
 
 @REGISTRY.route(
@@ -18,7 +25,7 @@ SOURCE_HEADER = "X-Service-Source"
     tag="ingress",
     auth="key_or_trial",
     body=service.ValidateIn,
-    responses={200: service.ValidateOut, 422: service.ValidateOut},
+    responses={200: service.ValidateOut, 422: ValidateRefusal},
     errors=(402, 403, 404, 429, 503),
     max_body=service.MAX_BODY_BYTES,
     lane=True,
@@ -27,10 +34,12 @@ def validate(call: Call) -> Reply:
     """Checks `payload` against the profile (inline, or `profileId` from the registry): 200
     when it fits, or in `warn` mode; 422 with the same answer when it does not (`block`,
     `quarantine`: then a signed `ingress.quarantine` event goes to `options.webhookUrl`).
-    400 `profile_invalid` for a profile that cannot be used; 401 without a key or trial;
-    402 when the month's quota is used up; 403 on the free plan; 413 over 256 KB (a profile
-    over 64 KB); 429 over the burst limit (`Retry-After`); 503 when validation is off.
-    The payload is never stored or logged."""
+    400 for a body the schema refuses (an inline profile's shape included); 422
+    `profile_invalid` for a profile that cannot be used (a schema that does not compile,
+    nests deeper than 32 levels or refers outside itself), or a webhook at a private
+    address; 401 without a key or trial; 402 when the month's quota is used up; 403 on the
+    free plan; 413 over 256 KB (a profile over 64 KB); 429 over the burst limit
+    (`Retry-After`); 503 when validation is off. The payload is never stored or logged."""
     principal = call.principal_required
     client = call.trial.id if call.trial is not None else principal.credential_id
     call.resources.limiter.hit(
@@ -77,13 +86,14 @@ def list_profiles(call: Call) -> service.ProfileList:
     tag="ingress",
     body=service.ProfileIn,
     responses={200: service.ProfileOut, 201: service.ProfileOut},
-    errors=(409,),
+    errors=(409, 422),
 )
 def put_profile(call: Call) -> Reply:
     """Stores the profile under its id (the path's): 201 when new, 200 when replaced by a
     higher version or sent again unchanged. A lower or equal version with other content is
-    409 `version_conflict`; a profile from a git source is 409 `managed_by_source`; one the
-    validator cannot use is 400 `profile_invalid`; over 64 KB is 413."""
+    409 `version_conflict`; a profile from a git source is 409 `managed_by_source`; a body
+    the schema refuses is 400; one whose `id` is not the path's, or that the validator
+    cannot use, is 422 `profile_invalid`; over 64 KB is 413."""
     row, created = service.put_profile(
         call.session, call.principal_required, call.path["profile_id"], call.body.root, call.now
     )

@@ -69,11 +69,13 @@ def portfolio_compass(call: Call) -> Reply | Response:
     query=service.CompassQuery,
     body=service.CompassFoundIn,
     responses={200: service.CompassOut},
+    errors=(422,),
 )
 def portfolio_compass_found(call: Call) -> service.CompassOut:
     """The compass, plus `found`: what the input's dependencies hold (URLs, text, an MCP
     configuration, or a repository's `files` as for POST /api/repo/scan) that the org does
-    not watch (at or above `minConfidence`)."""
+    not watch (at or above `minConfidence`). A configuration that cannot be read is 422
+    `config_invalid`."""
     return service.compass_found(
         call.session, call.principal_required, call.query, call.body, call.now
     )

@@ -5,10 +5,13 @@ See docs/portfolio.md."""
 from __future__ import annotations
 
 from html import escape
+from typing import Annotated
 
 from flask import Response
+from pydantic import StringConstraints
 
 from controller.model.base import RequestModel
+from controller.model.watch import TEXT_PATTERN
 from controller.summary import service
 from web.api import REGISTRY
 from web.routes import Call, Reply
@@ -73,7 +76,7 @@ def weekly_preview(call: Call) -> service.WeeklyFigures:
 
 
 class TokenQuery(RequestModel):
-    token: str
+    token: Annotated[str, StringConstraints(max_length=2000, pattern=TEXT_PATTERN)]
 
 
 @REGISTRY.route(

@@ -12,11 +12,13 @@ Content-Security-Policy: no inline script, nothing from elsewhere.
 from __future__ import annotations
 
 import hmac
+import re
 import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import wraps
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from flask import (
     Blueprint,
@@ -34,7 +36,7 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from controller.accounts import service as accounts
 from controller.accounts.service import SignedIn
-from controller.errors import DriftgateError, Forbidden
+from controller.errors import DriftgateError, Forbidden, NotFound, ValidationFailed
 from web.db import database, request_session
 
 SESSION_COOKIE = "driftgate_session"
@@ -171,11 +173,21 @@ def redirect_back(default: str) -> Response:
     return redirect(default)  # type: ignore[return-value]
 
 
+def console_path(target: str | None) -> str | None:
+    """`target` when it is a console path to come back to after sign-in, else None: never
+    another site, and nothing that is not a plain path (a CR or LF would end the `Location`
+    header it goes into)."""
+    if not target or _CONTROL.search(target) or "\\" in target:
+        return None
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc:
+        return None
+    return target if parts.path == "/console" or parts.path.startswith("/console/") else None
+
+
 def safe_next(target: str | None) -> str:
-    """Where to go after sign-in: a console path only (never another site)."""
-    if target and target.startswith("/console") and not target.startswith("//"):
-        return target
-    return url_for("console.overview")
+    """Where to go after sign-in: the console path asked for, else the overview."""
+    return console_path(target) or url_for("console.overview")
 
 
 @blueprint.after_request
@@ -190,6 +202,23 @@ def headers(response: Response) -> Response:
     response.headers.setdefault("Referrer-Policy", "same-origin")
     response.headers.setdefault("Cache-Control", "no-store")
     return response
+
+
+@blueprint.before_request
+def refuse_what_no_store_holds() -> None:
+    """The API's input rules, for pages: no id, slug or name holds a control character
+    (Postgres text cannot even hold NUL), so a path with one names nothing (404); a query or
+    form value with NUL is refused (400) before anything looks it up or stores it."""
+    path_values = (request.view_args or {}).values()
+    if any(isinstance(v, str) and _CONTROL.search(v) for v in path_values):
+        raise NotFound("no such page")
+    for where, fields in (("query", request.args), ("form", request.form)):
+        for name, value in fields.items(multi=True):
+            if "\x00" in name or "\x00" in value:
+                raise ValidationFailed(f"the {where} field {name!r} holds a NUL character")
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @blueprint.errorhandler(DriftgateError)

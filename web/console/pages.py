@@ -20,6 +20,7 @@ from web.console import (
     blueprint,
     charts,
     check_csrf,
+    console_path,
     current,
     now,
     page,
@@ -46,7 +47,7 @@ def sign_in_page() -> Response:
         "sign_in.html",
         None,
         presession=token,
-        next=request.args.get("next", ""),
+        next=console_path(request.args.get("next")) or "",
         sso=sso_label(),
     )
     _set_presession(response, token)
@@ -70,7 +71,7 @@ def sign_in() -> Response:
             None,
             code=exc.status,
             presession=fresh,
-            next=request.form.get("next", ""),
+            next=console_path(request.form.get("next")) or "",
             email=email,
             error=exc.message,
             sso=sso_label(),

@@ -18,7 +18,7 @@ from web.body import validate
 from web.console import action, blueprint, now, page, signed_in
 from web.db import request_session
 
-STATUSES = ("ok", "drifted", "error", "paused", "never_run")
+STATUSES = ("ok", "drifted", "error", "disabled", "never_run")  # disabled: paused
 TYPES = ("openapi", "mcp", "rest")
 PAGE = 25
 
@@ -35,7 +35,7 @@ def watches(user: SignedIn) -> Response:
         "cursor": args.get("cursor") or None,
         "limit": PAGE,
     }
-    query = WatchListQuery.model_validate({k: v for k, v in filters.items() if v})
+    query = validate(WatchListQuery, {k: v for k, v in filters.items() if v}, "query")
     rows, cursor = service.list_watches(request_session(), user.org_id, query)
     listing = service.to_list(rows, cursor, now())
     incidents = drift.incidents_by_watch(request_session(), [w.id for w in rows])
