@@ -103,7 +103,9 @@ RepoName = Annotated[
     str, StringConstraints(max_length=200, pattern=r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
 ]
 ObjectId = Annotated[str, StringConstraints(max_length=64, pattern=r"^[A-Za-z0-9._:-]{1,64}$")]
-Text = Annotated[str, StringConstraints(max_length=1000)]
+# Stored as sent (the change list of the pull request): no NUL, which Postgres cannot hold.
+_NO_NUL = "^[^\\u0000]*$"
+Text = Annotated[str, StringConstraints(max_length=1000, pattern=_NO_NUL)]
 
 
 class DraftPrChangeIn(RequestModel):
@@ -113,7 +115,7 @@ class DraftPrChangeIn(RequestModel):
     severity: Literal["breaking", "warning", "info"]
     message: Text | None = None
     summary: Text | None = None
-    rule: Annotated[str, StringConstraints(max_length=200)] | None = None
+    rule: Annotated[str, StringConstraints(max_length=200, pattern=_NO_NUL)] | None = None
 
 
 class DraftPrWebhookIn(RequestModel):

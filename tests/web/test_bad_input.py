@@ -172,6 +172,17 @@ def test_a_suggestion_that_cannot_be_a_watch_is_422_naming_where_it_was_found(
         ),
         ("POST", "/api/ask", {"question": f"breaking drift of {NUL}"}, "/question"),
         ("PUT", "/api/org/smtp", {"host": NUL, "fromAddress": "d@example.com"}, "/host"),
+        (
+            "POST",
+            "/v1/draftpr/webhook",
+            {
+                "watchId": "w",
+                "driftEventId": "e",
+                "repoFullName": "acme/app",
+                "changes": [{"path": "/x", "severity": "breaking", "message": NUL}],
+            },
+            "/changes/0/message",
+        ),
     ],
 )
 def test_text_no_store_can_hold_is_refused_before_it_is_stored(

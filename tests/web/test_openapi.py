@@ -142,15 +142,7 @@ NEVER_STORED = {
     "CallbackQuery.state": "a signed state, verified",
     "CallbackQuery.setup_action": "compared with GitHub's words",
 }
-# Findings whose fixes belong to other changes in flight (as in test_schemathesis.py): the
-# draft-PR webhook stores its `changes` (a 500 on Postgres for a NUL). When the fix lands this
-# test fails until the entry goes.
-KNOWN_FINDINGS = {
-    "DraftPrChangeIn.path",
-    "DraftPrChangeIn.message",
-    "DraftPrChangeIn.summary",
-    "DraftPrChangeIn.rule",
-}
+KNOWN_FINDINGS: set[str] = set()
 
 
 def _matches_nul(pattern: str) -> bool:
