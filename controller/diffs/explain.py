@@ -91,14 +91,15 @@ def with_hints(changes: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def summarize_counts(counts: Mapping[str, int], ignored: int = 0) -> str:
-    """Render counts as one sentence: `2 breaking, 1 warning, 0 info changes (1 ignored).`"""
+def summarize_counts(counts: Mapping[str, int], ignored: int = 0, noun: str = "change") -> str:
+    """Render counts as one sentence: `2 breaking, 1 warning, 0 info changes (1 ignored).`
+    (`noun`: what is counted, `cause` for a grouped report)."""
     total = sum(counts.values())
     if total == 0 and ignored == 0:
         return "No changes."
     text = (
-        f"{counts.get('breaking', 0)} breaking, {counts.get('warning', 0)} warning, "
-        f"{counts.get('info', 0)} info change{'s' if total != 1 else ''}"
+        f"{counts.get('breaking', 0):,} breaking, {counts.get('warning', 0):,} warning, "
+        f"{counts.get('info', 0):,} info {noun}{'s' if total != 1 else ''}"
     )
     if ignored:
         text += f" ({ignored} ignored)"

@@ -63,6 +63,9 @@ class Change(BaseModel):
     origin: str | None = Field(default=None, exclude_if=_absent)
     # Grouped output: the operations (or tools) one cause affects, this change's own first.
     affected: list[str] | None = Field(default=None, exclude_if=_absent)
+    # Grouped output: the places the cause was met at, one per operation and request or
+    # response it reaches (what `--flat` lists one change each for).
+    placeCount: int | None = Field(default=None, exclude_if=_absent)
 
     def to_json(self) -> dict[str, Any]:
         """Return the documented JSON form: optional fields only when they carry a value."""
@@ -88,6 +91,8 @@ class Change(BaseModel):
         if self.affected is not None:
             data["affected"] = self.affected
             data["affectedCount"] = len(self.affected)
+        if self.placeCount is not None:
+            data["placeCount"] = self.placeCount
         return data
 
 

@@ -4,11 +4,20 @@ the diff service builds and `controller.reports` renders."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from controller.model.change import Change, Severity
 
 Threshold = Literal["breaking", "warning", "info", "never"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """One diffed document as a report points into it: `file`, its path relative to the
+    working directory (None for a URL), and its `text`, for line numbers."""
+
+    file: str | None
+    text: str | None = None
 
 
 @dataclass
@@ -23,6 +32,15 @@ class DiffReport:
     # Grouped reports (the default) hold one change per cause; `occurrences` then counts the
     # per-operation changes they stand for. Flat reports leave it None.
     occurrences: dict[str, int] | None = None
+    # Causes, (cause, operation) pairs and places by severity (`controller.diffs.grouping`):
+    # the same whether the report is grouped or flat.
+    totals: dict[str, dict[str, int]] | None = None
+    # What the documents share (`controller.diffs.overlap`), and warnings about the inputs
+    # (`{"code", "message"}`: documents that look like different APIs).
+    overlap: dict[str, Any] | None = None
+    warnings: list[dict[str, str]] = field(default_factory=list)
+    base_source: Source | None = None
+    revision_source: Source | None = None
     counts: dict[str, int] = field(init=False)
     ignored: int = field(init=False)
 
