@@ -278,10 +278,25 @@ def render_markdown(report: DiffReport, fail_on: Threshold, options: RenderOptio
 
 
 def _fit(head: list[str], rows: list[str], limit: int) -> str:
-    """The head and as many rows as fit under `limit` characters, with a closing line that
-    says how many were left out."""
-    text = "\n".join(head)
-    size = len(text)
+    """The Markdown report: the head and as many rows as fit under `limit` characters."""
+
+    def left_out(rest: int, total: int) -> str:
+        return (
+            f"*…and {rest:,} more of {total:,} rows left out to keep this comment under "
+            f"{limit:,} characters (`--markdown-max-chars`); the JSON or SARIF output has them "
+            "all.*"
+        )
+
+    return "\n".join(fit_rows(head, rows, limit, left_out)) + "\n"
+
+
+def fit_rows(
+    head: list[str], rows: list[str], limit: int, left_out: Callable[[int, int], str]
+) -> list[str]:
+    """`head` and as many of `rows` (table rows, most important first) as fit with it under
+    `limit` characters; when some do not, a closing line `left_out(rest, total)` says how
+    many. For Markdown that GitHub shows (comments, pull request bodies: 65,536 at most)."""
+    size = len("\n".join(head))
     kept = 0
     for row in rows:
         # Room for this row and for the closing line, should one follow.
@@ -289,15 +304,10 @@ def _fit(head: list[str], rows: list[str], limit: int) -> str:
             break
         size += 1 + len(row)
         kept += 1
-    body = [text, *rows[:kept]]
+    lines = [*head, *rows[:kept]]
     if kept < len(rows):
-        body += [
-            "",
-            f"*…and {len(rows) - kept:,} more of {len(rows):,} rows left out to keep this "
-            f"comment under {limit:,} characters (`--markdown-max-chars`); the JSON or "
-            "SARIF output has them all.*",
-        ]
-    return "\n".join(body) + "\n"
+        lines += ["", left_out(len(rows) - kept, len(rows))]
+    return lines
 
 
 def render_github(report: DiffReport, fail_on: Threshold, options: RenderOptions) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from controller.diffs.core import (
     Causes,
@@ -108,23 +109,35 @@ class Cause:
     what: str  # `maxLength 5000 removed`
     operations: int
 
+    @property
+    def text(self) -> str:
+        """`refund.reason: maxLength 5000 removed`."""
+        return f"{self.subject}: {self.what}"
+
 
 def describe_cause(change: Change) -> Cause | None:
     """The cause of a change that lives in a referenced schema (`Change.origin`), told
     without the operation it was first met through; None for a change of its own place."""
-    if change.origin is None or change.rule not in CATALOG:
+    return cause_of(change.rule, change.origin, change.before, change.after, reach(change))
+
+
+def cause_of(
+    rule_id: str, origin: str | None, before: Any, after: Any, operations: int = 1
+) -> Cause | None:
+    """`describe_cause` from a change's fields (a stored or served change object)."""
+    if origin is None or rule_id not in CATALOG:
         return None
-    rule = CATALOG[change.rule]
+    rule = CATALOG[rule_id]
     family = FAMILIES.get(rule.family)
-    segments = pointer_segments(change.origin)
+    segments = pointer_segments(origin)
     name = None
     if family is not None and family.nested_only and segments[-2:-1] == ["properties"]:
         # A membership change (`property 'reason' removed`) belongs to the object holding it.
         name = f"'{segments[-1]}'"
         segments = segments[:-2]
-    subject = cause_subject(change.origin, segments)
-    what = describe(change.rule, name=name, before=change.before, after=change.after)
-    return Cause(subject, what, reach(change))
+    subject = cause_subject(origin, segments)
+    what = describe(rule_id, name=name, before=before, after=after)
+    return Cause(subject, what, operations)
 
 
 def cause_subject(origin: str, segments: list[str] | None = None) -> str:
