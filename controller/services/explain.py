@@ -51,6 +51,11 @@ class ChangeIn(RequestModel):
         description="accepted so that a served change can be sent back as it is; the "
         "explanation computes its own",
     )
+    cause: Text | None = Field(
+        default=None,
+        description="accepted so that a served change can be sent back as it is; the "
+        "explanation computes its own",
+    )
     origin: Text | None = Field(
         default=None, description="as served: the shared schema place the change lives in"
     )
