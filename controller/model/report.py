@@ -4,6 +4,7 @@ the diff service builds and `controller.reports` renders."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from controller.model.change import Change, Severity
@@ -14,10 +15,16 @@ Threshold = Literal["breaking", "warning", "info", "never"]
 @dataclass(frozen=True)
 class Source:
     """One diffed document as a report points into it: `file`, its path relative to the
-    working directory (None for a URL), and its `text`, for line numbers."""
+    working directory (None for a URL), and its bytes, read as text only when a format asks
+    for line numbers."""
 
     file: str | None
-    text: str | None = None
+    data: bytes | None = None
+
+    @cached_property
+    def text(self) -> str | None:
+        # Parsed already, so UTF-8 (a byte order mark allowed).
+        return self.data.decode("utf-8-sig", errors="replace") if self.data is not None else None
 
 
 @dataclass

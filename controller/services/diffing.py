@@ -107,7 +107,7 @@ def diff_contracts(
     `today` (default: the UTC date now) decides OpenAPI sunset windows. The report is grouped
     by cause (`controller.diffs.grouping`) unless `flat`; `check_version` reports breaking changes
     under a version number that did not go up (`api-version-*`)."""
-    with _inputs(reader, base, revision, contract_type) as (base_doc, rev_doc, reader, texts):
+    with _inputs(reader, base, revision, contract_type) as (base_doc, rev_doc, reader, data):
         resolved = contract_type
         if resolved == "auto":
             resolved = detect_type(base_doc)  # type: ignore[assignment]
@@ -135,8 +135,8 @@ def diff_contracts(
         context: dict[str, Any] = {
             "overlap": common.to_json() if common is not None else None,
             "warnings": _warnings(common, base_doc, rev_doc),
-            "base_source": Source(_display_path(base), texts[0]),
-            "revision_source": Source(_display_path(revision), texts[1]),
+            "base_source": Source(_display_path(base), data[0]),
+            "revision_source": Source(_display_path(revision), data[1]),
         }
         if flat:
             return DiffReport(
@@ -189,7 +189,7 @@ def compare_payloads(
     reader: Reader | None = None,
 ) -> DiffReport:
     """The offline `compare_json`: infer schemas from two JSON payloads and diff them."""
-    with _inputs(reader, base, revision, "json") as (base_doc, rev_doc, _, _texts):
+    with _inputs(reader, base, revision, "json") as (base_doc, rev_doc, _, _data):
         changes = diff_json_samples(base_doc, rev_doc, profile=profile)
         if rules is not None:
             changes = apply_rules_file(changes, rules)
@@ -209,9 +209,10 @@ def compare_payloads(
 @contextmanager
 def _inputs(
     reader: Reader | None, base: str, revision: str, contract_type: ContractType
-) -> Iterator[tuple[Any, Any, Reader, tuple[str, str]]]:
+) -> Iterator[tuple[Any, Any, Reader, tuple[bytes, bytes]]]:
     """Both inputs read and parsed (with `reader`, else one of its own, closed after), with
-    their texts; a contract that cannot be parsed, here or in the body, is an `InputError`."""
+    their bytes (kept for line numbers); a contract that cannot be parsed, here or in the
+    body, is an `InputError`."""
     own = reader is None
     used = reader or Reader()
     try:
@@ -220,7 +221,7 @@ def _inputs(
             _parse(base_data, base, contract_type),
             _parse(revision_data, revision, contract_type),
             used,
-            (_text(base_data), _text(revision_data)),
+            (base_data, revision_data),
         )
     except ContractParseError as exc:
         raise InputError(str(exc)) from None
@@ -245,11 +246,6 @@ def load_rules(path: str) -> RulesFile:
         return parse_rules_file(data)
     except RulesFileError as exc:
         raise InputError(f"{path}: {exc}") from None
-
-
-def _text(data: bytes) -> str:
-    # Parsed already, so UTF-8; kept for line numbers of annotated changes.
-    return data.decode("utf-8-sig", errors="replace")
 
 
 def _parse(data: bytes, location: str, kind: str) -> Any:
