@@ -104,8 +104,9 @@ class Headline:
 
 
 def headline(change: Change) -> Headline:
-    """The cause of a change that lives in a shared schema, else its place and summary."""
-    cause = describe_cause(change)
+    """A grouped change that lives in a shared schema by its cause, else (a change of its own
+    place, any change of a --flat report) by its place and summary."""
+    cause = describe_cause(change) if change.affected is not None else None
     if cause is not None:
         return Headline(cause.subject, cause.what, cause.operations, True)
     return Headline(where(change) or change.path, change.summary, reach(change), False)

@@ -9,7 +9,8 @@ multi-line scalar, is indented deeper). Where the text cannot be followed furthe
 collection inside YAML, an alias, a merge key, a complex key), the answer is the line of the
 deepest node that was found, marked as not exact, so a line is never wrong, only less precise.
 A `$ref` on the way is followed (a pointer into a referenced schema is answered where the
-schema is written). Pure: no I/O.
+schema is written), and a name where an index is due picks the item of that `name` (MCP
+tools: `/tools/search/inputSchema`). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from __future__ import annotations
 import json
 import re
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]  # json's C scanner
+from typing import Any, TypeVar
 from urllib.parse import unquote
 
 import yaml_rs
@@ -26,6 +29,7 @@ import yaml_rs
 from controller.diffs.refs import pointer_segments
 
 MAX_REF_HOPS = 32
+T = TypeVar("T")
 
 _DECODER = json.JSONDecoder()
 _WS = re.compile(r"[ \t\n\r]*")
@@ -78,6 +82,17 @@ class LineIndex:
         return bisect_right(self._newlines, offset - 1) + 1
 
 
+def _item_index(seg: str, items: list[T], name_of: Callable[[T], Any]) -> int | None:
+    """The item a pointer segment names: its index, or, in driftgate's pointers into MCP
+    snapshots (`/tools/search/...`), the first item whose `name` is the segment."""
+    if seg.isdigit():
+        return int(seg) if int(seg) < len(items) else None
+    for index, item in enumerate(items):
+        if name_of(item) == seg:
+            return index
+    return None
+
+
 # -- JSON ------------------------------------------------------------------------------------
 
 
@@ -111,11 +126,18 @@ class _JsonReader:
                 pending = _ref_segments(target) + pending
                 place = value = self.root
                 continue
-            if not seg.isdigit() or int(seg) >= len(members):
+            index = _item_index(seg, members, self._name_of)
+            if index is None:
                 return place, False
-            place = value = members[int(seg)]
+            place = value = members[index]
             pending.pop(0)
         return place, True
+
+    def _name_of(self, item: int) -> Any:
+        members = self._children(item)
+        if not isinstance(members, dict) or "name" not in members:
+            return None
+        return _DECODER.raw_decode(self.text, members["name"][1])[0]
 
     def _ref(self, members: dict[str, tuple[int, int]]) -> str | None:
         if "$ref" not in members:
@@ -209,12 +231,25 @@ class _YamlReader:
                 pending = _ref_segments(target) + pending
                 place, node = self.root.line, self.root
                 continue
-            if not seg.isdigit() or int(seg) >= len(members):
+            index = _item_index(seg, members, self._name_of)
+            if index is None:
                 return place, False
-            node = members[int(seg)]
+            node = members[index]
             place = node.line
             pending.pop(0)
         return place, True
+
+    def _name_of(self, item: _Node) -> Any:
+        members = self._children(item)
+        if not isinstance(members, dict) or "name" not in members:
+            return None
+        line, value = members["name"]
+        if value is None or value.line != line:
+            return None  # a name written over several lines: not matched
+        try:
+            return yaml_rs.loads(self.lines[line][value.column :], parse_datetime=False)
+        except yaml_rs.YAMLDecodeError:
+            return None
 
     def _root(self) -> _Node | None:
         for number, line in enumerate(self.lines):

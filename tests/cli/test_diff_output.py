@@ -73,8 +73,13 @@ def test_grouped_changes_lead_with_their_cause(shop: dict[str, str], ext: str) -
         "BREAKING DELETE /orders/{id}: operation DELETE /orders/{id} removed [endpoint-removed]"
         in rows
     )
-    # No row leads with an operation and the deep path through it.
+    # No row leads with an operation and the deep path through it; --flat still lists places.
     assert not any("property 'order.note'" in row for row in rows)
+    flat = [line.strip() for line in run(base, revision, "--flat").output.splitlines()]
+    assert (
+        "BREAKING GET /orders: response default (application/json) property 'order.note': "
+        "maxLength 200 removed [response-property-max-length-unset]" in flat
+    )
     markdown = run(base, revision, "--format", "markdown").output
     assert "| breaking | `Order.note`: maxLength 200 removed | 3 operations |" in markdown
     assert "- **breaking** `Order.note`: maxLength 200 removed (3 operations," in markdown

@@ -176,6 +176,23 @@ def test_json_strings_with_brackets_escapes_and_repeated_keys() -> None:
     check(text)
 
 
+@pytest.mark.parametrize("style", ["json", "yaml"])
+def test_mcp_tools_are_found_by_name(style: str) -> None:
+    """driftgate's pointers into MCP snapshots name tools (`/tools/search/...`)."""
+    snapshot = {
+        "tools": [
+            {"name": "fetch", "inputSchema": {"type": "object"}},
+            {"name": "search", "inputSchema": {"properties": {"q": {"type": "string"}}}},
+        ]
+    }
+    text = json.dumps(snapshot, indent=2) if style == "json" else yaml.safe_dump(snapshot)
+    truth = node_lines(text)
+    index = LineIndex(text)
+    found = index.locate("/tools/search/inputSchema/properties/q")
+    assert found == Position(truth["/tools/1/inputSchema/properties/q"], True)
+    assert index.locate("/tools/gone") == Position(truth["/tools"], False)
+
+
 def test_text_that_cannot_be_followed_is_never_an_error() -> None:
     assert LineIndex('{"a": ').locate("/a") is None  # broken JSON: no line at all
     assert LineIndex("just a scalar").locate("/a") == Position(1, False)
