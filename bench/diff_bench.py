@@ -1,11 +1,14 @@
 """Benchmark of the OpenAPI engine on large real specs.
 
-Usage: python bench/diff_bench.py [--dir DIR] [--repeat N]
+Usage: python bench/diff_bench.py [--dir DIR] [--formats [--repeat N]]
 
 The six files (three pairs) are public: `python bench/get_data.py DIR` downloads them from
 the GitHub and Stripe OpenAPI repositories at fixed commits and checks their digests
 (docs/performance.md lists the sources). `--dir` (or `DRIFTGATE_BENCH_DATA`) names the
 directory; the default is `../shared/bench/openapi` beside the clone.
+
+`--formats` runs only `driftgate diff` end to end in each output format (text, markdown,
+github, sarif, json; grouped), the best of `--repeat` runs, with the report's size.
 
 Per pair: `driftgate diff --format json` end to end in a child process (interpreter start to
 the last byte written, grouped and --flat, with the child's peak RSS); then in-process: parse
@@ -23,6 +26,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from collections import Counter
@@ -90,20 +94,45 @@ def bench_pair(folder: Path, base_name: str, rev_name: str) -> dict[str, object]
     }
 
 
-def bench_end_to_end(folder: Path, base_name: str, rev_name: str, flat: bool) -> dict[str, float]:
-    """`driftgate diff --format json` as a user runs it: interpreter start to the last byte
-    written, and the child's peak RSS (grouped by default; `flat` adds --flat)."""
-    command = [sys.executable, "-m", "cli", "diff", str(folder / base_name)]
-    command += [str(folder / rev_name), "--format", "json", "-o", os.devnull]
-    command += ["--flat"] if flat else []
-    start = time.perf_counter()
-    child = subprocess.Popen(command, cwd=ROOT)
-    _, status, usage = os.wait4(child.pid, 0)
-    elapsed = time.perf_counter() - start
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode not in (0, 1):
-        raise SystemExit(f"driftgate diff exited with {child.returncode}")
-    return {"seconds": elapsed, "rss_mb": usage.ru_maxrss / 1024}
+def bench_end_to_end(
+    folder: Path, base_name: str, rev_name: str, flat: bool, fmt: str = "json"
+) -> dict[str, float]:
+    """`driftgate diff --format FMT` as a user runs it: interpreter start to the last byte
+    written, the child's peak RSS and the report's size (grouped by default; `flat` adds
+    --flat)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "report"
+        command = [sys.executable, "-m", "cli", "diff", str(folder / base_name)]
+        command += [str(folder / rev_name), "--format", fmt, "-o", str(report)]
+        command += ["--flat"] if flat else []
+        start = time.perf_counter()
+        child = subprocess.Popen(command, cwd=ROOT)
+        _, status, usage = os.wait4(child.pid, 0)
+        elapsed = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode not in (0, 1):
+            raise SystemExit(f"driftgate diff exited with {child.returncode}")
+        size = len(report.read_text(encoding="utf-8"))
+    return {"seconds": elapsed, "rss_mb": usage.ru_maxrss / 1024, "chars": size}
+
+
+FORMATS = ("text", "markdown", "github", "sarif", "json")
+
+
+def bench_formats(folder: Path, repeat: int) -> None:
+    """Each output format, grouped, end to end: the best of `repeat` runs per pair."""
+    print(f"end to end, grouped, per format (best of {repeat}): pair | format | s | RSS MB | chars")
+    for base_name, rev_name in PAIRS:
+        for fmt in FORMATS:
+            runs = [
+                bench_end_to_end(folder, base_name, rev_name, flat=False, fmt=fmt)
+                for _ in range(repeat)
+            ]
+            best = min(runs, key=lambda r: r["seconds"])
+            print(
+                f"{base_name} -> {rev_name} | {fmt} | {best['seconds']:.2f} | "
+                f"{max(r['rss_mb'] for r in runs):.0f} | {best['chars']:,}"
+            )
 
 
 def bench_unchanged(folder: Path, name: str) -> dict[str, object]:
@@ -135,7 +164,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     parser.add_argument("--pair", type=int, help=argparse.SUPPRESS)  # child process mode
+    parser.add_argument(
+        "--formats",
+        action="store_true",
+        help="only the end-to-end runs of every output format (grouped)",
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="runs per format (--formats)")
     args = parser.parse_args()
+    if args.formats:
+        bench_formats(args.dir, args.repeat)
+        return
     if args.pair is not None:
         result = bench_pair(args.dir, *PAIRS[args.pair])
         print(json.dumps(result))

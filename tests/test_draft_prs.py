@@ -646,6 +646,29 @@ def test_state_tokens_and_stub_numbers_are_stable() -> None:
     assert rows[0].startswith("| breaking | endpoint-removed |") and "\\|" in rows[1]
 
 
+def test_a_pull_request_body_stays_under_githubs_limit() -> None:
+    """250 changes of 500-character cells make a changelog file over 65,536 characters; the
+    body keeps what fits and points at the file."""
+    lines = [
+        changelog.ChangeLine(
+            "breaking", f"/p{i}/" + "x" * 500, "y" * 500, "endpoint-removed", "z" * 500
+        )
+        for i in range(250)
+    ]
+    parts = {"watch_name": "w", "watch_url": "https://v/x", "event_id": "e", "changes": lines}
+    whole = changelog.render_changelog(**parts, link=None)  # type: ignore[arg-type]
+    shown = changelog.render_changelog(
+        **parts,
+        link=None,
+        max_chars=changelog.MAX_BODY_CHARS,  # type: ignore[arg-type]
+    )
+    assert len(whole) > 65_536 >= changelog.MAX_BODY_CHARS >= len(shown)
+    kept = sum(line.startswith("| breaking |") for line in shown.splitlines())
+    assert 0 < kept < 250
+    assert f"…and {250 - kept} more of 250 changes: see `.driftgate/changes/e.md`." in shown
+    assert shown.rstrip().endswith("unblocks the agents bound to the watch.")
+
+
 # -- automatically, and with the tool-manifest lint ------------------------------------------
 
 
@@ -666,7 +689,8 @@ def test_a_draft_pr_policy_opens_the_pull_request_when_the_watch_drifts(
         agent.policy, agent.policy_rules = "dev-pr", {"on_breaking": ["notify", "draft_pr"]}
         agent.repo_ref = f"{REPO}@main"
         agent.vendored_paths = {"payments": "contracts/payments.json"}
-    server.set("/openapi.json", as_json(charges_spec(refunds=False)))
+    drifted = charges_spec(refunds=False, required=("id",))
+    server.set("/openapi.json", as_json(drifted))
     client.post(f"/api/watches/{watch_id}/check?wait=30", headers=org.headers)
 
     def opened() -> bool:
@@ -681,9 +705,16 @@ def test_a_draft_pr_policy_opens_the_pull_request_when_the_watch_drifts(
         row = session.scalars(select(DraftPr)).one()
         assert row.request["agentId"] == "billing-bot" and row.repo_full_name == REPO
         files = repo.files(row.branch)
-        assert "endpoint-removed" in files[f".driftgate/changes/{row.drift_event_id}.md"]
+        listed = files[f".driftgate/changes/{row.drift_event_id}.md"]
+        assert "endpoint-removed" in listed
+        # A change to a shared schema is listed by its cause, at the schema.
+        assert (
+            "| `#/components/schemas/Charge/properties/amount` | "
+            "Charge: property 'amount' became optional (1 operation) |" in listed
+        )
+        assert repo.pulls[0]["body"] == listed  # under GitHub's limit: all of it
         # The agent declared where the contract is vendored: updated in the same commit.
-        assert json.loads(files["contracts/payments.json"]) == charges_spec(refunds=False)
+        assert json.loads(files["contracts/payments.json"]) == drifted
         assert session.get_one(Agent, agent_id).runtime_state == "running"  # not killed
     # The same event again (a second replica, a retry) finds the record.
     with database.transaction() as session:

@@ -32,6 +32,23 @@ _report_options = options(
         help="Rules file: severity overrides and ignores (with reasons).",
     ),
     click.option(
+        "--markdown-max-chars",
+        type=click.IntRange(min=1000),
+        default=60_000,
+        show_default=True,
+        help="--format markdown: keep the report under this many characters (GitHub refuses "
+        "comments over 65,536); the summary and top causes stay, rows that do not fit are "
+        "counted.",
+    ),
+    click.option(
+        "--annotations",
+        type=click.IntRange(min=0),
+        default=9,
+        show_default=True,
+        help="--format github: how many changes to annotate, most severe first, besides the "
+        "summary annotation (GitHub shows ten of a kind per step).",
+    ),
+    click.option(
         "-o",
         "--output",
         type=click.Path(dir_okay=False, writable=True),
@@ -40,10 +57,19 @@ _report_options = options(
 )
 
 
-def _emit(report: Any, fmt: str, fail_on: str, output: str | None) -> None:
+def _emit(
+    report: Any,
+    fmt: str,
+    fail_on: str,
+    output: str | None,
+    markdown_max_chars: int,
+    annotations: int,
+) -> None:
     from controller.services.diffing import render_report
 
-    text = render_report(report, fmt, fail_on)
+    text = render_report(
+        report, fmt, fail_on, markdown_max_chars=markdown_max_chars, annotations=annotations
+    )
     if output:
         Path(output).write_text(text, encoding="utf-8")
     else:
@@ -83,6 +109,8 @@ def diff(
     check_version: bool,
     fail_on: str,
     fmt: str,
+    markdown_max_chars: int,
+    annotations: int,
     rules: str | None,
     output: str | None,
 ) -> None:
@@ -103,7 +131,7 @@ def diff(
         flat=flat,
         check_version=check_version,
     )
-    _emit(report, fmt, fail_on, output)
+    _emit(report, fmt, fail_on, output, markdown_max_chars, annotations)
 
 
 @click.command()
@@ -123,6 +151,8 @@ def compare(
     profile: str,
     fail_on: str,
     fmt: str,
+    markdown_max_chars: int,
+    annotations: int,
     rules: str | None,
     output: str | None,
 ) -> None:
@@ -131,4 +161,4 @@ def compare(
 
     rules_file = load_rules(rules) if rules else None
     report = compare_payloads(base, revision, profile=profile, rules=rules_file)  # type: ignore[arg-type]
-    _emit(report, fmt, fail_on, output)
+    _emit(report, fmt, fail_on, output, markdown_max_chars, annotations)

@@ -288,15 +288,22 @@ def drift_show(event_id: str, url: str | None, api_key: str | None, output_forma
 
 
 def _change_lines(changes: Sequence[dict[str, Any]], indent: str) -> list[str]:
-    """Each change: severity, summary, its agentAction token, and its hint below."""
+    """Each change: severity, its cause (a change to a shared schema: the schema and what
+    changed in it, and how many operations it reaches) or its summary, its agentAction token,
+    and its hint below."""
     lines = []
     for change in changes:
         action = change.get("agentAction")
         suffix = f" -> {action}" if action else ""
         severity = str(change.get("severity", "")).upper()
         count = int(change.get("affectedCount") or 1)
-        more = f" (+{count - 1} more operations)" if count > 1 else ""
-        lines.append(f"{indent}{severity:8} {change.get('summary')}{more}{suffix}")
+        if change.get("cause"):
+            plural = "s" if count != 1 else ""
+            told = f"{change['cause']} ({count} operation{plural})"
+        else:
+            more = f" (+{count - 1} more operations)" if count > 1 else ""
+            told = f"{change.get('summary')}{more}"
+        lines.append(f"{indent}{severity:8} {told}{suffix}")
         if change.get("hint"):
             lines.append(f"{indent}         hint: {change['hint']}")
     return lines

@@ -44,13 +44,7 @@ def make_change(
     """Build the change for a catalog rule; the summary comes from the rule's template.
     `origin` names the referenced schema the change lives in (one cause, many operations)."""
     rule = CATALOG[rule_id]
-    text = _format(
-        rule.summary,
-        name=name if name is not None else "",
-        before=_short(before),
-        after=_short(after),
-        detail=detail or "",
-    )
+    text = describe(rule_id, name=name, before=before, after=after, detail=detail)
     if prefix:
         text = f"{prefix}: {text}"
     # Fields come from the catalog and the engines, so validation is skipped: large vendor
@@ -69,6 +63,26 @@ def make_change(
         ignoreReason=None,
         origin=origin,
         affected=None,
+        placeCount=None,
+    )
+
+
+def describe(
+    rule_id: str,
+    *,
+    name: str | None = None,
+    before: Any = None,
+    after: Any = None,
+    detail: str | None = None,
+) -> str:
+    """What changed, in the words of the rule's template (`maxLength 5000 removed`),
+    without the place it was found at."""
+    return _format(
+        CATALOG[rule_id].summary,
+        name=name if name is not None else "",
+        before=_short(before),
+        after=_short(after),
+        detail=detail or "",
     )
 
 
@@ -139,13 +153,21 @@ def changes_from_findings(
     return out
 
 
-def with_causes(changes: list[Change], causes: Causes) -> list[Change]:
-    """The changes with each cause's `affected` places set (sorted, without repeats)."""
-    affected = {id(change): sorted(set(places)) for change, places in causes.values()}
+def with_causes(
+    changes: list[Change], causes: Causes, weights: dict[int, int] | None = None
+) -> list[Change]:
+    """The changes with each cause's `affected` places set (sorted, without repeats) and
+    `placeCount`: how many times the cause was met (one per place recorded, unless
+    `weights` gives a count per cause, keyed by the id of the change standing for it)."""
+    update = {
+        id(change): {
+            "affected": sorted(set(places)),
+            "placeCount": (weights or {}).get(id(change), len(places)),
+        }
+        for change, places in causes.values()
+    }
     return [
-        change.model_copy(update={"affected": affected[id(change)]})
-        if id(change) in affected
-        else change
+        change.model_copy(update=update[id(change)]) if id(change) in update else change
         for change in changes
     ]
 

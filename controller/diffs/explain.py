@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from controller.diffs.grouping import cause_of
 from controller.diffs.rules import ACCEPT, ACK, CATALOG, NEW_ENUM
 from controller.model.change import Change, Severity
 
@@ -54,6 +55,11 @@ def explain_changes(changes: Iterable[Change | Mapping[str, Any]]) -> dict[str, 
         }
         if change.location is not None:
             entry["location"] = change.location.model_dump(exclude_none=True)
+        cause = cause_of(change.rule, change.origin, change.before, change.after)
+        if cause is not None:
+            entry["cause"] = cause.text
+        if change.affected is not None:
+            entry["affectedCount"] = len(change.affected)
         if change.ignored:
             entry["ignored"] = True
             entry["ignoreReason"] = change.ignoreReason
@@ -84,21 +90,38 @@ def hint_of(rule: str, severity: Severity | str) -> str:
 
 def with_hints(changes: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Stored or rendered change objects, each with its `hint` (drift events, the status,
-    exports): the same text `POST /api/drift/explain` gives."""
-    return [
-        {**change, "hint": hint_of(str(change.get("rule", "")), str(change.get("severity", "")))}
-        for change in changes
-    ]
+    exports): the same text `POST /api/drift/explain` gives; a change that lives in a shared
+    schema also gets its `cause` (`refund.reason: maxLength 5000 removed`)."""
+    out = []
+    for change in changes:
+        rule = str(change.get("rule", ""))
+        item = {**change, "hint": hint_of(rule, str(change.get("severity", "")))}
+        cause = cause_text(change)
+        if cause is not None:
+            item["cause"] = cause
+        out.append(item)
+    return out
 
 
-def summarize_counts(counts: Mapping[str, int], ignored: int = 0) -> str:
-    """Render counts as one sentence: `2 breaking, 1 warning, 0 info changes (1 ignored).`"""
+def cause_text(change: Mapping[str, Any]) -> str | None:
+    """The cause of a change object that carries an `origin`: the schema and what changed
+    in it; None otherwise."""
+    origin = change.get("origin")
+    if not isinstance(origin, str):
+        return None
+    cause = cause_of(str(change.get("rule", "")), origin, change.get("before"), change.get("after"))
+    return cause.text if cause is not None else None
+
+
+def summarize_counts(counts: Mapping[str, int], ignored: int = 0, noun: str = "change") -> str:
+    """Render counts as one sentence: `2 breaking, 1 warning, 0 info changes (1 ignored).`
+    (`noun`: what is counted, `cause` for a grouped report)."""
     total = sum(counts.values())
     if total == 0 and ignored == 0:
         return "No changes."
     text = (
-        f"{counts.get('breaking', 0)} breaking, {counts.get('warning', 0)} warning, "
-        f"{counts.get('info', 0)} info change{'s' if total != 1 else ''}"
+        f"{counts.get('breaking', 0):,} breaking, {counts.get('warning', 0):,} warning, "
+        f"{counts.get('info', 0):,} info {noun}{'s' if total != 1 else ''}"
     )
     if ignored:
         text += f" ({ignored} ignored)"

@@ -18,6 +18,16 @@ from controller.diffs.errors import ContractParseError
 Resolver = Callable[[str], Any]
 
 
+def pointer_segments(pointer: str) -> list[str]:
+    """The segments of a JSON pointer (`/a/b~1c`, or a fragment `#/a/b~1c` after an optional
+    document), unescaped (RFC 6901)."""
+    # A plain pointer starts with `/` and may hold `#` in a key; anything else is a reference.
+    body = pointer if pointer.startswith("/") else pointer.partition("#")[2]
+    if not body.startswith("/"):
+        return []
+    return [s.replace("~1", "/").replace("~0", "~") for s in body[1:].split("/")]
+
+
 def resolve_pointer(doc: Any, ref: str) -> Any:
     """Return the node at a local reference (`#/a/b`); KeyError when it does not exist."""
     if ref in ("#", ""):

@@ -10,6 +10,7 @@ renamed; `docs/rules.md` is generated from this module by `render_rules_markdown
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -76,6 +77,14 @@ class SchemaFamily:
     overrides: dict[str, Severity] = field(default_factory=dict)
     # Membership aspects only exist below the root of a schema (they concern a property).
     nested_only: bool = False
+    # A hint of a side's own, where `hint` does not fit it (see `HINT_WORDS`).
+    request_hint: str | None = None
+    response_hint: str | None = None
+
+    def hint_for(self, direction: Direction) -> str:
+        """The hint of a rule of this family on one side: the side's own, else `hint`."""
+        own = self.request_hint if direction is Direction.REQUEST else self.response_hint
+        return own or self.hint
 
     def severity_for(self, direction: Direction, prefix: str) -> Severity:
         """Return the severity of this aspect for a subject prefix in a direction."""
@@ -88,6 +97,52 @@ class SchemaFamily:
         if direction is Direction.REQUEST and self.request_action:
             return self.request_action
         return self.action
+
+
+# What fits a hint of each side: a request-side hint speaks of what the client sends and never
+# of what it reads; a response-side hint speaks of what the client reads and never asks it to
+# send anything. Checked on every rule id (tests/diffs/test_hints.py): a hint of one side uses
+# none of the other side's words. Rules without a side (operations, security, MCP tools) may
+# speak of both.
+HINT_WORDS: dict[Direction, frozenset[str]] = {
+    Direction.REQUEST: frozenset({"send", "sends", "sending", "sent", "sender", "senders", "pass"}),
+    Direction.RESPONSE: frozenset(
+        {
+            "read",
+            "reads",
+            "reading",
+            "reader",
+            "readers",
+            "receive",
+            "receives",
+            "received",
+            "parse",
+            "parsing",
+            "returned",
+            "handle",
+        }
+    ),
+}
+
+
+def side_of(rule_id: str, direction: Direction | None = None) -> Direction | None:
+    """The side a rule concerns: its family's direction, else its id's first word
+    (`request-...`, `response-...`), else None (the contract as a whole)."""
+    if direction is not None:
+        return direction
+    if rule_id.startswith("request-"):
+        return Direction.REQUEST
+    if rule_id.startswith("response-"):
+        return Direction.RESPONSE
+    return None
+
+
+def hint_misfits(hint: str, side: Direction | None) -> set[str]:
+    """The words of `hint` that belong to the other side (empty when the hint fits)."""
+    if side is None:
+        return set()
+    other = Direction.RESPONSE if side is Direction.REQUEST else Direction.REQUEST
+    return set(re.findall(r"[a-z]+", hint.lower())) & HINT_WORDS[other]
 
 
 # Subject prefixes per direction: (root prefix, nested prefix). The root is the schema of a
@@ -112,15 +167,39 @@ def _f(
     response: Severity,
     summary: str,
     hint: str,
+    response_hint: str | None = None,
     **kw: object,
 ) -> SchemaFamily:
-    return SchemaFamily(aspect, request, response, summary, hint, **kw)  # type: ignore[arg-type]
+    """A family; `hint` serves every side without a hint of its own (`response_hint`, or
+    `request_hint` among `kw`)."""
+    return SchemaFamily(
+        aspect,
+        request,
+        response,
+        summary,
+        hint,
+        response_hint=response_hint,
+        **kw,  # type: ignore[arg-type]
+    )
 
 
-_TIGHTER = "Clients must send values inside the new bound; readers are unaffected."
-_LOOSER = "Readers may now receive values outside the old bound; senders are unaffected."
-_NEW_BOUND = "A bound now exists where there was none; check the values you send."
-_DROPPED_BOUND = "The bound is gone; readers may receive values they did not expect."
+# Bound hints per side: what the sender must do, what the reader may now get.
+_TIGHTER = (
+    "Send values inside the new bound.",
+    "Responses stay inside the old bound; nothing to do.",
+)
+_LOOSER = (
+    "Backward compatible; the old values are still accepted.",
+    "Readers may now receive values outside the old bound.",
+)
+_NEW_BOUND = (
+    "A bound now exists where there was none; check the values you send.",
+    "Responses are bounded now; nothing to do.",
+)
+_DROPPED_BOUND = (
+    "Backward compatible; the bound no longer applies.",
+    "The bound is gone; readers may receive values they did not expect.",
+)
 
 
 def _bound_families(name: str, label: str) -> list[SchemaFamily]:
@@ -128,15 +207,16 @@ def _bound_families(name: str, label: str) -> list[SchemaFamily]:
     upper = name.startswith("max") or name.startswith("exclusive-max")
     tighter, looser = ("decreased", "increased") if upper else ("increased", "decreased")
     return [
-        _f(f"{name}-{tighter}", B, I, f"{label} tightened from {{before}} to {{after}}", _TIGHTER),
-        _f(f"{name}-{looser}", I, B, f"{label} relaxed from {{before}} to {{after}}", _LOOSER),
-        _f(f"{name}-set", W, I, f"{label} set to {{after}}", _NEW_BOUND),
-        _f(f"{name}-unset", I, B, f"{label} {{before}} removed", _DROPPED_BOUND),
+        _f(f"{name}-{tighter}", B, I, f"{label} tightened from {{before}} to {{after}}", *_TIGHTER),
+        _f(f"{name}-{looser}", I, B, f"{label} relaxed from {{before}} to {{after}}", *_LOOSER),
+        _f(f"{name}-set", W, I, f"{label} set to {{after}}", *_NEW_BOUND),
+        _f(f"{name}-unset", I, B, f"{label} {{before}} removed", *_DROPPED_BOUND),
     ]
 
 
 def _pair(aspect: str, label: str, added_request: Severity = B) -> list[SchemaFamily]:
-    """Families for a keyword that restricts values when added (contains, if, ...)."""
+    """Families for a keyword that restricts values when added (contains, if, ...); the hint
+    of each side follows its severity (a change that is information needs no action)."""
     removed_request = I if added_request is B else B
     return [
         _f(
@@ -144,16 +224,27 @@ def _pair(aspect: str, label: str, added_request: Severity = B) -> list[SchemaFa
             added_request,
             I if added_request is B else B,
             f"{label} added",
-            "A new restriction applies to the data; senders must satisfy it.",
+            *_restriction_hints(added_request, I if added_request is B else B),
         ),
         _f(
             f"{aspect}-removed",
             removed_request,
             B if added_request is B else I,
             f"{label} removed",
-            "A restriction was lifted; readers may receive data they did not expect.",
+            *_restriction_hints(removed_request, B if added_request is B else I),
         ),
     ]
+
+
+def _restriction_hints(request: Severity, response: Severity) -> tuple[str, str]:
+    return (
+        "Backward compatible for what you send."
+        if request is I
+        else "A restriction on this data changed; make what you send satisfy it.",
+        "Responses satisfy the new restriction; nothing to do."
+        if response is I
+        else "Readers may receive data they did not expect; check your model.",
+    )
 
 
 SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
@@ -167,6 +258,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         action=ACCEPT,
         request_action=SEND_REQUIRED,
         nested_only=True,
+        response_hint="Responses always carry the new field now; use it when useful.",
     ),
     _f(
         "added-required-with-default",
@@ -177,6 +269,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         action=ACCEPT,
         request_action=SEND_REQUIRED,
         nested_only=True,
+        response_hint="Responses always carry the new field now; use it when useful.",
     ),
     _f(
         "added-optional",
@@ -192,8 +285,9 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         W,
         W,
         "property {name} removed",
-        "Stop sending or reading the field; it is ignored or rejected now.",
+        "Stop sending the field; it is ignored or rejected now.",
         nested_only=True,
+        response_hint="Stop reading the field; responses no longer carry it.",
     ),
     _f(
         "removed-required",
@@ -202,6 +296,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "required property {name} removed",
         "Readers that relied on the field break; update the client model.",
         nested_only=True,
+        request_hint="Stop sending the field; it is ignored or rejected now.",
     ),
     _f(
         "removed-closed-schema",
@@ -210,6 +305,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "property {name} removed from a schema that forbids extra properties",
         "Calls that still send the field are rejected; stop sending it.",
         nested_only=True,
+        response_hint="Stop reading the field; responses no longer carry it.",
     ),
     _f(
         "became-required",
@@ -220,6 +316,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         action=ACCEPT,
         request_action=SEND_REQUIRED,
         nested_only=True,
+        response_hint="Responses always carry the field now; nothing to do.",
     ),
     _f(
         "became-required-with-default",
@@ -230,6 +327,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         action=ACCEPT,
         request_action=SEND_REQUIRED,
         nested_only=True,
+        response_hint="Responses always carry the field now; nothing to do.",
     ),
     _f(
         "became-optional",
@@ -238,6 +336,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "property {name} became optional",
         "Readers must handle the field being absent.",
         nested_only=True,
+        request_hint="Backward compatible; you may leave the field out now.",
     ),
     # Types.
     _f(
@@ -253,6 +352,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         B,
         "type widened from {before} to {after}",
         "Readers get values they may not parse (for example decimals where integers were).",
+        request_hint="Backward compatible; the old values are still accepted.",
     ),
     _f(
         "type-specialized",
@@ -260,6 +360,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "type narrowed from {before} to {after}",
         "Senders must restrict their values to the narrower type.",
+        response_hint="Responses carry a subset of the old values; nothing to do.",
     ),
     _f(
         "list-of-types-widened",
@@ -267,6 +368,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         B,
         "list of types widened from {before} to {after}",
         "Readers may get values of a type they do not handle.",
+        request_hint="Backward compatible; the old types are still accepted.",
     ),
     _f(
         "list-of-types-narrowed",
@@ -274,6 +376,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "list of types narrowed from {before} to {after}",
         "Senders may no longer send some of the old types.",
+        response_hint="Responses carry fewer types than before; nothing to do.",
     ),
     _f(
         "became-nullable",
@@ -281,6 +384,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         B,
         "became nullable",
         "Readers must handle null values.",
+        request_hint="Backward compatible; null is accepted now.",
     ),
     _f(
         "became-not-nullable",
@@ -288,6 +392,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "is no longer nullable",
         "Senders may no longer send null.",
+        response_hint="Responses no longer carry null; nothing to do.",
     ),
     _f(
         "format-added",
@@ -295,6 +400,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "format {after} added",
         "Values must now follow the format; check what you send.",
+        response_hint="Responses follow the format now; nothing to do.",
     ),
     _f(
         "format-removed",
@@ -302,13 +408,15 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         W,
         "format {before} removed",
         "Readers may receive values that do not follow the old format.",
+        request_hint="Backward compatible; the format is no longer checked.",
     ),
     _f(
         "format-changed",
         B,
         B,
         "format changed from {before} to {after}",
-        "The value representation changed; update parsing and serialisation.",
+        "The value representation changed; update serialisation.",
+        response_hint="The value representation changed; update parsing.",
     ),
     # Enums and constants.
     _f(
@@ -319,6 +427,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Handle the new value (or a fallback) where you read this field.",
         action=NEW_ENUM,
         request_action=ACCEPT,
+        request_hint="Backward compatible; the new value is accepted.",
     ),
     _f(
         "enum-value-removed",
@@ -326,6 +435,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "enum value {before} removed",
         "Stop sending the removed value.",
+        response_hint="Responses no longer carry the removed value; nothing to do.",
     ),
     _f(
         "xml-changed",
@@ -342,13 +452,15 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "extensible enum value {after} added",
         "Known values grew; readers of an extensible enum already accept unknown values.",
         action=ACCEPT,
+        request_hint="Backward compatible; the new value is accepted.",
     ),
     _f(
         "x-extensible-enum-value-removed",
         B,
         I,
         "extensible enum value {before} removed",
-        "Stop sending the removed value; readers are unaffected.",
+        "Stop sending the removed value.",
+        response_hint="Readers of an extensible enum already accept unknown values; nothing to do.",
     ),
     _f(
         "became-enum",
@@ -356,6 +468,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "became an enum of {after}",
         "Only the listed values are accepted now.",
+        response_hint="Responses carry only the listed values now; nothing to do.",
     ),
     _f(
         "enum-removed",
@@ -365,6 +478,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Readers may receive values outside the old enum.",
         action=NEW_ENUM,
         request_action=ACCEPT,
+        request_hint="Backward compatible; any value is accepted now.",
     ),
     _f(
         "const-added",
@@ -372,6 +486,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "constant {after} imposed",
         "Only the constant value is accepted now.",
+        response_hint="Responses carry only the constant now; nothing to do.",
     ),
     _f(
         "const-removed",
@@ -379,6 +494,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         B,
         "constant {before} removed",
         "Readers may receive other values than the old constant.",
+        request_hint="Backward compatible; other values are accepted now.",
     ),
     _f(
         "const-changed",
@@ -414,6 +530,8 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "type changed from {before} to {after}, where values are text on the wire",
         "XML, form and header values are text; nothing on the wire enforces the type. Check "
         "the values you parse.",
+        request_hint="XML, form and header values are text; nothing on the wire enforces the "
+        "type. Check the values you send.",
     ),
     _f(
         "multiple-of-generalized",
@@ -421,22 +539,25 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         B,
         "multipleOf relaxed from {before} to {after}",
         "Every old multiple is still valid; readers may now receive values between them.",
+        request_hint="Backward compatible; every old multiple is still accepted.",
     ),
     _f(
         "multiple-of-specialized",
         B,
         I,
         "multipleOf tightened from {before} to {after}",
-        "Send multiples of the new step; readers are unaffected.",
+        "Send multiples of the new step.",
+        response_hint="Responses carry multiples of the new step; nothing to do.",
     ),
-    _f("multiple-of-set", W, I, "multipleOf {after} set", _NEW_BOUND),
-    _f("multiple-of-unset", I, W, "multipleOf {before} removed", _DROPPED_BOUND),
+    _f("multiple-of-set", W, I, "multipleOf {after} set", *_NEW_BOUND),
+    _f("multiple-of-unset", I, W, "multipleOf {before} removed", *_DROPPED_BOUND),
     _f(
         "unique-items-set",
         W,
         I,
         "items must be unique now",
         "Do not send duplicate items.",
+        response_hint="Responses carry no duplicate items now; nothing to do.",
     ),
     _f(
         "unique-items-unset",
@@ -444,6 +565,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         W,
         "items are no longer guaranteed unique",
         "Readers may receive duplicates.",
+        request_hint="Backward compatible; duplicates are accepted now.",
     ),
     # Patterns.
     _f(
@@ -452,6 +574,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "pattern {after} added",
         "Values must now match the pattern; check what you send.",
+        response_hint="Responses match the pattern now; nothing to do.",
     ),
     _f(
         "pattern-changed",
@@ -459,6 +582,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "pattern changed from {before} to {after}",
         "Check that the values you send match the new pattern.",
+        response_hint="Responses match the new pattern; check code that relies on the old one.",
     ),
     _f(
         "pattern-generalized",
@@ -490,6 +614,8 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "default changed from {before} to {after}",
         "Behaviour when the field is omitted changed; send it explicitly if you rely on it.",
         overrides={"request-parameter": B},
+        response_hint="The value the server assumes when the field is omitted changed; check "
+        "code that relies on the old default.",
     ),
     _f(
         "default-value-removed",
@@ -506,13 +632,15 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "additional properties are forbidden now",
         "Calls with extra keys are rejected now; send only documented fields.",
+        response_hint="Responses carry only documented keys now; nothing to do.",
     ),
     _f(
         "additional-properties-allowed",
         I,
         I,
         "additional properties are allowed now",
-        "Backward compatible for senders; readers may see unknown keys.",
+        "Backward compatible; extra keys are accepted now.",
+        response_hint="Readers may see unknown keys; ignore the ones you do not know.",
     ),
     # Composition.
     _f(
@@ -521,6 +649,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         B,
         "oneOf alternative {after} added",
         "Readers must handle the new alternative.",
+        request_hint="Backward compatible; the new alternative is accepted.",
     ),
     _f(
         "one-of-removed",
@@ -528,6 +657,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "oneOf alternative {before} removed",
         "Stop sending the removed alternative.",
+        response_hint="Responses no longer carry the removed alternative; nothing to do.",
     ),
     _f(
         "any-of-added",
@@ -535,6 +665,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "anyOf alternative {after} added",
         "A new alternative is accepted.",
+        response_hint="Readers may get the new alternative.",
     ),
     _f(
         "any-of-removed",
@@ -542,6 +673,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "anyOf alternative {before} removed",
         "Stop sending the removed alternative.",
+        response_hint="Responses no longer carry the removed alternative; nothing to do.",
     ),
     _f(
         "all-of-added",
@@ -549,6 +681,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "allOf subschema {after} added",
         "Data must satisfy an additional subschema.",
+        response_hint="Responses satisfy an additional subschema; nothing to do.",
     ),
     _f(
         "all-of-removed",
@@ -578,6 +711,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "anyOf became oneOf over the same alternatives",
         "A value that matches more than one alternative is rejected now; send values that "
         "match exactly one.",
+        response_hint="Responses match exactly one alternative now; nothing to do.",
     ),
     _f(
         "one-of-became-any-of",
@@ -591,8 +725,9 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         W,
         B,
         "schema became oneOf with {after} alternatives, the old shape kept as one",
-        "Old data still fits unless it also matches another alternative (oneOf rejects "
-        "that); readers may get the new alternatives.",
+        "Old data still fits unless it also matches another alternative (oneOf rejects that); "
+        "check what you send.",
+        response_hint="Readers may get the new alternatives; the old shape is one of them.",
     ),
     _f(
         "wrapped-in-any-of",
@@ -600,13 +735,15 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         B,
         "schema became anyOf with {after} alternatives, the old shape kept as one",
         "Old data still fits; readers may get the new alternatives.",
+        request_hint="Backward compatible; the old shape is still accepted.",
     ),
     _f(
         "restructured",
         W,
         B,
         "schema restructured ({before} -> {after}); the old shape is not kept as an alternative",
-        "Review the new shape against what you send and read.",
+        "Review the new shape against what you send.",
+        response_hint="Review the new shape against what you read.",
     ),
     _f(
         "wrapped-in-one-of",
@@ -635,6 +772,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "discriminator property changed from {before} to {after}",
         "Read the new tag property.",
+        request_hint="Send the new tag property.",
     ),
     _f(
         "discriminator-mapping-added",
@@ -668,7 +806,8 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         B,
         B,
         "dependentRequired changed for {name}",
-        "Co-required fields changed; check what you send and read.",
+        "Co-required fields changed; check what you send.",
+        response_hint="Co-required fields changed; check what you read.",
     ),
     *_pair("dependent-schema", "dependentSchemas"),
     *_pair("pattern-property", "patternProperties"),
@@ -697,7 +836,8 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         W,
         W,
         "the subschema under not changed",
-        "Other values are excluded now; check what you send and what you read against it.",
+        "Other values are excluded now; check what you send against it.",
+        response_hint="Other values are excluded now; check what you read against it.",
     ),
     # Lifecycle and documentation.
     _f(
@@ -770,6 +910,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "required property {name} is no longer write-only",
         "Readers now receive a field that was never returned before; check your model.",
         nested_only=True,
+        request_hint="Nothing changes for what you send.",
     ),
     _f(
         "became-write-only",
@@ -778,13 +919,14 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "required property {name} became write-only",
         "Responses may stop carrying the field; readers that rely on it should check.",
         nested_only=True,
+        request_hint="Backward compatible; the field is still accepted.",
     ),
     _f(
         "description-changed",
         I,
         I,
         "description changed",
-        "Read the new description; it may change how the field is used.",
+        "Review the new description; it may change how the field is used.",
         action=ACCEPT,
     ),
 )
@@ -1762,7 +1904,7 @@ def build_catalog() -> dict[str, Rule]:
                         ),
                         summary=fam.summary,
                         agent_action=fam.action_for(direction),
-                        hint=fam.hint,
+                        hint=fam.hint_for(direction),
                         family=fam.aspect,
                         direction=direction,
                     )
@@ -1804,6 +1946,8 @@ def render_rules_markdown() -> str:
         "Request subjects (data we send): " + _subjects_text(Direction.REQUEST) + ".",
         "Response subjects (data we read): " + _subjects_text(Direction.RESPONSE) + ".",
         "Families marked *nested* concern a property and exist only for nested subjects.",
+        "A hint fits its side: a request-side hint speaks of what the client sends, a",
+        "response-side hint of what it reads (a family with one hint per side shows both).",
         "",
         "| aspect | request | response | agentAction (request / response) | summary | hint |",
         "|---|---|---|---|---|---|",
@@ -1815,8 +1959,11 @@ def render_rules_markdown() -> str:
             req = f"{req} ({extra})"
         aspect = f"`{fam.aspect}`" + (" *nested*" if fam.nested_only else "")
         actions = f"`{fam.action_for(Direction.REQUEST)}` / `{fam.action_for(Direction.RESPONSE)}`"
+        hint = fam.hint_for(Direction.REQUEST)
+        if fam.hint_for(Direction.RESPONSE) != hint:
+            hint = f"request: {hint} response: {fam.hint_for(Direction.RESPONSE)}"
         lines.append(
-            f"| {aspect} | {req} | {fam.response.value} | {actions} | {fam.summary} | {fam.hint} |"
+            f"| {aspect} | {req} | {fam.response.value} | {actions} | {fam.summary} | {hint} |"
         )
     lines += [
         "",

@@ -10,6 +10,8 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from controller.reports import fit_rows
+
 BRANCH_PREFIX = "driftgate/drift/"
 CHANGELOG_DIR = ".driftgate/changes"
 DRAFT_LABEL = "driftgate:draft"
@@ -58,6 +60,10 @@ def _cell(text: str) -> str:
     return " ".join(text.replace("|", "\\|").split())[:500]
 
 
+MAX_BODY_CHARS = 60_000
+"""A pull request body GitHub accepts (65,536 characters at most), with room to spare."""
+
+
 def render_changelog(
     *,
     watch_name: str,
@@ -66,9 +72,11 @@ def render_changelog(
     changes: Sequence[ChangeLine],
     link: str | None,
     vendored_path: str | None = None,
+    max_chars: int | None = None,
 ) -> str:
     """The changelog file: what drifted, each change with its severity, rule and the hint
-    an agent or a person acts on, and where to read more."""
+    an agent or a person acts on, and where to read more. With `max_chars` (a pull request
+    body), the rows that do not fit are left out and counted."""
     ordered = sorted(changes, key=lambda c: (_SEVERITY_ORDER.get(c.severity, 3), c.path))
     lines = [
         f"# Contract drift: {watch_name}",
@@ -84,19 +92,27 @@ def render_changelog(
         "| severity | rule | path | change | what to do |",
         "|---|---|---|---|---|",
     ]
+    rows = []
     for change in ordered:
         todo = change.hint + (f" (`{change.agent_action}`)" if change.agent_action else "")
-        lines.append(
+        rows.append(
             f"| {change.severity} | {_cell(change.rule) or '-'} | `{_cell(change.path)}` | "
             f"{_cell(change.message)} | {_cell(todo) or '-'} |"
         )
-    lines += [
+    closing = [
         "",
         "Opened by driftgate. Merging this pull request accepts the new contract as the "
         "baseline, resolves the incident and unblocks the agents bound to the watch.",
         "",
     ]
-    return "\n".join(lines)
+    if max_chars is None:
+        return "\n".join([*lines, *rows, *closing])
+
+    def left_out(rest: int, total: int) -> str:
+        return f"*…and {rest:,} more of {total:,} changes: see `{changelog_path(event_id)}`.*"
+
+    room = max_chars - len("\n".join(closing))
+    return "\n".join([*fit_rows(lines, rows, room, left_out), *closing])
 
 
 def body(changelog: str, *, draft_refused: bool) -> str:

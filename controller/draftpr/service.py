@@ -33,7 +33,7 @@ from controller.actions import ACTIONS, Drift
 from controller.actions import DRAFT_PR as DRAFT_PR_ACTION
 from controller.checks import decode_changes, decode_snapshot
 from controller.crypto import SecretBox
-from controller.diffs.explain import hint_of
+from controller.diffs.explain import cause_text, hint_of
 from controller.diffs.rules import CATALOG
 from controller.draftpr import changelog, lint
 from controller.draftpr.github import (
@@ -662,14 +662,16 @@ def _pull_request_work(session: Session, row: DraftPr, settings: Settings) -> di
         if settings.public_base_url
         else None
     )
-    text = changelog.render_changelog(
-        watch_name=watch.name,
-        watch_url=watch.url,
-        event_id=event.id,
-        changes=lines,
-        link=link,
-        vendored_path=vendored,
-    )
+    parts: dict[str, Any] = {
+        "watch_name": watch.name,
+        "watch_url": watch.url,
+        "event_id": event.id,
+        "changes": lines,
+        "link": link,
+        "vendored_path": vendored,
+    }
+    text = changelog.render_changelog(**parts)
+    shown = changelog.render_changelog(**parts, max_chars=changelog.MAX_BODY_CHARS)
     files = [FileChange(changelog.changelog_path(event.id), text)]
     if vendored and event.snapshot_id:
         snapshot = session.get(Snapshot, event.snapshot_id)
@@ -681,9 +683,28 @@ def _pull_request_work(session: Session, row: DraftPr, settings: Settings) -> di
         "files": files,
         "message": f"driftgate: {watch.name} contract drift ({event.id})",
         "title": changelog.title(watch.name, lines),
-        "body": changelog.body(text, draft_refused=False),
+        "body": changelog.body(shown, draft_refused=False),
         "label": changelog.DRAFT_LABEL,
         "base": row.request.get("base") or None,
+    }
+
+
+def _requested(change: dict[str, Any]) -> dict[str, Any]:
+    """A stored change as a draft pull request lists it: a change to a shared schema by its
+    cause (`refund.reason: maxLength 5000 removed (385 operations)`, at the schema), any
+    other by its summary and path."""
+    cause = cause_text(change)
+    if cause is not None:
+        count = int(change.get("affectedCount") or len(change.get("affected") or []) or 1)
+        path = str(change.get("origin"))
+        message = f"{cause} ({count} operation{'s' if count != 1 else ''})"
+    else:
+        path, message = str(change.get("path", "")), str(change.get("summary", ""))
+    return {
+        "path": path[:1000],
+        "severity": change.get("severity", "info"),
+        "message": message[:1000],
+        "rule": change.get("rule"),
     }
 
 
@@ -1226,16 +1247,7 @@ def open_on_drift(drift: Drift, agent: Agent) -> bool:
     event = session.get(DriftEvent, event_id)
     if repo.count("/") != 1 or event is None:
         return False
-    changes = [
-        {
-            "path": str(c.get("path", ""))[:1000],
-            "severity": c.get("severity", "info"),
-            "message": str(c.get("summary", ""))[:1000],
-            "rule": c.get("rule"),
-        }
-        for c in decode_changes(event.changes)
-        if not c.get("ignored")
-    ][:250]
+    changes = [_requested(c) for c in decode_changes(event.changes) if not c.get("ignored")][:250]
     request = {
         "watchId": watch.id,
         "driftEventId": event.id,

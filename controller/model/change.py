@@ -63,6 +63,13 @@ class Change(BaseModel):
     origin: str | None = Field(default=None, exclude_if=_absent)
     # Grouped output: the operations (or tools) one cause affects, this change's own first.
     affected: list[str] | None = Field(default=None, exclude_if=_absent)
+    # Grouped output: the places the cause was met at, one per operation and request or
+    # response it reaches (what `--flat` lists one change each for).
+    placeCount: int | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="how many places (an operation's request or response) the cause was met at",
+    )
 
     def to_json(self) -> dict[str, Any]:
         """Return the documented JSON form: optional fields only when they carry a value."""
@@ -88,6 +95,8 @@ class Change(BaseModel):
         if self.affected is not None:
             data["affected"] = self.affected
             data["affectedCount"] = len(self.affected)
+        if self.placeCount is not None:
+            data["placeCount"] = self.placeCount
         return data
 
 
@@ -96,6 +105,12 @@ class ChangeOut(Change):
     the human `hint` of its rule (`controller.diffs.explain.with_hints`)."""
 
     hint: str = Field(description="what to do about it, in words (the rule's remediation)")
+    cause: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="for a change that lives in a shared schema: the schema and what changed in "
+        "it (`refund.reason: maxLength 5000 removed`)",
+    )
     affectedCount: int | None = Field(
         default=None, exclude_if=_absent, description="how many operations the cause affects"
     )

@@ -4,11 +4,27 @@ the diff service builds and `controller.reports` renders."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from functools import cached_property
+from typing import Any, Literal
 
 from controller.model.change import Change, Severity
 
 Threshold = Literal["breaking", "warning", "info", "never"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """One diffed document as a report points into it: `file`, its path relative to the
+    working directory (None for a URL), and its bytes, read as text only when a format asks
+    for line numbers."""
+
+    file: str | None
+    data: bytes | None = None
+
+    @cached_property
+    def text(self) -> str | None:
+        # Parsed already, so UTF-8 (a byte order mark allowed).
+        return self.data.decode("utf-8-sig", errors="replace") if self.data is not None else None
 
 
 @dataclass
@@ -23,6 +39,15 @@ class DiffReport:
     # Grouped reports (the default) hold one change per cause; `occurrences` then counts the
     # per-operation changes they stand for. Flat reports leave it None.
     occurrences: dict[str, int] | None = None
+    # Causes, (cause, operation) pairs and places by severity (`controller.diffs.grouping`):
+    # the same whether the report is grouped or flat.
+    totals: dict[str, dict[str, int]] | None = None
+    # What the documents share (`controller.diffs.overlap`), and warnings about the inputs
+    # (`{"code", "message"}`: documents that look like different APIs).
+    overlap: dict[str, Any] | None = None
+    warnings: list[dict[str, str]] = field(default_factory=list)
+    base_source: Source | None = None
+    revision_source: Source | None = None
     counts: dict[str, int] = field(init=False)
     ignored: int = field(init=False)
 

@@ -6,6 +6,7 @@ URLs through `controller.sources.http`); parsing and diffing are the pure engine
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime
@@ -26,12 +27,13 @@ from controller.diffs import (
     diff_openapi,
     load_document,
 )
-from controller.diffs.grouping import group_changes, occurrences
+from controller.diffs.grouping import group_changes, occurrences, totals
+from controller.diffs.overlap import Overlap, overlap, title_of
 from controller.diffs.overrides import parse_rules_file
 from controller.errors import DriftgateError
 from controller.model.change import Change
-from controller.model.report import DiffReport, Threshold
-from controller.reports import render
+from controller.model.report import DiffReport, Source, Threshold
+from controller.reports import ANNOTATIONS, MARKDOWN_MAX_CHARS, RenderOptions, render
 from controller.sources.http import CLI_USER_AGENT, FetchError, fetch, make_client
 
 ContractType = Literal["auto", "openapi", "mcp", "json"]
@@ -105,7 +107,7 @@ def diff_contracts(
     `today` (default: the UTC date now) decides OpenAPI sunset windows. The report is grouped
     by cause (`controller.diffs.grouping`) unless `flat`; `check_version` reports breaking changes
     under a version number that did not go up (`api-version-*`)."""
-    with _inputs(reader, base, revision, contract_type) as (base_doc, rev_doc, reader):
+    with _inputs(reader, base, revision, contract_type) as (base_doc, rev_doc, reader, data):
         resolved = contract_type
         if resolved == "auto":
             resolved = detect_type(base_doc)  # type: ignore[assignment]
@@ -129,11 +131,53 @@ def diff_contracts(
         )
         if rules is not None:
             changes = apply_rules_file(changes, rules)
+        common = overlap(base_doc, rev_doc, str(resolved))
+        context: dict[str, Any] = {
+            "overlap": common.to_json() if common is not None else None,
+            "warnings": _warnings(common, base_doc, rev_doc),
+            "base_source": Source(_display_path(base), data[0]),
+            "revision_source": Source(_display_path(revision), data[1]),
+        }
         if flat:
-            return DiffReport(base, revision, str(resolved), changes)
+            return DiffReport(
+                base,
+                revision,
+                str(resolved),
+                changes,
+                totals=totals(group_changes(changes)),
+                **context,
+            )
         if not grouped_by_engine:
             changes = group_changes(changes)
-        return DiffReport(base, revision, str(resolved), changes, occurrences=occurrences(changes))
+        return DiffReport(
+            base,
+            revision,
+            str(resolved),
+            changes,
+            occurrences=occurrences(changes),
+            totals=totals(changes),
+            **context,
+        )
+
+
+def _warnings(common: Overlap | None, base_doc: Any, rev_doc: Any) -> list[dict[str, str]]:
+    """Warnings about the inputs: documents that share almost none of their operations."""
+    if common is None or not common.unrelated:
+        return []
+    message = common.warning(title_of(base_doc), title_of(rev_doc))
+    return [{"code": "unrelated-documents", "message": message}]
+
+
+def _display_path(location: str) -> str | None:
+    """A local input's path relative to the working directory, with `/` separators (how
+    GitHub annotations and SARIF name files); None for a URL."""
+    if location.startswith(("http://", "https://")):
+        return None
+    path = Path(location.removeprefix("file://"))
+    try:
+        return Path(os.path.relpath(path.resolve(), Path.cwd())).as_posix()
+    except ValueError:  # another drive (Windows): no relative path exists
+        return path.as_posix()
 
 
 def compare_payloads(
@@ -145,26 +189,39 @@ def compare_payloads(
     reader: Reader | None = None,
 ) -> DiffReport:
     """The offline `compare_json`: infer schemas from two JSON payloads and diff them."""
-    with _inputs(reader, base, revision, "json") as (base_doc, rev_doc, _):
+    with _inputs(reader, base, revision, "json") as (base_doc, rev_doc, _, _data):
         changes = diff_json_samples(base_doc, rev_doc, profile=profile)
         if rules is not None:
             changes = apply_rules_file(changes, rules)
-        return DiffReport(base, revision, "json", changes, profile=profile)
+        # Pointers into inferred schemas, not into the payloads: files without lines.
+        return DiffReport(
+            base,
+            revision,
+            "json",
+            changes,
+            profile=profile,
+            totals=totals(changes),
+            base_source=Source(_display_path(base)),
+            revision_source=Source(_display_path(revision)),
+        )
 
 
 @contextmanager
 def _inputs(
     reader: Reader | None, base: str, revision: str, contract_type: ContractType
-) -> Iterator[tuple[Any, Any, Reader]]:
-    """Both inputs read and parsed (with `reader`, else one of its own, closed after); a
-    contract that cannot be parsed, here or in the body, is an `InputError`."""
+) -> Iterator[tuple[Any, Any, Reader, tuple[bytes, bytes]]]:
+    """Both inputs read and parsed (with `reader`, else one of its own, closed after), with
+    their bytes (kept for line numbers); a contract that cannot be parsed, here or in the
+    body, is an `InputError`."""
     own = reader is None
     used = reader or Reader()
     try:
+        base_data, revision_data = used.read(base), used.read(revision)
         yield (
-            _parse(used.read(base), base, contract_type),
-            _parse(used.read(revision), revision, contract_type),
+            _parse(base_data, base, contract_type),
+            _parse(revision_data, revision, contract_type),
             used,
+            (base_data, revision_data),
         )
     except ContractParseError as exc:
         raise InputError(str(exc)) from None
@@ -232,6 +289,14 @@ def _uri(location: str) -> str:
     return str(Path(location.removeprefix("file://")).resolve())
 
 
-def render_report(report: DiffReport, fmt: str, fail_on: str) -> str:
+def render_report(
+    report: DiffReport,
+    fmt: str,
+    fail_on: str,
+    *,
+    markdown_max_chars: int = MARKDOWN_MAX_CHARS,
+    annotations: int = ANNOTATIONS,
+) -> str:
     """`report` in one of `controller.reports.FORMATS` (`driftgate diff --format`)."""
-    return render(report, fmt, cast(Threshold, fail_on))
+    options = RenderOptions(markdown_max_chars=markdown_max_chars, annotations=annotations)
+    return render(report, fmt, cast(Threshold, fail_on), options)

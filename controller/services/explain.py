@@ -51,11 +51,21 @@ class ChangeIn(RequestModel):
         description="accepted so that a served change can be sent back as it is; the "
         "explanation computes its own",
     )
-    origin: Text | None = Field(default=None, description="as served; not used")
+    cause: Text | None = Field(
+        default=None,
+        description="accepted so that a served change can be sent back as it is; the "
+        "explanation computes its own",
+    )
+    origin: Text | None = Field(
+        default=None, description="as served: the shared schema place the change lives in"
+    )
     affected: Annotated[list[Place], Field(max_length=2000)] | None = Field(
-        default=None, description="as served; not used"
+        default=None, description="as served: the operations the cause reaches"
     )
     affected_count: Annotated[int, Field(ge=0), JsonNumber] | None = Field(
+        default=None, description="as served; not used"
+    )
+    place_count: Annotated[int, Field(ge=0), JsonNumber] | None = Field(
         default=None, description="as served; not used"
     )
 
@@ -91,6 +101,9 @@ class ChangeIn(RequestModel):
         }
         if self.agent_action is not None:
             data["agentAction"] = self.agent_action
+        if self.origin is not None:  # a served cause: explained by its schema place
+            data["origin"] = self.origin
+            data["affected"] = self.affected
         return Change.model_validate(data)
 
 
@@ -111,6 +124,14 @@ class ExplainedChange(ApiModel):
     agent_action: str = Field(description="stable remediation token")
     hint: str = Field(description="what to do, for people")
     location: LocationOut | None = None
+    cause: str | None = Field(
+        default=None,
+        description="for a change sent with its `origin`: the shared schema and what changed "
+        "in it (`refund.reason: maxLength 5000 removed`)",
+    )
+    affected_count: int | None = Field(
+        default=None, description="for a change sent with `affected`: the operations it reaches"
+    )
     ignored: bool = False
     ignore_reason: str | None = None
 
@@ -136,6 +157,8 @@ def explain(request: ExplainRequest) -> ExplainOut:
                 agent_action=item["agentAction"],
                 hint=item["hint"],
                 location=LocationOut(**item["location"]) if "location" in item else None,
+                cause=item.get("cause"),
+                affected_count=item.get("affectedCount"),
                 ignored=item.get("ignored", False),
                 ignore_reason=item.get("ignoreReason"),
             )

@@ -84,7 +84,7 @@ def test_json_output_is_the_documented_shape(files: dict[str, str]) -> None:
 
 def test_markdown_and_github_outputs(files: dict[str, str]) -> None:
     markdown = run("diff", files["base"], files["breaking"], "--format", "markdown").output
-    assert markdown.startswith("### driftgate:") and "| severity | where |" in markdown
+    assert markdown.startswith("### driftgate:") and "| severity | change | reaches |" in markdown
     assert f"| {CATALOG['endpoint-removed'].hint} |" in markdown
     github = run("diff", files["base"], files["breaking"], "--format", "github").output.splitlines()
     errors = [line for line in github if line.startswith("::error ")]
@@ -314,8 +314,10 @@ def test_grouped_by_default_and_flat_on_request(tmp_path: Path) -> None:
     assert all("affected" not in c for c in flat["changes"])
 
     text = run("diff", str(base), str(revision)).output.splitlines()
-    assert text[1].startswith("1 breaking, 0 warning, 0 info")
-    assert text[2].startswith("Grouped by cause: 1 causes stand for 2 per-operation changes")
-    assert "(+1 more)" in "\n".join(text)
+    assert text[1].startswith("1 breaking, 0 warning, 0 info cause.")
+    assert "Top causes:" in text
+    lead = "BREAKING Charge: required property 'amount' removed (2 operations)"
+    assert any(line.strip().startswith(lead) for line in text)
     markdown = run("diff", str(base), str(revision), "--format", "markdown").output
-    assert "Top causes" in markdown and "(+1 more)" in markdown
+    assert "**Top causes**" in markdown
+    assert "| `Charge`: required property 'amount' removed | 2 operations |" in markdown

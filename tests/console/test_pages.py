@@ -402,3 +402,40 @@ def test_the_overview_charts_and_its_dashboard_tabs(
     figure = re.compile(r'<span class="figure">(\d+)</span> watches')
     assert int(figure.search(mcp).group(1)) < int(figure.search(everything).group(1))  # type: ignore[union-attr]
     assert admin.get("/console/?dashboard=nope").status_code == 404
+
+
+def test_an_event_leads_with_the_cause_of_a_shared_schema_change(
+    live_app: Flask,
+    controller: Controller,
+    server: SpecServer,
+    acme: OrgKey,
+    database: Database,
+) -> None:
+    """A change to a schema that operations share is told once, by its cause (the schema
+    and what changed in it, and how many operations it reaches), before the operations."""
+    api = live_app.test_client()
+    spec = charges_spec()
+    answer = {"application/json": {"schema": {"$ref": "#/components/schemas/Charge"}}}
+    spec["paths"]["/v1/charges"] = {
+        "post": {"responses": {"200": {"description": "ok", "content": answer}}}
+    }
+    url = server.set("/openapi.json", as_json(spec))
+    created = api.post("/api/watches", json={"name": "pay", "url": url}, headers=acme.headers)
+    watch_id = created.get_json()["id"]
+    api.post(f"/api/watches/{watch_id}/check?wait=30", headers=acme.headers)
+    spec["components"]["schemas"]["Charge"]["required"] = ["id"]
+    del spec["paths"]["/v1/refunds"]
+    server.set("/openapi.json", as_json(spec))
+    api.post(f"/api/watches/{watch_id}/check?wait=30", headers=acme.headers)
+    make_user(database, "acme", "admin@example.com")
+    admin = sign_in(live_app.test_client(), "admin@example.com")
+    events = api.get(f"/api/drift?watchId={watch_id}", headers=acme.headers).get_json()
+    event_id = events["events"][0]["id"]
+    served = api.get(f"/api/drift/events/{event_id}", headers=acme.headers).get_json()
+    cause = next(c for c in served["changes"] if c.get("cause"))
+    assert cause["cause"] == "Charge: property 'amount' became optional"
+    page = admin.get(f"/console/watches/{watch_id}/events/{event_id}").get_data(as_text=True)
+    shared = page.index("<h2>Shared schemas</h2>")
+    assert shared < page.index("<h2>GET /v1/refunds</h2>")
+    assert "Charge: property &#39;amount&#39; became optional <small>(2 operations)</small>" in page
+    assert "#/components/schemas/Charge/properties/amount" in page

@@ -116,3 +116,19 @@ def test_delivery_sends_what_the_messages_channel_renders(box: SecretBox) -> Non
     assert (outcome.success, outcome.status_code, outcome.error) == (True, 202, None)
     # The private `_messageId` is the event's id, never part of what a channel renders.
     assert sent == [("mailto:ops@example.com", b"msg_1_0:drift.detected", {"X-Kind": "mail"})]
+
+
+def test_slack_tells_a_shared_schema_change_by_its_cause() -> None:
+    cause = {
+        "severity": "breaking",
+        "summary": "response 200 property 'card.refunds.data[].reason': maxLength 5000 removed",
+        "cause": "refund.reason: maxLength 5000 removed",
+        "affectedCount": 385,
+        "hint": "The bound is gone; readers may receive values they did not expect.",
+    }
+    payload = {**PAYLOAD, "data": {**PAYLOAD["data"], "changes": [cause]}}
+    text = json.loads(render_slack(Event(payload, "msg_1_0", SIGNING_SECRET, NOW)).body)["text"]
+    assert text.splitlines()[-1] == (
+        "• [breaking] refund.reason: maxLength 5000 removed (385 operations) "
+        "_The bound is gone; readers may receive values they did not expect._"
+    )

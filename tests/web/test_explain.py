@@ -97,3 +97,34 @@ def test_limits(client: FlaskClient) -> None:
     huge = json.dumps({"changes": [{"path": "/a" * 600_000, "severity": "info", "summary": "x"}]})
     too_big = client.post("/api/drift/explain", data=huge, content_type="application/json")
     assert too_big.status_code == 413 and too_big.json["error"] == "payload_too_large"
+
+
+def test_a_served_cause_is_explained_by_its_schema(client: FlaskClient) -> None:
+    """A change to a shared schema, sent back as a drift event serves it (with `origin`,
+    `affected`, `cause`), is explained by its cause; a change of its own place is not."""
+    cause = {
+        "path": "/paths/~1v1~13d_secure/post/responses/200/content/application~1json/schema",
+        "severity": "breaking",
+        "summary": "response 200 (application/json) property 'card.refunds.data[].reason': "
+        "maxLength 5000 removed",
+        "rule": "response-property-max-length-unset",
+        "before": 5000,
+        "origin": "#/components/schemas/refund/properties/reason",
+        "affected": ["POST /v1/3d_secure", "GET /v1/charges"],
+        "affectedCount": 2,
+        "placeCount": 3,
+        "cause": "refund.reason: maxLength 5000 removed",
+        "hint": "as served",
+    }
+    own = {
+        "path": "/paths/~1a/get",
+        "severity": "breaking",
+        "summary": "gone",
+        "rule": "endpoint-removed",
+    }
+    response = client.post("/api/drift/explain", json={"changes": [cause, own]})
+    assert response.status_code == 200, response.json
+    explained, plain = response.json["changes"]
+    assert explained["cause"] == "refund.reason: maxLength 5000 removed"
+    assert explained["affectedCount"] == 2
+    assert plain.get("cause") is None and plain.get("affectedCount") is None

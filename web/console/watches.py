@@ -72,15 +72,24 @@ def event(user: SignedIn, watch_id: str, event_id: str) -> Response:
     return page("event.html", user, event=found, groups=grouped(found.changes))
 
 
+SHARED = "Shared schemas"
+WHOLE = "the contract as a whole"
+
+
 def grouped(changes: list[Any]) -> OrderedDict[str, list[Any]]:
-    """Changes by the operation or tool they touch (the document itself last), breaking
-    first within each."""
+    """Changes by the operation or tool they touch, breaking first within each; a change to
+    a shared schema (it has a `cause`) is told once, under the shared schemas, first, whose
+    most far-reaching causes come first; the document itself last."""
     order = {"breaking": 0, "warning": 1, "info": 2}
     groups: OrderedDict[str, list[Any]] = OrderedDict()
-    for change in sorted(changes, key=lambda c: (order.get(c.severity.value, 3), c.path)):
+    ranked = sorted(
+        changes,
+        key=lambda c: (order.get(c.severity.value, 3), -(c.affectedCount or 1), c.path),
+    )
+    for change in ranked:
         where = change.location.operation or change.location.tool if change.location else None
-        groups.setdefault(where or "the contract as a whole", []).append(change)
-    return OrderedDict(sorted(groups.items(), key=lambda kv: kv[0] == "the contract as a whole"))
+        groups.setdefault(SHARED if change.cause else where or WHOLE, []).append(change)
+    return OrderedDict(sorted(groups.items(), key=lambda kv: (kv[0] != SHARED, kv[0] == WHOLE)))
 
 
 # The actions of a watch's page: each a form posting here; admins only.

@@ -37,10 +37,18 @@ def slack_text(payload: dict[str, Any]) -> str:
         )
     for change in (data.get("changes") or [])[:5]:
         hint = f" _{change['hint']}_" if change.get("hint") else ""
-        lines.append(f"• [{change.get('severity')}] {change.get('summary')}{hint}")
+        lines.append(f"• [{change.get('severity')}] {_told(change)}{hint}")
     if data.get("error"):
         lines.append(f"Error: {data['error']}")
     return "\n".join(lines)
 
 
 SLACK = Channel("slack", render_slack)
+
+
+def _told(change: dict[str, Any]) -> str:
+    """A change to a shared schema by its cause and reach, any other by its summary."""
+    if not change.get("cause"):
+        return str(change.get("summary"))
+    count = int(change.get("affectedCount") or 1)
+    return f"{change['cause']} ({count} operation{'s' if count != 1 else ''})"
