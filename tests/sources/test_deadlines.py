@@ -52,6 +52,12 @@ def peer(request: pytest.FixtureRequest) -> Iterator[Stalling]:
         yield running
 
 
+@pytest.fixture
+def server() -> Iterator[SpecServer]:
+    with spec_server() as running:
+        yield running
+
+
 def ends_as_timeout(call: Callable[[], object]) -> FetchError:
     started = time.monotonic()
     with pytest.raises(FetchError) as caught:
@@ -119,12 +125,6 @@ def test_a_deadline_in_force_bounds_a_fetch_that_names_a_longer_one(server: Spec
                 lambda: fetch(client, server.url("/openapi.json"), deadline=600)
             )
     assert f"within {DEADLINE:g} s" in error.message
-
-
-@pytest.fixture
-def server() -> Iterator[SpecServer]:
-    with spec_server() as running:
-        yield running
 
 
 @pytest.mark.parametrize("trickle", [0.0, 0.3], ids=["hangs", "trickles"])
