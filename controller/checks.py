@@ -51,7 +51,7 @@ from controller.model.change import Change, Severity
 from controller.model.watch import DriftStatus, FailureClass
 from controller.settings import Settings
 from controller.sources.http import FetchError, fetch
-from controller.sources.mcp import fetch_mcp_snapshot, redact_url
+from controller.sources.mcp import McpLimits, fetch_mcp_snapshot, redact_url
 from controller.status import CheckFailed, CheckSucceeded, Counts, facts_of, transition
 from controller.store.models import DriftEvent, Incident, IngressProfile, Snapshot, Watch
 from controller.store.watch_rows import decrypted_headers
@@ -293,14 +293,21 @@ def _document(check: CheckInput, fetched: Fetched) -> Any:
 
 
 def contract_fetcher(settings: Settings, client: Any) -> Fetcher:
-    """The fetcher of every watch type: HTTP for `openapi` and `rest`, an MCP client for `mcp`."""
+    """The fetcher of every watch type: HTTP for `openapi` and `rest`, an MCP client for `mcp`.
+    Either ends within `fetch_deadline_seconds` (the whole MCP session, every redirect and the
+    whole body), else as a `timeout` failure."""
     over_http = http_fetcher(settings, client)
+    mcp_limits = McpLimits(total_timeout=settings.fetch_deadline_seconds)
 
     def fetch_contract(check: CheckInput) -> Fetched:
         if check.watch_type != "mcp":
             return over_http(check)
         snapshot = fetch_mcp_snapshot(
-            check.url, client=client, headers=check.headers, allow_stdio=settings.allow_stdio_mcp
+            check.url,
+            client=client,
+            headers=check.headers,
+            allow_stdio=settings.allow_stdio_mcp,
+            limits=mcp_limits,
         )
         # How the server was reached is not part of its contract.
         snapshot.pop("transport", None)
@@ -322,6 +329,7 @@ def http_fetcher(settings: Settings, client: Any) -> Fetcher:
             etag=check.etag if check.method in (None, "GET") else None,
             last_modified=check.last_modified if check.method in (None, "GET") else None,
             max_bytes=MAX_CONTRACT_BYTES,
+            deadline=settings.fetch_deadline_seconds,
         )
         if result.not_modified:
             return Fetched(

@@ -158,6 +158,21 @@ class Settings(BaseModel):
         le=3600,
         description="a request's body must arrive within this time after its headers (else 408)",
     )
+    fetch_deadline_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        description="a check's whole fetch (connect, every redirect, the whole body; an MCP "
+        "server's whole session) must end within this time, else the check fails as timeout",
+    )
+    delivery_deadline_seconds: float = Field(
+        default=15.0,
+        gt=0,
+        le=300,
+        description="one delivery attempt (webhook, Slack, e-mail through the relay) and each "
+        "call to GitHub or the single sign-on provider must end within this time, else it "
+        "fails as timeout (a delivery is retried with backoff)",
+    )
     allow_private_targets: bool = False
     private_target_allowlist: tuple[str, ...] = Field(
         default=(),

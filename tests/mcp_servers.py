@@ -20,6 +20,7 @@ import selectors
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import IO, Any
@@ -123,11 +124,16 @@ class RawMcpServer:
         self.discover_error: dict[str, Any] = {"code": -32601, "message": "Method not found"}
         self.answer_every_post: tuple[int, str, bytes] | None = None
         self.delay = 0.0
+        # A JSON-RPC method the server stalls in: says nothing (`stall_trickle` 0) or sends
+        # headers and then a byte every `stall_trickle` seconds, until the client goes.
+        self.stall_method: str | None = None
+        self.stall_trickle = 0.0
+        self.stopping = threading.Event()
         self.requests: list[tuple[str, str | None, dict[str, str]]] = []
         server = self
 
         # Imported here: the stdio child runs this file as a script, without the `tests` package.
-        from tests.servers import Loopback, QuietHandler
+        from tests.servers import Loopback, QuietHandler, drip
 
         class Handler(QuietHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
@@ -137,6 +143,9 @@ class RawMcpServer:
                 server.requests.append(("POST", method, dict(self.headers)))
                 if server.delay:
                     time.sleep(server.delay)
+                if method is not None and method == server.stall_method:
+                    self._stall()
+                    return
                 if server.answer_every_post is not None:
                     self._send(*server.answer_every_post)
                     return
@@ -154,6 +163,16 @@ class RawMcpServer:
             def do_GET(self) -> None:  # noqa: N802
                 server.requests.append(("GET", None, dict(self.headers)))
                 self._send(405, "text/plain", b"method not allowed")
+
+            def _stall(self) -> None:
+                if not server.stall_trickle:
+                    server.stopping.wait()
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "1000000")
+                self.end_headers()
+                drip(self.wfile, server.stall_trickle, server.stopping)
 
             def _send(
                 self,
@@ -201,6 +220,7 @@ class RawMcpServer:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        self.stopping.set()
         self._loopback.stop()
 
 

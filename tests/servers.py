@@ -1,8 +1,10 @@
-"""Real loopback servers for tests: an HTTP server whose routes a test sets and changes."""
+"""Real loopback servers for tests: an HTTP server whose routes a test sets and changes, and
+a TCP server that stalls every connection (silent, or trickling a byte at a time)."""
 
 from __future__ import annotations
 
 import hashlib
+import socket
 import ssl
 import threading
 import time
@@ -89,6 +91,8 @@ class Route:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     etag: bool = True
+    # Seconds between the bytes of a body that never ends (headers first): a trickling vendor.
+    trickle: float = 0.0
 
 
 class SpecServer:
@@ -98,6 +102,7 @@ class SpecServer:
         self.host = host
         self.routes: dict[str, Route] = {}
         self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self.stopping = threading.Event()
         server = self
 
         class Handler(QuietHandler):
@@ -109,6 +114,13 @@ class SpecServer:
                     return
                 if route.delay:
                     time.sleep(route.delay)
+                if route.trickle:
+                    self.send_response(route.status)
+                    self.send_header("Content-Type", route.content_type)
+                    self.send_header("Content-Length", "1000000")
+                    self.end_headers()
+                    drip(self.wfile, route.trickle, server.stopping)
+                    return
                 headers = dict(route.headers)
                 if route.etag and route.status == 200:
                     tag = '"' + hashlib.sha256(route.body).hexdigest()[:16] + '"'
@@ -133,13 +145,88 @@ class SpecServer:
         self._loopback.start()
 
     def stop(self) -> None:
+        self.stopping.set()
         self._loopback.stop()
+
+
+def drip(out: Any, every: float, stopping: threading.Event, byte: bytes = b" ") -> None:
+    """Write `byte` to `out` every `every` seconds until the peer goes or `stopping` is set."""
+    while not stopping.wait(every):
+        try:
+            out.write(byte)
+            out.flush()
+        except OSError:
+            return
 
 
 @contextmanager
 def spec_server() -> Iterator[SpecServer]:
     server = SpecServer()
     server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+# HTTP/1.1 status line and headers announcing a body that a trickling peer never finishes.
+TRICKLED_HEADERS = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n"
+)
+
+
+class Stalling:
+    """A TCP server on 127.0.0.1 that accepts every connection and stalls it: it never says
+    a thing (`trickle=0`), or sends `preamble` and then one byte every `trickle` seconds for
+    ever. `accepted` counts connections; each is held until the peer leaves or `stop()`."""
+
+    def __init__(self, *, preamble: bytes = b"", trickle: float = 0.0, byte: bytes = b" ") -> None:
+        self.preamble, self.trickle, self.byte = preamble, trickle, byte
+        self.accepted = 0
+        self.stopping = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.05)
+        self.port = self._listener.getsockname()[1]
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def url(self, path: str = "/") -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def _accept(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                connection, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.accepted += 1
+            threading.Thread(target=self._stall, args=(connection,), daemon=True).start()
+
+    def _stall(self, connection: socket.socket) -> None:
+        with connection:
+            if not self.trickle:
+                self.stopping.wait()
+                return
+            with connection.makefile("wb", buffering=0) as out:
+                try:
+                    out.write(self.preamble)
+                except OSError:
+                    return
+                drip(out, self.trickle, self.stopping, self.byte)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self._listener.close()
+        self._thread.join(timeout=5)
+
+
+@contextmanager
+def stalling(
+    *, preamble: bytes = b"", trickle: float = 0.0, byte: bytes = b" "
+) -> Iterator[Stalling]:
+    server = Stalling(preamble=preamble, trickle=trickle, byte=byte)
     try:
         yield server
     finally:

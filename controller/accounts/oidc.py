@@ -72,7 +72,14 @@ class Provider:
     def _get_json(self, url: str, what: str) -> Any:
         try:
             with operator_client(self.settings, timeout=TIMEOUT) as client:
-                answer = call_json(client, "GET", url, headers={}, label=what)
+                answer = call_json(
+                    client,
+                    "GET",
+                    url,
+                    headers={},
+                    label=what,
+                    deadline=self.settings.delivery_deadline_seconds,
+                )
         except FetchError as exc:
             raise UpstreamError(
                 f"the single sign-on provider's {what} cannot be read: {exc.message}",
@@ -162,6 +169,7 @@ class Provider:
                     headers={"Accept": "application/json"},
                     form=form,
                     label="token endpoint",
+                    deadline=self.settings.delivery_deadline_seconds,
                 )
         except FetchError as exc:
             raise UpstreamError(

@@ -7,6 +7,8 @@ five minutes before they expire. Rate limits (primary and secondary: 403/429 wit
 `retry-after` or `x-ratelimit-reset`) raise `RateLimited` with the time to retry, which the
 job turns into a later job, never a busy loop. Every other refusal raises `GitHubError`
 naming the cause in words a person can act on; no token or key is ever part of a message.
+Each call ends within `delivery_deadline_seconds` (connect, first byte, whole body), else as a
+`FetchError` of class `timeout`, which the job records like any other unreachable GitHub.
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ class GitHubApp:
         self._key = key
         self.base = settings.github_api_url.rstrip("/")
         self.client = client
+        self.deadline = settings.delivery_deadline_seconds
         self.clock = clock or (lambda: datetime.now(UTC))
         self._tokens: dict[int, tuple[str, datetime]] = {}
         self._lock = threading.Lock()
@@ -141,7 +144,13 @@ class GitHubApp:
             "Authorization": authorization,
         }
         answer = call_json(
-            self.client, method, self.base + path, headers=headers, body=body, label="GitHub"
+            self.client,
+            method,
+            self.base + path,
+            headers=headers,
+            body=body,
+            label="GitHub",
+            deadline=self.deadline,
         )
         self._raise_if_limited(answer)
         return answer

@@ -16,6 +16,13 @@ it (httpx itself strips only `Authorization`). Before anything is sent, the URL'
 the headers are checked with `controller.model.targets`, and whatever still goes wrong while
 sending ends as a `FetchError` with a failure class, never as another exception; messages
 never contain a configured header value.
+
+Deadlines: httpx's timeouts bound each connect and each read, so a peer that sends a byte just
+before every read timeout would hold the caller for ever. Every connection's network stream
+cuts the timeout of each socket operation to what is left of the overall deadline in force
+(`controller.sources.deadlines`), which `fetch`, `post_json` and `call_json` open for the whole
+call: connect, first byte, every redirect hop and the whole body. Past it the call ends as a
+`FetchError` of class `timeout`.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from controller import __version__
 from controller.errors import DriftgateError
 from controller.model.targets import header_problems, header_value_problem, host_problem
 from controller.settings import Settings, Target, split_target
+from controller.sources import deadlines
 from controller.sources.addresses import is_public_address as is_public_address  # the default
 
 DEFAULT_MAX_BYTES = 25 * 1024 * 1024
@@ -47,6 +55,10 @@ def make_timeout(*, connect: float, read: float) -> httpx.Timeout:
 
 
 DEFAULT_TIMEOUT = make_timeout(connect=10.0, read=30.0)
+# Overall deadlines (seconds) when the caller names none: a contract fetch (the settings'
+# `fetch_deadline_seconds` default), and one call to a service (`delivery_deadline_seconds`).
+DEFAULT_FETCH_DEADLINE = 60.0
+DEFAULT_CALL_DEADLINE = 15.0
 MAX_REDIRECTS = 5
 MAX_CONNECTIONS = 64  # per client; above any sensible controller concurrency
 CLI_USER_AGENT = f"driftgate-cli/{__version__}"
@@ -203,18 +215,59 @@ class _GuardedBackend(httpcore.SyncBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.NetworkStream:
+        _cut(timeout, httpcore.ConnectTimeout)  # a deadline already passed: no lookup
         try:
             allowed = reachable_addresses(host, port, self.is_allowed, self.allowed_targets)
         except Unresolvable as exc:
             raise httpcore.ConnectError(str(exc)) from None
         last: Exception | None = None
         for address in allowed:
+            left = _cut(timeout, httpcore.ConnectTimeout)
             try:
-                return super().connect_tcp(address, port, timeout, local_address, socket_options)
+                stream = super().connect_tcp(address, port, left, local_address, socket_options)
             except httpcore.ConnectError as exc:
                 last = exc
+                continue
+            return _DeadlineStream(stream)
         assert last is not None
         raise last
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every operation waits no longer than the deadline in force allows
+    (the deadline of the call using the connection now, not of the one that opened it)."""
+
+    def __init__(self, stream: httpcore.NetworkStream) -> None:
+        self._stream = stream
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, _cut(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, _cut(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        left = _cut(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, left))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+def _cut(timeout: float | None, error: type[Exception]) -> float | None:
+    """`timeout` cut to what is left of the deadline in force; `error` once it has passed."""
+    try:
+        return deadlines.bound(timeout)
+    except deadlines.DeadlinePassed as exc:
+        raise error(str(exc)) from None
 
 
 class _GuardedTransport(httpx.HTTPTransport):
@@ -237,6 +290,17 @@ class _GuardedTransport(httpx.HTTPTransport):
             keepalive_expiry=5.0,
             network_backend=_GuardedBackend(is_allowed, allowed_targets),
         )
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        # The wait for a free connection is no socket operation: cut it here.
+        if deadlines.current() is not None:
+            timeouts = dict(request.extensions.get("timeout") or {})
+            try:
+                timeouts["pool"] = deadlines.bound(timeouts.get("pool"))
+            except deadlines.DeadlinePassed as exc:
+                raise httpx.ConnectTimeout(str(exc), request=request) from None
+            request.extensions = {**request.extensions, "timeout": timeouts}
+        return super().handle_request(request)
 
 
 def make_client(
@@ -321,10 +385,27 @@ def fetch(
     etag: str | None = None,
     last_modified: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    deadline: float | None = DEFAULT_FETCH_DEADLINE,
 ) -> FetchResult:
     """Fetch `url`; a 304 comes back as a result, every failure as `FetchError`.
 
-    `headers` are the configured ones: credentials, sent to the origin of `url` only."""
+    `headers` are the configured ones: credentials, sent to the origin of `url` only. The
+    whole fetch (every hop, the whole body) ends within `deadline` seconds (None: only the
+    deadline in force, if any), else `FetchError` of class `timeout`."""
+    with deadlines.within(deadline):
+        return _fetch(client, url, method, headers, body, etag, last_modified, max_bytes)
+
+
+def _fetch(
+    client: httpx.Client,
+    url: str,
+    method: str,
+    headers: Mapping[str, str] | None,
+    body: Any,
+    etag: str | None,
+    last_modified: str | None,
+    max_bytes: int,
+) -> FetchResult:
     label = _label(url)  # messages name the URL without its query (tokens live there)
     credentials = bind_credentials(url, headers, label=label)
     request_headers: dict[str, str] = {}
@@ -367,15 +448,24 @@ def fetch(
         raise _without_secrets(as_fetch_error(exc, label), credentials) from None
 
 
-def post_json(client: httpx.Client, url: str, body: bytes, headers: Mapping[str, str]) -> int:
-    """POST `body` and return the status code; every failure becomes `FetchError`."""
-    try:
-        response = client.post(url, content=body, headers=dict(headers), follow_redirects=False)
-        response.read()
-        return response.status_code
-    except Exception as exc:  # noqa: BLE001 - every failure is a FetchError, whatever raised it
-        # Only the origin: a webhook URL's path or query is often its secret (Slack's is).
-        raise as_fetch_error(exc, _origin_label(url)) from None
+def post_json(
+    client: httpx.Client,
+    url: str,
+    body: bytes,
+    headers: Mapping[str, str],
+    *,
+    deadline: float | None = DEFAULT_CALL_DEADLINE,
+) -> int:
+    """POST `body` and return the status code; every failure becomes `FetchError`, and so
+    does an answer not complete within `deadline` seconds (None: the deadline in force)."""
+    with deadlines.within(deadline):
+        try:
+            response = client.post(url, content=body, headers=dict(headers), follow_redirects=False)
+            response.read()
+            return response.status_code
+        except Exception as exc:  # noqa: BLE001 - every failure is a FetchError, whatever raised it
+            # Only the origin: a webhook URL's path or query is often its secret (Slack's is).
+            raise as_fetch_error(exc, _origin_label(url)) from None
 
 
 @dataclass(frozen=True)
@@ -397,23 +487,26 @@ def call_json(
     body: Any = None,
     form: Mapping[str, str] | None = None,
     label: str,
+    deadline: float | None = DEFAULT_CALL_DEADLINE,
 ) -> JsonAnswer:
     """Send one JSON API request (no redirects followed) and return its answer, whatever its
-    status; a transport failure becomes `FetchError` named by `label`, never quoting headers.
-    `form` sends an `application/x-www-form-urlencoded` body instead of `body` as JSON (an
-    OAuth token request)."""
-    try:
-        response = client.request(
-            method,
-            url,
-            json=body if form is None else None,
-            data=dict(form) if form is not None else None,
-            headers=dict(headers),
-            follow_redirects=False,
-        )
-        response.read()
-    except Exception as exc:  # noqa: BLE001 - every failure is a FetchError, whatever raised it
-        raise as_fetch_error(exc, label) from None
+    status; a transport failure becomes `FetchError` named by `label`, never quoting headers,
+    and so does an answer not complete within `deadline` seconds (None: the deadline in
+    force). `form` sends an `application/x-www-form-urlencoded` body instead of `body` as JSON
+    (an OAuth token request)."""
+    with deadlines.within(deadline):
+        try:
+            response = client.request(
+                method,
+                url,
+                json=body if form is None else None,
+                data=dict(form) if form is not None else None,
+                headers=dict(headers),
+                follow_redirects=False,
+            )
+            response.read()
+        except Exception as exc:  # noqa: BLE001 - every failure is a FetchError, whatever raised it
+            raise as_fetch_error(exc, label) from None
     try:
         parsed = response.json() if response.content else None
     except ValueError:
@@ -537,6 +630,11 @@ def as_fetch_error(exc: Exception, label: str) -> FetchError:
     if isinstance(exc, httpx.TooManyRedirects):
         return FetchError(f"{label}: more than {MAX_REDIRECTS} redirects", "http_error")
     if isinstance(exc, httpx.TimeoutException):
+        deadline = deadlines.current()
+        if deadline is not None and deadlines.has_passed():
+            return FetchError(
+                f"{label}: no complete answer within {deadline.seconds:g} s", "timeout"
+            )
         return FetchError(f"{label}: timed out", "timeout")
     if isinstance(exc, httpx.ConnectError):
         if _is_tls(exc):

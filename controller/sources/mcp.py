@@ -28,6 +28,11 @@ caller as `allow_stdio`). HTTP only goes through `controller.sources.http` clien
 outbound-address guard applies to every request, redirects included, and the configured
 headers reach the origin of the configured URL only: a redirect elsewhere, or a legacy SSE
 endpoint on another origin, never gets them.
+
+A fetch has one overall deadline (`McpLimits.total_timeout`), opened with
+`controller.sources.deadlines` around the whole session: every connect, every read of every
+answer and event stream, and every wait on a stdio child is cut to what is left of it, so a
+server that trickles its answers or hangs in a list method ends the fetch as `timeout`.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from typing import IO, Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from controller import __version__
+from controller.sources import deadlines
 from controller.sources.http import (
     DEFAULT_MAX_BYTES,
     Credentials,
@@ -82,7 +88,8 @@ _HTTP_FAILURES = frozenset({401, 403, 407, 429, 500, 502, 503, 504})
 
 @dataclass(frozen=True)
 class McpLimits:
-    """Bounds of one fetch: seconds in all, seconds per request, bytes in all, pages per list."""
+    """Bounds of one fetch: seconds in all (the deadline of the whole session), seconds per
+    request, bytes in all, pages per list."""
 
     total_timeout: float = 60.0
     request_timeout: float = 30.0
@@ -147,7 +154,16 @@ def fetch_http_mcp_snapshot(
     if urlsplit(url).scheme not in ("http", "https"):
         raise FetchError(f"{label}: only http://, https:// and stdio: MCP targets", "http_error")
     credentials = bind_credentials(url, headers, label=label)
-    budget = _Budget(limits, label, dict(headers or {}), credentials=credentials)
+    with deadlines.within(limits.total_timeout) as deadline:
+        assert deadline is not None
+        budget = _Budget(limits, label, deadline, dict(headers or {}), credentials=credentials)
+        return _fetch_http(client, url, budget, discover, offer_version)
+
+
+def _fetch_http(
+    client: HttpClient, url: str, budget: _Budget, discover: bool, offer_version: str
+) -> dict[str, Any]:
+    limits, label = budget.limits, budget.label
     channel: _Channel = _StreamableChannel(client, url, budget)
     try:
         hello = _probe_discover(channel, limits) if discover else None
@@ -197,15 +213,17 @@ def fetch_stdio_mcp_snapshot(
     # The controller's own secrets (database URL, secret key) never reach the child.
     child_env = {k: v for k, v in os.environ.items() if not k.startswith("DRIFTGATE_")}
     child_env.update(env or {})
-    budget = _Budget(limits, label, dict(env or {}))
-    channel = _StdioChannel(list(command), child_env, cwd, budget)
-    try:
-        hello = _probe_discover(channel, limits) if discover else None
-        if hello is None:
-            hello = _initialize(channel, offer_version)
-        return _list_surface(channel, hello, limits)
-    finally:
-        channel.close()
+    with deadlines.within(limits.total_timeout) as deadline:
+        assert deadline is not None
+        budget = _Budget(limits, label, deadline, dict(env or {}))
+        channel = _StdioChannel(list(command), child_env, cwd, budget)
+        try:
+            hello = _probe_discover(channel, limits) if discover else None
+            if hello is None:
+                hello = _initialize(channel, offer_version)
+            return _list_surface(channel, hello, limits)
+        finally:
+            channel.close()
 
 
 def redact_url(url: str) -> str:
@@ -434,15 +452,13 @@ class _Budget:
 
     limits: McpLimits
     label: str
+    # The fetch's overall deadline (the earlier of `limits.total_timeout` and the caller's).
+    deadline: deadlines.Deadline
     secrets: dict[str, str]
     # The secrets as HTTP headers bound to the configured URL's origin (HTTP transports).
     credentials: Credentials | None = None
-    deadline: float = 0.0
     spent: int = 0
     ids: Iterator[int] = field(default_factory=lambda: iter(range(1, 1 << 62)))
-
-    def __post_init__(self) -> None:
-        self.deadline = time.monotonic() + self.limits.total_timeout
 
     def take(self, size: int) -> None:
         self.spent += size
@@ -454,10 +470,10 @@ class _Budget:
 
     def seconds(self, cap: float | None = None) -> float:
         """Seconds the next wait may take; `timeout` once the whole fetch is out of time."""
-        left = self.deadline - time.monotonic()
+        left = self.deadline.left()
         if left <= 0:
             raise FetchError(
-                f"{self.label}: timed out after {self.limits.total_timeout:g} s", "timeout"
+                f"{self.label}: no complete answer within {self.deadline.seconds:g} s", "timeout"
             )
         return min(left, self.limits.request_timeout if cap is None else cap)
 
@@ -753,7 +769,7 @@ class _StdioChannel(_Channel):
                 self.scanned = len(self.buffer)
                 left = min(wait_until - time.monotonic(), self.budget.seconds())
                 if left <= 0 or not selector.select(left):
-                    if self.budget.deadline <= time.monotonic():
+                    if self.budget.deadline.left() <= 0:
                         self.budget.seconds()  # raises the fetch's timeout
                     raise _Silent(f"no answer to {method} in time")
                 chunk = os.read(stdout.fileno(), 65536)

@@ -19,6 +19,7 @@ from controller.sources.http import HttpClient, fetch, make_timeout
 
 SNIFF_MAX_BYTES = 5 * 1024 * 1024
 SNIFF_TIMEOUT = make_timeout(connect=5.0, read=10.0)
+SNIFF_DEADLINE = 15.0  # seconds for the whole fetch: it holds a request of the API
 
 
 def sniff_watch_type(
@@ -26,7 +27,7 @@ def sniff_watch_type(
 ) -> WatchType | None:
     """The type the document at `url` shows, or None when it shows none. A failed fetch
     raises `FetchError` (its message names the URL without its query)."""
-    result = fetch(client, url, headers=headers, max_bytes=SNIFF_MAX_BYTES)
+    result = fetch(client, url, headers=headers, max_bytes=SNIFF_MAX_BYTES, deadline=SNIFF_DEADLINE)
     content_type = _content_type(result.headers)
     if content_type == "text/event-stream":
         return WatchType.MCP

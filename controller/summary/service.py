@@ -374,6 +374,7 @@ def email_channel(settings: Settings, database: Database, box: SecretBox) -> Cha
             found = relay(session, box, event.org_id)
         if found is None:
             raise FetchError("the org has no SMTP relay (PUT /api/org/smtp)", "smtp_not_configured")
+        # The channel's deadline bounds the whole conversation (`Channel.transport`).
         return smtp.send(found, recipient, outgoing.body, settings)
 
     return Channel(EMAIL, render_email, transport)
@@ -447,8 +448,10 @@ def unsubscribe(session: Session, box: SecretBox, token: str) -> UnsubscribeOut:
 
 
 def delivery_channels(settings: Settings, database: Database, box: SecretBox) -> Channels:
-    """The channels a process delivers the outbox with: the shared ones and `email`."""
-    return Channels([*CHANNELS, email_channel(settings, database, box)], fallback=WEBHOOK.name)
+    """The channels a process delivers the outbox with: the shared ones and `email`, each
+    attempt bounded by `delivery_deadline_seconds`."""
+    channels = Channels([*CHANNELS, email_channel(settings, database, box)], fallback=WEBHOOK.name)
+    return channels.within(settings.delivery_deadline_seconds)
 
 
 def delivered(database: Database, ids: list[str]) -> list[tuple[str, str, str | None]]:

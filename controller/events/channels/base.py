@@ -4,20 +4,26 @@ A channel turns an event (its payload without the private `_` keys, its message 
 org's signing secret, the time of the attempt) into one `Outgoing` request, and sends that
 request to the destination with its `transport`. The webhook and Slack channels POST JSON
 over the shared outbound client (`controller.sources.http.post_json`); a channel that does
-not (`email`, through the org's SMTP relay) brings its own transport, which answers a status
-code or raises `FetchError` like `post_json` does, so delivery records and retries it like
-the others.
+not (`email`, through the org's SMTP relay) brings its own way of sending (`send`), which
+answers a status code or raises `FetchError` like `post_json` does, so delivery records and
+retries it like the others.
+
+Every attempt has an overall deadline (`deadline_seconds`, the `delivery_deadline_seconds`
+setting through `Channels.within`): connect, the answer's first byte and its whole body, or
+the relay's whole conversation. A destination that answers slowly, trickles its answer or
+never answers ends as a failed attempt (`timeout`) by then, retried with backoff.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from controller.registry import Registry
-from controller.sources.http import post_json
+from controller.sources import deadlines
+from controller.sources.http import DEFAULT_CALL_DEADLINE, post_json
 
 
 @dataclass(frozen=True)
@@ -44,17 +50,30 @@ Transport = Callable[[Any, str, Outgoing, Event], int]
 
 
 def post(client: Any, url: str, outgoing: Outgoing, _event: Event) -> int:
-    """The default transport: POST the rendered body and headers to the URL."""
-    return post_json(client, url, outgoing.body, outgoing.headers)
+    """The default way to send: POST the rendered body and headers to the URL."""
+    # The channel's deadline bounds the call (`Channel.transport`).
+    return post_json(client, url, outgoing.body, outgoing.headers, deadline=None)
 
 
 @dataclass(frozen=True)
 class Channel:
-    """A named way to deliver events: `render` builds the request, `transport` sends it."""
+    """A named way to deliver events: `render` builds the request, `send` sends it, and
+    `transport` sends it within the channel's deadline."""
 
     name: str
     render: Callable[[Event], Outgoing]
-    transport: Transport = post
+    send: Transport = post
+    deadline_seconds: float = DEFAULT_CALL_DEADLINE
+
+    def transport(self, client: Any, destination: str, outgoing: Outgoing, event: Event) -> int:
+        """Send one attempt; `FetchError` (`timeout`) when it is not over within
+        `deadline_seconds`, whatever the destination does."""
+        with deadlines.within(self.deadline_seconds):
+            return self.send(client, destination, outgoing, event)
+
+    def within(self, seconds: float) -> Channel:
+        """This channel with attempts bounded by `seconds`."""
+        return replace(self, deadline_seconds=seconds)
 
 
 class Channels(Registry[Channel]):
@@ -75,3 +94,8 @@ class Channels(Registry[Channel]):
     def for_message(self, name: str) -> Channel:
         """The channel that delivers a message of channel `name`."""
         return self.get(name) or self._fallback
+
+    def within(self, seconds: float) -> Channels:
+        """These channels with every attempt bounded by `seconds` (the operator's
+        `delivery_deadline_seconds`)."""
+        return Channels([channel.within(seconds) for channel in self], fallback=self._fallback.name)
