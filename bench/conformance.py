@@ -44,8 +44,19 @@ INTENTIONAL = {
     "api-path-removed-with-deprecation": "deprecated operation removed is a warning (CONTRACT.md)",
     "request-property-pattern-added": "a new pattern is a new constraint: warning (CONTRACT.md)",
     "request-parameter-pattern-added": "a new pattern is a new constraint: warning (CONTRACT.md)",
-    "api-security-scope-added": "a newly required OAuth scope can reject existing tokens",
+    "api-security-scope-added": "a newly required OAuth scope rejects existing tokens",
     "request-property-removed": "removed from a closed schema is breaking (CONTRACT.md)",
+    # Issue 32: the peers' suites and a reading by who sends and who reads.
+    "api-security-removed": "a security alternative removed refuses the clients that use it",
+    "request-body-discriminator-property-name-changed": "(de)serialisers dispatch on the tag",
+    "request-property-discriminator-property-name-changed": "(de)serialisers dispatch on the tag",
+    "response-body-discriminator-property-name-changed": "(de)serialisers dispatch on the tag",
+    "response-property-discriminator-property-name-changed": "(de)serialisers dispatch on the tag",
+    "response-required-property-became-write-only": "readers stop receiving the field",
+    "response-optional-property-became-write-only": "readers stop receiving the field",
+    "request-required-property-became-read-only": "writers may be refused for sending it",
+    "request-optional-property-became-read-only": "writers may be refused for sending it",
+    "request-required-property-became-not-read-only": "writers must send it now (required)",
 }
 
 # driftgate ids that differ from oasdiff's naming.
@@ -85,6 +96,31 @@ _RENAMES = {
     "endpoint-operation-id-changed": "api-operation-id-removed",
     "endpoint-sunset-missing": "api-deprecated-sunset-missing",
     "request-parameter-sunset-missing": "request-parameter-deprecated-sunset-missing",
+    "security-alternative-added": "api-security-added",
+    "security-alternative-removed": "api-security-removed",
+    "response-property-became-write-only": "response-required-property-became-write-only",
+    "response-property-became-write-only-optional": "response-optional-property-became-write-only",
+    "response-property-became-not-write-only-optional": (
+        "response-optional-property-became-not-write-only"
+    ),
+    "response-property-became-read-only": "response-required-property-became-read-only",
+    "response-property-became-read-only-optional": "response-optional-property-became-read-only",
+    "response-property-became-not-read-only": "response-required-property-became-not-read-only",
+    "response-property-became-not-read-only-optional": (
+        "response-optional-property-became-not-read-only"
+    ),
+    "request-property-became-read-only": "request-required-property-became-read-only",
+    "request-property-became-read-only-optional": "request-optional-property-became-read-only",
+    "request-property-became-not-read-only": "request-required-property-became-not-read-only",
+    "request-property-became-not-read-only-optional": (
+        "request-optional-property-became-not-read-only"
+    ),
+    "request-property-became-write-only": "request-required-property-became-write-only",
+    "request-property-became-write-only-optional": "request-optional-property-became-write-only",
+    "request-property-became-not-write-only": "request-required-property-became-not-write-only",
+    "request-property-became-not-write-only-optional": (
+        "request-optional-property-became-not-write-only"
+    ),
 }
 
 
