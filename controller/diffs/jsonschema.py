@@ -283,8 +283,6 @@ class SchemaDiffer:
     def _compare(self, b: Any, bdoc: Document, r: Any, rdoc: Document) -> list[Finding]:
         b = _as_schema(b)
         r = _as_schema(r)
-        if b is r:
-            return []
         # `allOf` with one member and nothing else is that member: wrapping a reference in it
         # (a common refactor) is no change.
         bsole, rsole = _sole_all_of(b), _sole_all_of(r)

@@ -34,7 +34,12 @@ from controller.diffs.jsonschema import (
 from controller.diffs.loader import check_openapi
 from controller.diffs.refs import Document, DocumentStore, Resolver
 from controller.diffs.rules import CATALOG, Direction
-from controller.diffs.unclassified import DOCUMENTATION, first_difference, unwatched_differences
+from controller.diffs.unclassified import (
+    DOCUMENTATION,
+    first_difference,
+    unwatched_differences,
+    values_at,
+)
 from controller.model.change import Change, Location, Severity
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -100,7 +105,7 @@ _HEADER_READ = frozenset(
 )
 _REQUEST_BODY_READ = frozenset({"required", "content"})
 _RESPONSE_READ = frozenset({"headers", "content", "links", "schema"})
-_MEDIA_READ = frozenset({"schema", "itemSchema"})
+_MEDIA_READ = frozenset({"schema", "itemSchema", "encoding"})
 _SCHEME_READ = frozenset(
     {
         "type",
@@ -252,7 +257,12 @@ class _OpenAPIDiff:
                 [where] if (where := first_difference(self.base.root, self.rev.root)) else []
             )
         for where in unwatched:
-            self.changes.append(make_change("unclassified-difference", where, name=where))
+            before, after = values_at(self.base.root, self.rev.root, where)
+            self.changes.append(
+                make_change(
+                    "unclassified-difference", where, name=where, before=before, after=after
+                )
+            )
         return self.changes if self.causes is None else with_causes(self.changes, self.causes)
 
     # -- operations -------------------------------------------------------------------------
@@ -844,6 +854,7 @@ class _OpenAPIDiff:
             raw_mt, rmedia = rmap[mt]
             bmedia, rmedia = _dict(bmedia), _dict(rmedia)
             self._unread(bmedia, rmedia, _MEDIA_READ, f"{ptr}/{escape_pointer(raw_mt)}", loc)
+            self._encoding(bmedia, rmedia, request, loc, f"{ptr}/{escape_pointer(raw_mt)}", label)
             root, nested = (
                 ("request-body", "request-property")
                 if request
@@ -877,6 +888,28 @@ class _OpenAPIDiff:
                     label=f"{label} ({raw_mt})",
                     causes=self.causes,
                 )
+
+    def _encoding(
+        self,
+        bmedia: dict[str, Any],
+        rmedia: dict[str, Any],
+        request: bool,
+        loc: Location,
+        ptr: str,
+        label: str,
+    ) -> None:
+        """`encoding` of form and multipart bodies, field by field. A field whose entry
+        appears or goes with the field itself is the field's change (property added or
+        removed); an entry that changed for a field on both sides changes how it is sent."""
+        bmap, rmap = _dict(bmedia.get("encoding")), _dict(rmedia.get("encoding"))
+        if bmap == rmap:
+            return
+        rule = "request-body-encoding-changed" if request else "response-body-encoding-changed"
+        for field in sorted(set(bmap) & set(rmap), key=str):
+            before, after = _documented(_dict(bmap[field])), _documented(_dict(rmap[field]))
+            if before != after:
+                where = f"{ptr}/encoding/{escape_pointer(str(field))}"
+                self._add(rule, where, loc, f"{label} field '{field}'", before, after)
 
     def _differ(self, direction: Direction, bdoc: Document, rdoc: Document) -> SchemaDiffer:
         if bdoc is self.base and rdoc is self.rev:
@@ -1170,6 +1203,11 @@ def _swagger_server(root: dict[str, Any]) -> str:
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def _documented(node: dict[str, Any]) -> dict[str, Any]:
+    """An object without its documentation and vendor extensions."""
+    return {k: v for k, v in node.items() if k not in DOCUMENTATION and not str(k).startswith("x-")}
 
 
 def _flows(scheme: dict[str, Any]) -> dict[str, Any]:

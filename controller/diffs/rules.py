@@ -1338,6 +1338,23 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "openapi",
     ),
     _r(
+        "request-body-encoding-changed",
+        W,
+        "encoding of {name} changed",
+        UPDATE_CLIENT,
+        "The field is serialised another way in the body (content type, style or headers); "
+        "send it the new way.",
+        "openapi",
+    ),
+    _r(
+        "response-body-encoding-changed",
+        W,
+        "encoding of {name} changed",
+        UPDATE_CLIENT,
+        "The field is serialised another way in the body; parse it the new way.",
+        "openapi",
+    ),
+    _r(
         "request-body-media-type-schema-added",
         W,
         "a schema now describes the request media type {name}",

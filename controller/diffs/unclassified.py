@@ -28,6 +28,25 @@ def first_difference(base: dict[str, Any], revision: dict[str, Any]) -> str | No
     return _first(_comparable(base), _comparable(revision), "", SCHEMAS)
 
 
+def values_at(base: dict[str, Any], revision: dict[str, Any], pointer: str) -> tuple[Any, Any]:
+    """The values at a pointer `first_difference` or `unwatched_differences` returned, in
+    each document (None where there is none)."""
+    return _at(_comparable(base), pointer), _at(_comparable(revision), pointer)
+
+
+def _at(document: Any, pointer: str) -> Any:
+    node = document
+    for raw in pointer.split("/")[1:]:
+        token = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict):
+            node = node.get(token)
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return None
+    return node
+
+
 def _comparable(document: dict[str, Any]) -> dict[str, Any]:
     """Paths keyed by their template with parameter names erased, path parameters without
     their names: the engine's notion of "the same operation"."""
@@ -59,13 +78,17 @@ def _unnamed_path_parameters(item: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _first(base: Any, revision: Any, pointer: str, skipped: frozenset[str]) -> str | None:
+def _first(
+    base: Any, revision: Any, pointer: str, skipped: frozenset[str], strict: bool = False
+) -> str | None:
     if isinstance(base, dict) and isinstance(revision, dict):
         for key in sorted(set(base) | set(revision), key=str):
             if key in DOCUMENTATION or key in skipped:
                 continue
             here = f"{pointer}/{_escape(str(key))}"
             left, right = base.get(key), revision.get(key)
+            if strict and (key not in base or key not in revision):
+                return here
             if key not in base or key not in revision:
                 # An absent container is an empty one: what it held is compared item by item.
                 present = left if key in base else right
@@ -73,13 +96,13 @@ def _first(base: Any, revision: Any, pointer: str, skipped: frozenset[str]) -> s
                     return here
                 empty = type(present)()
                 left, right = (left, empty) if key in base else (empty, right)
-            found = _first(left, right, here, skipped)
+            found = _first(left, right, here, skipped, strict)
             if found is not None:
                 return found
         return None
     if isinstance(base, list) and isinstance(revision, list):
         for index, (left, right) in enumerate(zip(base, revision, strict=False)):
-            found = _first(left, right, f"{pointer}/{index}", skipped)
+            found = _first(left, right, f"{pointer}/{index}", skipped, strict)
             if found is not None:
                 return found
         if len(base) != len(revision):
@@ -103,7 +126,8 @@ def unwatched_differences(base: dict[str, Any], revision: dict[str, Any]) -> lis
     """The first difference inside each place no rule covers, as JSON pointers."""
     found: list[str] = []
     for pointer, left, right in _unwatched(_comparable(base), _comparable(revision)):
-        where = _first(left, right, pointer, frozenset())  # no schema rule reads these
+        # No schema rule reads these, and an entry there is one whether it documents or not.
+        where = _first(left, right, pointer, frozenset(), strict=True)
         if where is not None:
             found.append(where)
     return found
