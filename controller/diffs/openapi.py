@@ -45,9 +45,7 @@ from controller.model.change import Change, Location, Severity
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 UNSTABLE_LEVELS = ("draft", "alpha")
 _PARAM_RE = re.compile(r"\{[^}/]*\}")
-# Keys of a security scheme that only document it (OpenAPI: `bearerFormat` is "primarily
-# for documentation purposes").
-_SCHEME_DOCUMENTATION = frozenset({"description", "bearerFormat"})
+
 _SWAGGER_SCHEMA_KEYS = (
     "type",
     "format",
@@ -1239,9 +1237,7 @@ Requirement = dict[str, tuple[str, tuple[str, ...]]]
 
 def _scheme_definition(scheme: dict[str, Any]) -> str:
     """A scheme's definition without documentation, as comparable text."""
-    kept = {
-        k: v for k, v in scheme.items() if k not in _SCHEME_DOCUMENTATION and not k.startswith("x-")
-    }
+    kept = {k: v for k, v in scheme.items() if k not in DOCUMENTATION and not k.startswith("x-")}
     return json.dumps(kept, sort_keys=True, default=str)
 
 

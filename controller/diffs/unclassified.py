@@ -15,7 +15,18 @@ from typing import Any
 
 # Keywords that only document: a change there is not a contract change.
 DOCUMENTATION = frozenset(
-    {"description", "summary", "title", "example", "examples", "externalDocs", "info", "tags"}
+    {
+        "description",
+        "summary",
+        "title",
+        "example",
+        "examples",
+        "externalDocs",
+        "info",
+        "tags",
+        # A security scheme's token format "is primarily for documentation purposes" (OAS).
+        "bearerFormat",
+    }
 )
 # JSON Schemas are the schema differ's: when it reported nothing, what differs there is an
 # equivalent form (a reference inlined, `oneOf` members reordered), not an unread difference.

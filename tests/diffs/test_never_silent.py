@@ -33,7 +33,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 PEERS = DEFAULT_CORPUS / "peers"
 OASDIFF = DEFAULT_CORPUS / "openapi" / "specs"
 # Keys whose values only document, beyond the engine's own list.
-_DOCS = DOCUMENTATION | {"$comment", "x-", "bearerFormat"}
+_DOCS = DOCUMENTATION | {"$comment"}
 _REF_VALUES = frozenset({"$ref", "mapping", "operationRef"})
 _MAX_STEPS = 40
 # Where a walk may start besides `paths`: what applies to every operation.
