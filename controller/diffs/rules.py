@@ -2132,6 +2132,9 @@ def render_rules_markdown() -> str:
             f"| `{rule.id}` | {rule.family} | {rule.severity.value} | `{rule.agent_action}` "
             f"| {rule.summary} | {rule.hint} |"
         )
+    from controller.diffs.reasons import render_reasons  # the reasons read this catalog
+
+    lines += render_reasons()
     lines.append("")
     return "\n".join(lines)
 
