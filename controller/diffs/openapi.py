@@ -469,6 +469,8 @@ class _OpenAPIDiff:
             if cover is None:
                 self._add("security-alternative-removed", where, loc, name, _req_text(req), None)
                 continue
+            if not cover and cover in new:
+                continue  # no credentials needed now: `security-requirement-removed` below
             if cover in new:
                 new.remove(cover)
             self._add(

@@ -10,6 +10,7 @@ key order) are not differences here. Pure: no I/O.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -59,34 +60,64 @@ def _at(document: Any, pointer: str) -> Any:
 
 
 def _comparable(document: dict[str, Any]) -> dict[str, Any]:
-    """Paths keyed by their template with parameter names erased, path parameters without
-    their names: the engine's notion of "the same operation"."""
+    """The engine's notion of "the same": paths keyed by their template with parameter names
+    erased, parameters keyed by name (path parameters by position, their names erased),
+    security requirements in any order."""
+    out = {**document}
+    if isinstance(document.get("security"), list):
+        out["security"] = _alternatives(document["security"])
     paths = document.get("paths")
-    if not isinstance(paths, dict):
-        return document
-    same: dict[str, Any] = {}
-    for raw, item in paths.items():
-        key = _PARAM.sub("{}", str(raw).rstrip("/") or "/")
-        same[key] = _unnamed_path_parameters(item) if isinstance(item, dict) else item
-    return {**document, "paths": same}
-
-
-def _unnamed_path_parameters(item: dict[str, Any]) -> dict[str, Any]:
-    def strip(parameters: Any) -> Any:
-        if not isinstance(parameters, list):
-            return parameters
-        return [
-            {k: v for k, v in p.items() if k != "name"}
-            if isinstance(p, dict) and p.get("in") == "path"
-            else p
-            for p in parameters
-        ]
-
-    out = {**item, "parameters": strip(item.get("parameters"))}
-    for method, operation in item.items():
-        if isinstance(operation, dict) and "parameters" in operation:
-            out[method] = {**operation, "parameters": strip(operation["parameters"])}
+    if isinstance(paths, dict):
+        same: dict[str, Any] = {}
+        for raw, item in paths.items():
+            key = _PARAM.sub("{}", str(raw).rstrip("/") or "/")
+            same[key] = _comparable_item(item) if isinstance(item, dict) else item
+        out["paths"] = same
     return out
+
+
+def _comparable_item(item: dict[str, Any]) -> dict[str, Any]:
+    out = {**item}
+    if isinstance(item.get("parameters"), list):
+        out["parameters"] = _by_name(item["parameters"])
+    for method, operation in item.items():
+        if not isinstance(operation, dict) or method not in _METHODS:
+            continue
+        changed = {**operation}
+        if isinstance(operation.get("parameters"), list):
+            changed["parameters"] = _by_name(operation["parameters"])
+        if isinstance(operation.get("security"), list):
+            changed["security"] = _alternatives(operation["security"])
+        out[method] = changed
+    return out
+
+
+def _by_name(parameters: list[Any]) -> dict[str, Any]:
+    """Parameters by name (order means nothing); path parameters by position, unnamed."""
+    names = [p.get("name") for p in parameters if isinstance(p, dict)]
+    keyed: dict[str, Any] = {}
+    position = 0
+    for index, p in enumerate(parameters):
+        if not isinstance(p, dict):
+            keyed[str(index)] = p
+        elif p.get("in") == "path":
+            keyed[f"path:{position}"] = {k: v for k, v in p.items() if k != "name"}
+            position += 1
+        else:
+            name = str(p.get("name"))
+            keyed[name if names.count(p.get("name")) == 1 else f"{p.get('in')}:{name}"] = p
+    return keyed
+
+
+def _alternatives(security: list[Any]) -> list[Any]:
+    """Security requirements in a canonical order, their scopes sorted."""
+    canonical = [
+        {k: sorted(map(str, v)) if isinstance(v, list) else v for k, v in r.items()}
+        if isinstance(r, dict)
+        else r
+        for r in security
+    ]
+    return sorted(canonical, key=lambda r: json.dumps(r, sort_keys=True, default=str))
 
 
 def _first(
