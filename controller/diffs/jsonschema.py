@@ -47,6 +47,9 @@ _ANNOTATIONS = frozenset(
 )
 
 _MAX_FOLDS = 8
+# The schema that allows anything, for a subschema keyword left out. One shared object (never
+# changed): the cycle guard of one-sided references knows nodes by identity.
+_ANY: dict[str, Any] = {}
 # Numeric keyword -> (family stem, True for an upper bound).
 STABILITY_LEVELS = ("draft", "alpha", "beta", "stable")
 _BOUNDS: tuple[tuple[str, str, bool], ...] = (
@@ -189,6 +192,7 @@ class SchemaDiffer:
         self._pending: dict[tuple[str, str], tuple[Any, Document, Any, Document]] = {}
         self._active: set[tuple[object, object]] = set()
         self._computing: set[tuple[str, str]] = set()
+        self._sibling_forms: dict[int, tuple[Any, Any]] = {}
         self._folds = 0  # one-member `allOf` folds in progress (bounded: a member may fold)
         self._subtypes: dict[int, dict[str, list[str]]] = {}
         self._names: dict[int, dict[int, str]] = {}
@@ -248,7 +252,7 @@ class SchemaDiffer:
     # -- references -------------------------------------------------------------------------
 
     def _diff(self, b: Any, bdoc: Document, r: Any, rdoc: Document) -> list[Finding]:
-        b, r = _with_siblings(b), _with_siblings(r)
+        b, r = self._with_siblings(b), self._with_siblings(r)
         bref = _ref_of(b)
         rref = _ref_of(r)
         if bref is None and rref is None:
@@ -274,6 +278,16 @@ class SchemaDiffer:
             return self._diff(b, bdoc, r, rdoc)
         finally:
             self._active.discard(token)
+
+    def _with_siblings(self, node: Any) -> Any:
+        """`_with_siblings(node)`, the same object each time for the same node: the cycle
+        guard of one-sided references knows nodes by identity."""
+        if type(node) is not dict or len(node) == 1 or "$ref" not in node:
+            return node
+        kept = self._sibling_forms.get(id(node))
+        if kept is None or kept[0] is not node:
+            kept = self._sibling_forms[id(node)] = (node, _with_siblings(node))
+        return kept[1]
 
     def _resolved(self, node: Any, doc: Document) -> Any:
         return self._resolved_in(node, doc)[0]
@@ -747,8 +761,8 @@ class SchemaDiffer:
             out.append(Finding("additional-properties-allowed", (), False, ra))
         elif isinstance(ba, dict) or isinstance(ra, dict):
             # Absent or `true` allows anything: the same as an empty schema.
-            bs = ba if isinstance(ba, dict) else {}
-            rs = ra if isinstance(ra, dict) else {}
+            bs = ba if isinstance(ba, dict) else _ANY
+            rs = ra if isinstance(ra, dict) else _ANY
             self._descend(pair, bs, rs, out, "additionalProperties")
 
     def _compare_subschemas(self, pair: SchemaPair, out: list[Finding]) -> None:
@@ -758,7 +772,7 @@ class SchemaDiffer:
             isinstance(bi, list) or isinstance(ri, list)
         ):
             # Absent items allow anything: the same as an empty schema.
-            self._descend(pair, bi or {}, ri or {}, out, "items")
+            self._descend(pair, bi or _ANY, ri or _ANY, out, "items")
         bpi, rpi = b.get("prefixItems"), r.get("prefixItems")
         if bpi is None and isinstance(rpi, list):
             out.append(Finding("prefix-items-added"))
