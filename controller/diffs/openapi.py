@@ -435,8 +435,8 @@ class _OpenAPIDiff:
     ) -> None:
         """The effective security requirements (operation level, else global) compared as
         what they are: alternatives (a client satisfies one), each a set of schemes that
-        must all be satisfied with their scopes. Schemes are known by their definition, so a
-        scheme renamed with its definition unchanged is the same scheme."""
+        must all be satisfied with their scopes. A scheme renamed with its definition
+        unchanged (the old name gone) is the same scheme."""
         before = _alternatives(self.base.root, op)
         after = _alternatives(self.rev.root, rop)
         if before == after:
@@ -1291,10 +1291,6 @@ def _security(root: dict[str, Any], op: dict[str, Any]) -> list[dict[str, Any]]:
     if not isinstance(sec, list):
         return []
     return [s for s in sec if isinstance(s, dict) and s]
-
-
-def _req_key(requirement: dict[str, Any]) -> str:
-    return "+".join(sorted(str(k) for k in requirement))
 
 
 def _style_text(style: tuple[Any, Any, Any]) -> str:
