@@ -1,4 +1,4 @@
-"""Conformance runner: driftgate's engines against the OpenAPI (oasdiff) and MCP corpora.
+"""Conformance runner: driftgate's engines against the OpenAPI (oasdiff), MCP and peers' corpora.
 
 Usage: python bench/conformance.py [--corpus DIR] [--verbose]
 
@@ -7,7 +7,10 @@ default is `../shared/conformance` beside the clone. docs/performance.md names w
 corpora come from (oasdiff's test data at a fixed commit, MCP servers' npm packages).
 
 Prints the agreement per corpus and every disagreement. Documented intentional differences
-(docs/decisions.md, "Diff engines") are counted separately, never as agreement.
+(docs/decisions.md, "Diff engines") are counted separately, never as agreement. The peers'
+corpus (`peers/`: other diff tools' test suites, each case with the peer's asserted verdict
+and a reviewer's `judged` one) is scored as its own `run.py` scores a checkout, in process;
+each departure is listed in `PEER_DIFFERENCES` (docs/peer-conformance.md).
 It reads files; the engines it calls do not.
 """
 
@@ -44,8 +47,19 @@ INTENTIONAL = {
     "api-path-removed-with-deprecation": "deprecated operation removed is a warning (CONTRACT.md)",
     "request-property-pattern-added": "a new pattern is a new constraint: warning (CONTRACT.md)",
     "request-parameter-pattern-added": "a new pattern is a new constraint: warning (CONTRACT.md)",
-    "api-security-scope-added": "a newly required OAuth scope can reject existing tokens",
+    "api-security-scope-added": "a newly required OAuth scope rejects existing tokens",
     "request-property-removed": "removed from a closed schema is breaking (CONTRACT.md)",
+    # Issue 32: the peers' suites and a reading by who sends and who reads.
+    "api-security-removed": "a security alternative removed refuses the clients that use it",
+    "request-body-discriminator-property-name-changed": "(de)serialisers dispatch on the tag",
+    "request-property-discriminator-property-name-changed": "(de)serialisers dispatch on the tag",
+    "response-body-discriminator-property-name-changed": "(de)serialisers dispatch on the tag",
+    "response-property-discriminator-property-name-changed": "(de)serialisers dispatch on the tag",
+    "response-required-property-became-write-only": "readers stop receiving the field",
+    "response-optional-property-became-write-only": "readers stop receiving the field",
+    "request-required-property-became-read-only": "writers may be refused for sending it",
+    "request-optional-property-became-read-only": "writers may be refused for sending it",
+    "request-required-property-became-not-read-only": "writers must send it now (required)",
 }
 
 # driftgate ids that differ from oasdiff's naming.
@@ -85,6 +99,31 @@ _RENAMES = {
     "endpoint-operation-id-changed": "api-operation-id-removed",
     "endpoint-sunset-missing": "api-deprecated-sunset-missing",
     "request-parameter-sunset-missing": "request-parameter-deprecated-sunset-missing",
+    "security-alternative-added": "api-security-added",
+    "security-alternative-removed": "api-security-removed",
+    "response-property-became-write-only": "response-required-property-became-write-only",
+    "response-property-became-write-only-optional": "response-optional-property-became-write-only",
+    "response-property-became-not-write-only-optional": (
+        "response-optional-property-became-not-write-only"
+    ),
+    "response-property-became-read-only": "response-required-property-became-read-only",
+    "response-property-became-read-only-optional": "response-optional-property-became-read-only",
+    "response-property-became-not-read-only": "response-required-property-became-not-read-only",
+    "response-property-became-not-read-only-optional": (
+        "response-optional-property-became-not-read-only"
+    ),
+    "request-property-became-read-only": "request-required-property-became-read-only",
+    "request-property-became-read-only-optional": "request-optional-property-became-read-only",
+    "request-property-became-not-read-only": "request-required-property-became-not-read-only",
+    "request-property-became-not-read-only-optional": (
+        "request-optional-property-became-not-read-only"
+    ),
+    "request-property-became-write-only": "request-required-property-became-write-only",
+    "request-property-became-write-only-optional": "request-optional-property-became-write-only",
+    "request-property-became-not-write-only": "request-required-property-became-not-write-only",
+    "request-property-became-not-write-only-optional": (
+        "request-optional-property-became-not-write-only"
+    ),
 }
 
 
@@ -310,8 +349,232 @@ def run_mcp_case(case: dict[str, Any], corpus: Path) -> tuple[Outcome, dict[str,
     return out, stats
 
 
-def run(corpus: Path, verbose: bool = False) -> dict[str, Any]:
-    """Run both corpora; return the figures (also printed)."""
+# -- the peers' corpus ------------------------------------------------------------------------
+
+# Cases of `peers/` where driftgate departs on purpose from the peer's asserted verdict or
+# from the reviewer's (`judged`): case -> why (docs/peer-conformance.md has the table).
+_DOC_ONLY = "documentation only (examples, descriptions, summaries): not a contract change"
+_UNREFERENCED = "the changed definition is reached by no operation: nothing a client sees"
+_AZURE_SDK = "Azure's SDK-generation policy, not a wire change: reported, as info"
+_NEW_CONSTRAINT = "CONTRACT.md: a new constraint where there was none is a request warning"
+_NO_EFFECT = "no effect on the wire: reported as info, never breaking"
+_BACKWARDS = "the peer's direction is backwards: judged by who sends and who reads"
+PEER_DIFFERENCES: dict[str, str] = {
+    "az-AddedPropertyInResponse": _AZURE_SDK,
+    "az-OperationIdChanged": _AZURE_SDK,
+    "az-OperationIdRemoved": _AZURE_SDK,
+    "az-OptionalParameterAdded": _AZURE_SDK,
+    "az-DefinitionRemoved": "a definition renamed with identical content and its $ref "
+    "following: the same schema",
+    "az-FormatChanged": _UNREFERENCED,
+    "az-FormatRemoved": _UNREFERENCED,
+    "az-PropertyRequiredChanged": _UNREFERENCED,
+    "az-ResponseArrayFormatChanged": "collectionFormat means nothing inside a body schema: an "
+    "unclassified warning, not breaking",
+    "az-ResponseFormatAdded": "a media type added to produces where no operation returns a "
+    "body: nothing observable",
+    "az-ResponseHeaderRemoved": "an optional response header removed is a warning (readers "
+    "of an optional header cope with its absence)",
+    "oad-headers-responseDecreased": "an optional response header removed is a warning "
+    "(readers of an optional header cope with its absence)",
+    "az-ResponseSchemaChanged": "string -> integer in a text/plain response narrows what "
+    "readers get (as text, digits are a string)",
+    "az-ResponseTypeChanged-400id": "string -> integer in a text/plain response narrows what "
+    "readers get (as text, digits are a string)",
+    "az-TypeObjectChanged": "`type: object` added narrows what a request accepts (arrays and "
+    "scalars were valid before): breaking for senders",
+    "oad-allofoneof-issue317": "the one-part allOf is no change; the default value added is "
+    "reported (info)",
+    "oad-content-oneEmptyMediaType": "a response media type without a schema gets one: "
+    "readers get less than anything, not more",
+    "oad-examples3-0-model_property": _DOC_ONLY,
+    "oad-examples3-0-parameter_id": _DOC_ONLY,
+    "oad-examples3-0-request_media-type": _DOC_ONLY,
+    "oad-examples3-1-parameter_id": _DOC_ONLY,
+    "oad-examples3-1-request_media-type": _DOC_ONLY,
+    "oad-examples3-1-response_header": _DOC_ONLY,
+    "oad-operationdiff-description": _DOC_ONLY,
+    "oad-securityscheme-bearerFormatChanged": _DOC_ONLY + " (OpenAPI: bearerFormat is "
+    "'primarily for documentation purposes')",
+    "oad-operationdiff-summary": _DOC_ONLY,
+    "oad-parameterdiff-description": _DOC_ONLY,
+    "oad-header-responseExplodeChanged": _NO_EFFECT + " (explode on a primitive header)",
+    "oad-parameter-explodeChanged": _NO_EFFECT + " (explode on a primitive parameter)",
+    "oad-numericrange-requestExclusiveMaxSet": _NO_EFFECT + " (a boolean exclusiveMaximum "
+    "without a maximum)",
+    "oad-numericrange-requestExclusiveMinSet": _NO_EFFECT + " (a boolean exclusiveMinimum "
+    "without a minimum)",
+    "oad-schema-multipleOf-field2": _NO_EFFECT + " (multipleOf 0.01 -> 0.1 over integers)",
+    "oad-schema-uniqueItems-field2": "uniqueItems set is a new constraint (warning); on an "
+    "integer it does nothing, but driftgate does not judge keywords by type",
+    "oad-numericrange-requestMaxAdded": _NEW_CONSTRAINT,
+    "oad-numericrange-requestMinAdded": _NEW_CONSTRAINT,
+    "oad-schema-pattern-patternAdded": _NEW_CONSTRAINT,
+    "oad-minlength-responseMinLengthDecreasedButCompatible": _BACKWARDS,
+    "oad-minlength-responseMinLengthIncreased": _BACKWARDS,
+    "oad-schema-pattern-patternModified": "a changed pattern cannot be compared as languages: "
+    "a request warning (here it widens)",
+    "oad-schema-pattern-patternRemoved": _BACKWARDS,
+    "oad-schema-requestFormatIncreased": _BACKWARDS + " (int32 -> int64 widens a request)",
+    "oad-schema-responseFormatDecreased": _BACKWARDS + " (int64 -> int32 narrows a response)",
+    "oad-writeonly-responseWriteOnlyRequiredDecreased": "a required writeOnly response "
+    "property now returned: readers get more (a warning: it was never returned before)",
+    "oad-parameters-decreased": "CONTRACT.md: an optional request parameter removed is a "
+    "warning (it is ignored or refused)",
+    "oad-schema-nullable-field1": "a request property that stops accepting null refuses "
+    "senders that send null: breaking",
+    "oad-securitydiff-pet2": "the operation now asks for another scheme while the old one "
+    "still exists: clients holding the old credentials are refused",
+    "optic-enums-in-response-bodies": "CONTRACT.md: an enum value added to a response is a warning",
+    "optic-valid-response-union-type-transition": "an object response wrapped in oneOf with "
+    "a number: readers may now get a number",
+}
+
+
+@dataclass
+class PeerOutcome:
+    case_id: str
+    expected: str
+    judged: str | None
+    status: str  # breaking | changed | none | error
+    sanity: bool
+    silent: bool
+    rules: list[str] = field(default_factory=list)
+
+    @property
+    def agrees(self) -> bool:
+        return peer_agrees(self.expected, self.status)
+
+    @property
+    def judged_agrees(self) -> bool | None:
+        if self.judged is None or self.judged == "debatable":
+            return None
+        return peer_agrees(self.judged, self.status)
+
+
+# The corpus' scoring (its README): the statuses each verdict accepts.
+_ACCEPTED = {
+    "incompatible": frozenset({"breaking"}),
+    "compatible": frozenset({"changed"}),
+    "equal": frozenset({"none"}),
+    "changed": frozenset({"breaking", "changed"}),
+    "noerror": frozenset({"none", "changed"}),
+    "noop": frozenset({"none", "changed"}),
+    "error": frozenset({"error"}),
+}
+
+
+def peer_agrees(verdict: str, status: str) -> bool:
+    """True when a verdict accepts driftgate's status (`breaking`, `changed`, `none`)."""
+    return status in _ACCEPTED[verdict]
+
+
+def run_peer_case(folder: Path) -> PeerOutcome:
+    """Diff one case of the peers' corpus as `driftgate diff --flat` does."""
+    meta = json.loads((folder / "expected.json").read_text(encoding="utf-8"))
+    out = PeerOutcome(
+        folder.name,
+        meta["expected"],
+        meta.get("judged"),
+        "none",
+        meta.get("scope") == "sanity",
+        False,
+    )
+    try:
+        base, rev = (_peer_document(folder, stem) for stem in ("old", "new"))
+        changes = diff_openapi(base, rev, options=DiffOptions(today=dt.date.today()))
+    except Exception:  # noqa: BLE001 - a refused input is the "error" status
+        out.status = "error"
+        return out
+    match = meta.get("match")
+    if match:
+        changes = [
+            c
+            for c in changes
+            if (
+                not match.get("operation")
+                or (c.location and c.location.operation) == match["operation"]
+            )
+            and (not match.get("any") or any(s in c.summary for s in match["any"]))
+        ]
+    if any(c.severity.value == "breaking" for c in changes):
+        out.status = "breaking"
+    elif changes:
+        out.status = "changed"
+    out.rules = sorted({f"{c.severity.value}:{c.rule}" for c in changes})
+    material = (
+        meta["judged"] not in ("equal", "noop")
+        if "judged" in meta
+        else meta["expected"] in ("incompatible", "compatible", "changed")
+        and not (meta.get("doc_only") or meta.get("metadata_only"))
+    )
+    out.silent = out.status == "none" and meta["expected"] != "equal" and material
+    return out
+
+
+def _peer_document(folder: Path, stem: str) -> Any:
+    for ext in (".yaml", ".yml", ".json"):
+        path = folder / (stem + ext)
+        if path.exists():
+            return load_document(path.read_bytes(), path.name, kind="openapi")
+    raise FileNotFoundError(folder / stem)
+
+
+def run_peers(corpus: Path, verbose: bool = False) -> dict[str, Any]:
+    """Score the peers' corpus: agreement with the peers and with `judged`, silent misses,
+    and the departures documented in `PEER_DIFFERENCES`. Prints figures, never fails."""
+    folders = sorted(p.parent for p in (corpus / "peers").glob("*/expected.json"))
+    outcomes = [run_peer_case(f) for f in folders]
+    main = [o for o in outcomes if not o.sanity]
+    sanity = [o for o in outcomes if o.sanity]
+    peer_ok = sum(o.agrees for o in main)
+    scored = [o for o in main if o.judged_agrees is not None]
+    judged_ok = sum(bool(o.judged_agrees) for o in scored)
+    debatable = sum(o.judged == "debatable" for o in main)
+    # Where the reviewer agrees with the peer: the peer accepts whatever `judged` accepts.
+    both = [o for o in scored if _ACCEPTED[o.judged or ""] <= _ACCEPTED[o.expected]]
+    both_ok = sum(o.agrees for o in both)
+    departures = [o for o in main if not o.agrees or o.judged_agrees is False]
+    undocumented = [o.case_id for o in departures if o.case_id not in PEER_DIFFERENCES]
+    silent = [o.case_id for o in main if o.silent]
+
+    def pct(x: int, y: int) -> str:
+        return f"{100.0 * x / y:.1f}%" if y else "n/a"
+
+    print(
+        f"Peers' corpus: judged {judged_ok}/{len(scored)} = {pct(judged_ok, len(scored))} "
+        f"({debatable} debatable left out); peers {peer_ok}/{len(main)} = "
+        f"{pct(peer_ok, len(main))}; peers where judged agrees with them {both_ok}/{len(both)} "
+        f"= {pct(both_ok, len(both))}; sanity {sum(o.agrees for o in sanity)}/{len(sanity)}"
+    )
+    print(
+        f"  silent misses: {len(silent)}; departures {len(departures)}, "
+        f"documented {len(departures) - len(undocumented)}"
+    )
+    for case_id in silent:
+        print(f"  SILENT {case_id}")
+    for o in departures:
+        if verbose or o.case_id in undocumented:
+            mark = "UNDOCUMENTED " if o.case_id in undocumented else ""
+            print(
+                f"  {mark}{o.case_id}: peer {o.expected}, judged {o.judged}, ours {o.status} "
+                f"[{', '.join(o.rules)}]"
+            )
+    return {
+        "judged": [judged_ok, len(scored)],
+        "judged_percent": 100.0 * judged_ok / len(scored) if scored else 100.0,
+        "peers": [peer_ok, len(main)],
+        "peers_where_judged_agrees": [both_ok, len(both)],
+        "sanity": [sum(o.agrees for o in sanity), len(sanity)],
+        "silent": silent,
+        "departures": [o.case_id for o in departures],
+        "undocumented": undocumented,
+    }
+
+
+def run(corpus: Path, verbose: bool = False, peers: bool = True) -> dict[str, Any]:
+    """Run the corpora (the peers' one unless `peers` is false); return the figures (also
+    printed)."""
     report: dict[str, Any] = {}
     cases = json.loads((corpus / "openapi" / "cases.json").read_text())["cases"]
     outcomes = [run_openapi_case(c, corpus) for c in cases]
@@ -323,6 +586,12 @@ def run(corpus: Path, verbose: bool = False) -> dict[str, Any]:
     info_hit = sum(s["info_matched"] for _, s in results)
     print(f"  MCP info-level findings matched (not scored): {info_hit}/{info_exp}")
     report["mcp"]["info_matched"] = [info_hit, info_exp]
+    if not peers:
+        pass
+    elif (corpus / "peers").exists():
+        report["peers"] = run_peers(corpus, verbose)
+    else:
+        print(f"Peers' corpus: not present at {corpus / 'peers'}")
     return report
 
 

@@ -60,18 +60,8 @@ EXTRA = {
 _NEVER_READ = ("differs", "writeOnly properties are never read: responses leave them out")
 _NEVER_SENT = ("differs", "readOnly properties are never sent: requests leave them out")
 
-# readOnly says who writes a field, not whether a reader gets it (and writeOnly the converse).
-_READ_ONLY_READ = ("not applicable", "readOnly in a response changes nothing for its readers")
-_WRITE_ONLY_SENT = ("not applicable", "writeOnly in a request changes nothing for its senders")
-
 # Why an oasdiff id has no driftgate rule of its own.
 REASONS = {
-    "response-required-property-became-read-only": _READ_ONLY_READ,
-    "response-required-property-became-not-read-only": _READ_ONLY_READ,
-    "response-optional-property-became-read-only": _READ_ONLY_READ,
-    "response-optional-property-became-not-read-only": _READ_ONLY_READ,
-    "request-optional-property-became-write-only": _WRITE_ONLY_SENT,
-    "request-optional-property-became-not-write-only": _WRITE_ONLY_SENT,
     "api-security-updated": ("differs", "reported as the requirement's scopes added and removed"),
     "api-security-component-oauth-scope-changed": (
         "not applicable",
@@ -96,8 +86,6 @@ REASONS = {
     "response-write-only-property-became-optional": _NEVER_READ,
     "response-write-only-property-became-required": _NEVER_READ,
     "response-write-only-property-enum-value-added": _NEVER_READ,
-    "response-optional-property-became-write-only": _NEVER_READ,
-    "response-optional-property-became-not-write-only": _NEVER_READ,
     "request-read-only-property-enum-value-removed": _NEVER_SENT,
     "request-read-only-property-max-decreased": _NEVER_SENT,
     "request-read-only-property-max-length-decreased": _NEVER_SENT,
@@ -106,10 +94,6 @@ REASONS = {
     "request-read-only-property-exclusive-max-decreased": _NEVER_SENT,
     "request-read-only-property-max-items-decreased": _NEVER_SENT,
     "request-read-only-property-max-properties-decreased": _NEVER_SENT,
-    "request-required-property-became-read-only": _NEVER_SENT,
-    "request-required-property-became-not-read-only": _NEVER_SENT,
-    "request-optional-property-became-read-only": _NEVER_SENT,
-    "request-optional-property-became-not-read-only": _NEVER_SENT,
     "api-tag-added": ("not applicable", "tags group operations for documentation"),
     "api-tag-removed": ("not applicable", "tags group operations for documentation"),
     "api-schema-removed": (

@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from controller.diffs.jsonschema import Finding, pointer_suffix
-from controller.diffs.rules import CATALOG, FAMILIES, Direction
+from controller.diffs.rules import CATALOG, FAMILIES, ROOT_ASPECTS, Direction
 from controller.model.change import Change, Location, Severity
 
 _CHANGE_TYPES = (
@@ -119,12 +119,12 @@ def changes_from_findings(
     out: list[Change] = []
     place = (location.operation or location.tool or "") if location is not None else ""
     for f in findings:
-        if f.aspect not in FAMILIES:
-            continue
-        prefix = nested_prefix if _is_nested(f.path) else root_prefix
-        rule_id = f"{prefix}-{f.aspect}"
+        nested = _is_nested(f.path)
+        prefix = nested_prefix if nested else root_prefix
+        rule_id = f"{prefix}-{f.aspect if nested else ROOT_ASPECTS.get(f.aspect, f.aspect)}"
         if rule_id not in CATALOG:
-            continue
+            # Never silent: a finding no rule names for this subject is still reported.
+            rule_id = f"{prefix}-unclassified-difference"
         key = None
         if causes is not None and f.origin is not None:
             key = cause_key(rule_id, f.origin, f.before, f.after)
@@ -134,7 +134,7 @@ def changes_from_findings(
                 continue
         field = field_name(f.path)
         # Membership rules name the property themselves.
-        named = FAMILIES[f.aspect].nested_only
+        named = CATALOG[rule_id].family in _NAMING
         where = f"{label} property '{field}'" if field and not named else label
         path = pointer + pointer_suffix(f.path)
         change = make_change(
@@ -172,6 +172,8 @@ def with_causes(
     ]
 
 
+# Families whose summary names the property itself (membership and visibility).
+_NAMING = frozenset(fam.aspect for fam in FAMILIES.values() if fam.nested_only)
 _PROPERTY_STEPS = frozenset(
     {"properties", "additionalProperties", "patternProperties", "dependentSchemas"}
 )
@@ -198,7 +200,7 @@ def field_name(path: tuple[str, ...]) -> str:
             parts.append("[]")
         elif seg == "additionalProperties":
             parts.append("{*}")
-        elif seg in ("oneOf", "anyOf", "allOf", "prefixItems") and i + 1 < len(path):
+        elif seg in ("oneOf", "anyOf", "allOf", "prefixItems", "x-subtypes") and i + 1 < len(path):
             i += 2
             continue
         i += 1

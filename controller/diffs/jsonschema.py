@@ -17,9 +17,11 @@ import json
 import re
 from collections import deque
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
+from controller.diffs.errors import ContractParseError
 from controller.diffs.refs import Document, resolve_pointer
 from controller.diffs.rules import Direction
 
@@ -44,6 +46,10 @@ _ANNOTATIONS = frozenset(
     }
 )
 
+_MAX_FOLDS = 8
+# The schema that allows anything, for a subschema keyword left out. One shared object (never
+# changed): the cycle guard of one-sided references knows nodes by identity.
+_ANY: dict[str, Any] = {}
 # Numeric keyword -> (family stem, True for an upper bound).
 STABILITY_LEVELS = ("draft", "alpha", "beta", "stable")
 _BOUNDS: tuple[tuple[str, str, bool], ...] = (
@@ -185,6 +191,11 @@ class SchemaDiffer:
         self._memo: dict[tuple[str, str], list[Finding]] = {}
         self._pending: dict[tuple[str, str], tuple[Any, Document, Any, Document]] = {}
         self._active: set[tuple[object, object]] = set()
+        self._computing: set[tuple[str, str]] = set()
+        self._sibling_forms: dict[int, tuple[Any, Any]] = {}
+        self._folds = 0  # one-member `allOf` folds in progress (bounded: a member may fold)
+        self._subtypes: dict[int, dict[str, list[str]]] = {}
+        self._names: dict[int, dict[int, str]] = {}
 
     def diff(self, base: Any, revision: Any) -> list[Finding]:
         """Return the findings between two schemas of this differ's documents.
@@ -200,7 +211,12 @@ class SchemaDiffer:
         queue: deque[tuple[tuple[str, ...], list[Finding], str | None]] = deque([((), items, None)])
         while queue:
             prefix, batch, target = queue.popleft()
+            # A schema reached as an `allOf` part is its parent, not the polymorphic base
+            # that stands for its subtypes.
+            part = len(prefix) >= 2 and prefix[-2] == "allOf"
             for f in batch:
+                if part and f.path[:1] == ("x-subtypes",):
+                    continue
                 if f.edge is None:
                     origin = target + pointer_suffix(f.path) if target is not None else None
                     out.append(
@@ -221,13 +237,22 @@ class SchemaDiffer:
     def _pair_items(self, pair: tuple[str, str]) -> list[Finding]:
         cached = self._memo.get(pair)
         if cached is None:
+            if pair in self._computing:
+                # Met again while deciding whether two schemas are equivalent (a cycle): what
+                # it adds is being compared already, so it adds nothing here.
+                return []
             b, bdoc, r, rdoc = self._pending.pop(pair)
-            cached = self._memo[pair] = self._diff(b, bdoc, r, rdoc)
+            self._computing.add(pair)
+            try:
+                cached = self._memo[pair] = self._diff(b, bdoc, r, rdoc)
+            finally:
+                self._computing.discard(pair)
         return cached
 
     # -- references -------------------------------------------------------------------------
 
     def _diff(self, b: Any, bdoc: Document, r: Any, rdoc: Document) -> list[Finding]:
+        b, r = self._with_siblings(b), self._with_siblings(r)
         bref = _ref_of(b)
         rref = _ref_of(r)
         if bref is None and rref is None:
@@ -254,6 +279,16 @@ class SchemaDiffer:
         finally:
             self._active.discard(token)
 
+    def _with_siblings(self, node: Any) -> Any:
+        """`_with_siblings(node)`, the same object each time for the same node: the cycle
+        guard of one-sided references knows nodes by identity."""
+        if type(node) is not dict or len(node) == 1 or "$ref" not in node:
+            return node
+        kept = self._sibling_forms.get(id(node))
+        if kept is None or kept[0] is not node:
+            kept = self._sibling_forms[id(node)] = (node, _with_siblings(node))
+        return kept[1]
+
     def _resolved(self, node: Any, doc: Document) -> Any:
         return self._resolved_in(node, doc)[0]
 
@@ -262,8 +297,6 @@ class SchemaDiffer:
     def _compare(self, b: Any, bdoc: Document, r: Any, rdoc: Document) -> list[Finding]:
         b = _as_schema(b)
         r = _as_schema(r)
-        if b is r:
-            return []
         # `allOf` with one member and nothing else is that member: wrapping a reference in it
         # (a common refactor) is no change.
         bsole, rsole = _sole_all_of(b), _sole_all_of(r)
@@ -271,6 +304,18 @@ class SchemaDiffer:
             return self._diff(
                 b if bsole is None else bsole, bdoc, r if rsole is None else rsole, rdoc
             )
+        # A one-member `allOf` beside keywords its member does not set (`default`,
+        # `nullable` ...) is the member with those keywords: compared by what it means
+        # when the other side is written without the `allOf`.
+        if ("allOf" in b) != ("allOf" in r) and self._folds < _MAX_FOLDS:
+            fb, fbdoc = self._folded(b, bdoc)
+            fr, frdoc = self._folded(r, rdoc)
+            if fb is not b or fr is not r:
+                self._folds += 1
+                try:
+                    return self._compare(fb, fbdoc, fr, frdoc)
+                finally:
+                    self._folds -= 1
         out: list[Finding] = []
         pair = SchemaPair(b, bdoc, r, rdoc)
         if _all_of_shape(b) != _all_of_shape(r):
@@ -282,12 +327,28 @@ class SchemaDiffer:
         if not self._compare_types(b, r, out):
             return out  # incompatible types: one finding says it all
         self._compare_scalars(b, r, out)
-        self._compare_enums(b, r, out)
+        self._compare_values(b, r, out)
         self._compare_properties(pair, out)
         self._compare_subschemas(pair, out)
         self._compare_composition(pair, out)
-        self._compare_discriminator(b, r, out)
+        self._compare_discriminator(pair, out)
+        self._compare_unread(b, r, out)
         return out
+
+    def _folded(self, schema: dict[str, Any], doc: Document) -> tuple[dict[str, Any], Document]:
+        """`schema` as its one `allOf` member with the sibling keywords added, when the member
+        (in the same document) sets none of them otherwise; else `schema` itself."""
+        members = schema.get("allOf")
+        if not isinstance(members, list) or len(members) != 1:
+            return schema, doc
+        node, mdoc = self._resolved_in(members[0], doc)
+        if not isinstance(node, dict) or mdoc.uri != doc.uri or _is_annotation_only(node):
+            return schema, doc
+        siblings = {k: v for k, v in schema.items() if k != "allOf"}
+        for key, value in siblings.items():
+            if key in node and key not in _ANNOTATIONS and not _same(node[key], value):
+                return schema, doc
+        return {**node, **siblings}, mdoc
 
     def _descend(
         self, pair: SchemaPair, base: Any, revision: Any, out: list[Finding], *path: str
@@ -304,12 +365,17 @@ class SchemaDiffer:
         An equivalent refactor is then no change at all (annotation-only parts added or
         removed stay as info findings); otherwise the findings are those of the merged
         schemas (a property that became required, ...). Two `allOf` lists keep the
-        member-by-member comparison, as the field's reference does by default. None: not
-        handled here.
+        member-by-member comparison, as the field's reference does by default, unless parts
+        were both dropped and added (replaced): then there is nothing to pair the new parts
+        with either, and the merged schemas say what changed. None: not handled here.
         """
         b, bdoc, r, rdoc = pair.base, pair.base_doc, pair.revision, pair.revision_doc
         if ("allOf" in b) == ("allOf" in r):
-            return None
+            if "allOf" not in b:
+                return None
+            _, removed, added = self._match(pair, _list(b.get("allOf")), _list(r.get("allOf")))
+            if not removed or not added:
+                return None
         fb, fr = self._merged(b, bdoc), self._merged(r, rdoc)
         if fb is None or fr is None:
             return None
@@ -476,8 +542,12 @@ class SchemaDiffer:
             elif rf is None:
                 out.append(Finding("format-removed", (), bf, None))
             else:
-                out.append(Finding("format-changed", (), bf, rf))
+                out.append(Finding(_format_aspect(bf, rf), (), bf, rf))
+        for upper in (True, False):
+            _compare_numeric_bound(b, r, upper, out)
         for keyword, stem, upper in _BOUNDS:
+            if keyword in _NUMERIC_BOUND_KEYWORDS:
+                continue
             bv, rv = _number(b.get(keyword)), _number(r.get(keyword))
             if bv == rv:
                 continue
@@ -489,19 +559,7 @@ class SchemaDiffer:
                 out.append(Finding(f"{stem}-{'decreased' if rv < bv else 'increased'}", (), bv, rv))
             else:
                 out.append(Finding(f"{stem}-{'increased' if rv > bv else 'decreased'}", (), bv, rv))
-        bm, rm = _number(b.get("multipleOf")), _number(r.get("multipleOf"))
-        if bm != rm:
-            if bm is None:
-                out.append(Finding("multiple-of-set", (), None, rm))
-            elif rm is None:
-                out.append(Finding("multiple-of-unset", (), bm, None))
-            elif _divides(rm, bm):
-                # every old multiple is a new one: more values are valid
-                out.append(Finding("multiple-of-generalized", (), bm, rm))
-            elif _divides(bm, rm):
-                out.append(Finding("multiple-of-specialized", (), bm, rm))
-            else:
-                out.append(Finding("multiple-of-changed", (), bm, rm))
+        _compare_multiple_of(b, r, out)
         bu, ru = bool(b.get("uniqueItems")), bool(r.get("uniqueItems"))
         if bu != ru:
             out.append(Finding("unique-items-set" if ru else "unique-items-unset"))
@@ -522,13 +580,6 @@ class SchemaDiffer:
                 out.append(Finding("default-value-removed", (), b["default"], None))
             elif not _same(b["default"], r["default"]):
                 out.append(Finding("default-value-changed", (), b["default"], r["default"]))
-        if "const" in b or "const" in r:
-            if "const" not in b:
-                out.append(Finding("const-added", (), None, r["const"]))
-            elif "const" not in r:
-                out.append(Finding("const-removed", (), b["const"], None))
-            elif not _same(b["const"], r["const"]):
-                out.append(Finding("const-changed", (), b["const"], r["const"]))
         for keyword, aspect in (
             ("contentMediaType", "content-media-type-changed"),
             ("contentEncoding", "content-encoding-changed"),
@@ -568,8 +619,26 @@ class SchemaDiffer:
         elif rank_r > rank_b:
             out.append(Finding("stability-increased", (), bl, rl))
 
-    def _compare_enums(self, b: dict[str, Any], r: dict[str, Any], out: list[Finding]) -> None:
+    def _compare_values(self, b: dict[str, Any], r: dict[str, Any], out: list[Finding]) -> None:
+        """`const` and `enum`: a constant written as a one-value enum (or back) is the same
+        set of values, so a switch between the two compares the sets."""
         self._compare_extensible_enums(b, r, out)
+        bvalues, rvalues = _value_set(b), _value_set(r)
+        if (
+            bvalues is not None
+            and rvalues is not None
+            and ("const" in b) != ("const" in r)
+            and ("enum" in b) != ("enum" in r)
+        ):
+            _value_changes(bvalues, rvalues, "enum-value", out)
+            return
+        if "const" in b or "const" in r:
+            if "const" not in b:
+                out.append(Finding("const-added", (), None, r["const"]))
+            elif "const" not in r:
+                out.append(Finding("const-removed", (), b["const"], None))
+            elif not _same(b["const"], r["const"]):
+                out.append(Finding("const-changed", (), b["const"], r["const"]))
         be, re_ = b.get("enum"), r.get("enum")
         if be is None and re_ is None:
             return
@@ -631,22 +700,36 @@ class SchemaDiffer:
                     continue
                 rsub = rprops[name]
                 self._descend(pair, bsub, rsub, out, "properties", name)
-                self._compare_required(name, name in breq, name in rreq, rsub, rdoc, out)
-                if not request and name in rreq:
-                    bs = _as_schema(self._resolved(bsub, bdoc))
-                    rs = _as_schema(self._resolved(rsub, rdoc))
-                    if bs.get("writeOnly") and not rs.get("writeOnly"):
-                        out.append(
-                            Finding("became-not-write-only", ("properties", name), name=name)
-                        )
-                    elif rs.get("writeOnly") and not bs.get("writeOnly"):
-                        out.append(Finding("became-write-only", ("properties", name), name=name))
+                bs = _as_schema(self._resolved(bsub, bdoc))
+                rs = _as_schema(self._resolved(rsub, rdoc))
+                if self._irrelevant(bs) == self._irrelevant(rs):
+                    self._compare_required(name, name in breq, name in rreq, rsub, rdoc, out)
+                self._compare_access(name, name in breq or name in rreq, bs, rs, out)
         # `required` may name properties defined elsewhere (allOf siblings, parents).
         props_b = _dict(b.get("properties"))
         props_r = _dict(r.get("properties"))
         for name in sorted((breq ^ rreq) - set(props_b) - set(props_r)):
             self._compare_required(name, name in breq, name in rreq, None, rdoc, out)
         self._compare_additional(pair, out)
+
+    def _compare_access(
+        self,
+        name: str,
+        required: bool,
+        bs: dict[str, Any],
+        rs: dict[str, Any],
+        out: list[Finding],
+    ) -> None:
+        """`readOnly` / `writeOnly` of a property that stayed: readOnly values are never sent,
+        writeOnly values never returned, so a change matters to one side only (the catalog
+        classifies each per direction). `required` of a property whose visibility changed is
+        said by these findings, not by `became-required`/`became-optional`."""
+        suffix = "" if required else "-optional"
+        for keyword, stem in (("readOnly", "read-only"), ("writeOnly", "write-only")):
+            was, now = bool(bs.get(keyword)), bool(rs.get(keyword))
+            if was != now:
+                aspect = f"became-{stem}" if now else f"became-not-{stem}"
+                out.append(Finding(aspect + suffix, ("properties", name), was, now, name))
 
     def _compare_required(
         self, name: str, was: bool, now: bool, rsub: Any, rdoc: Document, out: list[Finding]
@@ -676,14 +759,20 @@ class SchemaDiffer:
             out.append(Finding("additional-properties-forbidden", (), ba, False))
         elif ba is False and ra is not False:
             out.append(Finding("additional-properties-allowed", (), False, ra))
-        elif isinstance(ba, dict) and isinstance(ra, dict):
-            self._descend(pair, ba, ra, out, "additionalProperties")
+        elif isinstance(ba, dict) or isinstance(ra, dict):
+            # Absent or `true` allows anything: the same as an empty schema.
+            bs = ba if isinstance(ba, dict) else _ANY
+            rs = ra if isinstance(ra, dict) else _ANY
+            self._descend(pair, bs, rs, out, "additionalProperties")
 
     def _compare_subschemas(self, pair: SchemaPair, out: list[Finding]) -> None:
         b, r = pair.base, pair.revision
         bi, ri = b.get("items"), r.get("items")
-        if isinstance(bi, dict) and isinstance(ri, dict):
-            self._descend(pair, bi, ri, out, "items")
+        if (isinstance(bi, dict) or isinstance(ri, dict)) and not (
+            isinstance(bi, list) or isinstance(ri, list)
+        ):
+            # Absent items allow anything: the same as an empty schema.
+            self._descend(pair, bi or _ANY, ri or _ANY, out, "items")
         bpi, rpi = b.get("prefixItems"), r.get("prefixItems")
         if bpi is None and isinstance(rpi, list):
             out.append(Finding("prefix-items-added"))
@@ -757,7 +846,7 @@ class SchemaDiffer:
             rl = _list(pair.revision.get(keyword))
             if not bl and not rl:
                 continue
-            matched, removed, added = _match_alternatives(bl, rl)
+            matched, removed, added = self._match(pair, bl, rl)
             for i in removed:
                 aspect = f"{stem}-removed"
                 if keyword == "allOf" and _is_annotation_only(self._resolved(bl[i], pair.base_doc)):
@@ -773,6 +862,28 @@ class SchemaDiffer:
             for i, j in matched:
                 self._descend(pair, bl[i], rl[j], out, keyword, str(j))
 
+    def _match(
+        self, pair: SchemaPair, bl: list[Any], rl: list[Any]
+    ) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+        """Pair the members of two `oneOf`/`anyOf`/`allOf` lists: by reference, text and
+        title first, then members left over on both sides by meaning (a member replaced by a
+        reference to an identical schema, a schema renamed with its references following)."""
+        matched, removed, added = _match_alternatives(bl, rl)
+        if not removed or not added:
+            return matched, removed, added
+        for i in list(removed):
+            for j in added:
+                if self.equivalent(bl[i], pair.base_doc, rl[j], pair.revision_doc):
+                    matched.append((i, j))
+                    removed.remove(i)
+                    added.remove(j)
+                    break
+        return matched, removed, added
+
+    def equivalent(self, b: Any, bdoc: Document, r: Any, rdoc: Document) -> bool:
+        """True when two schemas describe the same values (no finding between them)."""
+        return not self._expand(self._diff(b, bdoc, r, rdoc))
+
     def _compare_switched(self, pair: SchemaPair, old: str, new: str, out: list[Finding]) -> None:
         """`anyOf` became `oneOf` or back. Over alternatives no value can match twice (their
         types or a required constant tag tell them apart) the two mean the same: only the
@@ -782,7 +893,7 @@ class SchemaDiffer:
         if not self._disjoint(rl, pair.revision_doc):
             aspect = "any-of-became-one-of" if new == "oneOf" else "one-of-became-any-of"
             out.append(Finding(aspect, (), old, new))
-        matched, removed, added = _match_alternatives(bl, rl)
+        matched, removed, added = self._match(pair, bl, rl)
         for i in removed:
             label = _label(bl[i], i)
             out.append(Finding(f"{stems[old]}-removed", (), label, None, label))
@@ -812,32 +923,40 @@ class SchemaDiffer:
                 return True
         return _tagged(resolved)
 
-    def _compare_discriminator(
-        self, b: dict[str, Any], r: dict[str, Any], out: list[Finding]
-    ) -> None:
-        bd, rd = b.get("discriminator"), r.get("discriminator")
-        if not isinstance(bd, dict) and not isinstance(rd, dict):
+    def _compare_discriminator(self, pair: SchemaPair, out: list[Finding]) -> None:
+        b, r = pair.base, pair.revision
+        bd, rd = _discriminator(b), _discriminator(r)
+        if bd is None and rd is None:
             return
-        if not isinstance(bd, dict):
-            out.append(Finding("discriminator-added", (), None, rd))
-            return
-        if not isinstance(rd, dict):
-            out.append(Finding("discriminator-removed", (), bd, None))
-            return
-        if bd.get("propertyName") != rd.get("propertyName"):
-            out.append(
-                Finding(
-                    "discriminator-property-name-changed",
-                    (),
-                    bd.get("propertyName"),
-                    rd.get("propertyName"),
+        if bd is None:
+            out.append(Finding("discriminator-added", (), None, r.get("discriminator")))
+        elif rd is None:
+            out.append(Finding("discriminator-removed", (), b.get("discriminator"), None))
+        else:
+            if bd.get("propertyName") != rd.get("propertyName"):
+                out.append(
+                    Finding(
+                        "discriminator-property-name-changed",
+                        (),
+                        bd.get("propertyName"),
+                        rd.get("propertyName"),
+                    )
                 )
-            )
-        bm = _dict(bd.get("mapping"))
-        rm = _dict(rd.get("mapping"))
+            self._compare_mapping(pair, _dict(bd.get("mapping")), _dict(rd.get("mapping")), out)
+        self._compare_subtypes(pair, out)
+
+    def _compare_mapping(
+        self, pair: SchemaPair, bm: dict[str, Any], rm: dict[str, Any], out: list[Finding]
+    ) -> None:
         removed = [k for k in bm if k not in rm]
         added = [k for k in rm if k not in bm]
-        changed = [k for k in bm if k in rm and bm[k] != rm[k]]
+        changed = [
+            k
+            for k in bm
+            if k in rm
+            and bm[k] != rm[k]
+            and not self._same_target(pair, _mapping_ref(bm[k]), _mapping_ref(rm[k]))
+        ]
         if added:
             out.append(Finding("discriminator-mapping-added", (), None, added, ", ".join(added)))
         if removed:
@@ -846,6 +965,74 @@ class SchemaDiffer:
             )
         if changed:
             out.append(Finding("discriminator-mapping-changed", (), None, None, ", ".join(changed)))
+
+    def _same_target(self, pair: SchemaPair, bref: str, rref: str) -> bool:
+        """True when a mapping target was renamed: the old schema is gone from the revision
+        and the new one means the same."""
+        try:
+            pair.revision_doc.resolve(bref)
+            return False  # the old target still exists: another schema was chosen
+        except ContractParseError:
+            pass
+        try:
+            return self.equivalent({"$ref": bref}, pair.base_doc, {"$ref": rref}, pair.revision_doc)
+        except ContractParseError:
+            return False
+
+    def _compare_subtypes(self, pair: SchemaPair, out: list[Finding]) -> None:
+        """Subtypes named only by a discriminator: the schemas whose `allOf` refers to this
+        one (Swagger 2.0 polymorphism, or OpenAPI 3 without `oneOf`). They are values of
+        this schema too, so they are compared by name, under `x-subtypes/<name>`."""
+        b, r = pair.base, pair.revision
+        if any(k in s for s in (b, r) for k in ("oneOf", "anyOf")):
+            return
+        bsubs = self._subtypes_of(b, pair.base_doc)
+        rsubs = self._subtypes_of(r, pair.revision_doc)
+        for name in bsubs:
+            if name not in rsubs:
+                out.append(Finding("subtype-removed", (), name, None, name))
+        for name, rref in rsubs.items():
+            if name not in bsubs:
+                out.append(Finding("subtype-added", (), None, name, name))
+                continue
+            bref = bsubs[name]
+            self._descend(pair, {"$ref": bref}, {"$ref": rref}, out, "x-subtypes", name)
+
+    def _subtypes_of(self, schema: dict[str, Any], doc: Document) -> dict[str, str]:
+        """Component name -> reference, for the components of `doc` whose `allOf` refers to
+        `schema` (itself a component with a discriminator)."""
+        if _discriminator(schema) is None:
+            return {}
+        names = self._names.get(id(doc.root))
+        if names is None:
+            names = self._names[id(doc.root)] = {
+                id(node): ref for ref, node in _components(doc.root).items()
+            }
+        own = names.get(id(schema))
+        if own is None:
+            return {}
+        index = self._subtypes.get(id(doc.root))
+        if index is None:
+            index = self._subtypes[id(doc.root)] = _subtype_index(doc.root)
+        return {ref.rsplit("/", 1)[-1]: ref for ref in index.get(own, [])}
+
+    def _compare_unread(self, b: dict[str, Any], r: dict[str, Any], out: list[Finding]) -> None:
+        """Keywords no comparison reads (`dependencies`, `additionalItems`, a list under
+        `items` ...): when their values differ, an unclassified finding with both values,
+        never silence. Documentation and vendor extensions (`x-`) are left out."""
+        if b.keys() == r.keys() and all(
+            _same(b[k], r[k]) for k in b.keys() - _READ | ({"items"} & b.keys())
+        ):
+            return
+        for key in sorted(set(b) | set(r)):
+            listed = isinstance(b.get(key), list) or isinstance(r.get(key), list)
+            if (key in _READ and not (key == "items" and listed)) or key.startswith("x-"):
+                continue
+            if key in _ANNOTATIONS or (key in b and key in r and _same(b[key], r[key])):
+                continue
+            before = {key: b[key]} if key in b else None
+            after = {key: r[key]} if key in r else None
+            out.append(Finding("unclassified-difference", (key,), before, after, key))
 
 
 class UnchangedRefs:
@@ -868,29 +1055,18 @@ class UnchangedRefs:
             self._dirty = self._compute_dirty()
         return ref not in self._dirty
 
-    def _components(self, root: Any) -> dict[str, Any]:
-        found: dict[str, Any] = {}
-        if not isinstance(root, dict):
-            return found
-        schemas = (
-            (root.get("components") or {}).get("schemas")
-            if isinstance(root.get("components"), dict)
-            else None
-        )
-        if isinstance(schemas, dict):
-            for name, node in schemas.items():
-                found["#/components/schemas/" + _escape(str(name))] = node
-        definitions = root.get("definitions")
-        if isinstance(definitions, dict):
-            for name, node in definitions.items():
-                found["#/definitions/" + _escape(str(name))] = node
-        return found
-
     def _compute_dirty(self) -> set[str]:
-        base = self._components(self._base)
-        revision = self._components(self._revision)
+        base = _components(self._base)
+        revision = _components(self._revision)
         dirty: set[str] = set()
         referrers: dict[str, set[str]] = {}
+        # A schema with a discriminator also stands for its subtypes (the components whose
+        # `allOf` names it): a changed subtype changes what the parent allows.
+        for root, components in ((self._base, base), (self._revision, revision)):
+            for parent, children in _subtype_index(root).items():
+                if _discriminator(_dict(components.get(parent))) is not None:
+                    for child in children:
+                        referrers.setdefault(child, set()).add(parent)
         for ref in base.keys() | revision.keys():
             if ref not in base or ref not in revision or base[ref] != revision[ref]:
                 dirty.add(ref)
@@ -1168,3 +1344,280 @@ def _is_bare_type(schema: dict[str, Any]) -> bool:
 
 def _is_annotation_only(node: Any) -> bool:
     return isinstance(node, dict) and bool(node) and all(k in _ANNOTATIONS for k in node)
+
+
+# Keywords some comparison reads (the rest is reported as unclassified when it differs).
+# Identity and container keywords (`$id`, `$defs` ...) hold no constraint of their own: what
+# `$defs` holds is compared where a `$ref` reaches it.
+_READ = frozenset(
+    {
+        "$ref",
+        "type",
+        "nullable",
+        "format",
+        "xml",
+        "maximum",
+        "minimum",
+        "exclusiveMaximum",
+        "exclusiveMinimum",
+        "maxLength",
+        "minLength",
+        "maxItems",
+        "minItems",
+        "maxProperties",
+        "minProperties",
+        "maxContains",
+        "minContains",
+        "multipleOf",
+        "uniqueItems",
+        "pattern",
+        "default",
+        "const",
+        "enum",
+        "contentMediaType",
+        "contentEncoding",
+        "properties",
+        "required",
+        "additionalProperties",
+        "readOnly",
+        "writeOnly",
+        "items",
+        "prefixItems",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "contains",
+        "propertyNames",
+        "contentSchema",
+        "if",
+        "then",
+        "else",
+        "not",
+        "patternProperties",
+        "dependentSchemas",
+        "dependentRequired",
+        "oneOf",
+        "anyOf",
+        "allOf",
+        "discriminator",
+        "$id",
+        "$schema",
+        "$anchor",
+        "$dynamicAnchor",
+        "$defs",
+        "definitions",
+        "$vocabulary",
+    }
+)
+_NUMERIC_BOUND_KEYWORDS = frozenset({"maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum"})
+# Integer formats by the range of values they hold; float is a subset of double.
+_INTEGER_RANGES = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "uint8": (0, 2**8 - 1),
+    "uint16": (0, 2**16 - 1),
+    "uint32": (0, 2**32 - 1),
+    "uint64": (0, 2**64 - 1),
+}
+_FLOAT_RANKS = {"float": 0, "double": 1}
+
+
+def _format_aspect(before: Any, after: Any) -> str:
+    """`format-widened` when every value of the old format fits the new one (int32 -> int64,
+    float -> double), `format-narrowed` for the reverse, else `format-changed`."""
+    if before in _INTEGER_RANGES and after in _INTEGER_RANGES:
+        (blo, bhi), (rlo, rhi) = _INTEGER_RANGES[before], _INTEGER_RANGES[after]
+        if rlo <= blo and bhi <= rhi:
+            return "format-widened"
+        if blo <= rlo and rhi <= bhi:
+            return "format-narrowed"
+    if before in _FLOAT_RANKS and after in _FLOAT_RANKS:
+        return "format-widened" if _FLOAT_RANKS[after] > _FLOAT_RANKS[before] else "format-narrowed"
+    return "format-changed"
+
+
+def _effective_bound(schema: dict[str, Any], upper: bool) -> tuple[float, bool] | None:
+    """The tightest numeric bound of a schema as (value, exclusive), in either spelling:
+    OpenAPI 3.0's `maximum` with a boolean `exclusiveMaximum`, or 3.1's numeric one."""
+    inclusive = _number(schema.get("maximum" if upper else "minimum"))
+    flag = schema.get("exclusiveMaximum" if upper else "exclusiveMinimum")
+    exclusive = _number(flag)
+    found: list[tuple[float, bool]] = []
+    if inclusive is not None:
+        found.append((inclusive, flag is True))
+    if exclusive is not None:
+        found.append((exclusive, True))
+    if not found:
+        return None
+    if upper:
+        return min(found, key=lambda b: (b[0], 0 if b[1] else 1))
+    return max(found, key=lambda b: (b[0], 1 if b[1] else 0))
+
+
+def _compare_numeric_bound(
+    b: dict[str, Any], r: dict[str, Any], upper: bool, out: list[Finding]
+) -> None:
+    """`maximum`/`exclusiveMaximum` (or the minimums): each keyword on its own while both
+    sides spell the bound alike, else the effective bounds (a boolean `exclusiveMaximum`
+    set on `maximum: 20` tightens it; on a schema without `maximum` it does nothing)."""
+    inc, exc = ("maximum", "exclusiveMaximum") if upper else ("minimum", "exclusiveMinimum")
+    stem, xstem = ("max", "exclusive-max") if upper else ("min", "exclusive-min")
+    bi, bx, ri, rx = b.get(inc), b.get(exc), r.get(inc), r.get(exc)
+    if _same(bi, ri) and _same(bx, rx):
+        return
+    alike = (
+        not any(isinstance(v, bool) for v in (bx, rx))
+        and (bi is None) == (ri is None)
+        and (bx is None) == (rx is None)
+    )
+    if alike:
+        for keyword, kstem in ((inc, stem), (exc, xstem)):
+            bv, rv = _number(b.get(keyword)), _number(r.get(keyword))
+            if bv == rv:
+                continue
+            if bv is None:
+                out.append(Finding(f"{kstem}-set", (), None, rv))
+            elif rv is None:
+                out.append(Finding(f"{kstem}-unset", (), bv, None))
+            elif (rv < bv) == upper:
+                out.append(Finding(f"{kstem}-{'decreased' if upper else 'increased'}", (), bv, rv))
+            else:
+                out.append(Finding(f"{kstem}-{'increased' if upper else 'decreased'}", (), bv, rv))
+        return
+    bb, rb = _effective_bound(b, upper), _effective_bound(r, upper)
+    if bb == rb:
+        if bb is None:  # a flag without the bound it qualifies: nothing changes
+            out.append(Finding("keyword-no-effect", (), {exc: bx}, {exc: rx}, exc))
+        return
+    if bb is None:
+        assert rb is not None
+        out.append(Finding(f"{xstem if rb[1] else stem}-set", (), None, rb[0]))
+        return
+    if rb is None:
+        out.append(Finding(f"{xstem if bb[1] else stem}-unset", (), bb[0], None))
+        return
+    kind = xstem if rb[1] else stem
+    before, after = (
+        (bb[0], rb[0]) if bb[1] == rb[1] else (_bound_text(bb, upper), _bound_text(rb, upper))
+    )
+    tighter = rb[0] < bb[0] if upper else rb[0] > bb[0]
+    if rb[0] == bb[0]:
+        tighter = rb[1] and not bb[1]
+    if tighter:
+        out.append(Finding(f"{kind}-{'decreased' if upper else 'increased'}", (), before, after))
+    else:
+        out.append(Finding(f"{kind}-{'increased' if upper else 'decreased'}", (), before, after))
+
+
+def _bound_text(bound: tuple[float, bool], upper: bool) -> str:
+    value, exclusive = bound
+    sign = ("<" if exclusive else "<=") if upper else (">" if exclusive else ">=")
+    return f"{sign} {json.dumps(value)}"
+
+
+def _compare_multiple_of(b: dict[str, Any], r: dict[str, Any], out: list[Finding]) -> None:
+    bm, rm = _number(b.get("multipleOf")), _number(r.get("multipleOf"))
+    if bm == rm:
+        return
+    if bm is None:
+        out.append(Finding("multiple-of-set", (), None, rm))
+        return
+    if rm is None:
+        out.append(Finding("multiple-of-unset", (), bm, None))
+        return
+    bstep, rstep = bm, rm
+    integers = frozenset({"integer"})
+    if _types(b)[0] == integers and _types(r)[0] == integers:
+        # Over integers only the step's numerator matters: multipleOf 0.01 and 0.1 (and 1)
+        # both hold every integer.
+        bstep, rstep = _integer_step(bm), _integer_step(rm)
+        if bstep == rstep:
+            out.append(
+                Finding(
+                    "keyword-no-effect", (), {"multipleOf": bm}, {"multipleOf": rm}, "multipleOf"
+                )
+            )
+            return
+    if _divides(rstep, bstep):
+        # every old multiple is a new one: more values are valid
+        out.append(Finding("multiple-of-generalized", (), bm, rm))
+    elif _divides(bstep, rstep):
+        out.append(Finding("multiple-of-specialized", (), bm, rm))
+    else:
+        out.append(Finding("multiple-of-changed", (), bm, rm))
+
+
+def _integer_step(step: float) -> float:
+    """The step of the integers that are multiples of `step` (the numerator of the fraction)."""
+    if step <= 0:
+        return step
+    try:
+        return Fraction(repr(step)).numerator
+    except ValueError:
+        return step
+
+
+def _value_set(schema: dict[str, Any]) -> list[Any] | None:
+    """The values a schema allows by `const` or `enum`, None when it names none."""
+    if "const" in schema:
+        return [schema["const"]]
+    enum = schema.get("enum")
+    return enum if isinstance(enum, list) else None
+
+
+def _discriminator(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """The discriminator as an object (Swagger 2.0 writes only the property name)."""
+    found = schema.get("discriminator")
+    if isinstance(found, dict):
+        return found
+    if isinstance(found, str):
+        return {"propertyName": found}
+    return None
+
+
+def _mapping_ref(value: Any) -> str:
+    """A discriminator mapping value as a reference (a bare name means a component schema)."""
+    text = str(value)
+    return text if "/" in text or text.startswith("#") else f"#/components/schemas/{text}"
+
+
+def _components(root: Any) -> dict[str, Any]:
+    """Reference -> schema for the component schemas (and Swagger 2.0 definitions)."""
+    found: dict[str, Any] = {}
+    if not isinstance(root, dict):
+        return found
+    components = root.get("components")
+    schemas = components.get("schemas") if isinstance(components, dict) else None
+    if isinstance(schemas, dict):
+        for name, node in schemas.items():
+            found["#/components/schemas/" + _escape(str(name))] = node
+    definitions = root.get("definitions")
+    if isinstance(definitions, dict):
+        for name, node in definitions.items():
+            found["#/definitions/" + _escape(str(name))] = node
+    return found
+
+
+def _subtype_index(root: Any) -> dict[str, list[str]]:
+    """Parent reference -> the component references whose `allOf` names it."""
+    index: dict[str, list[str]] = {}
+    for ref, node in _components(root).items():
+        if not isinstance(node, dict):
+            continue
+        for member in _list(node.get("allOf")):
+            parent = _ref_of(member)
+            if parent is not None and parent.startswith("#/"):
+                index.setdefault(parent, []).append(ref)
+    return index
+
+
+def _with_siblings(node: Any) -> Any:
+    """A `$ref` with constraints beside it (OpenAPI 3.1, JSON Schema 2019+) is the
+    conjunction of both: written as a one-member `allOf` so that the siblings are compared."""
+    if type(node) is not dict or len(node) == 1 or type(node.get("$ref")) is not str:
+        return node
+    siblings = {k: v for k, v in node.items() if k != "$ref"}
+    if all(k in _ANNOTATIONS or k.startswith("x-") for k in siblings):
+        return node
+    return {"allOf": [{"$ref": node["$ref"]}], **siblings}

@@ -33,13 +33,19 @@ from controller.diffs.jsonschema import (
 )
 from controller.diffs.loader import check_openapi
 from controller.diffs.refs import Document, DocumentStore, Resolver
-from controller.diffs.rules import Direction
-from controller.diffs.unclassified import first_difference, unwatched_differences
+from controller.diffs.rules import CATALOG, Direction
+from controller.diffs.unclassified import (
+    DOCUMENTATION,
+    first_difference,
+    unwatched_differences,
+    values_at,
+)
 from controller.model.change import Change, Location, Severity
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 UNSTABLE_LEVELS = ("draft", "alpha")
 _PARAM_RE = re.compile(r"\{[^}/]*\}")
+
 _SWAGGER_SCHEMA_KEYS = (
     "type",
     "format",
@@ -59,6 +65,62 @@ _SWAGGER_SCHEMA_KEYS = (
     "multipleOf",
     "x-nullable",
 )
+
+
+# What the rules read of each OpenAPI object (documentation and `x-` extensions aside); any
+# other key that differs is an `unclassified-difference`.
+_OPERATION_READ = frozenset(
+    {
+        "operationId",
+        "deprecated",
+        "security",
+        "parameters",
+        "requestBody",
+        "responses",
+        "callbacks",
+        "consumes",
+        "produces",
+    }
+)
+_PARAMETER_READ = frozenset(
+    {
+        "name",
+        "in",
+        "required",
+        "deprecated",
+        "style",
+        "explode",
+        "schema",
+        "content",
+        "allowEmptyValue",
+        "collectionFormat",
+        *_SWAGGER_SCHEMA_KEYS,
+    }
+)
+_HEADER_READ = frozenset(
+    {"required", "deprecated", "style", "explode", "schema", "content", "collectionFormat"}
+    | set(_SWAGGER_SCHEMA_KEYS)
+)
+_REQUEST_BODY_READ = frozenset({"required", "content"})
+_RESPONSE_READ = frozenset({"headers", "content", "links", "schema"})
+_MEDIA_READ = frozenset({"schema", "itemSchema", "encoding"})
+_SCHEME_READ = frozenset(
+    {
+        "type",
+        "scheme",
+        "in",
+        "name",
+        "flows",
+        "openIdConnectUrl",
+        "flow",
+        "authorizationUrl",
+        "tokenUrl",
+        "refreshUrl",
+        "scopes",
+    }
+)
+# Where a parameter is sent -> its default style (OpenAPI 3).
+_DEFAULT_STYLE = {"query": "form", "cookie": "form", "path": "simple", "header": "simple"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +204,7 @@ class _OpenAPIDiff:
         self.response = self._new_differ(Direction.RESPONSE, self.base, self.rev)
         self.changes: list[Change] = []
         self.causes: Causes | None = {} if self.options.grouped else None
+        self._renames: dict[str, str] | None = None
 
     def run(self) -> list[Change]:
         base_ops = _operations(self.base.root)
@@ -192,7 +255,12 @@ class _OpenAPIDiff:
                 [where] if (where := first_difference(self.base.root, self.rev.root)) else []
             )
         for where in unwatched:
-            self.changes.append(make_change("unclassified-difference", where, name=where))
+            before, after = values_at(self.base.root, self.rev.root, where)
+            self.changes.append(
+                make_change(
+                    "unclassified-difference", where, name=where, before=before, after=after
+                )
+            )
         return self.changes if self.causes is None else with_causes(self.changes, self.causes)
 
     # -- operations -------------------------------------------------------------------------
@@ -250,6 +318,7 @@ class _OpenAPIDiff:
                 )
             )
         self._security_changes(op, rop, loc, ptr)
+        self._unread(op, rop, _OPERATION_READ, ptr, loc)
         self._parameters(pair)
         self._request_body(op, rop, loc, ptr)
         self._responses(op, rop, loc, ptr)
@@ -314,6 +383,33 @@ class _OpenAPIDiff:
             )
         )
 
+    def _unread(
+        self,
+        base: dict[str, Any],
+        revision: dict[str, Any],
+        read: frozenset[str],
+        ptr: str,
+        loc: Location,
+    ) -> None:
+        """Keys of an object that no rule reads: when their values differ, an
+        `unclassified-difference` with both values, never silence. Documentation and vendor
+        extensions (`x-`) are left out: they do not reach the wire."""
+        for key in sorted(set(base) | set(revision), key=str):
+            text = str(key)
+            if key in read or text in DOCUMENTATION or text.startswith("x-"):
+                continue
+            if key in base and key in revision and base[key] == revision[key]:
+                continue
+            where = f"{ptr}/{escape_pointer(text)}"
+            self._add(
+                "unclassified-difference",
+                where,
+                loc,
+                where,
+                base.get(key),
+                revision.get(key),
+            )
+
     def _version(self) -> None:
         """Breaking changes under a version number that did not move up (or not enough)."""
         if not self.options.check_version or not any(
@@ -337,34 +433,65 @@ class _OpenAPIDiff:
     def _security_changes(
         self, op: dict[str, Any], rop: dict[str, Any], loc: Location, ptr: str
     ) -> None:
-        bsec = _security(self.base.root, op)
-        rsec = _security(self.rev.root, rop)
-        if bsec == rsec:
+        """The effective security requirements (operation level, else global) compared as
+        what they are: alternatives (a client satisfies one), each a set of schemes that
+        must all be satisfied with their scopes. A scheme renamed with its definition
+        unchanged (the old name gone) is the same scheme."""
+        before = _alternatives(self.base.root, op)
+        after = _alternatives(self.rev.root, rop)
+        if before == after:
             return
-        bmap = {_req_key(r): r for r in bsec}
-        rmap = {_req_key(r): r for r in rsec}
+        bids, rids = self._scheme_names()
+        old = [_requirement(r, bids) for r in before]
+        new = [_requirement(r, rids) for r in after]
+        every = list(new)
+        for req in list(old):
+            if req in new:
+                old.remove(req)
+                new.remove(req)
+        if not old and not new:
+            return
         name = loc.operation or ""
-        if bsec and not rsec:
-            self._add("security-requirement-removed", ptr + "/security", loc, name, "any", None)
+        where = ptr + "/security"
+        anonymous_lost = any(not req for req in old)
+        for req in [r for r in old if r]:
+            same = next((n for n in new if n and n.keys() == req.keys()), None)
+            if same is not None:
+                new.remove(same)
+                for identity in sorted(req):
+                    scheme = req[identity][0]
+                    for scope in sorted(set(same[identity][1]) - set(req[identity][1])):
+                        self._add("security-scope-added", where, loc, scheme, None, scope)
+                    for scope in sorted(set(req[identity][1]) - set(same[identity][1])):
+                        self._add("security-scope-removed", where, loc, scheme, scope, None)
+                continue
+            cover = next((n for n in every if _covers(n, req)), None)
+            if cover is None:
+                self._add("security-alternative-removed", where, loc, name, _req_text(req), None)
+                continue
+            if not cover and cover in new:
+                continue  # no credentials needed now: `security-requirement-removed` below
+            if cover in new:
+                new.remove(cover)
+            self._add(
+                "security-requirement-relaxed", where, loc, name, _req_text(req), _req_text(cover)
+            )
+        if anonymous_lost:
+            # Calls without credentials were accepted and are not any more.
+            self._add(
+                "security-requirement-added",
+                where,
+                loc,
+                name,
+                None,
+                " or ".join(_req_text(n) for n in new if n) or None,
+            )
             return
-        if not bsec and rsec:
-            for key in rmap:
-                self._add("security-requirement-added", ptr + "/security", loc, name, None, key)
-            return
-        for key in bmap:
-            if key not in rmap:
-                self._add("security-requirement-removed", ptr + "/security", loc, name, key, None)
-        for key in rmap:
-            if key not in bmap:
-                self._add("security-requirement-added", ptr + "/security", loc, name, None, key)
+        for req in new:
+            if not req:
+                self._add("security-requirement-removed", where, loc, name, "credentials", None)
             else:
-                for scheme, scopes in rmap[key].items():
-                    old = set(bmap[key].get(scheme) or [])
-                    new = set(scopes or [])
-                    for s in sorted(new - old):
-                        self._add("security-scope-added", ptr + "/security", loc, scheme, None, s)
-                    for s in sorted(old - new):
-                        self._add("security-scope-removed", ptr + "/security", loc, scheme, s, None)
+                self._add("security-alternative-added", where, loc, name, None, _req_text(req))
 
     def _servers(self) -> None:
         bs = {str(s.get("url")) for s in self.base.root.get("servers") or [] if isinstance(s, dict)}
@@ -400,9 +527,35 @@ class _OpenAPIDiff:
                 after = "/".join(str(r.get(k)) for k in how if r.get(k) is not None)
                 self._scheme("security-scheme-type-changed", name, name, before, after)
                 continue
-            self._oauth_flows(name, _dict(b.get("flows")), _dict(r.get("flows")))
+            if b.get("openIdConnectUrl") != r.get("openIdConnectUrl"):
+                self._scheme(
+                    "security-scheme-openid-connect-url-changed",
+                    name,
+                    name,
+                    b.get("openIdConnectUrl"),
+                    r.get("openIdConnectUrl"),
+                )
+            self._oauth_flows(name, _flows(b), _flows(r))
+            self._unread_scheme(name, b, r)
+
+    def _scheme_names(self) -> tuple[dict[str, str], dict[str, str]]:
+        """How requirements name schemes on each side: by name, a renamed scheme by its new
+        name (computed once per diff)."""
+        if self._renames is None:
+            self._renames = _renamed_schemes(self.base.root, self.rev.root)
+        return self._renames, {}
+
+    def _unread_scheme(self, name: str, b: dict[str, Any], r: dict[str, Any]) -> None:
+        pointer = f"/components/securitySchemes/{escape_pointer(name)}"
+        if "swagger" in self.rev.root:
+            pointer = f"/securityDefinitions/{escape_pointer(name)}"
+        self._unread(b, r, _SCHEME_READ, pointer, Location())
 
     def _oauth_flows(self, name: str, base: dict[str, Any], revision: dict[str, Any]) -> None:
+        for flow in sorted(set(base) - set(revision)):
+            self._scheme("security-scheme-oauth-flow-removed", name, f"{name} ({flow})", flow)
+        for flow in sorted(set(revision) - set(base)):
+            self._scheme("security-scheme-oauth-flow-added", name, f"{name} ({flow})", None, flow)
         for flow in sorted(set(base) & set(revision)):
             bf, rf = _dict(base[flow]), _dict(revision[flow])
             where = f"{name} ({flow})"
@@ -517,21 +670,41 @@ class _OpenAPIDiff:
                 self._add("request-parameter-sunset-invalid", ptr, loc, label, after=rsun)
             elif bday is not None and rday is not None and rday < bday:
                 self._add("request-parameter-sunset-moved-earlier", ptr, loc, label, bsun, rsun)
+        bempty, rempty = bool(bp.get("allowEmptyValue")), bool(rp.get("allowEmptyValue"))
+        if bempty != rempty:
+            rule = (
+                "request-parameter-empty-value-allowed"
+                if rempty
+                else "request-parameter-empty-value-refused"
+            )
+            self._add(rule, ptr + "/allowEmptyValue", loc, label, bempty, rempty)
+        self._unread(bp, rp, _PARAMETER_READ, ptr, loc)
+        bs, rs = _param_schema(bp), _param_schema(rp)
+        if bs is None and rs is None:
+            return
+        # No schema allows any value.
+        bs, rs = ({} if bs is None else bs), ({} if rs is None else rs)
+        bform = self._serialisation(bp, bs, bdoc)
+        rform = self._serialisation(rp, rs, rdoc)
         bstyle = (bp.get("style"), bp.get("explode"), bp.get("collectionFormat"))
         rstyle = (rp.get("style"), rp.get("explode"), rp.get("collectionFormat"))
         if bstyle != rstyle:
             self._add(
-                "request-parameter-style-changed",
+                "request-parameter-style-changed"
+                if bform != rform
+                else "request-parameter-style-no-effect",
                 ptr,
                 loc,
                 label,
                 _style_text(bstyle),
                 _style_text(rstyle),
             )
-        bs, rs = _param_schema(bp), _param_schema(rp)
-        if bs is None or rs is None:
-            return
         findings = self._differ(Direction.REQUEST, bdoc, rdoc).diff(bs, rs)
+        if "content" not in bp and "content" not in rp:
+            # Sent as text: what counts is which texts are accepted.
+            findings = _types_as_text(findings)
+            if rform[:2] == ("form", True):
+                findings = self._exploded_array(bs, bdoc, rs, rdoc, findings)
         self.changes += changes_from_findings(
             findings,
             direction=Direction.REQUEST,
@@ -542,6 +715,65 @@ class _OpenAPIDiff:
             label=label,
             causes=self.causes,
         )
+
+    def _serialisation(self, param: dict[str, Any], schema: Any, doc: Document) -> tuple[Any, ...]:
+        """How a parameter's value is written on the wire: its style, and `explode` where it
+        changes anything (never for primitives, nor for `simple` arrays); `collectionFormat`
+        for Swagger 2.0 arrays. Written alike, the same values reach the server alike."""
+        if "content" in param:
+            return ("content",)
+        resolved = _deref(schema, doc)[0]
+        types = _dict(resolved).get("type")
+        names = {types} if isinstance(types, str) else set(types or [])
+        kind = (
+            "array"
+            if "array" in names
+            else "object"
+            if "object" in names or "properties" in _dict(resolved)
+            else "primitive"
+            if names
+            else "any"
+        )
+        if "style" not in param and "explode" not in param and "type" in param:
+            # Swagger 2.0: `multi` repeats the name like form/explode; others join values.
+            if kind != "array":
+                return ("primitive",)
+            fmt = param.get("collectionFormat") or "csv"
+            return ("form", True) if fmt == "multi" else ("joined", fmt)
+        style = param.get("style") or _DEFAULT_STYLE.get(str(param.get("in")), "form")
+        explode = param.get("explode")
+        if explode is None:
+            explode = style == "form"
+        if kind == "primitive" or (kind == "array" and style == "simple"):
+            return (style,)
+        return (style, bool(explode), kind)
+
+    def _exploded_array(
+        self, bs: Any, bdoc: Document, rs: Any, rdoc: Document, findings: list[Finding]
+    ) -> list[Finding]:
+        """A form/exploded query value: one value is written exactly like an array of one item
+        (`?id=1`), so a scalar that becomes an array whose items accept every old value is a
+        widening, not a type change."""
+        old, new = _dict(_deref(bs, bdoc)[0]), _dict(_deref(rs, rdoc)[0])
+        old_types, new_types = _type_names(old), _type_names(new)
+        if (
+            not old_types
+            or old_types & {"array", "object"}
+            or new_types != {"array"}
+            or not isinstance(new.get("items"), dict)
+        ):
+            return findings
+        inner = _types_as_text(self._differ(Direction.REQUEST, bdoc, rdoc).diff(bs, new["items"]))
+        severities = [
+            CATALOG.get(f"request-parameter-{f.aspect}", None) for f in inner if not f.path
+        ]
+        if inner and (
+            any(f.path for f in inner)
+            or any(rule is None or rule.severity is not Severity.INFO for rule in severities)
+        ):
+            return findings
+        before = "|".join(sorted(old_types))
+        return [Finding("type-generalized", (), before, "array")]
 
     # -- bodies -----------------------------------------------------------------------------
 
@@ -571,6 +803,7 @@ class _OpenAPIDiff:
             self._add("request-body-became-required", bptr + "/required", loc, name)
         elif was and not now:
             self._add("request-body-became-optional", bptr + "/required", loc, name)
+        self._unread(bbody, rbody, _REQUEST_BODY_READ, bptr, loc)
         self._content(
             bbody.get("content"),
             bdoc,
@@ -620,6 +853,8 @@ class _OpenAPIDiff:
                 continue
             raw_mt, rmedia = rmap[mt]
             bmedia, rmedia = _dict(bmedia), _dict(rmedia)
+            self._unread(bmedia, rmedia, _MEDIA_READ, f"{ptr}/{escape_pointer(raw_mt)}", loc)
+            self._encoding(bmedia, rmedia, request, loc, f"{ptr}/{escape_pointer(raw_mt)}", label)
             root, nested = (
                 ("request-body", "request-property")
                 if request
@@ -642,7 +877,7 @@ class _OpenAPIDiff:
                     continue
                 findings = self._differ(direction, bdoc, rdoc).diff(bschema, rschema)
                 if _loosely_typed(raw_mt):
-                    findings = _types_as_text(findings)
+                    findings = _types_as_text(findings, loose=True)
                 self.changes += changes_from_findings(
                     findings,
                     direction=direction,
@@ -653,6 +888,28 @@ class _OpenAPIDiff:
                     label=f"{label} ({raw_mt})",
                     causes=self.causes,
                 )
+
+    def _encoding(
+        self,
+        bmedia: dict[str, Any],
+        rmedia: dict[str, Any],
+        request: bool,
+        loc: Location,
+        ptr: str,
+        label: str,
+    ) -> None:
+        """`encoding` of form and multipart bodies, field by field. A field whose entry
+        appears or goes with the field itself is the field's change (property added or
+        removed); an entry that changed for a field on both sides changes how it is sent."""
+        bmap, rmap = _dict(bmedia.get("encoding")), _dict(rmedia.get("encoding"))
+        if bmap == rmap:
+            return
+        rule = "request-body-encoding-changed" if request else "response-body-encoding-changed"
+        for field in sorted(set(bmap) & set(rmap), key=str):
+            before, after = _documented(_dict(bmap[field])), _documented(_dict(rmap[field]))
+            if before != after:
+                where = f"{ptr}/encoding/{escape_pointer(str(field))}"
+                self._add(rule, where, loc, f"{label} field '{field}'", before, after)
 
     def _differ(self, direction: Direction, bdoc: Document, rdoc: Document) -> SchemaDiffer:
         if bdoc is self.base and rdoc is self.rev:
@@ -690,6 +947,7 @@ class _OpenAPIDiff:
             rresp, rdoc = _deref(rres[code], self.rev)
             if not isinstance(bresp, dict) or not isinstance(rresp, dict):
                 continue
+            self._unread(bresp, rresp, _RESPONSE_READ, rptr, loc)
             label = f"response {code}"
             self._headers(bresp, bdoc, rresp, rdoc, loc, rptr, label)
             bcontent = (
@@ -742,7 +1000,28 @@ class _OpenAPIDiff:
                 self._add("response-header-became-optional", hptr, loc, raw)
             elif now and not was:
                 self._add("response-header-became-required", hptr, loc, raw)
+            was, now = bool(bhead.get("deprecated")), bool(rhead.get("deprecated"))
+            if was != now:
+                rule = "response-header-deprecated" if now else "response-header-reactivated"
+                self._add(rule, hptr + "/deprecated", loc, raw)
+            self._unread(bhead, rhead, _HEADER_READ, hptr, loc)
             bs, rs = _param_schema(bhead), _param_schema(rhead)
+            if bs is not None or rs is not None:
+                bs, rs = ({} if bs is None else bs), ({} if rs is None else rs)
+            bstyle = (bhead.get("style"), bhead.get("explode"), bhead.get("collectionFormat"))
+            rstyle = (rhead.get("style"), rhead.get("explode"), rhead.get("collectionFormat"))
+            if bstyle != rstyle:
+                same = self._serialisation(
+                    {**bhead, "in": "header"}, bs or {}, bhdoc
+                ) == self._serialisation({**rhead, "in": "header"}, rs or {}, rhdoc)
+                self._add(
+                    "response-header-style-no-effect" if same else "response-header-style-changed",
+                    hptr,
+                    loc,
+                    raw,
+                    _style_text(bstyle),
+                    _style_text(rstyle),
+                )
             if bs is not None and rs is not None:
                 findings = self._differ(Direction.RESPONSE, bhdoc, rhdoc).diff(bs, rs)
                 findings = _types_as_text(findings)  # a header's value is text on the wire
@@ -770,11 +1049,65 @@ def _loosely_typed(media_type: str) -> bool:
     return "xml" in essence or essence in ("text/plain", "application/x-www-form-urlencoded")
 
 
-def _types_as_text(findings: list[Finding]) -> list[Finding]:
-    """Type changes where nothing on the wire enforces the type: `type-compatible`."""
-    return [
-        replace(f, aspect="type-compatible") if f.aspect == "type-changed" else f for f in findings
-    ]
+_TYPE_ASPECTS = frozenset(
+    {
+        "type-changed",
+        "type-generalized",
+        "type-specialized",
+        "list-of-types-widened",
+        "list-of-types-narrowed",
+    }
+)
+# As text, every integer is a number and every scalar is a string.
+_TEXT_SUPERTYPES = {
+    "integer": {"integer", "number", "string"},
+    "number": {"number", "string"},
+    "boolean": {"boolean", "string"},
+    "string": {"string"},
+    "null": {"null", "string"},
+}
+
+
+def _types_as_text(findings: list[Finding], *, loose: bool = False) -> list[Finding]:
+    """Type changes of values written as text (parameters, headers, XML, form and plain-text
+    bodies), judged by the texts each type accepts: integer -> string accepts more (widened:
+    fine for senders, breaking for readers), string -> integer accepts less, integer ->
+    boolean neither. In `loose` bodies (XML, forms, plain text) nothing on the wire tells an
+    object or array from a scalar either: such a change is `type-compatible`."""
+    return [_type_as_text(f, loose) if f.aspect in _TYPE_ASPECTS else f for f in findings]
+
+
+def _type_as_text(finding: Finding, loose: bool) -> Finding:
+    before, after = _parse_types(finding.before), _parse_types(finding.after)
+    if before is None or after is None or (before | after) & {"object", "array"}:
+        if loose and finding.aspect == "type-changed":
+            return replace(finding, aspect="type-compatible")
+        return finding
+    widened = all(_TEXT_SUPERTYPES.get(t, {t}) & after for t in before)
+    narrowed = all(_TEXT_SUPERTYPES.get(t, {t}) & before for t in after)
+    multi = len(before) > 1 or len(after) > 1
+    if widened and narrowed:
+        aspect = "type-compatible"  # the same texts either way
+    elif widened:
+        aspect = "list-of-types-widened" if multi else "type-generalized"
+    elif narrowed:
+        aspect = "list-of-types-narrowed" if multi else "type-specialized"
+    else:
+        aspect = "type-changed"
+    return replace(finding, aspect=aspect)
+
+
+def _parse_types(text: Any) -> frozenset[str] | None:
+    """A finding's type text (`integer|string`) as a set; None for "any"."""
+    if not isinstance(text, str) or text == "any":
+        return None
+    return frozenset(text.split("|"))
+
+
+def _type_names(schema: dict[str, Any]) -> set[str]:
+    raw = schema.get("type")
+    names = {raw} if isinstance(raw, str) else {str(t) for t in raw or [] if t is not None}
+    return names - {"null"}
 
 
 def normalize_path(path: str) -> str:
@@ -872,10 +1205,85 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _documented(node: dict[str, Any]) -> dict[str, Any]:
+    """An object without its documentation and vendor extensions."""
+    return {k: v for k, v in node.items() if k not in DOCUMENTATION and not str(k).startswith("x-")}
+
+
+def _flows(scheme: dict[str, Any]) -> dict[str, Any]:
+    """OAuth flows by name; a Swagger 2.0 scheme holds one (`flow` with its URLs and scopes)."""
+    if isinstance(scheme.get("flow"), str):
+        keys = ("authorizationUrl", "tokenUrl", "refreshUrl", "scopes")
+        return {scheme["flow"]: {k: scheme[k] for k in keys if k in scheme}}
+    return _dict(scheme.get("flows"))
+
+
 def _schemes(root: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The document's security schemes (OpenAPI 3 components, Swagger 2 definitions)."""
     found = _dict(root.get("components")).get("securitySchemes") or root.get("securityDefinitions")
     return {str(k): v for k, v in _dict(found).items() if isinstance(v, dict)}
+
+
+def _alternatives(root: dict[str, Any], op: dict[str, Any]) -> list[dict[str, Any]]:
+    """The effective security requirements of an operation, as alternatives: `{}` stands for
+    "no credentials" (an empty requirement, or no requirement at all)."""
+    sec = op.get("security", root.get("security"))
+    if not isinstance(sec, list) or not sec:
+        return [{}]
+    return [s if isinstance(s, dict) else {} for s in sec]
+
+
+# A requirement: scheme identity -> (the scheme's name, its scopes sorted).
+Requirement = dict[str, tuple[str, tuple[str, ...]]]
+
+
+def _scheme_definition(scheme: dict[str, Any]) -> str:
+    """A scheme's definition without documentation, as comparable text."""
+    kept = {k: v for k, v in scheme.items() if k not in DOCUMENTATION and not k.startswith("x-")}
+    return json.dumps(kept, sort_keys=True, default=str)
+
+
+def _renamed_schemes(base: dict[str, Any], revision: dict[str, Any]) -> dict[str, str]:
+    """Base scheme name -> revision name, for schemes renamed with their definition kept (the
+    old name gone, exactly one new name with the same definition)."""
+    bschemes, rschemes = _schemes(base), _schemes(revision)
+    fresh: dict[str, list[str]] = {}
+    for name, scheme in rschemes.items():
+        if name not in bschemes:
+            fresh.setdefault(_scheme_definition(scheme), []).append(name)
+    renamed: dict[str, str] = {}
+    for name, scheme in bschemes.items():
+        if name not in rschemes:
+            candidates = fresh.get(_scheme_definition(scheme), [])
+            if len(candidates) == 1:
+                renamed[name] = candidates[0]
+    return renamed
+
+
+def _requirement(requirement: dict[str, Any], identities: dict[str, str]) -> Requirement:
+    return {
+        identities.get(str(name), str(name)): (
+            str(name),
+            tuple(sorted(str(s) for s in scopes)) if isinstance(scopes, list) else (),
+        )
+        for name, scopes in requirement.items()
+    }
+
+
+def _covers(candidate: Requirement, held: Requirement) -> bool:
+    """True when credentials that satisfy `held` also satisfy `candidate`."""
+    return all(
+        key in held and set(scopes) <= set(held[key][1]) for key, (_, scopes) in candidate.items()
+    )
+
+
+def _req_text(requirement: Requirement) -> str:
+    if not requirement:
+        return "no credentials"
+    parts = []
+    for name, scopes in sorted(requirement.values()):
+        parts.append(f"{name}[{','.join(scopes)}]" if scopes else name)
+    return " + ".join(parts)
 
 
 def _security(root: dict[str, Any], op: dict[str, Any]) -> list[dict[str, Any]]:
@@ -883,10 +1291,6 @@ def _security(root: dict[str, Any], op: dict[str, Any]) -> list[dict[str, Any]]:
     if not isinstance(sec, list):
         return []
     return [s for s in sec if isinstance(s, dict) and s]
-
-
-def _req_key(requirement: dict[str, Any]) -> str:
-    return "+".join(sorted(str(k) for k in requirement))
 
 
 def _style_text(style: tuple[Any, Any, Any]) -> str:

@@ -77,6 +77,8 @@ class SchemaFamily:
     overrides: dict[str, Severity] = field(default_factory=dict)
     # Membership aspects only exist below the root of a schema (they concern a property).
     nested_only: bool = False
+    # The root-level spelling of a nested-only aspect (`ROOT_ASPECTS`): only at the root.
+    root_only: bool = False
     # A hint of a side's own, where `hint` does not fit it (see `HINT_WORDS`).
     request_hint: str | None = None
     response_hint: str | None = None
@@ -417,6 +419,30 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "format changed from {before} to {after}",
         "The value representation changed; update serialisation.",
         response_hint="The value representation changed; update parsing.",
+    ),
+    _f(
+        "format-widened",
+        I,
+        B,
+        "format widened from {before} to {after}",
+        "Readers may get values their old type cannot hold; widen the field's type.",
+        request_hint="Backward compatible: every value sent before still fits.",
+    ),
+    _f(
+        "format-narrowed",
+        B,
+        I,
+        "format narrowed from {before} to {after}",
+        "Send only values the narrower format holds.",
+        response_hint="Backward compatible: every value received still fits the old format.",
+    ),
+    _f(
+        "keyword-no-effect",
+        I,
+        I,
+        "changed from {before} to {after}, which allows the same values",
+        "Nothing to do: the values allowed are the same.",
+        action=ACCEPT,
     ),
     # Enums and constants.
     _f(
@@ -768,11 +794,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
     ),
     _f(
         "discriminator-property-name-changed",
-        I,
-        I,
+        B,
+        B,
         "discriminator property changed from {before} to {after}",
-        "Read the new tag property.",
-        request_hint="Send the new tag property.",
+        "Read the type tag under its new property name.",
+        request_hint="Send the type tag under its new property name.",
     ),
     _f(
         "discriminator-mapping-added",
@@ -915,11 +941,161 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
     _f(
         "became-write-only",
         I,
-        I,
+        B,
         "required property {name} became write-only",
-        "Responses may stop carrying the field; readers that rely on it should check.",
+        "Responses stop carrying the field; readers that use it break.",
         nested_only=True,
         request_hint="Backward compatible; the field is still accepted.",
+    ),
+    _f(
+        "became-not-write-only-optional",
+        I,
+        I,
+        "optional property {name} is no longer write-only",
+        "Responses may carry the field now; use it when useful.",
+        action=ACCEPT,
+        nested_only=True,
+    ),
+    _f(
+        "became-write-only-optional",
+        I,
+        B,
+        "optional property {name} became write-only",
+        "Responses stop carrying the field; readers that use it break.",
+        nested_only=True,
+        request_hint="Backward compatible; the field is still accepted.",
+    ),
+    _f(
+        "became-read-only",
+        B,
+        I,
+        "required property {name} became read-only",
+        "Stop sending the field: the server sets it and may refuse it in requests.",
+        "Backward compatible; responses still carry the field.",
+        nested_only=True,
+    ),
+    _f(
+        "became-read-only-optional",
+        B,
+        I,
+        "optional property {name} became read-only",
+        "Stop sending the field: the server sets it and may refuse it in requests.",
+        "Backward compatible; responses still carry the field.",
+        nested_only=True,
+    ),
+    _f(
+        "became-not-read-only",
+        B,
+        I,
+        "required property {name} is no longer read-only",
+        "The field is required in requests now: send it on every call.",
+        "Backward compatible; responses carry the field as before.",
+        action=ACCEPT,
+        request_action=SEND_REQUIRED,
+        nested_only=True,
+    ),
+    _f(
+        "became-not-read-only-optional",
+        I,
+        I,
+        "optional property {name} is no longer read-only",
+        "The field may be sent now; nothing breaks.",
+        "Backward compatible; responses carry the field as before.",
+        action=ACCEPT,
+        nested_only=True,
+    ),
+    # Polymorphism named by a discriminator only (Swagger 2.0 `allOf` subtypes).
+    _f(
+        "subtype-added",
+        I,
+        W,
+        "subtype {after} added",
+        "Readers may get objects of the new subtype; handle its type tag or a fallback.",
+        request_hint="Backward compatible; objects of the new subtype may be sent too.",
+        action=NEW_ENUM,
+        request_action=ACCEPT,
+    ),
+    _f(
+        "subtype-removed",
+        B,
+        I,
+        "subtype {before} removed",
+        "Stop sending objects of the removed subtype.",
+        "Backward compatible; responses no longer carry objects of that subtype.",
+    ),
+    # The root spelling of the nested-only lifecycle aspects (`ROOT_ASPECTS`).
+    _f(
+        "schema-deprecated",
+        I,
+        I,
+        "schema deprecated",
+        "Plan a migration away from this schema.",
+        action=ACCEPT,
+        root_only=True,
+    ),
+    _f(
+        "schema-deprecated-with-sunset",
+        I,
+        I,
+        "schema deprecated, sunset {after}",
+        "Migrate away from this schema before the sunset date.",
+        action=ACCEPT,
+        root_only=True,
+    ),
+    _f(
+        "schema-deprecated-sunset-invalid",
+        I,
+        I,
+        "schema deprecated with a sunset date that is not a date: {after}",
+        "Plan a migration; ask the vendor for the real sunset date.",
+        action=ACCEPT,
+        root_only=True,
+    ),
+    _f(
+        "schema-reactivated",
+        I,
+        I,
+        "schema no longer deprecated",
+        "Nothing to do.",
+        action=ACCEPT,
+        root_only=True,
+    ),
+    _f(
+        "schema-stability-decreased",
+        B,
+        B,
+        "stability decreased from {before} to {after}",
+        "The schema may change without notice now.",
+        action=ACK,
+        root_only=True,
+    ),
+    _f(
+        "schema-stability-increased",
+        I,
+        I,
+        "stability increased from {before} to {after}",
+        "Nothing to do.",
+        action=ACCEPT,
+        root_only=True,
+    ),
+    _f(
+        "schema-stability-invalid",
+        B,
+        B,
+        "stability level {after} is not valid",
+        "Valid levels: draft, alpha, beta, stable.",
+        action=CHECK_CONFIG,
+        root_only=True,
+    ),
+    # Never silent: a schema keyword no rule reads (or a finding no rule names).
+    _f(
+        "unclassified-difference",
+        W,
+        W,
+        "difference no rule classifies: {before} -> {after}",
+        "driftgate has no rule for this difference; compare the two schemas at this path "
+        "and decide whether it matters to you.",
+        action=CHECK_CONFIG,
     ),
     _f(
         "description-changed",
@@ -942,7 +1118,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
     _r(
         "unclassified-difference",
         W,
-        "difference at {name} that no rule classifies",
+        "difference at {name} that no rule classifies ({before} -> {after})",
         CHECK_CONFIG,
         "driftgate has no rule for this difference; compare the two documents at this path "
         "and decide whether it matters to you.",
@@ -1214,6 +1390,31 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Serialise the parameter the new way.",
         "openapi",
     ),
+    _r(
+        "request-parameter-style-no-effect",
+        I,
+        "serialisation keywords of {name} changed from {before} to {after}, "
+        "with no effect on the wire",
+        ACCEPT,
+        "Nothing to do: the value is written the same way (explode does not apply to it).",
+        "openapi",
+    ),
+    _r(
+        "request-parameter-empty-value-allowed",
+        I,
+        "{name} accepts an empty value now",
+        ACCEPT,
+        "Backward compatible.",
+        "openapi",
+    ),
+    _r(
+        "request-parameter-empty-value-refused",
+        B,
+        "{name} no longer accepts an empty value",
+        UPDATE_CLIENT,
+        "Calls that send the parameter empty are refused; send a value or leave it out.",
+        "openapi",
+    ),
     # Request bodies and media types.
     _r(
         "request-body-added-required",
@@ -1285,6 +1486,23 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "response media type {name} removed",
         UPDATE_CLIENT,
         "Request and parse one of the remaining media types.",
+        "openapi",
+    ),
+    _r(
+        "request-body-encoding-changed",
+        W,
+        "encoding of {name} changed",
+        UPDATE_CLIENT,
+        "The field is serialised another way in the body (content type, style or headers); "
+        "send it the new way.",
+        "openapi",
+    ),
+    _r(
+        "response-body-encoding-changed",
+        W,
+        "encoding of {name} changed",
+        UPDATE_CLIENT,
+        "The field is serialised another way in the body; parse it the new way.",
         "openapi",
     ),
     _r(
@@ -1457,29 +1675,62 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Backward compatible.",
         "openapi",
     ),
+    _r(
+        "response-header-deprecated",
+        I,
+        "response header {name} deprecated",
+        ACCEPT,
+        "Plan to stop reading the header.",
+        "openapi",
+    ),
+    _r(
+        "response-header-reactivated",
+        I,
+        "response header {name} is no longer deprecated",
+        ACCEPT,
+        "Nothing to do.",
+        "openapi",
+    ),
+    _r(
+        "response-header-style-changed",
+        B,
+        "serialisation of response header {name} changed from {before} to {after}",
+        UPDATE_CLIENT,
+        "Parse the header value the new way.",
+        "openapi",
+    ),
+    _r(
+        "response-header-style-no-effect",
+        I,
+        "serialisation keywords of response header {name} changed from {before} to {after}, "
+        "with no effect on the wire",
+        ACCEPT,
+        "Nothing to do: the value is written the same way.",
+        "openapi",
+    ),
     # Security.
     _r(
         "security-requirement-added",
         B,
-        "security requirement {after} added",
+        "{name} needs credentials now ({after})",
         CHECK_CONFIG,
-        "Configure the new credentials for this operation.",
+        "Calls without credentials are refused; configure the new credentials.",
         "openapi",
     ),
     _r(
         "security-requirement-removed",
         I,
-        "security requirement {before} removed",
+        "{name} no longer needs credentials",
         ACCEPT,
-        "Another way to authenticate remains or none is needed.",
+        "Calls without credentials are accepted now; nothing to do.",
         "openapi",
     ),
     _r(
         "security-scope-added",
-        W,
+        B,
         "security scope {after} added to {name}",
         CHECK_CONFIG,
-        "Tokens may need the new scope.",
+        "Tokens issued without the new scope are refused; request it.",
         "openapi",
     ),
     _r(
@@ -1488,6 +1739,54 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "security scope {before} removed from {name}",
         ACCEPT,
         "Nothing to do.",
+        "openapi",
+    ),
+    _r(
+        "security-alternative-added",
+        I,
+        "{name}: another way to authenticate added ({after})",
+        ACCEPT,
+        "Existing credentials keep working; the new alternative is optional.",
+        "openapi",
+    ),
+    _r(
+        "security-alternative-removed",
+        B,
+        "{name}: authenticating with {before} is no longer accepted",
+        CHECK_CONFIG,
+        "Clients that authenticate this way are refused; switch to a remaining alternative.",
+        "openapi",
+    ),
+    _r(
+        "security-requirement-relaxed",
+        I,
+        "{name}: the credentials {before} are more than needed now ({after} suffice)",
+        ACCEPT,
+        "Existing credentials keep working.",
+        "openapi",
+    ),
+    _r(
+        "security-scheme-openid-connect-url-changed",
+        B,
+        "OpenID Connect discovery URL of {name} changed from {before} to {after}",
+        CHECK_CONFIG,
+        "Discover the provider at the new URL.",
+        "openapi",
+    ),
+    _r(
+        "security-scheme-oauth-flow-added",
+        I,
+        "OAuth flow {name} added",
+        ACCEPT,
+        "A new way to obtain tokens; existing flows keep working.",
+        "openapi",
+    ),
+    _r(
+        "security-scheme-oauth-flow-removed",
+        B,
+        "OAuth flow {name} removed",
+        CHECK_CONFIG,
+        "Clients that obtain tokens with this flow cannot any more; use a remaining flow.",
         "openapi",
     ),
     _r(
@@ -1894,7 +2193,9 @@ def build_catalog() -> dict[str, Rule]:
     for fam in SCHEMA_FAMILIES:
         for direction, subjects in SUBJECTS.items():
             for root, nested in subjects:
-                prefixes = (nested,) if fam.nested_only else (root, nested)
+                prefixes = (
+                    (nested,) if fam.nested_only else (root,) if fam.root_only else (root, nested)
+                )
                 for prefix in prefixes:
                     rule_id = f"{prefix}-{fam.aspect}"
                     catalog[rule_id] = Rule(
@@ -1915,6 +2216,16 @@ def build_catalog() -> dict[str, Rule]:
     return catalog
 
 
+# Nested-only aspects found at the root of a subject, by the aspect that names them there.
+ROOT_ASPECTS = {
+    "deprecated": "schema-deprecated",
+    "deprecated-with-sunset": "schema-deprecated-with-sunset",
+    "deprecated-sunset-invalid": "schema-deprecated-sunset-invalid",
+    "reactivated": "schema-reactivated",
+    "stability-decreased": "schema-stability-decreased",
+    "stability-increased": "schema-stability-increased",
+    "stability-invalid": "schema-stability-invalid",
+}
 CATALOG: dict[str, Rule] = build_catalog()
 FAMILIES: dict[str, SchemaFamily] = {fam.aspect: fam for fam in SCHEMA_FAMILIES}
 
@@ -1977,6 +2288,9 @@ def render_rules_markdown() -> str:
             f"| `{rule.id}` | {rule.family} | {rule.severity.value} | `{rule.agent_action}` "
             f"| {rule.summary} | {rule.hint} |"
         )
+    from controller.diffs.reasons import render_reasons  # the reasons read this catalog
+
+    lines += render_reasons()
     lines.append("")
     return "\n".join(lines)
 

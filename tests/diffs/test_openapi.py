@@ -86,7 +86,8 @@ def test_a_required_response_property_becoming_write_only_is_reported() -> None:
             {"/a": {"get": {"responses": {"200": {"description": "ok", **json_body(schema)}}}}}
         )
 
-    assert rules(doc(False), doc(True)) == {"response-property-became-write-only": "info"}
+    # writeOnly values are never returned: readers lose the field.
+    assert rules(doc(False), doc(True)) == {"response-property-became-write-only": "breaking"}
     assert rules(doc(True), doc(False)) == {"response-property-became-not-write-only": "warning"}
 
 
@@ -130,8 +131,12 @@ def test_parameters_in_every_location(where: str) -> None:
     }
     assert rules(base, spec({"/a": {"get": op()}})) == {"request-parameter-removed": "warning"}
     assert rules(base, required) == {"request-parameter-became-required": "breaking"}
+    # A parameter is text on the wire: an integer is a string that fewer texts satisfy.
     narrowed = spec({"/a": {"get": op(parameters=[{**p, "schema": {"type": "integer"}}])}})
-    assert rules(base, narrowed) == {"request-parameter-type-changed": "breaking"}
+    assert rules(base, narrowed) == {"request-parameter-type-specialized": "breaking"}
+    assert rules(narrowed, base) == {"request-parameter-type-generalized": "info"}
+    flag = spec({"/a": {"get": op(parameters=[{**p, "schema": {"type": "boolean"}}])}})
+    assert rules(narrowed, flag) == {"request-parameter-type-changed": "breaking"}
 
 
 def test_request_body_and_media_types() -> None:
@@ -185,7 +190,8 @@ def test_security_requirements() -> None:
     rev = spec({"/a": {"get": op(security=[{"oauth": ["read"]}])}})
     assert rules(base, rev) == {"security-requirement-added": "breaking"}
     scoped = spec({"/a": {"get": op(security=[{"oauth": ["read", "write"]}])}})
-    assert rules(rev, scoped) == {"security-scope-added": "warning"}
+    assert rules(rev, scoped) == {"security-scope-added": "breaking"}
+    assert rules(scoped, rev) == {"security-scope-removed": "info"}
 
 
 def test_servers() -> None:

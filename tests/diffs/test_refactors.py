@@ -192,9 +192,18 @@ def test_item_schemas_of_streamed_bodies_are_compared() -> None:
     assert found(untyped, before) == {"response-body-media-type-item-schema-added": "info"}
 
 
-def test_a_type_change_where_values_are_text_is_compatible() -> None:
+def test_a_type_change_where_values_are_text_is_judged_by_the_texts_accepted() -> None:
+    """Where values are text on the wire (XML, headers), an integer is a string that fewer
+    texts satisfy: string -> integer narrows (breaks senders), integer -> string widens
+    (breaks readers); an object where a string was is not told apart in XML at all."""
     xml = "application/xml"
     assert found(document(S, None, media=xml), document(INT, None, media=xml)) == {
+        "request-body-type-specialized": "breaking"
+    }
+    assert found(document(INT, None, media=xml), document(S, None, media=xml)) == {
+        "request-body-type-generalized": "info"
+    }
+    assert found(document(OBJ, None, media=xml), document(S, None, media=xml)) == {
         "request-body-type-compatible": "info"
     }
     assert found(document(S, None), document(INT, None)) == {
@@ -202,9 +211,10 @@ def test_a_type_change_where_values_are_text_is_compatible() -> None:
     }
     base = document(None, None)
     revision = json.loads(json.dumps(base))
-    for doc, kind in ((base, S), (revision, INT)):
+    for doc, kind in ((base, INT), (revision, S)):
         doc["paths"]["/x"]["post"]["responses"]["200"]["headers"] = {"X-Count": {"schema": kind}}
-    assert found(base, revision) == {"response-header-type-compatible": "info"}
+    assert found(base, revision) == {"response-header-type-generalized": "breaking"}
+    assert found(revision, base) == {"response-header-type-specialized": "info"}
 
 
 # -- lifecycle and versions ----------------------------------------------------------------

@@ -27,3 +27,15 @@ def test_rule_ids_are_kebab_case_and_actions_known() -> None:
 def test_families_are_unique() -> None:
     aspects = [f.aspect for f in SCHEMA_FAMILIES]
     assert len(aspects) == len(set(aspects))
+
+
+def test_every_rule_says_why_per_side() -> None:
+    """docs/rules.md gives, per schema family and side and per contract rule, who breaks and
+    how; no reason is left for a rule that does not exist."""
+    from controller.diffs.reasons import CONTRACT_REASONS, FAMILY_REASONS
+    from controller.diffs.rules import CONTRACT_RULES, SCHEMA_FAMILIES
+
+    assert set(FAMILY_REASONS) == {fam.aspect for fam in SCHEMA_FAMILIES}
+    assert set(CONTRACT_REASONS) == {rule.id for rule in CONTRACT_RULES}
+    assert all(request and response for request, response in FAMILY_REASONS.values())
+    assert all(CONTRACT_REASONS.values())
