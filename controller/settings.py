@@ -185,6 +185,13 @@ class Settings(BaseModel):
         description="how often an idle controller looks for work asked for now (a check or "
         "reconcile queued through the API or a push webhook), between its ticks",
     )
+    delivery_concurrency: int = Field(
+        default=4,
+        ge=1,
+        le=64,
+        description="threads of each controller that deliver outbox messages (webhooks, "
+        "Slack, e-mail), apart from the checks: a slow receiver holds at most these",
+    )
     decision_synchronous_commit: bool = Field(
         default=False,
         description="Postgres: wait for the WAL flush of each preflight decision before "

@@ -141,7 +141,6 @@ def test_the_controller_runs_its_routines_in_order_and_survives_a_failing_one(
         "reap",
         "enqueue_sources",
         "enqueue_checks",
-        "deliver",
     ]
     assert [(r.name, r.every) for r in idle.routines.periodic()] == [
         ("prune", 3600),

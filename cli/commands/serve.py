@@ -89,7 +89,7 @@ def up(
 @click.option(
     "--lease",
     type=float,
-    default=120.0,
+    default=20.0,
     show_default=True,
     help="Seconds a claimed check is reserved; a crashed worker's checks are retried after it.",
 )
