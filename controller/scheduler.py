@@ -259,7 +259,8 @@ class Controller:
                     is_enabled=lambda: bool(self.settings.sources),
                 ),
                 jobs.Routine(
-                    "enqueue_checks", run=lambda now: enqueue_due_checks(self.database, now)
+                    "enqueue_checks",
+                    run=lambda now: enqueue_due_checks(self.database, now, ahead=self.tick_seconds),
                 ),
                 jobs.Routine("prune", run=self.prune_gate_events, every=3600),
                 *summary.routines(database),
