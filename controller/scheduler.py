@@ -34,7 +34,6 @@ from sqlalchemy import Table, bindparam, func, or_, select
 from sqlalchemy.orm import Session
 
 from controller import jobs
-from controller.accounts import service as accounts
 from controller.checks import (
     CheckInput,
     CheckResult,
@@ -49,7 +48,7 @@ from controller.events.workers import DeliveryWorkers
 from controller.jobs import CHECK, RECONCILE
 from controller.logs import log
 from controller.model.watch import DriftStatus
-from controller.services.gate_cache import prune_events
+from controller.services import retention
 from controller.settings import Settings
 from controller.sources.http import configured_client
 from controller.store.db import Database
@@ -236,6 +235,7 @@ class Controller:
                 ),
                 *draftpr.job_kinds(settings, database, box, self.client),
                 *summary.job_kinds(settings, database, box, self.clock),
+                *retention.job_kinds(settings, database, self.clock),
             ]
         )
         # Where the outbox goes: webhooks, Slack, and e-mail through each org's relay, sent
@@ -262,7 +262,7 @@ class Controller:
                     "enqueue_checks",
                     run=lambda now: enqueue_due_checks(self.database, now, ahead=self.tick_seconds),
                 ),
-                jobs.Routine("prune", run=self.prune_gate_events, every=3600),
+                *retention.routines(database),
                 *summary.routines(database),
             ]
         )
@@ -307,21 +307,6 @@ class Controller:
                 with self.rounds_done:
                     self.rounds -= 1
                     self.rounds_done.notify_all()
-
-    def prune(self) -> None:
-        """Hourly housekeeping (the `prune` routine), callable directly by tests."""
-        routine = self.routines.get("prune")
-        assert routine is not None
-        self.run_routine(routine)
-
-    def prune_gate_events(self, now: datetime) -> None:
-        """Gate events older than a day, ended console sessions and old sign-in attempts
-        (every replica may run it; the deletes are idempotent)."""
-        pruned = prune_events(self.database)
-        with self.database.transaction() as session:
-            sessions = accounts.prune(session, now)
-        if pruned or sessions:
-            log(logger, logging.INFO, "controller.pruned", gateEvents=pruned, accounts=sessions)
 
     def dispatch(self) -> int:
         """Claim as many jobs as there are free workers and start them."""
