@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Table, Update, and_, bindparam, exists, select, update
+from sqlalchemy import Insert, Table, Update, and_, bindparam, exists, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
@@ -34,7 +34,9 @@ from controller.registry import Registry
 from controller.store.db import Database
 from controller.store.models import Job
 
-DEFAULT_LEASE = timedelta(seconds=120)
+# Renewed every third of it while the job runs, so only a dead (or cut-off) controller's
+# jobs expire; short, so that their watches are checked again within half a minute.
+DEFAULT_LEASE = timedelta(seconds=20)
 MAX_ATTEMPTS = 3
 
 # The claim and the finish run for every check, so they are built once as Core statements:
@@ -118,6 +120,14 @@ class Claimed:
     period: str
     fence: int
     payload: dict[str, Any]
+
+
+def insert_ignoring_duplicates(database: Database) -> Insert:
+    """An INSERT of job rows that skips any row a unique index refuses (its `(key, period)`
+    already queued or run, or its key already queued): for `session.execute(stmt, rows)`."""
+    if database.is_sqlite:
+        return sqlite.insert(Job).on_conflict_do_nothing()
+    return postgresql.insert(Job).on_conflict_do_nothing()
 
 
 def enqueue(
@@ -241,8 +251,10 @@ def finish_in(
 
 
 def reap(database: Database, now: datetime, max_attempts: int = MAX_ATTEMPTS) -> int:
-    """Requeue running jobs whose lease expired (their worker died); fail them after
-    `max_attempts`. Returns how many were touched."""
+    """Give back running jobs whose lease expired (their worker died or was cut off): requeued
+    to run now, or, when a newer job of the same key already waits, ended as failed with
+    that one brought forward to now, so the subject is handled again at once either way.
+    After `max_attempts` a job fails. Returns how many were touched."""
     queued = aliased(Job)
     with database.claim_transaction() as session:
         stale = list(
@@ -250,7 +262,7 @@ def reap(database: Database, now: datetime, max_attempts: int = MAX_ATTEMPTS) ->
         )
         for job in stale:
             waiting = session.scalar(
-                select(queued.id).where(queued.key == job.key, queued.status == "queued")
+                select(queued).where(queued.key == job.key, queued.status == "queued")
             )
             job.lease_owner = None
             job.lease_expires_at = None
@@ -258,6 +270,8 @@ def reap(database: Database, now: datetime, max_attempts: int = MAX_ATTEMPTS) ->
                 job.status = "failed"
                 job.finished_at = now
                 job.last_error = "lease expired (worker stopped or crashed)"
+                if waiting is not None and job.attempts < max_attempts:
+                    waiting.run_after = min(waiting.run_after, now)
             else:
                 job.status = "queued"
                 job.run_after = now

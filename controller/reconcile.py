@@ -774,7 +774,10 @@ class Reconciler:
             watch.source_hash = None
         watch.watch_type = values["watch_type"]
         watch.url = values["url"]
-        watch.interval_minutes = values["interval_minutes"] or DEFAULT_INTERVAL_MINUTES
+        interval = values["interval_minutes"] or DEFAULT_INTERVAL_MINUTES
+        if watch.interval_minutes != interval:
+            watch.interval_minutes = interval
+            watch.next_check_at = None  # scheduled again on the new interval, from now
         set_name = values["watch_set"]
         watch.watch_set_id = applying.set_ids.get(set_name) if set_name else None
         set_headers(watch, values["headers"], self.box)

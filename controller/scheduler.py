@@ -27,14 +27,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from apscheduler.schedulers.background import BackgroundScheduler
-from sqlalchemy import or_, select
+from sqlalchemy import Table, bindparam, func, or_, select
 from sqlalchemy.orm import Session
 
 from controller import jobs
-from controller.accounts import service as accounts
 from controller.checks import (
     CheckInput,
     CheckResult,
@@ -45,11 +44,11 @@ from controller.checks import (
 )
 from controller.crypto import SecretBox
 from controller.draftpr import service as draftpr
-from controller.events.delivery import deliver_due
+from controller.events.workers import DeliveryWorkers
 from controller.jobs import CHECK, RECONCILE
 from controller.logs import log
 from controller.model.watch import DriftStatus
-from controller.services.gate_cache import prune_events
+from controller.services import retention
 from controller.settings import Settings
 from controller.sources.http import configured_client
 from controller.store.db import Database
@@ -59,7 +58,15 @@ from controller.summary import service as summary
 
 logger = logging.getLogger("driftgate.controller")
 TICK_SECONDS = 5
-DUE_BATCH = 500
+DUE_BATCH = 5000
+# The key of the advisory lock that makes one controller at a time enqueue due checks.
+_ENQUEUE_LOCK = 0x647269667467  # "driftg"
+_WATCHES = cast(Table, Watch.__table__)
+_MOVE_NEXT_CHECK = (
+    _WATCHES.update()
+    .where(_WATCHES.c.id == bindparam("b_id"))
+    .values(next_check_at=bindparam("b_next", type_=_WATCHES.c.next_check_at.type))
+)
 
 
 def utcnow() -> datetime:
@@ -85,31 +92,59 @@ def slot_of(key: str, length: int, now: datetime) -> tuple[int, datetime]:
     return index, next_start
 
 
-def enqueue_due_checks(database: Database, now: datetime, limit: int = DUE_BATCH) -> int:
-    """Queue a check for every due watch (once per slot, whichever replica gets there)."""
+def enqueue_due_checks(
+    database: Database, now: datetime, limit: int = DUE_BATCH, ahead: float = 0.0
+) -> int:
+    """Queue a check for every watch due by `now + ahead` (once per slot, whichever replica
+    gets there); return how many were queued.
+
+    One controller at a time does it (on Postgres, whoever takes a transaction-scoped
+    advisory lock; the others skip the round instead of redoing the same work and waiting on
+    the same rows). Due watches come oldest-due first; a new watch is due from its creation,
+    so it is never sorted behind the schedule. A watch due later within `ahead` is queued
+    to run at its slot's start (the claim waits for it); one that is overdue (a controller
+    was down) is queued once, for the slot it is in now, never once per missed slot. The
+    statements are batches: one read, one insert of every job, one update of every
+    watch's next slot.
+    """
+    horizon = now + timedelta(seconds=ahead)
     with database.transaction() as session:
-        due = list(
-            session.scalars(
-                select(Watch)
-                .where(
-                    Watch.drift_status != DriftStatus.DISABLED.value,
-                    or_(Watch.next_check_at.is_(None), Watch.next_check_at <= now),
-                )
-                .order_by(Watch.next_check_at)
-                .limit(limit)
+        if not database.is_sqlite and not session.scalar(
+            select(func.pg_try_advisory_xact_lock(_ENQUEUE_LOCK))
+        ):
+            return 0
+        due = session.execute(
+            select(Watch.id, Watch.interval_minutes, Watch.next_check_at)
+            .where(
+                Watch.drift_status != DriftStatus.DISABLED.value,
+                or_(Watch.next_check_at.is_(None), Watch.next_check_at <= horizon),
             )
-        )
-        for watch in due:
-            index, next_start = slot(watch.id, watch.interval_minutes, now)
-            jobs.enqueue(
-                session,
-                kind=CHECK,
-                key=f"{CHECK}:{watch.id}",
-                period=f"{watch.interval_minutes}m:{index}",
-                run_after=now,
-                payload={"watchId": watch.id},
+            .order_by(Watch.next_check_at.asc().nulls_first(), Watch.id)
+            .limit(limit)
+        ).all()
+        if not due:
+            return 0
+        queued: list[dict[str, Any]] = []
+        moved: list[dict[str, Any]] = []
+        for watch_id, interval, next_check_at in due:
+            at = now if next_check_at is None or next_check_at <= now else next_check_at
+            index, next_start = slot(watch_id, interval, at)
+            queued.append(
+                {
+                    "kind": CHECK,
+                    "key": f"{CHECK}:{watch_id}",
+                    "period": f"{interval}m:{index}",
+                    "status": "queued",
+                    "run_after": at,
+                    "attempts": 0,
+                    "fence": 0,
+                    "payload": {"watchId": watch_id},
+                    "created_at": now,
+                }
             )
-            watch.next_check_at = next_start
+            moved.append({"b_id": watch_id, "b_next": next_start})
+        session.execute(jobs.insert_ignoring_duplicates(database), queued)
+        session.connection().execute(_MOVE_NEXT_CHECK, moved)
         return len(due)
 
 
@@ -200,10 +235,20 @@ class Controller:
                 ),
                 *draftpr.job_kinds(settings, database, box, self.client),
                 *summary.job_kinds(settings, database, box, self.clock),
+                *retention.job_kinds(settings, database, self.clock),
             ]
         )
-        # Where the outbox goes: webhooks, Slack, and e-mail through each org's relay.
+        # Where the outbox goes: webhooks, Slack, and e-mail through each org's relay, sent
+        # by a lane of its own (never in the tick, never on the checks' workers or client).
         self.channels = summary.delivery_channels(settings, database, box)
+        self.deliveries = DeliveryWorkers(
+            database,
+            box,
+            configured_client(settings),
+            self.channels,
+            self.clock,
+            concurrency=settings.delivery_concurrency,
+        )
         # What the controller does on its clock, in this order each tick; the hourly prune.
         self.routines = jobs.Routines(
             [
@@ -214,15 +259,10 @@ class Controller:
                     is_enabled=lambda: bool(self.settings.sources),
                 ),
                 jobs.Routine(
-                    "enqueue_checks", run=lambda now: enqueue_due_checks(self.database, now)
+                    "enqueue_checks",
+                    run=lambda now: enqueue_due_checks(self.database, now, ahead=self.tick_seconds),
                 ),
-                jobs.Routine(
-                    "deliver",
-                    run=lambda now: deliver_due(
-                        self.database, self.box, self.client, now, channels=self.channels
-                    ),
-                ),
-                jobs.Routine("prune", run=self.prune_gate_events, every=3600),
+                *retention.routines(database),
                 *summary.routines(database),
             ]
         )
@@ -267,21 +307,6 @@ class Controller:
                 with self.rounds_done:
                     self.rounds -= 1
                     self.rounds_done.notify_all()
-
-    def prune(self) -> None:
-        """Hourly housekeeping (the `prune` routine), callable directly by tests."""
-        routine = self.routines.get("prune")
-        assert routine is not None
-        self.run_routine(routine)
-
-    def prune_gate_events(self, now: datetime) -> None:
-        """Gate events older than a day, ended console sessions and old sign-in attempts
-        (every replica may run it; the deletes are idempotent)."""
-        pruned = prune_events(self.database)
-        with self.database.transaction() as session:
-            sessions = accounts.prune(session, now)
-        if pruned or sessions:
-            log(logger, logging.INFO, "controller.pruned", gateEvents=pruned, accounts=sessions)
 
     def dispatch(self) -> int:
         """Claim as many jobs as there are free workers and start them."""
@@ -364,6 +389,8 @@ class Controller:
                 self.database, job, self.clock(), error=f"{type(exc).__name__}: {exc}"[:500]
             )
             return
+        if result.outcome in ("changed", "error"):
+            self.deliveries.wake()  # it may have queued events
         log(
             logger,
             logging.DEBUG,
@@ -447,7 +474,8 @@ class Controller:
                 pending = [f for f in self.running if not f.done()]
             for future in pending:
                 future.result()
-            if not pending and self.dispatch() == 0:
+            delivered = self.deliveries.drain()
+            if not pending and self.dispatch() == 0 and not delivered:
                 return
 
     def start(self) -> None:
@@ -455,6 +483,7 @@ class Controller:
         self.ownership = acquire_controller_lock(self.database.url)
         self.heartbeat.start()
         self.queue_watch.start()
+        self.deliveries.start()
         self.scheduler.add_job(
             self.tick,
             "interval",
@@ -508,7 +537,9 @@ class Controller:
         for thread in (self.heartbeat, self.queue_watch):
             if thread.is_alive():
                 thread.join(timeout=5)
+        self.deliveries.stop(grace=max(0.0, deadline - time.monotonic()))
         self.client.close()
+        self.deliveries.client.close()
         if self.ownership is not None:
             self.ownership.release()
         log(logger, logging.INFO, "controller.stopped", worker=self.worker)

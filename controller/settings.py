@@ -200,6 +200,41 @@ class Settings(BaseModel):
         description="how often an idle controller looks for work asked for now (a check or "
         "reconcile queued through the API or a push webhook), between its ticks",
     )
+    retention_job_days: float | None = Field(
+        default=2,
+        gt=0,
+        description="days a finished job (a check, a reconcile, a draft PR) is kept; "
+        "null: kept for ever",
+    )
+    retention_decision_days: float | None = Field(
+        default=90,
+        gt=0,
+        description="days a preflight decision is kept for the audit export; null: for ever",
+    )
+    retention_delivery_days: float | None = Field(
+        default=30,
+        gt=0,
+        description="days a delivered or failed outbox message and its attempts are kept "
+        "(the alert statistics read them); null: for ever",
+    )
+    retention_drift_event_days: float | None = Field(
+        default=None,
+        gt=0,
+        description="days a drift event is kept (never one an open incident points to); "
+        "null (the default): kept for ever",
+    )
+    retention_incident_days: float | None = Field(
+        default=None,
+        gt=0,
+        description="days a resolved incident is kept; null (the default): kept for ever",
+    )
+    delivery_concurrency: int = Field(
+        default=4,
+        ge=1,
+        le=64,
+        description="threads of each controller that deliver outbox messages (webhooks, "
+        "Slack, e-mail), apart from the checks: a slow receiver holds at most these",
+    )
     decision_synchronous_commit: bool = Field(
         default=False,
         description="Postgres: wait for the WAL flush of each preflight decision before "

@@ -118,7 +118,7 @@ def test_three_replicas_check_each_watch_exactly_once(
             assert process.wait(timeout=30) == 0
     fetched = Counter(path for method, path, _ in server.requests if method == "GET")
     with database.session() as session:
-        jobs = list(session.scalars(select(Job)))
+        jobs = list(session.scalars(select(Job).where(Job.kind == "check")))
     assert {job.lease_owner for job in jobs} == {None}
     assert {job.status for job in jobs} == {"done"}
     # Exactly one check per watch and slot, whichever replica ran it. A watch whose next
@@ -145,7 +145,7 @@ def test_a_worker_killed_mid_check_leaves_nothing_half_written(
             and watch.drift_status == "never_run"
             and watch.last_snapshot_id is None
         )
-        job = session.scalars(select(Job)).one()
+        job = session.scalars(select(Job).where(Job.kind == "check")).one()
         assert job.status == "running"  # its lease will expire
         assert session.scalar(select(func.count()).select_from(Snapshot)) == 0
     server.set("/slow/openapi.json", as_json(charges_spec()))
@@ -156,7 +156,7 @@ def test_a_worker_killed_mid_check_leaves_nothing_half_written(
         survivor.send_signal(signal.SIGTERM)
         assert survivor.wait(timeout=30) == 0
     with database.session() as session:
-        job = session.scalars(select(Job)).one()
+        job = session.scalars(select(Job).where(Job.kind == "check")).one()
         assert job.status == "done" and job.attempts == 2 and job.fence == 2
         watch = session.get(Watch, watch_id)
         assert watch is not None and watch.drift_status == "ok"

@@ -51,11 +51,24 @@ def run_dispatched(controller: Controller) -> int:
 
 def test_the_controller_registers_its_kinds(idle: Controller) -> None:
     names = [kind.name for kind in idle.kinds]
-    assert names == [jobs.CHECK, jobs.RECONCILE, "draft_pr", "github_delivery", "weekly_summary"]
+    assert names == [
+        jobs.CHECK,
+        jobs.RECONCILE,
+        "draft_pr",
+        "github_delivery",
+        "weekly_summary",
+        "retention",
+    ]
     assert jobs.CHECK in idle.kinds and "replay" not in idle.kinds
     # Without sources configured a reconcile is never claimed, as before the registry.
     assert not idle.settings.sources
-    assert idle.kinds.claimed() == (jobs.CHECK, "draft_pr", "github_delivery", "weekly_summary")
+    assert idle.kinds.claimed() == (
+        jobs.CHECK,
+        "draft_pr",
+        "github_delivery",
+        "weekly_summary",
+        "retention",
+    )
 
 
 def test_claimed_kinds_follow_each_kinds_own_answer() -> None:
@@ -141,10 +154,9 @@ def test_the_controller_runs_its_routines_in_order_and_survives_a_failing_one(
         "reap",
         "enqueue_sources",
         "enqueue_checks",
-        "deliver",
     ]
     assert [(r.name, r.every) for r in idle.routines.periodic()] == [
-        ("prune", 3600),
+        ("retention", 60),
         ("weekly_summaries", 60),
     ]
     assert not idle.routines.get("enqueue_sources").is_enabled()  # type: ignore[union-attr]

@@ -89,7 +89,7 @@ def up(
 @click.option(
     "--lease",
     type=float,
-    default=120.0,
+    default=20.0,
     show_default=True,
     help="Seconds a claimed check is reserved; a crashed worker's checks are retried after it.",
 )
@@ -113,8 +113,9 @@ def controller(
 
     settings = obj.settings()
     configure_logging(settings)
-    # Every worker, the lease thread and the ticker may hold a connection at once.
-    database = Database(settings.effective_database_url, pool_size=concurrency + 4)
+    # Every worker, delivery thread, the lease thread and the ticker may hold one at once.
+    pool_size = concurrency + settings.delivery_concurrency + 4
+    database = Database(settings.effective_database_url, pool_size=pool_size)
     current, head = migrate.current_revision(database), migrate.head_revision(database)
     if current != head:
         raise ConfigError(

@@ -139,8 +139,9 @@ def update_watch(
         watch.name = data.name
     if "url" in fields and data.url is not None:
         watch.url = data.url
-    if "interval_minutes" in fields and data.interval_minutes is not None:
+    if "interval_minutes" in fields and data.interval_minutes not in (None, watch.interval_minutes):
         watch.interval_minutes = data.interval_minutes
+        watch.next_check_at = None  # scheduled again on the new interval, from now
     if "tags" in fields and data.tags is not None:
         set_tags(watch, data.tags)
     if "headers" in fields:

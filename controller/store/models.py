@@ -135,6 +135,13 @@ class Watch(Base):
         Index("ix_watches_org_created", "org_id", "created_at", "id"),
         Index("ix_watches_gate_stamp", "gate_stamp"),
         Index("ix_watches_org_vendor", "org_id", "vendor"),
+        # What the controller schedules: the watches not paused, by when they are due.
+        Index(
+            "ix_watches_due",
+            "next_check_at",
+            postgresql_where=text("drift_status <> 'disabled'"),
+            sqlite_where=text("drift_status <> 'disabled'"),
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
@@ -175,7 +182,7 @@ class Watch(Base):
     source_hash: Mapped[str | None] = mapped_column(String(64), default=None)
     last_snapshot_id: Mapped[str | None] = mapped_column(String(36), default=None)
     last_success_at: Mapped[datetime | None] = mapped_column(default=None)
-    next_check_at: Mapped[datetime | None] = mapped_column(default=None, index=True)
+    next_check_at: Mapped[datetime | None] = mapped_column(default=None)
     protocol_version: Mapped[str | None] = mapped_column(String(32), default=None)
 
     managed_source: Mapped[str | None] = mapped_column(String(200), default=None)
