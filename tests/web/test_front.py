@@ -256,8 +256,10 @@ def test_a_stop_does_not_wait_for_requests_that_never_finish(
         time.sleep(0.3)
         started = time.monotonic()
         process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=30) == 0
-        assert time.monotonic() - started < 6  # the body timeout is 120 s; the linger 2 s
+        assert process.wait(timeout=90) == 0
+        # The body timeout is 120 s, the linger 2 s: well under the first means the stop did
+        # not wait for the bodies (a loose bound: a loaded 2-core machine took over 6 s).
+        assert time.monotonic() - started < 60
     finally:
         for sock in held:
             sock.close()
