@@ -9,6 +9,7 @@ retry with exponential backoff up to `MAX_ATTEMPTS`; every attempt is kept for
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -23,6 +24,8 @@ from controller.events.secrets import signing_secret
 from controller.sources.http import FetchError
 from controller.store.db import Database
 from controller.store.models import DeliveryAttempt, OutboxMessage
+
+logger = logging.getLogger("driftgate.deliveries")
 
 MAX_ATTEMPTS = 6
 BASE_DELAY_SECONDS = 30
@@ -147,13 +150,30 @@ def deliver_due(
     given; return how many were attempted."""
     messages = claim_due(database, now, limit if ids is None else len(ids), ids)
     secrets: dict[str, str] = {}
-    for message in messages:
-        if message.org_id not in secrets:
-            with database.transaction() as session:
-                secrets[message.org_id] = signing_secret(session, message.org_id, box)
+    for index, message in enumerate(messages):
+        try:
+            if message.org_id not in secrets:
+                with database.transaction() as session:
+                    secrets[message.org_id] = signing_secret(session, message.org_id, box)
+        except Exception:
+            # Nothing was sent: hand the claimed messages back at once rather than letting
+            # them wait out their lease, then let the lane report the failure.
+            release(database, [m.id for m in messages[index:]])
+            raise
         outcome = send(message, box, secrets[message.org_id], client, now, channels)
         record(database, message.id, outcome, now)
     return len(messages)
+
+
+def release(database: Database, ids: list[str]) -> None:
+    """Drop this worker's lease on messages it claimed but did not send (best effort)."""
+    try:
+        with database.transaction() as session:
+            session.execute(
+                update(OutboxMessage).where(OutboxMessage.id.in_(ids)).values(lease_expires_at=None)
+            )
+    except Exception:  # noqa: BLE001 - the store may be what failed; the lease then expires
+        logger.warning("deliveries.release_failed", extra={"messages": len(ids)})
 
 
 def release_stale_leases(session: Session, now: datetime) -> int:
