@@ -277,7 +277,7 @@ def _make_engine(
     *,
     autocommit: bool = False,
     options: dict[str, str] | None = None,
-    busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS,
+    busy_timeout_ms: int | None = None,
 ) -> Engine:
     parsed = make_url(url)
     kwargs: dict[str, Any] = {}
@@ -285,13 +285,16 @@ def _make_engine(
         database = parsed.database
         if database and database != ":memory:":
             Path(database).parent.mkdir(parents=True, exist_ok=True)
-        kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+        # The store's busy timeout as it is now (a test may shorten it), or the one asked for.
+        longest = SQLITE_BUSY_TIMEOUT_MS
+        busy = longest if busy_timeout_ms is None else busy_timeout_ms
+        kwargs["connect_args"] = {"timeout": longest / 1000}
         if database and database != ":memory:":
             kwargs.update(pool_size=pool_size, max_overflow=10, pool_timeout=bounds.pool_timeout)
         engine = create_engine(url, **kwargs)
 
         def pragmas(dbapi_connection: Any, _record: Any) -> None:
-            _sqlite_pragmas(dbapi_connection, busy_timeout_ms)
+            _sqlite_pragmas(dbapi_connection, longest, busy)
 
         event.listen(engine, "connect", pragmas)
         event.listen(engine, "begin", _sqlite_begin)
@@ -389,15 +392,15 @@ def _ping_idle_connections(engine: Engine) -> None:
     event.listen(engine, "checkout", checkout)
 
 
-def _sqlite_pragmas(dbapi_connection: Any, busy_timeout_ms: int) -> None:
+def _sqlite_pragmas(dbapi_connection: Any, longest_ms: int, busy_timeout_ms: int) -> None:
     # pysqlite would begin transactions itself, lazily and deferred; driftgate begins them.
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
-    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute(f"PRAGMA busy_timeout={longest_ms}")
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA synchronous=NORMAL")
-    if busy_timeout_ms != SQLITE_BUSY_TIMEOUT_MS:
+    if busy_timeout_ms != longest_ms:
         cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
     cursor.close()
 
