@@ -40,6 +40,8 @@ from functools import partial
 from typing import Any
 
 from gunicorn.http import errors as http_errors
+from gunicorn.http.message import Request
+from gunicorn.http.unreader import IterUnreader
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from controller import __version__
@@ -107,28 +109,23 @@ def health_response(correlation: str, *, keep_alive: bool, head: bool) -> bytes:
     return lines.encode("latin-1") + (b"" if head else HEALTH_BODY)
 
 
-def health_request(head: bytes) -> tuple[bool, bool, str] | None:
-    """For a header section that asks for `/health` without a body: (whether it is a HEAD,
-    whether the connection stays open, the `X-Service-Source`); None for any other request
-    (including one whose framing headers the parser must judge)."""
-    line, _, fields = head.partition(b"\r\n")
-    parts = line.split(b" ")
-    if len(parts) != 3 or parts[0] not in (b"GET", b"HEAD"):
+def health_request(cfg: Any, head: bytes, peer: Any) -> tuple[bool, bool, str] | None:
+    """For a header section that asks for `/health` without a body and that gunicorn's own
+    parser accepts: (whether it is a HEAD, whether the connection stays open, the
+    `X-Service-Source`); None for any other request, which a thread serves (or refuses)."""
+    try:
+        request = Request(cfg, IterUnreader([head]), peer)
+    except Exception:  # noqa: BLE001 - the thread's parser refuses it the same way
         return None
-    if parts[1].partition(b"?")[0] != b"/health" or parts[2] not in (b"HTTP/1.1", b"HTTP/1.0"):
+    if request.method not in ("GET", "HEAD") or request.path != "/health":
         return None
-    keep_alive = parts[2] == b"HTTP/1.1"
     source = ""
-    for field in fields.split(b"\r\n"):
-        name, _, value = field.partition(b":")
-        name, value = name.strip().lower(), value.strip().lower()
-        if name == b"transfer-encoding" or (name == b"content-length" and value != b"0"):
+    for name, value in request.headers:
+        if name == "TRANSFER-ENCODING" or (name == "CONTENT-LENGTH" and value != "0"):
             return None
-        if name == b"connection":
-            keep_alive = keep_alive and b"close" not in value
-        elif name == b"x-service-source":
-            source = field.partition(b":")[2].strip().decode("latin-1")[:100]
-    return parts[0] == b"HEAD", keep_alive, source
+        if name == "X-SERVICE-SOURCE":
+            source = value[:100]
+    return request.method == "HEAD", not request.should_close(), source
 
 
 def error_response(status: int, message: str, correlation: str = "") -> bytes:
@@ -400,10 +397,11 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
         end = arrival.framing.header_end
         if end < 0 or not arrival.buffer.startswith((b"GET /health", b"HEAD /health")):
             return False
-        asked = health_request(bytes(arrival.buffer[: end - 4]))
+        asked = health_request(self.cfg, bytes(arrival.buffer[:end]), arrival.conn.client)
         if asked is None:
             return False
         head, keep_alive, source = asked
+        keep_alive = keep_alive and self.alive
         started = time.perf_counter()
         correlation = correlation_id(arrival.framing.correlation)
         answer = health_response(correlation, keep_alive=keep_alive, head=head)
