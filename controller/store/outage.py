@@ -115,6 +115,11 @@ class Reachability:
     def is_down(self) -> bool:
         return self._down_since is not None
 
+    @property
+    def refused(self) -> int:
+        """Uses refused during the current (or the last) outage."""
+        return self._refused
+
     def refuse(self) -> None:
         """Raise `StoreUnavailable` while an outage lasts: a use of the store fails at once
         instead of waiting out its own timeouts."""
