@@ -346,7 +346,11 @@ class Controller:
         )
         prepared = self.prepare(claimed)
         for job in claimed:
-            future = self.pool.submit(self.execute, job, prepared.get(job.kind))
+            try:
+                future = self.pool.submit(self.execute, job, prepared.get(job.kind))
+            except RuntimeError:  # `stop` shut the pool between the claim and here
+                jobs.release(self.database, job, self.clock())
+                continue
             with self.lock:
                 self.running[future] = job
         return len(claimed)
