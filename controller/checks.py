@@ -54,6 +54,7 @@ from controller.sources.http import FetchError, fetch
 from controller.sources.mcp import McpLimits, fetch_mcp_snapshot, redact_url
 from controller.status import CheckFailed, CheckSucceeded, Counts, facts_of, transition
 from controller.store.models import DriftEvent, Incident, IngressProfile, Snapshot, Watch
+from controller.store.outage import store_fault
 from controller.store.watch_rows import decrypted_headers
 
 logger = logging.getLogger("driftgate.checks")
@@ -201,6 +202,8 @@ def _persisting(write: Write) -> Write:
             session.flush()
             return result
         except Exception as exc:  # noqa: BLE001 - any failure to record is a failed check
+            if store_fault(exc) is not None:
+                raise  # the store's outage, not the check's: nothing can be recorded now
             raise _Crashed("persist", exc) from exc
 
     return persist
@@ -240,6 +243,8 @@ def _stage(name: str, step: Callable[[], Any]) -> Any:
     except (FetchError, ContractParseError):
         raise
     except Exception as exc:  # noqa: BLE001 - a crash in any stage is a failed check
+        if store_fault(exc) is not None:
+            raise  # the store did not answer: the check is not the watch's to fail
         raise _Crashed(name, exc) from exc
 
 

@@ -136,6 +136,28 @@ class Settings(BaseModel):
     database_url: str | None = Field(
         default=None, description="SQLAlchemy URL; default: SQLite file in data_dir"
     )
+    database_connect_timeout_seconds: int = Field(
+        default=5,
+        ge=2,
+        le=300,
+        description="Postgres: a new connection must be made within this time (psycopg's "
+        "connect_timeout; 2 at least), else the store counts as unreachable",
+    )
+    database_statement_timeout_seconds: float = Field(
+        default=4.0,
+        gt=0,
+        le=3600,
+        description="Postgres: the longest a statement of a web request may run (the server's "
+        "statement_timeout, lock waits included); driftgate stops waiting for an answer 1 s "
+        "later, so a frozen server cannot hold a request: it answers 503 store_unavailable",
+    )
+    database_controller_statement_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="Postgres: the same bound for the controller's statements (its batched "
+        "enqueue, claims, retention deletes and reconcile writes)",
+    )
     secret_key: tuple[SecretStr, ...] = Field(
         default=(), description="comma-separated keys; the first encrypts, all decrypt (rotation)"
     )

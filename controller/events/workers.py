@@ -94,8 +94,9 @@ class DeliveryWorkers:
         while not self.stopping.is_set():
             try:
                 sent = self.deliver_once()
-            except Exception:  # noqa: BLE001 - the lane must survive a bad round
-                if not self.failing:
+            except Exception as exc:  # noqa: BLE001 - the lane must survive a bad round
+                # The store's outage is logged by the store, once (`controller.store.outage`).
+                if self.database.unavailable(exc) is None and not self.failing:
                     self.failing = True
                     logger.exception("deliveries.failing")
                 sent = 0

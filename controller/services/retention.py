@@ -169,6 +169,8 @@ def run(database: Database, settings: Settings, job: jobs.Claimed, now: datetime
     try:
         counts = prune(database, settings, now)
     except Exception as exc:  # noqa: BLE001 - a failed round fails its job; the next hour retries
+        if database.unavailable(exc) is not None:
+            return  # logged by the store; the job's lease runs out and the reaper hands it on
         logger.exception("retention.failed")
         jobs.finish(database, job, now, error=f"{type(exc).__name__}: {exc}"[:500])
         return
