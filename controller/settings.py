@@ -214,8 +214,8 @@ class Settings(BaseModel):
     retention_delivery_days: float | None = Field(
         default=30,
         gt=0,
-        description="days a delivered or failed outbox message and its attempts are kept "
-        "(the alert statistics read them); null: for ever",
+        description="days a delivered, failed or suppressed outbox message and its attempts "
+        "are kept (the alert statistics read them); null: for ever",
     )
     retention_drift_event_days: float | None = Field(
         default=None,
