@@ -664,8 +664,11 @@ def _record_new_snapshot(
     watch = _locked_watch(session, check.watch_id)
     if watch is None:
         return CheckResult(check.watch_id, "skipped")
-    if watch.baseline_snapshot_id != check.baseline_snapshot_id:
-        # A new baseline was accepted while we fetched; the next check diffs against it.
+    if watch.baseline_snapshot_id != check.baseline_snapshot_id or (
+        found.revert == "prior" and watch.prior_baseline_fingerprint != found.fingerprint
+    ):
+        # A new baseline was accepted while we fetched (or the same one again, which forgets
+        # the baseline a revert would restore); the next check diffs against it.
         _mark_success(watch, fetched, None, now)
         return CheckResult(watch.id, "unchanged", watch.drift_status)
     changes = found.changes

@@ -1237,8 +1237,11 @@ def open_on_drift(drift: Drift, agent: Agent) -> bool:
     request of the drift event in the agent's `repoRef` repository (its branch, if named, is
     the base), once per event and repository however many replicas run checks. Needs the
     `draftpr_repo` product and a GitHub-shaped `repoRef` (owner/repo[@branch]); the agent
-    itself is not changed (False)."""
+    itself is not changed (False). A flapping incident that reopened (flap damping) keeps the
+    pull request of its first opening rather than getting one per flip."""
     session, watch = drift.session, drift.watch
+    if drift.incident.flap_count:
+        return False
     org = session.get(Org, watch.org_id)
     event_id = drift.incident.drift_event_id
     if org is None or PRODUCT not in org.products or not agent.repo_ref or event_id is None:
