@@ -112,7 +112,7 @@ class Rig:
             future.result()
         with self.database.session() as session:
             job = session.get_one(Job, job_id)
-            assert job.status == "done", job.error
+            assert job.status == "done", job.last_error
         self.deliver()
         return self.watch().drift_status
 
@@ -237,6 +237,7 @@ def test_an_ab_flapping_vendor_is_one_incident_and_one_burst_of_webhooks_per_win
     assert stats["totals"]["pending"] == 0
 
     # Outside the window breaking drift is a new incident, told at once.
+    assert incident.resolved_at is not None
     rig.clock.now = incident.resolved_at + HOUR
     rig.serve(B)
     assert rig.check(after=timedelta(seconds=1)) == "drifted"
@@ -319,6 +320,20 @@ def test_an_acknowledged_incident_that_flaps_back_is_open_again(rig: Rig) -> Non
     )
     body = again.get_json()
     assert body["status"] == "acknowledged" and body["flapCount"] == 1 and body["reopenedAt"]
+
+
+def test_the_console_shows_the_flaps(rig: Rig) -> None:
+    from tests.console.test_accounts import make_user, sign_in
+
+    rig.serve(A)
+    rig.check()
+    for body in (B, A, B):
+        rig.serve(body)
+        rig.check()
+    make_user(rig.database, "acme", "admin@example.com")
+    console = sign_in(rig.client.application.test_client(), "admin@example.com")
+    page = console.get(f"/console/watches/{rig.watch_id}").get_data(as_text=True)
+    assert "flapping: reopened 1 time after the vendor reverted" in page
 
 
 def test_damping_off_opens_an_incident_per_cycle_and_sends_every_webhook(

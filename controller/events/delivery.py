@@ -169,13 +169,14 @@ def deliver_due(
             if message.org_id not in secrets:
                 with database.transaction() as session:
                     secrets[message.org_id] = signing_secret(session, message.org_id, box)
+            settled = settle(database, message, now, group_seconds)
         except Exception:
             # Nothing was sent: hand the claimed messages back at once rather than letting
             # them wait out their lease, then let the lane report the failure.
             release(database, [m.id for m in messages[index:]])
             raise
-        if settle(database, message, now, group_seconds) != "send":
-            continue
+        if settled != "send":
+            continue  # held until its window ends, or suppressed into a newer message
         outcome = send(message, box, secrets[message.org_id], client, now, channels)
         record(database, message.id, outcome, now)
     return len(messages)
