@@ -254,6 +254,7 @@ class Controller:
             self.channels,
             self.clock,
             concurrency=settings.delivery_concurrency,
+            group_seconds=settings.delivery_group_seconds,
         )
         # What the controller does on its clock, in this order each tick; the hourly prune.
         self.routines = jobs.Routines(
@@ -399,6 +400,7 @@ class Controller:
                 now=self.clock(),
                 on_commit=finish_with_check,
                 prepared=prepared,
+                flap_window_seconds=self.settings.flap_window_seconds,
             )
         except FencedOut:
             log(logger, logging.WARNING, "check.fenced_out", watchId=watch_id, job=job.id)

@@ -236,8 +236,8 @@ class Settings(BaseModel):
     retention_delivery_days: float | None = Field(
         default=30,
         gt=0,
-        description="days a delivered or failed outbox message and its attempts are kept "
-        "(the alert statistics read them); null: for ever",
+        description="days a delivered, failed or suppressed outbox message and its attempts "
+        "are kept (the alert statistics read them); null: for ever",
     )
     retention_drift_event_days: float | None = Field(
         default=None,
@@ -256,6 +256,24 @@ class Settings(BaseModel):
         le=64,
         description="threads of each controller that deliver outbox messages (webhooks, "
         "Slack, e-mail), apart from the checks: a slow receiver holds at most these",
+    )
+    flap_window_seconds: float = Field(
+        default=3600,
+        ge=0,
+        le=7 * 86400,
+        description="flap damping: breaking drift that comes back within this time after "
+        "its incident was resolved as reverted reopens that incident (its flapCount grows) "
+        "instead of opening a new one, and a baseline that advanced by itself (info-only "
+        "changes) within this time is restored when the contract returns to it (0: off)",
+    )
+    delivery_group_seconds: float = Field(
+        default=3600,
+        ge=0,
+        le=7 * 86400,
+        description="deliveries about one watch and incident to one destination: a repeat of "
+        "an event type already delivered within this time is held until it ends, and only "
+        "the newest held message goes out, with how many it stood for (suppressedCount); "
+        "check failures and agent events are never held (0: off)",
     )
     decision_synchronous_commit: bool = Field(
         default=False,

@@ -41,6 +41,7 @@ class DeliveryWorkers:
         *,
         concurrency: int = 4,
         poll_seconds: float = 1.0,
+        group_seconds: float = 0,
     ) -> None:
         self.database = database
         self.box = box
@@ -49,6 +50,8 @@ class DeliveryWorkers:
         self.clock = clock
         self.concurrency = concurrency
         self.poll_seconds = poll_seconds
+        # `delivery_group_seconds`: repeats about one watch are grouped (`events.grouping`).
+        self.group_seconds = group_seconds
         self.stopping = threading.Event()
         self.work = threading.Condition()
         # One log line when delivering starts failing (the store is down, say), one when it
@@ -80,7 +83,13 @@ class DeliveryWorkers:
     def deliver_once(self) -> int:
         """Claim, send and record one due message in the caller's thread; how many (0 or 1)."""
         return deliver_due(
-            self.database, self.box, self.client, self.clock(), 1, channels=self.channels
+            self.database,
+            self.box,
+            self.client,
+            self.clock(),
+            1,
+            channels=self.channels,
+            group_seconds=self.group_seconds,
         )
 
     def drain(self) -> int:

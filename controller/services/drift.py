@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from controller import jobs
-from controller.checks import decode_changes
+from controller.checks import decode_changes, forget_prior_baseline
 from controller.crypto import SecretBox
 from controller.diffs.explain import with_hints
 from controller.errors import Conflict, NotFound
@@ -115,6 +115,11 @@ class StatusIncident(ApiModel):
     key: str | None = Field(description="the incident's id (null with `none`)")
     at: datetime | None = Field(description="when it opened")
     breaking_count: int
+    flap_count: int = Field(
+        default=0,
+        description="times breaking drift came back within the flap window after the vendor "
+        "reverted (each time the incident reopened)",
+    )
 
 
 class WatchStatus(ApiModel):
@@ -159,6 +164,11 @@ class IncidentOut(ApiModel):
     acknowledged_by: str | None
     resolved_at: datetime | None
     resolution: str | None
+    flap_count: int = Field(
+        description="times breaking drift came back within the flap window after the vendor "
+        "reverted (each time the incident reopened); 0 for an incident that never flapped"
+    )
+    reopened_at: datetime | None = Field(description="when it last reopened")
 
 
 def incidents_by_watch(session: Session, watch_ids: list[str]) -> dict[str, IncidentSummary]:
@@ -179,6 +189,7 @@ def incident_summary(incident: Incident) -> IncidentSummary:
         status=incident.status,
         opened_at=incident.opened_at,
         breaking_count=incident.breaking_count,
+        flap_count=incident.flap_count or 0,
     )
 
 
@@ -225,6 +236,7 @@ def watch_status(session: Session, org_id: str, watch_id: str, now: datetime) ->
             key=current.id if current else None,
             at=current.opened_at if current else None,
             breaking_count=current.breaking_count if current else 0,
+            flap_count=current.flap_count if current else 0,
         ),
         last_drift_event=status_event(event, watch.name) if event else None,
         agent_actions=actions,
@@ -336,6 +348,9 @@ def accept_baseline(
     watch.baseline_fingerprint = snapshot.fingerprint
     watch.baseline_accepted_at = now
     watch.baseline_accepted_by = principal.actor
+    # Accepted by a person: the baseline an automatic advance replaced is no longer one the
+    # contract can revert to.
+    forget_prior_baseline(watch)
     opened = decided.open_changes or Counts()
     watch.open_breaking, watch.open_warning, watch.open_info = (
         opened.breaking,
@@ -451,6 +466,8 @@ def incident_out(incident: Incident) -> IncidentOut:
         acknowledged_by=incident.acknowledged_by,
         resolved_at=incident.resolved_at,
         resolution=incident.resolution,
+        flap_count=incident.flap_count or 0,
+        reopened_at=incident.reopened_at,
     )
 
 

@@ -284,7 +284,13 @@ def test_signed_delivery_with_retries_and_stats(
         assert delivered["body"]["data"]["watchName"] == "payments"
         assert delivered["headers"]["webhook-id"].startswith("msg_")
         stats = client.get("/api/alerts/stats", headers=acme.headers).json
-        assert stats["totals"] == {"successful": 1, "failed": 0, "retrying": 0, "pending": 0}
+        assert stats["totals"] == {
+            "successful": 1,
+            "failed": 0,
+            "retrying": 0,
+            "pending": 0,
+            "suppressed": 0,
+        }
         assert stats["byChannel"]["webhook"]["successful"] == 1
         assert [a["success"] for a in stats["lastAttempts"]] == [True, False, False]
     finally:
