@@ -278,7 +278,7 @@ def _merged(files: Mapping[str, WatchSetsFile | None]) -> WatchSetsFile | None:
         return valid[0]
     # Each file passed the model already; the concatenation has no rule of its own.
     sets = [watch_set for model in valid for watch_set in model.watch_sets]
-    return WatchSetsFile.model_construct(version=VERSION, watch_sets=sets)
+    return WatchSetsFile.model_construct(version=valid[0].version, watch_sets=sets)
 
 
 def _is_watch_set_part(name: str) -> bool:
