@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, and_, or_
+from sqlalchemy import Select, bindparam, tuple_
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -64,10 +64,11 @@ def _page(
     # `limit + 1` rows tell whether there is a next page without counting the rest.
     if cursor:
         position, last_id = decode_cursor(cursor)
-        if descending:
-            stmt = stmt.where(or_(at < position, and_(at == position, row_id < last_id)))
-        else:
-            stmt = stmt.where(or_(at > position, and_(at == position, row_id > last_id)))
+        # A row-value comparison: both stores seek an index on (..., at, id) to the position
+        # (with `at > p OR (at = p AND id > i)` SQLite walked the index from the start).
+        row = tuple_(at, row_id)
+        after = tuple_(bindparam(None, position, type_=at.type), bindparam(None, last_id))
+        stmt = stmt.where(row < after if descending else row > after)
     order = (at.desc(), row_id.desc()) if descending else (at, row_id)
     rows = list(session.scalars(stmt.order_by(*order).limit(limit + 1)))
     if len(rows) <= limit:
