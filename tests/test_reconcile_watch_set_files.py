@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import select
 
 from controller.model.gitops import describe_size
+from controller.services import sources
 from controller.store.db import Database
 from controller.store.models import Agent, Source, Watch, WatchSet
 from tests.conftest import OrgKey
@@ -166,6 +167,11 @@ def test_a_watch_declared_in_two_files_is_refused_and_nothing_is_applied(
         row = session.get(Source, "fleet")
         assert row is not None
         assert row.last_applied_revision == good and row.last_attempted_revision == bad
+        # The console's file view opens the split file the problem names.
+        shown = sources.source_file(
+            session, settings, acme.org_id, "fleet", bad, ".driftgate/watch-sets/zz-more.yaml"
+        )
+        assert shown.lines[7] == "      - name: adyen" and not shown.note
 
 
 def test_an_oversized_split_file_is_refused_and_the_revision_total_still_applies(
