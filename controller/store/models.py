@@ -228,10 +228,13 @@ def vendor_of(tags: list[str], url: str) -> str:
 
 @event.listens_for(Session, "before_flush")
 def _derive_vendor(session: Session, context: Any, instances: Any) -> None:
-    for obj in (*session.new, *session.dirty):
+    # `session.new` and `session.dirty` build a new set on every access: read each once (a
+    # membership test of `session.new` per object made a flush of n new watches O(n^2)).
+    new = session.new
+    for obj in (*new, *session.dirty):
         if not isinstance(obj, Watch):
             continue
-        if obj not in session.new:
+        if obj not in new:
             state = inspect(obj)
             if not (
                 state.attrs.url.history.has_changes() or state.attrs.tag_rows.history.has_changes()

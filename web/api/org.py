@@ -52,10 +52,13 @@ def alert_stats(call: Call) -> alerts.AlertStats:
 @REGISTRY.route(
     "GET",
     "/api/portfolio/status",
-    summary="Per-watch drift status",
+    summary="Per-watch drift status, a page at a time",
     tag="org",
+    query=portfolio.PortfolioStatusQuery,
     responses={200: portfolio.PortfolioStatus},
 )
 def portfolio_status(call: Call) -> portfolio.PortfolioStatus:
-    """Every watch's `driftStatus` and reason tokens, and the counts by status."""
-    return portfolio.portfolio_status(call.session, call.org_id)
+    """A page of watches (oldest first, `limit` 1-200, default 50; `cursor` from
+    `nextCursor`) with each one's `driftStatus` and reason tokens, and `counts` by status and
+    `total` over every watch of the org."""
+    return portfolio.portfolio_status(call.session, call.org_id, call.query)
