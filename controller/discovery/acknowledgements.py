@@ -96,13 +96,10 @@ def parse_acknowledgements(text: str, file: str = ACK_FILE) -> list[Acknowledgem
     try:
         return CoverageFile.model_validate(document).acknowledged
     except ValidationError as exc:
-        error = exc.errors()[0]
-        loc = tuple(error["loc"])
-        path = "/" + "/".join(str(part) for part in loc) if loc else "/"
-        message = error["msg"].removeprefix("Value error, ")
-        if error["type"] == "literal_error" and loc == ("version",):
-            message = f"must be {VERSION}"
-        raise ConfigInvalid(f"{file}:{_line(node, loc)}: {path}: {message}") from None
+        problems = sorted(_problem(node, error) for error in exc.errors())
+        raise ConfigInvalid(
+            "; ".join(f"{file}:{line}: {text}" for line, text in problems)
+        ) from None
 
 
 def render(acknowledgements: list[Acknowledgement]) -> str:
@@ -126,6 +123,19 @@ def acknowledged(
         if any(ack.covers(candidate) for ack in acknowledgements):
             candidate.acknowledged = True
     return candidates
+
+
+def _problem(node: Any, error: Any) -> tuple[int, str]:
+    """(line, `/json/path: what is wrong`) of one validation error."""
+    loc = tuple(error["loc"])
+    path = "/" + "/".join(str(part) for part in loc) if loc else "/"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if error["type"] == "literal_error" and loc == ("version",):
+        message = f"must be {VERSION}"
+    elif error["type"] == "extra_forbidden":
+        model = Acknowledgement if len(loc) == 3 else CoverageFile
+        message = f"unknown key (known: {', '.join(model.model_fields)})"
+    return _line(node, loc), f"{path}: {message}"
 
 
 def _normal(command: str) -> str:
