@@ -350,8 +350,9 @@ def fix_commands(missing: list[dict[str, Any]], directory: str, url: str | None)
     if local:
         names = " ".join(f"--acknowledge {shlex.quote(name)}" for name in local)
         lines.append(f"  driftgate scan {shlex.quote(directory)} {names}")
+        written = (Path(directory) / ".driftgate" / "coverage.yaml").as_posix()
         lines.append(
-            "and commit .driftgate/coverage.yaml: a local server has no URL to watch; the "
+            f"and commit {written}: a local server has no URL to watch; the "
             "acknowledgement holds while its command line stays the same"
         )
     if remote:
