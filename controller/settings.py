@@ -361,6 +361,24 @@ class Settings(BaseModel):
         description="the App's URL name, for the install link "
         "(<github>/apps/<slug>/installations/new)",
     )
+    smtp_host: str | None = Field(
+        default=None,
+        description="the server's SMTP relay, for every org without its own (PUT "
+        "/api/org/smtp): the weekly summary e-mail goes through it; off when unset",
+    )
+    smtp_port: int = Field(default=587, ge=1, le=65535, description="the relay's port")
+    smtp_security: Literal["starttls", "tls", "none"] = Field(
+        default="starttls",
+        description="starttls (port 587), tls (implicit TLS, port 465) or none (in clear, "
+        "for a relay on a trusted network)",
+    )
+    smtp_username: str | None = Field(default=None, description="the relay's user, if any")
+    smtp_password: SecretStr | None = Field(
+        default=None, description="the relay's password (never logged or shown)"
+    )
+    smtp_from_address: str | None = Field(
+        default=None, description="the From address of e-mail sent through the server's relay"
+    )
     sources: tuple[SourceSpec, ...] = Field(
         default=(), description="git repositories to reconcile (config file only)"
     )
@@ -437,6 +455,57 @@ class Settings(BaseModel):
         if value is not None:
             check_app_key(_read_app_key(value))
         return value
+
+    @field_validator("smtp_host", "smtp_username", "smtp_from_address", mode="before")
+    @classmethod
+    def _unset_when_empty(cls, value: Any) -> Any:
+        # `DRIFTGATE_SMTP_HOST=` (empty) means "no relay", as an unset variable does.
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("smtp_host")
+    @classmethod
+    def _smtp_host(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from controller.model.targets import host_problem
+
+        problem = host_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value.lower()
+
+    @field_validator("smtp_from_address")
+    @classmethod
+    def _smtp_from_address(cls, value: str | None) -> str | None:
+        from controller.model.targets import EMAIL_PATTERN
+
+        if value is not None and not re.fullmatch(EMAIL_PATTERN, value):
+            raise ValueError("must be an e-mail address such as driftgate@example.com")
+        return value
+
+    @model_validator(mode="after")
+    def _smtp_relay(self) -> Settings:
+        # Half a relay would fail every e-mail later: say so at start instead.
+        others = ("smtp_username", "smtp_password", "smtp_from_address")
+        if self.smtp_host is None:
+            given = [name for name in others if getattr(self, name) is not None]
+            if given:
+                raise ValueError(
+                    f"{_named(given[0])} is set without {_named('smtp_host')}: set the "
+                    "relay's host too (or neither)"
+                )
+            return self
+        if self.smtp_from_address is None:
+            raise ValueError(
+                f"{_named('smtp_host')} is set without {_named('smtp_from_address')}: "
+                "e-mail through the server's relay needs a From address"
+            )
+        if self.smtp_password is not None and self.smtp_username is None:
+            raise ValueError(
+                f"{_named('smtp_password')} is set without {_named('smtp_username')}: "
+                "the relay's login needs both"
+            )
+        return self
 
     @model_validator(mode="after")
     def _app_credentials(self) -> Settings:

@@ -32,7 +32,11 @@ def put_notification_defaults(call: Call) -> notifications.NotificationDefaultsO
     """Replaces the defaults: new watches inherit the interval; every event goes to the
     destination when its severity is in the alert policy (audited)."""
     return notifications.put_defaults(
-        call.session, call.principal_required, call.body, call.secret_box
+        call.session,
+        call.principal_required,
+        call.body,
+        call.secret_box,
+        server_relay=call.settings.smtp_host is not None,
     )
 
 
