@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.exceptions import NoSuchCommand
 
 from cli.common import Context, fail
 from controller import __version__
@@ -67,6 +68,15 @@ class DriftgateGroup(click.Group):
         module, name = target.split(":")
         command: click.Command = getattr(importlib.import_module(module), name)
         return command
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except NoSuchCommand as exc:
+            # Click suggests from `self.commands`, empty here: suggest from the lazy registry.
+            raise NoSuchCommand(exc.command_name, possibilities=COMMANDS, ctx=ctx) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
