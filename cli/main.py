@@ -51,6 +51,8 @@ COMMANDS = {
     "mcp": "cli.commands.mcp:mcp",
     "summary": "cli.commands.summary:summary",
     "users": "cli.commands.users:users",
+    "agents": "cli.commands.agents:agents",
+    "incidents": "cli.commands.incidents:incidents",
 }
 
 
