@@ -2,8 +2,8 @@
 
 Each command or group lives in its own module under `cli/commands/` and is registered below.
 Exit codes: 0 success, 1 a gate failed (`diff`, `compare`, `preflight`, `validate`,
-`reconcile`, `audit verify`), 2 a usage, input or environment error. Errors are one line on
-stderr, never a traceback.
+`reconcile`, `audit verify`, `watches check`), 2 a usage, input or environment error. Errors
+are one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
