@@ -1203,10 +1203,7 @@ def _github_principal(org: Org, job: jobs.Claimed) -> Principal:
 
 def require_product(principal: Principal, product: str = PRODUCT) -> None:
     if product not in principal.products:
-        raise Forbidden(
-            f"the {product} product is not enabled for org {principal.org_name!r}",
-            code=f"PRODUCT_REQUIRED: {product}",
-        )
+        raise orgs.product_required(principal.org_name, principal.plan, product)
 
 
 def job_kinds(

@@ -171,6 +171,74 @@ class IncidentOut(ApiModel):
     reopened_at: datetime | None = Field(description="when it last reopened")
 
 
+IncidentStatus = Literal["open", "acknowledged", "resolved"]
+
+
+class IncidentListed(IncidentOut):
+    watch_name: str
+    drift_event_id: str | None = Field(description="the drift event that opened or last updated it")
+    ack_note: str | None
+    resolved_by: str | None
+
+
+class IncidentPage(ApiModel):
+    incidents: list[IncidentListed]
+    next_cursor: str | None
+
+
+class IncidentQuery(RequestModel):
+    status: list[IncidentStatus] = Field(
+        default_factory=list,
+        description="only incidents in these states (default: open and acknowledged)",
+    )
+    watch_id: ObjectId | None = None
+    limit: int = Field(default=PAGE_LIMIT, ge=1, le=PAGE_LIMIT)
+    cursor: str | None = Field(default=None, pattern=EVENT_CURSOR_PATTERN)
+
+
+def list_incidents(session: Session, org_id: str, query: IncidentQuery) -> IncidentPage:
+    """The org's incidents, newest opened first, at most `PAGE_LIMIT` a page."""
+    statuses = query.status or ["open", "acknowledged"]
+    stmt = select(Incident).where(Incident.org_id == org_id, Incident.status.in_(statuses))
+    if query.watch_id:
+        stmt = stmt.where(Incident.watch_id == query.watch_id)
+    rows, cursor = paging.newest_first(
+        session, stmt, Incident.opened_at, Incident.id, query.cursor, query.limit
+    )
+    names = {
+        watch_id: name
+        for watch_id, name in session.execute(
+            select(Watch.id, Watch.name).where(Watch.id.in_({r.watch_id for r in rows}))
+        )
+    }
+    return IncidentPage(
+        incidents=[incident_listed(r, names.get(r.watch_id, "")) for r in rows],
+        next_cursor=cursor,
+    )
+
+
+def get_incident(session: Session, org_id: str, incident_id: str) -> IncidentListed:
+    """One incident of the org (another org's answers 404, as a missing one)."""
+    row = session.execute(
+        select(Incident, Watch.name)
+        .join(Watch, Watch.id == Incident.watch_id)
+        .where(Incident.id == incident_id, Incident.org_id == org_id)
+    ).first()
+    if row is None:
+        raise NotFound("Incident not found")
+    return incident_listed(row[0], row[1])
+
+
+def incident_listed(incident: Incident, watch_name: str) -> IncidentListed:
+    return IncidentListed(
+        **incident_out(incident).model_dump(),
+        watch_name=watch_name,
+        drift_event_id=incident.drift_event_id,
+        ack_note=incident.ack_note,
+        resolved_by=incident.resolved_by,
+    )
+
+
 def incidents_by_watch(session: Session, watch_ids: list[str]) -> dict[str, IncidentSummary]:
     """The current (open or acknowledged) incident of each watch, in one query."""
     if not watch_ids:
