@@ -36,7 +36,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from apscheduler.schedulers.background import BackgroundScheduler
-from sqlalchemy import Table, bindparam, func, or_, select
+from sqlalchemy import Table, and_, bindparam, func, literal, or_, select
 from sqlalchemy.orm import Session
 
 from controller import jobs
@@ -59,7 +59,7 @@ from controller.settings import Settings
 from controller.sources.http import configured_client
 from controller.store.db import Database
 from controller.store.lockfile import ControllerLock, acquire_controller_lock
-from controller.store.models import Watch
+from controller.store.models import Job, Watch
 from controller.summary import service as summary
 
 logger = logging.getLogger("driftgate.controller")
@@ -109,9 +109,11 @@ def enqueue_due_checks(
     the same rows). Due watches come oldest-due first; a new watch is due from its creation,
     so it is never sorted behind the schedule. A watch due later within `ahead` is queued
     to run at its slot's start (the claim waits for it); one that is overdue (a controller
-    was down) is queued once, for the slot it is in now, never once per missed slot. The
-    statements are batches: one read, one insert of every job, one update of every
-    watch's next slot.
+    was down) is queued once, for the slot it is in now, never once per missed slot; and
+    not at all while a check of it waits, or runs since the slot's start (a job the reaper
+    handed on after an outage, say): that check is this slot's, and the watch only moves on
+    to its next slot. The statements are batches: one read, one insert of every job, one
+    update of every watch's next slot.
     """
     horizon = now + timedelta(seconds=ahead)
     with database.transaction() as session:
@@ -119,8 +121,23 @@ def enqueue_due_checks(
             select(func.pg_try_advisory_xact_lock(_ENQUEUE_LOCK))
         ):
             return 0
+        # A watch whose check waits, or runs since its slot began, has this slot's check.
+        # Asked here rather than left to the unique index on queued jobs: a claim committing
+        # meanwhile (the queue watch taking a job the reaper just handed on) would let a second
+        # job for the slot through that index.
+        covered = (
+            select(Job.id)
+            .where(
+                Job.key == literal(f"{CHECK}:") + Watch.id,
+                or_(
+                    Job.status == "queued",
+                    and_(Job.status == "running", Job.started_at >= Watch.next_check_at),
+                ),
+            )
+            .exists()
+        )
         due = session.execute(
-            select(Watch.id, Watch.interval_minutes, Watch.next_check_at)
+            select(Watch.id, Watch.interval_minutes, Watch.next_check_at, covered)
             .where(
                 Watch.drift_status != DriftStatus.DISABLED.value,
                 or_(Watch.next_check_at.is_(None), Watch.next_check_at <= horizon),
@@ -132,9 +149,12 @@ def enqueue_due_checks(
             return 0
         queued: list[dict[str, Any]] = []
         moved: list[dict[str, Any]] = []
-        for watch_id, interval, next_check_at in due:
+        for watch_id, interval, next_check_at, is_covered in due:
             at = now if next_check_at is None or next_check_at <= now else next_check_at
             index, next_start = slot(watch_id, interval, at)
+            moved.append({"b_id": watch_id, "b_next": next_start})
+            if is_covered:
+                continue
             queued.append(
                 {
                     "kind": CHECK,
@@ -148,8 +168,8 @@ def enqueue_due_checks(
                     "created_at": now,
                 }
             )
-            moved.append({"b_id": watch_id, "b_next": next_start})
-        session.execute(jobs.insert_ignoring_duplicates(database), queued)
+        if queued:
+            session.execute(jobs.insert_ignoring_duplicates(database), queued)
         session.connection().execute(_MOVE_NEXT_CHECK, moved)
         return len(due)
 
