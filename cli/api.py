@@ -7,18 +7,20 @@ message is one line naming the server without credentials. The key is never prin
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import click
-import httpx
 
 from cli.common import options
 from controller import __version__
 
+if TYPE_CHECKING:  # imported when a command calls: `driftgate watches --help` never does
+    import httpx
+
 USER_AGENT = f"driftgate-cli/{__version__}"
 SERVICE_SOURCE = "driftgate-cli"
-TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+TIMEOUT_SECONDS, CONNECT_SECONDS = 30.0, 5.0
 _KEY = re.compile(r"[\x21-\x7e]+")  # printable ASCII without spaces: safe in a header
 
 # The two options every command against a server takes.
@@ -49,6 +51,8 @@ class ApiError(Exception):
 
 
 def base_url(url: str | None) -> httpx.URL:
+    import httpx
+
     if not url or not url.strip():
         raise ApiError("no server URL: set DRIFTGATE_URL (or pass --url)")
     try:
@@ -78,6 +82,8 @@ def shown(base: httpx.URL) -> str:
 def client(url: str | None, key: str | None) -> httpx.Client:
     """An HTTP client for the server at `url` with the key `key` (both checked first:
     `ApiError` when either is missing or malformed)."""
+    import httpx
+
     base, secret = base_url(url), api_key(key)
     headers = {
         "Authorization": f"Bearer {secret}",
@@ -85,12 +91,15 @@ def client(url: str | None, key: str | None) -> httpx.Client:
         "X-Service-Source": SERVICE_SOURCE,
         "Accept": "application/json",
     }
-    return httpx.Client(base_url=base, headers=headers, timeout=TIMEOUT)
+    timeout = httpx.Timeout(TIMEOUT_SECONDS, connect=CONNECT_SECONDS)
+    return httpx.Client(base_url=base, headers=headers, timeout=timeout)
 
 
 def send(http: httpx.Client, method: str, path: str, **kwargs: Any) -> tuple[int, Any]:
     """Send one request; the status and the JSON answer (None when there is no JSON), or
     `ApiError` for a server that cannot be reached or does not answer in time."""
+    import httpx
+
     where = shown(http.base_url)
     try:
         response = http.request(method, path, **kwargs)

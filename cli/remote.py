@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import httpx
 
 from cli import api
 from cli.common import fail, options
+
+if TYPE_CHECKING:
+    import httpx
 
 output_format = click.option(
     "--format",

@@ -8,7 +8,6 @@ import click
 
 from cli.common import Context
 from controller.errors import ConfigError
-from controller.settings import process_environment
 
 
 @click.command()
@@ -23,6 +22,7 @@ def reconcile(obj: Context, source_name: str | None, dry_run: bool, force: bool)
     """
     from controller.crypto import load_secret_box
     from controller.services.sources import reconcile_now
+    from controller.settings import process_environment
 
     settings = obj.settings()
     specs = list(settings.sources)

@@ -17,13 +17,15 @@ import re
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import click
-import httpx
 
 from cli import api
 from cli.common import fail
+
+if TYPE_CHECKING:
+    import httpx
 
 WATCH_ID_LIMIT = 100  # the API's limit (controller.policy.WATCH_ID_LIMIT)
 PATH = "/api/preflight"

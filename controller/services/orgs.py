@@ -10,12 +10,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from controller.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from controller.model.plans import PLANS as PLANS  # re-exported: other modules look here
+from controller.model.plans import PRODUCTS as PRODUCTS
 from controller.services import audit
 from controller.services.auth import forget_cached_keys
 from controller.store.models import Org
 
-PLANS = ("free", "pro", "team", "enterprise")
-PRODUCTS = ("replay_cloud", "draftpr_repo", "toolmanifest_org")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
