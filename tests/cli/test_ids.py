@@ -151,7 +151,7 @@ def test_the_api_filters_events_by_id_prefix(fleet: str, acme: OrgKey, other: Or
     assert ask(acme, idPrefix="bbbb", watchId=CHARGES).json()["events"][0]["id"] == EVENT_1
     assert ask(acme, idPrefix="cccc").json() == {"events": [], "nextCursor": None}
     refused = ask(acme, idPrefix="b%")
-    assert refused.status_code in (400, 422)
+    assert refused.status_code == 400
     assert refused.json()["error"] == "validation_error"
 
 
