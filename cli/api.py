@@ -7,18 +7,20 @@ message is one line naming the server without credentials. The key is never prin
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import click
-import httpx
 
 from cli.common import options
 from controller import __version__
 
+if TYPE_CHECKING:  # imported when a command calls: `driftgate watches --help` never does
+    import httpx
+
 USER_AGENT = f"driftgate-cli/{__version__}"
 SERVICE_SOURCE = "driftgate-cli"
-TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+TIMEOUT_SECONDS, CONNECT_SECONDS = 30.0, 5.0
 _KEY = re.compile(r"[\x21-\x7e]+")  # printable ASCII without spaces: safe in a header
 
 # The two options every command against a server takes.
@@ -49,6 +51,8 @@ class ApiError(Exception):
 
 
 def base_url(url: str | None) -> httpx.URL:
+    import httpx
+
     if not url or not url.strip():
         raise ApiError("no server URL: set DRIFTGATE_URL (or pass --url)")
     try:
@@ -78,6 +82,8 @@ def shown(base: httpx.URL) -> str:
 def client(url: str | None, key: str | None) -> httpx.Client:
     """An HTTP client for the server at `url` with the key `key` (both checked first:
     `ApiError` when either is missing or malformed)."""
+    import httpx
+
     base, secret = base_url(url), api_key(key)
     headers = {
         "Authorization": f"Bearer {secret}",
@@ -85,12 +91,15 @@ def client(url: str | None, key: str | None) -> httpx.Client:
         "X-Service-Source": SERVICE_SOURCE,
         "Accept": "application/json",
     }
-    return httpx.Client(base_url=base, headers=headers, timeout=TIMEOUT)
+    timeout = httpx.Timeout(TIMEOUT_SECONDS, connect=CONNECT_SECONDS)
+    return httpx.Client(base_url=base, headers=headers, timeout=timeout)
 
 
 def send(http: httpx.Client, method: str, path: str, **kwargs: Any) -> tuple[int, Any]:
     """Send one request; the status and the JSON answer (None when there is no JSON), or
     `ApiError` for a server that cannot be reached or does not answer in time."""
+    import httpx
+
     where = shown(http.base_url)
     try:
         response = http.request(method, path, **kwargs)
@@ -122,16 +131,55 @@ def call(http: httpx.Client, method: str, path: str, **kwargs: Any) -> Any:
 
 
 def watch_id(http: httpx.Client, ref: str) -> str:
-    """The id of the watch named `ref` (an id, else a name of the org's watches)."""
+    """The id of the watch `ref` names: its id, its name, or a unique prefix of its id
+    (`ambiguous_id`, listing the candidates, when several ids start with it)."""
+    from controller.model.ids import pick
+
     status, document = send(http, "GET", f"/api/watches/{quote(ref, safe='')}")
     if status == 200 and isinstance(document, dict):
         return str(document["id"])
     if status != 404:
         raise refusal(status, document, shown(http.base_url))
-    found = watch_names(http).get(ref)
+    names = watch_names(http)
+    found = names.get(ref) or pick("watches", ref, ((i, name) for name, i in names.items()))
     if found is None:
         raise ApiError(f"no watch with id or name {ref!r} in this org (HTTP 404)", 404)
     return found
+
+
+def drift_event_id(http: httpx.Client, ref: str) -> str:
+    """The id of the drift event `ref` names: its id or a unique prefix of it (asked of the
+    server with `idPrefix`, in the key's org)."""
+    from controller.model.ids import SHOWN_CANDIDATES, ambiguous, is_id_prefix
+
+    if not is_id_prefix(ref):
+        return ref  # a whole id, or something the server answers 404 for
+    limit = SHOWN_CANDIDATES + 1
+    page = call(http, "GET", "/api/drift", params={"idPrefix": ref, "limit": limit})
+    events = page.get("events", []) if isinstance(page, dict) else []
+    found = [(str(e["id"]), _event_label(e)) for e in events]
+    if len(found) > 1:
+        raise ambiguous("drift events", ref, found, more=len(found) > SHOWN_CANDIDATES)
+    if not found:
+        raise ApiError(f"no drift event with id {ref!r} in this org (HTTP 404)", 404)
+    return found[0][0]
+
+
+def _event_label(event: dict[str, Any]) -> str:
+    return f"{event.get('watchName') or event.get('watchId')}, {event.get('detectedAt')}"
+
+
+def by_prefix(http: httpx.Client, path: str, key: str, kind: str, ref: str) -> str:
+    """The id a unique prefix `ref` names among the items (`key`) of the listing at `path`;
+    `ref` itself when it is not a prefix or nothing starts with it (the server then answers
+    for it)."""
+    from controller.model.ids import is_id_prefix, pick
+
+    if not is_id_prefix(ref):
+        return ref
+    listed = call(http, "GET", path)
+    items = listed.get(key, []) if isinstance(listed, dict) else []
+    return pick(kind, ref, ((str(item["id"]), "") for item in items)) or ref
 
 
 def watch_names(http: httpx.Client) -> dict[str, str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.exceptions import NoSuchCommand
@@ -20,10 +20,14 @@ from cli.common import Context, fail
 from controller import __version__
 from controller.errors import DriftgateError
 
-# Each command, imported only when it runs (or for --help): `driftgate diff` should not pay
-# for the store, the web app or the schedulers.
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
+# Each command, imported only when it runs or shows its own help: `driftgate diff` should not
+# pay for the store, the web app or the schedulers, and `driftgate --help` imports none of them.
 COMMANDS = {
     "version": "cli.commands.version:version",
+    "completion": "cli.commands.completion:completion",
     "db": "cli.commands.db:db",
     "serve": "cli.commands.serve:serve",
     "up": "cli.commands.serve:up",
@@ -55,6 +59,51 @@ COMMANDS = {
     "incidents": "cli.commands.incidents:incidents",
 }
 
+# The line each command shows in `driftgate --help` and in shell completion, so that neither
+# loads a command's module (a test keeps each line equal to the command's own short help).
+# A command missing here still shows: its module is loaded for its line.
+SUMMARIES = {
+    "agents": "The org's agents and the run gate's lifecycle: status, kill, unblock, ack.",
+    "audit": "Audit exports.",
+    "check-payload": "Check PAYLOAD (a JSON file) against a consumer profile, offline, with the "
+    "same code as POST /api/validate.",
+    "compare": "Compare two JSON payloads by their inferred schemas (the offline `compare_json`).",
+    "completion": "Print the shell completion script of driftgate for bash, zsh or fish.",
+    "controller": "Run the controller: schedule and run checks, deliver events (no HTTP serving).",
+    "coverage": "Fail (exit 1) when a contract the checkout depends on is not watched by the org.",
+    "db": "Manage the state store.",
+    "demo": "Watch drift happen: a vendor simulator, a webhook receiver and driftgate on loopback.",
+    "diff": "Diff two contracts (files or http(s) URLs): OpenAPI, MCP snapshots or JSON.",
+    "draftpr": "Draft pull requests opened for drift events, through the server's API.",
+    "drift": "The org's drift events, through the server's API.",
+    "incidents": "The org's incidents (breaking drift until it is resolved): list, acknowledge, "
+    "resolve.",
+    "keys": "Administer API keys (shown once, stored hashed).",
+    "mcp": "Serve driftgate's MCP tools (preflight, watch and agent status, drift events, "
+    "explanations, acknowledgements, discovery, offline compare and payload checks), the "
+    "watches as resources and the triage_drift prompt.",
+    "orgs": "Administer organizations (plans and overlay products).",
+    "preflight": "Ask the server whether a run may start (POST /api/preflight).",
+    "profiles": "The org's consumer profiles (the registry of POST /api/validate's profileId).",
+    "reconcile": "Reconcile git sources now: fetch, validate, plan (creates, updates, prunes), "
+    "apply.",
+    "replay": "Replay fixtures: test an agent against a contract before it ships.",
+    "scan": "Find the contracts a checkout depends on (offline; .gitignore respected).",
+    "secrets": "Manage the encryption of secrets at rest.",
+    "serve": "Serve the HTTP API with gunicorn (gthread workers).",
+    "sources": "Git sources and their reconcile status.",
+    "suggest": "Suggest watches for the servers of an MCP client configuration (nothing is "
+    "started).",
+    "summary": "Print this week's summary e-mail of an org, or `--send` it to its recipients "
+    "now (through the org's SMTP relay; deliveries count in the alert stats as channel "
+    "email).",
+    "up": "Run everything on one machine: migrate the store, start the controller, serve the API.",
+    "users": "Console accounts of an org: people who sign in at /console.",
+    "validate": "Check the .driftgate/ files offline: schema, references, secrets.",
+    "version": "Print the driftgate version.",
+    "watches": "The org's watches, through the server's API.",
+}
+
 
 class DriftgateGroup(click.Group):
     """Loads commands when they run; turns driftgate errors into one line on stderr and exit
@@ -80,6 +129,33 @@ class DriftgateGroup(click.Group):
             # Click suggests from `self.commands`, empty here: suggest from the lazy registry.
             raise NoSuchCommand(exc.command_name, possibilities=COMMANDS, ctx=ctx) from None
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of `driftgate --help`, from SUMMARIES: no module is loaded."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(map(len, names))
+        rows = [(name, _shortened(self._summary(ctx, name), limit)) for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        """Command names (with their lines from SUMMARIES) and options, for a tab press that
+        must not load every command's module."""
+        from click.shell_completion import CompletionItem
+
+        found = [
+            CompletionItem(name, help=self._summary(ctx, name))
+            for name in self.list_commands(ctx)
+            if name.startswith(incomplete)
+        ]
+        return found + click.Command.shell_complete(self, ctx, incomplete)
+
+    def _summary(self, ctx: click.Context, name: str) -> str:
+        summary = SUMMARIES.get(name)
+        if summary is None:
+            command = self.get_command(ctx, name)
+            summary = command.get_short_help_str(limit=1000) if command is not None else ""
+        return summary
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -93,6 +169,15 @@ class DriftgateGroup(click.Group):
             origin = getattr(exc, "orig", None)
             reason = (str(origin or exc).strip().splitlines() or ["unknown"])[0]
             fail(f"database error: {reason}")
+
+
+def _shortened(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters, cut at a word with "..." (as click cuts)."""
+    if len(text) <= limit:
+        return text
+    import textwrap
+
+    return textwrap.shorten(text, max(limit, 3), placeholder="...", break_on_hyphens=False)
 
 
 def _is_database_error(exc: Exception) -> bool:

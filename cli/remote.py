@@ -4,15 +4,17 @@ with API errors turned into exit code 2, and output as a table for people or the
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import httpx
 
-from cli import api
+from cli import api, style
 from cli.common import fail, options
+
+if TYPE_CHECKING:
+    import httpx
 
 output_format = click.option(
     "--format",
@@ -43,9 +45,21 @@ def emit(document: Any, output_format: str, text: Callable[[Any], Sequence[str]]
         click.echo(line)
 
 
-def table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> list[str]:
+def table(
+    rows: Sequence[Sequence[str]],
+    header: Sequence[str],
+    painters: Mapping[int, Callable[[str], str]] | None = None,
+) -> list[str]:
+    """Aligned columns under a header; `painters` colour the cells of some columns (by index)
+    on a terminal (`cli.style`), after the widths are measured on the plain text."""
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    painters = painters if painters and style.enabled() else {}
+
+    def cell(i: int, value: str, header_row: bool) -> str:
+        shown = value if header_row or i not in painters else painters[i](value)
+        return shown + " " * (widths[i] - len(value))
+
     return [
-        "  ".join(str(cell).ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
+        "  ".join(cell(i, str(value), row is header) for i, value in enumerate(row)).rstrip()
         for row in [header, *rows]
     ]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from cli.common import Context
-from controller.store import migrate
 
 
 @click.group()
@@ -18,6 +17,8 @@ def db() -> None:
 @click.pass_obj
 def db_upgrade(obj: Context, revision: str) -> None:
     """Apply database migrations (SQLite by default, Postgres via DRIFTGATE_DATABASE_URL)."""
+    from controller.store import migrate
+
     now = migrate.upgrade(obj.database(), revision)
     click.echo(f"database at revision {now}")
 
@@ -26,6 +27,8 @@ def db_upgrade(obj: Context, revision: str) -> None:
 @click.pass_obj
 def db_current(obj: Context) -> None:
     """Print the current and the latest migration revision."""
+    from controller.store import migrate
+
     database = obj.database()
     current = migrate.current_revision(database) or "none"
     click.echo(f"current {current}, head {migrate.head_revision(database)}")

@@ -10,7 +10,9 @@ from typing import Any
 
 import click
 
+from cli import style
 from cli.common import options
+from cli.progress import Progress, progress
 
 _TYPES = click.Choice(["auto", "openapi", "mcp", "json"])
 _THRESHOLDS = click.Choice(["breaking", "warning", "info", "never"])
@@ -64,15 +66,20 @@ def _emit(
     output: str | None,
     markdown_max_chars: int,
     annotations: int,
+    line: Progress,
 ) -> None:
     from controller.services.diffing import render_report
 
+    line.say(f"writing the {fmt} report of {sum(report.counts.values())} changes")
     text = render_report(
         report, fmt, fail_on, markdown_max_chars=markdown_max_chars, annotations=annotations
     )
     if output:
         Path(output).write_text(text, encoding="utf-8")
     else:
+        line.stop()
+        if fmt == "text" and style.enabled():
+            text = "".join(style.report_line(row, on=True) for row in text.splitlines(True))
         click.echo(text, nl=False)
     sys.exit(1 if report.reaches(fail_on) else 0)
 
@@ -122,16 +129,17 @@ def diff(
     from controller.services.diffing import diff_contracts, load_rules
 
     rules_file = load_rules(rules) if rules else None
-    report = diff_contracts(
-        base,
-        revision,
-        contract_type=contract_type,  # type: ignore[arg-type]
-        rules=rules_file,
-        today=today.date() if today else None,
-        flat=flat,
-        check_version=check_version,
-    )
-    _emit(report, fmt, fail_on, output, markdown_max_chars, annotations)
+    with progress(f"diffing {base} and {revision}", shown=fmt == "text") as line:
+        report = diff_contracts(
+            base,
+            revision,
+            contract_type=contract_type,  # type: ignore[arg-type]
+            rules=rules_file,
+            today=today.date() if today else None,
+            flat=flat,
+            check_version=check_version,
+        )
+        _emit(report, fmt, fail_on, output, markdown_max_chars, annotations, line)
 
 
 @click.command()
@@ -160,5 +168,6 @@ def compare(
     from controller.services.diffing import compare_payloads, load_rules
 
     rules_file = load_rules(rules) if rules else None
-    report = compare_payloads(base, revision, profile=profile, rules=rules_file)  # type: ignore[arg-type]
-    _emit(report, fmt, fail_on, output, markdown_max_chars, annotations)
+    with progress(f"comparing {base} and {revision}", shown=fmt == "text") as line:
+        report = compare_payloads(base, revision, profile=profile, rules=rules_file)  # type: ignore[arg-type]
+        _emit(report, fmt, fail_on, output, markdown_max_chars, annotations, line)

@@ -20,15 +20,17 @@ import click
 
 from cli import api
 from cli.common import fail
+from cli.progress import Progress, progress
 from cli.remote import emit, server, server_command, table
 
 MAX_FILES = 5000
 MAX_FILE_BYTES = 1024 * 1024
 
 
-def checkout_files(directory: str) -> list[tuple[str, bytes]]:
+def checkout_files(directory: str, line: Progress | None = None) -> list[tuple[str, bytes]]:
     """The files of `directory` (relative paths), without `.git/` and what `.gitignore` rules
-    ignore when it is a git checkout; at most 5,000, each at most 1 MB (larger: empty)."""
+    ignore when it is a git checkout; at most 5,000, each at most 1 MB (larger: empty). The
+    progress `line` counts them."""
     import pygit2
 
     root = Path(directory).resolve()
@@ -55,6 +57,8 @@ def checkout_files(directory: str) -> list[tuple[str, bytes]]:
                 continue
             size = path.stat().st_size
             files.append((relative, path.read_bytes() if size <= MAX_FILE_BYTES else b"\0"))
+            if line is not None:
+                line.say(f"scanning {directory}: {len(files)} files read")
             if len(files) > MAX_FILES:
                 fail(f"{directory} has more than {MAX_FILES} files; scan a smaller directory")
     return files
@@ -165,7 +169,11 @@ def scan(
             fail("--acknowledge writes .driftgate/coverage.yaml: use it without --emit/--format")
         _acknowledge(directory, acknowledge, reason)
         return
-    result = service.scan_files_out(checkout_files(directory))
+    shown = output_format == "text" and not emit_kind
+    with progress(f"scanning {directory}", shown=shown) as working:
+        files = checkout_files(directory, working)
+        working.say(f"looking for contracts in {len(files)} files")
+        result = service.scan_files_out(files)
     document = result.model_dump(by_alias=True)
     candidates = document["candidates"]
     if emit_kind:

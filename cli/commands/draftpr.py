@@ -6,7 +6,7 @@ and code on one line). See docs/draft-prs.md."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import click
@@ -14,6 +14,9 @@ import click
 from cli import api
 from cli.common import fail
 from cli.remote import emit, server, server_command, table
+
+if TYPE_CHECKING:
+    import httpx
 
 MAX_CHANGES = 250  # what the drift webhook takes
 MAX_TEXT = 1000
@@ -70,13 +73,14 @@ def draftpr_show(
 ) -> None:
     """One draft pull request."""
     with server(url, api_key) as http:
+        draft_pr_id = _draft_pr_id(http, draft_pr_id)
         found = api.call(http, "GET", f"/v1/draftpr/draft-prs/{quote(draft_pr_id, safe='')}")
     emit(found, output_format, _one)
 
 
 @draftpr.command("open")
 @click.option("--watch", "watch", required=True, help="The watch (id or name).")
-@click.option("--event", "event_id", required=True, help="The drift event id.")
+@click.option("--event", "event_id", required=True, help="The drift event (id or a unique prefix).")
 @click.option("--repo", "repo", required=True, help="owner/repository")
 @click.option(
     "--installation",
@@ -98,6 +102,7 @@ def draftpr_open(
     """Open the draft pull request of a drift event in REPO, with the event's changes."""
     with server(url, api_key) as http:
         watch_id = api.watch_id(http, watch)
+        event_id = api.drift_event_id(http, event_id)
         event = api.call(http, "GET", f"/api/drift/events/{quote(event_id, safe='')}")
         changes = [
             {
@@ -133,9 +138,8 @@ def draftpr_merged(
 ) -> None:
     """Record by hand that a draft pull request was merged (baseline, incident, agents)."""
     with server(url, api_key) as http:
-        done = api.call(
-            http, "POST", "/v1/draftpr/draft-pr/merged", json={"draftPrId": draft_pr_id}
-        )
+        body = {"draftPrId": _draft_pr_id(http, draft_pr_id)}
+        done = api.call(http, "POST", "/v1/draftpr/draft-pr/merged", json=body)
 
     def text(document: dict[str, Any]) -> list[str]:
         lines = _one(document["draftPr"])
@@ -145,6 +149,11 @@ def draftpr_merged(
         return lines
 
     emit(done, output_format, text)
+
+
+def _draft_pr_id(http: httpx.Client, ref: str) -> str:
+    """A draft pull request's id, or the one a unique prefix names among the org's."""
+    return api.by_prefix(http, "/v1/draftpr/draft-prs", "items", "draft pull requests", ref)
 
 
 @draftpr.command("installations")

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from typing import Any
+from urllib.parse import quote
 
 import click
 
-from cli.common import Context
+from cli import api, style
+from cli.common import Context, options
+from cli.progress import progress
+from cli.remote import emit, output_format, server, table
 from controller.errors import ConfigError
-from controller.settings import process_environment
 
 
 @click.command()
@@ -23,6 +28,7 @@ def reconcile(obj: Context, source_name: str | None, dry_run: bool, force: bool)
     """
     from controller.crypto import load_secret_box
     from controller.services.sources import reconcile_now
+    from controller.settings import process_environment
 
     settings = obj.settings()
     specs = list(settings.sources)
@@ -37,15 +43,17 @@ def reconcile(obj: Context, source_name: str | None, dry_run: bool, force: bool)
     obj.ensure_current_schema()  # before anything is applied
     box = load_secret_box(settings, create=True)
     failed = False
-    runs = reconcile_now(
-        settings,
-        obj.database(),
-        box,
-        specs,
-        force=force,
-        dry_run=dry_run,
-        env=process_environment(),
-    )
+    names = ", ".join(spec.name for spec in specs)
+    with progress(f"reconciling {names}: fetch, validate, plan, apply"):
+        runs = reconcile_now(
+            settings,
+            obj.database(),
+            box,
+            specs,
+            force=force,
+            dry_run=dry_run,
+            env=process_environment(),
+        )
     for spec, result in runs:
         revision = (result.revision or "-")[:12]
         click.echo(f"{spec.name}: {result.result} at {revision} ({result.duration_ms} ms)")
@@ -76,13 +84,41 @@ def sources() -> None:
     """Git sources and their reconcile status."""
 
 
-@sources.command("list")
-@click.pass_obj
-def sources_list(obj: Context) -> None:
-    """One line per configured source: ready, applied revision, last run."""
-    from controller.services.sources import readiness
+# Asked of the server when it is known (DRIFTGATE_URL or --url, with an org key), the way the
+# other remote commands are; else read from the config file and the store here, and said so.
+_where = options(
+    api.server_options,
+    output_format,
+    click.option(
+        "--local",
+        is_flag=True,
+        help="Read the config file (--config) and the store here even when DRIFTGATE_URL is set.",
+    ),
+)
 
-    specs = obj.settings().sources
+
+@sources.command("list")
+@_where
+@click.pass_obj
+def sources_list(
+    obj: Context, url: str | None, api_key: str | None, output_format: str, local: bool
+) -> None:
+    """One line per source: readiness, applied revision, branch and path, last run.
+
+    Asked of the server (DRIFTGATE_URL, DRIFTGATE_API_KEY: the sources of the key's org);
+    without a server URL, or with --local, read from the config file and the store here.
+    """
+    if url and not local:
+        with server(url, api_key) as http:
+            listed = api.call(http, "GET", "/api/sources")
+        emit(listed, output_format, lambda d: _source_rows(d.get("sources", [])))
+        return
+    from controller.services import sources as source_service
+    from controller.services.orgs import get_org
+
+    settings = obj.settings()
+    _say_local(obj, url)
+    specs = settings.sources
     if not specs:
         click.echo(
             "no sources configured: add `sources:` to the config file (--config or "
@@ -90,21 +126,41 @@ def sources_list(obj: Context) -> None:
         )
         return
     with obj.transaction() as session:
+        if output_format == "json":
+            found = [
+                source_service.get_source(session, settings, get_org(session, s.org).id, s.name)
+                for s in specs
+            ]
+            listed = source_service.SourceList(sources=found)
+            click.echo(listed.model_dump_json(by_alias=True, indent=2))
+            return
         for spec in specs:
-            state, applied = readiness(session, spec)
+            state, applied = source_service.readiness(session, spec)
             shown = (applied or "-")[:12]
-            click.echo(f"{spec.name}\t{spec.org}\t{state}\t{shown}\t{spec.branch}:{spec.path}")
+            click.echo(
+                f"{spec.name}\t{spec.org}\t{style.paint(state)}\t{shown}\t{spec.branch}:{spec.path}"
+            )
 
 
 @sources.command("status")
 @click.argument("name")
+@_where
 @click.pass_obj
-def sources_status(obj: Context, name: str) -> None:
-    """The full status of one source as JSON (the same as GET /api/sources/NAME)."""
+def sources_status(
+    obj: Context, name: str, url: str | None, api_key: str | None, output_format: str, local: bool
+) -> None:
+    """The full status of one source as JSON (GET /api/sources/NAME), from the server or,
+    without a server URL or with --local, from the config file and the store here."""
+    if url and not local:
+        with server(url, api_key) as http:
+            found = api.call(http, "GET", f"/api/sources/{quote(name, safe='')}")
+        click.echo(json.dumps(found, indent=2))
+        return
     from controller.services import sources as source_service
     from controller.services.orgs import get_org
 
     settings = obj.settings()
+    _say_local(obj, url)
     spec = settings.source(name)
     if spec is None:
         raise ConfigError(f"unknown source {name!r}")
@@ -112,3 +168,34 @@ def sources_status(obj: Context, name: str) -> None:
         org = get_org(session, spec.org)
         out = source_service.get_source(session, settings, org.id, name)
         click.echo(out.model_dump_json(by_alias=True, indent=2))
+
+
+def _say_local(obj: Context, url: str | None) -> None:
+    """Where the answer comes from, on stderr: not a server."""
+    config = f"the config file {obj.config}" if obj.config else "the settings (no --config)"
+    why = "--local" if url else "no DRIFTGATE_URL"
+    click.echo(
+        f"driftgate: reading {config} and the store here, not a server ({why}; set "
+        "DRIFTGATE_URL and DRIFTGATE_API_KEY to ask one)",
+        err=True,
+    )
+
+
+def _source_rows(found: list[dict[str, Any]]) -> list[str]:
+    rows = []
+    for source in found:
+        conditions = source.get("conditions") or []
+        ready: dict[str, Any] = next((c for c in conditions if c.get("type") == "Ready"), {})
+        state = "suspended" if source.get("suspended") else ready.get("reason") or "NotReconciled"
+        runs = source.get("runs") or []
+        last = f"{runs[0]['result']} {runs[0]['at']}" if runs else "-"
+        rows.append(
+            (
+                source["name"],
+                state,
+                (source.get("lastAppliedRevision") or "-")[:12],
+                f"{source['branch']}:{source['path']}",
+                last,
+            )
+        )
+    return table(rows, ("NAME", "STATE", "APPLIED", "BRANCH:PATH", "LAST RUN"), {1: style.paint})

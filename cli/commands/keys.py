@@ -65,11 +65,15 @@ def keys_list(obj: Context, org_name: str) -> None:
 
 @keys.command("revoke")
 @click.argument("key_id")
+@click.option("--org", "org_name", help="Only a key of this org (name or id).")
 @click.pass_obj
-def keys_revoke(obj: Context, key_id: str) -> None:
-    """Revoke a key by id; it stops working at once."""
+def keys_revoke(obj: Context, key_id: str, org_name: str | None) -> None:
+    """Revoke a key by id (or a unique prefix of it); it stops working at once."""
     from controller.services import auth
+    from controller.services import orgs as org_service
 
     with obj.transaction() as session:
-        key = auth.revoke_api_key(session, key_id, datetime.now(UTC), actor=CLI_ACTOR)
+        org_id = org_service.get_org(session, org_name).id if org_name else None
+        found = auth.find_api_key(session, key_id, org_id)
+        key = auth.revoke_api_key(session, found, datetime.now(UTC), actor=CLI_ACTOR)
         click.echo(f"revoked key {key.id} (ends in {key.hint})")

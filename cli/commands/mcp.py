@@ -32,7 +32,9 @@ from cli.toolserver.configs import CLIENTS
     "--print-config",
     "client",
     type=click.Choice(sorted(CLIENTS)),
-    help="Print the entry that adds this server to CLIENT's configuration, and exit.",
+    help="Print the entry that adds this server to CLIENT's configuration, and exit (its "
+    "command is this driftgate as installed: `driftgate` when PATH finds it, else its "
+    "absolute path).",
 )
 def mcp(
     url: str | None,
@@ -46,10 +48,12 @@ def mcp(
     explanations, acknowledgements, discovery, offline compare and payload checks), the
     watches as resources and the triage_drift prompt."""
     if client is not None:
-        from cli.toolserver.configs import snippet
+        from cli.toolserver.configs import installed_command, snippet
 
-        where, text = snippet(client, url or "http://127.0.0.1:8080")
+        launcher = installed_command()
+        where, text = snippet(client, url or "http://127.0.0.1:8080", launcher)
         click.echo(f"# {client}: add to {where}", err=True)
+        click.echo(f"# command: {launcher.why}", err=True)
         click.echo(text, nl=False)
         return
     import logging

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import click
 
 from cli.common import CLI_ACTOR, Context
-from controller.services.orgs import PLANS, PRODUCTS
+from controller.model.plans import PLANS, PRODUCTS
 
 
 @click.group()

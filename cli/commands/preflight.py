@@ -17,13 +17,15 @@ import re
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import click
-import httpx
 
-from cli import api
+from cli import api, style
 from cli.common import fail
+
+if TYPE_CHECKING:
+    import httpx
 
 WATCH_ID_LIMIT = 100  # the API's limit (controller.policy.WATCH_ID_LIMIT)
 PATH = "/api/preflight"
@@ -45,7 +47,8 @@ def _ignore_entry(value: str) -> dict[str, str]:
     "watch_ids",
     multiple=True,
     metavar="ID|NAME",
-    help=f"A watch the run depends on, by id or name; repeatable (at most {WATCH_ID_LIMIT}). "
+    help=f"A watch the run depends on, by id, name or a unique id prefix; repeatable (at most "
+    f"{WATCH_ID_LIMIT}). "
     "No policy applies.",
 )
 @click.option(
@@ -174,12 +177,16 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 
 
 def _ids_of(http: httpx.Client, refs: list[str]) -> list[str]:
-    """Watch names become ids (one listing, only when a name is given); an id, or a name the
-    org does not have, goes as it is and the server answers `not_found` for it (blocked)."""
+    """Watch names and unique id prefixes become ids (one listing, only when a ref is not a
+    whole id); an id, or a ref that names nothing in the org, goes as it is and the server
+    answers `not_found` for it (blocked). A prefix that several ids start with is an error."""
+    from controller.model.ids import pick
+
     if all(_UUID.fullmatch(ref) for ref in refs):
         return refs
     names = api.watch_names(http)
-    return [names.get(ref, ref) for ref in refs]
+    by_id = [(i, name) for name, i in names.items()]
+    return [names.get(ref) or pick("watches", ref, by_id) or ref for ref in refs]
 
 
 def _post(http: httpx.Client, body: dict[str, Any]) -> dict[str, Any]:
@@ -223,7 +230,7 @@ def render_text(answer: dict[str, Any]) -> list[str]:
         notes.append("policy")
     if answer.get("dryRun"):
         notes.append("dry run, policy would block" if answer.get("wouldPolicyBlock") else "dry run")
-    verdict = "allowed" if answer.get("allowed") is True else "blocked"
+    verdict = style.paint("allowed" if answer.get("allowed") is True else "blocked")
     if notes:
         verdict += f" ({', '.join(notes)})"
     if answer.get("decisionId"):
@@ -247,7 +254,8 @@ def _row(row: dict[str, Any]) -> str:
     watch_id = row.get("watchId") or "?"
     name = row.get("name")
     label = f"{name} ({watch_id})" if name and name != watch_id else watch_id
-    text = f"{label}: {row.get('driftStatus') or '-'}: {', '.join(row.get('reasons') or [])}"
+    status = style.paint(str(row.get("driftStatus") or "-"))
+    text = f"{label}: {status}: {', '.join(row.get('reasons') or [])}"
     if row.get("agentActions"):
         text += f" -> {', '.join(row['agentActions'])}"
     return text

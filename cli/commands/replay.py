@@ -61,7 +61,7 @@ def replay_pull(
     with server(url, api_key) as http:
         body = {"watchId": api.watch_id(http, watch)}
         if event_id:
-            body["driftEventId"] = event_id
+            body["driftEventId"] = api.drift_event_id(http, event_id)
         fixture = api.call(http, "POST", "/v1/replay/fixtures/from-watch", json=body)
     _write(out, fixture["files"])
     click.echo(f"wrote {len(fixture['files'])} files to {out} (digest {fixture['digest'][:12]})")
@@ -90,6 +90,8 @@ def replay_publish(
     same drift again updates its row."""
     with server(url, api_key) as http:
         body: dict[str, object] = {"watchId": api.watch_id(http, watch), "public": public}
+        if event_id:
+            event_id = api.drift_event_id(http, event_id)
         for key, value in (("driftEventId", event_id), ("title", title), ("vendor", vendor)):
             if value:
                 body[key] = value

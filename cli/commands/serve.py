@@ -10,9 +10,6 @@ import click
 from cli.common import Context, options
 from controller import __version__
 from controller.errors import ConfigError
-from controller.settings import process_environment
-from controller.store import migrate
-from controller.store.db import Database
 
 _server_options = options(
     click.option("--host", help="Address to bind (default 127.0.0.1; 0.0.0.0 in Docker)."),
@@ -60,6 +57,8 @@ def up(
 
         # Refuse the whole start, not only its controller: `up` without one is half a server.
         ensure_controller_can_start(settings.effective_database_url)
+    from controller.store import migrate
+
     revision = migrate.upgrade(obj.database(), "head")
     click.echo(
         f"driftgate {__version__}: database at revision {revision}; "
@@ -110,6 +109,9 @@ def controller(
     from controller.crypto import load_secret_box
     from controller.logs import configure_logging
     from controller.scheduler import Controller
+    from controller.settings import process_environment
+    from controller.store import migrate
+    from controller.store.db import Database
 
     settings = obj.settings()
     configure_logging(settings)

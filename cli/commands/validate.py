@@ -12,19 +12,13 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from controller.gitops import FILES, Bundle, Problem, load_bundle
-from controller.gitops.load import PROFILES, WATCH_SETS, is_read
-from controller.model.gitops import (
-    MAX_FILE_BYTES,
-    MAX_REVISION_BYTES,
-    InlineWatch,
-    Unreadable,
-    UnreadableKind,
-)
+if TYPE_CHECKING:  # imported when the command runs: `driftgate validate --help` loads none
+    from controller.gitops import Bundle, Problem
+    from controller.model.gitops import Unreadable, UnreadableKind
 
 
 @click.command()
@@ -49,10 +43,13 @@ def validate(directory: Path, output_format: str, templates: tuple[str, ...]) ->
 
     DIRECTORY is the .driftgate directory itself or a repository root that contains one.
     """
+    from controller.gitops import FILES, load_bundle
+    from controller.gitops.load import WATCH_SETS
+    from controller.model.catalog import SYSTEM_TEMPLATES
+
     target = _find_directory(directory)
     files, unreadable = _read_files(target)
     shown = target.as_posix()
-    from controller.model.catalog import SYSTEM_TEMPLATES
 
     known = {*templates, *SYSTEM_TEMPLATES}
     bundle = load_bundle(files, directory=shown, known_templates=known, unreadable=unreadable)
@@ -87,6 +84,8 @@ def validate(directory: Path, output_format: str, templates: tuple[str, ...]) ->
 def summarize(bundle: Bundle) -> dict[str, int]:
     """Counts of what the bundle declares; `watches` counts watch-set entries and inline
     watches of agents (each becomes a watch in the org)."""
+    from controller.model.gitops import InlineWatch
+
     agents = bundle.agents.agents if bundle.agents else []
     sets = bundle.watch_sets.watch_sets if bundle.watch_sets else []
     inline = sum(isinstance(watch, InlineWatch) for agent in agents for watch in agent.watches)
@@ -116,6 +115,9 @@ def _read_files(directory: Path) -> tuple[dict[str, bytes], dict[str, Unreadable
     a symbolic link, a directory, a FIFO or other special file, a file over the per-file limit
     or past the total is a problem at its path, never followed, opened for a blocking read or
     read whole."""
+    from controller.gitops.load import PROFILES, WATCH_SETS, is_read
+    from controller.model.gitops import MAX_REVISION_BYTES, Unreadable
+
     files: dict[str, bytes] = {}
     unreadable: dict[str, Unreadable] = {}
     total = 0
@@ -165,6 +167,8 @@ def _read_regular(path: Path) -> bytes | Unreadable:
     """The content of `path` when it is a regular file within MAX_FILE_BYTES. The size is
     looked at before reading, and the file is opened without following a link and without
     waiting (a FIFO put there after the look must not hang the command)."""
+    from controller.model.gitops import MAX_FILE_BYTES, Unreadable
+
     looked = path.lstat()
     kind = _kind(looked.st_mode)
     if kind is not None:

@@ -15,7 +15,7 @@ from urllib.parse import quote
 import click
 from click.core import ParameterSource
 
-from cli import api
+from cli import api, style
 from cli.remote import emit, server, server_command, table
 
 
@@ -31,7 +31,7 @@ def _watch_rows(watches: Sequence[dict[str, Any]]) -> list[str]:
         )
         for w in watches
     ]
-    return table(rows, ("ID", "NAME", "TYPE", "STATUS", "LAST CHECK", "URL"))
+    return table(rows, ("ID", "NAME", "TYPE", "STATUS", "LAST CHECK", "URL"), {3: style.paint})
 
 
 # `--fail-on` of `watches check`: `diff --fail-on`'s thresholds, and `error` below `breaking`.
@@ -67,7 +67,7 @@ def _status_text(document: dict[str, Any], open_only: bool = False) -> list[str]
 def _watch_text(watch: dict[str, Any]) -> list[str]:
     lines = [
         f"{watch['name']} ({watch['id']})",
-        f"  type {watch['watchType']}, status {watch['driftStatus']}, every "
+        f"  type {watch['watchType']}, status {style.paint(watch['driftStatus'])}, every "
         f"{watch['intervalMinutes']} min",
         f"  url {watch['url']}",
         f"  last check {watch.get('lastCheckedAt') or 'never'}",
@@ -76,13 +76,10 @@ def _watch_text(watch: dict[str, Any]) -> list[str]:
         lines.append(f"  tags {', '.join(watch['tags'])}")
     counts = watch.get("openChanges") or {}
     if any(counts.values()):
-        lines.append(
-            f"  open changes: {counts.get('breaking', 0)} breaking, "
-            f"{counts.get('warning', 0)} warning, {counts.get('info', 0)} info"
-        )
+        lines.append(f"  open changes: {style.counts(_counts(counts))}")
     incident = watch.get("incident")
     if incident:
-        lines.append(f"  incident {incident.get('id')} {incident.get('status')}")
+        lines.append(f"  incident {incident.get('id')} {style.paint(str(incident.get('status')))}")
     return lines
 
 
@@ -325,7 +322,7 @@ def drift_list(
             )
             for e in document.get("events", [])
         ]
-        return table(rows, ("ID", "DETECTED", "WATCH", "CHANGES"))
+        return table(rows, ("ID", "DETECTED", "WATCH", "CHANGES"), {3: style.counts})
 
     emit(page, output_format, text)
 
@@ -341,14 +338,15 @@ def _counts(counts: dict[str, int]) -> str:
 @click.argument("event_id")
 @server_command
 def drift_show(event_id: str, url: str | None, api_key: str | None, output_format: str) -> None:
-    """One drift event with every change."""
+    """One drift event with every change (EVENT_ID: its id or a unique prefix of it)."""
     with server(url, api_key) as http:
-        event = api.call(http, "GET", f"/api/drift/events/{quote(event_id, safe='')}")
+        found = api.drift_event_id(http, event_id)
+        event = api.call(http, "GET", f"/api/drift/events/{quote(found, safe='')}")
 
     def text(document: dict[str, Any]) -> list[str]:
         lines = [
             f"drift event {document['id']} at {document.get('detectedAt')}: "
-            f"{_counts(document.get('counts') or {})}"
+            f"{style.counts(_counts(document.get('counts') or {}))}"
         ]
         return lines + _change_lines(document.get("changes", []), "  ")
 
@@ -371,7 +369,7 @@ def _change_lines(changes: Sequence[dict[str, Any]], indent: str) -> list[str]:
         else:
             more = f" (+{count - 1} more operations)" if count > 1 else ""
             told = f"{change.get('summary')}{more}"
-        lines.append(f"{indent}{severity:8} {told}{suffix}")
+        lines.append(f"{indent}{style.paint(f'{severity:8}', severity)} {told}{suffix}")
         if change.get("hint"):
             lines.append(f"{indent}         hint: {change['hint']}")
     return lines

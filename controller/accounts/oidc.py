@@ -20,19 +20,16 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Any
-
-from authlib.common.security import generate_token
-from authlib.oauth2.rfc6749.parameters import prepare_grant_uri
-from authlib.oauth2.rfc7636 import create_s256_code_challenge
-from joserfc import jwt
-from joserfc.errors import JoseError
-from joserfc.jwk import KeySet
+from typing import TYPE_CHECKING, Any
 
 from controller.crypto import SecretBox
 from controller.errors import Forbidden, UpstreamError
 from controller.settings import Settings
-from controller.sources.http import FetchError, call_json, operator_client
+
+# The OAuth, JOSE and HTTP libraries are imported when a sign-in uses them: the accounts
+# service (and `driftgate users create` through it) loads this module without them.
+if TYPE_CHECKING:
+    from joserfc.jwk import KeySet
 
 FLOW_TTL = 600
 FLOW_PURPOSE = "console oidc flow"
@@ -70,6 +67,8 @@ class Provider:
         self._keys: KeySet | None = None
 
     def _get_json(self, url: str, what: str) -> Any:
+        from controller.sources.http import FetchError, call_json, operator_client
+
         try:
             with operator_client(self.settings, timeout=TIMEOUT) as client:
                 answer = call_json(
@@ -105,6 +104,8 @@ class Provider:
         return self._metadata
 
     def _key_set(self, refresh: bool = False) -> KeySet:
+        from joserfc.jwk import KeySet
+
         if self._keys is None or refresh:
             try:
                 self._keys = KeySet.import_key_set(
@@ -119,6 +120,10 @@ class Provider:
 
     def start(self, box: SecretBox, redirect_uri: str, next_path: str) -> tuple[str, str]:
         """The provider's authorization URL, and the signed flow cookie's value."""
+        from authlib.common.security import generate_token
+        from authlib.oauth2.rfc6749.parameters import prepare_grant_uri
+        from authlib.oauth2.rfc7636 import create_s256_code_challenge
+
         state, nonce, verifier = generate_token(32), generate_token(32), generate_token(64)
         url = prepare_grant_uri(
             self.metadata()["authorization_endpoint"],
@@ -144,6 +149,8 @@ class Provider:
         self, box: SecretBox, cookie: str, state: str, code: str, redirect_uri: str
     ) -> tuple[Identity, str]:
         """The identity of a callback (and where to go next); 403 for anything not right."""
+        from controller.sources.http import FetchError, call_json, operator_client
+
         refused = Forbidden("single sign-on did not complete; start again", code="sso_failed")
         raw = box.verify(FLOW_PURPOSE, cookie) if cookie else None
         if raw is None:
@@ -192,6 +199,9 @@ class Provider:
         return Identity(str(claims["sub"]), str(email), claims.get("name")), str(flow["next"])
 
     def _claims(self, id_token: str, nonce: str) -> dict[str, Any]:
+        from joserfc import jwt
+        from joserfc.errors import JoseError
+
         refused = Forbidden("the ID token is not valid", code="sso_failed")
         if not id_token:
             raise refused

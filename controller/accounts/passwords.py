@@ -8,15 +8,29 @@ sign-in (`needs_rehash`). A password is 12 to 200 characters; nothing else is de
 
 from __future__ import annotations
 
-from argon2 import PasswordHasher
-from argon2.exceptions import InvalidHashError, VerificationError
+from functools import cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from argon2 import PasswordHasher
 
 MIN_LENGTH = 12
 MAX_LENGTH = 200
 
-_HASHER = PasswordHasher()
-# Verified against when an account does not exist, so a sign-in takes as long either way.
-_DUMMY = _HASHER.hash("driftgate: no such account")
+
+@cache
+def _hasher() -> PasswordHasher:
+    # Made when a password is first hashed or checked: a process that only creates accounts
+    # (`driftgate users create`) neither imports argon2 nor hashes the dummy.
+    from argon2 import PasswordHasher
+
+    return PasswordHasher()
+
+
+@cache
+def _dummy() -> str:
+    """Verified against when an account does not exist, so a sign-in takes as long either way."""
+    return _hasher().hash("driftgate: no such account")
 
 
 def password_problem(password: str) -> str | None:
@@ -30,17 +44,19 @@ def password_problem(password: str) -> str | None:
 
 
 def hash_password(password: str) -> str:
-    return _HASHER.hash(password)
+    return _hasher().hash(password)
 
 
 def verify(stored: str | None, password: str) -> bool:
     """Whether `password` matches `stored` (a missing hash is checked against a dummy, and
     never matches)."""
+    from argon2.exceptions import InvalidHashError, VerificationError
+
     try:
-        return _HASHER.verify(stored or _DUMMY, password) and stored is not None
+        return _hasher().verify(stored or _dummy(), password) and stored is not None
     except (VerificationError, InvalidHashError):
         return False
 
 
 def needs_rehash(stored: str) -> bool:
-    return _HASHER.check_needs_rehash(stored)
+    return _hasher().check_needs_rehash(stored)

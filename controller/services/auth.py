@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from controller.crypto import hash_token, new_token
 from controller.errors import NotFound, Unauthorized
 from controller.model.base import ApiModel
-from controller.services import audit
+from controller.services import audit, ids
 from controller.store.models import ApiKey, Org, TrialSession, new_id
 
 API_KEY_PREFIX = "dg_"
@@ -72,6 +72,17 @@ def list_api_keys(session: Session, org: Org) -> list[ApiKey]:
     return list(
         session.scalars(select(ApiKey).where(ApiKey.org_id == org.id).order_by(ApiKey.created_at))
     )
+
+
+def find_api_key(session: Session, ref: str, org_id: str | None = None) -> str:
+    """The id of the API key `ref` names: its id or a unique prefix of it, among the keys of
+    `org_id` when given (else every org's: the operator's `driftgate keys revoke`)."""
+    scope = [ApiKey.org_id == org_id] if org_id else []
+    exact = session.scalar(select(ApiKey.id).where(ApiKey.id == ref, *scope))
+    found = exact or ids.by_prefix(session, ApiKey.id, ApiKey.name, ref, kind="keys", where=scope)
+    if found is None:
+        raise NotFound(f"no API key with id {ref!r}" + (" in this org" if org_id else ""))
+    return found
 
 
 def revoke_api_key(session: Session, key_id: str, now: datetime, *, actor: str) -> ApiKey:

@@ -27,6 +27,7 @@ from controller.incidents import (
 )
 from controller.model.base import ApiModel, RequestModel, utc_iso
 from controller.model.change import ChangeOut
+from controller.model.ids import ID_PREFIX_PATTERN, normalized
 from controller.model.watch import (
     FAILURE_LABELS,
     DriftStatus,
@@ -61,6 +62,7 @@ class ChangeCountsOut(ApiModel):
 class DriftEventSummary(ApiModel):
     id: str
     watch_id: str
+    watch_name: str
     detected_at: datetime
     counts: ChangeCountsOut
     agent_actions: list[str]
@@ -68,7 +70,6 @@ class DriftEventSummary(ApiModel):
 
 
 class DriftEventOut(DriftEventSummary):
-    watch_name: str
     base_snapshot_id: str | None
     snapshot_id: str | None
     changes: list[ChangeOut] = Field(description="each with its human `hint`")
@@ -86,6 +87,11 @@ class DriftPage(ApiModel):
 
 class DriftQuery(RequestModel):
     watch_id: ObjectId | None = None
+    id_prefix: str | None = Field(
+        default=None,
+        pattern=ID_PREFIX_PATTERN,
+        description="only the events whose id starts with these 4 to 36 characters",
+    )
     limit: int = Field(default=PAGE_LIMIT, ge=1, le=PAGE_LIMIT)
     cursor: str | None = Field(default=None, pattern=EVENT_CURSOR_PATTERN)
 
@@ -98,7 +104,6 @@ class StatusDriftEvent(DriftEventSummary):
     """The last drift event as the status plane shows it: flat counts, and changes that carry
     `message` beside `summary`."""
 
-    watch_name: str
     base_snapshot_id: str | None
     snapshot_id: str | None
     affected_profiles: list[str]
@@ -327,10 +332,11 @@ def status_event(event: DriftEvent, watch_name: str) -> StatusDriftEvent:
     )
 
 
-def summary(event: DriftEvent) -> DriftEventSummary:
+def summary(event: DriftEvent, watch_name: str) -> DriftEventSummary:
     return DriftEventSummary(
         id=event.id,
         watch_id=event.watch_id,
+        watch_name=watch_name,
         detected_at=event.detected_at,
         counts=ChangeCountsOut(
             breaking=event.breaking_count, warning=event.warning_count, info=event.info_count
@@ -351,10 +357,16 @@ def list_events(session: Session, org_id: str, query: DriftQuery) -> DriftPage:
         if owned is None:
             return DriftPage(events=[], next_cursor=None)
         stmt = select(DriftEvent).where(DriftEvent.watch_id == owned)
+    if query.id_prefix:
+        stmt = stmt.where(DriftEvent.id.startswith(normalized(query.id_prefix), autoescape=True))
     rows, cursor = paging.newest_first(
         session, stmt, DriftEvent.detected_at, DriftEvent.id, query.cursor, query.limit
     )
-    return DriftPage(events=[summary(r) for r in rows], next_cursor=cursor)
+    listed = select(Watch.id, Watch.name).where(Watch.id.in_({r.watch_id for r in rows}))
+    names = {watch_id: name for watch_id, name in session.execute(listed)}
+    return DriftPage(
+        events=[summary(r, names.get(r.watch_id, "")) for r in rows], next_cursor=cursor
+    )
 
 
 def get_event(session: Session, org_id: str, event_id: str) -> DriftEventOut:
@@ -372,8 +384,7 @@ def get_event(session: Session, org_id: str, event_id: str) -> DriftEventOut:
 def event_out(event: DriftEvent, watch_name: str) -> DriftEventOut:
     """A drift event with its changes, each with its human hint."""
     return DriftEventOut(
-        **summary(event).model_dump(),
-        watch_name=watch_name,
+        **summary(event, watch_name).model_dump(),
         base_snapshot_id=event.base_snapshot_id,
         snapshot_id=event.snapshot_id,
         changes=[ChangeOut.model_validate(c) for c in with_hints(decode_changes(event.changes))],

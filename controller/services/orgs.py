@@ -10,12 +10,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from controller.errors import Conflict, Forbidden, NotFound, ValidationFailed
-from controller.services import audit
+from controller.model.plans import PLANS as PLANS  # re-exported: other modules look here
+from controller.model.plans import PRODUCTS as PRODUCTS
+from controller.services import audit, ids
 from controller.services.auth import forget_cached_keys
 from controller.store.models import Org
 
-PLANS = ("free", "pro", "team", "enterprise")
-PRODUCTS = ("replay_cloud", "draftpr_repo", "toolmanifest_org")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
@@ -83,7 +83,11 @@ def create_org(session: Session, name: str, plan: str = "free", *, actor: str) -
 
 
 def get_org(session: Session, name_or_id: str) -> Org:
+    """The org with this name or id, or whose id starts with it (`controller.model.ids`)."""
     org = session.scalar(select(Org).where((Org.name == name_or_id) | (Org.id == name_or_id)))
+    if org is None:
+        found = ids.by_prefix(session, Org.id, Org.name, name_or_id, kind="orgs")
+        org = session.get(Org, found) if found else None
     if org is None:
         raise NotFound(f"no org named {name_or_id!r}")
     return org

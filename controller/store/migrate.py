@@ -1,20 +1,32 @@
-"""Schema migrations through Alembic, driven from code (no alembic.ini needed)."""
+"""Schema migrations through Alembic, driven from code (no alembic.ini needed).
+
+Only migrating needs Alembic (a second of imports): the question every store command asks
+first, "is the schema this release's?", reads the `alembic_version` row with SQLAlchemy and
+finds the head among the revision files' own `revision` and `down_revision` lines."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-
+from controller.errors import ConfigError
 from controller.store.db import Database
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
 MIGRATIONS = Path(__file__).with_name("migrations")
+VERSION_TABLE = "alembic_version"  # Alembic's default, which env.py keeps
+_REVISION = re.compile(r"^revision\s*(?::\s*str\s*)?=\s*['\"]([^'\"]+)['\"]", re.MULTILINE)
+_DOWN_REVISION = re.compile(
+    r"^down_revision\s*(?::[^=]+)?=\s*(None|['\"]([^'\"]+)['\"])\s*$", re.MULTILINE
+)
 
 
 def alembic_config(database: Database) -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.set_main_option("sqlalchemy.url", database.url.replace("%", "%%"))
@@ -23,6 +35,8 @@ def alembic_config(database: Database) -> Config:
 
 def upgrade(database: Database, revision: str = "head") -> str | None:
     """Apply migrations up to `revision` and return the revision now in force."""
+    from alembic import command
+
     config = alembic_config(database)
     with database.engine.begin() as connection:
         config.attributes["connection"] = connection
@@ -31,16 +45,60 @@ def upgrade(database: Database, revision: str = "head") -> str | None:
 
 
 def current_revision(database: Database) -> str | None:
+    """The revision the store is at (None before the first migration), as Alembic reads it."""
+    from sqlalchemy import inspect, text
+
     with database.engine.connect() as connection:
-        return MigrationContext.configure(connection).get_current_revision()
+        if not inspect(connection).has_table(VERSION_TABLE):
+            return None
+        found = connection.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalars()
+        revisions = sorted(found)
+    if len(revisions) > 1:
+        raise ConfigError(
+            f"the database is at several revisions ({', '.join(revisions)}); "
+            "run `driftgate db upgrade`"
+        )
+    return revisions[0] if revisions else None
 
 
-def head_revision(database: Database) -> str | None:
-    return ScriptDirectory.from_config(alembic_config(database)).get_current_head()
+def head_revision(database: Database | None = None) -> str | None:
+    """The newest revision of this release: the one no other revision file revises."""
+    return head_of(MIGRATIONS / "versions")
+
+
+def head_of(versions: Path) -> str | None:
+    """The head of the revision files in `versions`, read as text (Alembic's
+    `ScriptDirectory` would import Alembic and every file); a history with several heads or
+    a file that does not say its revisions plainly is asked of Alembic itself."""
+    revisions: set[str] = set()
+    revised: set[str] = set()
+    for path in sorted(versions.glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        source = path.read_text(encoding="utf-8")
+        revision, down = _REVISION.search(source), _DOWN_REVISION.search(source)
+        if revision is None or down is None:
+            return _alembic_head(versions)
+        revisions.add(revision.group(1))
+        if down.group(2):
+            revised.add(down.group(2))
+    heads = revisions - revised
+    if len(heads) != 1:
+        return _alembic_head(versions)
+    return heads.pop()
+
+
+def _alembic_head(versions: Path) -> str | None:
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory(str(versions.parent), version_locations=[str(versions)])
+    return script.get_current_head()
 
 
 def autogenerate(database: Database, message: str) -> None:
     """Write a new revision from the difference between the models and the database."""
+    from alembic import command
+
     config = alembic_config(database)
     with database.engine.begin() as connection:
         config.attributes["connection"] = connection

@@ -41,7 +41,8 @@ def test_version(run) -> None:  # type: ignore[no-untyped-def]
 def test_sources_list_without_sources_says_so(run) -> None:  # type: ignore[no-untyped-def]
     result = run("sources", "list")
     assert result.exit_code == 0
-    assert result.output.startswith("no sources configured: add `sources:` to the config file")
+    assert result.stdout.startswith("no sources configured: add `sources:` to the config file")
+    assert "not a server (no DRIFTGATE_URL;" in result.stderr
 
 
 def test_org_and_key_lifecycle(run, database: Database, client: FlaskClient) -> None:  # type: ignore[no-untyped-def]

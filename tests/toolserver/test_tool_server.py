@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -257,16 +258,24 @@ def test_streamable_http_and_a_refused_key(live_app: Any, acme: OrgKey, tmp_path
 def test_print_config_is_a_paste_that_discovery_reads(client: str) -> None:
     from controller.discovery.extract import from_mcp_config
 
+    # PATH finds the driftgate beside this interpreter: the entry names it `driftgate`.
+    bin_dir = os.path.dirname(sys.executable)
+    installed = os.path.isfile(os.path.join(bin_dir, "driftgate"))
     run = subprocess.run(
         [*DRIFTGATE, "mcp", "--print-config", client, "--url", "https://dg.example.com"],
         capture_output=True,
         text=True,
-        env={**os.environ, "DRIFTGATE_API_KEY": "dg_marker_never_printed"},
+        env={
+            **os.environ,
+            "DRIFTGATE_API_KEY": "dg_marker_never_printed",
+            "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
+        },
     )
     assert run.returncode == 0, run.stderr
-    where = run.stderr.split("add to ", 1)[1].strip()
+    where = run.stderr.split("add to ", 1)[1].splitlines()[0].strip()
     found = from_mcp_config(run.stdout, where.rsplit("/", 1)[-1] if client == "windsurf" else where)
-    assert [(c.name, c.command) for c in found] == [("driftgate", "driftgate mcp")], found
+    command = "driftgate mcp" if installed else f"{sys.executable} -m cli mcp"
+    assert [(c.name, c.command) for c in found] == [("driftgate", command)], found
     assert "dg_marker_never_printed" not in run.stdout + run.stderr
 
 
