@@ -179,6 +179,7 @@ class Walk:
         self.env.update(DRIFTGATE_PORT=ports["8080"], NO_COLOR="1")
         self.background: dict[str, Background] = {}
         self.transcript: list[str] = []
+        self.timings: list[tuple[float, str]] = []  # wall seconds per step, printed (-s)
 
     def localize(self, text: str) -> str:
         for fixed, free in self.ports.items():
@@ -194,6 +195,7 @@ class Walk:
         return text
 
     def start(self, name: str, command: Command) -> None:
+        began = time.monotonic()
         assert name not in self.background, f"README.md:{command.line}: {name} runs already"
         log = self.clone.parent / f"{name}-{len(self.transcript)}.log"
         with log.open("wb") as sink:
@@ -221,8 +223,10 @@ class Walk:
                 )
                 time.sleep(0.1)
         self.transcript.append(f"started {name}: {command.text}")
+        self.timings.append((time.monotonic() - began, f"start {name}"))
 
     def stop(self, name: str) -> None:
+        began = time.monotonic()
         running = self.background.pop(name)
         os.killpg(running.process.pid, signal.SIGINT)  # Ctrl-C
         try:
@@ -232,8 +236,10 @@ class Walk:
             running.process.wait()
             raise AssertionError(f"{name} did not stop on Ctrl-C:\n{running.output()}") from None
         self.transcript.append(f"stopped {name}")
+        self.timings.append((time.monotonic() - began, f"stop {name}"))
 
     def run(self, command: Command) -> None:
+        began = time.monotonic()
         state = self.clone.parent / "shell.env"
         script = f"{self.command(command.text)}\n__status=$?\nenv -0 > {state}\nexit $__status\n"
         done = subprocess.run(
@@ -247,6 +253,7 @@ class Walk:
         )
         output = done.stdout.decode(errors="replace")
         self.transcript.append(f"$ {command.text}\n{output}")
+        self.timings.append((time.monotonic() - began, command.text.splitlines()[0][:70]))
         assert done.returncode == command.exit_code, self.failure(
             command, f"exit {done.returncode}, the README says {command.exit_code}", output
         )
@@ -301,6 +308,8 @@ def scratch_clone(path: Path, ports: dict[str, str]) -> Path:
 
 @pytest.fixture
 def walk(tmp_path: Path) -> Iterator[Walk]:
+    if os.environ.get("DRIFTGATE_TEST_DATABASE_URL", "").startswith("postgresql"):
+        pytest.skip("the README's walkthrough runs on SQLite (`make run`): the SQLite pass runs it")
     if not (Path(sys.prefix) / "bin" / "driftgate").exists():
         pytest.skip(f"the walkthrough runs .venv/bin/driftgate: not installed in {sys.prefix}")
     if shutil.which("curl") is None:
@@ -348,3 +357,6 @@ def test_the_readme_walkthrough_works_as_written(walk: Walk) -> None:
         else:
             for command in step.commands:
                 walk.run(command)
+    print("\nthe walkthrough's steps, wall seconds:")
+    for seconds, what in walk.timings:
+        print(f"{seconds:6.1f}  {what}")
