@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import shlex
 import shutil
 import signal
@@ -179,7 +180,9 @@ class Walk:
         self.env.update(DRIFTGATE_PORT=ports["8080"], NO_COLOR="1")
         self.background: dict[str, Background] = {}
         self.transcript: list[str] = []
-        self.timings: list[tuple[float, str]] = []  # wall seconds per step, printed (-s)
+        # Wall and CPU seconds per step, printed (-s); a background command's CPU counts
+        # when it stops (or not at all when the test ends it).
+        self.timings: list[tuple[float, float, str]] = []
 
     def localize(self, text: str) -> str:
         for fixed, free in self.ports.items():
@@ -195,7 +198,7 @@ class Walk:
         return text
 
     def start(self, name: str, command: Command) -> None:
-        began = time.monotonic()
+        began, cpu = time.monotonic(), _children_cpu()
         assert name not in self.background, f"README.md:{command.line}: {name} runs already"
         log = self.clone.parent / f"{name}-{len(self.transcript)}.log"
         with log.open("wb") as sink:
@@ -223,10 +226,10 @@ class Walk:
                 )
                 time.sleep(0.1)
         self.transcript.append(f"started {name}: {command.text}")
-        self.timings.append((time.monotonic() - began, f"start {name}"))
+        self.timings.append((*_since(began, cpu), f"start {name}"))
 
     def stop(self, name: str) -> None:
-        began = time.monotonic()
+        began, cpu = time.monotonic(), _children_cpu()
         running = self.background.pop(name)
         os.killpg(running.process.pid, signal.SIGINT)  # Ctrl-C
         try:
@@ -236,10 +239,10 @@ class Walk:
             running.process.wait()
             raise AssertionError(f"{name} did not stop on Ctrl-C:\n{running.output()}") from None
         self.transcript.append(f"stopped {name}")
-        self.timings.append((time.monotonic() - began, f"stop {name}"))
+        self.timings.append((*_since(began, cpu), f"stop {name}"))
 
     def run(self, command: Command) -> None:
-        began = time.monotonic()
+        began, cpu = time.monotonic(), _children_cpu()
         state = self.clone.parent / "shell.env"
         script = f"{self.command(command.text)}\n__status=$?\nenv -0 > {state}\nexit $__status\n"
         done = subprocess.run(
@@ -253,7 +256,7 @@ class Walk:
         )
         output = done.stdout.decode(errors="replace")
         self.transcript.append(f"$ {command.text}\n{output}")
-        self.timings.append((time.monotonic() - began, command.text.splitlines()[0][:70]))
+        self.timings.append((*_since(began, cpu), command.text.splitlines()[0][:70]))
         assert done.returncode == command.exit_code, self.failure(
             command, f"exit {done.returncode}, the README says {command.exit_code}", output
         )
@@ -278,6 +281,15 @@ class Walk:
             if running.process.poll() is None:
                 os.killpg(running.process.pid, signal.SIGKILL)
                 running.process.wait()
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _since(began: float, cpu: float) -> tuple[float, float]:
+    return time.monotonic() - began, _children_cpu() - cpu
 
 
 def _accepts(port: int) -> bool:
@@ -357,6 +369,7 @@ def test_the_readme_walkthrough_works_as_written(walk: Walk) -> None:
         else:
             for command in step.commands:
                 walk.run(command)
-    print("\nthe walkthrough's steps, wall seconds:")
-    for seconds, what in walk.timings:
-        print(f"{seconds:6.1f}  {what}")
+    print("\nthe walkthrough's steps: wall and CPU seconds")
+    for wall, cpu, what in walk.timings:
+        print(f"{wall:6.1f} {cpu:6.1f}  {what}")
+    print(f"{sum(t[0] for t in walk.timings):6.1f} {sum(t[1] for t in walk.timings):6.1f}  in all")
