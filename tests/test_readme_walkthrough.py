@@ -90,10 +90,12 @@ def walkthrough(text: str) -> list[Step]:
         marker = MARKER.search(line)
         if marker:
             action, name = marker.groups()
-            assert pending is None, f"README.md:{number + 1}: a marker before the block of one"
-            assert name or action not in ("start", "stop"), f"README.md:{number + 1}: no NAME"
+            where = f"README.md:{number + 1}"
+            assert pending is None, f"{where}: a marker while the one before waits for its block"
+            assert inside or action == "begin", f"{where}: a marker outside the walkthrough"
+            assert name or action not in ("start", "stop"), f"{where}: {action} without a NAME"
             if action in ("begin", "end"):
-                assert inside == (action == "end"), f"README.md:{number + 1}: {action} twice"
+                assert inside == (action == "end"), f"{where}: {action} twice"
                 inside = action == "begin"
             elif action == "stop":
                 steps.append(Step("stop", name or "", []))
@@ -326,6 +328,8 @@ def walk(tmp_path: Path) -> Iterator[Walk]:
         pytest.skip(f"the walkthrough runs .venv/bin/driftgate: not installed in {sys.prefix}")
     if shutil.which("curl") is None:
         pytest.skip("the README's walkthrough calls the HTTP API with curl, which is not on PATH")
+    if shutil.which("bash") is None:
+        pytest.skip("the README's walkthrough is run by bash, which is not on PATH")
     ports = {"8080": str(free_port()), "8090": str(free_port())}
     running = Walk(scratch_clone(tmp_path, ports), ports)
     try:
