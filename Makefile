@@ -6,12 +6,22 @@ BIN := $(VENV)/bin
 .PHONY: run demo test lint pytest generate clean
 
 $(BIN)/python:
+	@echo "make: creating the virtual environment $(VENV)/ with $(PYTHON), then updating its pip"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet --disable-pip-version-check --upgrade pip
 
+# The one slow step of a fresh clone (about a minute and a half): said, with a line every
+# 15 s while pip works quietly. It runs again only when pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $@
+	@echo "make: installing driftgate and its dependencies into $(VENV)/ (pip install -e '.[dev]'),"
+	@echo "make: about a minute and a half the first time, then skipped until pyproject.toml changes"
+	@$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]' & pip=$$!; seconds=0; \
+	while kill -0 $$pip 2>/dev/null; do \
+	  sleep 1; seconds=$$((seconds + 1)); \
+	  if [ $$((seconds % 15)) -eq 0 ]; then echo "make: still installing ($$seconds s)"; fi; \
+	done; wait $$pip
+	@touch $@
+	@echo "make: installed; the command is $(BIN)/driftgate"
 
 ## run: install and start driftgate (API + migrations) on the embedded SQLite store
 run: $(VENV)/.installed

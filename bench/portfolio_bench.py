@@ -2,19 +2,25 @@
 incidents (and check jobs) in one org, seeded like `tests/portfolio/seed.py`, on SQLite and
 on Postgres. It times the overview and the compass (the service call: every SQL aggregate
 and the shaping; the HTTP layer adds what any route adds) and prints p50 / p95 per view.
-An Ask answer is timed the same way. Goal (issue 25): each under 200 ms p95. Figures go to
-docs/performance.md.
+An Ask answer is timed the same way. Goal (issue 25): each under 200 ms p95.
+
+`GET /api/portfolio/status` is asked through the app (Flask's client, an API key): its first
+page and a walk through every page (`nextCursor`, `limit` 200), each with its size, p50 / p95
+and the peak of memory allocated while it is answered (tracemalloc, one separate request)
+(issue 33, point 9). Figures go to docs/performance.md.
 
 Run: `python bench/portfolio_bench.py [--watches N] [--events N] [--incidents N]
-[--rounds N] [--postgres URL]`.
+[--rounds N] [--postgres URL] [--only views|status]`.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import sys
 import tempfile
 import time
+import tracemalloc
 from datetime import UTC, datetime
 from pathlib import Path
 from statistics import median, quantiles
@@ -26,8 +32,11 @@ if str(ROOT) not in sys.path:
 
 from bench.preflight_bench import scratch_postgres  # noqa: E402
 from controller.portfolio import service  # noqa: E402
+from controller.services.auth import create_api_key  # noqa: E402
+from controller.settings import load_settings  # noqa: E402
 from controller.store import migrate  # noqa: E402
 from controller.store.db import Database  # noqa: E402
+from controller.store.models import Org  # noqa: E402
 from tests.portfolio.seed import seed  # noqa: E402
 
 QUERIES = {
@@ -75,7 +84,12 @@ def p50_p95(samples: list[float]) -> tuple[float, float]:
 
 def run(url: str, args: argparse.Namespace) -> dict[str, tuple[float, float]]:
     database, history, now = seeded(url, args)
-    figures = {}
+    figures: dict[str, tuple[float, float]] = {}
+    if args.only in (None, "status"):
+        status_route(database, history.org_id, args)
+    if args.only == "status":
+        database.dispose()
+        return figures
     for label, (view, filters) in QUERIES.items():
         samples = []
         for _ in range(args.rounds):
@@ -97,6 +111,69 @@ def run(url: str, args: argparse.Namespace) -> dict[str, tuple[float, float]]:
     return figures
 
 
+def status_route(database: Database, org_id: str, args: argparse.Namespace) -> None:
+    """`GET /api/portfolio/status` through the app: the first page, then every page."""
+    from web.app import create_app
+
+    with database.transaction() as session:
+        org = session.get(Org, org_id)
+        assert org is not None
+        key = create_api_key(session, org, "bench", actor="bench").secret
+    with tempfile.TemporaryDirectory() as work:
+        settings = load_settings(
+            env={"DRIFTGATE_DATA_DIR": work, "DRIFTGATE_SECRET_KEY": "x" * 32},
+            database_url=database.url,
+            log_level="WARNING",  # one access-log line per request would be timed too
+        )
+        client = create_app(settings, database=database).test_client()
+        headers = {"Authorization": f"Bearer {key}"}
+
+        def first_page() -> tuple[int, int, int]:
+            answer = client.get("/api/portfolio/status", headers=headers)
+            assert answer.status_code == 200, answer.status_code
+            body = answer.get_json()
+            return len(answer.get_data()), len(body["watches"]), 1
+
+        def every_page() -> tuple[int, int, int]:
+            size = rows = pages = 0
+            cursor = None
+            while True:
+                query = "?limit=200" + (f"&cursor={cursor}" if cursor else "")
+                answer = client.get(f"/api/portfolio/status{query}", headers=headers)
+                assert answer.status_code == 200, answer.status_code
+                body = answer.get_json()
+                size += len(answer.get_data())
+                rows += len(body["watches"])
+                pages += 1
+                cursor = body.get("nextCursor")
+                if not cursor:
+                    return size, rows, pages
+
+        rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        first_page()  # warms the app up; the peak RSS it reaches is reported
+        rss_grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
+        print(f"  status: max RSS grew {rss_grew:.1f} MB on the first request", flush=True)
+        for label, ask, rounds in (
+            ("status first page", first_page, args.rounds),
+            ("status every page", every_page, max(1, args.rounds // 4)),
+        ):
+            samples = []
+            for _ in range(rounds):
+                begin = time.perf_counter()
+                size, rows, pages = ask()
+                samples.append((time.perf_counter() - begin) * 1000)
+            tracemalloc.start()
+            ask()
+            peak = tracemalloc.get_traced_memory()[1] / 1e6
+            tracemalloc.stop()
+            p50, p95 = p50_p95(samples)
+            print(
+                f"  {label:22} p50 {p50:7.1f} ms   p95 {p95:7.1f} ms   {size / 1e6:6.3f} MB "
+                f"in {pages} page(s), {rows} watches   peak allocated {peak:6.1f} MB",
+                flush=True,
+            )
+
+
 def arguments() -> argparse.Namespace:
     """The sizes of the seeded portfolio, the rounds, and an optional Postgres admin URL."""
     parser = argparse.ArgumentParser()
@@ -106,6 +183,9 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--postgres", default=None, help="an admin URL; a scratch DB is made")
+    parser.add_argument(
+        "--only", choices=("views", "status"), default=None, help="time only these (both)"
+    )
     return parser.parse_args()
 
 

@@ -42,7 +42,13 @@ class Context:
         from controller.store.db import Database
 
         if self._database is None:
-            self._database = Database(self.settings().effective_database_url)
+            # A connect timeout, but no statement timeout: migrations and admin commands may
+            # run long statements, and a person is there to stop them.
+            settings = self.settings()
+            self._database = Database(
+                settings.effective_database_url,
+                connect_timeout=settings.database_connect_timeout_seconds,
+            )
         return self._database
 
     def ensure_current_schema(self) -> None:

@@ -2,8 +2,8 @@
 
 Each command or group lives in its own module under `cli/commands/` and is registered below.
 Exit codes: 0 success, 1 a gate failed (`diff`, `compare`, `preflight`, `validate`,
-`reconcile`, `audit verify`), 2 a usage, input or environment error. Errors are one line on
-stderr, never a traceback.
+`reconcile`, `audit verify`, `watches check`), 2 a usage, input or environment error. Errors
+are one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.exceptions import NoSuchCommand
 
 from cli.common import Context, fail
 from controller import __version__
@@ -50,6 +51,8 @@ COMMANDS = {
     "mcp": "cli.commands.mcp:mcp",
     "summary": "cli.commands.summary:summary",
     "users": "cli.commands.users:users",
+    "agents": "cli.commands.agents:agents",
+    "incidents": "cli.commands.incidents:incidents",
 }
 
 
@@ -67,6 +70,15 @@ class DriftgateGroup(click.Group):
         module, name = target.split(":")
         command: click.Command = getattr(importlib.import_module(module), name)
         return command
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except NoSuchCommand as exc:
+            # Click suggests from `self.commands`, empty here: suggest from the lazy registry.
+            raise NoSuchCommand(exc.command_name, possibilities=COMMANDS, ctx=ctx) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

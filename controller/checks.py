@@ -13,6 +13,13 @@ persist), in a way no stage foresaw (a bug, a value stored before today's input 
 `internal_error` (reason `check_failed:internal_error`), the stage and the exception's type
 recorded, `drift.check_failed` announced. It never ends as a crash that leaves the watch, and
 the run gate that reads it, as they were.
+
+Flap damping (`flap_window_seconds`): a contract back at its baseline is a revert, found by
+fingerprint without a diff. So is one back at the baseline that an automatic (info-only)
+advance replaced within the window: that baseline is restored, so a vendor that served a
+superset for a while and went back does not leave the watch `drifted` against the superset.
+Breaking drift within the window after a revert reopens the reverted incident
+(`controller.incidents.reopenable_incident`). A failed check is never damped.
 """
 
 from __future__ import annotations
@@ -23,8 +30,8 @@ import logging
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date, datetime
-from typing import Any, cast
+from datetime import date, datetime, timedelta
+from typing import Any, Literal, cast
 
 from sqlalchemy import String, Table, bindparam, func, select
 from sqlalchemy.orm import Session, lazyload
@@ -45,7 +52,13 @@ from controller.diffs.explain import with_hints
 from controller.diffs.grouping import group_changes
 from controller.diffs.loader import check_nesting
 from controller.events.outbox import emit
-from controller.incidents import close_incident, current_incident, emit_incident
+from controller.incidents import (
+    close_incident,
+    current_incident,
+    emit_incident,
+    reopen_incident,
+    reopenable_incident,
+)
 from controller.ingress.impact import affected_profiles
 from controller.model.change import Change, Severity
 from controller.model.watch import DriftStatus, FailureClass
@@ -53,12 +66,22 @@ from controller.settings import Settings
 from controller.sources.http import FetchError, fetch
 from controller.sources.mcp import McpLimits, fetch_mcp_snapshot, redact_url
 from controller.status import CheckFailed, CheckSucceeded, Counts, facts_of, transition
-from controller.store.models import DriftEvent, Incident, IngressProfile, Snapshot, Watch
+from controller.store.models import (
+    AuditEntry,
+    DriftEvent,
+    Incident,
+    IngressProfile,
+    Snapshot,
+    Watch,
+)
+from controller.store.outage import store_fault
 from controller.store.watch_rows import decrypted_headers
 
 logger = logging.getLogger("driftgate.checks")
 
 EVENT_CHANGES_IN_ALERTS = 50
+# The `flap_window_seconds` setting's default, for callers without settings at hand.
+FLAP_WINDOW_SECONDS = 3600.0
 MAX_CONTRACT_BYTES = 25 * 1024 * 1024
 
 # The most frequent write of all, a healthy watch whose contract did not change, is one Core
@@ -119,6 +142,10 @@ class CheckInput:
     source_hash: str | None
     baseline_snapshot_id: str | None
     last_snapshot_id: str | None
+    baseline_fingerprint: str | None = None
+    baseline_accepted_at: datetime | None = None
+    baseline_accepted_by: str | None = None
+    prior_baseline_fingerprint: str | None = None
 
 
 @dataclass
@@ -147,13 +174,15 @@ def run_check(
     now: datetime,
     on_commit: OnCommit | None = None,
     prepared: dict[str, CheckInput] | None = None,
+    flap_window_seconds: float = FLAP_WINDOW_SECONDS,
 ) -> CheckResult:
     """Check one watch now and record the result.
 
     `on_commit(session, result)` runs inside the transaction that records the result (the
     controller finishes its job there, so the check and its job commit together; raising
     rolls the check back). `prepared` holds inputs read in bulk by `read_checks`; a watch
-    missing from it (paused or deleted meanwhile) is read again here.
+    missing from it (paused or deleted meanwhile) is read again here. `flap_window_seconds`
+    is the flap damping window (the setting; 0: off).
     """
     check = (prepared or {}).get(watch_id)
     if check is None:
@@ -162,7 +191,7 @@ def run_check(
     if check is None:
         return _commit(database, on_commit, lambda s: CheckResult(watch_id, "skipped"))
     try:
-        write = _evaluate(database, check, box, fetcher, now)
+        write = _evaluate(database, check, box, fetcher, now, flap_window_seconds)
     except _Crashed as crashed:
         write = _crash_recorder(box, check, crashed, now)
     try:
@@ -201,6 +230,8 @@ def _persisting(write: Write) -> Write:
             session.flush()
             return result
         except Exception as exc:  # noqa: BLE001 - any failure to record is a failed check
+            if store_fault(exc) is not None:
+                raise  # the store's outage, not the check's: nothing can be recorded now
             raise _Crashed("persist", exc) from exc
 
     return persist
@@ -240,11 +271,18 @@ def _stage(name: str, step: Callable[[], Any]) -> Any:
     except (FetchError, ContractParseError):
         raise
     except Exception as exc:  # noqa: BLE001 - a crash in any stage is a failed check
+        if store_fault(exc) is not None:
+            raise  # the store did not answer: the check is not the watch's to fail
         raise _Crashed(name, exc) from exc
 
 
 def _evaluate(
-    database: Any, check: CheckInput, box: SecretBox, fetcher: Fetcher, now: datetime
+    database: Any,
+    check: CheckInput,
+    box: SecretBox,
+    fetcher: Fetcher,
+    now: datetime,
+    flap_window_seconds: float = FLAP_WINDOW_SECONDS,
 ) -> Write:
     """Fetch and diff outside any transaction; return the write that records the outcome.
 
@@ -267,7 +305,10 @@ def _evaluate(
     try:
         document = _stage("parse", lambda: _document(check, fetched))
         print_: str = _stage("fingerprint", lambda: fingerprint(document))
-        baseline_document, last_fingerprint = _stage("baseline", lambda: _stored(database, check))
+        revert = revert_of(check, print_, now, flap_window_seconds)
+        baseline_document, last_fingerprint = _stage(
+            "baseline", lambda: _stored(database, check, with_baseline=revert is None)
+        )
         if print_ == last_fingerprint:
             return lambda s: _record_unchanged(s, box, check, fetched, source_hash, now)
         changes: list[Change] = []
@@ -278,9 +319,42 @@ def _evaluate(
     except ContractParseError as exc:
         message = str(exc)
         return lambda s: _record_failure(s, box, check, "invalid_contract", message, now)
+    found = NewSnapshot(document, print_, changes, revert)
     return lambda s: _record_new_snapshot(
-        s, box, check, fetched, source_hash, document, print_, changes, now
+        s, box, check, fetched, source_hash, found, now, flap_window_seconds
     )
+
+
+Revert = Literal["baseline", "prior"]
+
+
+def revert_of(
+    check: CheckInput, print_: str, now: datetime, window_seconds: float
+) -> Revert | None:
+    """Whether the fetched contract is a revert: `baseline` when it is the baseline's,
+    `prior` when it is the baseline's that an automatic advance replaced within the flap
+    window (the one before a superset the vendor served for a while), else None."""
+    if check.baseline_fingerprint is not None and print_ == check.baseline_fingerprint:
+        return "baseline"
+    if (
+        window_seconds > 0
+        and check.prior_baseline_fingerprint == print_
+        and (check.baseline_accepted_by or "").startswith("auto:")
+        and check.baseline_accepted_at is not None
+        and now - check.baseline_accepted_at <= timedelta(seconds=window_seconds)
+    ):
+        return "prior"
+    return None
+
+
+@dataclass(frozen=True)
+class NewSnapshot:
+    """What a check found that differs from the last snapshot."""
+
+    document: Any
+    fingerprint: str
+    changes: list[Change]
+    revert: Revert | None = None
 
 
 def _document(check: CheckInput, fetched: Fetched) -> Any:
@@ -378,14 +452,18 @@ def _input(watch: Watch, box: SecretBox) -> CheckInput:
         source_hash=watch.source_hash,
         baseline_snapshot_id=watch.baseline_snapshot_id,
         last_snapshot_id=watch.last_snapshot_id,
+        baseline_fingerprint=watch.baseline_fingerprint,
+        baseline_accepted_at=watch.baseline_accepted_at,
+        baseline_accepted_by=watch.baseline_accepted_by,
+        prior_baseline_fingerprint=watch.prior_baseline_fingerprint,
     )
 
 
-def _stored(database: Any, check: CheckInput) -> tuple[Any, str | None]:
-    """The baseline document and the last snapshot's fingerprint."""
+def _stored(database: Any, check: CheckInput, *, with_baseline: bool) -> tuple[Any, str | None]:
+    """The baseline document (unless not needed: None) and the last snapshot's fingerprint."""
     with database.session() as session:
         baseline_document = None
-        if check.baseline_snapshot_id is not None:
+        if with_baseline and check.baseline_snapshot_id is not None:
             baseline = session.get(Snapshot, check.baseline_snapshot_id)
             if baseline is not None:
                 baseline_document = decode_snapshot(baseline)
@@ -584,26 +662,31 @@ def _record_new_snapshot(
     check: CheckInput,
     fetched: Fetched,
     source_hash: str | None,
-    document: Any,
-    print_: str,
-    changes: list[Change],
+    found: NewSnapshot,
     now: datetime,
+    flap_window_seconds: float = FLAP_WINDOW_SECONDS,
 ) -> CheckResult:
     watch = _locked_watch(session, check.watch_id)
     if watch is None:
         return CheckResult(check.watch_id, "skipped")
-    if watch.baseline_snapshot_id != check.baseline_snapshot_id:
-        # A new baseline was accepted while we fetched; the next check diffs against it.
+    if watch.baseline_snapshot_id != check.baseline_snapshot_id or (
+        found.revert == "prior" and watch.prior_baseline_fingerprint != found.fingerprint
+    ):
+        # A new baseline was accepted while we fetched (or the same one again, which forgets
+        # the baseline a revert would restore); the next check diffs against it.
         _mark_success(watch, fetched, None, now)
         return CheckResult(watch.id, "unchanged", watch.drift_status)
+    changes = found.changes
     snapshot = session.scalar(
-        select(Snapshot).where(Snapshot.watch_id == watch.id, Snapshot.fingerprint == print_)
+        select(Snapshot).where(
+            Snapshot.watch_id == watch.id, Snapshot.fingerprint == found.fingerprint
+        )
     )
     if snapshot is None:
-        content = encode_document(document)
+        content = encode_document(found.document)
         snapshot = Snapshot(
             watch_id=watch.id,
-            fingerprint=print_,
+            fingerprint=found.fingerprint,
             content=content,
             size=len(content),
             created_at=now,
@@ -612,8 +695,13 @@ def _record_new_snapshot(
         session.flush()
     _mark_success(watch, fetched, source_hash, now)
     watch.last_snapshot_id = snapshot.id
+    replaced = watch.baseline_snapshot_id
+    if found.revert == "prior":
+        _restore_prior_baseline(watch)
     counts = count_changes(changes)
-    decided = transition(facts_of(watch), CheckSucceeded(Counts(**counts)))
+    decided = transition(
+        facts_of(watch), CheckSucceeded(Counts(**counts), at_baseline=found.revert is not None)
+    )
 
     if decided.row == "first_good_check":
         assert decided.advance_baseline is not None
@@ -646,18 +734,11 @@ def _record_new_snapshot(
         _set_open_changes(watch, decided.open_changes)
         watch.drift_status = decided.status.value
         if incident is None:
-            incident = Incident(
-                org_id=watch.org_id,
-                watch_id=watch.id,
-                status="open",
-                opened_at=now,
-                breaking_count=counts["breaking"],
-                drift_event_id=event.id if event else None,
+            incident = _open_or_reopen(
+                session, box, watch, event, counts["breaking"], now, flap_window_seconds
             )
-            session.add(incident)
-            session.flush()
-            emit_incident(session, box, watch, incident, "incident.open", now)
             if decided.notify_agents:
+                # Never damped: an enforcing policy acts on every return of breaking drift.
                 runtime.on_drift(
                     session, box, watch, incident, event.agent_actions if event else [], now
                 )
@@ -668,25 +749,36 @@ def _record_new_snapshot(
         if event is not None:
             event.incident_id = incident.id
     else:
+        closed = None
         if incident is not None and decided.resolve_incident is not None:
             close_incident(
                 session, box, watch, incident, now, resolution=decided.resolve_incident, by="system"
             )
+            closed = incident.id
         if decided.announce_cleared:
             emit(
                 session,
                 box,
                 org_id=watch.org_id,
                 event_type="drift.cleared",
-                data={"watchId": watch.id, "watchName": watch.name, "counts": counts},
+                data={
+                    "watchId": watch.id,
+                    "watchName": watch.name,
+                    "counts": counts,
+                    "incidentId": closed,
+                },
                 now=now,
                 watch=watch,
             )
-        if decided.advance_baseline is not None:
-            # Info-only (or no semantic change): the baseline advances by itself.
+        if decided.advance_baseline is not None and snapshot.id != watch.baseline_snapshot_id:
+            # Info-only (or no semantic change): the baseline advances by itself, and the one
+            # it replaces stays restorable for the flap window.
+            _remember_prior_baseline(watch)
             _set_baseline(watch, snapshot, now, decided.advance_baseline)
         _set_open_changes(watch, decided.open_changes)
         watch.drift_status = decided.status.value
+        if found.revert is not None and (decided.changed or closed or found.revert == "prior"):
+            _audit_revert(session, watch, found.revert, replaced, closed, decided.before.value, now)
 
     if event is not None and decided.announce_drift is not None:
         emit(
@@ -720,8 +812,104 @@ def _record_new_snapshot(
     )
 
 
+def _open_or_reopen(
+    session: Session,
+    box: SecretBox,
+    watch: Watch,
+    event: DriftEvent | None,
+    breaking: int,
+    now: datetime,
+    flap_window_seconds: float,
+) -> Incident:
+    """The incident of breaking drift found now: the one it reverted from within the flap
+    window, reopened (one more flap), else a new one."""
+    event_id = event.id if event else None
+    flapping = reopenable_incident(session, watch, now, flap_window_seconds)
+    if flapping is not None:
+        reopen_incident(
+            session, box, watch, flapping, now, breaking_count=breaking, drift_event_id=event_id
+        )
+        return flapping
+    incident = Incident(
+        org_id=watch.org_id,
+        watch_id=watch.id,
+        status="open",
+        opened_at=now,
+        breaking_count=breaking,
+        drift_event_id=event_id,
+        flap_count=0,
+    )
+    session.add(incident)
+    session.flush()
+    emit_incident(session, box, watch, incident, "incident.open", now)
+    return incident
+
+
 def _set_baseline(watch: Watch, snapshot: Snapshot, now: datetime, by: str) -> None:
     watch.baseline_snapshot_id = snapshot.id
     watch.baseline_fingerprint = snapshot.fingerprint
     watch.baseline_accepted_at = now
     watch.baseline_accepted_by = by
+
+
+def _remember_prior_baseline(watch: Watch) -> None:
+    watch.prior_baseline_snapshot_id = watch.baseline_snapshot_id
+    watch.prior_baseline_fingerprint = watch.baseline_fingerprint
+    watch.prior_baseline_accepted_at = watch.baseline_accepted_at
+    watch.prior_baseline_accepted_by = watch.baseline_accepted_by
+
+
+def _restore_prior_baseline(watch: Watch) -> None:
+    """The baseline an automatic advance replaced is the baseline again, as it was accepted."""
+    watch.baseline_snapshot_id = watch.prior_baseline_snapshot_id
+    watch.baseline_fingerprint = watch.prior_baseline_fingerprint
+    watch.baseline_accepted_at = watch.prior_baseline_accepted_at
+    watch.baseline_accepted_by = watch.prior_baseline_accepted_by
+    forget_prior_baseline(watch)
+
+
+def forget_prior_baseline(watch: Watch) -> None:
+    """No baseline to restore (a person accepted one: what came before is not a revert)."""
+    watch.prior_baseline_snapshot_id = None
+    watch.prior_baseline_fingerprint = None
+    watch.prior_baseline_accepted_at = None
+    watch.prior_baseline_accepted_by = None
+
+
+def _audit_revert(
+    session: Session,
+    watch: Watch,
+    revert: Revert,
+    replaced: str | None,
+    incident_id: str | None,
+    before: str,
+    now: datetime,
+) -> None:
+    """The audit log's entry (actor `system`) for a contract back at its baseline."""
+    details: dict[str, Any] = {
+        "snapshotId": watch.baseline_snapshot_id,
+        "fingerprint": watch.baseline_fingerprint,
+        "from": before,
+        "to": watch.drift_status,
+        "incidentId": incident_id,
+    }
+    if revert == "prior":
+        details["restoredBaseline"] = {
+            "replaced": replaced,
+            "acceptedBy": watch.baseline_accepted_by,
+        }
+    session.add(
+        AuditEntry(
+            org_id=watch.org_id,
+            actor="system",
+            action="watch.revert",
+            target_type="watch",
+            target_id=watch.id,
+            details=details,
+            created_at=now,
+        )
+    )
+    logger.info(
+        "check.reverted",
+        extra={"fields": {"watchId": watch.id, "revert": revert, "incidentId": incident_id}},
+    )

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 
+from controller.discovery.acknowledgements import CoverageFile
 from controller.ingress.profiles import ProfileDocument
 from controller.model.gitops import AgentsFile, DashboardsFile, TemplatesFile, WatchSetsFile
 from controller.settings import Settings
@@ -74,10 +75,22 @@ def profile_schema() -> dict[str, Any]:
     }
 
 
+def coverage_schema() -> dict[str, Any]:
+    """Schema of `.driftgate/coverage.yaml`, the acknowledged local servers that the coverage
+    gate reads (not the reconciler)."""
+    return {
+        "$schema": SCHEMA_DIALECT,
+        "$id": "https://driftgate.dev/schemas/coverage.schema.json",
+        **CoverageFile.model_json_schema(mode="validation"),
+        "title": ".driftgate/coverage.yaml",
+    }
+
+
 def all_schemas() -> dict[str, dict[str, Any]]:
     schemas = {
         "driftgate.schema.json": settings_schema(),
         "consumer-profile.schema.json": profile_schema(),
+        "coverage.schema.json": coverage_schema(),
     }
     for file_name, (schema_name, _) in GITOPS_FILES.items():
         schemas[schema_name] = gitops_schema(file_name)

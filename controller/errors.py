@@ -10,6 +10,7 @@
      │    ├── NotFound             404: missing, or owned by another org (never told apart)
      │    └── Conflict             409: duplicate names, managed objects, state clashes
      ├── TemporaryError            worth retrying with backoff (network, lock timeouts)
+     │    └── StoreUnavailable     503: the database cannot be reached or did not answer
      └── PermanentError            retrying will not help; mark the thing stalled
 
 `web/errors.py` turns these into the JSON envelope, `cli` into exit codes, the reconciler
@@ -92,6 +93,26 @@ class TemporaryError(DriftgateError):
     """A failure that may go away on its own; callers retry with backoff."""
 
     code = "temporary_error"
+
+
+class StoreUnavailable(TemporaryError):
+    """The database cannot be reached, did not answer in time, or is locked by another
+    writer (`controller.store.outage`); `reason` is `unreachable`, `timeout` or `busy`."""
+
+    code = "store_unavailable"
+    status = 503
+    retry_after = 5
+
+    def __init__(self, reason: str, message: str | None = None) -> None:
+        super().__init__(message or _STORE_MESSAGES.get(reason, _STORE_MESSAGES["unreachable"]))
+        self.reason = reason
+
+
+_STORE_MESSAGES = {
+    "unreachable": "the database cannot be reached; retry shortly",
+    "timeout": "the database did not answer in time; retry shortly",
+    "busy": "the database is busy (another writer holds it); retry shortly",
+}
 
 
 class PermanentError(DriftgateError):

@@ -490,7 +490,6 @@ class Reconciler:
         problems: list[Problem] = []
         base = spec.path.rstrip("/")
         templates_file = f"{base}/templates.yaml"
-        sets_file = f"{base}/watch-sets.yaml"
         agents_file = f"{base}/agents.yaml"
         declared_templates: dict[str, dict[str, Any]] = {}
         if bundle.templates is not None:
@@ -511,8 +510,10 @@ class Reconciler:
                 }
                 declared_templates[template["name"]] = values
                 desired.templates[template["name"]] = self._with_digest(values)
-        if bundle.watch_sets is not None:
-            raw = bundle.watch_sets.model_dump(by_alias=True, exclude_none=True)
+        # watch-sets.yaml, then watch-sets/*.yaml: each object records the file it is in.
+        for set_name, sets_model in bundle.watch_set_files.items():
+            sets_file = f"{base}/{set_name}"
+            raw = sets_model.model_dump(by_alias=True, exclude_none=True)
             for set_index, watch_set in enumerate(raw.get("watchSets", [])):
                 desired.watch_sets[watch_set["name"]] = self._with_digest(
                     {
@@ -528,7 +529,7 @@ class Reconciler:
                         entry.get("template"), declared_templates, api_templates, self.box
                     )
                     headers, header_problems = self._resolve_headers(
-                        bundle, "watch-sets.yaml", (*where, "headers"), entry
+                        bundle, set_name, (*where, "headers"), entry
                     )
                     problems += header_problems
                     merged_headers = {**(template.get("headers") or {}), **headers}

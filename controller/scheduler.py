@@ -13,6 +13,12 @@ id), which spreads watches evenly over their interval and makes every replica ag
 slot.
 SIGTERM stops the ticker, lets running checks finish within a grace period, and gives
 claimed-but-unstarted jobs back.
+
+A database outage stops nothing for good: every round that meets it ends quietly (the store
+logs one line when the outage starts and one when it ends, `controller.store.outage`) and the
+next round tries again. A check that could not record its outcome is not ended either: its
+lease runs out and the reaper hands it on once the store answers, so each watch gets one
+check after the outage, not one per missed round.
 """
 
 from __future__ import annotations
@@ -248,6 +254,7 @@ class Controller:
             self.channels,
             self.clock,
             concurrency=settings.delivery_concurrency,
+            group_seconds=settings.delivery_group_seconds,
         )
         # What the controller does on its clock, in this order each tick; the hourly prune.
         self.routines = jobs.Routines(
@@ -275,7 +282,7 @@ class Controller:
                 for routine in self.routines.each_tick():
                     self.run_routine(routine, now)
                 if not self.stopping.is_set():
-                    self.dispatch()
+                    self._dispatch_quietly()
 
     def run_routine(self, routine: jobs.Routine, now: datetime | None = None) -> None:
         """Run one routine if it is enabled and the controller is not stopping; a failure is
@@ -285,10 +292,22 @@ class Controller:
                 return
             try:
                 routine.run(now or self.clock())
-            except Exception:  # noqa: BLE001 - the ticker must survive a bad round
-                logger.exception(
-                    "controller.routine_failed", extra={"fields": {"routine": routine.name}}
-                )
+            except Exception as exc:  # noqa: BLE001 - the ticker must survive a bad round
+                self._failed(exc, "controller.routine_failed", routine=routine.name)
+
+    def _failed(self, error: Exception, event: str, **fields: Any) -> bool:
+        """Log a failed round with its trace, unless the store is unavailable: that is one
+        line per outage, logged by the store. True when it was the store."""
+        if self.database.unavailable(error) is not None:
+            return True
+        logger.error(event, exc_info=error, extra={"fields": fields})
+        return False
+
+    def _dispatch_quietly(self) -> None:
+        try:
+            self.dispatch()
+        except Exception as exc:  # noqa: BLE001 - the next round claims again
+            self._failed(exc, "controller.dispatch_failed")
 
     @contextmanager
     def _round(self) -> Iterator[bool]:
@@ -328,7 +347,11 @@ class Controller:
         )
         prepared = self.prepare(claimed)
         for job in claimed:
-            future = self.pool.submit(self.execute, job, prepared.get(job.kind))
+            try:
+                future = self.pool.submit(self.execute, job, prepared.get(job.kind))
+            except RuntimeError:  # `stop` shut the pool between the claim and here
+                jobs.release(self.database, job, self.clock())
+                continue
             with self.lock:
                 self.running[future] = job
         return len(claimed)
@@ -377,17 +400,17 @@ class Controller:
                 now=self.clock(),
                 on_commit=finish_with_check,
                 prepared=prepared,
+                flap_window_seconds=self.settings.flap_window_seconds,
             )
         except FencedOut:
             log(logger, logging.WARNING, "check.fenced_out", watchId=watch_id, job=job.id)
             return
         except Exception as exc:  # noqa: BLE001 - a crashed check fails its job, not the worker
             # `run_check` records every failure of the check itself on the watch; what gets
-            # here could not be recorded at all (the database is unreachable).
-            logger.exception("check.unrecorded", extra={"fields": {"watchId": watch_id}})
-            jobs.finish(
-                self.database, job, self.clock(), error=f"{type(exc).__name__}: {exc}"[:500]
-            )
+            # here could not be recorded at all. When the store is unavailable the job stays
+            # as it is: its lease runs out and the reaper hands it on once the store answers.
+            if not self._failed(exc, "check.unrecorded", watchId=watch_id):
+                self._finish_quietly(job, error=f"{type(exc).__name__}: {exc}"[:500])
             return
         if result.outcome in ("changed", "error"):
             self.deliveries.wake()  # it may have queued events
@@ -401,7 +424,7 @@ class Controller:
             failureClass=result.failure_class,
         )
         if not self.stopping.is_set():
-            self.dispatch()
+            self._dispatch_quietly()
 
     def execute_reconcile(self, job: jobs.Claimed, prepared: Any = None) -> None:
         """Run one source's reconcile; its own transaction applies it, the job ends after."""
@@ -421,14 +444,21 @@ class Controller:
                 result.pop("plan", None)
                 result["problems"] = result["problems"][:20]
         except Exception as exc:  # noqa: BLE001 - a crashed reconcile fails its job only
-            logger.exception("reconcile.crashed", extra={"fields": {"source": name}})
-            jobs.finish(
-                self.database, job, self.clock(), error=f"{type(exc).__name__}: {exc}"[:500]
-            )
+            if not self._failed(exc, "reconcile.crashed", source=name):
+                self._finish_quietly(job, error=f"{type(exc).__name__}: {exc}"[:500])
             return
-        jobs.finish(self.database, job, self.clock(), result=result)
+        self._finish_quietly(job, result=result)
         if not self.stopping.is_set():
-            self.dispatch()
+            self._dispatch_quietly()
+
+    def _finish_quietly(
+        self, job: jobs.Claimed, *, result: dict[str, Any] | None = None, error: str | None = None
+    ) -> None:
+        """End a job; when the store cannot, its lease runs out and the reaper hands it on."""
+        try:
+            jobs.finish(self.database, job, self.clock(), result=result, error=error)
+        except Exception as exc:  # noqa: BLE001 - the reaper ends what this could not
+            self._failed(exc, "job.finish_failed", job=job.id)
 
     def _keep_leases(self) -> None:
         """One thread renews the leases of every check this controller runs, every third of
@@ -446,8 +476,8 @@ class Controller:
                         self.clock(),
                         self.lease,
                     )
-                except Exception:  # noqa: BLE001 - the next round tries again
-                    logger.exception("controller.heartbeat_failed")
+                except Exception as exc:  # noqa: BLE001 - the next round tries again
+                    self._failed(exc, "controller.heartbeat_failed")
 
     def _watch_queue(self) -> None:
         """Between ticks, start work that is due now (a check asked for through the API) as
@@ -462,8 +492,8 @@ class Controller:
             try:
                 if jobs.due(self.database, self.kinds.claimed(), self.clock()):
                     self.dispatch()
-            except Exception:  # noqa: BLE001 - the next look tries again
-                logger.exception("controller.queue_watch_failed")
+            except Exception as exc:  # noqa: BLE001 - the next look tries again
+                self._failed(exc, "controller.queue_watch_failed")
 
     def run_until_done(self, timeout: float = 30.0) -> None:
         """Run rounds until no job is due or running (tests and benchmarks)."""
@@ -524,7 +554,10 @@ class Controller:
             pending = dict(self.running)
         for future, job in pending.items():
             if future.cancel():
-                jobs.release(self.database, job, self.clock())
+                try:
+                    jobs.release(self.database, job, self.clock())
+                except Exception as exc:  # noqa: BLE001 - its lease runs out instead
+                    self._failed(exc, "job.release_failed", job=job.id)
         deadline = time.monotonic() + grace
         wait(list(pending), timeout=grace)
         # A routine in progress (a delivery round, say) ends before the controller has stopped:

@@ -136,6 +136,28 @@ class Settings(BaseModel):
     database_url: str | None = Field(
         default=None, description="SQLAlchemy URL; default: SQLite file in data_dir"
     )
+    database_connect_timeout_seconds: int = Field(
+        default=5,
+        ge=2,
+        le=300,
+        description="Postgres: a new connection must be made within this time (psycopg's "
+        "connect_timeout; 2 at least), else the store counts as unreachable",
+    )
+    database_statement_timeout_seconds: float = Field(
+        default=4.0,
+        gt=0,
+        le=3600,
+        description="Postgres: the longest a statement of a web request may run (the server's "
+        "statement_timeout, lock waits included); driftgate stops waiting for an answer 1 s "
+        "later, so a frozen server cannot hold a request: it answers 503 store_unavailable",
+    )
+    database_controller_statement_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="Postgres: the same bound for the controller's statements (its batched "
+        "enqueue, claims, retention deletes and reconcile writes)",
+    )
     secret_key: tuple[SecretStr, ...] = Field(
         default=(), description="comma-separated keys; the first encrypts, all decrypt (rotation)"
     )
@@ -214,8 +236,8 @@ class Settings(BaseModel):
     retention_delivery_days: float | None = Field(
         default=30,
         gt=0,
-        description="days a delivered or failed outbox message and its attempts are kept "
-        "(the alert statistics read them); null: for ever",
+        description="days a delivered, failed or suppressed outbox message and its attempts "
+        "are kept (the alert statistics read them); null: for ever",
     )
     retention_drift_event_days: float | None = Field(
         default=None,
@@ -234,6 +256,24 @@ class Settings(BaseModel):
         le=64,
         description="threads of each controller that deliver outbox messages (webhooks, "
         "Slack, e-mail), apart from the checks: a slow receiver holds at most these",
+    )
+    flap_window_seconds: float = Field(
+        default=3600,
+        ge=0,
+        le=7 * 86400,
+        description="flap damping: breaking drift that comes back within this time after "
+        "its incident was resolved as reverted reopens that incident (its flapCount grows) "
+        "instead of opening a new one, and a baseline that advanced by itself (info-only "
+        "changes) within this time is restored when the contract returns to it (0: off)",
+    )
+    delivery_group_seconds: float = Field(
+        default=3600,
+        ge=0,
+        le=7 * 86400,
+        description="deliveries about one watch and incident to one destination: a repeat of "
+        "an event type already delivered within this time is held until it ends, and only "
+        "the newest held message goes out, with how many it stood for (suppressedCount); "
+        "check failures and agent events are never held (0: off)",
     )
     decision_synchronous_commit: bool = Field(
         default=False,
@@ -321,6 +361,24 @@ class Settings(BaseModel):
         description="the App's URL name, for the install link "
         "(<github>/apps/<slug>/installations/new)",
     )
+    smtp_host: str | None = Field(
+        default=None,
+        description="the server's SMTP relay, for every org without its own (PUT "
+        "/api/org/smtp): the weekly summary e-mail goes through it; off when unset",
+    )
+    smtp_port: int = Field(default=587, ge=1, le=65535, description="the relay's port")
+    smtp_security: Literal["starttls", "tls", "none"] = Field(
+        default="starttls",
+        description="starttls (port 587), tls (implicit TLS, port 465) or none (in clear, "
+        "for a relay on a trusted network)",
+    )
+    smtp_username: str | None = Field(default=None, description="the relay's user, if any")
+    smtp_password: SecretStr | None = Field(
+        default=None, description="the relay's password (never logged or shown)"
+    )
+    smtp_from_address: str | None = Field(
+        default=None, description="the From address of e-mail sent through the server's relay"
+    )
     sources: tuple[SourceSpec, ...] = Field(
         default=(), description="git repositories to reconcile (config file only)"
     )
@@ -397,6 +455,57 @@ class Settings(BaseModel):
         if value is not None:
             check_app_key(_read_app_key(value))
         return value
+
+    @field_validator("smtp_host", "smtp_username", "smtp_from_address", mode="before")
+    @classmethod
+    def _unset_when_empty(cls, value: Any) -> Any:
+        # `DRIFTGATE_SMTP_HOST=` (empty) means "no relay", as an unset variable does.
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("smtp_host")
+    @classmethod
+    def _smtp_host(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from controller.model.targets import host_problem
+
+        problem = host_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value.lower()
+
+    @field_validator("smtp_from_address")
+    @classmethod
+    def _smtp_from_address(cls, value: str | None) -> str | None:
+        from controller.model.targets import EMAIL_PATTERN
+
+        if value is not None and not re.fullmatch(EMAIL_PATTERN, value):
+            raise ValueError("must be an e-mail address such as driftgate@example.com")
+        return value
+
+    @model_validator(mode="after")
+    def _smtp_relay(self) -> Settings:
+        # Half a relay would fail every e-mail later: say so at start instead.
+        others = ("smtp_username", "smtp_password", "smtp_from_address")
+        if self.smtp_host is None:
+            given = [name for name in others if getattr(self, name) is not None]
+            if given:
+                raise ValueError(
+                    f"{_named(given[0])} is set without {_named('smtp_host')}: set the "
+                    "relay's host too (or neither)"
+                )
+            return self
+        if self.smtp_from_address is None:
+            raise ValueError(
+                f"{_named('smtp_host')} is set without {_named('smtp_from_address')}: "
+                "e-mail through the server's relay needs a From address"
+            )
+        if self.smtp_password is not None and self.smtp_username is None:
+            raise ValueError(
+                f"{_named('smtp_password')} is set without {_named('smtp_username')}: "
+                "the relay's login needs both"
+            )
+        return self
 
     @model_validator(mode="after")
     def _app_credentials(self) -> Settings:

@@ -4,6 +4,7 @@
     ok --breaking changes--> drifted (incident opens)
     ok --warning/info only--> ok (event recorded; info-only advances the baseline)
     drifted --breaking changes gone--> ok (incident resolved: reverted)
+    drifted --back at the baseline--> ok (incident resolved: reverted; baseline kept as it is)
     drifted --baseline accepted--> ok (incident resolved)
     any but disabled --fetch or parse fails--> error (reason check_failed:<class>)
     error --next good check--> ok or drifted by the diff against the baseline
@@ -18,7 +19,11 @@ check stays `error`. Beyond the table (what the code has always done, kept as it
   stored comparison says (`drifted` with open breaking changes, else `ok`; `never_run` without
   a baseline) and changes nothing else;
 - accepting a baseline moves `drifted` and `never_run` to `ok`; `error` and `disabled` stay;
-- resuming a watch whose last check failed returns it to `error`.
+- resuming a watch whose last check failed returns it to `error`;
+- a contract that is back at its baseline (its fingerprint, or that of the baseline a
+  recent automatic advance replaced, which the caller restores: flap damping) is a revert:
+  `ok`, the incident resolved `reverted`, and the baseline's acceptance left as it is (a
+  zero-change diff would otherwise "advance" the baseline onto itself as `auto:info-only`).
 
 `transition(facts, event)` decides; it returns the new status and the consequences as data.
 The callers (checks, baseline acceptance, pause/resume, watch creation and reconcile) persist
@@ -58,6 +63,7 @@ Row = Literal[
     "breaking",
     "warning_info_only",
     "breaking_gone",
+    "back_at_baseline",
     "unchanged",
     "error_recovered",
     "check_failed",
@@ -121,9 +127,11 @@ class CheckSucceeded:
 
     `changes` is None when the contract is the last snapshot's (nothing new to compare), else
     the counts of the diff of the new snapshot against the baseline (zero without a baseline).
+    `at_baseline`: the new snapshot is the baseline itself (a revert; no diff was needed).
     """
 
     changes: Counts | None = None
+    at_baseline: bool = False
 
 
 @dataclass(frozen=True)
@@ -187,6 +195,8 @@ def transition(facts: StatusFacts, event: Event) -> Transition:
     if isinstance(event, CheckSucceeded):
         if event.changes is None:
             return _unchanged(facts, current)
+        if event.at_baseline and facts.has_baseline:
+            return _back_at_baseline(current)
         return _new_snapshot(facts, current, event.changes)
     if isinstance(event, CheckFailed):
         return _failed(current, event.failure_class)
@@ -259,6 +269,18 @@ def _new_snapshot(facts: StatusFacts, current: DriftStatus, counts: Counts) -> T
         resolve_incident="reverted",
         announce_cleared=current == DriftStatus.DRIFTED,
         announce_drift=None if info_only else "warning",
+    )
+
+
+def _back_at_baseline(current: DriftStatus) -> Transition:
+    drifted = current == DriftStatus.DRIFTED
+    return Transition(
+        current,
+        _keep_if_paused(current, DriftStatus.OK),
+        "breaking_gone" if drifted else "back_at_baseline",
+        open_changes=NO_CHANGES,
+        resolve_incident="reverted",
+        announce_cleared=drifted,
     )
 
 

@@ -26,7 +26,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -71,6 +72,9 @@ class DemoOptions:
     interval: float | None = 15.0  # seconds between stages; None: only Enter or the trigger
     keypress: bool = True
     exit_when_done: bool = False
+    # The data directory is a temporary one of this run: removed when the demo ends (it holds
+    # the API key and the console password), unless the run failed and it holds the log.
+    remove_data_dir: bool = False
 
 
 @dataclass
@@ -312,12 +316,15 @@ class Demo:
         self.say(f"   {command} watches list")
         self.say(f"   {command} drift list          # then: {command} drift show ID")
         self.say(f"   {command} preflight --agent {GUARDED_AGENT}")
+        self.say(f"   {command} agents status {GUARDED_AGENT}   # and: {command} incidents list")
         self.say(f"   curl -s {self.url}/openapi.json | head")
         self.say(
             f"   the console: {self.url}/console as {CONSOLE_USER} "
             f"(password in {data_dir / 'demo.env'})"
         )
-        self.say(f"   driftgate log: {data_dir / 'driftgate.log'}; Ctrl-C stops everything.")
+        self.say(f"   driftgate log: {data_dir / 'driftgate.log'}")
+        removed = f" and removes {data_dir}" if self.options.remove_data_dir else ""
+        self.say(f"Ctrl-C stops everything{removed}.")
 
     # -- events -------------------------------------------------------------------------------
 
@@ -329,13 +336,22 @@ class Demo:
     def on_refused(self, why: str) -> None:
         self.say(f"   webhook refused: {why}")
 
-    def stop(self) -> None:
+    def signal_stop(self) -> None:
+        """Ask driftgate to stop at once (SIGINT: gunicorn's quick shutdown; `up` then stops
+        its controller): the demo's store is throwaway, nothing in flight needs to finish."""
         if self.child is not None and self.child.poll() is None:
-            self.child.send_signal(signal.SIGTERM)
-            try:
-                self.child.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.child.kill()
+            self.child.send_signal(signal.SIGINT)
+
+    def reap(self, grace: float) -> None:
+        """Wait `grace` seconds for driftgate to exit, then kill it (its web workers and its
+        controller die with it: cli/supervision.py)."""
+        if self.child is None:
+            return
+        try:
+            self.child.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            self.child.kill()
+            self.child.wait()
 
 
 def default_examples() -> Path:
@@ -344,58 +360,140 @@ def default_examples() -> Path:
 
 
 def serve_vendor(host: str, port: int, interval: float | None, say: Say) -> None:
-    """The simulator alone, until interrupted; says each stage."""
+    """The simulator alone, until interrupted (Ctrl-C or SIGTERM); says each stage."""
     vendor = Vendor(f"http://{host}:{port}")
     vendor.on_change(lambda stage: say(f"stage {stage.number} ({stage.name}): {stage.says}"))
-    server = VendorServer(vendor, host, port)
-    server.start()
-    try:
-        say(
-            f"vendor simulator: {vendor.base_url}{SPEC_PATH} (OpenAPI), {vendor.base_url}{MCP_PATH}"
-        )
-        say(f"stage 0 (baseline): {vendor.stage.says}")
-        _start_triggers(vendor, interval, keypress=True, say=say)
-        _wait(None, exit_when_done=False)
-    finally:
-        server.stop()
+    with _stop_on_signal():
+        server = VendorServer(vendor, host, port)
+        server.start()
+        try:
+            say(
+                f"vendor simulator: {vendor.base_url}{SPEC_PATH} (OpenAPI), "
+                f"{vendor.base_url}{MCP_PATH}"
+            )
+            say(f"stage 0 (baseline): {vendor.stage.says}")
+            _start_triggers(vendor, interval, keypress=True, say=say)
+            _wait(None, exit_when_done=False)
+        except Stopped as stopped:
+            say("")
+            say(f"{stopped}: stopping the vendor simulator ...")
+        finally:
+            server.stop()
 
 
 def run(options: DemoOptions, say: Say) -> None:
     """Set everything up, play the script, serve until interrupted (or, with
-    `exit_when_done`, until the last stage)."""
+    `exit_when_done`, until the last stage); then stop everything within about a second and
+    remove the temporary data directory (`remove_data_dir`)."""
     demo = Demo(options, say)
-    demo.prepare()
     opts = options
-    vendor = Vendor(f"http://{opts.host}:{opts.vendor_port}")
-    server = VendorServer(vendor, opts.host, opts.vendor_port)
-    receiver = WebhookReceiver(
-        opts.host, opts.receiver_port, demo.secret, demo.on_webhook, demo.on_refused
-    )
+    server: VendorServer | None = None
+    receiver: WebhookReceiver | None = None
+    outcome = "failed"
+    with _stop_on_signal():
+        try:
+            demo.prepare()
+            vendor = Vendor(f"http://{opts.host}:{opts.vendor_port}")
+            server = VendorServer(vendor, opts.host, opts.vendor_port)
+            server.start()
+            receiver = WebhookReceiver(
+                opts.host, opts.receiver_port, demo.secret, demo.on_webhook, demo.on_refused
+            )
+            receiver.start()
+            say(
+                f"vendor simulator: {vendor.base_url}{SPEC_PATH} (OpenAPI), "
+                f"{vendor.base_url}{MCP_PATH}"
+            )
+            say(f"webhook receiver: {receiver.url} (verifies every signature)")
+            say(f"driftgate: starting on {demo.url} (log: {opts.data_dir / 'driftgate.log'})")
+            demo.start_driftgate()
+            answer = demo.api(
+                "PUT",
+                "/api/org/notification-defaults",
+                json={"destination": {"kind": "webhook", "url": receiver.url}},
+            )
+            answer.raise_for_status()
+            say(
+                f"org {ORG}: API key in {opts.data_dir / 'demo.env'}"
+                f"{' (removed when the demo stops)' if opts.remove_data_dir else ''}; "
+                "reconciling examples/ ..."
+            )
+            demo.wait_for_watches()
+            demo.baseline()
+            vendor.on_change(demo.react)
+            _start_triggers(vendor, opts.interval, keypress=opts.keypress, say=say)
+            _wait(demo, exit_when_done=opts.exit_when_done)
+            outcome = "done"
+        except Stopped as stopped:
+            outcome = "stopped"
+            say("")
+            say(f"{stopped}: stopping driftgate, the vendor simulator and the webhook receiver ...")
+        finally:
+            # driftgate first: once it is gone, so are the MCP sessions it held open on the
+            # simulator, whose server then stops without waiting for them.
+            demo.signal_stop()
+            if receiver is not None and receiver.thread.is_alive():
+                receiver.stop()
+            demo.reap(STOP_GRACE)
+            if server is not None:
+                server.stop()
+            _tidy(opts, say, failed=outcome == "failed")
+            if outcome == "stopped":
+                say("stopped.")
+
+
+# Seconds driftgate gets to exit after SIGINT before it is killed: Ctrl-C ends the demo
+# within about a second however busy the machine is.
+STOP_GRACE = 0.5
+
+
+class Stopped(Exception):
+    """SIGINT (Ctrl-C) or SIGTERM: the demo stops what it started and cleans up."""
+
+
+@contextmanager
+def _stop_on_signal() -> Iterator[None]:
+    """SIGINT and SIGTERM raise `Stopped` in the main thread, once: a second Ctrl-C while
+    the demo stops is ignored, so the clean-up runs to its end."""
+    stopping = False
+
+    def stop(signum: int, _frame: Any) -> None:
+        nonlocal stopping
+        if stopping:
+            return
+        stopping = True
+        raise Stopped("Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name)
+
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
-        server.start()
-        receiver.start()
-        say(
-            f"vendor simulator: {vendor.base_url}{SPEC_PATH} (OpenAPI), {vendor.base_url}{MCP_PATH}"
-        )
-        say(f"webhook receiver: {receiver.url} (verifies every signature)")
-        say(f"driftgate: starting on {demo.url} (log: {opts.data_dir / 'driftgate.log'})")
-        demo.start_driftgate()
-        answer = demo.api(
-            "PUT",
-            "/api/org/notification-defaults",
-            json={"destination": {"kind": "webhook", "url": receiver.url}},
-        )
-        answer.raise_for_status()
-        say(f"org {ORG}: API key in {opts.data_dir / 'demo.env'}; reconciling examples/ ...")
-        demo.wait_for_watches()
-        demo.baseline()
-        vendor.on_change(demo.react)
-        _start_triggers(vendor, opts.interval, keypress=opts.keypress, say=say)
-        _wait(demo, exit_when_done=opts.exit_when_done)
+        yield
     finally:
-        demo.stop()
-        receiver.stop()
-        server.stop()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _tidy(options: DemoOptions, say: Say, *, failed: bool) -> None:
+    """Remove the run's temporary data directory (it holds the API key and the console
+    password), or say where it is kept and what it holds."""
+    data_dir = options.data_dir
+    if not data_dir.exists():
+        return
+    log = data_dir / "driftgate.log"
+    if options.remove_data_dir and not (failed and log.exists()):
+        for _attempt in range(10):
+            # A driftgate process killed a moment ago may still be closing its files.
+            shutil.rmtree(data_dir, ignore_errors=True)
+            if not data_dir.exists():
+                say(f"removed {data_dir} (the demo's store, API key and console password)")
+                return
+            time.sleep(0.05)
+        say(f"could not remove {data_dir}: it holds the demo's API key and console password")
+        return
+    why = f"for its log ({log})" if failed and options.remove_data_dir else ""
+    say(
+        f"kept {data_dir}{' ' + why if why else ''}: it holds the demo's API key and console "
+        f"password; delete it when done (rm -rf {data_dir})"
+    )
 
 
 def _start_triggers(vendor: Vendor, interval: float | None, *, keypress: bool, say: Say) -> None:
@@ -423,19 +521,15 @@ def _keys(vendor: Vendor) -> None:
 
 
 def _wait(demo: Demo | None, *, exit_when_done: bool) -> None:
-    """Until SIGINT or SIGTERM (or the script's end, or driftgate's death)."""
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    while not stop.is_set():
-        if demo is None:
-            stop.wait(0.2)
-            continue
-        if exit_when_done and demo.done.is_set():
-            return
-        if demo.child is not None and demo.child.poll() is not None:
-            raise RuntimeError(f"driftgate exited with code {demo.child.returncode}")
-        stop.wait(0.2)
+    """Until interrupted (`Stopped`), the script's end with `exit_when_done`, or driftgate's
+    death."""
+    while True:
+        if demo is not None:
+            if exit_when_done and demo.done.is_set():
+                return
+            if demo.child is not None and demo.child.poll() is not None:
+                raise RuntimeError(f"driftgate exited with code {demo.child.returncode}")
+        time.sleep(0.2)
 
 
 def _driftgate_command() -> str:

@@ -71,7 +71,11 @@ class _Authenticator:
         login, password = auth_data.login.decode(), auth_data.password.decode()
         with self.server.lock:
             self.server.logins.append((login, password))
-        return AuthResult(success=(login, password) == (self.username, self.password))
+        # handled=False: aiosmtpd answers a refused login with 535 itself (handled=True would
+        # leave the client waiting for a reply that never comes).
+        return AuthResult(
+            success=(login, password) == (self.username, self.password), handled=False
+        )
 
 
 @contextmanager

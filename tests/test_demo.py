@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import os
 import queue
+import signal
 import subprocess
 import threading
 import time
@@ -165,3 +167,86 @@ def test_a_data_directory_in_use_is_refused(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "is not empty" in result.stderr
+
+
+def start_demo(tmp_path: Path, *args: str) -> RunningDemo:
+    """`driftgate demo` with its temporary folder under `tmp_path` (TMPDIR), output read."""
+    port, vendor_port, receiver_port = free_port(), free_port(), free_port()
+    process = subprocess.Popen(
+        [
+            *DRIFTGATE,
+            "demo",
+            "--interval=0",
+            f"--port={port}",
+            f"--vendor-port={vendor_port}",
+            f"--receiver-port={receiver_port}",
+            *args,
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.put(line.rstrip("\n"))
+
+    threading.Thread(target=read, daemon=True).start()
+    return RunningDemo(
+        process, lines, [], f"http://127.0.0.1:{port}", f"http://127.0.0.1:{vendor_port}"
+    )
+
+
+def interrupt(running: RunningDemo) -> list[str]:
+    """Ctrl-C: SIGINT, then every line it printed until it ended (its exit code checked)."""
+    running.process.send_signal(signal.SIGINT)
+    assert running.process.wait(timeout=60) == 0, "\n".join(running.seen)
+    assert running.process.stdout is not None
+    while True:
+        try:
+            running.seen.append(running.lines.get(timeout=5))
+        except queue.Empty:
+            break
+    running.process.stdout.close()
+    return running.seen
+
+
+def test_ctrl_c_stops_everything_and_removes_the_folder_with_the_secrets(tmp_path: Path) -> None:
+    running = start_demo(tmp_path)
+    try:
+        running.wait_for("The vendors change", timeout=90)
+        data_dir = Path(running.wait_for("API key in ").split("API key in ")[1].split()[0]).parent
+        assert data_dir.parent == tmp_path and (data_dir / "demo.env").is_file()
+        assert "(removed when the demo stops)" in running.wait_for("API key in ")
+        seen = interrupt(running)
+    finally:
+        stop_process(running.process, timeout=40)
+    assert "Ctrl-C: stopping driftgate, the vendor simulator and the webhook receiver ..." in seen
+    assert f"removed {data_dir} (the demo's store, API key and console password)" in seen
+    assert seen[-1] == "stopped."
+    assert not data_dir.exists()
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{running.url}/health", timeout=2)  # driftgate stopped with it
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{running.vendor}/_demo/stage", timeout=2)
+
+
+def test_keep_keeps_the_folder_and_says_what_it_holds(tmp_path: Path) -> None:
+    running = start_demo(tmp_path, "--keep")
+    try:
+        # Interrupted before the script starts: the clean-up is the same at every stage.
+        line = running.wait_for("API key in ", timeout=90)
+        assert "removed when" not in line
+        data_dir = Path(line.split("API key in ")[1].split(";")[0]).parent
+        seen = interrupt(running)
+    finally:
+        stop_process(running.process, timeout=40)
+    assert (
+        f"kept {data_dir}: it holds the demo's API key and console password; delete it when "
+        f"done (rm -rf {data_dir})"
+    ) in seen
+    assert (data_dir / "demo.env").is_file() and seen[-1] == "stopped."

@@ -730,6 +730,16 @@ def test_a_draft_pr_policy_opens_the_pull_request_when_the_watch_drifts(
         client.get("/v1/draftpr/draft-prs", headers=org.headers).get_json()["items"][0]["state"]
         == "draft"
     )
+    # A flapping vendor (back, then breaking again within the flap window) reopens the
+    # incident and keeps its pull request: none per flip.
+    server.set("/openapi.json", as_json(charges_spec()))
+    back = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=org.headers)
+    assert back.get_json()["watch"]["driftStatus"] == "ok"
+    server.set("/openapi.json", as_json(drifted))
+    again_drifted = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=org.headers)
+    assert again_drifted.get_json()["watch"]["incident"]["flapCount"] == 1
+    with database.session() as session:
+        assert len(session.scalars(select(DraftPr)).all()) == 1
 
 
 def mcp_drift(client: FlaskClient, who: OrgKey, tmp_path: Path) -> Iterator[tuple[str, str]]:

@@ -305,7 +305,7 @@ def scratch_clone(path: Path, ports: dict[str, str]) -> Path:
     (the source `examples/driftgate.yaml` declares), and the venv of this checkout."""
     clone = path / "clone"
     shutil.copytree(ROOT / "examples", clone / "examples")
-    for file in (clone / "examples").iterdir():
+    for file in (f for f in (clone / "examples").rglob("*") if f.is_file()):
         text = file.read_text(encoding="utf-8")
         for fixed, free in ports.items():
             text = text.replace(f"127.0.0.1:{fixed}", f"127.0.0.1:{free}")

@@ -114,6 +114,49 @@ ROWS: list[tuple[str, StatusFacts, Event, DriftStatus, dict[str, Any]]] = [
             "open_changes": NOTHING,
         },
     ),
+    # Flap damping: back at the baseline (by fingerprint, or a restored one): a revert that
+    # leaves the baseline's acceptance as it is.
+    (
+        "drifted-back_at_baseline",
+        facts(DRIFTED, open_breaking=2),
+        CheckSucceeded(NOTHING, at_baseline=True),
+        OK,
+        {
+            "row": "breaking_gone",
+            "resolve_incident": "reverted",
+            "announce_cleared": True,
+            "advance_baseline": None,
+            "open_changes": NOTHING,
+            "announce_drift": None,
+        },
+    ),
+    (
+        "ok-back_at_baseline",
+        facts(OK, open_breaking=0),
+        CheckSucceeded(NOTHING, at_baseline=True),
+        OK,
+        {
+            "row": "back_at_baseline",
+            "resolve_incident": "reverted",
+            "announce_cleared": False,
+            "advance_baseline": None,
+            "open_changes": NOTHING,
+        },
+    ),
+    (
+        "error-back_at_baseline",
+        facts(ERROR, open_breaking=2),
+        CheckSucceeded(NOTHING, at_baseline=True),
+        OK,
+        {"row": "back_at_baseline", "resolve_incident": "reverted", "announce_cleared": False},
+    ),
+    (
+        "disabled-back_at_baseline",
+        facts(DISABLED, open_breaking=2),
+        CheckSucceeded(NOTHING, at_baseline=True),
+        DISABLED,
+        {"resolve_incident": "reverted", "announce_cleared": False, "advance_baseline": None},
+    ),
     (
         "drifted-breaking_gone-warning_left",
         facts(DRIFTED, open_breaking=2),

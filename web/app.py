@@ -32,10 +32,13 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
     app.extensions["driftgate.settings"] = settings
     # One pooled connection per request thread: a request beyond the pool would open (and
     # close) a connection of its own, and a new SQLite connection reads the schema again.
+    # Every wait on the store is bounded (`docs/operations.md`, "When the database is down").
     app.extensions["driftgate.database"] = database or Database(
         settings.effective_database_url,
         pool_size=settings.threads + 2,
         synchronous_autocommit=settings.decision_synchronous_commit,
+        connect_timeout=settings.database_connect_timeout_seconds,
+        statement_timeout=settings.database_statement_timeout_seconds,
     )
     app.extensions["driftgate.secret_box"] = load_secret_box(settings, create=True)
     app.extensions["driftgate.ratelimiter"] = RateLimiter()

@@ -16,7 +16,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from controller.accounts.service import SignedIn
 from controller.crypto import hash_token
-from controller.errors import Unauthorized
+from controller.errors import StoreUnavailable, Unauthorized
 from controller.services import auth as auth_service
 from controller.services.auth import Principal
 from controller.store.models import TrialSession
@@ -117,5 +117,6 @@ def _touch(key_id: str, now: datetime) -> None:
     try:
         with database().transaction() as session:
             auth_service.touch_api_key(session, key_id, now)
-    except SQLAlchemyError:
-        logger.warning("api_key.touch_failed", extra={"fields": {"keyId": key_id}})
+    except (SQLAlchemyError, StoreUnavailable) as exc:
+        if database().unavailable(exc) is None:  # an outage is logged once, by the store
+            logger.warning("api_key.touch_failed", extra={"fields": {"keyId": key_id}})

@@ -1,15 +1,21 @@
-"""Turns every error into the JSON envelope `{error, message, details}`; never HTML or a trace."""
+"""Turns every error into the JSON envelope `{error, message, details}`; never HTML or a trace.
+
+An error that says the store cannot answer (down, frozen, past a timeout, locked: see
+`controller.store.outage`) is 503 `store_unavailable` with `Retry-After`, logged once per
+outage by the store rather than once per request; the console gets a readable page instead.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
 
-from flask import Flask, Response, g, request
+from flask import Flask, Response, current_app, g, request
 from werkzeug.exceptions import HTTPException
 
-from controller.errors import DriftgateError, RequestError, TemporaryError
+from controller.errors import DriftgateError, RequestError, StoreUnavailable, TemporaryError
 from controller.logs import log
+from controller.store.db import Database
 
 logger = logging.getLogger("driftgate.web")
 
@@ -30,12 +36,22 @@ def envelope(status: int, error: str, message: str, details: object = None) -> R
 
 
 def error_answer(
-    exc: Exception, *, method: str, path: str, correlation: str | None
+    exc: Exception,
+    *,
+    method: str,
+    path: str,
+    correlation: str | None,
+    database: Database | None = None,
 ) -> tuple[int, dict[str, str], bytes]:
     """The status, extra headers and envelope that answer an error a handler raised, logged
-    as it must be: the one rendering for the Flask app and the lane (`web.lane`)."""
+    as it must be: the one rendering for the Flask app and the lane (`web.lane`). `database`
+    is the store the handler used: it tells (and notes) whether the error is its outage."""
     headers: dict[str, str] = {}
-    if isinstance(exc, RequestError):
+    unavailable = store_unavailable(exc, database)
+    if unavailable is not None:
+        status, code, message, details = 503, unavailable.code, unavailable.message, None
+        headers["Retry-After"] = str(unavailable.retry_after)
+    elif isinstance(exc, RequestError):
         status, code, message, details = exc.status, exc.code, exc.message, exc.details
         if status == 429 and isinstance(details, dict) and "retryAfter" in details:
             headers["Retry-After"] = str(details["retryAfter"])
@@ -79,12 +95,46 @@ def error_answer(
     return status, headers, json.dumps(body).encode()
 
 
+def store_unavailable(exc: BaseException, database: Database | None) -> StoreUnavailable | None:
+    """The `StoreUnavailable` that `exc` amounts to, or None: the shells' one test."""
+    if isinstance(exc, StoreUnavailable):
+        return exc
+    return database.unavailable(exc) if database is not None else None
+
+
 def _answer(exc: Exception) -> Response:
+    database: Database = current_app.extensions["driftgate.database"]
+    if request.blueprint == "console":
+        unavailable = store_unavailable(exc, database)
+        if unavailable is not None:
+            return unavailable_page(unavailable)
     status, headers, body = error_answer(
-        exc, method=request.method, path=request.path, correlation=g.get("correlation_id")
+        exc,
+        method=request.method,
+        path=request.path,
+        correlation=g.get("correlation_id"),
+        database=database,
     )
     response = Response(body, status=status, mimetype="application/json")
     response.headers.update(headers)
+    return response
+
+
+_UNAVAILABLE_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>driftgate: database unavailable</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"></head>
+<body><main><h1>driftgate cannot reach its database</h1>
+<p>{message}</p>
+<p>Reload this page in a few seconds.</p></main></body></html>
+"""
+
+
+def unavailable_page(unavailable: StoreUnavailable) -> Response:
+    """The console's 503: a page of its own that reads nothing from the store (the console's
+    layout would look the user up)."""
+    html = _UNAVAILABLE_PAGE.format(message=unavailable.message.capitalize() + ".")
+    response = Response(html, status=503, mimetype="text/html")
+    response.headers["Retry-After"] = str(unavailable.retry_after)
     return response
 
 

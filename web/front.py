@@ -22,6 +22,11 @@ make sense of (a malformed or repeated length, both Content-Length and Transfer-
 is handed to gunicorn's parser as it is, which refuses it before the app runs. Every error
 the server itself sends, here or from the parser, is the JSON envelope `{error, message}` of
 the API, never gunicorn's HTML page.
+
+`GET /health` (and `HEAD`) is answered here too, in the event loop, and never reaches a
+thread: liveness must not wait behind requests that wait on a frozen database (each of them
+holds a thread up to the statement timeout). It touches nothing but the version string, as
+the route does (`web.api.health`), and keeps the connection alive as the app would.
 """
 
 from __future__ import annotations
@@ -35,9 +40,12 @@ from functools import partial
 from typing import Any
 
 from gunicorn.http import errors as http_errors
+from gunicorn.http.message import Request
+from gunicorn.http.unreader import IterUnreader
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
-from web.edge import correlation_id
+from controller import __version__
+from web.edge import access_log, correlation_id
 from web.routes import CORRELATION_HEADER
 
 MAX_HEADER_BYTES = 64 * 1024
@@ -83,6 +91,41 @@ _PARSER_STATUS: tuple[tuple[type[Exception], int], ...] = (
     (http_errors.ForbiddenProxyRequest, 403),
     (http_errors.ParseException, 400),
 )
+
+
+HEALTH_BODY = json.dumps({"status": "ok", "version": __version__}, separators=(",", ":")).encode()
+
+
+def health_response(correlation: str, *, keep_alive: bool, head: bool) -> bytes:
+    """`/health`'s 200, as the app answers it (`web.api.health`)."""
+    lines = (
+        "HTTP/1.1 200 OK\r\n"
+        "Content-Type: application/json\r\n"
+        f"Content-Length: {len(HEALTH_BODY)}\r\n"
+        f"{CORRELATION_HEADER}: {correlation}\r\n"
+        + ("" if keep_alive else "Connection: close\r\n")
+        + "\r\n"
+    )
+    return lines.encode("latin-1") + (b"" if head else HEALTH_BODY)
+
+
+def health_request(cfg: Any, head: bytes, peer: Any) -> tuple[bool, bool, str] | None:
+    """For a header section that asks for `/health` without a body and that gunicorn's own
+    parser accepts: (whether it is a HEAD, whether the connection stays open, the
+    `X-Service-Source`); None for any other request, which a thread serves (or refuses)."""
+    try:
+        request = Request(cfg, IterUnreader([head]), peer)
+    except Exception:  # noqa: BLE001 - the thread's parser refuses it the same way
+        return None
+    if request.method not in ("GET", "HEAD") or request.path != "/health":
+        return None
+    source = ""
+    for name, value in request.headers:
+        if name == "TRANSFER-ENCODING" or (name == "CONTENT-LENGTH" and value != "0"):
+            return None
+        if name == "X-SERVICE-SOURCE":
+            source = value[:100]
+    return request.method == "HEAD", not request.should_close(), source
 
 
 def error_response(status: int, message: str, correlation: str = "") -> bytes:
@@ -345,8 +388,45 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
         if isinstance(outcome, tuple):
             status, message = outcome
             self._refuse(arrival, status, message)
-        else:
+        elif not self._answer_health(arrival):
             self._hand_over(arrival)
+        return True
+
+    def _answer_health(self, arrival: _Arrival) -> bool:
+        """Answer `GET /health` here (see the module docstring); False for any other request."""
+        end = arrival.framing.header_end
+        if end < 0 or not arrival.buffer.startswith((b"GET /health", b"HEAD /health")):
+            return False
+        asked = health_request(self.cfg, bytes(arrival.buffer[:end]), arrival.conn.client)
+        if asked is None:
+            return False
+        head, keep_alive, source = asked
+        keep_alive = keep_alive and self.alive
+        started = time.perf_counter()
+        correlation = correlation_id(arrival.framing.correlation)
+        answer = health_response(correlation, keep_alive=keep_alive, head=head)
+        access_log(
+            "HEAD" if head else "GET",
+            "/health",
+            200,
+            started,
+            correlation,
+            org=None,
+            source=source or None,
+        )
+        if not keep_alive:
+            self._send_and_close(arrival, answer)
+            return True
+        try:
+            sent = arrival.conn.sock.send(answer)
+        except OSError:
+            sent = -1
+        if sent != len(answer):  # a client that does not read its answers: let it go
+            self._close(arrival)
+            return True
+        # The next request on this connection (perhaps already here, pipelined).
+        self._forget(arrival)
+        self._await_request(arrival.conn, bytes(arrival.buffer[end:]))
         return True
 
     def _hand_over(self, arrival: _Arrival) -> None:
@@ -360,7 +440,10 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
     def _refuse(self, arrival: _Arrival, status: int, message: str) -> None:
         """Answer `status` and close, reading what the client still sends for a moment so that
         it sees the answer rather than a reset."""
-        self._send(arrival, error_response(status, message, arrival.framing.correlation))
+        self._send_and_close(arrival, error_response(status, message, arrival.framing.correlation))
+
+    def _send_and_close(self, arrival: _Arrival, answer: bytes) -> None:
+        self._send(arrival, answer)
         try:
             arrival.conn.sock.shutdown(socket.SHUT_WR)
         except OSError:

@@ -164,7 +164,13 @@ class Lane:
             reply = as_reply(route, result)
             return reply.status, reply.headers, reply.encoded()
         except Exception as exc:  # noqa: BLE001 - answered with the route's envelope
-            return error_answer(exc, method=route.method, path=route.rule, correlation=correlation)
+            return error_answer(
+                exc,
+                method=route.method,
+                path=route.rule,
+                correlation=correlation,
+                database=self.database,
+            )
         finally:
             if session.session is not None:
                 session.session.close()  # rolls back anything the handler did not commit

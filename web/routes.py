@@ -23,9 +23,9 @@ from werkzeug.routing import BaseConverter, Map
 
 from controller import __version__
 from controller.crypto import SecretBox
-from controller.errors import Forbidden, NotFound, RequestError
+from controller.errors import NotFound, RequestError
 from controller.services.auth import Principal
-from controller.services.orgs import plan_at_least
+from controller.services.orgs import plan_at_least, plan_required, product_required
 from controller.settings import Settings
 from controller.store.db import Database
 from controller.store.models import TrialSession
@@ -151,11 +151,7 @@ class Guard:
 def requires_plan(minimum: str) -> Guard:
     def check(principal: Principal) -> None:
         if not plan_at_least(principal.plan, minimum):
-            raise Forbidden(
-                f"this call needs the {minimum} plan or higher; "
-                f"org {principal.org_name!r} is on {principal.plan}",
-                code="plan_required",
-            )
+            raise plan_required(principal.org_name, principal.plan, minimum)
 
     return Guard(f"requires the {minimum} plan or higher", check)
 
@@ -163,10 +159,7 @@ def requires_plan(minimum: str) -> Guard:
 def requires_product(product: str) -> Guard:
     def check(principal: Principal) -> None:
         if product not in principal.products:
-            raise Forbidden(
-                f"the {product} product is not enabled for org {principal.org_name!r}",
-                code=f"PRODUCT_REQUIRED: {product}",
-            )
+            raise product_required(principal.org_name, principal.plan, product)
 
     return Guard(f"requires the {product} product", check)
 

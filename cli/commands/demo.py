@@ -46,6 +46,12 @@ _interval = click.option(
 @click.option(
     "--exit-when-done", is_flag=True, help="Stop after the last stage instead of serving on."
 )
+@click.option(
+    "--keep",
+    is_flag=True,
+    help="Keep the temporary data directory (store, log, API key, console password) after the "
+    "demo; without --data-dir it is removed.",
+)
 @click.pass_context
 def demo(
     ctx: click.Context,
@@ -56,13 +62,16 @@ def demo(
     data_dir: Path | None,
     examples: Path | None,
     exit_when_done: bool,
+    keep: bool,
 ) -> None:
     """Watch drift happen: a vendor simulator, a webhook receiver and driftgate on loopback.
 
     Within about two minutes the vendors remove an endpoint (breaking), rewrite a tool's
     description (warning), add a tool (info) and revert; the console shows the watches, the
     incident, the killed production agent and its signed webhook, the run gate's 409 and the
-    way back. Ctrl-C stops everything.
+    way back. Ctrl-C stops everything within about a second and removes the temporary data
+    directory, which holds the demo's API key and console password (--keep keeps it; a
+    --data-dir is always kept).
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -70,6 +79,7 @@ def demo(
 
     options = DemoOptions(
         data_dir=data_dir or Path(tempfile.mkdtemp(prefix="driftgate-demo-")),
+        remove_data_dir=data_dir is None and not keep,
         examples=examples or default_examples(),
         port=port,
         vendor_port=vendor_port,
@@ -81,6 +91,17 @@ def demo(
         run(options, lambda line: click.echo(line))
     except RuntimeError as exc:
         fail(str(exc))
+    finally:
+        _skip_final_collection()
+
+
+def _skip_final_collection() -> None:
+    """Everything is stopped and closed: the interpreter's last garbage collection of what
+    the demo loaded (pygit2, SQLAlchemy, uvicorn, the MCP SDK) would only delay the exit,
+    by seconds on a busy machine, after "stopped." was said."""
+    import gc
+
+    gc.freeze()
 
 
 @demo.command("vendor")
@@ -96,3 +117,5 @@ def vendor(port: int, interval: float) -> None:
         serve_vendor("127.0.0.1", port, interval or None, lambda line: click.echo(line))
     except OSError as exc:
         fail(f"cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}")
+    finally:
+        _skip_final_collection()

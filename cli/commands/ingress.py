@@ -31,7 +31,7 @@ def _lines(answer: dict[str, Any]) -> list[str]:
     if answer["ok"]:
         return ["ok: the payload fits the profile"]
     lines = [f"invalid ({answer['severity']}): {len(answer['errors'])} error(s)"]
-    lines += [f"  {e['path']}  {e['code']}  {e['message']}" for e in answer["errors"]]
+    lines += [f"  {e['path']}: {e['message']} ({e['code']})" for e in answer["errors"]]
     if answer.get("truncated"):
         lines.append("  (more errors were left out)")
     return lines

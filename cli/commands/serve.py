@@ -115,7 +115,12 @@ def controller(
     configure_logging(settings)
     # Every worker, delivery thread, the lease thread and the ticker may hold one at once.
     pool_size = concurrency + settings.delivery_concurrency + 4
-    database = Database(settings.effective_database_url, pool_size=pool_size)
+    database = Database(
+        settings.effective_database_url,
+        pool_size=pool_size,
+        connect_timeout=settings.database_connect_timeout_seconds,
+        statement_timeout=settings.database_controller_statement_timeout_seconds,
+    )
     current, head = migrate.current_revision(database), migrate.head_revision(database)
     if current != head:
         raise ConfigError(

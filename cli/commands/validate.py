@@ -17,7 +17,7 @@ from typing import NoReturn
 import click
 
 from controller.gitops import FILES, Bundle, Problem, load_bundle
-from controller.gitops.load import PROFILES, is_read
+from controller.gitops.load import PROFILES, WATCH_SETS, is_read
 from controller.model.gitops import (
     MAX_FILE_BYTES,
     MAX_REVISION_BYTES,
@@ -56,8 +56,10 @@ def validate(directory: Path, output_format: str, templates: tuple[str, ...]) ->
 
     known = {*templates, *SYSTEM_TEMPLATES}
     bundle = load_bundle(files, directory=shown, known_templates=known, unreadable=unreadable)
-    if not bundle.problems and not any(name in files for name in FILES):
-        _fail(f"{shown} has none of {', '.join(FILES)}")
+    if not bundle.problems and not any(
+        name in FILES or name.startswith(f"{WATCH_SETS}/") for name in files
+    ):
+        _fail(f"{shown} has none of {', '.join(FILES)}, {WATCH_SETS}/*.yaml")
     counts = summarize(bundle)
     if output_format == "json":
         document = {
@@ -108,8 +110,9 @@ def _find_directory(directory: Path) -> Path:
 
 
 def _read_files(directory: Path) -> tuple[dict[str, bytes], dict[str, Unreadable]]:
-    """The files the loader reads (FILES, near misses such as `agents.yml`, and
-    `profiles/*.json|yaml`), and why any of them was not read, by the rules of a git source:
+    """The files the loader reads (FILES, near misses such as `agents.yml`,
+    `profiles/*.json|yaml` and `watch-sets/*.yaml`), and why any of them was not read, by the
+    rules of a git source:
     a symbolic link, a directory, a FIFO or other special file, a file over the per-file limit
     or past the total is a problem at its path, never followed, opened for a blocking read or
     read whole."""
@@ -118,14 +121,15 @@ def _read_files(directory: Path) -> tuple[dict[str, bytes], dict[str, Unreadable
     total = 0
     try:
         entries = [(entry.name, entry) for entry in sorted(directory.iterdir())]
-        profiles = directory / PROFILES
-        mode = _mode(profiles)
-        if mode is not None and stat.S_ISDIR(mode):
-            entries += [(f"{PROFILES}/{e.name}", e) for e in sorted(profiles.iterdir())]
-        elif mode is not None:
-            unreadable[PROFILES] = Unreadable(_kind(mode) or "file")
+        for folder in (PROFILES, WATCH_SETS):
+            mode = _mode(directory / folder)
+            if mode is not None and stat.S_ISDIR(mode):
+                inside = sorted((directory / folder).iterdir())
+                entries += [(f"{folder}/{e.name}", e) for e in inside]
+            elif mode is not None:
+                unreadable[folder] = Unreadable(_kind(mode) or "file")
         for name, entry in entries:
-            if name == PROFILES or not is_read(name):
+            if name in (PROFILES, WATCH_SETS) or not is_read(name):
                 continue
             read = _read_regular(entry)
             if isinstance(read, Unreadable):

@@ -7,11 +7,13 @@ error answer (its message and code on one line)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
 import click
+from click.core import ParameterSource
 
 from cli import api
 from cli.remote import emit, server, server_command, table
@@ -30,6 +32,36 @@ def _watch_rows(watches: Sequence[dict[str, Any]]) -> list[str]:
         for w in watches
     ]
     return table(rows, ("ID", "NAME", "TYPE", "STATUS", "LAST CHECK", "URL"))
+
+
+# `--fail-on` of `watches check`: `diff --fail-on`'s thresholds, and `error` below `breaking`.
+GATES = ("breaking", "warning", "info", "error", "never")
+_REACHED = {
+    "breaking": ("breaking",),
+    "warning": ("breaking", "warning"),
+    "info": ("breaking", "warning", "info"),
+}
+
+
+def _status_text(document: dict[str, Any], open_only: bool = False) -> list[str]:
+    """A watch's status (`GET /api/watches/<id>/status`): the watch, why it blocks preflight
+    (a failed check's class and error), what to do, and its last drift event (with
+    `open_only`, only while it holds open changes)."""
+    watch = document["watch"]
+    lines = _watch_text(watch)
+    if document.get("reasons"):
+        lines.append(f"  blocks preflight: {', '.join(document['reasons'])}")
+    if watch.get("driftStatus") == "error" and watch.get("lastError"):
+        lines.append(f"  last error: {watch['lastError']}")
+    if document.get("agentActions"):
+        lines.append(f"  to do: {', '.join(document['agentActions'])}")
+    event = document.get("lastDriftEvent")
+    if open_only and not any((watch.get("openChanges") or {}).values()):
+        event = None
+    if event:
+        lines.append(f"  last drift event {event.get('id')} at {event.get('detectedAt')}")
+        lines += _change_lines(event.get("changes") or [], "    ")
+    return lines
 
 
 def _watch_text(watch: dict[str, Any]) -> list[str]:
@@ -143,19 +175,7 @@ def watches_show(watch: str, url: str | None, api_key: str | None, output_format
     with server(url, api_key) as http:
         status = api.call(http, "GET", f"/api/watches/{api.watch_id(http, watch)}/status")
 
-    def text(document: dict[str, Any]) -> list[str]:
-        lines = _watch_text(document["watch"])
-        if document.get("reasons"):
-            lines.append(f"  blocks preflight: {', '.join(document['reasons'])}")
-        if document.get("agentActions"):
-            lines.append(f"  to do: {', '.join(document['agentActions'])}")
-        event = document.get("lastDriftEvent")
-        if event:
-            lines.append(f"  last drift event {event.get('id')} at {event.get('detectedAt')}")
-            lines += _change_lines(event.get("changes") or [], "    ")
-        return lines
-
-    emit(status, output_format, text)
+    emit(status, output_format, _status_text)
 
 
 @watches.command("check")
@@ -166,23 +186,71 @@ def watches_show(watch: str, url: str | None, api_key: str | None, output_format
     default=30,
     show_default=True,
     metavar="SECONDS",
-    help="Wait up to SECONDS for the result (0: queue it and return).",
+    help="Wait up to SECONDS for the result (0: queue it and return, exit 0).",
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(GATES),
+    default="breaking",
+    show_default=True,
+    help="Exit 1 when the check failed or left open changes at least this severe (as `diff "
+    "--fail-on`); error: only when the check failed; never: always 0.",
 )
 @server_command
+@click.pass_context
 def watches_check(
-    watch: str, wait: float, url: str | None, api_key: str | None, output_format: str
+    ctx: click.Context,
+    watch: str,
+    wait: float,
+    fail_on: str,
+    url: str | None,
+    api_key: str | None,
+    output_format: str,
 ) -> None:
-    """Check a watch now (by id or name) and show the outcome."""
+    """Check a watch now (by id or name): the outcome, the reason a check failed, the open
+    changes. Exit 0 passed, 1 the check failed or its open changes reach --fail-on (or it did
+    not finish within --wait), 2 a usage error or an error answer."""
+    if wait == 0 and ctx.get_parameter_source("fail_on") is ParameterSource.COMMANDLINE:
+        raise click.UsageError("--fail-on needs the check's result: --wait 0 only queues it")
     with server(url, api_key) as http:
         watch_id = api.watch_id(http, watch)
         answer = api.call(http, "POST", f"/api/watches/{watch_id}/check", params={"wait": wait})
+        status = None
+        if answer.get("watch") is not None and output_format == "text":
+            status = api.call(http, "GET", f"/api/watches/{watch_id}/status")
 
     def text(document: dict[str, Any]) -> list[str]:
         if document.get("watch") is None:
             return [f"check {document['jobId']} {document['status']}: not finished yet"]
-        return [f"check {document['jobId']} {document['status']}", *_watch_text(document["watch"])]
+        lines = [f"check {document['jobId']} {document['status']}"]
+        return lines + _status_text(status or {"watch": document["watch"]}, open_only=True)
 
     emit(answer, output_format, text)
+    if wait == 0:
+        return
+    failed = gate_failure(answer, fail_on, wait)
+    if failed:
+        click.echo(f"driftgate: check gate failed (--fail-on {fail_on}): {failed}", err=True)
+        sys.exit(1)
+
+
+def gate_failure(answer: dict[str, Any], fail_on: str, wait: float) -> str | None:
+    """Why a finished check fails the gate `fail_on` (None: it passes). A check that failed
+    fails every gate but `never`, as it blocks preflight; so does one not finished in time."""
+    if fail_on == "never":
+        return None
+    watch = answer.get("watch")
+    if watch is None:
+        return f"the check did not finish within {wait:g} s (job {answer.get('jobId')})"
+    name = watch.get("name")
+    if answer.get("status") == "failed" or watch.get("driftStatus") == "error":
+        failure = watch.get("failureClass") or "unknown"
+        return f"the check of {name} failed (check_failed:{failure})"
+    counts = watch.get("openChanges") or {}
+    reached = [f"{counts[s]} {s}" for s in _REACHED.get(fail_on, ()) if counts.get(s)]
+    if reached:
+        return f"{name} has open changes: {', '.join(reached)}"
+    return None
 
 
 def _watch_action(action: str, summary: str) -> click.Command:

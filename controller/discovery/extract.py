@@ -23,6 +23,7 @@ import json5
 import yaml
 
 from controller.errors import Unprocessable
+from controller.model.watch import infer_watch_type as watch_type_of_url
 
 REDACTED = "<redacted>"
 PLACEHOLDER = re.compile(
@@ -60,6 +61,7 @@ class Candidate:
     headers: dict[str, str] = field(default_factory=dict)  # redacted
     env: dict[str, str] = field(default_factory=dict)  # redacted
     disabled: bool = False
+    acknowledged: bool = False  # a stdio server acknowledged in .driftgate/coverage.yaml
     origin: str = ""  # where the request held it: a JSON pointer (/urls/0, /text, /mcpJson)
 
     @property
@@ -72,12 +74,19 @@ class Candidate:
 
 
 def infer_watch_type(url: str) -> tuple[str, str]:
-    """(watch type, reason) of a URL by its shape."""
+    """(watch type, reason) of a URL by its shape: the type a watch created from the URL
+    without `watchType` gets (`controller.model.watch.infer_watch_type`) wherever that tells,
+    so a candidate and its watch never disagree."""
     path = urlsplit(url).path
     if _SPEC_PATHS.search(path):
         return "openapi", "the path names an OpenAPI or Swagger document"
     if _MCP_PATHS.search(path):
         return "mcp", "the path is an MCP endpoint (/mcp, /sse)"
+    inferred = watch_type_of_url(url)
+    if inferred is not None:
+        if inferred.value == "openapi":
+            return "openapi", "the path names an OpenAPI, Swagger or API-docs document"
+        return inferred.value, "the host or path names an MCP server"
     return "rest", "an HTTP endpoint that is not a spec document or an MCP endpoint"
 
 

@@ -16,6 +16,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from controller.discovery.acknowledgements import (
+    Acknowledgement,
+    acknowledged,
+    is_ack_file,
+    parse_acknowledgements,
+)
 from controller.discovery.extract import (
     Candidate,
     ConfigInvalid,
@@ -80,6 +86,9 @@ class ScanResult:
     skipped_binary: int = 0
     skipped_large: int = 0
     problems: list[str] = field(default_factory=list)
+    acknowledgements: list[Acknowledgement] = field(default_factory=list)
+    # `.driftgate/coverage.yaml` could not be read: the coverage gate refuses to guess.
+    acknowledgements_invalid: ConfigInvalid | None = None
 
 
 def scan_files(files: Sequence[tuple[str, bytes | str]]) -> ScanResult:
@@ -100,6 +109,13 @@ def scan_files(files: Sequence[tuple[str, bytes | str]]) -> ScanResult:
             result.skipped_binary += 1
             continue
         result.files_read += 1
+        if is_ack_file(path):
+            try:
+                result.acknowledgements += parse_acknowledgements(text, path)
+            except ConfigInvalid as exc:
+                result.problems.append(exc.message)
+                result.acknowledgements_invalid = exc
+            continue
         try:
             found = scan_file(path, text)
         except ConfigInvalid as exc:
@@ -110,6 +126,7 @@ def scan_files(files: Sequence[tuple[str, bytes | str]]) -> ScanResult:
             if candidate.key not in seen:
                 seen.add(candidate.key)
                 result.candidates.append(candidate)
+    acknowledged(result.candidates, result.acknowledgements)
     return result
 
 
@@ -174,17 +191,26 @@ def _line(text: str, needle: str) -> int | None:
     return None
 
 
-def _vendor(path: str, text: str, package: str) -> Candidate | None:
+def _vendor(path: str, line: int | None, package: str) -> Candidate | None:
+    """The candidate of a well-known vendor's SDK, cited at the dependency's own line. Each
+    table entry is the vendor's published OpenAPI description: an `openapi` watch, whatever
+    its URL looks like."""
     known = VENDORS.get(package.lower())
     if known is None:
         return None
     name, url = known
-    (candidate,) = from_urls([url], file=path)  # the table's URLs parse
-    candidate.name = name
-    candidate.line = _line(text, package)
-    candidate.confidence = 0.8
-    candidate.reasons = [f"the code depends on the {package} SDK; this is {name}'s public API"]
-    return candidate
+    return Candidate(
+        name=name,
+        watch_type="openapi",
+        url=url,
+        file=path,
+        line=line,
+        confidence=0.8,
+        reasons=[
+            f"the code depends on the {package} SDK; this is the OpenAPI description of "
+            f"{name}'s public API"
+        ],
+    )
 
 
 def _package_json(path: str, text: str) -> list[Candidate]:
@@ -192,22 +218,39 @@ def _package_json(path: str, text: str) -> list[Candidate]:
         document = json.loads(text)
     except ValueError:
         return []
+    if not isinstance(document, dict):
+        return []
+    lines = text.splitlines()
     found = []
     for key in ("dependencies", "devDependencies", "peerDependencies"):
-        for package in (document.get(key) or {}) if isinstance(document, dict) else {}:
-            candidate = _vendor(path, text, str(package))
+        section = document.get(key)
+        if not isinstance(section, dict):
+            continue
+        start = _key_line(lines, key, 0) or 0
+        for package in section:
+            candidate = _vendor(path, _key_line(lines, str(package), start), str(package))
             if candidate is not None:
                 found.append(candidate)
     return found
 
 
+def _key_line(lines: list[str], key: str, start: int) -> int | None:
+    """The 1-based line, at or after line `start`, where `"key":` is written (a JSON object
+    key: never the `"name": "..."` line whose value merely contains it)."""
+    pattern = re.compile(rf'"{re.escape(json.dumps(key)[1:-1])}"\s*:')
+    for number in range(max(start - 1, 0), len(lines)):
+        if pattern.search(lines[number]):
+            return number + 1
+    return None
+
+
 def _python_dependencies(path: str, text: str) -> list[Candidate]:
     found = []
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip().strip('",')
         match = _REQUIREMENT.match(stripped)
         if match and not stripped.startswith(("#", "[")):
-            candidate = _vendor(path, text, match.group(1))
+            candidate = _vendor(path, number, match.group(1))
             if candidate is not None:
                 found.append(candidate)
     return found

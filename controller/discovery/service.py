@@ -17,8 +17,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from controller.crypto import SecretBox
+from controller.discovery.acknowledgements import ACK_FILE, acknowledged
 from controller.discovery.extract import Candidate, from_mcp_config, from_text, from_urls
-from controller.discovery.scan import MAX_FILES, MAX_TOTAL_BYTES, scan_files
+from controller.discovery.scan import MAX_FILES, MAX_TOTAL_BYTES, ScanResult, scan_files
 from controller.errors import RequestError, Unprocessable
 from controller.model.base import ApiModel, BodyBool, BodyFloat, RequestModel
 from controller.model.problems import compose
@@ -59,6 +60,11 @@ class CandidateOut(ApiModel):
         default_factory=dict, description="header names with placeholders or <redacted>"
     )
     disabled: bool = False
+    acknowledged: bool = Field(
+        default=False,
+        description=f"a local (stdio) server acknowledged in {ACK_FILE}: the coverage gate "
+        "accepts it unwatched",
+    )
     existing_watch_id: str | None = Field(default=None, description="the org's watch of it")
 
 
@@ -132,15 +138,24 @@ class CoverageIn(DiscoveryIn):
 class MissingOut(ApiModel):
     url: str | None
     command: str | None = None
+    transport: str | None = Field(
+        default=None,
+        description=f"stdio: a local server, covered by an acknowledgement in {ACK_FILE} "
+        "(a watch needs a URL)",
+    )
     watch_type: str
     name: str
     source: SourceOut
+
+
+_ACKNOWLEDGED = f"local (stdio) servers accepted unwatched by {ACK_FILE}"
 
 
 class CoverageOk(ApiModel):
     covered: Literal[True] = True
     discovered: list[CandidateOut]
     watched: list[CandidateOut]
+    acknowledged: list[CandidateOut] = Field(description=_ACKNOWLEDGED)
 
 
 class CoverageMissing(ApiModel):
@@ -150,11 +165,15 @@ class CoverageMissing(ApiModel):
     missing_count: int
     discovered: list[CandidateOut]
     covered: list[CandidateOut]
+    acknowledged: list[CandidateOut] = Field(description=_ACKNOWLEDGED)
 
 
 class PreviewOut(ApiModel):
     candidates: list[CandidateOut]
-    asserted: int = Field(description="candidates at or above the confidence threshold")
+    asserted: int = Field(
+        description="candidates at or above the confidence threshold that are not "
+        "acknowledged local servers"
+    )
 
 
 # -- extraction --------------------------------------------------------------------------------
@@ -199,6 +218,7 @@ def out(candidate: Candidate, existing: str | None = None) -> CandidateOut:
         floating_version=candidate.floating_version,
         headers=candidate.headers,
         disabled=candidate.disabled,
+        acknowledged=candidate.acknowledged,
         existing_watch_id=existing,
     )
 
@@ -281,18 +301,23 @@ def _free_name(name: str, taken: set[str]) -> str:
 
 
 def assert_coverage(
-    session: Session, principal: Principal, data: CoverageIn, files: list[Candidate] | None
+    session: Session, principal: Principal, data: CoverageIn, files: ScanResult | None
 ) -> tuple[bool, CoverageOk | CoverageMissing]:
-    """Whether every candidate at or above the confidence threshold is watched."""
-    candidates = candidates_of(data, files)
+    """Whether every candidate at or above the confidence threshold is watched, or is a
+    local (stdio) server acknowledged in the files' `.driftgate/coverage.yaml`."""
+    candidates = _coverage_candidates(data, files)
     watched = _watched(session, principal.org_id)
-    asserted = [c for c in candidates if c.confidence >= data.min_confidence and not c.disabled]
+    asserted = _asserted(data, candidates)
     covered = [c for c in asserted if c.url and c.key in watched]
-    missing = [c for c in asserted if not (c.url and c.key in watched)]
+    accepted = [c for c in asserted if c.acknowledged]
+    missing = [c for c in asserted if not (c.url and c.key in watched) and not c.acknowledged]
     discovered = [out(c, watched.get(c.key) if c.url else None) for c in candidates]
+    acknowledged_out = [out(c) for c in accepted]
     if not missing:
         return True, CoverageOk(
-            discovered=discovered, watched=[out(c, watched[c.key]) for c in covered]
+            discovered=discovered,
+            watched=[out(c, watched[c.key]) for c in covered],
+            acknowledged=acknowledged_out,
         )
     return False, CoverageMissing(
         message=f"{len(missing)} contract(s) found are not watched",
@@ -300,6 +325,7 @@ def assert_coverage(
             MissingOut(
                 url=c.url,
                 command=c.command,
+                transport=c.transport,
                 watch_type=c.watch_type,
                 name=c.name,
                 source=SourceOut(file=c.file, line=c.line),
@@ -309,14 +335,29 @@ def assert_coverage(
         missing_count=len(missing),
         discovered=discovered,
         covered=[out(c, watched[c.key]) for c in covered],
+        acknowledged=acknowledged_out,
     )
 
 
-def preview(data: CoverageIn, files: list[Candidate] | None) -> PreviewOut:
+def preview(data: CoverageIn, files: ScanResult | None) -> PreviewOut:
     """The same analysis, touching no org's data: nothing says whether a watch exists."""
-    candidates = candidates_of(data, files)
-    asserted = sum(1 for c in candidates if c.confidence >= data.min_confidence and not c.disabled)
+    candidates = _coverage_candidates(data, files)
+    asserted = sum(1 for c in _asserted(data, candidates) if not c.acknowledged)
     return PreviewOut(candidates=[out(c) for c in candidates], asserted=asserted)
+
+
+def _coverage_candidates(data: CoverageIn, files: ScanResult | None) -> list[Candidate]:
+    """The candidates of a coverage request, marked when acknowledged. An acknowledgements
+    file that cannot be read is 422 `config_invalid` (file:line): the gate never guesses."""
+    if files is None:
+        return candidates_of(data)
+    if files.acknowledgements_invalid is not None:
+        raise files.acknowledgements_invalid
+    return acknowledged(candidates_of(data, files.candidates), files.acknowledgements)
+
+
+def _asserted(data: CoverageIn, candidates: list[Candidate]) -> list[Candidate]:
+    return [c for c in candidates if c.confidence >= data.min_confidence and not c.disabled]
 
 
 # -- repository scan -------------------------------------------------------------------------------
@@ -369,7 +410,8 @@ def scan_files_out(pairs: Sequence[tuple[str, bytes | str]]) -> ScanOut:
     )
 
 
-def scanned(raw: list[RepoFile] | None) -> list[Candidate] | None:
-    """The candidates of a coverage request's `files`, or None without files."""
+def scanned(raw: list[RepoFile] | None) -> ScanResult | None:
+    """The scan of a coverage request's `files` (candidates and acknowledgements), or None
+    without files."""
     pairs = files_of(raw)
-    return None if pairs is None else scan_files(pairs).candidates
+    return None if pairs is None else scan_files(pairs)

@@ -72,6 +72,7 @@ from controller.store.models import (
     DraftPr,
     DriftEvent,
     GitHubInstallation,
+    Incident,
     Org,
     Snapshot,
     Watch,
@@ -1202,10 +1203,7 @@ def _github_principal(org: Org, job: jobs.Claimed) -> Principal:
 
 def require_product(principal: Principal, product: str = PRODUCT) -> None:
     if product not in principal.products:
-        raise Forbidden(
-            f"the {product} product is not enabled for org {principal.org_name!r}",
-            code=f"PRODUCT_REQUIRED: {product}",
-        )
+        raise orgs.product_required(principal.org_name, principal.plan, product)
 
 
 def job_kinds(
@@ -1237,7 +1235,8 @@ def open_on_drift(drift: Drift, agent: Agent) -> bool:
     request of the drift event in the agent's `repoRef` repository (its branch, if named, is
     the base), once per event and repository however many replicas run checks. Needs the
     `draftpr_repo` product and a GitHub-shaped `repoRef` (owner/repo[@branch]); the agent
-    itself is not changed (False)."""
+    itself is not changed (False). A flapping incident that reopened (flap damping) keeps the
+    pull request it already has in the repository rather than getting one per flip."""
     session, watch = drift.session, drift.watch
     org = session.get(Org, watch.org_id)
     event_id = drift.incident.drift_event_id
@@ -1246,6 +1245,8 @@ def open_on_drift(drift: Drift, agent: Agent) -> bool:
     repo, _, base = agent.repo_ref.partition("@")
     event = session.get(DriftEvent, event_id)
     if repo.count("/") != 1 or event is None:
+        return False
+    if drift.incident.flap_count and _has_draft_since(session, watch, repo, drift.incident):
         return False
     changes = [_requested(c) for c in decode_changes(event.changes) if not c.get("ignored")][:250]
     request = {
@@ -1272,6 +1273,21 @@ def open_on_drift(drift: Drift, agent: Agent) -> bool:
         now=drift.now,
     )
     return False
+
+
+def _has_draft_since(session: Session, watch: Watch, repo: str, incident: Incident) -> bool:
+    """Whether the watch got a pull request in `repo` since the incident first opened."""
+    found = session.scalar(
+        select(DraftPr.id)
+        .where(
+            DraftPr.org_id == watch.org_id,
+            DraftPr.watch_id == watch.id,
+            DraftPr.repo_full_name == repo,
+            DraftPr.created_at >= incident.opened_at,
+        )
+        .limit(1)
+    )
+    return found is not None
 
 
 ACTIONS.attach(DRAFT_PR_ACTION, open_on_drift)

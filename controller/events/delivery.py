@@ -4,7 +4,9 @@ Workers claim due messages (`FOR UPDATE SKIP LOCKED` on Postgres, an immediate t
 on SQLite), send them outside any transaction through their channel (`controller.events.
 channels`: a signed webhook, a Slack message, an e-mail), then record the attempt. Failures
 retry with exponential backoff up to `MAX_ATTEMPTS`; every attempt is kept for
-`GET /api/alerts/stats`.
+`GET /api/alerts/stats`. Before a message of a drift or incident topic is sent, the grouping
+rule may hold it or suppress it into a newer one (`controller.events.grouping`); one that
+stands for suppressed repeats says how many in `data.suppressedCount`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from controller.crypto import SecretBox
 from controller.events.channels import CHANNELS, Channels, Event
+from controller.events.grouping import settle
 from controller.events.secrets import signing_secret
 from controller.sources.http import FetchError
 from controller.store.db import Database
@@ -85,7 +88,7 @@ def send(
     url = str(box.decrypt_json(message.destination_ciphertext))
     channel = channels.for_message(message.channel)
     event = Event(
-        payload={k: v for k, v in message.payload.items() if not k.startswith("_")},
+        payload=outgoing_payload(message),
         message_id=str(message.payload.get("_messageId") or message.id),
         secret=secret,
         now=now,
@@ -104,6 +107,15 @@ def send(
     if 200 <= status < 300:
         return Outcome(True, status, elapsed, None)
     return Outcome(False, status, elapsed, f"HTTP {status}")
+
+
+def outgoing_payload(message: OutboxMessage) -> dict[str, Any]:
+    """The payload as it goes out: without the private `_` keys, and with
+    `data.suppressedCount` when the message stands for repeats that were held back."""
+    payload = {k: v for k, v in message.payload.items() if not k.startswith("_")}
+    if message.suppressed_count and isinstance(payload.get("data"), dict):
+        payload["data"] = {**payload["data"], "suppressedCount": message.suppressed_count}
+    return payload
 
 
 def record(database: Database, message_id: str, outcome: Outcome, now: datetime) -> str:
@@ -145,9 +157,11 @@ def deliver_due(
     *,
     ids: list[str] | None = None,
     channels: Channels = CHANNELS,
+    group_seconds: float = 0,
 ) -> int:
     """Claim, send (through `channels`) and record due messages, only those of `ids` when
-    given; return how many were attempted."""
+    given; return how many were handled (sent, or held or suppressed by the grouping rule
+    over `group_seconds`, the `delivery_group_seconds` setting; 0: no grouping)."""
     messages = claim_due(database, now, limit if ids is None else len(ids), ids)
     secrets: dict[str, str] = {}
     for index, message in enumerate(messages):
@@ -155,11 +169,14 @@ def deliver_due(
             if message.org_id not in secrets:
                 with database.transaction() as session:
                     secrets[message.org_id] = signing_secret(session, message.org_id, box)
+            settled = settle(database, message, now, group_seconds)
         except Exception:
             # Nothing was sent: hand the claimed messages back at once rather than letting
             # them wait out their lease, then let the lane report the failure.
             release(database, [m.id for m in messages[index:]])
             raise
+        if settled != "send":
+            continue  # held until its window ends, or suppressed into a newer message
         outcome = send(message, box, secrets[message.org_id], client, now, channels)
         record(database, message.id, outcome, now)
     return len(messages)

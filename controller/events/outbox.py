@@ -4,6 +4,8 @@
 destination) and the org's alert policy (which severities notify), and stores one message
 per destination. Destination URLs can hold tokens (Slack webhook URLs do), so they are
 stored encrypted with only the host shown. Delivery happens later, in the controller.
+A message about a watch's drift or incident names its delivery topic, so that a flapping
+watch's repeats are grouped when they are delivered (`controller.events.grouping`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from urllib.parse import urlsplit
 from sqlalchemy.orm import Session
 
 from controller.crypto import SecretBox
+from controller.events.grouping import topic_of
 from controller.store.models import NotificationDefaults, OutboxMessage, Watch
 
 EVENT_TYPES = (
@@ -74,6 +77,8 @@ def emit(
         destinations.setdefault(url, channel_of(url))
     message_id = f"msg_{uuid.uuid4().hex}"
     payload = {"type": event_type, "timestamp": now.isoformat(), "data": data}
+    watch_id = watch.id if watch is not None else None
+    incident_id = data.get("incidentId")
     return [
         queue(
             session,
@@ -85,7 +90,8 @@ def emit(
             hint=destination_hint(url),
             payload={**payload, "_messageId": f"{message_id}_{index}"},
             now=now,
-            watch_id=watch.id if watch is not None else None,
+            watch_id=watch_id,
+            topic=topic_of(box, event_type, watch_id, incident_id, url),
         )
         for index, (url, channel) in enumerate(sorted(destinations.items()))
     ]
@@ -103,6 +109,7 @@ def queue(
     payload: dict[str, Any],
     now: datetime,
     watch_id: str | None = None,
+    topic: str | None = None,
 ) -> OutboxMessage:
     """Store one message for one destination (encrypted; `hint` is what people see of it),
     due now. `emit` decides destinations by policy; a report with its own recipients (the
@@ -116,6 +123,8 @@ def queue(
         destination_hint=hint,
         payload=payload,
         watch_id=watch_id,
+        topic=topic,
+        suppressed_count=0,
         status="pending",
         next_attempt_at=now,
         created_at=now,

@@ -41,6 +41,7 @@ class DeliveryWorkers:
         *,
         concurrency: int = 4,
         poll_seconds: float = 1.0,
+        group_seconds: float = 0,
     ) -> None:
         self.database = database
         self.box = box
@@ -49,6 +50,8 @@ class DeliveryWorkers:
         self.clock = clock
         self.concurrency = concurrency
         self.poll_seconds = poll_seconds
+        # `delivery_group_seconds`: repeats about one watch are grouped (`events.grouping`).
+        self.group_seconds = group_seconds
         self.stopping = threading.Event()
         self.work = threading.Condition()
         # One log line when delivering starts failing (the store is down, say), one when it
@@ -80,7 +83,13 @@ class DeliveryWorkers:
     def deliver_once(self) -> int:
         """Claim, send and record one due message in the caller's thread; how many (0 or 1)."""
         return deliver_due(
-            self.database, self.box, self.client, self.clock(), 1, channels=self.channels
+            self.database,
+            self.box,
+            self.client,
+            self.clock(),
+            1,
+            channels=self.channels,
+            group_seconds=self.group_seconds,
         )
 
     def drain(self) -> int:
@@ -94,8 +103,9 @@ class DeliveryWorkers:
         while not self.stopping.is_set():
             try:
                 sent = self.deliver_once()
-            except Exception:  # noqa: BLE001 - the lane must survive a bad round
-                if not self.failing:
+            except Exception as exc:  # noqa: BLE001 - the lane must survive a bad round
+                # The store's outage is logged by the store, once (`controller.store.outage`).
+                if self.database.unavailable(exc) is None and not self.failing:
                     self.failing = True
                     logger.exception("deliveries.failing")
                 sent = 0

@@ -64,6 +64,10 @@ from controller.model.watch import (
 
 FILES = ("agents.yaml", "templates.yaml", "watch-sets.yaml", "dashboards.yaml")
 PROFILES = "profiles"  # the subdirectory of consumer profiles, one file each
+# The subdirectory of watch-set files: each like watch-sets.yaml, all of them one namespace.
+WATCH_SETS = "watch-sets"
+WATCH_SETS_FILE = "watch-sets.yaml"
+WATCH_SET_SUFFIXES = (".yaml", ".yml")
 MAX_NODES = 100_000  # after alias expansion: a few aliases must not become a billion nodes
 MAX_DEPTH = 64
 
@@ -125,7 +129,12 @@ class Bundle:
 
     agents: AgentsFile | None = None
     templates: TemplatesFile | None = None
+    # Every watch set of watch-sets.yaml and of watch-sets/*.yaml, in that order (the files
+    # in name order); None when there is no such file or none of them validated.
     watch_sets: WatchSetsFile | None = None
+    # The same, file by file: its name in the directory (`watch-sets.yaml`,
+    # `watch-sets/prod.yaml`) -> its model, for those that validated.
+    watch_set_files: dict[str, WatchSetsFile] = field(default_factory=dict)
     dashboards: DashboardsFile | None = None
     # Consumer profiles of `profiles/*.json|yaml`: id -> (file as shown, the profile).
     profiles: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
@@ -141,9 +150,11 @@ class Bundle:
         return not self.problems
 
     def locate(self, file: str, path: Sequence[str | int], *, key: bool = False) -> Position:
-        """Line and column (1-based) of the value at `path` in `file` (a base name such as
-        `agents.yaml`); (1, 1) when the file or path is unknown."""
-        positions = self.positions.get(file.rsplit("/", 1)[-1])
+        """Line and column (1-based) of the value at `path` in `file` (a name in the
+        directory such as `agents.yaml` or `watch-sets/prod.yaml`, with or without the
+        directory before it); (1, 1) when the file or path is unknown."""
+        parts = file.split("/")
+        positions = self.positions.get("/".join(parts[-2:])) or self.positions.get(parts[-1])
         return positions.find(path, key=key) if positions else (1, 1)
 
 
@@ -200,7 +211,7 @@ def load_bundle(
     not_read = [
         Problem(_join(directory, name), 1, 1, why.message)
         for name, why in sorted(unreadable.items())
-        if name in FILES or name == PROFILES or name.startswith(f"{PROFILES}/")
+        if name in FILES or name.split("/", 1)[0] in (PROFILES, WATCH_SETS)
     ]
 
     def document(name: str) -> _Document:
@@ -211,17 +222,22 @@ def load_bundle(
             return _Document(name, file, reuse[name], Positions())
         return _parse(name, file, files[name], max_file_bytes)
 
-    documents = {name: document(name) for name in FILES if name in files or name in unreadable}
+    parts = sorted(name for name in {*files, *unreadable} if _is_watch_set_part(name))
+    present = [name for name in FILES if name in files or name in unreadable]
+    documents = {name: document(name) for name in [*present, *parts]}
 
     def validate(name: str, model: type[M]) -> M | None:
         return _validate(
             documents.get(name), model, schema_checked=name in reuse, earlier=earlier.get(name)
         )
 
+    set_names = [name for name in documents if documents[name].kind == WATCH_SETS_FILE]
+    set_files = {name: validate(name, WatchSetsFile) for name in set_names}
     bundle = Bundle(
         agents=validate("agents.yaml", AgentsFile),
         templates=validate("templates.yaml", TemplatesFile),
-        watch_sets=validate("watch-sets.yaml", WatchSetsFile),
+        watch_sets=_merged(set_files),
+        watch_set_files={name: model for name, model in set_files.items() if model is not None},
         dashboards=validate("dashboards.yaml", DashboardsFile),
         positions={
             name: document.positions
@@ -233,7 +249,7 @@ def load_bundle(
     for name, model in (
         ("agents.yaml", bundle.agents),
         ("templates.yaml", bundle.templates),
-        ("watch-sets.yaml", bundle.watch_sets),
+        *set_files.items(),
         ("dashboards.yaml", bundle.dashboards),
     ):
         if model is not None and not documents[name].problems:
@@ -253,6 +269,24 @@ def load_bundle(
     return bundle
 
 
+def _merged(files: Mapping[str, WatchSetsFile | None]) -> WatchSetsFile | None:
+    """The watch sets of every file that validated, as one file; None when none did."""
+    valid = [model for model in files.values() if model is not None]
+    if not valid:
+        return None
+    if len(valid) == 1:
+        return valid[0]
+    # Each file passed the model already; the concatenation has no rule of its own.
+    sets = [watch_set for model in valid for watch_set in model.watch_sets]
+    return WatchSetsFile.model_construct(version=valid[0].version, watch_sets=sets)
+
+
+def _is_watch_set_part(name: str) -> bool:
+    """`watch-sets/<name>.yaml|yml`: one of the split watch-set files."""
+    folder, _, base = name.partition("/")
+    return folder == WATCH_SETS and "/" not in base and base.lower().endswith(WATCH_SET_SUFFIXES)
+
+
 # Consumer profiles: one per file under profiles/
 
 
@@ -262,11 +296,12 @@ _PROFILE_KEYS = ("id", "version", "schema", "profileKind", "envelope", "normaliz
 
 def is_read(name: str) -> bool:
     """Whether `load_bundle` reads the file `name` (relative to the directory): one of FILES,
-    a near miss of one (reported), or a consumer profile `profiles/<name>.json|yaml|yml`. What
-    it does not read need not be read from git or disk at all."""
+    a near miss of one (reported), a consumer profile `profiles/<name>.json|yaml|yml` or a
+    watch-set file `watch-sets/<name>.yaml|yml`. What it does not read need not be read from
+    git or disk at all."""
     if "/" not in name:
         return name in FILES or _meant_file(name) is not None
-    return _is_profile(name)
+    return _is_profile(name) or _is_watch_set_part(name)
 
 
 def _is_profile(name: str) -> bool:
@@ -308,11 +343,16 @@ def _load_profiles(
 
 @dataclass
 class _Document:
-    name: str  # base name, e.g. agents.yaml
+    name: str  # name in the directory, e.g. agents.yaml or watch-sets/prod.yaml
     file: str  # as shown in problems, e.g. .driftgate/agents.yaml
     data: Any = None
     positions: Positions | None = None
     problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        """The file of FILES whose schema applies (a watch-set file's is watch-sets.yaml)."""
+        return WATCH_SETS_FILE if _is_watch_set_part(self.name) else self.name
 
     @property
     def parsed(self) -> bool:
@@ -560,10 +600,10 @@ def _validate(
             return None
     clean = not document.problems
     before = len(document.problems)
-    unchanged = _unchanged_items(document.name, data, earlier) if earlier is not None else {}
+    unchanged = _unchanged_items(document.kind, data, earlier) if earlier is not None else {}
     token = _UNCHANGED.set(unchanged)
     try:
-        _explain_schema_errors(document, _validator(document.name).iter_errors(data))
+        _explain_schema_errors(document, _validator(document.kind).iter_errors(data))
     finally:
         _UNCHANGED.reset(token)
     if len(document.problems) > before or not clean:
@@ -881,8 +921,8 @@ class _Checks:
             templates = self._templates(bundle.templates)
         elif "templates.yaml" not in self.documents:
             templates = {}
-        if bundle.watch_sets is not None:
-            self._watch_sets(bundle.watch_sets, templates)
+        if bundle.watch_set_files:
+            self._watch_sets(bundle.watch_set_files, templates)
         if bundle.agents is not None:
             self._agents(bundle.agents)
         if bundle.dashboards is not None:
@@ -898,19 +938,25 @@ class _Checks:
             _unique(document, seen, template.name, ("templates", i, "name"), "template name")
         return {template.name: template for template in reversed(file.templates)}
 
-    def _watch_sets(self, file: WatchSetsFile, templates: dict[str, Template] | None) -> None:
-        document = self.documents["watch-sets.yaml"]
-        set_names: dict[str, JsonPath] = {}
-        watch_names: dict[str, JsonPath] = {}
-        for i, watch_set in enumerate(file.watch_sets):
-            _unique(document, set_names, watch_set.name, ("watchSets", i, "name"), "watch set")
-            for j, entry in enumerate(watch_set.watches):
-                here: JsonPath = ("watchSets", i, "watches", j)
-                _unique(document, watch_names, entry.name, (*here, "name"), "watch")
-                template = self._template(document, entry, here, templates)
-                url = entry.url or (template.url_pattern if template else None)
-                kind = entry.watch_type or (template.watch_type if template else None)
-                self.watches.setdefault(entry.name, (url, kind, "watch-sets.yaml", here))
+    def _watch_sets(
+        self, files: Mapping[str, WatchSetsFile], templates: dict[str, Template] | None
+    ) -> None:
+        """Set names and watch names are unique across every watch-set file (one namespace:
+        each becomes one object of the org); a repeat is reported with where the first is."""
+        set_names: dict[str, tuple[_Document, JsonPath]] = {}
+        watch_names: dict[str, tuple[_Document, JsonPath]] = {}
+        for name, file in files.items():
+            document = self.documents[name]
+            for i, watch_set in enumerate(file.watch_sets):
+                where: JsonPath = ("watchSets", i, "name")
+                _unique_across(document, set_names, watch_set.name, where, "watch set")
+                for j, entry in enumerate(watch_set.watches):
+                    here: JsonPath = ("watchSets", i, "watches", j)
+                    _unique_across(document, watch_names, entry.name, (*here, "name"), "watch")
+                    template = self._template(document, entry, here, templates)
+                    url = entry.url or (template.url_pattern if template else None)
+                    kind = entry.watch_type or (template.watch_type if template else None)
+                    self.watches.setdefault(entry.name, (url, kind, name, here))
 
     def _template(
         self,
@@ -1006,6 +1052,24 @@ def _unique(
         document.report(path, f"duplicate {what} {value!r} (first at line {line})")
         return False
     seen[value] = path
+    return True
+
+
+def _unique_across(
+    document: _Document,
+    seen: dict[str, tuple[_Document, JsonPath]],
+    value: str,
+    path: JsonPath,
+    what: str,
+) -> bool:
+    """`_unique` over several files: a repeat names the file and line of the first."""
+    if value in seen:
+        first, first_path = seen[value]
+        line = first.positions.find(first_path)[0] if first.positions else 1
+        where = f"line {line}" if first is document else f"{first.file}:{line}"
+        document.report(path, f"duplicate {what} {value!r} (first at {where})")
+        return False
+    seen[value] = (document, path)
     return True
 
 

@@ -24,7 +24,7 @@ from sqlalchemy import Table, bindparam, select
 from sqlalchemy.orm import Session
 
 from controller.crypto import SecretBox
-from controller.errors import Conflict, Forbidden, NotFound, RequestError, Unprocessable
+from controller.errors import Conflict, NotFound, RequestError, Unprocessable
 from controller.events.outbox import emit
 from controller.ingress import metering
 from controller.ingress.profiles import (
@@ -40,7 +40,7 @@ from controller.ingress.profiles import (
 from controller.ingress.validator import CompiledProfile, Result, compile_profile, validate
 from controller.model.base import ApiModel, RequestModel
 from controller.model.gitops import HTTPS_URL_PATTERN
-from controller.services import audit
+from controller.services import audit, orgs
 from controller.services.auth import Principal
 from controller.settings import Settings
 from controller.sources.addresses import is_public_address
@@ -235,9 +235,8 @@ def validate_call(
     if not settings.validate_enabled:
         raise ValidationDisabled("the validation API is disabled on this server")
     if trial is None and principal.plan == "free":
-        raise Forbidden(
-            "the free plan has no API access to validation; use a trial session or upgrade",
-            code="plan_required",
+        raise orgs.plan_required(
+            principal.org_name, principal.plan, "pro", "API validation (without a trial session)"
         )
     options = data.options
     _check_webhook(settings, options.webhook_url)
@@ -546,5 +545,5 @@ def validate_offline(raw_profile: Any, payload: Any, profile_mode: str = "cli") 
     quota or a webhook (`ProfileInvalid` for a profile that cannot be used)."""
     started = time.perf_counter()
     profile = check_profile(raw_profile)
-    result = validate(_compile(profile, profile_mode), payload)
+    result = validate(_compile(profile, profile_mode), payload, quote_values=True)
     return _answer(result, "offline", None, started)

@@ -59,29 +59,36 @@ _CODES = {
 _MESSAGES = {
     "Enum": "the value is not one of the allowed values",
     "Constant": "the value is not the allowed constant",
-    "MinLength": "the value is shorter than allowed",
-    "MinItems": "the array has fewer items than allowed",
-    "MinProperties": "the object has fewer properties than allowed",
-    "MaxLength": "the value is longer than allowed",
-    "MaxItems": "the array has more items than allowed",
-    "MaxProperties": "the object has more properties than allowed",
-    "Minimum": "the value is below the minimum",
-    "ExclusiveMinimum": "the value is not above the exclusive minimum",
-    "Maximum": "the value is above the maximum",
-    "ExclusiveMaximum": "the value is not below the exclusive maximum",
     "UniqueItems": "the array's items are not unique",
     "Contains": "no item of the array matches what it must contain",
     "AdditionalItems": "the array has more items than its schema describes",
     "UnevaluatedItems": "the array has items its schema does not describe",
-    "Pattern": "the value does not match the required pattern",
-    "Format": "the value does not have the required format",
-    "MultipleOf": "the value is not a multiple of the required step",
     "AnyOf": "the value matches none of the allowed shapes",
     "OneOfNotValid": "the value matches none of the allowed shapes",
     "OneOfMultipleValid": "the value matches more than one of the allowed shapes",
     "Not": "the value has a shape that is not allowed",
     "FalseSchema": "no value is allowed here",
 }
+# Kinds whose message names the profile's bound (a value of the schema, never of the
+# payload): the subject, the verb phrase, and the attribute of the error kind that holds it.
+_BOUNDS = {
+    "Minimum": ("value", "is below the minimum", "limit"),
+    "ExclusiveMinimum": ("value", "is not above the exclusive minimum", "limit"),
+    "Maximum": ("value", "is above the maximum", "limit"),
+    "ExclusiveMaximum": ("value", "is not below the exclusive maximum", "limit"),
+    "MultipleOf": ("value", "is not a multiple of", "multiple_of"),
+    "MinLength": ("value", "is shorter than the minimum length", "limit"),
+    "MaxLength": ("value", "is longer than the maximum length", "limit"),
+    "Pattern": ("value", "does not match the pattern", "pattern"),
+    "Format": ("value", "is not a valid", "format"),
+    "MinItems": ("array", "has fewer items than the minimum", "limit"),
+    "MaxItems": ("array", "has more items than the maximum", "limit"),
+    "MinProperties": ("object", "has fewer properties than the minimum", "limit"),
+    "MaxProperties": ("object", "has more properties than the maximum", "limit"),
+    "Enum": ("value", "is not one of", "options"),
+    "Constant": ("value", "is not the allowed constant", "expected_value"),
+}
+_SHOWN = 60  # characters of a value in a message, then "..."
 
 
 @dataclass(frozen=True)
@@ -171,7 +178,9 @@ def _strict(schema: dict[str, Any], *, all_required: bool) -> dict[str, Any]:
     return out
 
 
-def validate(compiled: CompiledProfile, payload: Any) -> Result:
+def validate(compiled: CompiledProfile, payload: Any, *, quote_values: bool = False) -> Result:
+    """Check `payload`. Messages name the profile's bounds; only with `quote_values` (the
+    offline `check-payload`, on the caller's own file) do they also show the payload's value."""
     data = _normalized(payload, compiled.aliases)
     target, failed = _extract(data, compiled)
     if failed:
@@ -184,7 +193,7 @@ def validate(compiled: CompiledProfile, payload: Any) -> Result:
     issues: list[Issue] = []
     truncated = False
     for error in compiled.validator.iter_errors(target):
-        for issue in _issues(error):
+        for issue in _issues(error, quote_values):
             if len(issues) == MAX_ERRORS:
                 truncated = True
                 break
@@ -253,7 +262,7 @@ def _pointer(path: Any, *extra: str) -> str:
     return "/" + "/".join(p.replace("~", "~0").replace("/", "~1") for p in parts)
 
 
-def _issues(error: Any) -> list[Issue]:
+def _issues(error: Any, quote_values: bool = False) -> list[Issue]:
     kind = error.kind
     name = type(kind).__name__
     where = list(error.instance_path)
@@ -284,4 +293,39 @@ def _issues(error: Any) -> list[Issue]:
         )
         return [Issue(_pointer(where), "type_mismatch", text)]
     code = _CODES.get(name, "type_mismatch")
+    if name in _BOUNDS:
+        return [Issue(_pointer(where), code, _bounded(name, kind, error, quote_values))]
     return [Issue(_pointer(where), code, _MESSAGES.get(name, "the value does not fit the schema"))]
+
+
+def _bounded(name: str, kind: Any, error: Any, quote_values: bool) -> str:
+    """ "the value is below the minimum 1", or with `quote_values` "0 is below the minimum 1"."""
+    subject, phrase, attribute = _BOUNDS[name]
+    bound = getattr(kind, attribute, None)
+    if bound is None:
+        return _MESSAGES.get(name, "the value does not fit the schema")
+    if attribute == "options":
+        shown = ", ".join(map(_literal, bound))
+    elif attribute in ("pattern", "format"):
+        shown = str(bound)
+    else:
+        shown = _literal(bound)
+    said = _described(error.instance) if quote_values else f"the {subject}"
+    return f"{said} {phrase} {_cut(shown)}"
+
+
+def _described(value: Any) -> str:
+    """A payload value as a message shows it: a scalar as JSON, a container by its size."""
+    if isinstance(value, list):
+        return f"the array ({len(value)} item{'s' if len(value) != 1 else ''})"
+    if isinstance(value, dict):
+        return f"the object ({len(value)} propert{'ies' if len(value) != 1 else 'y'})"
+    return _cut(_literal(value))
+
+
+def _literal(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."

@@ -393,7 +393,8 @@ class WatchSet(CamelFileModel):
 
 
 class WatchSetsFile(CamelFileModel):
-    """`.driftgate/watch-sets.yaml`."""
+    """`.driftgate/watch-sets.yaml`, and each `.driftgate/watch-sets/*.yaml`: their watch
+    sets and watches are one namespace (a name is unique across all of them)."""
 
     model_config = ConfigDict(title="watch-sets.yaml")
 

@@ -34,6 +34,15 @@ from controller.errors import Unprocessable
 MAX_HOST_LENGTH = 253
 MAX_LABEL_LENGTH = 63
 
+# An e-mail address as a relay takes it in MAIL FROM and RCPT TO: a dot-atom local part and a
+# host name of LDH labels (at least two). Nothing else (a display name, CR or LF) can reach a
+# header.
+EMAIL_PATTERN = (
+    r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
+    r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+"
+    r"[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"
+)
+
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _FIELD_VALUE = re.compile(r"^(?:[\x21-\x7e](?:[\x20\x09\x21-\x7e]*[\x21-\x7e])?)?$")
 _LABEL = re.compile(r"^[a-z0-9_-]+$")

@@ -256,6 +256,11 @@ class IncidentSummary(ApiModel):
     status: Literal["open", "acknowledged", "resolved"]
     opened_at: datetime
     breaking_count: int
+    flap_count: int = Field(
+        default=0,
+        description="times breaking drift came back within the flap window after the vendor "
+        "reverted (each time the incident reopened)",
+    )
 
 
 class ChangeCounts(ApiModel):

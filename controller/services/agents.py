@@ -72,6 +72,7 @@ class AgentOut(ApiModel):
         description="watch -> the path of its contract's copy in repoRef (draft pull requests)",
     )
     approvals: list[ApprovalRuleOut] = Field(description="remediation approval rules")
+    runtime_state: str = Field(description="`running` or `killed` (the status tells why)")
     watches: list[AgentWatchOut]
     conditions: list[Condition]
     managed_by: ManagedBy | None
@@ -113,6 +114,7 @@ def to_out(agent: Agent) -> AgentOut:
         repo_ref=agent.repo_ref,
         vendored_paths=agent.vendored_paths or {},
         approvals=[ApprovalRuleOut.model_validate(rule) for rule in agent.approvals or []],
+        runtime_state=agent.runtime_state,
         watches=[
             AgentWatchOut(ref=b.ref, watch_id=b.watch_id, resolved=b.watch_id is not None)
             for b in agent.bindings

@@ -1,5 +1,7 @@
 """Alert delivery statistics: outbox messages by channel, event type and state, and the last
-attempts with their errors (destination hosts only, never URLs with tokens)."""
+attempts with their errors (destination hosts only, never URLs with tokens). `suppressed`
+counts the repeats that delivery grouping held back (a message held until its window ends
+is `pending`)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from sqlalchemy.orm import Session
 from controller.model.base import ApiModel
 from controller.store.models import DeliveryAttempt, OutboxMessage
 
-STATES = ("delivered", "failed", "retrying", "pending")
+STATES = ("delivered", "failed", "retrying", "pending", "suppressed")
 LAST_ATTEMPTS = 20
 
 
@@ -20,6 +22,7 @@ class DeliveryCounts(ApiModel):
     failed: int = 0
     retrying: int = 0
     pending: int = 0
+    suppressed: int = 0
 
 
 class GroupStats(DeliveryCounts):

@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from controller import jobs
-from controller.checks import decode_changes
+from controller.checks import decode_changes, forget_prior_baseline
 from controller.crypto import SecretBox
 from controller.diffs.explain import with_hints
 from controller.errors import Conflict, NotFound
@@ -115,6 +115,11 @@ class StatusIncident(ApiModel):
     key: str | None = Field(description="the incident's id (null with `none`)")
     at: datetime | None = Field(description="when it opened")
     breaking_count: int
+    flap_count: int = Field(
+        default=0,
+        description="times breaking drift came back within the flap window after the vendor "
+        "reverted (each time the incident reopened)",
+    )
 
 
 class WatchStatus(ApiModel):
@@ -159,6 +164,79 @@ class IncidentOut(ApiModel):
     acknowledged_by: str | None
     resolved_at: datetime | None
     resolution: str | None
+    flap_count: int = Field(
+        description="times breaking drift came back within the flap window after the vendor "
+        "reverted (each time the incident reopened); 0 for an incident that never flapped"
+    )
+    reopened_at: datetime | None = Field(description="when it last reopened")
+
+
+IncidentStatus = Literal["open", "acknowledged", "resolved"]
+
+
+class IncidentListed(IncidentOut):
+    watch_name: str
+    drift_event_id: str | None = Field(description="the drift event that opened or last updated it")
+    ack_note: str | None
+    resolved_by: str | None
+
+
+class IncidentPage(ApiModel):
+    incidents: list[IncidentListed]
+    next_cursor: str | None
+
+
+class IncidentQuery(RequestModel):
+    status: list[IncidentStatus] = Field(
+        default_factory=list,
+        description="only incidents in these states (default: open and acknowledged)",
+    )
+    watch_id: ObjectId | None = None
+    limit: int = Field(default=PAGE_LIMIT, ge=1, le=PAGE_LIMIT)
+    cursor: str | None = Field(default=None, pattern=EVENT_CURSOR_PATTERN)
+
+
+def list_incidents(session: Session, org_id: str, query: IncidentQuery) -> IncidentPage:
+    """The org's incidents, newest opened first, at most `PAGE_LIMIT` a page."""
+    statuses = query.status or ["open", "acknowledged"]
+    stmt = select(Incident).where(Incident.org_id == org_id, Incident.status.in_(statuses))
+    if query.watch_id:
+        stmt = stmt.where(Incident.watch_id == query.watch_id)
+    rows, cursor = paging.newest_first(
+        session, stmt, Incident.opened_at, Incident.id, query.cursor, query.limit
+    )
+    names = {
+        watch_id: name
+        for watch_id, name in session.execute(
+            select(Watch.id, Watch.name).where(Watch.id.in_({r.watch_id for r in rows}))
+        )
+    }
+    return IncidentPage(
+        incidents=[incident_listed(r, names.get(r.watch_id, "")) for r in rows],
+        next_cursor=cursor,
+    )
+
+
+def get_incident(session: Session, org_id: str, incident_id: str) -> IncidentListed:
+    """One incident of the org (another org's answers 404, as a missing one)."""
+    row = session.execute(
+        select(Incident, Watch.name)
+        .join(Watch, Watch.id == Incident.watch_id)
+        .where(Incident.id == incident_id, Incident.org_id == org_id)
+    ).first()
+    if row is None:
+        raise NotFound("Incident not found")
+    return incident_listed(row[0], row[1])
+
+
+def incident_listed(incident: Incident, watch_name: str) -> IncidentListed:
+    return IncidentListed(
+        **incident_out(incident).model_dump(),
+        watch_name=watch_name,
+        drift_event_id=incident.drift_event_id,
+        ack_note=incident.ack_note,
+        resolved_by=incident.resolved_by,
+    )
 
 
 def incidents_by_watch(session: Session, watch_ids: list[str]) -> dict[str, IncidentSummary]:
@@ -179,6 +257,7 @@ def incident_summary(incident: Incident) -> IncidentSummary:
         status=incident.status,
         opened_at=incident.opened_at,
         breaking_count=incident.breaking_count,
+        flap_count=incident.flap_count or 0,
     )
 
 
@@ -225,6 +304,7 @@ def watch_status(session: Session, org_id: str, watch_id: str, now: datetime) ->
             key=current.id if current else None,
             at=current.opened_at if current else None,
             breaking_count=current.breaking_count if current else 0,
+            flap_count=current.flap_count if current else 0,
         ),
         last_drift_event=status_event(event, watch.name) if event else None,
         agent_actions=actions,
@@ -336,6 +416,9 @@ def accept_baseline(
     watch.baseline_fingerprint = snapshot.fingerprint
     watch.baseline_accepted_at = now
     watch.baseline_accepted_by = principal.actor
+    # Accepted by a person: the baseline an automatic advance replaced is no longer one the
+    # contract can revert to.
+    forget_prior_baseline(watch)
     opened = decided.open_changes or Counts()
     watch.open_breaking, watch.open_warning, watch.open_info = (
         opened.breaking,
@@ -451,6 +534,8 @@ def incident_out(incident: Incident) -> IncidentOut:
         acknowledged_by=incident.acknowledged_by,
         resolved_at=incident.resolved_at,
         resolution=incident.resolution,
+        flap_count=incident.flap_count or 0,
+        reopened_at=incident.reopened_at,
     )
 
 

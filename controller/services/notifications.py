@@ -84,14 +84,23 @@ def default_interval(session: Session, org_id: str) -> int | None:
 
 
 def put_defaults(
-    session: Session, principal: Principal, data: NotificationDefaultsIn, box: SecretBox
+    session: Session,
+    principal: Principal,
+    data: NotificationDefaultsIn,
+    box: SecretBox,
+    *,
+    server_relay: bool,
 ) -> NotificationDefaultsOut:
+    """Replace the org's defaults; `server_relay`: the server has an SMTP relay of its own
+    (the weekly summary may be switched on without the org's)."""
     from controller.events.outbox import destination_hint
 
     if data.destination is not None:
         refuse_unsendable(urls={"/destination/url": data.destination.url})
     if data.weekly_summary is not None:
-        check_weekly_summary(session, principal.org_id, data.weekly_summary)
+        check_weekly_summary(
+            session, principal.org_id, data.weekly_summary, server_relay=server_relay
+        )
     row = session.get(NotificationDefaults, principal.org_id)
     if row is None:
         row = NotificationDefaults(org_id=principal.org_id)
@@ -121,8 +130,11 @@ def put_defaults(
     return to_out(row)
 
 
-def check_weekly_summary(session: Session, org_id: str, settings: WeeklySummaryIn) -> None:
-    """422 when the summary is switched on without recipients or without a relay to send by."""
+def check_weekly_summary(
+    session: Session, org_id: str, settings: WeeklySummaryIn, *, server_relay: bool = False
+) -> None:
+    """422 when the summary is switched on without recipients or without a relay to send by
+    (the org's own, or the server's when `server_relay`)."""
     twice = listed_twice(settings.recipients)
     if twice is not None:
         raise Unprocessable(
@@ -135,10 +147,10 @@ def check_weekly_summary(session: Session, org_id: str, settings: WeeklySummaryI
             "weeklySummary.enabled needs at least one address in weeklySummary.recipients",
             code="summary_recipients",
         )
-    if session.get(SmtpSettings, org_id) is None:
+    if not server_relay and session.get(SmtpSettings, org_id) is None:
         raise Unprocessable(
-            "the weekly summary e-mail needs the org's SMTP relay: set it first "
-            "(PUT /api/org/smtp)",
+            "the weekly summary e-mail needs an SMTP relay: set the org's first "
+            "(PUT /api/org/smtp), or the server's (smtp_host)",
             code="smtp_not_configured",
         )
 

@@ -38,6 +38,35 @@ def plan_at_least(plan: str, minimum: str) -> bool:
     return PLANS.index(plan) >= PLANS.index(minimum)
 
 
+def plan_required(org_name: str, plan: str, minimum: str, what: str = "this call") -> Forbidden:
+    """403 `plan_required` that names the plan needed and the command that sets it."""
+    return Forbidden(
+        f"{what} needs the {minimum} plan or higher; org {org_name!r} is on the {plan} plan: "
+        f"an operator sets it with `driftgate orgs set-plan {org_name} {minimum}`",
+        code="plan_required",
+    )
+
+
+def product_required(org_name: str, plan: str, product: str) -> Forbidden:
+    """403 `PRODUCT_REQUIRED: <product>` that names the ways to enable it (and, on the free
+    plan, the plan to set first)."""
+    enable = f"`driftgate orgs enable-product {org_name} {product}`"
+    if not plan_at_least(plan, "pro"):
+        how = (
+            f"the {plan} plan cannot enable it: an operator sets pro or higher first "
+            f"(`driftgate orgs set-plan {org_name} pro`), then runs {enable}"
+        )
+    else:
+        how = (
+            f"an operator enables it with {enable}, an org admin in the console (Settings, "
+            f"Overlay products) or with PUT /api/org/products/{product}"
+        )
+    return Forbidden(
+        f"the {product} product is not enabled for org {org_name!r}; {how}",
+        code=f"PRODUCT_REQUIRED: {product}",
+    )
+
+
 def create_org(session: Session, name: str, plan: str = "free", *, actor: str) -> Org:
     if not _NAME.match(name):
         raise ValidationFailed(
@@ -87,11 +116,7 @@ def set_product(session: Session, org: Org, product: str, enabled: bool, *, acto
     if product not in PRODUCTS:
         raise ValidationFailed(f"unknown product {product!r} (one of: {', '.join(PRODUCTS)})")
     if enabled and org.plan == "free":
-        raise Forbidden(
-            f"org {org.name!r} is on the free plan, which cannot enable {product}; "
-            "set a paid plan first (driftgate orgs set-plan)",
-            code="plan_required",
-        )
+        raise plan_required(org.name, org.plan, "pro", f"enabling {product}")
     products = [p for p in org.products if p != product]
     if enabled:
         products.append(product)

@@ -1,15 +1,35 @@
-"""Portfolio views of an org: every watch's drift status and reason tokens, counted by status."""
+"""Portfolio status of an org: each watch's drift status and reason tokens, a page at a time,
+and the counts by status over all of the org's watches.
+
+Pages follow the other lists (`GET /api/watches`): oldest first, a keyset cursor
+`<creation µs>.<id>`, `limit` 1-200. A page reads at most `limit + 1` rows by the index on
+(org, creation, id); the counts are one aggregate by the index on (org, status). Neither
+reads every watch.
+"""
 
 from __future__ import annotations
 
-from pydantic import Field
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from typing import Annotated
 
-from controller.model.base import ApiModel, utc_iso
-from controller.model.watch import DriftStatus
+from pydantic import Field, StringConstraints
+from sqlalchemy import select
+from sqlalchemy.orm import Session, load_only, raiseload
+
+from controller.model.base import ApiModel, RequestModel, utc_iso
+from controller.model.watch import CURSOR_PATTERN, DriftStatus
+from controller.services import paging
 from controller.services.drift import reasons_of, status_counts
 from controller.store.models import Watch
+
+PAGE_LIMIT = 50
+MAX_PAGE_LIMIT = 200
+
+
+class PortfolioStatusQuery(RequestModel):
+    limit: int = Field(default=PAGE_LIMIT, ge=1, le=MAX_PAGE_LIMIT)
+    cursor: Annotated[str, StringConstraints(pattern=CURSOR_PATTERN)] | None = Field(
+        default=None, description="the nextCursor of the previous page"
+    )
 
 
 class WatchStatusRow(ApiModel):
@@ -23,15 +43,43 @@ class WatchStatusRow(ApiModel):
 
 
 class PortfolioStatus(ApiModel):
-    counts: dict[str, int]
-    watches: list[WatchStatusRow]
+    counts: dict[str, int] = Field(
+        description="every watch of the org by `driftStatus` (all pages, not only this one)"
+    )
+    total: int = Field(description="how many watches the org has (all pages)")
+    watches: list[WatchStatusRow] = Field(description="this page, oldest first")
+    next_cursor: str | None = Field(
+        description="pass as `cursor` for the next page; null at the end"
+    )
 
 
-def portfolio_status(session: Session, org_id: str) -> PortfolioStatus:
-    """Every watch's `driftStatus` and reason tokens (by name), and the counts by status."""
-    rows = session.scalars(select(Watch).where(Watch.org_id == org_id).order_by(Watch.name))
+def portfolio_status(session: Session, org_id: str, query: PortfolioStatusQuery) -> PortfolioStatus:
+    """One page of watches with their `driftStatus` and reason tokens, and the org's counts."""
+    stmt = (
+        select(Watch)
+        .where(Watch.org_id == org_id)
+        .options(
+            load_only(
+                Watch.id,
+                Watch.name,
+                Watch.watch_type,
+                Watch.drift_status,
+                Watch.failure_class,
+                Watch.last_checked_at,
+                Watch.open_breaking,
+                Watch.created_at,
+                raiseload=True,
+            ),
+            raiseload(Watch.tag_rows),  # not shown here: no second query for the tags
+        )
+    )
+    rows, cursor = paging.oldest_first(
+        session, stmt, Watch.created_at, Watch.id, query.cursor, query.limit
+    )
+    counts = status_counts(session, org_id)
     return PortfolioStatus(
-        counts=status_counts(session, org_id),
+        counts=counts,
+        total=sum(counts.values()),
         watches=[
             WatchStatusRow(
                 id=w.id,
@@ -44,4 +92,5 @@ def portfolio_status(session: Session, org_id: str) -> PortfolioStatus:
             )
             for w in rows
         ],
+        next_cursor=cursor,
     )

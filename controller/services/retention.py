@@ -9,7 +9,7 @@ in the job table) deletes, per kind, what is older than its setting:
 |---|---|---|
 | finished jobs (checks, reconciles, draft PRs, e-mails) | `retention_job_days` | 2 |
 | preflight decisions (the audit export reads them) | `retention_decision_days` | 90 |
-| delivered or failed outbox messages, and their attempts | `retention_delivery_days` | 30 |
+| sent, failed or suppressed outbox messages, and attempts | `retention_delivery_days` | 30 |
 | drift events no open incident points to | `retention_drift_event_days` | kept |
 | resolved incidents | `retention_incident_days` | kept |
 
@@ -82,7 +82,7 @@ def prune(database: Database, settings: Settings, now: datetime) -> dict[str, in
         OutboxMessage,
         OutboxMessage.created_at,
         delivery_cutoff,
-        OutboxMessage.status.in_(("delivered", "failed")),
+        OutboxMessage.status.in_(("delivered", "failed", "suppressed")),
     )
     counts["incidents"] = _per_org(
         database,
@@ -169,6 +169,8 @@ def run(database: Database, settings: Settings, job: jobs.Claimed, now: datetime
     try:
         counts = prune(database, settings, now)
     except Exception as exc:  # noqa: BLE001 - a failed round fails its job; the next hour retries
+        if database.unavailable(exc) is not None:
+            return  # logged by the store; the job's lease runs out and the reaper hands it on
         logger.exception("retention.failed")
         jobs.finish(database, job, now, error=f"{type(exc).__name__}: {exc}"[:500])
         return

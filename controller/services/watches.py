@@ -8,9 +8,9 @@ this module in clear text except through `decrypted_headers` for the fetchers.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -32,7 +32,7 @@ from controller.model.watch import (
     compute_health,
     infer_watch_type,
 )
-from controller.services import audit, managed
+from controller.services import audit, managed, paging
 from controller.services.auth import Principal
 from controller.status import INITIAL, Paused, Resumed, facts_of, transition
 from controller.store.models import Watch, WatchTag
@@ -108,20 +108,7 @@ def list_watches(
             .where(WatchTag.watch_id == Watch.id, WatchTag.tag == tag)
             .exists()
         )
-    if query.cursor:
-        created_at, last_id = _decode_cursor(query.cursor)
-        stmt = stmt.where(
-            or_(
-                Watch.created_at > created_at,
-                and_(Watch.created_at == created_at, Watch.id > last_id),
-            )
-        )
-    rows = list(session.scalars(stmt.order_by(Watch.created_at, Watch.id).limit(query.limit + 1)))
-    next_cursor = None
-    if len(rows) > query.limit:
-        rows = rows[: query.limit]
-        next_cursor = _encode_cursor(rows[-1])
-    return rows, next_cursor
+    return paging.oldest_first(session, stmt, Watch.created_at, Watch.id, query.cursor, query.limit)
 
 
 def update_watch(
@@ -266,14 +253,3 @@ def _flush_unique(session: Session, name: str) -> None:
         session.flush()
     except IntegrityError:
         raise Conflict(f"a watch named {name!r} already exists", code="duplicate_name") from None
-
-
-def _encode_cursor(watch: Watch) -> str:
-    micros = int(watch.created_at.timestamp() * 1_000_000)
-    return f"{micros}.{watch.id}"
-
-
-def _decode_cursor(cursor: str) -> tuple[datetime, str]:
-    # A cursor is a keyset position (creation time, id); every well-formed position is valid.
-    micros, _, last_id = cursor.partition(".")
-    return datetime.fromtimestamp(int(micros) / 1_000_000, UTC), last_id

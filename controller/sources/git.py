@@ -86,8 +86,9 @@ class GitRemote:
     ssh_known_hosts: str | None = None
 
 
-# Subdirectories of `.driftgate/` read one level deep (their files only).
-SUBDIRECTORIES = ("profiles",)
+# Subdirectories of `.driftgate/` read one level deep (their files only): consumer profiles
+# and split watch-set files.
+SUBDIRECTORIES = ("profiles", "watch-sets")
 
 
 class GitError(DriftgateError):
@@ -176,13 +177,13 @@ class GitCache:
         wanted: Callable[[str], bool] | None = None,
     ) -> DirectoryFiles:
         """The files directly inside `directory` at `revision` that `wanted` accepts, by name,
-        and those of its `profiles/` subdirectory as `profiles/<name>`; `wanted` None accepts
-        every name but those of subdirectories. Names it refuses are not read at all.
+        and those of its SUBDIRECTORIES as `profiles/<name>` and `watch-sets/<name>`; `wanted`
+        None accepts every name but those of subdirectories. Names it refuses are not read.
 
         Each file's size comes from its object header before any content is read: a file over
         `max_file_bytes`, or one that would take the files read past `max_revision_bytes`, is
         not read. Those, an accepted name that is not a regular file (a symbolic link, a
-        submodule, a directory) and a `profiles` that is not a directory are listed in
+        submodule, a directory) and a subdirectory name that is not a directory are listed in
         `unreadable` with the reason, never skipped in silence. A missing directory gives
         nothing; a revision that is not in the cache is `GitError("read_failed")`.
         """
@@ -228,9 +229,9 @@ class GitCache:
         self, name: str, revision: str, directory: str, file: str
     ) -> bytes | Unreadable | None:
         """One file that `read_directory` would read (`file` is a name directly inside
-        `directory` or `profiles/<name>`): its content when it is a regular file within
-        `max_file_bytes` (its size is read first), else why not; None when there is no such
-        file at `revision`. Nothing outside `directory` is ever read."""
+        `directory`, `profiles/<name>` or `watch-sets/<name>`): its content when it is a
+        regular file within `max_file_bytes` (its size is read first), else why not; None
+        when there is no such file at `revision`. Nothing outside `directory` is ever read."""
         parts = file.split("/")
         if any(part in ("", ".", "..") for part in parts) or not (
             len(parts) == 1 or (len(parts) == 2 and parts[0] in SUBDIRECTORIES)
@@ -638,8 +639,8 @@ def _levels(
     tree: pygit2.Tree, unreadable: dict[str, Unreadable]
 ) -> Iterator[tuple[str, pygit2.Tree]]:
     """The directory itself, then each of its SUBDIRECTORIES (consumer profiles, one file
-    each, read as `profiles/<name>`); a subdirectory entry that is not a directory goes to
-    `unreadable`."""
+    each, read as `profiles/<name>`; watch-set files as `watch-sets/<name>`); a subdirectory
+    entry that is not a directory goes to `unreadable`."""
     yield "", tree
     for item in tree:
         if item.name in SUBDIRECTORIES:

@@ -11,6 +11,14 @@ The run gate has a pool of its own (`autocommit_engine`): every statement its ow
 transaction. On SQLite its connections wait for the write lock in Python (busy timeout 0); on
 Postgres they commit without waiting for the WAL flush unless `synchronous_autocommit` (the
 `decision_synchronous_commit` setting); see `docs/operations.md`.
+
+Nothing waits on the store without a bound (`docs/operations.md`, "When the database is
+down"): on Postgres a connection must be made within `connect_timeout`, a statement ends at
+the server's `statement_timeout`, and the client stops waiting for any answer
+`ANSWER_GRACE_SECONDS` later (a frozen server or a dead network path never answers, not even
+to cancel); a pool checkout waits at most `connect_timeout` too. An error that says the store
+cannot answer starts an outage (`controller.store.outage`): sessions then fail at once with
+`StoreUnavailable` until a probe gets an answer again.
 """
 
 from __future__ import annotations
@@ -27,8 +35,16 @@ from sqlalchemy import Engine, create_engine, event, exc, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+from controller.errors import StoreUnavailable
+from controller.store.outage import Reachability
+
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 IDLE_PING_SECONDS = 10.0
+# How much longer than the server's statement_timeout the client waits for an answer: a live
+# server cancels the statement first (the connection stays usable); one that is frozen or cut
+# off never answers, and the connection is closed.
+ANSWER_GRACE_SECONDS = 1.0
+POOL_TIMEOUT_SECONDS = 30.0  # a pool checkout, without a connect timeout (SQLAlchemy's own)
 
 # This process' id, kept current across forks: `os.getpid()` is a system call, and the engine
 # is looked up several times per request.
@@ -46,11 +62,22 @@ class Database:
     """Owns the engine for one URL in the current process."""
 
     def __init__(
-        self, url: str, *, pool_size: int = 5, synchronous_autocommit: bool = False
+        self,
+        url: str,
+        *,
+        pool_size: int = 5,
+        synchronous_autocommit: bool = False,
+        connect_timeout: int | None = None,
+        statement_timeout: float | None = None,
     ) -> None:
+        """`connect_timeout` (seconds, Postgres; also the longest wait for a pooled
+        connection) and `statement_timeout` (seconds, Postgres) bound every wait on the store;
+        None leaves it unbounded (the CLI's migrations and admin commands)."""
         self.url = url
         self.pool_size = pool_size
         self.synchronous_autocommit = synchronous_autocommit
+        self.bounds = _Bounds(connect_timeout, statement_timeout)
+        self.reachability = Reachability(self.ping, on_outage=self._drop_idle)
         # One in-memory SQLite database per engine: the gate must share the main one.
         self._in_memory = self.is_sqlite and make_url(url).database in (None, "", ":memory:")
         self._lock = threading.Lock()
@@ -69,7 +96,7 @@ class Database:
         if self._engine is None or self._pid != _PROCESS[0]:
             with self._lock:
                 if self._engine is None or self._pid != _PROCESS[0]:
-                    self._engine = _make_engine(self.url, self.pool_size)
+                    self._engine = _make_engine(self.url, self.pool_size, self.bounds)
                     self._autocommit = None
                     self._idle = []  # a parent's connections are never used (nor closed)
                     self._sessions = sessionmaker(self._engine, expire_on_commit=False)
@@ -97,13 +124,15 @@ class Database:
             with self._lock:
                 if self._autocommit is None:
                     if self.is_sqlite:
-                        self._autocommit = _make_engine(self.url, self.pool_size, busy_timeout_ms=0)
+                        self._autocommit = _make_engine(
+                            self.url, self.pool_size, self.bounds, busy_timeout_ms=0
+                        )
                     else:
                         options = (
                             {} if self.synchronous_autocommit else {"synchronous_commit": "off"}
                         )
                         self._autocommit = _make_engine(
-                            self.url, self.pool_size, autocommit=True, options=options
+                            self.url, self.pool_size, self.bounds, autocommit=True, options=options
                         )
                 autocommit = self._autocommit
         return autocommit
@@ -120,6 +149,7 @@ class Database:
         `IDLE_PING_SECONDS` is pinged first and replaced when the server went away, as the
         pool does at checkout. `dispose` closes the idle ones.
         """
+        self.reachability.refuse()
         engine = self.autocommit_engine
         idle = self._idle
         while True:
@@ -149,6 +179,7 @@ class Database:
         when another connection wrote in between, while an immediate one waits its turn.
         Read-only sessions stay deferred, so in WAL mode they never block the writers.
         """
+        self.reachability.refuse()
         engine = self.engine
         assert self._sessions is not None
         if writes and self.is_sqlite:
@@ -172,7 +203,34 @@ class Database:
         with self.engine.connect() as conn:
             conn.execute(text("SELECT 1"))
 
+    def ready(self) -> None:
+        """Raise `StoreUnavailable` unless the database answers a ping now (at once while an
+        outage lasts; within the connect and answer bounds otherwise)."""
+        self.reachability.refuse()
+        try:
+            self.ping()
+        except Exception as error:
+            unavailable = self.unavailable(error)
+            if unavailable is None:
+                raise
+            raise unavailable from None
+
+    def unavailable(self, error: BaseException) -> StoreUnavailable | None:
+        """The `StoreUnavailable` that `error` amounts to (noted: an outage may start here),
+        or None when `error` says nothing about the store's availability. The one question
+        the shells ask of an error they caught (`controller.store.outage`)."""
+        return self.reachability.report(error)
+
+    def _drop_idle(self) -> None:
+        # The run gate's idle connections are not the pool's: dropped when an outage starts
+        # (without a round trip), so none that died with the server is used after it.
+        idle, self._idle = self._idle, []
+        while idle:
+            connection, _ = idle.pop()
+            connection.invalidate()
+
     def dispose(self) -> None:
+        self.reachability.stop()
         idle, self._idle = self._idle, []
         if self._pid == _PROCESS[0]:
             _close_idle(idle)
@@ -193,13 +251,33 @@ def _close_idle(idle: list[tuple[Any, float]]) -> None:
         connection.close()
 
 
+class _Bounds:
+    """How long a use of the store may wait (see the module docstring); None: unbounded."""
+
+    def __init__(self, connect_timeout: int | None, statement_timeout: float | None) -> None:
+        self.connect_timeout = connect_timeout
+        self.statement_timeout = statement_timeout
+
+    @property
+    def answer(self) -> float | None:
+        """The longest the client waits for any one answer of the server."""
+        if self.statement_timeout is None:
+            return None
+        return self.statement_timeout + ANSWER_GRACE_SECONDS
+
+    @property
+    def pool_timeout(self) -> float:
+        return float(self.connect_timeout or POOL_TIMEOUT_SECONDS)
+
+
 def _make_engine(
     url: str,
     pool_size: int,
+    bounds: _Bounds,
     *,
     autocommit: bool = False,
     options: dict[str, str] | None = None,
-    busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS,
+    busy_timeout_ms: int | None = None,
 ) -> Engine:
     parsed = make_url(url)
     kwargs: dict[str, Any] = {}
@@ -207,26 +285,90 @@ def _make_engine(
         database = parsed.database
         if database and database != ":memory:":
             Path(database).parent.mkdir(parents=True, exist_ok=True)
-        kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+        # The store's busy timeout as it is now (a test may shorten it), or the one asked for.
+        longest = SQLITE_BUSY_TIMEOUT_MS
+        busy = longest if busy_timeout_ms is None else busy_timeout_ms
+        kwargs["connect_args"] = {"timeout": longest / 1000}
         if database and database != ":memory:":
-            kwargs.update(pool_size=pool_size, max_overflow=10)
+            kwargs.update(pool_size=pool_size, max_overflow=10, pool_timeout=bounds.pool_timeout)
         engine = create_engine(url, **kwargs)
 
         def pragmas(dbapi_connection: Any, _record: Any) -> None:
-            _sqlite_pragmas(dbapi_connection, busy_timeout_ms)
+            _sqlite_pragmas(dbapi_connection, longest, busy)
 
         event.listen(engine, "connect", pragmas)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
-    kwargs.update(pool_size=pool_size, max_overflow=10, pool_recycle=1800)
+    kwargs.update(
+        pool_size=pool_size,
+        max_overflow=10,
+        pool_recycle=1800,
+        pool_timeout=bounds.pool_timeout,
+    )
     if autocommit:
         kwargs["isolation_level"] = "AUTOCOMMIT"
-    if options:
+    server_settings = dict(options or {})
+    if bounds.statement_timeout is not None:
+        milliseconds = max(1, round(bounds.statement_timeout * 1000))
+        server_settings["statement_timeout"] = str(milliseconds)
+    connect_args: dict[str, Any] = {}
+    if server_settings:
         # Server settings of every connection of this pool (libpq's `options`).
-        kwargs["connect_args"] = {"options": " ".join(f"-c {k}={v}" for k, v in options.items())}
+        connect_args["options"] = " ".join(f"-c {k}={v}" for k, v in server_settings.items())
+    if bounds.connect_timeout is not None:
+        connect_args["connect_timeout"] = bounds.connect_timeout
+    kwargs["connect_args"] = connect_args
     engine = create_engine(url, **kwargs)
+    answer = bounds.answer
+    if answer is not None:
+
+        def connect(_dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+            return _bounded_connection().connect(*cargs, answer_bound=answer, **cparams)
+
+        event.listen(engine, "do_connect", connect)
     _ping_idle_connections(engine)
     return engine
+
+
+_BOUNDED: list[type[Any]] = []
+
+
+def _bounded_connection() -> type[Any]:
+    """psycopg's connection class, waiting at most `answer_bound` seconds for any answer of
+    the server: past it, the connection is closed and the statement fails with
+    `OperationalError` (which `controller.store.outage` counts as unreachable). Built on first
+    use: a process on SQLite never imports psycopg."""
+    if _BOUNDED:
+        return _BOUNDED[0]
+    import psycopg
+    from psycopg.errors import _WaitTimeout
+
+    class BoundedConnection(psycopg.Connection[Any]):
+        answer_bound: float | None = None
+
+        @classmethod
+        def connect(  # type: ignore[override]
+            cls, *args: Any, answer_bound: float | None = None, **kwargs: Any
+        ) -> BoundedConnection:
+            connection = super().connect(*args, **kwargs)
+            connection.answer_bound = answer_bound
+            return connection
+
+        def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
+            bound = self.answer_bound if timeout is None else timeout
+            try:
+                return super().wait(gen, interval, bound)
+            except _WaitTimeout:
+                if timeout is not None:
+                    raise
+                # Mid-exchange, the connection's state is unknown: it cannot be used again.
+                self.close()
+                raise psycopg.OperationalError(
+                    f"the database did not answer within {bound:g} s"
+                ) from None
+
+    _BOUNDED.append(BoundedConnection)
+    return BoundedConnection
 
 
 def _ping_idle_connections(engine: Engine) -> None:
@@ -250,15 +392,15 @@ def _ping_idle_connections(engine: Engine) -> None:
     event.listen(engine, "checkout", checkout)
 
 
-def _sqlite_pragmas(dbapi_connection: Any, busy_timeout_ms: int) -> None:
+def _sqlite_pragmas(dbapi_connection: Any, longest_ms: int, busy_timeout_ms: int) -> None:
     # pysqlite would begin transactions itself, lazily and deferred; driftgate begins them.
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
-    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute(f"PRAGMA busy_timeout={longest_ms}")
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA synchronous=NORMAL")
-    if busy_timeout_ms != SQLITE_BUSY_TIMEOUT_MS:
+    if busy_timeout_ms != longest_ms:
         cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
     cursor.close()
 

@@ -27,6 +27,7 @@ from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from controller.store.db import SQLITE_BUSY_TIMEOUT_MS, Database
+from controller.store.outage import UNREACHABLE, store_fault
 
 Processor = Callable[[Any], Any]
 
@@ -135,7 +136,10 @@ def autocommit_cursor(database: Database) -> Iterator[Any]:
             yield cursor
         finally:
             cursor.close()
-    except BaseException:
-        connection.close()
+    except BaseException as error:
+        if store_fault(error) == UNREACHABLE:
+            connection.invalidate()  # dead or of unknown state: no reset round trip
+        else:
+            connection.close()
         raise
     database.return_gate_connection(connection)

@@ -171,6 +171,12 @@ class Watch(Base):
     baseline_fingerprint: Mapped[str | None] = mapped_column(String(64), default=None)
     baseline_accepted_at: Mapped[datetime | None] = mapped_column(default=None)
     baseline_accepted_by: Mapped[str | None] = mapped_column(String(200), default=None)
+    # The baseline before the last automatic (info-only) advance: a contract that returns to
+    # it within the flap window is a revert, and it becomes the baseline again (migration 0018).
+    prior_baseline_snapshot_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    prior_baseline_fingerprint: Mapped[str | None] = mapped_column(String(64), default=None)
+    prior_baseline_accepted_at: Mapped[datetime | None] = mapped_column(default=None)
+    prior_baseline_accepted_by: Mapped[str | None] = mapped_column(String(200), default=None)
 
     open_breaking: Mapped[int] = mapped_column(Integer, default=0)
     open_warning: Mapped[int] = mapped_column(Integer, default=0)
@@ -222,10 +228,13 @@ def vendor_of(tags: list[str], url: str) -> str:
 
 @event.listens_for(Session, "before_flush")
 def _derive_vendor(session: Session, context: Any, instances: Any) -> None:
-    for obj in (*session.new, *session.dirty):
+    # `session.new` and `session.dirty` build a new set on every access: read each once (a
+    # membership test of `session.new` per object made a flush of n new watches O(n^2)).
+    new = session.new
+    for obj in (*new, *session.dirty):
         if not isinstance(obj, Watch):
             continue
-        if obj not in session.new:
+        if obj not in new:
             state = inspect(obj)
             if not (
                 state.attrs.url.history.has_changes() or state.attrs.tag_rows.history.has_changes()
@@ -314,6 +323,10 @@ class Incident(Base):
     resolved_at: Mapped[datetime | None] = mapped_column(default=None)
     resolution: Mapped[str | None] = mapped_column(String(32), default=None)
     resolved_by: Mapped[str | None] = mapped_column(String(200), default=None)
+    # Flap damping: how many times breaking drift came back within the flap window after the
+    # incident was resolved as `reverted` (each time it reopened), and when it last did.
+    flap_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    reopened_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
 class DriftEvent(Base):
@@ -406,6 +419,7 @@ class OutboxMessage(Base):
     __table_args__ = (
         Index("ix_outbox_due", "status", "next_attempt_at"),
         Index("ix_outbox_org_created", "org_id", "created_at"),
+        Index("ix_outbox_topic_created", "topic", "created_at"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
@@ -423,6 +437,11 @@ class OutboxMessage(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     delivered_at: Mapped[datetime | None] = mapped_column(default=None)
     last_error: Mapped[str | None] = mapped_column(Text, default=None)
+    # Delivery grouping (`controller.events.grouping`): the watch, incident, event family and
+    # destination the message is about, keyed (null: never grouped), and how many earlier
+    # messages of that topic this one stands for (status `suppressed` on theirs).
+    topic: Mapped[str | None] = mapped_column(String(64), default=None)
+    suppressed_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
 
 
 class DeliveryAttempt(Base):

@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from controller.model.base import ApiModel, BodyBool, BodyInt, RequestModel
+from controller.model.targets import EMAIL_PATTERN
 
 Weekday = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 WEEKDAYS: tuple[Weekday, ...] = (
@@ -27,20 +28,9 @@ WEEKDAYS: tuple[Weekday, ...] = (
 )
 MAX_RECIPIENTS = 20
 
-# An address as a relay takes it in RCPT TO: a dot-atom local part and a host name of LDH
-# labels (at least two). The pattern is the whole check, so the published schema says exactly
-# what is accepted; nothing else (a display name, CR or LF) can reach a header.
-EmailAddress = Annotated[
-    str,
-    StringConstraints(
-        max_length=254,
-        pattern=(
-            r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
-            r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+"
-            r"[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"
-        ),
-    ),
-]
+# An address as a relay takes it in RCPT TO (`EMAIL_PATTERN`). The pattern is the whole check,
+# so the published schema says exactly what is accepted.
+EmailAddress = Annotated[str, StringConstraints(max_length=254, pattern=EMAIL_PATTERN)]
 
 
 class WeeklySummaryIn(RequestModel):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 from sqlalchemy import select
@@ -74,17 +74,30 @@ class SmtpIn(RequestModel):
 
 
 class SmtpOut(ApiModel):
+    """The relay the org's e-mail goes through: its own, else the server's."""
+
+    source: Literal["org", "server"] = Field(
+        description="org: the org's own relay (PUT /api/org/smtp); server: the server's relay "
+        "(the operator's smtp_* settings), used while the org has none"
+    )
     host: str
     port: int
     security: str
-    username: str | None
+    username: str | None = Field(
+        description="the org relay's user; null for the server's relay (the operator's "
+        "credentials are not shown)"
+    )
     password_set: bool = Field(description="a password is stored (it is never shown)")
     from_address: str
-    updated_at: datetime
+    updated_at: datetime | None = Field(description="null for the server's relay")
+    server_relay_set: bool = Field(
+        description="the server has a relay: without the org's own, e-mail goes through it"
+    )
 
 
-def smtp_out(row: SmtpSettings) -> SmtpOut:
+def smtp_out(row: SmtpSettings, settings: Settings) -> SmtpOut:
     return SmtpOut(
+        source="org",
         host=row.host,
         port=row.port,
         security=row.security,
@@ -92,18 +105,56 @@ def smtp_out(row: SmtpSettings) -> SmtpOut:
         password_set=row.password_ciphertext is not None,
         from_address=row.from_address,
         updated_at=row.updated_at,
+        server_relay_set=settings.smtp_host is not None,
     )
 
 
-def get_smtp(session: Session, org_id: str) -> SmtpOut:
+def server_relay(settings: Settings) -> smtp.Relay | None:
+    """The server's relay (the operator's `smtp_*` settings), or None when it has none."""
+    if settings.smtp_host is None or settings.smtp_from_address is None:
+        return None
+    password = settings.smtp_password
+    return smtp.Relay(
+        host=settings.smtp_host,
+        port=settings.smtp_port,
+        security=settings.smtp_security,
+        sender=settings.smtp_from_address,
+        username=settings.smtp_username,
+        password=password.get_secret_value() if password is not None else None,
+        operator=True,
+    )
+
+
+def get_smtp(session: Session, org_id: str, settings: Settings) -> SmtpOut:
+    """The relay that applies to the org: its own, else the server's (404 with neither)."""
     row = session.get(SmtpSettings, org_id)
-    if row is None:
-        raise NotFound("no SMTP relay is set for this org (PUT /api/org/smtp)")
-    return smtp_out(row)
+    if row is not None:
+        return smtp_out(row, settings)
+    server = server_relay(settings)
+    if server is None:
+        raise NotFound(
+            "no SMTP relay is set for this org (PUT /api/org/smtp), and the server has none"
+        )
+    return SmtpOut(
+        source="server",
+        host=server.host,
+        port=server.port,
+        security=server.security,
+        username=None,
+        password_set=server.password is not None,
+        from_address=server.sender,
+        updated_at=None,
+        server_relay_set=True,
+    )
 
 
 def put_smtp(
-    session: Session, principal: Principal, data: SmtpIn, box: SecretBox, now: datetime
+    session: Session,
+    principal: Principal,
+    data: SmtpIn,
+    box: SecretBox,
+    now: datetime,
+    settings: Settings,
 ) -> SmtpOut:
     problem = host_problem(data.host)
     if problem is not None:
@@ -138,15 +189,17 @@ def put_smtp(
             "passwordSet": bool(row.password_ciphertext),
         },
     )
-    return smtp_out(row)
+    return smtp_out(row, settings)
 
 
-def delete_smtp(session: Session, principal: Principal) -> None:
+def delete_smtp(session: Session, principal: Principal, settings: Settings) -> None:
+    """Remove the org's relay; the server's applies from then on, if it has one (409 while
+    the weekly summary is on and nothing would be left to send it)."""
     row = session.get(SmtpSettings, principal.org_id)
     if row is None:
         raise NotFound("no SMTP relay is set for this org")
     current = weekly_settings(session, principal.org_id)
-    if current is not None and current.enabled:
+    if current is not None and current.enabled and server_relay(settings) is None:
         raise Conflict(
             "the weekly summary e-mail is on and sends through this relay; turn it off first "
             "(PUT /api/org/notification-defaults with weeklySummary.enabled false)",
@@ -156,11 +209,12 @@ def delete_smtp(session: Session, principal: Principal) -> None:
     audit.on_org(session, principal.actor, principal.org_id, "org.smtp.delete")
 
 
-def relay(session: Session, box: SecretBox, org_id: str) -> smtp.Relay | None:
-    """The org's relay with its password decrypted, or None when none is set."""
+def relay(session: Session, box: SecretBox, org_id: str, settings: Settings) -> smtp.Relay | None:
+    """The relay the org's e-mail goes through: its own with the password decrypted, else the
+    server's, else None."""
     row = session.get(SmtpSettings, org_id)
     if row is None:
-        return None
+        return server_relay(settings)
     password = box.decrypt_json(row.password_ciphertext) if row.password_ciphertext else None
     return smtp.Relay(
         host=row.host,
@@ -237,10 +291,12 @@ def queue(
             f"org {org.name!r} has no weekly summary recipients (weeklySummary.recipients)",
             code="summary_recipients",
         )
-    sender = relay(session, box, org.id)
+    sender = relay(session, box, org.id, settings)
     if sender is None:
         raise Unprocessable(
-            f"org {org.name!r} has no SMTP relay (PUT /api/org/smtp)", code="smtp_not_configured"
+            f"org {org.name!r} has no SMTP relay (PUT /api/org/smtp), and the server has none "
+            "(smtp_host)",
+            code="smtp_not_configured",
         )
     week = figures(session, org, now).model_dump(mode="json", by_alias=True)
     ids = []
@@ -371,9 +427,12 @@ def email_channel(settings: Settings, database: Database, box: SecretBox) -> Cha
 
     def transport(_client: Any, recipient: str, outgoing: Outgoing, event: Event) -> int:
         with database.session() as session:
-            found = relay(session, box, event.org_id)
+            found = relay(session, box, event.org_id, settings)
         if found is None:
-            raise FetchError("the org has no SMTP relay (PUT /api/org/smtp)", "smtp_not_configured")
+            raise FetchError(
+                "the org has no SMTP relay (PUT /api/org/smtp), and the server has none",
+                "smtp_not_configured",
+            )
         # The channel's deadline bounds the whole conversation (`Channel.transport`).
         return smtp.send(found, recipient, outgoing.body, settings)
 

@@ -1,12 +1,17 @@
-"""Sending one e-mail through an org's SMTP relay (smtplib, the standard library's client).
+"""Sending one e-mail through an SMTP relay (smtplib, the standard library's client): the org's
+own, or the server's (the operator's `smtp_*` settings) for an org without one.
 
-The relay's host comes from an API caller, so it goes through the same outbound-address guard
-as checks and webhooks: resolved once, refused when private unless allowed, and connected to
-by the checked address (the host name is kept for TLS verification and SNI). Implicit TLS
-(`tls`, port 465) or STARTTLS (`starttls`, port 587) verify the relay's certificate against
-the public CAs and the operator's `ca_bundle`; `none` sends in clear, for a relay on a trusted
-network. The password is sent only to the relay it was configured with, inside TLS unless
-`none`, and never appears in an error: a failure says what the relay answered.
+An org relay's host comes from an API caller, so it goes through the same outbound-address
+guard as checks and webhooks: resolved once, refused when private unless allowed, and
+connected to by the checked address (the host name is kept for TLS verification and SNI). The
+server's relay comes from the operator, like the database URL, and is often on the local
+network: it is resolved and connected to the same way, without the private-address rule.
+
+Implicit TLS (`tls`, port 465) or STARTTLS (`starttls`, port 587) verify the relay's
+certificate against the public CAs and the operator's `ca_bundle`; `none` sends in clear, for
+a relay on a trusted network. The password is sent only to the relay it was configured
+with, inside TLS unless `none`, and never appears in an error: a failure says what the relay
+answered.
 
 smtplib bounds each socket operation (`timeout`), not a conversation: a relay that sends its
 replies a byte at a time would hold the sender for ever. The client's socket (plain, and the
@@ -40,7 +45,8 @@ TIMEOUT_SECONDS = 20.0
 
 @dataclass(frozen=True)
 class Relay:
-    """Where and how to send: the org's SMTP settings with the password decrypted."""
+    """Where and how to send: the org's SMTP settings with the password decrypted, or the
+    server's (`operator`: set by the operator, so not held to the private-address rule)."""
 
     host: str
     port: int
@@ -48,6 +54,7 @@ class Relay:
     sender: str
     username: str | None = None
     password: str | None = field(default=None, repr=False)
+    operator: bool = False
 
 
 def send(
@@ -69,6 +76,8 @@ def send(
 
 def _send(relay: Relay, recipient: str, data: bytes, settings: Settings, timeout: float) -> int:
     is_allowed, targets = address_rule(settings)
+    if relay.operator:
+        is_allowed = _any_address
     try:
         addresses = reachable_addresses(relay.host, relay.port, is_allowed, targets)
     except BlockedAddress as exc:
@@ -119,6 +128,10 @@ def _send(relay: Relay, recipient: str, data: bytes, settings: Settings, timeout
             raise _timed_out(where, timeout) from None
         raise FetchError(f"{where}: {exc}", "unreachable") from None
     return 250
+
+
+def _any_address(_address: str) -> bool:
+    return True
 
 
 def _timed_out(where: str, timeout: float) -> FetchError:

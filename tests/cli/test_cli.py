@@ -77,7 +77,10 @@ def test_plans_and_products(run, database: Database) -> None:  # type: ignore[no
     run("orgs", "create", "small")
     refused = run("orgs", "enable-product", "small", "draftpr_repo")
     assert refused.exit_code == 2
-    assert refused.stderr.startswith("driftgate: error: org 'small' is on the free plan")
+    assert refused.stderr == (
+        "driftgate: error: enabling draftpr_repo needs the pro plan or higher; org 'small' is on "
+        "the free plan: an operator sets it with `driftgate orgs set-plan small pro`\n"
+    )
     assert run("orgs", "set-plan", "small", "team").exit_code == 0
     assert run("orgs", "enable-product", "small", "draftpr_repo").exit_code == 0
     assert run("orgs", "set-plan", "small", "free").exit_code == 0

@@ -45,9 +45,9 @@ def test_check_payload_exit_codes_and_output(tmp_path: Path) -> None:
     assert broken.exit_code == 1
     assert broken.output.splitlines() == [
         "invalid (breaking): 3 error(s)",
-        "  /email  required_missing  a required property is missing",
-        "  /qty  min_value  the value is below the minimum",
-        "  /x  extra_field  the consumer does not accept this property",
+        "  /email: a required property is missing (required_missing)",
+        "  /qty: 0 is below the minimum 1 (min_value)",
+        "  /x: the consumer does not accept this property (extra_field)",
     ]
     assert check(tmp_path, {"qty": 0}, "--mode", "warn").exit_code == 0
     as_json = json.loads(check(tmp_path, {"qty": 1}, "--format", "json").output)
@@ -59,7 +59,7 @@ def test_check_payload_exit_codes_and_output(tmp_path: Path) -> None:
         "cli",
         profile=PROFILE_YAML.replace("requiredPolicy: schemaOnly\n", ""),
     )
-    assert strict.exit_code == 1 and "/qty  required_missing" in strict.output
+    assert strict.exit_code == 1 and "/qty: a required property is missing" in strict.output
 
 
 def test_check_payload_bad_input_is_exit_2(tmp_path: Path) -> None:

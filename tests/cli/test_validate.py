@@ -130,7 +130,7 @@ def test_unusable_directories_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert empty.exit_code == 2
     assert empty.stderr == (
         "driftgate: error: empty has none of agents.yaml, templates.yaml, watch-sets.yaml, "
-        "dashboards.yaml\n"
+        "dashboards.yaml, watch-sets/*.yaml\n"
     )
 
 
@@ -218,3 +218,39 @@ def test_profiles_are_checked_and_a_linked_profiles_directory_is_a_problem(repo:
 
 def test_bad_format_is_a_usage_error(repo: Path) -> None:
     assert run("--format", "xml").exit_code == 2
+
+
+def test_split_watch_set_files_are_checked_with_the_others(repo: Path) -> None:
+    split = repo / ".driftgate" / "watch-sets"
+    split.mkdir()
+    shutil.copy(ROOT / "examples" / "watch-sets" / "partners.yaml", split / "partners.yaml")
+    (split / "notes.txt").write_text("not read")
+    result = run()
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ".driftgate: valid: 3 agents, 2 templates, 3 watch sets, 4 watches\n"
+    again = (split / "partners.yaml").read_text().replace("partners", "partners-eu")
+    (split / "zz-eu.yml").write_text(again)
+    result = run()
+    assert result.exit_code == 1
+    assert result.stdout == (
+        ".driftgate/watch-sets/zz-eu.yml:13:15: duplicate watch 'partner-orders' "
+        "(first at .driftgate/watch-sets/partners.yaml:13)\n"
+    )
+    (split / "zz-eu.yml").unlink()
+    shutil.rmtree(split)
+    split.symlink_to(repo)  # a link where the directory belongs is a problem, never followed
+    result = run()
+    assert result.exit_code == 1
+    assert result.stdout.startswith(".driftgate/watch-sets:1:1: cannot read: it is a symbolic link")
+
+
+def test_split_watch_set_files_alone_are_a_directory_to_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    split = tmp_path / ".driftgate" / "watch-sets"
+    split.mkdir(parents=True)
+    shutil.copy(ROOT / "examples" / "watch-sets" / "partners.yaml", split / "partners.yaml")
+    monkeypatch.chdir(tmp_path)
+    result = run()
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ".driftgate: valid: 0 agents, 0 templates, 1 watch set, 1 watch\n"

@@ -725,12 +725,16 @@ def test_problems_are_sorted_by_file_line_column() -> None:
 def test_the_examples_load_without_problems() -> None:
     examples = ROOT / "examples"
     files = {name: (examples / name).read_bytes() for name in FILES}
+    split = sorted((examples / "watch-sets").glob("*.yaml"))
+    files |= {f"watch-sets/{path.name}": path.read_bytes() for path in split}
     bundle = load_bundle(files, directory="examples")
     assert bundle.problems == []
     assert bundle.agents is not None and bundle.watch_sets is not None
+    assert len(bundle.watch_set_files) == 1 + len(split) > 1
     declared = {w.name for s in bundle.watch_sets.watch_sets for w in s.watches}
     referenced = {w for a in bundle.agents.agents for w in a.watches if isinstance(w, str)}
-    assert {"stripe-api", "github-mcp"} <= declared and referenced <= declared
+    assert {"stripe-api", "github-mcp", "partner-orders"} <= declared
+    assert referenced <= declared
     assert {a.policy for a in bundle.agents.agents} <= {*POLICY_PRESETS, *bundle.agents.policies}
 
 

@@ -164,6 +164,27 @@ def test_messages_never_quote_the_payload() -> None:
     assert result.errors and marker not in json.dumps([i.message for i in result.errors])
 
 
+def test_messages_name_the_bound_and_only_offline_the_value() -> None:
+    compiled = compile_profile(check_profile(profile()))
+    payload = {**GOOD, "email": "ab", "status": "lost", "qty": 0, "items": []}
+    served = {i.path: i.message for i in validate(compiled, payload).errors}
+    assert served == {
+        "/email": "the value is shorter than the minimum length 3",
+        "/items": "the array has fewer items than the minimum 1",
+        "/qty": "the value is below the minimum 1",
+        "/status": 'the value is not one of "new", "paid"',
+    }
+    offline = {i.path: i.message for i in validate(compiled, payload, quote_values=True).errors}
+    assert offline == {
+        "/email": '"ab" is shorter than the minimum length 3',
+        "/items": "the array (0 items) has fewer items than the minimum 1",
+        "/qty": "0 is below the minimum 1",
+        "/status": '"lost" is not one of "new", "paid"',
+    }
+    long = validate(compiled, {**GOOD, "qty": 10**80}, quote_values=True).errors[0].message
+    assert long.endswith("... is above the maximum 10") and len(long) < 100
+
+
 @pytest.mark.parametrize(
     ("raw", "reason"),
     [

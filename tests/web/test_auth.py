@@ -153,6 +153,10 @@ def test_plan_guard(guarded_client: FlaskClient, make_org: Callable[..., OrgKey]
     denied = guarded_client.get("/test/pro", headers=free.headers)
     assert denied.status_code == 403
     assert denied.json["error"] == "plan_required"
+    assert denied.json["message"] == (
+        "this call needs the pro plan or higher; org 'free-org' is on the free plan: "
+        "an operator sets it with `driftgate orgs set-plan free-org pro`"
+    )
     assert guarded_client.get("/test/pro", headers=team.headers).json == {"org": team.org_id}
     assert guarded_client.get("/test/pro").status_code == 401
 
@@ -163,4 +167,21 @@ def test_product_guard(guarded_client: FlaskClient, make_org: Callable[..., OrgK
     denied = guarded_client.get("/test/replay", headers=without.headers)
     assert denied.status_code == 403
     assert denied.json["error"] == "PRODUCT_REQUIRED: replay_cloud"
+    assert denied.json["message"] == (
+        "the replay_cloud product is not enabled for org 'no-replay'; an operator enables it "
+        "with `driftgate orgs enable-product no-replay replay_cloud`, an org admin in the "
+        "console (Settings, Overlay products) or with PUT /api/org/products/replay_cloud"
+    )
     assert guarded_client.get("/test/replay", headers=with_product.headers).status_code == 200
+
+
+def test_a_product_refused_on_the_free_plan_names_the_plan_to_set_first() -> None:
+    from controller.services.orgs import product_required
+
+    refused = product_required("acme", "free", "draftpr_repo")
+    assert (refused.status, refused.code) == (403, "PRODUCT_REQUIRED: draftpr_repo")
+    assert refused.message == (
+        "the draftpr_repo product is not enabled for org 'acme'; the free plan cannot enable "
+        "it: an operator sets pro or higher first (`driftgate orgs set-plan acme pro`), then "
+        "runs `driftgate orgs enable-product acme draftpr_repo`"
+    )

@@ -25,7 +25,7 @@ from controller.settings import Settings
 from controller.sources.http import make_client
 from controller.store.db import Database
 from tests.conftest import SECRET, OrgKey
-from tests.factories import make_watch
+from tests.factories import make_watch, set_state
 from tests.receivers import Receiver
 from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
@@ -284,7 +284,13 @@ def test_signed_delivery_with_retries_and_stats(
         assert delivered["body"]["data"]["watchName"] == "payments"
         assert delivered["headers"]["webhook-id"].startswith("msg_")
         stats = client.get("/api/alerts/stats", headers=acme.headers).json
-        assert stats["totals"] == {"successful": 1, "failed": 0, "retrying": 0, "pending": 0}
+        assert stats["totals"] == {
+            "successful": 1,
+            "failed": 0,
+            "retrying": 0,
+            "pending": 0,
+            "suppressed": 0,
+        }
         assert stats["byChannel"]["webhook"]["successful"] == 1
         assert [a["success"] for a in stats["lastAttempts"]] == [True, False, False]
     finally:
@@ -350,3 +356,38 @@ def test_incident_actions_without_an_incident_are_404(live_app: Flask, acme: Org
         f"/api/watches/{watch_id}/baseline", json={"reason": "x"}, headers=acme.headers
     )
     assert baseline.status_code == 409 and baseline.json["error"] == "no_snapshot"
+
+
+def test_incidents_are_listed_newest_first_by_status_and_read_one_by_one(
+    client: FlaskClient, database: Database, acme: OrgKey, make_org: Any
+) -> None:
+    h = acme.headers
+    ids = [make_watch(client, acme, name) for name in ("a", "b", "c")]
+    opened = set_state(database, ids[0], "drifted", incident="open")
+    acked = set_state(database, ids[1], "drifted", incident="acknowledged")
+    closed = set_state(database, ids[2], "ok", incident="resolved")
+
+    def listed(query: str = "") -> list[tuple[str, str, str]]:
+        page = client.get(f"/api/incidents{query}", headers=h)
+        assert page.status_code == 200, page.json
+        return [(i["id"], i["status"], i["watchName"]) for i in page.json["incidents"]]
+
+    # Newest opened first; open and acknowledged unless asked otherwise.
+    assert listed() == [(acked, "acknowledged", "b"), (opened, "open", "a")]
+    assert listed("?status=resolved") == [(closed, "resolved", "c")]
+    assert [i[0] for i in listed("?status=open&status=resolved")] == [closed, opened]
+    assert listed(f"?watchId={ids[1]}") == [(acked, "acknowledged", "b")]
+    first = client.get("/api/incidents?limit=1", headers=h).json
+    assert [i["id"] for i in first["incidents"]] == [acked]
+    rest = client.get(f"/api/incidents?limit=1&cursor={first['nextCursor']}", headers=h).json
+    assert [i["id"] for i in rest["incidents"]] == [opened] and rest["nextCursor"] is None
+    assert client.get("/api/incidents?status=closed", headers=h).status_code == 400
+
+    one = client.get(f"/api/incidents/{opened}", headers=h)
+    assert one.status_code == 200
+    assert (one.json["watchId"], one.json["watchName"], one.json["status"]) == (ids[0], "a", "open")
+    # Another org sees none of them: its list is empty and an id answers 404 as a missing one.
+    other = make_org("other", "pro")
+    assert client.get("/api/incidents", headers=other.headers).json["incidents"] == []
+    hidden = client.get(f"/api/incidents/{opened}", headers=other.headers)
+    assert hidden.status_code == 404 and hidden.json["message"] == "Incident not found"

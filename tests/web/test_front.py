@@ -15,10 +15,18 @@ from pathlib import Path
 
 import httpx
 import pytest
+from gunicorn.config import Config
 
+from controller import __version__
 from controller.store.db import Database
 from tests.processes import DRIFTGATE, driftgate_env, free_port, wait_until_healthy
-from web.front import MAX_HEADER_BYTES, Framing, error_response
+from web.front import (
+    MAX_HEADER_BYTES,
+    Framing,
+    error_response,
+    health_request,
+    health_response,
+)
 
 LIMIT = 1024 * 1024
 
@@ -93,6 +101,40 @@ def test_an_error_response_is_the_json_envelope() -> None:
     assert json.loads(body) == {"error": "request_timeout", "message": "too slow"}
     generated = error_response(400, "bad", "not a valid id!").split(b"\r\n\r\n")[0]
     assert b"X-Service-Correlation-Id: not a valid id!" not in generated
+
+
+@pytest.mark.parametrize(
+    ("head", "asked"),
+    [
+        (b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n", (False, True, "")),
+        (b"GET /health?probe=1 HTTP/1.1\r\nX-Service-Source: lb\r\n\r\n", (False, True, "lb")),
+        (b"HEAD /health HTTP/1.1\r\nConnection: close\r\n\r\n", (True, False, "")),
+        (b"GET /health HTTP/1.0\r\n\r\n", (False, False, "")),
+        (b"GET /health HTTP/1.1\r\nContent-Length: 0\r\n\r\n", (False, True, "")),
+        # Anything else is a thread's: another route, a body, what gunicorn's parser refuses.
+        (b"GET /health/ready HTTP/1.1\r\n\r\n", None),
+        (b"POST /health HTTP/1.1\r\nContent-Length: 2\r\n\r\n", None),
+        (b"GET /health HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", None),
+        (b"GET /health HTTP/1.1\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n", None),
+        (b"GET /health HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", None),
+        (b"GET /health HTTP/1.1\r\nExpect: tea\r\n\r\n", None),
+        (b"GET /health HTTP/1.1\r\nX-A: 1\r\n folded\r\n\r\n", None),
+        (b"GET /health HTTP/9.9\r\n\r\n", None),
+    ],
+)
+def test_the_front_answers_health_itself_only_when_gunicorn_would_serve_it(
+    head: bytes, asked: tuple[bool, bool, str] | None
+) -> None:
+    assert health_request(Config(), head, ("127.0.0.1", 40000)) == asked
+
+
+def test_the_fronts_health_answer_is_the_apps() -> None:
+    answer = health_response("req-1", keep_alive=False, head=False)
+    head, body = answer.split(b"\r\n\r\n", 1)
+    assert head.startswith(b"HTTP/1.1 200 OK\r\n") and b"Connection: close" in head
+    assert b"X-Service-Correlation-Id: req-1" in head
+    assert json.loads(body) == {"status": "ok", "version": __version__}
+    assert health_response("req-1", keep_alive=True, head=True).endswith(b"\r\n\r\n")
 
 
 # The real server: one worker with two threads, short timeouts.

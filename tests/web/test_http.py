@@ -24,12 +24,16 @@ def test_health_and_ready(client: FlaskClient) -> None:
 
 def test_ready_is_503_when_the_database_is_unreachable(tmp_path: Path) -> None:
     settings = make_settings(tmp_path, database_url="postgresql+psycopg://nobody@127.0.0.1:1/none")
-    client = create_app(settings).test_client()
-    assert client.get("/health").status_code == 200
-    ready = client.get("/health/ready")
-    assert ready.status_code == 503
-    assert ready.json["error"] == "temporarily_unavailable"
-    assert "nobody" not in ready.get_data(as_text=True)
+    app = create_app(settings)
+    client = app.test_client()
+    try:
+        assert client.get("/health").status_code == 200
+        ready = client.get("/health/ready")
+        assert ready.status_code == 503 and ready.headers["Retry-After"] == "5"
+        assert ready.json["error"] == "store_unavailable"
+        assert "nobody" not in ready.get_data(as_text=True)
+    finally:
+        app.extensions["driftgate.database"].dispose()
 
 
 def test_unknown_route_and_method_use_the_envelope(client: FlaskClient) -> None:

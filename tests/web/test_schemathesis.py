@@ -379,6 +379,7 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
         world.check(watch_id)  # breaking drift: an incident and a drift event
     events = world.call("GET", "/api/drift")["events"]
     assert len(events) == 2, "each drifted watch has a drift event"
+    incidents = world.call("GET", "/api/incidents")["incidents"]
     steady = world.call(
         "POST", "/api/watches", {"name": "orders", "url": steady_url, "watchType": "openapi"}, 201
     )
@@ -465,6 +466,7 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
     world.path_values = {
         "watch_id": watch_ids,
         "event_id": [e["id"] for e in events],
+        "incident_id": [i["id"] for i in incidents],
         "agent_id": agent_ids,
         "set_id": [watch_set["id"], sets["git-set"]],
         "template_id": [template["id"], templates["git-template"]],

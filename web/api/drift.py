@@ -58,6 +58,33 @@ def get_drift_event(call: Call) -> drift_service.DriftEventOut:
 
 @REGISTRY.route(
     "GET",
+    "/api/incidents",
+    summary="List incidents",
+    tag="drift",
+    query=drift_service.IncidentQuery,
+    responses={200: drift_service.IncidentPage},
+)
+def list_incidents(call: Call) -> drift_service.IncidentPage:
+    """Incidents of the org, newest opened first, at most 50 a page: open and acknowledged
+    ones unless `status` says otherwise; filter by `watchId`. Acknowledge or resolve one with
+    `POST /api/watches/<watchId>/incident/ack` or `/resolve`."""
+    return drift_service.list_incidents(call.session, call.org_id, call.query)
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/incidents/<incident_id>",
+    summary="One incident",
+    tag="drift",
+    responses={200: drift_service.IncidentListed},
+)
+def get_incident(call: Call) -> drift_service.IncidentListed:
+    """The incident with its watch's name, who acknowledged or resolved it, and how."""
+    return drift_service.get_incident(call.session, call.org_id, call.path["incident_id"])
+
+
+@REGISTRY.route(
+    "GET",
     "/api/drift/export",
     summary="Export the drift history",
     tag="drift",

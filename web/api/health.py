@@ -1,13 +1,15 @@
-"""Liveness (`/health`, touches nothing) and readiness (`/health/ready`, pings the database)."""
+"""Liveness (`/health`, touches nothing) and readiness (`/health/ready`, pings the database).
+
+Under `driftgate serve`, `/health` never reaches a worker thread: the server front answers it
+in its event loop (`web.front`), so it answers while every thread waits on the database.
+This route answers it elsewhere (the test client, another WSGI server).
+"""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from controller import __version__
-from controller.errors import TemporaryError
 from controller.model.base import ApiModel
 from web.api import REGISTRY
 from web.db import database
@@ -42,9 +44,8 @@ def health(call: Call) -> HealthOut:
     errors=(503,),
 )
 def health_ready(call: Call) -> ReadyOut:
-    """Answers 200 when the database accepts a query, 503 otherwise."""
-    try:
-        database().ping()
-    except SQLAlchemyError:
-        raise TemporaryError("database unreachable", code="database_unavailable") from None
+    """Answers 200 when the database answers a query, else 503 `store_unavailable` with
+    `Retry-After`: at once while an outage lasts, otherwise within the connect timeout (a new
+    connection) or the statement timeout and its grace (a frozen server)."""
+    database().ready()
     return ReadyOut(status="ok", database="ok")

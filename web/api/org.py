@@ -32,7 +32,11 @@ def put_notification_defaults(call: Call) -> notifications.NotificationDefaultsO
     """Replaces the defaults: new watches inherit the interval; every event goes to the
     destination when its severity is in the alert policy (audited)."""
     return notifications.put_defaults(
-        call.session, call.principal_required, call.body, call.secret_box
+        call.session,
+        call.principal_required,
+        call.body,
+        call.secret_box,
+        server_relay=call.settings.smtp_host is not None,
     )
 
 
@@ -52,10 +56,13 @@ def alert_stats(call: Call) -> alerts.AlertStats:
 @REGISTRY.route(
     "GET",
     "/api/portfolio/status",
-    summary="Per-watch drift status",
+    summary="Per-watch drift status, a page at a time",
     tag="org",
+    query=portfolio.PortfolioStatusQuery,
     responses={200: portfolio.PortfolioStatus},
 )
 def portfolio_status(call: Call) -> portfolio.PortfolioStatus:
-    """Every watch's `driftStatus` and reason tokens, and the counts by status."""
-    return portfolio.portfolio_status(call.session, call.org_id)
+    """A page of watches (oldest first, `limit` 1-200, default 50; `cursor` from
+    `nextCursor`) with each one's `driftStatus` and reason tokens, and `counts` by status and
+    `total` over every watch of the org."""
+    return portfolio.portfolio_status(call.session, call.org_id, call.query)

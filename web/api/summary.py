@@ -20,15 +20,17 @@ from web.routes import Call, Reply
 @REGISTRY.route(
     "GET",
     "/api/org/smtp",
-    summary="The org's SMTP relay",
+    summary="The SMTP relay the org's e-mail goes through",
     tag="org",
     responses={200: service.SmtpOut},
     errors=(404,),
 )
 def get_smtp(call: Call) -> service.SmtpOut:
-    """Host, port, security, user and sender of the relay the weekly summary is sent through;
-    `passwordSet` says whether a password is stored (it is never shown)."""
-    return service.get_smtp(call.session, call.org_id)
+    """Host, port, security, user and sender of the relay the weekly summary is sent through:
+    the org's own (`source: org`), else the server's (`source: server`, the operator's
+    settings; its user is not shown); 404 with neither. `passwordSet` says whether a password
+    is stored (it is never shown)."""
+    return service.get_smtp(call.session, call.org_id, call.settings)
 
 
 @REGISTRY.route(
@@ -44,7 +46,7 @@ def put_smtp(call: Call) -> service.SmtpOut:
     """Replaces the relay (audited). The password is stored encrypted; omitted, the stored one
     is kept while host and user are unchanged, and dropped otherwise."""
     return service.put_smtp(
-        call.session, call.principal_required, call.body, call.secret_box, call.now
+        call.session, call.principal_required, call.body, call.secret_box, call.now, call.settings
     )
 
 
@@ -57,8 +59,9 @@ def put_smtp(call: Call) -> service.SmtpOut:
     errors=(404, 409),
 )
 def delete_smtp(call: Call) -> Reply:
-    """Removes the relay and its password (409 while the weekly summary is on)."""
-    service.delete_smtp(call.session, call.principal_required)
+    """Removes the org's relay and its password; the server's relay applies from then on, if
+    it has one (409 while the weekly summary is on and the server has none)."""
+    service.delete_smtp(call.session, call.principal_required, call.settings)
     return Reply(204)
 
 

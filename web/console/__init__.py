@@ -36,8 +36,15 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from controller.accounts import service as accounts
 from controller.accounts.service import SignedIn
-from controller.errors import DriftgateError, Forbidden, NotFound, ValidationFailed
+from controller.errors import (
+    DriftgateError,
+    Forbidden,
+    NotFound,
+    StoreUnavailable,
+    ValidationFailed,
+)
 from web.db import database, request_session
+from web.errors import unavailable_page
 
 SESSION_COOKIE = "driftgate_session"
 PRESESSION_COOKIE = "driftgate_csrf"
@@ -223,6 +230,8 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 @blueprint.errorhandler(DriftgateError)
 def failed(exc: DriftgateError) -> Response:
+    if isinstance(exc, StoreUnavailable):
+        return unavailable_page(exc)
     status = getattr(exc, "status", 500)
     if request.method == "POST" and g.get("db_session") is not None:
         g.db_session.rollback()  # nothing of a refused action is kept

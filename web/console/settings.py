@@ -26,8 +26,9 @@ WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", 
 @signed_in
 def settings(user: SignedIn) -> Response:
     session = request_session()
+    settings = current_app.extensions["driftgate.settings"]
     try:
-        relay: summary.SmtpOut | None = summary.get_smtp(session, user.org_id)
+        relay: summary.SmtpOut | None = summary.get_smtp(session, user.org_id, settings)
     except NotFound:  # no relay set: the page says so
         relay = None
     return page(
@@ -35,6 +36,7 @@ def settings(user: SignedIn) -> Response:
         user,
         defaults=notifications.get_defaults(session, user.org_id),
         relay=relay,
+        own_relay=relay if relay is not None and relay.source == "org" else None,
         products=products.products(session, user.org_id),
         members=accounts.members(session, user.org_id),
         severities=SEVERITIES,
@@ -75,7 +77,10 @@ def save_notifications(user: SignedIn) -> str:
         "hourUtc": _number(form.get("hour", "") or "8"),
     }
     body = validate(notifications.NotificationDefaultsIn, data, "form")
-    notifications.put_defaults(session, user.principal(), body, box)
+    settings = current_app.extensions["driftgate.settings"]
+    notifications.put_defaults(
+        session, user.principal(), body, box, server_relay=settings.smtp_host is not None
+    )
     return url_for("console.settings")
 
 
@@ -94,7 +99,8 @@ def save_smtp(user: SignedIn) -> str:
         data["password"] = form["password"]  # left empty: the stored one stays (same host, user)
     body = validate(summary.SmtpIn, data, "form")
     box = current_app.extensions["driftgate.secret_box"]
-    summary.put_smtp(request_session(), user.principal(), body, box, now())
+    settings = current_app.extensions["driftgate.settings"]
+    summary.put_smtp(request_session(), user.principal(), body, box, now(), settings)
     return url_for("console.settings")
 
 

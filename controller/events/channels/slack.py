@@ -40,6 +40,10 @@ def slack_text(payload: dict[str, Any]) -> str:
         lines.append(f"• [{change.get('severity')}] {_told(change)}{hint}")
     if data.get("error"):
         lines.append(f"Error: {data['error']}")
+    if data.get("flapCount"):
+        lines.append(f"Flapping: reopened {data['flapCount']} time(s) after the vendor reverted")
+    if data.get("suppressedCount"):
+        lines.append(f"({data['suppressedCount']} earlier notification(s) about this held back)")
     return "\n".join(lines)
 
 

@@ -1,0 +1,206 @@
+"""When the store cannot answer: which errors say so, and what one process does about it.
+
+A database that is down (it refuses connections), frozen (it accepts and never answers: a
+stopped server, a dead network path) or too slow (a statement past its timeout, a SQLite file
+locked past its busy timeout) is not a bug of the request or job that met it. `store_fault`
+tells those errors apart from every other, whether they come through SQLAlchemy or straight
+from the driver (the run gate's statements), and `Reachability` keeps one process's view of
+one database:
+
+- the first error that says the server cannot be reached starts an *outage*: one log line
+  (`store.unavailable`), and from then on new sessions fail at once with `StoreUnavailable`
+  instead of each waiting out its own timeouts; a thread of its own pings the server at once
+  and then every `PROBE_SECONDS`, and ends the outage at the first answer (`store.available`,
+  one line, with how long it lasted and how many uses were refused);
+- a statement that timed out or a busy SQLite file fails only its own request or job, with
+  one line (`store.slow`) at most every `SLOW_LOG_SECONDS`, counting those in between.
+
+Neither logs a stack trace: the shells answer `StoreUnavailable` (503 with `Retry-After` on
+the web, a quiet retry in the controller).
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+from sqlalchemy import exc
+
+from controller.errors import StoreUnavailable
+from controller.logs import log
+
+logger = logging.getLogger("driftgate.store")
+
+UNREACHABLE = "unreachable"
+TIMEOUT = "timeout"
+BUSY = "busy"
+
+PROBE_SECONDS = 1.0
+SLOW_LOG_SECONDS = 60.0
+
+# SQLite's primary result codes (the low byte of `sqlite_errorcode`).
+_SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_IOERR, _SQLITE_CANTOPEN = 5, 6, 10, 14
+# Postgres SQLSTATEs: a statement cancelled by statement_timeout, a lock_timeout; the server
+# shutting down or refusing connections (class 08 is the connection exceptions).
+_PG_TIMEOUT = frozenset({"57014", "55P03"})
+_PG_UNREACHABLE = frozenset({"57P01", "57P02", "57P03", "53300"})
+
+
+def store_fault(error: BaseException) -> str | None:
+    """`unreachable`, `timeout` or `busy` when `error` says the store could not answer; None
+    for every other error (a bug, a constraint violation: not the store's availability)."""
+    if isinstance(error, StoreUnavailable):
+        return error.reason
+    if isinstance(error, exc.TimeoutError):  # no pooled connection came free in time
+        return BUSY
+    if isinstance(error, exc.DisconnectionError):
+        return UNREACHABLE
+    if isinstance(error, exc.DBAPIError):
+        if error.connection_invalidated:
+            return UNREACHABLE
+        return _driver_fault(error.orig)
+    return _driver_fault(error)
+
+
+def _driver_fault(error: BaseException | None) -> str | None:
+    if isinstance(error, sqlite3.OperationalError):
+        code = getattr(error, "sqlite_errorcode", 0) & 0xFF
+        if code in (_SQLITE_BUSY, _SQLITE_LOCKED):
+            return BUSY
+        return UNREACHABLE if code in (_SQLITE_IOERR, _SQLITE_CANTOPEN) else None
+    psycopg = sys.modules.get("psycopg")  # loaded only by a process that uses Postgres
+    if psycopg is None or not isinstance(error, psycopg.Error):
+        return None
+    state = error.sqlstate
+    if state is None:
+        # Raised by the client itself: no connection, a connection lost or closed, no
+        # answer within the bound (`controller.store.db`).
+        client_side = isinstance(error, psycopg.OperationalError | psycopg.InterfaceError)
+        return UNREACHABLE if client_side else None
+    if state in _PG_TIMEOUT:
+        return TIMEOUT
+    if state.startswith("08") or state in _PG_UNREACHABLE:
+        return UNREACHABLE
+    return None
+
+
+class Reachability:
+    """One process's view of whether one database answers (see the module docstring).
+
+    `probe` pings the database (raising when it cannot); `on_outage` runs once when an outage
+    starts (the database drops connections it keeps outside its pool)."""
+
+    def __init__(
+        self,
+        probe: Callable[[], None],
+        *,
+        on_outage: Callable[[], None] = lambda: None,
+        probe_seconds: float = PROBE_SECONDS,
+    ) -> None:
+        self.probe = probe
+        self.on_outage = on_outage
+        self.probe_seconds = probe_seconds
+        self._lock = threading.Lock()
+        self._down_since: float | None = None
+        self._refused = 0
+        self._stopping = threading.Event()  # the current prober's; replaced by `stop`
+        self._slow: dict[str, int] = {}
+        self._slow_logged_at: float | None = None
+
+    @property
+    def is_down(self) -> bool:
+        return self._down_since is not None
+
+    @property
+    def refused(self) -> int:
+        """Uses refused during the current (or the last) outage."""
+        return self._refused
+
+    def refuse(self) -> None:
+        """Raise `StoreUnavailable` while an outage lasts: a use of the store fails at once
+        instead of waiting out its own timeouts."""
+        if self._down_since is not None:
+            self._refused += 1  # an approximate count, for the recovery line
+            raise StoreUnavailable(UNREACHABLE)
+
+    def report(self, error: BaseException) -> StoreUnavailable | None:
+        """The `StoreUnavailable` that `error` amounts to, noted (an outage starts, or a slow
+        statement is counted), or None when `error` is not about the store's availability."""
+        if isinstance(error, StoreUnavailable):
+            return error
+        fault = store_fault(error)
+        if fault is None:
+            return None
+        if fault == UNREACHABLE:
+            self._start(error)
+        else:
+            self._note_slow(fault, error)
+        return StoreUnavailable(fault)
+
+    def stop(self) -> None:
+        """Stop probing and forget the outage (the database's engines are disposed of; new
+        ones start from a clean slate)."""
+        with self._lock:
+            self._stopping.set()
+            self._stopping = threading.Event()
+            self._down_since = None
+
+    def _start(self, error: BaseException) -> None:
+        with self._lock:
+            if self._down_since is not None:
+                return
+            self._down_since = time.monotonic()
+            self._refused = 0
+            log(logger, logging.WARNING, "store.unavailable", error=_describe(error))
+            threading.Thread(
+                target=self._probe_until_up,
+                args=(self._stopping,),
+                name="driftgate-store-probe",
+                daemon=True,
+            ).start()
+        try:
+            self.on_outage()
+        except Exception:  # noqa: BLE001, S110 - dropping idle connections is best effort
+            pass
+
+    def _probe_until_up(self, stopping: threading.Event) -> None:
+        pause = 0.0  # the first probe at once: a single dropped connection ends it there
+        while not stopping.wait(pause):
+            pause = self.probe_seconds
+            try:
+                self.probe()
+            except Exception:  # noqa: BLE001, S112 - still down; the next probe tells
+                continue
+            with self._lock:
+                if stopping.is_set():
+                    return
+                since, self._down_since = self._down_since, None
+            log(
+                logger,
+                logging.WARNING,
+                "store.available",
+                downSeconds=round(time.monotonic() - (since or time.monotonic()), 1),
+                refused=self._refused,
+            )
+            return
+
+    def _note_slow(self, fault: str, error: BaseException) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self._slow[fault] = self._slow.get(fault, 0) + 1
+            if self._slow_logged_at is not None and now - self._slow_logged_at < SLOW_LOG_SECONDS:
+                return
+            counts, self._slow = self._slow, {}
+            self._slow_logged_at = now
+        log(logger, logging.WARNING, "store.slow", counts=counts, error=_describe(error))
+
+
+def _describe(error: BaseException) -> str:
+    """The error's type and the first line of its text (drivers never put passwords there)."""
+    origin = error.orig if isinstance(error, exc.DBAPIError) and error.orig else error
+    text = (str(origin).strip().splitlines() or [""])[0][:300]
+    return f"{type(origin).__name__}: {text}" if text else type(origin).__name__
