@@ -66,8 +66,8 @@ class Command:
 
     @property
     def exit_code(self) -> int:
-        """0, or N when the command's comment says `exit N`."""
-        found = re.search(r"(?:^|\s)#[^\n]*?\bexit (\d+)\b", self.text)
+        """0, or N when the command's comment ends in `exit N`."""
+        found = re.search(r"(?:^|\s)#.*\bexit (\d+)$", self.text, re.MULTILINE)
         return int(found.group(1)) if found else 0
 
 
@@ -360,7 +360,8 @@ def test_the_walkthrough_is_marked() -> None:
     commands = [c for step in steps for c in step.commands]
     assert [s.action for s in steps][:2] == ["start", "start"] and len(commands) > 20
     assert all(step.commands for step in steps if step.action != "stop")
-    assert sum(c.exit_code == 1 for c in commands) == 2  # the blocked preflights
+    # the checks that find the drift and the preflights it blocks
+    assert sum(c.exit_code == 1 for c in commands) == 4
 
 
 def test_the_readme_walkthrough_works_as_written(walk: Walk) -> None:
