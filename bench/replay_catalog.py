@@ -1,7 +1,8 @@
 """Build the shipped replay catalog (`controller/replay/catalog/*.json`) from real MCP server
 release pairs (`../shared/conformance/mcp/<case>/{before,after}.json`, each a real published
 version of a public MCP server): one `oss-curated` fixture per pair, its changes from
-driftgate's own MCP engine. `tests/replay/test_catalog.py` rebuilds them and compares.
+driftgate's own MCP engine. `tests/replay/test_catalog.py` rebuilds them and compares (from
+this corpus when it is beside the clone, else from the contracts each fixture ships).
 
 Usage: python bench/replay_catalog.py [--write] [--corpus DIR]
 """

@@ -4,10 +4,10 @@ It checks what a real GitHub would: the App JWT (RS256, signed by the App's key,
 id, not expired) on `/app/...` calls, an installation token it issued on repository calls,
 and that the installation may reach the repository. It keeps repositories, refs, commits,
 trees, pulls, labels and comments in memory. Every request body and every response it sends
-is validated against GitHub's published REST description
-(`../shared/bench/openapi/github-2022-07-18.json`, the operations used), so the client cannot
-drift from GitHub's API and the fake cannot answer what GitHub would not. Responses are built
-from the description's schemas (every required field) with the values that matter set.
+is validated against GitHub's published REST description (the operations used, cut from the
+real document by `tests/github_description.py` into `tests/fixtures/github/`), so the client
+cannot drift from GitHub's API and the fake cannot answer what GitHub would not. Responses are
+built from the description's schemas (every required field) with the values that matter set.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -30,16 +29,16 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from tests import github_description
 from tests.servers import Loopback, QuietHandler
 
-DESCRIPTION = Path(__file__).resolve().parents[2] / "shared/bench/openapi/github-2022-07-18.json"
 APP_ID = 424242
 
 
 @cache
 def description() -> dict[str, Any]:
     """GitHub's REST description, with OpenAPI 3.0 `nullable` turned into JSON Schema types."""
-    document = json.loads(DESCRIPTION.read_text(encoding="utf-8"))
+    document = github_description.load()
     return {"paths": document["paths"], "components": _nullable(document["components"])}
 
 

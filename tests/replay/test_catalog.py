@@ -1,5 +1,6 @@
-"""The replay catalog: public browsing, the shipped fixtures kept in sync with the real MCP
-release pairs they come from, and installing one (gated)."""
+"""The replay catalog: public browsing, the shipped fixtures kept in sync with driftgate's MCP
+engine (and with the real MCP release pairs they come from, when that corpus is beside the
+clone), and installing one (gated)."""
 
 from __future__ import annotations
 
@@ -12,18 +13,54 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from flask.testing import FlaskClient
 
+from controller.diffs import diff_mcp
 from controller.replay.catalog import CATALOG_DIR
+from controller.replay.fixtures import build_fixture
 from controller.services import auth
 from tests.conftest import OrgKey
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.replay_catalog import build  # noqa: E402
+from bench.replay_catalog import CORPUS, build  # noqa: E402
 
 
+def test_each_shipped_fixture_is_what_the_engine_gives_from_its_own_contracts() -> None:
+    """Needs only the repository: each fixture's changes, counts and mocks are what driftgate
+    makes of the before and after contracts the fixture ships."""
+    shipped = sorted(CATALOG_DIR.glob("*.json"))
+    assert len(shipped) >= 20
+    for path in shipped:
+        fixture = json.loads(path.read_text(encoding="utf-8"))
+        files, row = fixture["files"], fixture["row"]
+        before = json.loads(files["before.schema.json"])
+        after = json.loads(files["after.schema.json"])
+        meta = json.loads(files["cloud-meta.json"])
+        changes = [c.to_json() for c in diff_mcp(before, after)]
+        rebuilt = build_fixture(
+            fixture_id=meta["fixtureId"],
+            watch_type="mcp",
+            before=before,
+            after=after,
+            changes=changes,
+            content_kind=meta["contentKind"],
+            source=meta["source"],
+            created_at=meta["createdAt"],
+        )
+        assert rebuilt.files == files, (
+            f"{path.name} is stale: run python bench/replay_catalog.py --write"
+        )
+        counts = {s: sum(c["severity"] == s for c in changes) for s in row["changes"]}
+        assert counts == row["changes"] and row["id"] == meta["fixtureId"] == path.stem
+
+
+@pytest.mark.skipif(
+    not (CORPUS / "cases.json").exists(),
+    reason=f"the MCP release pairs corpus is not present at {CORPUS}",
+)
 def test_the_shipped_catalog_is_what_the_real_pairs_give() -> None:
     built = build()
     shipped = {p.name: p.read_text(encoding="utf-8") for p in CATALOG_DIR.glob("*.json")}
