@@ -647,13 +647,14 @@ def load_settings(
             where = origin.get(field, env_name(field))
             if field == "sources" and path_text and len(error["loc"]) > 1:
                 nested = ".".join(str(part) for part in error["loc"])
-                where = f"{path_text}:{_nested_line(node_of_file, error['loc'])}: {nested}"
+                where = f"{path_text}:{yaml_line(node_of_file, error['loc'])}: {nested}"
             problems.append(f"{where}: {error['msg']}")
         raise ConfigError("invalid settings: " + "; ".join(problems)) from None
 
 
-def _nested_line(node: Any, loc: tuple[Any, ...]) -> int:
-    """The 1-based line of the YAML node at `loc` (as deep as the file goes)."""
+def yaml_line(node: Any, loc: tuple[Any, ...]) -> int:
+    """The 1-based line of the YAML node at `loc` (as deep as the file goes): where a
+    validation error's location points in a composed YAML file (settings, acknowledgements)."""
     line = node.start_mark.line + 1 if node is not None else 1
     for part in loc:
         if isinstance(node, yaml.MappingNode):

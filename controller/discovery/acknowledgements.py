@@ -23,6 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from controller.discovery.extract import Candidate, ConfigInvalid
+from controller.settings import yaml_line
 
 ACK_FILES = (".driftgate/coverage.yaml", ".driftgate/coverage.yml")
 ACK_FILE = ACK_FILES[0]
@@ -135,29 +136,8 @@ def _problem(node: Any, error: Any) -> tuple[int, str]:
     elif error["type"] == "extra_forbidden":
         model = Acknowledgement if len(loc) == 3 else CoverageFile
         message = f"unknown key (known: {', '.join(model.model_fields)})"
-    return _line(node, loc), f"{path}: {message}"
+    return yaml_line(node, loc), f"{path}: {message}"
 
 
 def _normal(command: str) -> str:
     return " ".join(command.split()).lower()
-
-
-def _line(node: Any, loc: tuple[Any, ...]) -> int:
-    """The 1-based line of the YAML node at `loc` (as deep as the file goes)."""
-    if node is None:
-        return 1
-    line = int(node.start_mark.line) + 1
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            match = next((v for k, v in node.value if getattr(k, "value", None) == part), None)
-            if match is None:
-                break
-            node = match
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
-            if part >= len(node.value):
-                break
-            node = node.value[part]
-        else:
-            break
-        line = int(node.start_mark.line) + 1
-    return line
