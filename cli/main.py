@@ -70,7 +70,8 @@ SUMMARIES = {
     "compare": "Compare two JSON payloads by their inferred schemas (the offline `compare_json`).",
     "completion": "Print the shell completion script of driftgate for bash, zsh or fish.",
     "controller": "Run the controller: schedule and run checks, deliver events (no HTTP serving).",
-    "coverage": "Fail (exit 1) when a contract the checkout depends on is not watched by the org.",
+    "coverage": "Fail (exit 1) when a contract the checkout depends on is not watched by the org "
+    "(or, for a local stdio server, acknowledged in .driftgate/coverage.yaml); print the fix.",
     "db": "Manage the state store.",
     "demo": "Watch drift happen: a vendor simulator, a webhook receiver and driftgate on loopback.",
     "diff": "Diff two contracts (files or http(s) URLs): OpenAPI, MCP snapshots or JSON.",

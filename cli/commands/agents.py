@@ -9,15 +9,17 @@ failed. Exit codes: 0 done, 2 a usage error, an unreachable server or an error a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import click
-import httpx
 
 from cli import api
 from cli.common import fail
 from cli.remote import emit, server, server_command, table
+
+if TYPE_CHECKING:  # for annotations only: `--help` loads no HTTP client
+    import httpx
 
 _note = click.option("--note", help="Why (kept in the audit log and on the agent).")
 

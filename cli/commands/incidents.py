@@ -7,15 +7,17 @@ an error answer."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import click
-import httpx
 
 from cli import api
 from cli.common import fail
 from cli.remote import emit, server, server_command, table
+
+if TYPE_CHECKING:  # for annotations only: `--help` loads no HTTP client
+    import httpx
 
 PAGE = 50  # the API's page size (controller.services.drift.PAGE_LIMIT)
 
