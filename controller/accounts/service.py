@@ -320,6 +320,49 @@ def members(session: Session, org_id: str) -> list[User]:
     return list(session.scalars(select(User).where(User.org_id == org_id).order_by(User.email)))
 
 
+def member(session: Session, org_id: str, user_id: str) -> User:
+    """A user of `org_id`; another org's user (or none) is 404."""
+    user = session.scalar(select(User).where(User.id == user_id, User.org_id == org_id))
+    if user is None:
+        raise NotFound("no such member in this org", code="member_not_found")
+    return user
+
+
+def change_role(session: Session, user: User, role: str, *, actor: str) -> None:
+    """Give `user` another role; the org's last admin stays an admin (409)."""
+    if role not in ROLES:
+        raise Unprocessable(f"role must be one of {', '.join(ROLES)}", code="invalid_role")
+    if role == user.role:
+        return
+    if user.role == "admin":
+        _refuse_last_admin(session, user, "demoted to viewer")
+    previous, user.role = user.role, role
+    _audit(session, actor, "user.role", user, {"from": previous, "to": role})
+
+
+def remove_user(session: Session, user: User, *, actor: str) -> None:
+    """Remove `user` from the org with their sessions; the org's last admin stays (409)."""
+    if user.role == "admin":
+        _refuse_last_admin(session, user, "removed")
+    _audit(session, actor, "user.remove", user, {"email": user.email})
+    session.execute(delete(ConsoleSession).where(ConsoleSession.user_id == user.id))
+    session.delete(user)
+
+
+def _refuse_last_admin(session: Session, user: User, what: str) -> None:
+    admins = session.scalar(
+        select(func.count())
+        .select_from(User)
+        .where(User.org_id == user.org_id, User.role == "admin", User.id != user.id)
+    )
+    if not admins:
+        raise Conflict(
+            f"{user.email} is the org's last admin and cannot be {what}: "
+            "make another member an admin first",
+            code="last_admin",
+        )
+
+
 def find_user(session: Session, email: str) -> User:
     user = session.scalar(select(User).where(User.email == normalized(email)))
     if user is None:

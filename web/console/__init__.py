@@ -243,14 +243,23 @@ def init_app(app: Flask) -> None:
         agents,
         ask,
         pages,
+        search,
         settings,
         sources,
         sso,
         templates_page,
+        timefmt,
         watches,
     )
 
     app.register_blueprint(blueprint)
+    timefmt.register(app, now)
+
+    @app.route("/favicon.ico")
+    def favicon() -> Response:
+        """Browsers ask for it on every page before they read the page's icon link."""
+        target = url_for("console.static", filename="favicon.svg")
+        return redirect(target, 301)  # type: ignore[return-value]
 
     @app.route("/")
     def root() -> Response:

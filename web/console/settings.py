@@ -1,9 +1,12 @@
 """Settings in the console: notification defaults with the weekly e-mail opt-in, overlay
-products (admins; a free plan sees why it cannot), and the org's members."""
+products (admins; a free plan sees why it cannot), and the org's members: admins invite
+(a one-time set-password link, as `driftgate users create` prints), change roles and
+remove members; the org's last admin stays an admin."""
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from flask import current_app, request, url_for
 from werkzeug.wrappers import Response
@@ -11,30 +14,61 @@ from werkzeug.wrappers import Response
 from controller.accounts import service as accounts
 from controller.accounts.service import SignedIn
 from controller.draftpr import service as products
-from controller.errors import NotFound
+from controller.errors import Conflict, NotFound, Unprocessable
 from controller.services import notifications
+from controller.services.watches import DEFAULT_INTERVAL_MINUTES
+from controller.store.models import Org
 from controller.summary import service as summary
 from web.body import validate
-from web.console import action, blueprint, now, page, signed_in
+from web.console import action, admin, blueprint, now, page, signed_in
 from web.db import request_session
 
 SEVERITIES = ("breaking", "warning", "info")
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+PRODUCTS = {
+    "replay_cloud": (
+        "Replay fixtures",
+        "structural drift fixtures, built from a watch or taken from the catalog, for testing "
+        "agents (the /v1/replay routes)",
+    ),
+    "draftpr_repo": (
+        "Draft pull requests",
+        "drift events open draft pull requests on the code hosting platform",
+    ),
+    "toolmanifest_org": (
+        "Tool-manifest lint",
+        "draft pull requests carry a lint comment on the agent's tool manifest",
+    ),
+}
 
 
 @blueprint.get("/settings")
 @signed_in
 def settings(user: SignedIn) -> Response:
+    return _settings_page(user)
+
+
+def _settings_page(
+    user: SignedIn, status: int = 200, invited: tuple[str, str] | None = None, **problems: str
+) -> Response:
     session = request_session()
     settings = current_app.extensions["driftgate.settings"]
     try:
         relay: summary.SmtpOut | None = summary.get_smtp(session, user.org_id, settings)
     except NotFound:  # no relay set: the page says so
         relay = None
+    box = current_app.extensions["driftgate.secret_box"]
+    destination = notifications.current_destination(session, user.org_id, box)
     return page(
         "settings.html",
         user,
+        code=status,
         defaults=notifications.get_defaults(session, user.org_id),
+        destination=shown_url(destination.url) if destination is not None else None,
+        default_interval=service_interval(session, user.org_id),
+        product_notes=PRODUCTS,
+        invited=invited,
+        problems=problems,
         relay=relay,
         own_relay=relay if relay is not None and relay.source == "org" else None,
         products=products.products(session, user.org_id),
@@ -42,6 +76,20 @@ def settings(user: SignedIn) -> Response:
         severities=SEVERITIES,
         weekdays=WEEKDAYS,
     )
+
+
+def shown_url(url: str) -> str:
+    """A destination URL as the page shows it: scheme, host, port and path, with the query
+    dropped and any long path segment (where webhooks keep their token) cut to its start."""
+    parts = urlsplit(url)
+    segments = [s if len(s) < 16 else f"{s[:4]}…" for s in parts.path.split("/")]
+    shown = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{'/'.join(segments)}"
+    return shown + ("?…" if parts.query else "")
+
+
+def service_interval(session: Any, org_id: str) -> int:
+    """The interval a new watch gets: the org's default, else the service's."""
+    return notifications.default_interval(session, org_id) or DEFAULT_INTERVAL_MINUTES
 
 
 def _number(text: str) -> int | str:
@@ -110,3 +158,57 @@ def toggle_product(user: SignedIn, product: str) -> str:
     enabled = request.form.get("enabled") == "true"
     products.set_product(request_session(), user.principal(), product, enabled)
     return url_for("console.settings")
+
+
+# Members: invite with a one-time link, change a role, remove; admins only.
+
+
+@blueprint.post("/settings/members")
+@signed_in
+def invite(user: SignedIn) -> Response:
+    admin(user)
+    session = request_session()
+    email = request.form.get("email", "").strip()
+    role = request.form.get("role", "viewer")
+    org = session.get_one(Org, user.org_id)
+    try:
+        made, token = accounts.create_user(session, org, email, role, actor=user.actor, now=now())
+    except (Unprocessable, Conflict) as exc:
+        session.rollback()
+        return _settings_page(user, exc.status, invite_email=email, invite_error=exc.message)
+    session.commit()
+    # The link is shown on this answer only, as the CLI prints it once; the store keeps its hash.
+    return _settings_page(user, 201, invited=(made.email, _link(token)))
+
+
+@blueprint.post("/settings/members/<member_id>/link")
+@signed_in
+def new_link(user: SignedIn, member_id: str) -> Response:
+    admin(user)
+    session = request_session()
+    found = accounts.member(session, user.org_id, member_id)
+    token = accounts.reset_link(session, found, actor=user.actor, now=now())
+    session.commit()
+    return _settings_page(user, 201, invited=(found.email, _link(token)))
+
+
+@blueprint.post("/settings/members/<member_id>/role")
+@action
+def change_role(user: SignedIn, member_id: str) -> str:
+    found = accounts.member(request_session(), user.org_id, member_id)
+    accounts.change_role(request_session(), found, request.form.get("role", ""), actor=user.actor)
+    return url_for("console.settings", _anchor="members")
+
+
+@blueprint.post("/settings/members/<member_id>/remove")
+@action
+def remove_member(user: SignedIn, member_id: str) -> str:
+    found = accounts.member(request_session(), user.org_id, member_id)
+    accounts.remove_user(request_session(), found, actor=user.actor)
+    return url_for("console.settings", _anchor="members")
+
+
+def _link(token: str) -> str:
+    settings = current_app.extensions["driftgate.settings"]
+    base = settings.public_base_url or request.host_url
+    return accounts.setup_link(base, token)

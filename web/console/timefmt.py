@@ -1,0 +1,94 @@
+"""How the console writes times: one absolute form with its zone (`2026-11-26 14:10 UTC`),
+relative times where people scan a list (`3 min ago`, the absolute in a title), and
+durations in human units (`36 s`, `4 min`, `2 h 5 min`).
+
+The functions are pure (they take `now`); `register` installs them as Jinja filters that
+ask the clock once per call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from flask import Flask
+from markupsafe import Markup, escape
+
+ABSOLUTE = "%Y-%m-%d %H:%M UTC"
+
+
+def absolute(moment: datetime | str | None, default: str = "never") -> str:
+    """`2026-11-26 14:10 UTC`; `default` for no time at all."""
+    at = as_utc(moment)
+    return at.strftime(ABSOLUTE) if at is not None else default
+
+
+def relative(moment: datetime | str | None, now: datetime, default: str = "never") -> str:
+    """`just now`, `36 s ago`, `4 min ago`, `2 h ago`, `3 d ago`, or `in 5 min` ahead."""
+    at = as_utc(moment)
+    if at is None:
+        return default
+    seconds = (now - at).total_seconds()
+    if abs(seconds) < 5:
+        return "just now"
+    span = _coarse(abs(seconds))
+    return f"{span} ago" if seconds > 0 else f"in {span}"
+
+
+def duration(seconds: float | None, default: str = "–") -> str:
+    """A span in the two largest units that matter: `36 s`, `4 min`, `2 h 5 min`, `3 d 4 h`."""
+    if seconds is None:
+        return default
+    whole = round(max(seconds, 0))
+    if whole < 60:
+        return f"{whole} s"
+    minutes = round(whole / 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h" if hours else f"{days} d"
+
+
+def hours(value: float | None, default: str = "–") -> str:
+    """A duration given in hours (the portfolio's MTTR figures), in human units."""
+    return duration(value * 3600, default) if value is not None else default
+
+
+def as_utc(moment: datetime | str | None) -> datetime | None:
+    """An aware UTC datetime from a datetime (naive ones are UTC) or an ISO 8601 string."""
+    if moment is None or moment == "":
+        return None
+    at = datetime.fromisoformat(moment) if isinstance(moment, str) else moment
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+
+
+def time_tag(moment: datetime | str | None, now: datetime, default: str = "never") -> Markup:
+    """A `<time>` element reading relative, with the absolute time in its title."""
+    at = as_utc(moment)
+    if at is None:
+        return Markup(escape(default))
+    return Markup('<time datetime="{}" title="{}">{}</time>').format(
+        at.isoformat(), absolute(at), relative(at, now)
+    )
+
+
+def _coarse(seconds: float) -> str:
+    if seconds < 60:
+        return f"{round(seconds)} s"
+    if seconds < 3600:
+        return f"{round(seconds / 60)} min"
+    if seconds < 86400:
+        return f"{round(seconds / 3600)} h"
+    return f"{round(seconds / 86400)} d"
+
+
+def register(app: Flask, clock: Callable[[], datetime]) -> None:
+    """The filters `at` (absolute), `ago` (a `<time>` reading relative, absolute in its
+    title), `duration` (seconds) and `hours` (a duration given in hours)."""
+    app.add_template_filter(absolute, "at")
+    app.add_template_filter(lambda moment, default="never": time_tag(moment, clock(), default), "ago")
+    app.add_template_filter(duration, "duration")
+    app.add_template_filter(hours, "hours")
