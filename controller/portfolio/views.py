@@ -85,6 +85,25 @@ def _band() -> Any:
     )
 
 
+def is_stale(now: datetime) -> ColumnElement[bool]:
+    """Watches whose last check is older than twice their interval (the `stale` tile)."""
+    return _stale(now)
+
+
+def is_degraded(now: datetime) -> ColumnElement[bool]:
+    """Watches in the `degraded` health band (the `degraded` tile)."""
+    return or_(_stale(now), _band() == literal("degraded"))
+
+
+def has_open_incident() -> ColumnElement[bool]:
+    """Watches with an incident in `open` (the `open incidents` tile)."""
+    return (
+        select(Incident.id)
+        .where(Incident.watch_id == Watch.id, Incident.status == "open")
+        .exists()
+    )
+
+
 def health(session: Session, org_id: str, filters: Filters, now: datetime) -> dict[str, Any]:
     stale = _stale(now)
     band = case((stale, literal("degraded")), else_=_band())

@@ -7,12 +7,13 @@ this module in clear text except through `decrypted_headers` for the fetchers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import ColumnElement
 
 from controller.crypto import SecretBox
 from controller.errors import Conflict, NotFound, Unprocessable
@@ -93,9 +94,14 @@ def get_watch(session: Session, org_id: str, watch_id: str) -> Watch:
 
 
 def list_watches(
-    session: Session, org_id: str, query: WatchListQuery
+    session: Session,
+    org_id: str,
+    query: WatchListQuery,
+    where: Sequence[ColumnElement[bool]] = (),
 ) -> tuple[list[Watch], str | None]:
-    stmt = select(Watch).where(Watch.org_id == org_id)
+    """A page of the org's watches, oldest first; `where` narrows further (the console's
+    health and incident filters)."""
+    stmt = select(Watch).where(Watch.org_id == org_id, *where)
     if query.drift_status is not None:
         stmt = stmt.where(Watch.drift_status == query.drift_status.value)
     if query.watch_type is not None:

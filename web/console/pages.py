@@ -181,9 +181,17 @@ def overview(user: SignedIn) -> Response:
         user,
         overview=data,
         dashboard=dashboard,
+        scope=_list_scope(filters),
         weeks_chart=charts.stacked_weeks(weeks),
-        mttr_chart=charts.bars(mttr, unit="hours") if mttr else "",
+        mttr_chart=charts.durations(mttr) if mttr else "",
     )
+
+
+def _list_scope(filters: dict[str, object]) -> dict[str, str]:
+    """The watch list's filters for a dashboard's (type, vendor, tag): a tile opens the list
+    of the watches it counted."""
+    names = {"watchType": "type", "vendor": "vendor", "tag": "tag"}
+    return {names[k]: str(v) for k, v in filters.items() if k in names and v}
 
 
 @blueprint.get("/compass")

@@ -1,21 +1,25 @@
-"""Watches in the console: the filterable list, a watch's page with its actions, and a drift
-event's changes side by side."""
+"""Watches in the console: the filterable list (with the overview's health and incident
+filters) and its add-watch form, a watch's page with its actions, and a drift event's
+changes side by side."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from typing import Any
 
-from flask import current_app, request, url_for
+from flask import current_app, redirect, request, url_for
+from sqlalchemy import ColumnElement
 from werkzeug.wrappers import Response
 
 from controller.accounts.service import SignedIn
-from controller.errors import NotFound
-from controller.model.watch import WatchListQuery
-from controller.services import drift
+from controller.errors import NotFound, RequestError, ValidationFailed
+from controller.model.watch import WatchCreate, WatchListQuery
+from controller.portfolio import views
+from controller.services import drift, notifications, watch_types
 from controller.services import watches as service
 from web.body import validate
-from web.console import action, blueprint, now, page, signed_in
+from web.console import action, admin, blueprint, now, page, signed_in
+from web.console.settings import service_interval
 from web.db import request_session
 
 STATUSES = ("ok", "drifted", "error", "disabled", "never_run")  # disabled: paused
@@ -26,6 +30,13 @@ PAGE = 25
 @blueprint.get("/watches")
 @signed_in
 def watches(user: SignedIn) -> Response:
+    return _list_page(user)
+
+
+def _list_page(
+    user: SignedIn, status: int = 200, form: dict[str, str] | None = None, **problems: str
+) -> Response:
+    """The list with its filters; `form` and `problems` redraw the add-watch form refused."""
     args = request.args
     filters = {
         "driftStatus": args.get("status") or None,
@@ -36,21 +47,107 @@ def watches(user: SignedIn) -> Response:
         "limit": PAGE,
     }
     query = validate(WatchListQuery, {k: v for k, v in filters.items() if v}, "query")
-    rows, cursor = service.list_watches(request_session(), user.org_id, query)
+    rows, cursor = service.list_watches(
+        request_session(), user.org_id, query, _narrowing(args.get("health"), args.get("incident"))
+    )
     listing = service.to_list(rows, cursor, now())
     incidents = drift.incidents_by_watch(request_session(), [w.id for w in rows])
     vendors = {w.id: w.vendor for w in rows}
     return page(
         "watches.html",
         user,
+        code=status,
         watches=listing.watches,
         incidents=incidents,
         vendors=vendors,
         next_cursor=listing.next_cursor,
         statuses=STATUSES,
         types=TYPES,
+        bands=BANDS,
         current=args,
+        add=form or {},
+        problems=problems,
+        default_interval=service_interval(request_session(), user.org_id),
     )
+
+
+BANDS = ("degraded", "stale")
+
+
+def _narrowing(health: str | None, incident: str | None) -> list[ColumnElement[bool]]:
+    """The console's own filters (the overview's tiles link to them): health band and open
+    incident; a value the list does not know is refused, naming it."""
+    where: list[ColumnElement[bool]] = []
+    if health:
+        if health not in BANDS:
+            raise ValidationFailed(f"unknown health filter {health!r}: one of {', '.join(BANDS)}")
+        where.append(views.is_degraded(now()) if health == "degraded" else views.is_stale(now()))
+    if incident:
+        if incident != "open":
+            raise ValidationFailed(f"unknown incident filter {incident!r}: only 'open'")
+        where.append(views.has_open_incident())
+    return where
+
+
+@blueprint.post("/watches")
+@signed_in
+def add_watch(user: SignedIn) -> Response:
+    """A watch made here as `POST /api/watches` makes it (same model, same service); a
+    refused form comes back with each problem at its field, and nothing is stored."""
+    admin(user)
+    form = {k: request.form.get(k, "").strip() for k in ("name", "url", "type", "interval", "tags")}
+    data: dict[str, Any] = {"name": form["name"], "url": form["url"]}
+    if form["type"]:
+        data["watchType"] = form["type"]
+    if form["interval"]:
+        data["intervalMinutes"] = _number(form["interval"])
+    if form["tags"]:
+        data["tags"] = [t.strip() for t in form["tags"].split(",") if t.strip()]
+    session = request_session()
+    try:
+        body = validate(WatchCreate, data, "form")
+        body = watch_types.with_watch_type(body, current_app.extensions["driftgate.settings"])
+        watch = service.create_watch(
+            session,
+            user.principal(),
+            body,
+            current_app.extensions["driftgate.secret_box"],
+            default_interval=notifications.default_interval(session, user.org_id),
+        )
+    except RequestError as exc:
+        session.rollback()  # nothing of a refused form is kept
+        return _list_page(user, exc.status, form, **field_problems(exc))
+    session.commit()
+    return redirect(url_for("console.watch", watch_id=watch.id))  # type: ignore[return-value]
+
+
+FIELDS = {
+    "/name": "name",
+    "/label": "name",
+    "/url": "url",
+    "/watchType": "type",
+    "/intervalMinutes": "interval",
+    "/tags": "tags",
+}
+
+
+def field_problems(exc: RequestError) -> dict[str, str]:
+    """Each problem of a refused form under its field (`name`, `url`, `type`, `interval`,
+    `tags`), the rest under `form`."""
+    problems: dict[str, str] = {}
+    details = exc.details if isinstance(exc.details, list) else []
+    for detail in details:
+        pointer = str(detail.get("path", ""))
+        field = next((f for p, f in FIELDS.items() if pointer == p or pointer.startswith(p + "/")), "form")
+        problems.setdefault(field, str(detail.get("message", "")))
+    if not problems:
+        field = "name" if exc.code == "duplicate_name" else "form"
+        problems[field] = exc.message
+    return problems
+
+
+def _number(text: str) -> int | str:
+    return int(text) if text.isdigit() else text
 
 
 @blueprint.get("/watches/<watch_id>")
