@@ -100,7 +100,8 @@ def answer(session: Session, org_id: str, live: bool, data: AskIn, now: datetime
             fixture=True,
         )
     narrowed = views.Filters(tag=reading.tag, vendor=reading.vendor, watch_type=reading.watch_type)
-    text, figures, citations = LIVE[reading.intent](session, org_id, narrowed, since, now)
+    live_answer = _drifted if reading.any_severity else LIVE[reading.intent]
+    text, figures, citations = live_answer(session, org_id, narrowed, since, now)
     scope = _scope(reading)
     return AskOut(
         intent=reading.intent,
@@ -149,6 +150,32 @@ def _breaking(
         for e in newest
     ]
     return text, {"events": events, "breakingChanges": changes, "byVendor": vendors}, citations
+
+
+def _drifted(
+    session: Session, org_id: str, filters: views.Filters, since: datetime, now: datetime
+) -> Live:
+    """Drift of any weight that matters ("which watches drifted"): breaking or warning."""
+    events, changes, newest = views.breaking_events(
+        session, org_id, filters, since, limit=10, with_warnings=True
+    )
+    if not events:
+        return "No breaking or warning drift", {"events": 0, "breakingChanges": 0}, []
+    names = list(dict.fromkeys(e["watchName"] for e in newest))
+    text = (
+        f"{events} drift event(s) with breaking or warning changes ({changes} breaking "
+        f"change(s)); latest on {', '.join(names[:5])}"
+    )
+    citations = [
+        Citation(
+            kind="drift_event",
+            id=e["id"],
+            url=f"/api/drift/events/{e['id']}",
+            label=f"{e['watchName']}: {e['breaking']} breaking, {e['warning']} warning",
+        )
+        for e in newest
+    ]
+    return text, {"events": events, "breakingChanges": changes}, citations
 
 
 def _mcp_health(

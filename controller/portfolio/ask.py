@@ -8,7 +8,8 @@ Intents, by the first rule whose words the question has:
                     up, ok, working
     coverage_gaps   gap(s), coverage, covered, stale, never run/checked, not checked, unwatched
     hotspots        hotspot(s), most, worst, top, which vendor(s), noisiest
-    breaking_drift  breaking, broke, broken, break, drift(ed), changed, changes
+    breaking_drift  breaking, broke, broken, break, drift(ed), changed, changes (without a
+                    word of breaking, warning drift counts too: "which watches drifted")
 
 Filters:
 
@@ -114,6 +115,9 @@ class Reading:
     tag: str | None = None
     watch_type: str | None = None
     notes: list[str] = field(default_factory=list)
+    any_severity: bool = False
+    """A drift question that does not say breaking ("which watches drifted"): warning drift
+    counts too."""
 
 
 def window_days(question: str) -> int:
@@ -168,4 +172,8 @@ def read(question: str, vendors: Iterable[str] = (), tags: Iterable[str] = ()) -
         watch_type = "openapi"
     elif words & {"rest", "json"}:
         watch_type = "rest"
-    return Reading(intent, window_days(text), vendor, tag, watch_type)
+    any_severity = intent == "breaking_drift" and not _BREAKING.search(text)
+    return Reading(intent, window_days(text), vendor, tag, watch_type, any_severity=any_severity)
+
+
+_BREAKING = re.compile(r"\bbreak(ing|s)?\b|\bbroke(n)?\b")

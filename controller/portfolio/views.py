@@ -379,13 +379,22 @@ def breaking_by_vendor(
 
 
 def breaking_events(
-    session: Session, org_id: str, filters: Filters, since: datetime, limit: int = 5
+    session: Session,
+    org_id: str,
+    filters: Filters,
+    since: datetime,
+    limit: int = 5,
+    *,
+    with_warnings: bool = False,
 ) -> tuple[int, int, list[dict[str, Any]]]:
-    """(events with breaking changes, their breaking changes, the newest of them)."""
+    """(events with breaking changes, their breaking changes, the newest of them); with
+    `with_warnings`, events with breaking or warning changes."""
     where = (
         DriftEvent.org_id == org_id,
         DriftEvent.detected_at >= since,
-        DriftEvent.breaking_count > 0,
+        or_(DriftEvent.breaking_count > 0, DriftEvent.warning_count > 0)
+        if with_warnings
+        else DriftEvent.breaking_count > 0,
     )
     total = session.execute(
         _narrowed(
@@ -397,7 +406,12 @@ def breaking_events(
     ).one()
     rows = session.execute(
         select(
-            DriftEvent.id, DriftEvent.detected_at, DriftEvent.breaking_count, Watch.id, Watch.name
+            DriftEvent.id,
+            DriftEvent.detected_at,
+            DriftEvent.breaking_count,
+            Watch.id,
+            Watch.name,
+            DriftEvent.warning_count,
         )
         .join(Watch, Watch.id == DriftEvent.watch_id)
         .where(*where, *filters.conditions(org_id))
@@ -405,8 +419,8 @@ def breaking_events(
         .limit(limit)
     ).all()
     newest = [
-        {"id": i, "detectedAt": at, "breaking": b, "watchId": w, "watchName": n}
-        for i, at, b, w, n in rows
+        {"id": i, "detectedAt": at, "breaking": b, "warning": wa, "watchId": w, "watchName": n}
+        for i, at, b, w, n, wa in rows
     ]
     return int(total[0] or 0), int(total[1] or 0), newest
 

@@ -1,5 +1,10 @@
-"""Ask in the console: a question box, the answer in words, its figures and its citations as
-links to the console's pages."""
+"""Ask in the console: a question box with suggested questions, the answer in words, its
+figures and its citations as links to the console's pages.
+
+Live answers need the Pro plan. A free org's console gives no fixture figures (they would
+sit beside its real incidents): it says plainly that live answers need Pro and shows how
+the question was read, what it would count and over which window and filters.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +12,67 @@ from flask import redirect, request, url_for
 from werkzeug.wrappers import Response
 
 from controller.accounts.service import SignedIn
+from controller.portfolio import ask as grammar
 from controller.portfolio import service as portfolio
+from controller.portfolio import views
 from controller.services import drift
+from controller.services.orgs import plan_at_least
 from web.body import validate
 from web.console import blueprint, now, page, signed_in
 from web.db import request_session
+
+USES = {
+    "breaking_drift": "drift events with breaking changes, by vendor, the newest cited",
+    "mcp_health": "the health of the MCP watches: failing, stale and never-checked servers",
+    "mttr": "incidents resolved in the window, from opening to resolution, by vendor",
+    "hotspots": "breaking changes by vendor, and the watches with the most",
+    "coverage_gaps": "watches never run, with stale checks, or failing",
+}
+SUGGESTED = (
+    "which watches drifted this week?",
+    "what broke in the last 30 days?",
+    "is any MCP server unhealthy?",
+    "MTTR this quarter",
+    "which vendors broke us most this quarter?",
+    "which watches are stale?",
+)
 
 
 @blueprint.get("/ask")
 @signed_in
 def ask(user: SignedIn) -> Response:
     question = request.args.get("q", "").strip()
-    answer = None
+    live = plan_at_least(user.plan, "pro")
+    answer = reading = None
     if question:
         data = validate(portfolio.AskIn, {"question": question}, "query")
-        answer = portfolio.ask(request_session(), user.org_id, user.plan, False, data, now())
-    return page("ask.html", user, question=question, answer=answer, links=_links(answer))
+        if live:
+            answer = portfolio.ask(request_session(), user.org_id, user.plan, False, data, now())
+        else:
+            vendors, tags = views.known_labels(request_session(), user.org_id)
+            reading = grammar.read(data.question, vendors, tags)
+    return page(
+        "ask.html",
+        user,
+        question=question,
+        live=live,
+        answer=answer,
+        reading=reading,
+        uses=_uses(reading),
+        intents=grammar.INTENTS,
+        examples=grammar.EXAMPLES,
+        suggested=SUGGESTED,
+        links=_links(answer),
+    )
+
+
+def _uses(reading: grammar.Reading | None) -> str:
+    """What a read question would count, in words."""
+    if reading is None or reading.intent is None:
+        return ""
+    if reading.any_severity:
+        return "drift events with breaking or warning changes, the newest cited"
+    return USES[reading.intent]
 
 
 def _links(answer: portfolio.AskOut | None) -> dict[str, str]:
