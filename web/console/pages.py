@@ -120,7 +120,7 @@ def set_password() -> Response:
             problem = exc.message
         else:
             request_session().commit()
-            return redirect(url_for("console.sign_in_page", email=user.email))
+            return redirect(url_for("console.sign_in_page", email=user.email, password_set=1))
     user = accounts.user_for_setup(request_session(), token, now())
     fresh = presession_token()
     response = page(
