@@ -98,9 +98,7 @@ def is_degraded(now: datetime) -> ColumnElement[bool]:
 def has_open_incident() -> ColumnElement[bool]:
     """Watches with an incident in `open` (the `open incidents` tile)."""
     return (
-        select(Incident.id)
-        .where(Incident.watch_id == Watch.id, Incident.status == "open")
-        .exists()
+        select(Incident.id).where(Incident.watch_id == Watch.id, Incident.status == "open").exists()
     )
 
 

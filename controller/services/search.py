@@ -78,7 +78,9 @@ def _sources(session: Session, settings: Settings, org_id: str, prefix: str) -> 
         return []
     folded = prefix.casefold()
     found = [
-        s for s in settings.sources if s.org in (org.id, org.name) and s.name.casefold().startswith(folded)
+        s
+        for s in settings.sources
+        if s.org in (org.id, org.name) and s.name.casefold().startswith(folded)
     ]
     return [Hit("source", s.name, s.name, s.url) for s in found[:LIMIT]]
 
@@ -88,9 +90,7 @@ def _incidents(session: Session, org_id: str, pattern: str) -> list[Hit]:
         select(Incident.id, Incident.status, Watch.name)
         .join(Watch, Watch.id == Incident.watch_id)
         .where(Incident.org_id == org_id, Watch.org_id == org_id)
-        .where(
-            or_(Incident.id.ilike(pattern, escape="\\"), Watch.name.ilike(pattern, escape="\\"))
-        )
+        .where(or_(Incident.id.ilike(pattern, escape="\\"), Watch.name.ilike(pattern, escape="\\")))
         .order_by(Incident.opened_at.desc())
         .limit(LIMIT)
     )

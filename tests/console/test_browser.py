@@ -110,6 +110,107 @@ def shot(page: Any, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
+# Every page at a desktop's and a phone's size: nothing clips. A table either fits its box or
+# sits in a box that scrolls sideways with a visible cue (class `scroll`: edge shadows); the
+# page itself never scrolls sideways; chart text stays legible.
+WIDTHS = {"desktop": (1440, 900), "phone": (390, 844)}
+CLIPPED = """() => {
+  const found = [];
+  const width = document.documentElement.clientWidth;
+  if (document.documentElement.scrollWidth > width) {
+    found.push(`the page is ${document.documentElement.scrollWidth} px wide in ${width}`);
+  }
+  for (const table of document.querySelectorAll("table")) {
+    let box = table.parentElement;
+    const scrolls = (el) => ["auto", "scroll"].includes(getComputedStyle(el).overflowX);
+    while (box && box !== document.body && !scrolls(box)) {
+      box = box.parentElement;
+    }
+    const name = table.querySelector("th, td")?.textContent.trim() || "table";
+    if (!box || box === document.body) {
+      if (table.getBoundingClientRect().right > width + 1) found.push(`${name}: past the screen`);
+    } else if (box.scrollWidth > box.clientWidth + 1 && !box.classList.contains("scroll")) {
+      found.push(`${name}: clipped (${box.scrollWidth} px in ${box.clientWidth}) with no cue`);
+    }
+  }
+  for (const text of document.querySelectorAll("svg.chart text")) {
+    const height = text.getBoundingClientRect().height;
+    if (height && height < 9) found.push(`chart text ${height.toFixed(1)} px high`);
+  }
+  return found;
+}"""
+
+
+def test_every_page_fits_a_desktop_and_a_phone(
+    server: str, browser: Any, acme: OrgKey, database: Database, spec: SpecServer
+) -> None:
+    with database.transaction() as session:
+        _user, token = accounts.create_user(
+            session, get_org(session, "acme"), "lead@example.com", "admin", actor="t", now=utcnow()
+        )
+        accounts.set_password(session, token, PASSWORD, utcnow())
+    api = httpx.Client(base_url=server, headers=acme.headers, timeout=40)
+    url = spec.set("/openapi.json", as_json(charges_spec()))
+    watch = api.post(
+        "/api/watches", json={"name": "payments", "url": url, "tags": ["vendor:stripe"]}
+    ).json()
+    assert api.post(f"/api/watches/{watch['id']}/check?wait=30").status_code == 200
+    spec.set("/openapi.json", as_json(charges_spec(refunds=False)))
+    api.post(f"/api/watches/{watch['id']}/check?wait=30")
+    api.post(
+        "/api/templates",
+        json={
+            "name": "orders",
+            "watchType": "openapi",
+            "urlPattern": "https://{host}/openapi.json",
+        },
+    )
+    event = api.get(f"/api/drift?watchId={watch['id']}").json()["events"][0]["id"]
+    api.close()
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.set_default_timeout(20_000)
+    page.goto(f"{server}/console/sign-in")
+    page.get_by_label("E-mail").fill("lead@example.com")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{server}/console/")
+    page.goto(f"{server}/console/agents")
+    page.get_by_label("Agent id").fill("billing-bot")
+    page.get_by_label("Watch", exact=True).select_option(label="payments")
+    page.get_by_role("button", name="Bind").click()
+    page.wait_for_url(re.compile(r".*/console/agents/[^/]+$"))
+    agent = page.url[len(server) :]
+    # The drifted tile opens the list filtered to drifted watches.
+    page.goto(f"{server}/console/")
+    page.get_by_role("link", name=re.compile(r"^\d+ drifted$")).click()
+    page.wait_for_url(re.compile(r".*/console/watches\?status=drifted$"))
+    assert page.get_by_role("link", name="payments").is_visible()
+    pages = {
+        "overview": "/console/",
+        "watches": "/console/watches",
+        "watch": f"/console/watches/{watch['id']}",
+        "drift-event": f"/console/watches/{watch['id']}/events/{event}",
+        "agents": "/console/agents",
+        "agent": agent,
+        "sources": "/console/sources",
+        "source": "/console/sources/fleet",
+        "templates": "/console/templates",
+        "ask": "/console/ask",
+        "ask-answer": "/console/ask?q=which+watches+drifted+this+week",
+        "search": "/console/search?q=pay",
+        "settings": "/console/settings",
+        "api-keys": "/console/settings/keys",
+    }
+    for size, (width, height) in WIDTHS.items():
+        page.set_viewport_size({"width": width, "height": height})
+        for name, path in pages.items():
+            page.goto(f"{server}{path}")
+            if name == "overview":
+                page.get_by_role("heading", name="Coverage by vendor").wait_for()
+            assert page.evaluate(CLIPPED) == [], f"{name} at {width}x{height}"
+            shot(page, f"{name}-{size}")
+
+
 def test_the_console_tour(
     server: str,
     browser: Any,

@@ -67,7 +67,9 @@ def test_a_tile_opens_the_list_it_counts(
     refused = admin.get("/console/watches?health=sideways")
     assert refused.status_code == 400 and "sideways" in refused.get_data(as_text=True)
     # MTTR in human units, never "0.01 h".
-    assert re.search(r'<span class="figure">(–|\d+ (s|min|h|d)( \d+ (min|h))?)</span> MTTR', overview)
+    assert re.search(
+        r'<span class="figure">(–|\d+ (s|min|h|d)( \d+ (min|h))?)</span> MTTR', overview
+    )
 
 
 def test_search_finds_the_orgs_things_only(
@@ -105,7 +107,10 @@ def test_a_watch_is_added_from_the_list_and_a_refused_form_stores_nothing(
     make_user(database, "acme", "viewer@example.com", role="viewer")
     admin = sign_in(client, "admin@example.com")
     listed = admin.get("/console/watches").get_data(as_text=True)
-    assert "Add a watch" in listed and 'id="add-interval" name="interval" inputmode="numeric" value="15"' in listed
+    assert (
+        "Add a watch" in listed
+        and 'id="add-interval" name="interval" inputmode="numeric" value="15"' in listed
+    )
     status, refused = _form(
         admin,
         "/console/watches",
@@ -192,7 +197,9 @@ def test_admins_invite_change_roles_and_remove_members(
     new_id = member_id("new@example.com")
     assert _form(promoted, f"{settings}/members/{new_id}/remove", settings)[0] == 302
     with database.session() as session:
-        roles = dict(session.execute(select(User.email, User.role).where(User.org_id == acme.org_id)).all())
+        roles = dict(
+            session.execute(select(User.email, User.role).where(User.org_id == acme.org_id)).all()
+        )
     assert roles == {"admin@example.com": "viewer", "viewer@example.com": "admin"}
 
 

@@ -29,7 +29,7 @@ def stacked_weeks(weeks: list[dict[str, object]], *, width: int = 640, height: i
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
         f'role="img" aria-label="Drift events by week, stacked by severity" class="chart">',
-        f'<text x="0" y="14" class="axis">drift events per week</text>',
+        '<text x="0" y="14" class="axis">drift events per week</text>',
         f'<line x1="{pad_left}" y1="{pad_top + plot_h}" x2="{width - 8}" '
         f'y2="{pad_top + plot_h}" stroke="#8c959f"/>',
         f'<text x="{pad_left - 6}" y="{pad_top + 8}" text-anchor="end">{top}</text>',

@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from flask import current_app, request, url_for
+from sqlalchemy.orm import Session
 from werkzeug.wrappers import Response
 
 from controller.accounts import service as accounts
@@ -87,7 +88,7 @@ def shown_url(url: str) -> str:
     return shown + ("?…" if parts.query else "")
 
 
-def service_interval(session: Any, org_id: str) -> int:
+def service_interval(session: Session, org_id: str) -> int:
     """The interval a new watch gets: the org's default, else the service's."""
     return notifications.default_interval(session, org_id) or DEFAULT_INTERVAL_MINUTES
 

@@ -89,6 +89,8 @@ def register(app: Flask, clock: Callable[[], datetime]) -> None:
     """The filters `at` (absolute), `ago` (a `<time>` reading relative, absolute in its
     title), `duration` (seconds) and `hours` (a duration given in hours)."""
     app.add_template_filter(absolute, "at")
-    app.add_template_filter(lambda moment, default="never": time_tag(moment, clock(), default), "ago")
+    app.add_template_filter(
+        lambda moment, default="never": time_tag(moment, clock(), default), "ago"
+    )
     app.add_template_filter(duration, "duration")
     app.add_template_filter(hours, "hours")

@@ -118,7 +118,7 @@ def add_watch(user: SignedIn) -> Response:
         session.rollback()  # nothing of a refused form is kept
         return _list_page(user, exc.status, form, **field_problems(exc))
     session.commit()
-    return redirect(url_for("console.watch", watch_id=watch.id))  # type: ignore[return-value]
+    return redirect(url_for("console.watch", watch_id=watch.id))
 
 
 FIELDS = {
@@ -138,7 +138,9 @@ def field_problems(exc: RequestError) -> dict[str, str]:
     details = exc.details if isinstance(exc.details, list) else []
     for detail in details:
         pointer = str(detail.get("path", ""))
-        field = next((f for p, f in FIELDS.items() if pointer == p or pointer.startswith(p + "/")), "form")
+        field = next(
+            (f for p, f in FIELDS.items() if pointer == p or pointer.startswith(p + "/")), "form"
+        )
         problems.setdefault(field, str(detail.get("message", "")))
     if not problems:
         field = "name" if exc.code == "duplicate_name" else "form"
