@@ -100,7 +100,7 @@ def durations(rows: list[tuple[str, float]]) -> str:
     return bars(rows, unit="mean time to repair", shown=timefmt.hours)
 
 
-def _short(label: str, most: int = 16) -> str:
+def _short(label: str, most: int = 14) -> str:
     """A label cut to fit its column (the whole one is in the title)."""
     return label if len(label) <= most else label[: most - 1] + "…"
 
@@ -145,6 +145,7 @@ def coverage(rows: list[dict[str, object]], *, width: int = 640) -> str:
             )
             x += w
         total = int(row.get("watches", 0) or 0)  # type: ignore[call-overload]
-        parts.append(f'<text x="{x + 6:.1f}" y="{y + 20}">{total} watches</text>')
+        noun = "watch" if total == 1 else "watches"
+        parts.append(f'<text x="{x + 6:.1f}" y="{y + 20}">{total} {noun}</text>')
     parts.append("</svg>")
     return "".join(parts)
