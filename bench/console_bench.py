@@ -45,7 +45,7 @@ def run(url: str, work: Path, args: argparse.Namespace) -> dict[str, tuple[float
         accounts.set_password(session, token, PASSWORD, now)
         event = session.query(DriftEvent).filter(DriftEvent.org_id == org.id).first()
         assert event is not None
-        watch_id, event_id = event.watch_id, event.id
+        watch_id, event_id, org_name = event.watch_id, event.id, org.name
     settings = load_settings(
         env={"DRIFTGATE_DATA_DIR": str(work / "data"), "DRIFTGATE_SECRET_KEY": "x" * 32},
         database_url=url,
@@ -66,6 +66,10 @@ def run(url: str, work: Path, args: argparse.Namespace) -> dict[str, tuple[float
         "compass part": "/console/compass",
         "watches": "/console/watches",
         "watches drifted": "/console/watches?status=drifted",
+        "watches degraded": "/console/watches?health=degraded",
+        "watches stale": "/console/watches?health=stale",
+        "watches incident": "/console/watches?incident=open",
+        "search": f"/console/search?q={org_name}-w00",
         "watch": f"/console/watches/{watch_id}",
         "drift event": f"/console/watches/{watch_id}/events/{event_id}",
         "agents": "/console/agents",
@@ -74,6 +78,7 @@ def run(url: str, work: Path, args: argparse.Namespace) -> dict[str, tuple[float
         "settings": "/console/settings",
         "api keys": "/console/settings/keys",
         "ask": "/console/ask?q=which+vendors+broke+us+most+this+quarter%3F",
+        "ask drifted": "/console/ask?q=which+watches+drifted+this+week",
     }
     figures = {}
     for label, path in pages.items():
