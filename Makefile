@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run demo test lint pytest generate clean
+.PHONY: run demo test check lint pytest generate clean
 
 $(BIN)/python:
 	@echo "make: creating the virtual environment $(VENV)/ with $(PYTHON), then updating its pip"
@@ -39,8 +39,19 @@ lint: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# The suite runs on one worker per core (pytest-xdist; each worker has its own migrated
+# template database and its own loopback servers): `make pytest PYTEST_WORKERS=0` runs it in
+# one process.
+PYTEST_WORKERS ?= auto
 pytest: $(VENV)/.installed
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal
+
+## check: the inner loop: ruff and the suite without the slow end-to-end tests (real
+## processes, the demo, the browser), stopping at the first failure
+check: $(VENV)/.installed
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal -m "not slow" -x -q
 
 ## generate: regenerate config-schema/ and docs/rules.md from the code (tests fail when stale)
 generate: $(VENV)/.installed

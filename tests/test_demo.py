@@ -19,6 +19,9 @@ import pytest
 
 from tests.processes import DRIFTGATE, free_port, stop_process
 
+# Real processes end to end: left out of `make check`, run by `make test`.
+pytestmark = pytest.mark.slow
+
 
 @dataclass
 class RunningDemo:

@@ -39,6 +39,9 @@ from tests.conftest import SECRET, OrgKey
 from tests.gitrepos import RepoBuilder, isolated_git_config
 from tests.processes import DRIFTGATE, free_port
 
+# Real processes end to end: left out of `make check`, run by `make test`.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 EXAMPLE_FILES = ("agents.yaml", "templates.yaml", "watch-sets.yaml")

@@ -33,6 +33,9 @@ import pytest
 from tests.gitrepos import isolated_git_config
 from tests.processes import free_port
 
+# Real processes end to end: left out of `make check`, run by `make test`.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 MARKER = re.compile(r"<!-- walkthrough: (begin|end|start|stop|run)\b(?: (\w+))?")

@@ -16,6 +16,9 @@ import pytest
 from controller.store.db import Database
 from tests.processes import DRIFTGATE, driftgate_env, free_port, wait_until_healthy
 
+# Real processes end to end: left out of `make check`, run by `make test`.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def server(tmp_path: Path, database: Database) -> Iterator[tuple[str, dict[str, str]]]:

@@ -36,6 +36,9 @@ from tests.processes import free_port, stop_process, wait_until_healthy
 from tests.servers import SpecServer, spec_server
 from tests.specs import as_json, charges_spec
 
+# Real processes end to end: left out of `make check`, run by `make test`.
+pytestmark = pytest.mark.slow
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "console"
 PASSWORD = "a long enough password 42"

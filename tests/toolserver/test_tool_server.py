@@ -26,6 +26,9 @@ from tests.processes import DRIFTGATE, stop_process
 from tests.servers import serving
 from tests.test_run_gate import BREAKING, CASES, GOOD, SLUG, WATCH, Gate
 
+# Real processes end to end: left out of `make check`, run by `make test`.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 READERS = {
     "compare_json",

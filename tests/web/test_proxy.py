@@ -21,6 +21,9 @@ from tests.conftest import make_settings
 from tests.processes import DRIFTGATE, driftgate_env, free_port, stop_process, wait_until_healthy
 from web.api.discovery import PREVIEW_BURST
 
+# Real processes end to end: left out of `make check`, run by `make test`.
+pytestmark = pytest.mark.slow
+
 PROXY = "10.0.0.2"  # the TLS proxy's own address: the socket's peer
 
 # The public per-client limits: (path, JSON body or None, the limit's burst).

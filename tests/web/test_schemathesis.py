@@ -62,6 +62,9 @@ from tests.servers import SpecServer, spec_server
 from tests.specs import as_json, charges_spec
 from web.api import REGISTRY
 
+# Real processes end to end: left out of `make check`, run by `make test`.
+pytestmark = pytest.mark.slow
+
 SEED = 20260611
 MAX_EXAMPLES = 10  # fuzzing cases per operation and mode; the coverage phase adds its own
 STATEFUL_SCENARIOS = 15
