@@ -384,13 +384,18 @@ def _request_now(
 ) -> int:
     # A period of its own per request, so it never collides with the scheduled slot; the
     # partial unique index on queued jobs makes it join one already queued for the subject.
-    job = enqueue(
-        session,
-        kind=kind,
-        key=f"{kind}:{subject}",
-        period=f"manual:{now.timestamp():.6f}",
-        run_after=now,
-        payload=payload,
-    )
-    assert job is not None
-    return job.id
+    # On Postgres a controller may claim that queued job between the insert that yielded to it
+    # and the read that looks for it: the request then finds neither, and inserts again (the
+    # key has no queued job any more). A third miss in a row is a store that misbehaves.
+    for _ in range(3):
+        job = enqueue(
+            session,
+            kind=kind,
+            key=f"{kind}:{subject}",
+            period=f"manual:{now.timestamp():.6f}",
+            run_after=now,
+            payload=payload,
+        )
+        if job is not None:
+            return job.id
+    raise RuntimeError(f"no {kind} job could be queued for {subject}")

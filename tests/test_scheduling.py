@@ -261,3 +261,40 @@ def test_a_receiver_that_does_not_answer_holds_no_check_back(
     finally:
         Holding.release.set()
         controller.stop(grace=5)
+
+
+@pytest.mark.skipif(not ON_POSTGRES, reason="a claim committing between two statements")
+def test_a_check_asked_for_while_a_controller_claims_the_queued_one_is_queued_anew(
+    database: Database, acme: OrgKey, tmp_path: Path
+) -> None:
+    """The API's check joins a check already queued for the watch; when a controller claims
+    that one between the insert that yielded to it and the read that looks for it, the
+    request queues a check of its own instead of failing (a 500 seen under load)."""
+    from sqlalchemy import event
+
+    (watch_id,) = make_watches(database, acme, tmp_path, urls(1))
+    assert enqueue_due_checks(database, NOW) == 1
+    scheduled = queued(database)[watch_id]
+    claimer = Database(database.url)
+    inserts = 0
+
+    def claim_meanwhile(conn: object, cursor: object, statement: str, *args: object) -> None:
+        nonlocal inserts
+        if statement.lstrip().upper().startswith("INSERT INTO JOBS"):
+            inserts += 1
+            if inserts == 1:  # the controller's claim commits right after the first insert
+                with claimer.transaction() as session:
+                    session.execute(
+                        update(Job).where(Job.id == scheduled.id).values(status="running")
+                    )
+
+    event.listen(database.engine, "after_cursor_execute", claim_meanwhile)
+    try:
+        job_id = jobs.request_check(database, watch_id, NOW)
+    finally:
+        event.remove(database.engine, "after_cursor_execute", claim_meanwhile)
+        claimer.dispose()
+    assert inserts == 2 and job_id != scheduled.id
+    with database.session() as session:
+        job = session.get_one(Job, job_id)
+        assert (job.status, job.key, job.payload["manual"]) == ("queued", f"check:{watch_id}", True)

@@ -10,17 +10,18 @@ from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from controller.discovery import service as discovery
 from controller.discovery.service import MissingOut
-from controller.errors import Conflict, NotFound
+from controller.errors import Conflict, NotFound, ValidationFailed
 from controller.model.base import ApiModel, RequestModel
 from controller.model.watch import WatchType
 from controller.portfolio import answers, dashboards, views
 from controller.portfolio.answers import AskIn, AskOut
+from controller.portfolio.ask import EXAMPLES, INTENTS, Reading, read
 from controller.portfolio.dashboards import DashboardIn, DashboardList, DashboardOut
 from controller.services import audit
 from controller.services.alerts import AlertStats, alert_stats
@@ -403,3 +404,34 @@ def ask(
 CompassFoundIn = discovery.CoverageIn
 
 __all__ = ["AskIn", "AskOut", "CompassFoundIn", "DashboardIn", "DashboardList", "DashboardOut"]
+
+
+# The console's watch list narrowed as the overview's tiles count (its links carry these).
+HEALTH_BANDS = ("degraded", "stale")
+
+
+def tile_conditions(
+    health: str | None, incident: str | None, now: datetime
+) -> list[ColumnElement[bool]]:
+    """Conditions on watches for a health band and for an open incident, the same the
+    overview's tiles count with; a value no tile has is refused, naming it."""
+    where: list[ColumnElement[bool]] = []
+    if health:
+        if health not in HEALTH_BANDS:
+            bands = ", ".join(HEALTH_BANDS)
+            raise ValidationFailed(f"unknown health filter {health!r}: one of {bands}")
+        where.append(views.is_degraded(now) if health == "degraded" else views.is_stale(now))
+    if incident:
+        if incident != "open":
+            raise ValidationFailed(f"unknown incident filter {incident!r}: only 'open'")
+        where.append(views.has_open_incident())
+    return where
+
+
+def read_question(session: Session, org_id: str, question: str) -> Reading:
+    """How Ask reads a question for this org (its vendors and tags), without answering it."""
+    vendors, tags = views.known_labels(session, org_id)
+    return read(question, vendors, tags)
+
+
+__all__ = ["EXAMPLES", "INTENTS", "Reading"]

@@ -31,13 +31,14 @@ def test_document_lists_every_registered_route(app: Flask, client: FlaskClient) 
     registered = {(route.method, route.openapi_path) for route in REGISTRY.routes}
     assert documented == registered
     # Every Flask rule of the app comes from the registry, but the static handler and the
-    # console's pages (for people, under /console, and the redirect of / to it).
+    # console's pages (for people, under /console, and the redirects of / and of the icon
+    # browsers ask for at /favicon.ico to the console's).
     flask_rules = {
         (method, re.sub(r"<(?:[^<>]*:)?([^<>:]+)>", r"{\1}", rule.rule))  # converters dropped
         for rule in app.url_map.iter_rules()
         if rule.endpoint != "static"
         and not rule.endpoint.startswith("console.")
-        and rule.rule != "/"
+        and rule.rule not in ("/", "/favicon.ico")
         for method in rule.methods or ()
         if method not in ("HEAD", "OPTIONS")
     }

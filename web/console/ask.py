@@ -12,9 +12,7 @@ from flask import redirect, request, url_for
 from werkzeug.wrappers import Response
 
 from controller.accounts.service import SignedIn
-from controller.portfolio import ask as grammar
 from controller.portfolio import service as portfolio
-from controller.portfolio import views
 from controller.services import drift
 from controller.services.orgs import plan_at_least
 from web.body import validate
@@ -49,8 +47,7 @@ def ask(user: SignedIn) -> Response:
         if live:
             answer = portfolio.ask(request_session(), user.org_id, user.plan, False, data, now())
         else:
-            vendors, tags = views.known_labels(request_session(), user.org_id)
-            reading = grammar.read(data.question, vendors, tags)
+            reading = portfolio.read_question(request_session(), user.org_id, data.question)
     return page(
         "ask.html",
         user,
@@ -59,14 +56,14 @@ def ask(user: SignedIn) -> Response:
         answer=answer,
         reading=reading,
         uses=_uses(reading),
-        intents=grammar.INTENTS,
-        examples=grammar.EXAMPLES,
+        intents=portfolio.INTENTS,
+        examples=portfolio.EXAMPLES,
         suggested=SUGGESTED,
         links=_links(answer),
     )
 
 
-def _uses(reading: grammar.Reading | None) -> str:
+def _uses(reading: portfolio.Reading | None) -> str:
     """What a read question would count, in words."""
     if reading is None or reading.intent is None:
         return ""

@@ -17,8 +17,8 @@ from controller.accounts.service import SignedIn
 from controller.draftpr import service as products
 from controller.errors import Conflict, NotFound, Unprocessable
 from controller.services import notifications
+from controller.services.orgs import get_org
 from controller.services.watches import DEFAULT_INTERVAL_MINUTES
-from controller.store.models import Org
 from controller.summary import service as summary
 from web.body import validate
 from web.console import action, admin, blueprint, now, page, signed_in
@@ -171,7 +171,7 @@ def invite(user: SignedIn) -> Response:
     session = request_session()
     email = request.form.get("email", "").strip()
     role = request.form.get("role", "viewer")
-    org = session.get_one(Org, user.org_id)
+    org = get_org(session, user.org_id)
     try:
         made, token = accounts.create_user(session, org, email, role, actor=user.actor, now=now())
     except (Unprocessable, Conflict) as exc:

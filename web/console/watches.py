@@ -8,13 +8,12 @@ from collections import OrderedDict
 from typing import Any
 
 from flask import current_app, redirect, request, url_for
-from sqlalchemy import ColumnElement
 from werkzeug.wrappers import Response
 
 from controller.accounts.service import SignedIn
-from controller.errors import NotFound, RequestError, ValidationFailed
+from controller.errors import NotFound, RequestError
 from controller.model.watch import WatchCreate, WatchListQuery
-from controller.portfolio import views
+from controller.portfolio import service as portfolio
 from controller.services import drift, notifications, watch_types
 from controller.services import watches as service
 from web.body import validate
@@ -48,7 +47,10 @@ def _list_page(
     }
     query = validate(WatchListQuery, {k: v for k, v in filters.items() if v}, "query")
     rows, cursor = service.list_watches(
-        request_session(), user.org_id, query, _narrowing(args.get("health"), args.get("incident"))
+        request_session(),
+        user.org_id,
+        query,
+        portfolio.tile_conditions(args.get("health"), args.get("incident"), now()),
     )
     listing = service.to_list(rows, cursor, now())
     incidents = drift.incidents_by_watch(request_session(), [w.id for w in rows])
@@ -63,30 +65,12 @@ def _list_page(
         next_cursor=listing.next_cursor,
         statuses=STATUSES,
         types=TYPES,
-        bands=BANDS,
+        bands=portfolio.HEALTH_BANDS,
         current=args,
         add=form or {},
         problems=problems,
         default_interval=service_interval(request_session(), user.org_id),
     )
-
-
-BANDS = ("degraded", "stale")
-
-
-def _narrowing(health: str | None, incident: str | None) -> list[ColumnElement[bool]]:
-    """The console's own filters (the overview's tiles link to them): health band and open
-    incident; a value the list does not know is refused, naming it."""
-    where: list[ColumnElement[bool]] = []
-    if health:
-        if health not in BANDS:
-            raise ValidationFailed(f"unknown health filter {health!r}: one of {', '.join(BANDS)}")
-        where.append(views.is_degraded(now()) if health == "degraded" else views.is_stale(now()))
-    if incident:
-        if incident != "open":
-            raise ValidationFailed(f"unknown incident filter {incident!r}: only 'open'")
-        where.append(views.has_open_incident())
-    return where
 
 
 @blueprint.post("/watches")
