@@ -405,29 +405,32 @@ def _named(session: Session, org_id: str, entries: Sequence[Entry]) -> list[Entr
     incident_watch: dict[str, str] = {}
     if incident_ids:
         incident_watch = dict(
-            session.execute(
+            (row[0], row[1])
+            for row in session.execute(
                 select(Incident.id, Incident.watch_id).where(
                     Incident.org_id == org_id, Incident.id.in_(incident_ids)
                 )
-            ).tuples()
+            )
         )
     watch_ids = {e.watch_id for e in entries if e.watch_id and not e.object_name}
     watch_ids |= set(incident_watch.values())
     names: dict[str, str] = {}
     if watch_ids:
         names = dict(
-            session.execute(
+            (row[0], row[1])
+            for row in session.execute(
                 select(Watch.id, Watch.name).where(Watch.org_id == org_id, Watch.id.in_(watch_ids))
-            ).tuples()
+            )
         )
     agent_keys = {e.object_id for e in entries if e.object_type == "agent" and e.object_id}
     agents = (
         dict(
-            session.execute(
+            (row[0], row[1])
+            for row in session.execute(
                 select(Agent.key, Agent.name).where(
                     Agent.org_id == org_id, Agent.key.in_(agent_keys)
                 )
-            ).tuples()
+            )
         )
         if agent_keys
         else {}

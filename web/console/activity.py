@@ -132,11 +132,12 @@ def live_overview() -> Response:
     def draw(user: SignedIn) -> Response:
         session = request_session()
         counts = dict(
-            session.execute(
+            (row[0], row[1])
+            for row in session.execute(
                 select(Watch.drift_status, func.count())
                 .where(Watch.org_id == user.org_id)
                 .group_by(Watch.drift_status)
-            ).tuples()
+            )
         )
         open_incidents = session.scalar(
             select(func.count())
