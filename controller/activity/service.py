@@ -354,7 +354,7 @@ def _deliveries(session: Session, scope: Scope, filters: Filters) -> list[Entry]
     ]
 
 
-_DELIVERY_SEVERITY = {"delivered": "ok", "failed": "breaking", "dead": "breaking"}
+_DELIVERY_SEVERITY = {"delivered": "ok", "failed": "failed", "dead": "failed"}
 
 
 def _runs(session: Session, scope: Scope, filters: Filters) -> list[Entry]:
@@ -391,7 +391,7 @@ def _run_entry(source: str, run: dict[str, Any]) -> Entry | None:
         title=title,
         actor="system",
         detail=str(run.get("message") or "")[:300] or None,
-        severity="ok" if result in ("applied", "unchanged") else "breaking",
+        severity="ok" if result in ("applied", "unchanged") else "failed",
         object_type="source",
         object_id=source,
         object_name=source,

@@ -39,7 +39,7 @@ def _drifted_watch(api: FlaskClient, admin: FlaskClient, server: SpecServer, acm
 
 def _entries(text: str) -> list[str]:
     """The timeline's entries as text, newest first."""
-    items = re.findall(r'<li class="entry ([a-z]+)">(.*?)</li>', text, re.S)
+    items = re.findall(r'<li class="entry kind-([a-z]+)">(.*?)</li>', text, re.S)
     return [
         f"{kind}: " + html.unescape(re.sub(r"<[^>]+>|\s+", " ", body)).strip()
         for kind, body in items
