@@ -14,7 +14,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from controller.checks import decode_snapshot, diff_documents
-from controller.diffs.surface import SurfaceView, compare, surface_of
+from controller.diffs.surface import MARKS, Marked, SurfaceView, compare, surface_of
 from controller.services.watches import get_watch
 from controller.store.models import Snapshot, Watch
 
@@ -59,3 +59,6 @@ def contract_view(session: Session, org_id: str, watch_id: str, now: datetime) -
         is_baseline_current=same,
         has_snapshot=current is not None,
     )
+
+
+__all__ = ["MARKS", "ContractView", "Marked", "contract_view"]

@@ -1,10 +1,10 @@
 """The activity timeline and the live parts of the console's pages.
 
-The timeline (`controller.activity`) is a page of its own, `/console/activity`, filterable by
-kind, object and time, and a part each page that shows an object includes: the overview
-(the org), a watch, an agent, a source. The part is loaded by htmx after the page, and again
-whenever the page's live strip sees the object change; without script it is a link to the
-page.
+The timeline (`controller.services.activity`) is a page of its own, `/console/activity`,
+filterable by kind, object and time, and a part each page that shows an object includes: the
+overview (the org), a watch, an agent, a source. The part is loaded by htmx after the page,
+and again whenever the page's live strip sees the object change; without script it is a link
+to the page.
 
 The live strip (`/console/live/...`) is polled by htmx every few seconds: the object's state
 now, in one or two indexed queries. It carries the state it last saw (`seen`) and the state
@@ -15,22 +15,16 @@ read the store says so, and the badge turns to `unknown`: never a stale `ok`.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from flask import Response, request, url_for
-from sqlalchemy import func, select
 
 from controller.accounts.service import SignedIn
-from controller.activity import service as activity
-from controller.activity.timeline import KINDS, BadFilter, Entry, parse_filters
-from controller.errors import NotFound, ValidationFailed
-from controller.incidents import ACTIVE
-from controller.services.agents import get_agent
-from controller.services.watches import get_watch
-from controller.store.models import Incident, Source, Watch
+from controller.errors import ValidationFailed
+from controller.services import activity
+from controller.services.activity import KINDS, BadFilter, Entry, parse_filters
 from web.console import blueprint, current, now, page, signed_in
 from web.db import database, request_session
 from web.errors import store_unavailable
@@ -129,47 +123,20 @@ def activity_part() -> Response:
 
 @blueprint.get("/live/overview")
 def live_overview() -> Response:
-    def draw(user: SignedIn) -> Response:
-        session = request_session()
-        counts = dict(
-            (row[0], row[1])
-            for row in session.execute(
-                select(Watch.drift_status, func.count())
-                .where(Watch.org_id == user.org_id)
-                .group_by(Watch.drift_status)
-            )
+    return _part(
+        lambda user: _strip(
+            user, "overview", None, activity.live_overview(request_session(), user.org_id)
         )
-        open_incidents = session.scalar(
-            select(func.count())
-            .select_from(Incident)
-            .where(Incident.org_id == user.org_id, Incident.status.in_(ACTIVE))
-        )
-        stamp = activity.latest_stamp(session, user.org_id)
-        facts = {"counts": counts, "total": sum(counts.values()), "incidents": open_incidents}
-        return _strip(user, "overview", None, _digest(stamp, counts, open_incidents), facts)
-
-    return _part(draw)
+    )
 
 
 @blueprint.get("/live/watches/<watch_id>")
 def live_watch(watch_id: str) -> Response:
     def draw(user: SignedIn) -> Response:
-        watch = get_watch(request_session(), user.org_id, watch_id)
-        incident = request_session().get(Incident, watch.incident_id) if watch.incident_id else None
-        status = watch.drift_status
-        stamp = _digest(
-            status,
-            incident.id if incident else None,
-            incident.status if incident else None,
-            watch.baseline_snapshot_id,
-            watch.last_snapshot_id,
-            watch.open_breaking,
-            watch.open_warning,
-        )
-        facts = {"watch": watch, "incident": incident}
+        live = activity.live_watch(request_session(), user.org_id, watch_id)
+        status = live.facts["watch"].drift_status
         shown = "paused" if status == "disabled" else status
-        badge = (shown, shown)
-        return _strip(user, "watch", badge, stamp, facts)
+        return _strip(user, "watch", (shown, shown), live)
 
     return _part(draw)
 
@@ -177,44 +144,26 @@ def live_watch(watch_id: str) -> Response:
 @blueprint.get("/live/agents/<agent_id>")
 def live_agent(agent_id: str) -> Response:
     def draw(user: SignedIn) -> Response:
-        agent = get_agent(request_session(), user.org_id, agent_id)
-        state = agent.runtime_state
-        stamp = _digest(state, agent.runtime_reason, agent.runtime_changed_at, agent.updated_at)
-        badge = ("drifted" if state == "killed" else "ok", state)
-        return _strip(user, "agent", badge, stamp, {"agent": agent})
+        live = activity.live_agent(request_session(), user.org_id, agent_id)
+        state = live.facts["agent"].runtime_state
+        return _strip(user, "agent", ("drifted" if state == "killed" else "ok", state), live)
 
     return _part(draw)
 
 
 @blueprint.get("/live/sources/<name>")
 def live_source(name: str) -> Response:
-    def draw(user: SignedIn) -> Response:
-        row = (
-            request_session()
-            .execute(
-                select(
-                    Source.conditions,
-                    Source.runs,
-                    Source.last_applied_revision,
-                    Source.last_fetched_at,
-                ).where(Source.name == name, Source.org_id == user.org_id)
-            )
-            .one_or_none()
+    return _part(
+        lambda user: _strip(
+            user, "source", None, activity.live_source(request_session(), user.org_id, name)
         )
-        if row is None:
-            raise NotFound("no such git source in this org")
-        ready = next((c for c in row.conditions or [] if c.get("type") == "Ready"), None)
-        last_run = (row.runs or [None])[0]
-        stamp = _digest(ready, row.last_applied_revision, last_run)
-        facts = {"ready": ready, "run": last_run, "applied": row.last_applied_revision}
-        return _strip(user, "source", None, stamp, facts)
-
-    return _part(draw)
+    )
 
 
 def _strip(
-    user: SignedIn, scope: str, badge: tuple[str, str] | None, stamp: str, facts: dict[str, Any]
+    user: SignedIn, scope: str, badge: tuple[str, str] | None, live: activity.Live
 ) -> Response:
+    stamp, facts = live.stamp, live.facts
     seen = request.args.get("seen") or stamp
     drawn = request.args.get("drawn") or stamp
     answer = page(
@@ -257,7 +206,3 @@ def _part(draw: Callable[[SignedIn], Response], unavailable: str = "_live.html")
             as_of=now(),
             has_badge=request.endpoint in ("console.live_watch", "console.live_agent"),
         )
-
-
-def _digest(*parts: Any) -> str:
-    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]

@@ -8,9 +8,8 @@ from flask import request
 from werkzeug.wrappers import Response
 
 from controller.accounts.service import SignedIn
-from controller.diffs.surface import MARKS, Marked
 from controller.errors import ValidationFailed
-from controller.services.contract_view import contract_view
+from controller.services.contract_view import MARKS, Marked, contract_view
 from web.console import blueprint, now, page, signed_in
 from web.db import request_session
 

@@ -1,5 +1,6 @@
 """The activity timeline read from the store: one keyset query per table that holds a kind
-of entry, merged by `timeline.merge`.
+of entry, merged by `controller.activity.timeline.merge`; and the live state of the pages'
+objects (the console polls it), each in one or two indexed queries.
 
 - the audit log: what people did (and the system's reverts and drift kills), with their
   reasons and notes;
@@ -14,15 +15,17 @@ Every query is scoped by org, so another org's object reads as a missing one (40
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, not_, or_, select
+from sqlalchemy import ColumnElement, and_, func, not_, or_, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from controller.activity.timeline import (
+    KINDS,
     BadFilter,
     Entry,
     Filters,
@@ -30,10 +33,12 @@ from controller.activity.timeline import (
     detail_of,
     kind_of_action,
     merge,
+    parse_filters,
     within,
     words_of_action,
 )
 from controller.errors import NotFound
+from controller.incidents import ACTIVE
 from controller.services.agents import get_agent
 from controller.services.watches import get_watch
 from controller.store.models import (
@@ -461,4 +466,93 @@ def _named(session: Session, org_id: str, entries: Sequence[Entry]) -> list[Entr
     return named
 
 
-__all__ = ["BadFilter", "Scope", "latest_stamp", "read", "resolve_scope"]
+# -- the live state of a page's object ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Live:
+    """An object's state now, and a stamp that changes when it does."""
+
+    stamp: str
+    facts: dict[str, Any]
+
+
+def live_overview(session: Session, org_id: str) -> Live:
+    """The org's watches by status, its open incidents, and when its timeline last moved."""
+    counts = {
+        row[0]: row[1]
+        for row in session.execute(
+            select(Watch.drift_status, func.count())
+            .where(Watch.org_id == org_id)
+            .group_by(Watch.drift_status)
+        )
+    }
+    open_incidents = session.scalar(
+        select(func.count())
+        .select_from(Incident)
+        .where(Incident.org_id == org_id, Incident.status.in_(ACTIVE))
+    )
+    stamp = _digest(latest_stamp(session, org_id), sorted(counts.items()), open_incidents)
+    facts = {"counts": counts, "total": sum(counts.values()), "incidents": open_incidents}
+    return Live(stamp, facts)
+
+
+def live_watch(session: Session, org_id: str, watch_id: str) -> Live:
+    """A watch's status, incident and last check (404 for another org's watch)."""
+    watch = get_watch(session, org_id, watch_id)
+    incident = session.get(Incident, watch.incident_id) if watch.incident_id else None
+    stamp = _digest(
+        watch.drift_status,
+        incident.id if incident else None,
+        incident.status if incident else None,
+        watch.baseline_snapshot_id,
+        watch.last_snapshot_id,
+        watch.open_breaking,
+        watch.open_warning,
+    )
+    return Live(stamp, {"watch": watch, "incident": incident})
+
+
+def live_agent(session: Session, org_id: str, agent_id: str) -> Live:
+    """An agent's runtime state and who last changed it."""
+    agent = get_agent(session, org_id, agent_id)
+    stamp = _digest(
+        agent.runtime_state, agent.runtime_reason, agent.runtime_changed_at, agent.updated_at
+    )
+    return Live(stamp, {"agent": agent})
+
+
+def live_source(session: Session, org_id: str, name: str) -> Live:
+    """A git source's Ready condition, applied revision and last run."""
+    row = session.execute(
+        select(Source.conditions, Source.runs, Source.last_applied_revision).where(
+            Source.name == name, Source.org_id == org_id
+        )
+    ).one_or_none()
+    if row is None:
+        raise NotFound("no such git source in this org")
+    ready = next((c for c in row.conditions or [] if c.get("type") == "Ready"), None)
+    last_run = (row.runs or [None])[0]
+    stamp = _digest(ready, row.last_applied_revision, last_run)
+    return Live(stamp, {"ready": ready, "run": last_run, "applied": row.last_applied_revision})
+
+
+def _digest(*parts: Any) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
+__all__ = [
+    "KINDS",
+    "BadFilter",
+    "Entry",
+    "Live",
+    "Scope",
+    "latest_stamp",
+    "live_agent",
+    "live_overview",
+    "live_source",
+    "live_watch",
+    "parse_filters",
+    "read",
+    "resolve_scope",
+]
