@@ -79,6 +79,14 @@ def run(url: str, work: Path, args: argparse.Namespace) -> dict[str, tuple[float
         "api keys": "/console/settings/keys",
         "ask": "/console/ask?q=which+vendors+broke+us+most+this+quarter%3F",
         "ask drifted": "/console/ask?q=which+watches+drifted+this+week",
+        # Issue 35: the activity timeline, the live strips (polled every 5 s) and the contract.
+        "activity": "/console/activity",
+        "activity incidents": "/console/activity?kind=incident&kind=baseline",
+        "activity part org": "/console/activity/part",
+        "activity part watch": f"/console/activity/part?object=watch:{watch_id}",
+        "live overview": "/console/live/overview",
+        "live watch": f"/console/live/watches/{watch_id}",
+        "contract": f"/console/watches/{watch_id}/contract",
     }
     figures = {}
     for label, path in pages.items():

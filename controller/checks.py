@@ -314,7 +314,8 @@ def _evaluate(
         changes: list[Change] = []
         if baseline_document is not None:
             changes = _stage(
-                "diff", lambda: _diff(check.watch_type, baseline_document, document, now.date())
+                "diff",
+                lambda: diff_documents(check.watch_type, baseline_document, document, now.date()),
             )
     except ContractParseError as exc:
         message = str(exc)
@@ -481,7 +482,7 @@ def _parse(check: CheckInput, content: bytes | None) -> Any:
     return load_document(content or b"", check.url, kind="json")
 
 
-def _diff(watch_type: str, baseline: Any, document: Any, today: date) -> list[Change]:
+def diff_documents(watch_type: str, baseline: Any, document: Any, today: date) -> list[Change]:
     """One change per cause (a schema many operations reach is one change with the
     operations it affects: drift events are read by people); `today` (the check's clock,
     UTC) decides sunset windows."""

@@ -24,7 +24,7 @@ from controller.actions import ACTIONS, KILL_IN_FLIGHT, Drift, PolicyActions
 from controller.crypto import SecretBox
 from controller.events.outbox import emit
 from controller.policy import resolve_policy
-from controller.store.models import Agent, AgentWatch, Incident, Watch
+from controller.store.models import Agent, AgentWatch, AuditEntry, Incident, Watch
 
 RUNNING = "running"
 KILLED = "killed"
@@ -137,8 +137,9 @@ def on_drift(
 
 
 def kill_on_drift(drift: Drift, agent: Agent) -> bool:
-    """`kill_in_flight`'s effect: the agent is killed for breaking drift (once)."""
-    return kill(
+    """`kill_in_flight`'s effect: the agent is killed for breaking drift (once), and the
+    audit log says so (actor `system`): the activity timeline shows kills from there."""
+    killed = kill(
         drift.session,
         drift.box,
         agent,
@@ -149,6 +150,24 @@ def kill_on_drift(drift: Drift, agent: Agent) -> bool:
         incident=drift.incident,
         agent_actions=drift.agent_actions,
     )
+    if killed:
+        drift.session.add(
+            AuditEntry(
+                org_id=agent.org_id,
+                actor="system",
+                action="agent.kill",
+                target_type="agent",
+                target_id=agent.key,
+                details={
+                    "cause": "breaking_drift",
+                    "watchId": drift.watch.id,
+                    "incidentId": drift.incident.id,
+                    "runtimeState": agent.runtime_state,
+                },
+                created_at=drift.now,
+            )
+        )
+    return killed
 
 
 def _move(agent: Agent, state: str, reason: str, note: str | None, by: str, now: datetime) -> None:

@@ -186,7 +186,7 @@ STAGES: dict[str, tuple[str, BaseException]] = {
     "parse": ("_parse", RecursionError(f"maximum recursion depth exceeded {SECRET}")),
     "fingerprint": ("fingerprint", TypeError(SECRET)),
     "baseline": ("decode_snapshot", ValueError(SECRET)),
-    "diff": ("_diff", KeyError(SECRET)),
+    "diff": ("diff_documents", KeyError(SECRET)),
     "persist": ("encode_changes", OverflowError(SECRET)),
 }
 

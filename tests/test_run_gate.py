@@ -460,15 +460,20 @@ def test_the_run_gate_story(build: Callable[..., Gate], name: str) -> None:
     last = wait_for(gate.runtime, "agent.unblocked", unblocks)[-1]
     assert last["previousReason"] == "manual" and last["note"] == "done"
     with gate.database.session() as session:
-        actions = session.scalars(
-            select(AuditEntry.action)
-            .where(
-                AuditEntry.target_id == AGENT,
-                AuditEntry.action.in_(("agent.kill", "agent.unblock")),
+        actions = [
+            (actor == "system", action)
+            for actor, action in session.execute(
+                select(AuditEntry.actor, AuditEntry.action)
+                .where(
+                    AuditEntry.target_id == AGENT,
+                    AuditEntry.action.in_(("agent.kill", "agent.unblock")),
+                )
+                .order_by(AuditEntry.id)
             )
-            .order_by(AuditEntry.id)
-        ).all()
-    assert actions == ["agent.kill", "agent.unblock"]
+        ]
+    # A kill by breaking drift is audited too, as the system's (the activity timeline).
+    by_drift = [(True, "agent.kill")] if case.kills else []
+    assert actions == [*by_drift, (False, "agent.kill"), (False, "agent.unblock")]
     assert gate.runtime.rejected == [] and gate.alerts.rejected == []
     assert all(
         m["headers"].get("webhook-signature", "").startswith("v1,") for m in gate.runtime.received

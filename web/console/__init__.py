@@ -161,6 +161,7 @@ def page(template: str, user: SignedIn | None, code: int = 200, **context: Any) 
 
 NAV = (
     ("console.overview", "Overview"),
+    ("console.activity_page", "Activity"),
     ("console.watches", "Watches"),
     ("console.agents", "Agents"),
     ("console.sources", "Sources"),
@@ -240,8 +241,10 @@ def failed(exc: DriftgateError) -> Response:
 
 def init_app(app: Flask) -> None:
     from web.console import (  # noqa: F401  (registers the views)
+        activity,
         agents,
         ask,
+        contract,
         pages,
         search,
         settings,

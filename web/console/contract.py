@@ -1,0 +1,44 @@
+"""A watch's contract in the console: the operations (OpenAPI) or tools (MCP) of its last
+snapshot and of its baseline, browsable, with the added, removed and changed ones marked
+(`controller.services.contract_view`)."""
+
+from __future__ import annotations
+
+from flask import request
+from werkzeug.wrappers import Response
+
+from controller.accounts.service import SignedIn
+from controller.errors import ValidationFailed
+from controller.services.contract_view import MARKS, Marked, contract_view
+from web.console import blueprint, now, page, signed_in
+from web.db import request_session
+
+
+@blueprint.get("/watches/<watch_id>/contract")
+@signed_in
+def contract(user: SignedIn, watch_id: str) -> Response:
+    shown = request.args.get("show", "all")
+    if shown not in ("all", *MARKS[:3]):
+        raise ValidationFailed(f"show {shown[:40]!r} is not all, added, removed or changed")
+    needle = request.args.get("q", "").strip().lower()[:200]
+    found = contract_view(request_session(), user.org_id, watch_id, now())
+
+    def keep(items: list[Marked]) -> list[Marked]:
+        return [
+            m
+            for m in items
+            if (shown == "all" or m.mark == shown)
+            and (not needle or needle in m.name.lower() or needle in m.summary.lower())
+        ]
+
+    return page(
+        "contract.html",
+        user,
+        found=found,
+        current=keep(found.view.current),
+        baseline=keep(found.view.baseline),
+        counts=found.view.counts,
+        shown=shown,
+        needle=needle,
+        noun="tools" if found.watch.watch_type == "mcp" else "operations",
+    )
