@@ -16,7 +16,6 @@ read the store says so, and the badge turns to `unknown`: never a stale `ok`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from flask import Response, request, url_for
@@ -31,16 +30,6 @@ from web.errors import store_unavailable
 
 PART_LIMIT = 10
 POLL = "every 5s"
-
-
-@blueprint.app_template_filter("utc")
-def utc(value: datetime | None) -> str:
-    """An instant as ISO 8601 in UTC to the second, with its zone (`2026-11-26T23:34:05Z`)."""
-    if value is None:
-        return "never"
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @blueprint.app_template_global("activity_link")
