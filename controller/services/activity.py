@@ -230,15 +230,24 @@ def _audit_entry(row: AuditEntry) -> Entry:
     )
 
 
+def _owned(org_column: Any, watch_column: Any, scope: Scope) -> ColumnElement[bool]:
+    """Rows of the scope: its watches' (found in the org by `resolve_scope`), else the org's.
+    Not both: with the org's condition beside the watch's, SQLite walks the org's whole
+    `(org_id, time)` index, newest first, for a watch's few rows (370 ms at 200,000 events)."""
+    if scope.watch_ids is not None:
+        condition: ColumnElement[bool] = watch_column.in_(scope.watch_ids)
+    else:
+        condition = org_column == scope.org_id
+    return condition
+
+
 def _drift(session: Session, scope: Scope, filters: Filters) -> list[Entry]:
     if not filters.wants("drift") or scope.source is not None or scope.watch_ids == ():
         return []
     where = [
-        DriftEvent.org_id == scope.org_id,
+        _owned(DriftEvent.org_id, DriftEvent.watch_id, scope),
         *_window(filters, DriftEvent.detected_at, DriftEvent.id, "drift"),
     ]
-    if scope.watch_ids is not None:
-        where.append(DriftEvent.watch_id.in_(scope.watch_ids))
     rows = session.execute(
         select(
             DriftEvent.id,
@@ -284,11 +293,9 @@ def _incidents_opened(session: Session, scope: Scope, filters: Filters) -> list[
     if not filters.wants("incident") or scope.source is not None or scope.watch_ids == ():
         return []
     where = [
-        Incident.org_id == scope.org_id,
+        _owned(Incident.org_id, Incident.watch_id, scope),
         *_window(filters, Incident.opened_at, Incident.id, "opened"),
     ]
-    if scope.watch_ids is not None:
-        where.append(Incident.watch_id.in_(scope.watch_ids))
     rows = session.execute(
         select(Incident.id, Incident.watch_id, Incident.opened_at, Incident.breaking_count)
         .add_columns(Incident.flap_count, Watch.name)
@@ -320,11 +327,9 @@ def _deliveries(session: Session, scope: Scope, filters: Filters) -> list[Entry]
     if not filters.wants("delivery") or scope.source is not None or scope.agent_key:
         return []
     where = [
-        OutboxMessage.org_id == scope.org_id,
+        _owned(OutboxMessage.org_id, OutboxMessage.watch_id, scope),
         *_window(filters, OutboxMessage.created_at, OutboxMessage.id, "delivery"),
     ]
-    if scope.watch_ids is not None:
-        where.append(OutboxMessage.watch_id.in_(scope.watch_ids))
     rows = session.execute(
         select(
             OutboxMessage.id,
