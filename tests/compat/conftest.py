@@ -1,0 +1,85 @@
+"""One live driftgate per test module (`driftgate up` under gunicorn, on a SQLite file, with a
+controller for checks) and the orgs the hosted clients act for."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from controller.services import auth as auth_service
+from controller.services import orgs as org_service
+from controller.store import migrate
+from controller.store.db import Database
+from tests.processes import DRIFTGATE, driftgate_env, free_port, stop_process, wait_until_healthy
+from tests.servers import SpecServer, spec_server
+from tests.specs import as_json, charges_spec
+
+# Real processes end to end: left out of `make check`, run by `make test`.
+pytestmark = pytest.mark.slow
+
+
+@dataclass
+class Live:
+    """A running driftgate and the credentials of its orgs."""
+
+    base: str
+    key: str  # acme: pro, with replay_cloud
+    beta_key: str  # beta: pro, without replay_cloud
+    specs: SpecServer
+    home: Path  # HOME of the clients (fuseguard keeps ~/.fuseguard there)
+
+    def http(self, key: str | None = None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {key or self.key}", "User-Agent": "driftgate-tests"}
+        return httpx.Client(base_url=self.base, headers=headers, timeout=40)
+
+    def drifted_watch(self, name: str) -> str:
+        """A watch of acme checked twice: a baseline, then breaking drift (an open incident)."""
+        url = self.specs.set(f"/{name}.json", as_json(charges_spec()))
+        with self.http() as http:
+            watch = http.post("/api/watches", json={"name": name, "url": url}).json()
+            first = http.post(f"/api/watches/{watch['id']}/check?wait=30").json()
+            assert first["watch"]["driftStatus"] == "ok", first
+            self.specs.set(f"/{name}.json", as_json(charges_spec(refunds=False)))
+            second = http.post(f"/api/watches/{watch['id']}/check?wait=30").json()
+            assert second["watch"]["driftStatus"] == "drifted", second
+        watch_id: str = watch["id"]
+        return watch_id
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    tmp = tmp_path_factory.mktemp("live")
+    url = f"sqlite:///{tmp / 'driftgate.db'}"
+    database = Database(url)
+    migrate.upgrade(database)
+    keys = {}
+    with database.transaction() as session:
+        for name, products in (("acme", ("replay_cloud",)), ("beta", ())):
+            org = org_service.create_org(session, name, "pro", actor="test")
+            for product in products:
+                org_service.set_product(session, org, product, True, actor="test")
+            keys[name] = auth_service.create_api_key(session, org, "compat", actor="test").secret
+    database.dispose()
+    port = free_port()
+    env = driftgate_env(url, tmp, workers="1", allow_private_targets="true")
+    log_path = tmp / "server.log"
+    with log_path.open("w") as log, spec_server() as specs:
+        process = subprocess.Popen(
+            [*DRIFTGATE, "up", "--port", str(port)], env=env, stdout=log, stderr=log
+        )
+        try:
+            base = f"http://127.0.0.1:{port}"
+            wait_until_healthy(base, process, log_path)
+            home = tmp / "home"
+            home.mkdir()
+            yield Live(base, keys["acme"], keys["beta"], specs, home)
+        finally:
+            stop_process(process)
+    # No secret reaches the server's log.
+    text = log_path.read_text()
+    assert keys["acme"] not in text and keys["beta"] not in text
