@@ -29,7 +29,8 @@ class Live:
 
     base: str
     key: str  # acme: pro, with replay_cloud
-    beta_key: str  # beta: pro, without replay_cloud
+    beta_key: str  # beta: pro, with replay_cloud
+    plain_key: str  # plain: pro, no overlay products
     specs: SpecServer
     home: Path  # HOME of the clients (fuseguard keeps ~/.fuseguard there)
 
@@ -59,7 +60,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     migrate.upgrade(database)
     keys = {}
     with database.transaction() as session:
-        for name, products in (("acme", ("replay_cloud",)), ("beta", ())):
+        orgs = (("acme", ("replay_cloud",)), ("beta", ("replay_cloud",)), ("plain", ()))
+        for name, products in orgs:
             org = org_service.create_org(session, name, "pro", actor="test")
             for product in products:
                 org_service.set_product(session, org, product, True, actor="test")
@@ -77,9 +79,9 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
             wait_until_healthy(base, process, log_path)
             home = tmp / "home"
             home.mkdir()
-            yield Live(base, keys["acme"], keys["beta"], specs, home)
+            yield Live(base, keys["acme"], keys["beta"], keys["plain"], specs, home)
         finally:
             stop_process(process)
     # No secret reaches the server's log.
     text = log_path.read_text()
-    assert keys["acme"] not in text and keys["beta"] not in text
+    assert not [key for key in keys.values() if key in text]
