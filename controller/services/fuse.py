@@ -21,7 +21,7 @@ import json
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, cast
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -113,13 +113,11 @@ class TripIn(RequestModel):
 
     @model_validator(mode="after")
     def _fold_guard_names(self) -> TripIn:
-        if self.created_at is not None:
-            if self.occurred_at is not None and self.occurred_at != self.created_at:
-                raise ValueError("occurredAt and createdAt name the same time; they differ")
+        # The guard's names are read as driftgate's; a pair that disagrees is left for
+        # `record_trip` to refuse (422: the schema cannot say "equal when both are sent").
+        if self.created_at is not None and self.occurred_at in (None, self.created_at):
             self.occurred_at, self.created_at = self.created_at, None
-        if self.tool_name is not None:
-            if self.tool is not None and self.tool != self.tool_name:
-                raise ValueError("tool and toolName name the same tool; they differ")
+        if self.tool_name is not None and self.tool in (None, self.tool_name):
             self.tool, self.tool_name = self.tool_name, None
         return self
 
@@ -173,6 +171,16 @@ class TripList(ApiModel):
 class TripEventIn(TripIn):
     """One trip of a batch: a trip, keyed by `idempotencyKey` (else `tripId`)."""
 
+    # One of the keys, not null: the published schema says so, like the validator below.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"required": [key], "properties": {key: {"type": "string"}}}
+                for key in ("idempotencyKey", "tripId")
+            ]
+        }
+    )
+
     trip_id: TripId | None = Field(  # type: ignore[assignment]
         default=None, description="the guard's id of this trip"
     )
@@ -184,8 +192,6 @@ class TripEventIn(TripIn):
     def _has_key(self) -> TripEventIn:
         if self.idempotency_key is None and self.trip_id is None:
             raise ValueError("a trip event needs an idempotencyKey or a tripId")
-        if self.idempotency_key and self.trip_id and self.idempotency_key != self.trip_id:
-            raise ValueError("idempotencyKey and tripId differ; a trip has one key")
         return self
 
     def as_trip(self) -> TripIn:
@@ -295,6 +301,7 @@ def record_trip(
     Raises 409 `trip_id_reused` when the stored trip's content differs, 413 for metadata over
     the limit, 422 for a watch or decision the org does not have.
     """
+    _check_names(data)
     _check_metadata(data.metadata)
     guard_fields = data.guard_fields()
     _check_metadata(guard_fields, "/guardFields")
@@ -413,6 +420,11 @@ def record_trip_batch(
     results: list[TripEventResult] = []
     for event in batch.events:
         try:
+            if event.idempotency_key and event.trip_id and event.idempotency_key != event.trip_id:
+                raise Unprocessable(
+                    "idempotencyKey and tripId differ; a trip has one key",
+                    details=[{"path": "/tripId", "message": "differs from idempotencyKey"}],
+                )
             with session.begin_nested():
                 trip, created = record_trip(session, principal, event.as_trip(), now)
         except RequestError as refusal:
@@ -563,6 +575,16 @@ def _replayed(existing: FuseTrip, digest: str) -> FuseTrip:
             code="trip_id_reused",
         )
     return existing
+
+
+def _check_names(data: TripIn) -> None:
+    """A guard's name of a field that disagrees with driftgate's (both sent) is refused."""
+    for alias, name in (("createdAt", "occurredAt"), ("toolName", "tool")):
+        if getattr(data, "created_at" if alias == "createdAt" else "tool_name") is not None:
+            raise Unprocessable(
+                f"{alias} and {name} name the same thing and differ; send one of them",
+                details=[{"path": f"/{alias}", "message": f"differs from {name}"}],
+            )
 
 
 def _check_metadata(metadata: dict[str, Any], where: str = "/metadata") -> None:

@@ -418,9 +418,14 @@ def test_a_guards_trip_record_keeps_its_own_fields(client: FlaskClient, acme: Or
     # A trip without guard fields has none, and its digest is the one it always had.
     plain = post(client, acme, "/v1/fuse/trips", TRIP)
     assert plain["guardFields"] is None
+    # Both names of one field, disagreeing: schema-valid, so 422 with the path.
     both = {**GUARD_TRIP, "tripId": "fg_x", "tool": "other"}
-    refused = post(client, acme, "/v1/fuse/trips", both, 400)
-    assert refused["error"] == "validation_error"
+    refused = post(client, acme, "/v1/fuse/trips", both, 422)
+    assert refused["details"] == [{"path": "/toolName", "message": "differs from tool"}]
+    late = {**GUARD_TRIP, "tripId": "fg_y", "occurredAt": "2026-01-02T03:04:06Z"}
+    assert post(client, acme, "/v1/fuse/trips", late, 422)["error"] == "validation_error"
+    agreeing = {**GUARD_TRIP, "tripId": "fg_z", "tool": "search"}
+    assert post(client, acme, "/v1/fuse/trips", agreeing)["tool"] == "search"
 
 
 def test_a_batch_records_each_trip_once_and_reports_each_event(
@@ -478,7 +483,6 @@ def test_batch_bodies_are_checked(client: FlaskClient, acme: OrgKey) -> None:
     bad = [
         {"events": []},
         {"events": [{"reason": "x"}]},
-        {"events": [{**event, "idempotencyKey": "b"}]},
         {"events": [event] * 101},
         {"events": [{**event, "surprise": 1}]},
     ]
@@ -486,6 +490,14 @@ def test_batch_bodies_are_checked(client: FlaskClient, acme: OrgKey) -> None:
         answer = post(client, acme, "/v1/fuse/trips/batch", body, 400)
         assert answer["error"] == "validation_error", body
     assert client.post("/v1/fuseguard/events/batch", json={"events": [event]}).status_code == 401
+    # Two keys that differ: schema-valid, so the event is refused, not the batch.
+    mixed = post(
+        client, acme, "/v1/fuse/trips/batch", {"events": [{**event, "idempotencyKey": "b"}]}, 200
+    )
+    assert (mixed["results"][0]["status"], mixed["results"][0]["error"]) == (
+        "refused",
+        "validation_error",
+    )
 
 
 def test_a_snapshot_checks_the_watch_now_and_keeps_the_summary(

@@ -14,6 +14,13 @@ from web.api import REGISTRY
 FREE_FORM = {
     "TripIn.metadata",
     "TripOut.metadata",
+    # A guard's own trip record (fuseguard's trip log), kept as sent (docs/fleet-guard.md).
+    "TripIn.calls",
+    "TripIn.evalTrace",
+    "TripEventIn.metadata",
+    "TripEventIn.calls",
+    "TripEventIn.evalTrace",
+    "TripOut.guardFields",
     "ProfileIn.schema",  # a consumer profile's JSON Schema: the caller's data
     "ProfileOut.profile",
     "ValidateIn.profile",
