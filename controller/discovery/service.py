@@ -8,6 +8,7 @@ the org's watches and creates the new ones. The preview never reads any org's da
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Annotated, ClassVar, Literal, Self
 
@@ -68,12 +69,20 @@ class CandidateOut(ApiModel):
     existing_watch_id: str | None = Field(default=None, description="the org's watch of it")
 
 
-def _one_of(inputs: dict[str, str]) -> list[JsonValue]:
+def _one_of(inputs: dict[str, JsonValue]) -> list[JsonValue]:
     """The published rule "at least one of these, not null" (null reads as not given)."""
     return [{"required": [name], "properties": {name: {"type": t}}} for name, t in inputs.items()]
 
 
-_INPUTS = {"urls": "array", "text": "string", "mcpJson": "string", "config": "string"}
+# `mcpJson` and `config` also as the parsed object: the hosted MCP server's `suggest_watches`
+# and `assert_coverage` send it so (docs/compat.md).
+_INPUTS: dict[str, JsonValue] = {
+    "urls": "array",
+    "text": "string",
+    "mcpJson": ["string", "object"],
+    "config": ["string", "object"],
+}
+McpConfig = Text | dict[str, JsonValue]
 
 
 class DiscoveryIn(RequestModel):
@@ -84,8 +93,12 @@ class DiscoveryIn(RequestModel):
 
     urls: list[Url] | None = Field(default=None, max_length=MAX_URLS)
     text: Text | None = None
-    mcp_json: Text | None = Field(default=None, alias="mcpJson")
-    config: Text | None = Field(default=None, description="an alias of mcpJson")
+    mcp_json: McpConfig | None = Field(
+        default=None,
+        alias="mcpJson",
+        description="an MCP client configuration file's text, or its JSON object",
+    )
+    config: McpConfig | None = Field(default=None, description="an alias of mcpJson")
     file_name: FileName | None = Field(
         default=None, description="the configuration's file name: picks its client format"
     )
@@ -187,6 +200,9 @@ def candidates_of(data: DiscoveryIn, files: list[Candidate] | None = None) -> li
     if data.text:
         found += _at("/text", from_text(data.text))
     config = data.mcp_json if data.mcp_json is not None else data.config
+    if isinstance(config, dict):
+        # Sent as an object: read as its JSON text, so problems name lines of that text.
+        config = json.dumps(config, indent=2, ensure_ascii=False)
     if config:
         found += _at(
             "/mcpJson" if data.mcp_json is not None else "/config",

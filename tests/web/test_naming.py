@@ -28,6 +28,11 @@ FREE_FORM = {
     "FixtureBody.metadata",  # cloud-meta.json and the mocks: documents, as the files hold them
     "FixtureBody.mockResponses",
     "WatchCreate.body",  # a `rest` watch's request body, as the caller writes it
+    # An MCP client configuration as its JSON object (the hosted MCP server sends it so).
+    "SuggestIn.mcpJson",
+    "SuggestIn.config",
+    "CoverageIn.mcpJson",
+    "CoverageIn.config",
     "WatchUpdate.body",
 }
 # Names another service chose: GitHub's install flow appends `installation_id` and
