@@ -122,6 +122,12 @@ def test_coverage_assert_and_preview(client: FlaskClient, make_org: Callable[...
     preview = client.post("/api/coverage/preview", json=remote_only)
     assert preview.status_code == 200
     assert all(c["existingWatchId"] is None for c in preview.get_json()["candidates"])
+    # The gate's names for the same analysis (the hosted CLI's fail-on-missing reads them).
+    both = client.post("/api/coverage/preview", json=body).get_json()
+    assert both["missingCount"] == both["asserted"] == 2
+    assert [m["name"] for m in both["missing"]] == [m["name"] for m in answer["missing"]]
+    assert both["discovered"] == both["candidates"] and len(both["candidates"]) == 2
+    assert both["message"].startswith("2 contract(s) found")
     statuses = [
         client.post("/api/coverage/preview", json=remote_only).status_code for _ in range(40)
     ]

@@ -187,6 +187,12 @@ class PreviewOut(ApiModel):
         description="candidates at or above the confidence threshold that are not "
         "acknowledged local servers"
     )
+    # The gate's names for the same analysis (the hosted CLI's fail-on-missing reads them).
+    # The preview reads no org's data, so every asserted candidate counts as missing.
+    message: str
+    missing: list[MissingOut] = Field(description="the asserted candidates: the gate's ask")
+    missing_count: int = Field(description="equal to `asserted`")
+    discovered: list[CandidateOut] = Field(description="equal to `candidates`")
 
 
 # -- extraction --------------------------------------------------------------------------------
@@ -337,17 +343,7 @@ def assert_coverage(
         )
     return False, CoverageMissing(
         message=f"{len(missing)} contract(s) found are not watched",
-        missing=[
-            MissingOut(
-                url=c.url,
-                command=c.command,
-                transport=c.transport,
-                watch_type=c.watch_type,
-                name=c.name,
-                source=SourceOut(file=c.file, line=c.line),
-            )
-            for c in missing
-        ],
+        missing=[_missing_out(c) for c in missing],
         missing_count=len(missing),
         discovered=discovered,
         covered=[out(c, watched[c.key]) for c in covered],
@@ -358,8 +354,27 @@ def assert_coverage(
 def preview(data: CoverageIn, files: ScanResult | None) -> PreviewOut:
     """The same analysis, touching no org's data: nothing says whether a watch exists."""
     candidates = _coverage_candidates(data, files)
-    asserted = sum(1 for c in _asserted(data, candidates) if not c.acknowledged)
-    return PreviewOut(candidates=[out(c) for c in candidates], asserted=asserted)
+    asserted = [c for c in _asserted(data, candidates) if not c.acknowledged]
+    found = [out(c) for c in candidates]
+    return PreviewOut(
+        candidates=found,
+        asserted=len(asserted),
+        message=f"{len(asserted)} contract(s) found need a watch for the coverage gate",
+        missing=[_missing_out(c) for c in asserted],
+        missing_count=len(asserted),
+        discovered=found,
+    )
+
+
+def _missing_out(candidate: Candidate) -> MissingOut:
+    return MissingOut(
+        url=candidate.url,
+        command=candidate.command,
+        transport=candidate.transport,
+        watch_type=candidate.watch_type,
+        name=candidate.name,
+        source=SourceOut(file=candidate.file, line=candidate.line),
+    )
 
 
 def _coverage_candidates(data: CoverageIn, files: ScanResult | None) -> list[Candidate]:
