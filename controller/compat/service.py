@@ -8,16 +8,20 @@ install answers the files). Nothing is computed twice. See docs/compat.md.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 from sqlalchemy.orm import Session
 
 from controller.compat.hosted import HEADER_ALIASES, HOSTED_ONLY, header
-from controller.model.base import ApiModel
+from controller.draftpr import service as draftpr
+from controller.errors import NotFound
+from controller.model.base import ApiModel, RequestModel
 from controller.replay import service as replay
 from controller.replay.fixtures import Fixture
 from controller.replay.service import CatalogPage, CatalogRow, FixtureOut, InstalledOut
+from controller.services.auth import Principal
 
 __all__ = ["HEADER_ALIASES", "HOSTED_ONLY", "header"]
 
@@ -40,6 +44,27 @@ class HostedFixture(FixtureOut):
     watch_id: str | None = None
     fixture_id: str
     event_id: str | None = None
+
+
+class TriggerRemediationIn(RequestModel):
+    """Body of the hosted MCP server's `trigger_remediation`."""
+
+    drift_event_id: draftpr.ObjectId | None = None
+
+
+def trigger_remediation(
+    session: Session,
+    principal: Principal,
+    watch_id: str,
+    data: TriggerRemediationIn,
+    now: datetime,
+) -> tuple[draftpr.RemediationOut, bool]:
+    """`draftpr.remediate` for the watch in the path."""
+    try:
+        request = draftpr.RemediateIn(watch_id=watch_id, drift_event_id=data.drift_event_id)
+    except ValidationError:
+        raise NotFound("Watch not found") from None  # no watch has such an id
+    return draftpr.remediate(session, principal, request, now)
 
 
 def from_watch(session: Session, org_id: str, data: replay.FromWatchIn) -> HostedFixture:

@@ -239,9 +239,16 @@ watchSets:
 """,
         ".driftgate/agents.yaml": """\
 version: 1
+policies:
+  pr-first:
+    on_breaking: [notify, draft_pr]
 agents:
   - id: git-agent
     policy: production-guard
+    watches: [git-watch]
+  - id: pr-agent
+    policy: pr-first
+    repoRef: acme/client@main
     watches: [git-watch]
 """,
     }

@@ -10,12 +10,13 @@ the reason. See docs/compat.md.
 from __future__ import annotations
 
 from controller.compat import service as compat
+from controller.draftpr import service as draftpr
 from controller.errors import NotSelfHosted
 from controller.replay import service as replay
 from controller.services import fuse
 from web.api import REGISTRY
 from web.api.replay import PRODUCT, fixture_catalog
-from web.routes import Call, Reply, requires_plan
+from web.routes import Call, Reply, requires_plan, requires_product
 
 TAG = "compat"
 
@@ -90,6 +91,25 @@ def mockdrift_install(call: Call) -> compat.HostedFixture:
     """`POST /v1/replay/fixtures/install`, answered as mockdrift writes it to disk:
     `{fixture: {beforeSchema, afterSchema, mockResponses, metadata, expect}, files, digest}`."""
     return compat.install(call.session, call.body, call.org_id)
+
+
+@REGISTRY.route(
+    "POST",
+    "/api/watches/<watch_id>/trigger_remediation",
+    summary="driftguard MCP server: open a watch's remediation draft pull requests",
+    tag=TAG,
+    body=compat.TriggerRemediationIn,
+    responses={200: draftpr.RemediationOut, 202: draftpr.RemediationOut},
+    guards=(requires_product(draftpr.PRODUCT),),
+    errors=(422,),
+    compat=alias("driftguard-mcp", "POST /v1/draftpr/remediate"),
+)
+def trigger_remediation(call: Call) -> Reply:
+    """`POST /v1/draftpr/remediate` for the watch in the path (`driftEventId` optional)."""
+    answer, made = compat.trigger_remediation(
+        call.session, call.principal_required, call.path["watch_id"], call.body, call.now
+    )
+    return Reply(202 if made else 200, answer)
 
 
 def _hosted_only(method: str, path: str, client: str, name: str) -> None:
