@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.compat.clients import require_clients
-from tests.compat.conftest import Live
+from tests.compat.conftest import AGENT, AGENT_WATCH, Live
 from tests.specs import as_json, charges_spec
 
 require_clients()
@@ -105,6 +105,33 @@ def test_the_drift_gate_trips_on_drift_and_reports_the_trip(
     assert len(stored) == 1
     assert stored[0]["guardFields"]["decision"] == "block"
     assert stored[0]["guardFields"]["deviceId"] == "local"
+
+
+def test_the_agent_gate_trips_on_its_policys_409_until_the_incident_is_acknowledged(
+    live: Live, tmp_path: Path
+) -> None:
+    watch_id = live.watch_id(AGENT_WATCH)  # declared in acme's git source
+    live.drift(watch_id, f"/{AGENT_WATCH}.json")
+    monitor = FuseMonitor(config=config(live, tmp_path, agent_id=AGENT))
+    with pytest.raises(FuseTrip) as tripped:
+        monitor.assert_pre_call_gates("post_ledger_entry", {"amount": 5})
+    trip = tripped.value.trip
+    assert trip.reason == "contract_drift_blocked" and trip.watch_id == watch_id
+    assert trip.metadata["policyBlocked"] is True  # the 409 of `staging-strict`
+    row = trip.metadata["blocked"][0]
+    assert row["reasons"] == ["breaking_drift", "policy_block:block_new_runs"]
+    assert trip.agent_action == row["agentActions"][0] != "accept_baseline"
+    stored = [
+        t for t in trips(live, reason="contract_drift_blocked") if t["tripId"] == trip.trip_id
+    ]
+    assert len(stored) == 1
+    # Acknowledged (as a person does after review), the agent runs again.
+    with live.http() as http:
+        acked = http.post(f"/api/agents/{AGENT}/ack", json={"note": "reviewed"})
+    assert acked.status_code == 200, acked.text
+    FuseMonitor(config=config(live, tmp_path, agent_id=AGENT)).assert_pre_call_gates(
+        "post_ledger_entry", {"amount": 5}
+    )
 
 
 def test_a_healthy_watch_list_lets_the_call_through(
