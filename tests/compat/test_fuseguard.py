@@ -34,6 +34,7 @@ PROFILE = {
         "required": ["id", "amount"],
         "properties": {"id": {"type": "string"}, "amount": {"type": "integer"}},
     },
+    "normalization": {"aliases": {"charge_id": "id"}},  # the hosted profile format's map
 }
 
 
@@ -202,7 +203,7 @@ def test_a_trip_log_is_accepted_by_the_trip_route(live: Live, tmp_path: Path) ->
 
 def test_the_ingress_gate_validates_with_driftgate(live: Live, tmp_path: Path) -> None:
     gate = IngressValidateGate(config(live, tmp_path, ingress_profile=PROFILE))
-    good = gate.validate_payload({"id": "ch_1", "amount": 5})
+    good = gate.validate_payload({"charge_id": "ch_1", "amount": 5})
     assert (good.ok, good.status_code) == (True, 200), good.payload
     bad = gate.validate_payload({"id": "ch_1"})
     assert (bad.ok, bad.status_code) == (False, 422)
