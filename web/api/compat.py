@@ -1,10 +1,10 @@
 """The hosted product's routes, mapped onto driftgate's services (`controller.compat`).
 
-Each route here is an alias a hosted client calls (`fuseguard`, `mockdrift`); its handler
-calls the same service as driftgate's own route and, where the client reads another shape,
-maps the answer. Published with `x-driftgate-compat: {client, aliasOf}`. Routes of the hosted
-control plane that a self-hosted driftgate does not serve answer 501 `not_self_hosted` with
-the reason. See docs/compat.md.
+Each route here is an alias a hosted client calls (`fuseguard`, `mockdrift`, the MCP server's
+`trigger_remediation`); its handler calls the same service as driftgate's own route and, where
+the client reads another shape, maps the answer. Published with `x-driftgate-compat:
+{client, aliasOf}`. Routes of the hosted control plane that a self-hosted driftgate does not
+serve answer 501 `not_self_hosted` with the reason. See docs/compat.md.
 """
 
 from __future__ import annotations
