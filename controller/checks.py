@@ -51,6 +51,7 @@ from controller.diffs import (
 from controller.diffs.explain import with_hints
 from controller.diffs.grouping import group_changes
 from controller.diffs.loader import check_nesting
+from controller.diffs.rules import order_actions
 from controller.events.outbox import emit
 from controller.incidents import (
     close_incident,
@@ -722,7 +723,7 @@ def _record_new_snapshot(
             warning_count=counts["warning"],
             info_count=counts["info"],
             changes=encode_changes(changes),
-            agent_actions=sorted({c.agentAction for c in changes if not c.ignored}),
+            agent_actions=order_actions(c.agentAction for c in changes if not c.ignored),
             affected_profiles=_affected_profiles(session, watch, changes)
             if counts["breaking"]
             else [],

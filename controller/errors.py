@@ -8,7 +8,8 @@
      │    ├── Unauthorized         401: missing, invalid or revoked credentials
      │    ├── Forbidden            403: plan or product does not allow it
      │    ├── NotFound             404: missing, or owned by another org (never told apart)
-     │    └── Conflict             409: duplicate names, managed objects, state clashes
+     │    ├── Conflict             409: duplicate names, managed objects, state clashes
+     │    └── NotSelfHosted        501: a hosted product's route driftgate refuses by design
      ├── TemporaryError            worth retrying with backoff (network, lock timeouts)
      │    └── StoreUnavailable     503: the database cannot be reached or did not answer
      └── PermanentError            retrying will not help; mark the thing stalled
@@ -50,6 +51,14 @@ class RequestError(DriftgateError):
 class ValidationFailed(RequestError):
     code = "validation_error"
     status = 400
+
+
+class NotSelfHosted(RequestError):
+    """A route of the hosted product that a self-hosted driftgate refuses by design; the
+    message says why and what to use instead (docs/compat.md)."""
+
+    code = "not_self_hosted"
+    status = 501
 
 
 class Unprocessable(RequestError):

@@ -30,6 +30,7 @@ from functools import cached_property
 from typing import Any
 
 from controller.actions import ACTIONS, KILL_IN_FLIGHT
+from controller.diffs.rules import order_actions
 
 PRESETS: dict[str, dict[str, Any]] = {
     "notify-only": {
@@ -201,7 +202,7 @@ def _actions(state: WatchState, reasons: list[str]) -> list[str]:
         actions = set(state.change_actions)
         if state.incident_status == "open":
             actions.add(ACTION_ACK)
-        return sorted(actions)
+        return order_actions(actions)
     if status == "error":
         return list(ACTIONS_ERROR)
     if status == "never_run":

@@ -73,7 +73,16 @@ def module_graph() -> dict[str, set[str]]:
 # Capability packages (ARCHITECTURE.md: `controller/<capability>/`) hold their pure logic,
 # their adapter and their `service`; the service is a service like those in
 # `controller.services`, the rest sits below the services.
-CAPABILITIES = ("draftpr", "ingress", "discovery", "replay", "portfolio", "summary", "accounts")
+CAPABILITIES = (
+    "draftpr",
+    "ingress",
+    "discovery",
+    "replay",
+    "portfolio",
+    "summary",
+    "accounts",
+    "compat",
+)
 CAPABILITY_SERVICES = tuple(f"controller.{name}.service" for name in CAPABILITIES)
 
 

@@ -61,6 +61,26 @@ def test_suggest_marks_existing_watches_and_creates_the_new_ones(
     assert again.get_json()["created"] == []  # all watched now
 
 
+def test_an_mcp_configuration_may_come_as_an_object(client: FlaskClient, acme: OrgKey) -> None:
+    # The hosted MCP server's suggest_watches and assert_coverage send the parsed object.
+    # An object reads as its JSON text with a 2-space indent (lines in answers are of that).
+    as_text = {"mcpJson": json.dumps(json.loads(MCP_JSON), indent=2), "fileName": ".mcp.json"}
+    as_object = {"mcpJson": json.loads(MCP_JSON), "fileName": ".mcp.json"}
+    for path in ("/api/watches/suggest", "/api/coverage/assert"):
+        text = client.post(path, json=as_text, headers=acme.headers)
+        parsed = client.post(path, json=as_object, headers=acme.headers)
+        assert parsed.status_code == text.status_code, parsed.get_json()
+        assert parsed.get_json() == text.get_json()
+        assert "sk_live" not in parsed.get_data(as_text=True)
+    config = client.post(
+        "/api/watches/suggest", json={"config": json.loads(MCP_JSON)}, headers=acme.headers
+    )
+    assert {c["name"] for c in config.get_json()["candidates"]} == {"billing", "fs"}
+    for wrong in ([1, 2], 5, True):
+        refused = client.post("/api/watches/suggest", json={"mcpJson": wrong}, headers=acme.headers)
+        assert refused.status_code == 400 and refused.get_json()["error"] == "validation_error"
+
+
 def test_suggest_refuses_a_malformed_configuration_with_its_line(
     client: FlaskClient, acme: OrgKey
 ) -> None:
@@ -102,6 +122,12 @@ def test_coverage_assert_and_preview(client: FlaskClient, make_org: Callable[...
     preview = client.post("/api/coverage/preview", json=remote_only)
     assert preview.status_code == 200
     assert all(c["existingWatchId"] is None for c in preview.get_json()["candidates"])
+    # The gate's names for the same analysis (the hosted CLI's fail-on-missing reads them).
+    both = client.post("/api/coverage/preview", json=body).get_json()
+    assert both["missingCount"] == both["asserted"] == 2
+    assert [m["name"] for m in both["missing"]] == [m["name"] for m in answer["missing"]]
+    assert both["discovered"] == both["candidates"] and len(both["candidates"]) == 2
+    assert both["message"].startswith("2 contract(s) found")
     statuses = [
         client.post("/api/coverage/preview", json=remote_only).status_code for _ in range(40)
     ]

@@ -1090,3 +1090,65 @@ def test_installation_ids_are_integers_or_their_digits_and_published_so(
     callback = document["paths"]["/api/account/draftpr/github/callback"]["get"]["parameters"]
     [query] = [p for p in callback if p.get("name") == "installation_id"]
     assert query["schema"]["pattern"] == "^[1-9][0-9]{0,17}$"
+
+
+def test_remediation_opens_the_pull_requests_the_draft_pr_policies_ask_for(
+    gh_app: Flask,
+    gh_controller: Controller,
+    github: FakeGitHub,
+    org: OrgKey,
+    server: SpecServer,
+    database: Database,
+    make_org: Callable[..., OrgKey],
+) -> None:
+    client = gh_app.test_client()
+    link(client, org)
+    watch_id = baselined(client, org, server)
+    agent_id = bind_agent(database, org, watch_id)
+    hosted = f"/api/watches/{watch_id}/trigger_remediation"  # the hosted MCP server's name
+    nothing = client.post(hosted, json={}, headers=org.headers)
+    assert nothing.status_code == 422 and nothing.get_json()["error"] == "no_drift_event"
+    server.set("/openapi.json", as_json(charges_spec(refunds=False)))
+    client.post(f"/api/watches/{watch_id}/check?wait=30", headers=org.headers)
+    # The agent's policy does not list draft_pr: no repository to open it in.
+    nowhere = client.post(hosted, json={}, headers=org.headers)
+    assert nowhere.status_code == 422 and nowhere.get_json()["error"] == "no_remediation_target"
+    with database.transaction() as session:
+        agent = session.get_one(Agent, agent_id)
+        agent.policy_rules = {"on_breaking": ["notify", "draft_pr"]}
+        agent.policy, agent.repo_ref = "dev-pr", f"{REPO}@main"
+    queued = client.post(hosted, json={}, headers=org.headers)
+    assert queued.status_code == 202, queued.get_json()
+    body = queued.get_json()
+    (draft,) = body["draftPrs"]
+    assert (draft["repoFullName"], draft["watchId"]) == (REPO, watch_id)
+    assert draft["driftEventId"] == body["driftEventId"]
+    wait_until(
+        lambda: draftpr.wait_for_draft_pr(database, draft["draftPrId"], 0).state == "draft",
+        timeout=15,
+    )
+    assert github.repositories[REPO].pulls[0]["base"] == "main"
+    # driftgate's own route, the same again: the record that exists (200), nothing new.
+    own = client.post(
+        "/v1/draftpr/remediate",
+        json={"watchId": watch_id, "driftEventId": body["driftEventId"]},
+        headers=org.headers,
+    )
+    assert (
+        own.status_code == 200
+        and own.get_json()["draftPrs"][0]["draftPrId"] == (draft["draftPrId"])
+    )
+    assert len(github.repositories[REPO].pulls) == 1
+    # Another org's watch, an unknown event, an id no watch has: 404; the product off: 403.
+    other = make_org("other", "pro", products=("draftpr_repo",))
+    assert client.post(hosted, json={}, headers=other.headers).status_code == 404
+    unknown = client.post(hosted, json={"driftEventId": "nope"}, headers=org.headers)
+    assert unknown.get_json() == {"error": "not_found", "message": "Drift event not found"}
+    assert (
+        client.post("/api/watches/x%20y/trigger_remediation", headers=org.headers).status_code
+        == 404
+    )
+    off = make_org("off", "pro")
+    refused = client.post(hosted, json={}, headers=off.headers)
+    assert refused.status_code == 403
+    assert refused.get_json()["error"] == "PRODUCT_REQUIRED: draftpr_repo"

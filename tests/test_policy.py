@@ -66,7 +66,7 @@ def test_every_reason_token_of_a_plain_watch_list() -> None:
         "ghost": ["not_found"],
     }
     actions = {row.watch_id: row.agent_actions for row in decision.blocked}
-    assert actions["drift"] == ["ack_incident", "update_tool_schema"]
+    assert actions["drift"] == ["update_tool_schema", "ack_incident"]
     assert actions["acked"] == ["update_tool_schema"]
     assert actions["ghost"] == ["check_watch_id"] and actions["new"] == ["wait_for_first_check"]
     ghost = decision.blocked[-1]
@@ -166,3 +166,33 @@ def test_a_state_reused_across_decisions_keeps_each_answer_its_own() -> None:
     # Only the state's own row may be encoded once and shared (`Row.as_stated`).
     assert plain.blocked[0].as_stated and again.blocked[0].as_stated
     assert not waived.ignored[0].as_stated and not enforced.blocked[0].as_stated
+
+
+@pytest.mark.parametrize(
+    ("actions", "incident", "expected"),
+    [
+        (
+            ("accept_baseline", "update_client_schema"),
+            "open",
+            ["update_client_schema", "ack_incident", "accept_baseline"],
+        ),
+        (("accept_baseline", "remove_tool_usage"), None, ["remove_tool_usage", "accept_baseline"]),
+        (
+            ("review_tool_description", "handle_new_enum_value", "update_tool_schema"),
+            "open",
+            [
+                "update_tool_schema",
+                "handle_new_enum_value",
+                "review_tool_description",
+                "ack_incident",
+            ],
+        ),
+        (("zzz_unknown", "accept_baseline"), None, ["accept_baseline", "zzz_unknown"]),
+    ],
+)
+def test_the_most_useful_action_comes_first(
+    actions: tuple[str, ...], incident: str | None, expected: list[str]
+) -> None:
+    # Clients act on `agentActions[0]` (fuseguard's primary action): the fix, not the waiver.
+    watch = state("w", "drifted", incident=incident, actions=actions)
+    assert decide(["w"], {"w": watch}).blocked[0].agent_actions == expected

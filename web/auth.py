@@ -15,6 +15,7 @@ from flask import request
 from sqlalchemy.exc import SQLAlchemyError
 
 from controller.accounts.service import SignedIn
+from controller.compat import service as compat
 from controller.crypto import hash_token
 from controller.errors import StoreUnavailable, Unauthorized
 from controller.services import auth as auth_service
@@ -59,7 +60,8 @@ def authenticate(auth: Auth) -> tuple[Principal | None, TrialSession | None]:
     if signed is not None:
         return signed.principal(), None
     if auth == "key_or_trial":
-        token = request.headers.get(TRIAL_HEADER, "").strip()
+        # The hosted clients send their name of the header (`X-DriftGuard-Trial`).
+        token = (compat.header(request.headers, TRIAL_HEADER) or "").strip()
         if token:
             return auth_service.authenticate_trial(request_session(), token, now)
         raise Unauthorized(

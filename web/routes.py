@@ -54,6 +54,7 @@ ERROR_TEXT = {
     422: "Well-formed request that cannot be processed",
     429: "Rate limit exceeded",
     431: "Request header section too large",
+    501: "A route of the hosted product that driftgate refuses by design (docs/compat.md)",
     502: "An upstream service (GitHub) refused or failed the call; the message names the cause",
     503: "Temporarily unavailable",
 }
@@ -185,6 +186,9 @@ class Route:
     lane: bool = False
     # A body limit of its own, below the server's (`max_body_bytes`): 413 beyond it.
     max_body: int | None = None
+    # The hosted product's name of a route (`controller.compat`): which client calls it, and
+    # the route of driftgate's it maps onto (published as `x-driftgate-compat`).
+    compat: dict[str, str] | None = None
 
     @property
     def operation_id(self) -> str:
@@ -240,6 +244,7 @@ class Registry:
         raw_response: dict[str, Any] | None = None,
         lane: bool = False,
         max_body: int | None = None,
+        compat: dict[str, str] | None = None,
     ) -> Callable[[Handler], Handler]:
         """Declare a route. `lane=True` lets `web.lane` serve it in front of Flask's
         per-request machinery (for a hot path): the handler is the same in both paths, so it
@@ -269,6 +274,7 @@ class Registry:
                     raw_response=raw_response,
                     lane=lane,
                     max_body=max_body,
+                    compat=compat,
                 )
             )
             return handler
@@ -457,6 +463,8 @@ def build_openapi(routes: list[Route], settings: Settings) -> dict[str, Any]:
         }
         if route.description:
             operation["description"] = route.description
+        if route.compat is not None:
+            operation["x-driftgate-compat"] = route.compat
         if route.guards:
             notes = "; ".join(g.description for g in route.guards)
             operation["description"] = (

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from controller.diffs.grouping import cause_of
-from controller.diffs.rules import ACCEPT, ACK, CATALOG, NEW_ENUM
+from controller.diffs.rules import ACCEPT, ACK, CATALOG, NEW_ENUM, order_actions
 from controller.model.change import Change, Severity
 
 _FALLBACK_HINTS = {
@@ -72,7 +72,7 @@ def explain_changes(changes: Iterable[Change | Mapping[str, Any]]) -> dict[str, 
         "changes": items,
         "counts": counts,
         "ignored": ignored,
-        "agentActions": sorted(actions),
+        "agentActions": order_actions(actions),
         "summary": summarize_counts(counts, ignored),
     }
 

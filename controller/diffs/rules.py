@@ -11,6 +11,7 @@ renamed; `docs/rules.md` is generated from this module by `render_rules_markdown
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -47,6 +48,14 @@ AGENT_ACTIONS = (
     ACCEPT,
     CHECK_CONFIG,
 )
+_RANK = {action: rank for rank, action in enumerate(AGENT_ACTIONS)}
+
+
+def order_actions(actions: Iterable[str]) -> list[str]:
+    """Agent actions without repeats, the most useful first: in `AGENT_ACTIONS` order (change
+    the client before acknowledging, acknowledge before accepting a baseline), other tokens
+    after them by name. Clients act on the first (`agentActions[0]`)."""
+    return sorted(set(actions), key=lambda action: (_RANK.get(action, len(_RANK)), action))
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ the org's watches and creates the new ones. The preview never reads any org's da
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Annotated, ClassVar, Literal, Self
 
@@ -68,12 +69,20 @@ class CandidateOut(ApiModel):
     existing_watch_id: str | None = Field(default=None, description="the org's watch of it")
 
 
-def _one_of(inputs: dict[str, str]) -> list[JsonValue]:
+def _one_of(inputs: dict[str, JsonValue]) -> list[JsonValue]:
     """The published rule "at least one of these, not null" (null reads as not given)."""
     return [{"required": [name], "properties": {name: {"type": t}}} for name, t in inputs.items()]
 
 
-_INPUTS = {"urls": "array", "text": "string", "mcpJson": "string", "config": "string"}
+# `mcpJson` and `config` also as the parsed object: the hosted MCP server's `suggest_watches`
+# and `assert_coverage` send it so (docs/compat.md).
+_INPUTS: dict[str, JsonValue] = {
+    "urls": "array",
+    "text": "string",
+    "mcpJson": ["string", "object"],
+    "config": ["string", "object"],
+}
+McpConfig = Text | dict[str, JsonValue]
 
 
 class DiscoveryIn(RequestModel):
@@ -84,8 +93,12 @@ class DiscoveryIn(RequestModel):
 
     urls: list[Url] | None = Field(default=None, max_length=MAX_URLS)
     text: Text | None = None
-    mcp_json: Text | None = Field(default=None, alias="mcpJson")
-    config: Text | None = Field(default=None, description="an alias of mcpJson")
+    mcp_json: McpConfig | None = Field(
+        default=None,
+        alias="mcpJson",
+        description="an MCP client configuration file's text, or its JSON object",
+    )
+    config: McpConfig | None = Field(default=None, description="an alias of mcpJson")
     file_name: FileName | None = Field(
         default=None, description="the configuration's file name: picks its client format"
     )
@@ -174,6 +187,12 @@ class PreviewOut(ApiModel):
         description="candidates at or above the confidence threshold that are not "
         "acknowledged local servers"
     )
+    # The gate's names for the same analysis (the hosted CLI's fail-on-missing reads them).
+    # The preview reads no org's data, so every asserted candidate counts as missing.
+    message: str
+    missing: list[MissingOut] = Field(description="the asserted candidates: the gate's ask")
+    missing_count: int = Field(description="equal to `asserted`")
+    discovered: list[CandidateOut] = Field(description="equal to `candidates`")
 
 
 # -- extraction --------------------------------------------------------------------------------
@@ -187,6 +206,9 @@ def candidates_of(data: DiscoveryIn, files: list[Candidate] | None = None) -> li
     if data.text:
         found += _at("/text", from_text(data.text))
     config = data.mcp_json if data.mcp_json is not None else data.config
+    if isinstance(config, dict):
+        # Sent as an object: read as its JSON text, so problems name lines of that text.
+        config = json.dumps(config, indent=2, ensure_ascii=False)
     if config:
         found += _at(
             "/mcpJson" if data.mcp_json is not None else "/config",
@@ -321,17 +343,7 @@ def assert_coverage(
         )
     return False, CoverageMissing(
         message=f"{len(missing)} contract(s) found are not watched",
-        missing=[
-            MissingOut(
-                url=c.url,
-                command=c.command,
-                transport=c.transport,
-                watch_type=c.watch_type,
-                name=c.name,
-                source=SourceOut(file=c.file, line=c.line),
-            )
-            for c in missing
-        ],
+        missing=[_missing_out(c) for c in missing],
         missing_count=len(missing),
         discovered=discovered,
         covered=[out(c, watched[c.key]) for c in covered],
@@ -342,8 +354,27 @@ def assert_coverage(
 def preview(data: CoverageIn, files: ScanResult | None) -> PreviewOut:
     """The same analysis, touching no org's data: nothing says whether a watch exists."""
     candidates = _coverage_candidates(data, files)
-    asserted = sum(1 for c in _asserted(data, candidates) if not c.acknowledged)
-    return PreviewOut(candidates=[out(c) for c in candidates], asserted=asserted)
+    asserted = [c for c in _asserted(data, candidates) if not c.acknowledged]
+    found = [out(c) for c in candidates]
+    return PreviewOut(
+        candidates=found,
+        asserted=len(asserted),
+        message=f"{len(asserted)} contract(s) found need a watch for the coverage gate",
+        missing=[_missing_out(c) for c in asserted],
+        missing_count=len(asserted),
+        discovered=found,
+    )
+
+
+def _missing_out(candidate: Candidate) -> MissingOut:
+    return MissingOut(
+        url=candidate.url,
+        command=candidate.command,
+        transport=candidate.transport,
+        watch_type=candidate.watch_type,
+        name=candidate.name,
+        source=SourceOut(file=candidate.file, line=candidate.line),
+    )
 
 
 def _coverage_candidates(data: CoverageIn, files: ScanResult | None) -> list[Candidate]:

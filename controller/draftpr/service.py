@@ -48,6 +48,7 @@ from controller.errors import (
     Forbidden,
     NotFound,
     Unauthorized,
+    Unprocessable,
     UpstreamError,
     ValidationFailed,
 )
@@ -59,6 +60,7 @@ from controller.model.base import (
     RequestModel,
 )
 from controller.model.gitops import VendoredPath
+from controller.policy import resolve_policy
 from controller.runtime import bound_agents, unblock
 from controller.services import audit, orgs
 from controller.services.auth import Principal
@@ -1240,14 +1242,27 @@ def open_on_drift(drift: Drift, agent: Agent) -> bool:
     session, watch = drift.session, drift.watch
     org = session.get(Org, watch.org_id)
     event_id = drift.incident.drift_event_id
-    if org is None or PRODUCT not in org.products or not agent.repo_ref or event_id is None:
+    if org is None or PRODUCT not in org.products or event_id is None:
         return False
-    repo, _, base = agent.repo_ref.partition("@")
     event = session.get(DriftEvent, event_id)
-    if repo.count("/") != 1 or event is None:
+    repo = _agent_repo(agent)
+    if event is None or repo is None:
         return False
-    if drift.incident.flap_count and _has_draft_since(session, watch, repo, drift.incident):
+    if drift.incident.flap_count and _has_draft_since(session, watch, repo[0], drift.incident):
         return False
+    open_for_agent(session, org, watch, event, agent, drift.now)
+    return False
+
+
+def open_for_agent(
+    session: Session, org: Org, watch: Watch, event: DriftEvent, agent: Agent, now: datetime
+) -> tuple[DraftPr, bool] | None:
+    """The pull request of `event` in the agent's `repoRef` repository (made now, or the one
+    that exists); None when the agent names no GitHub-shaped repository."""
+    repo_ref = _agent_repo(agent)
+    if repo_ref is None:
+        return None
+    repo, base = repo_ref
     changes = [_requested(c) for c in decode_changes(event.changes) if not c.get("ignored")][:250]
     request = {
         "watchId": watch.id,
@@ -1262,7 +1277,7 @@ def open_on_drift(drift: Drift, agent: Agent) -> bool:
     if vendored is not None:
         request["vendoredPath"] = vendored
     installation = _installation_for(session, org.id, None)
-    open_record(
+    return open_record(
         session,
         watch,
         event,
@@ -1270,9 +1285,96 @@ def open_on_drift(drift: Drift, agent: Agent) -> bool:
         installation,
         request,
         lint=LINT_PRODUCT in org.products,
-        now=drift.now,
+        now=now,
     )
-    return False
+
+
+def _agent_repo(agent: Agent) -> tuple[str, str] | None:
+    if not agent.repo_ref:
+        return None
+    repo, _, base = agent.repo_ref.partition("@")
+    return (repo, base) if repo.count("/") == 1 else None
+
+
+class RemediateIn(RequestModel):
+    """Body of `POST /v1/draftpr/remediate`."""
+
+    watch_id: ObjectId
+    drift_event_id: ObjectId | None = Field(
+        default=None, description="default: the open incident's drift event, else the latest"
+    )
+
+
+class RemediationOut(ApiModel):
+    watch_id: str
+    drift_event_id: str
+    draft_prs: list[DraftPrOut] = Field(
+        description="one per repository of the bound agents whose policy lists draft_pr"
+    )
+
+
+def remediate(
+    session: Session, principal: Principal, data: RemediateIn, now: datetime
+) -> tuple[RemediationOut, bool]:
+    """Open now the pull requests the `draft_pr` policies of the watch's agents ask for (as
+    when the watch turned drifted, without waiting for it): one per agent repository, for the
+    given drift event or the current one. True when one was made now (queued)."""
+    require_product(principal)
+    watch = session.get(Watch, data.watch_id)
+    if watch is None or watch.org_id != principal.org_id:
+        raise NotFound("Watch not found")
+    event = _remediated_event(session, watch, data.drift_event_id)
+    org = session.get_one(Org, principal.org_id)
+    rows: dict[str, DraftPr] = {}
+    made = False
+    for agent in bound_agents(session, watch.id):
+        if DRAFT_PR_ACTION not in resolve_policy(agent.policy, agent.policy_rules).on_breaking:
+            continue
+        opened = open_for_agent(session, org, watch, event, agent, now)
+        if opened is not None:
+            rows.setdefault(opened[0].id, opened[0])
+            made = made or opened[1]
+    if not rows:
+        raise Unprocessable(
+            "no agent bound to this watch has a draft_pr policy with a GitHub repoRef "
+            "(owner/repo[@branch]) in .driftgate/agents.yaml: there is no repository to open "
+            "the pull request in",
+            code="no_remediation_target",
+        )
+    audit.by(
+        session,
+        principal,
+        "draft_pr.remediate",
+        watch.id,
+        {"driftEventId": event.id, "draftPrIds": sorted(rows)},
+    )
+    answer = RemediationOut(
+        watch_id=watch.id, drift_event_id=event.id, draft_prs=[out(r) for r in rows.values()]
+    )
+    return answer, made
+
+
+def _remediated_event(session: Session, watch: Watch, event_id: str | None) -> DriftEvent:
+    if event_id is not None:
+        event = session.get(DriftEvent, event_id)
+        if event is None or event.watch_id != watch.id:
+            raise NotFound("Drift event not found")
+        return event
+    if watch.incident_id is not None:
+        incident = session.get(Incident, watch.incident_id)
+        if incident is not None and incident.drift_event_id is not None:
+            current = session.get(DriftEvent, incident.drift_event_id)
+            if current is not None:
+                return current
+    latest = session.scalar(
+        select(DriftEvent)
+        .where(DriftEvent.watch_id == watch.id)
+        .order_by(DriftEvent.detected_at.desc(), DriftEvent.id.desc())
+        .limit(1)
+    )
+    if latest is None:
+        raise Unprocessable("the watch has no drift event to remediate", code="no_drift_event")
+    return latest
 
 
 def _has_draft_since(session: Session, watch: Watch, repo: str, incident: Incident) -> bool:

@@ -30,6 +30,7 @@ from pydantic import (
     GetJsonSchemaHandler,
     StringConstraints,
     ValidationError,
+    field_validator,
 )
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, InitErrorDetails, PydanticCustomError
@@ -94,12 +95,23 @@ def profile_schema(any_value: dict[str, Any]) -> dict[str, Any]:
             "normalization": obj(
                 properties={
                     "aliases": {
-                        "type": "array",
-                        "maxItems": MAX_ALIASES,
-                        "items": obj(
-                            properties={"from": text(200, 1), "to": text(200, 1)},
-                            required=["from", "to"],
-                        ),
+                        "oneOf": [
+                            {
+                                "type": "array",
+                                "maxItems": MAX_ALIASES,
+                                "items": obj(
+                                    properties={"from": text(200, 1), "to": text(200, 1)},
+                                    required=["from", "to"],
+                                ),
+                            },
+                            # The hosted product's form: a map of `from` to `to`.
+                            {
+                                "type": "object",
+                                "maxProperties": MAX_ALIASES,
+                                "propertyNames": text(200, 1),
+                                "additionalProperties": text(200, 1),
+                            },
+                        ]
                     }
                 }
             ),
@@ -226,6 +238,14 @@ class Alias(_Model):
 
 class Normalization(_Model):
     aliases: list[Alias] = Field(default_factory=list)
+
+    @field_validator("aliases", mode="before")
+    @classmethod
+    def _from_map(cls, value: Any) -> Any:
+        """The hosted form `{from: to}` is the list `[{from, to}]` in the map's order."""
+        if isinstance(value, dict):
+            return [{"from": key, "to": target} for key, target in value.items()]
+        return value
 
 
 class ConsumerProfile(_Model):

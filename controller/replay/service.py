@@ -20,6 +20,7 @@ from sqlalchemy import ColumnElement, or_, select
 from sqlalchemy.orm import Session, defer
 
 from controller.checks import decode_changes, decode_snapshot
+from controller.diffs.rules import order_actions
 from controller.errors import NotFound, Unprocessable
 from controller.model.base import ApiModel, RequestModel, utc_iso
 from controller.model.watch import TEXT_PATTERN
@@ -136,8 +137,8 @@ def answer(fixture: Fixture, incident: dict[str, Any] | None) -> FixtureOut:
             metadata=fixture.meta,
             expect={
                 "breaking": len(breaking),
-                "agentActions": sorted(
-                    {str(c.get("agentAction")) for c in breaking if c.get("agentAction")}
+                "agentActions": order_actions(
+                    str(c.get("agentAction")) for c in breaking if c.get("agentAction")
                 ),
             },
         ),

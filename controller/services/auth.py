@@ -13,6 +13,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from pydantic import Field
 from sqlalchemy import bindparam, event, select, update
 from sqlalchemy.orm import Session
 
@@ -247,4 +248,34 @@ def start_trial(session: Session, now: datetime, days: int, allowance: int) -> T
         expires_at=trial.expires_at,
         validations_per_month=allowance,
         validations_remaining=trial_validations_remaining(trial, allowance, now),
+    )
+
+
+class CredentialOut(ApiModel):
+    kind: str = Field(description="`api_key` or `trial`")
+    id: str = Field(description="the key's or trial session's id (never its secret)")
+
+
+class MeOut(ApiModel):
+    """Who a credential is: its org, plan and products."""
+
+    org_id: str
+    org: str = Field(description="the org's name")
+    plan: str
+    products: list[str]
+    credential: CredentialOut
+    customer_id: str = Field(
+        description="the hosted product's name of `orgId` (its CLI's `login` prints it)"
+    )
+
+
+def whoami(principal: Principal) -> MeOut:
+    """The caller as `GET /api/me` shows it."""
+    return MeOut(
+        org_id=principal.org_id,
+        org=principal.org_name,
+        plan=principal.plan,
+        products=sorted(principal.products),
+        credential=CredentialOut(kind=principal.kind, id=principal.credential_id),
+        customer_id=principal.org_id,
     )

@@ -19,6 +19,7 @@ from controller import jobs
 from controller.checks import decode_changes, forget_prior_baseline
 from controller.crypto import SecretBox
 from controller.diffs.explain import with_hints
+from controller.diffs.rules import ACK, order_actions
 from controller.errors import Conflict, NotFound
 from controller.incidents import (
     acknowledge_incident,
@@ -287,7 +288,7 @@ def watch_status(session: Session, org_id: str, watch_id: str, now: datetime) ->
     )
     actions: list[str] = []
     if watch.drift_status == DriftStatus.DRIFTED and event is not None:
-        actions = sorted(set(event.agent_actions) | {"ack_incident"})
+        actions = order_actions({*event.agent_actions, ACK})
     elif watch.drift_status == DriftStatus.ERROR:
         actions = ["check_watch_config"]
     out = watch_out(session, watch, now)

@@ -2,9 +2,12 @@
 
 A trip is idempotent per org by the client's `tripId`: the first report is recorded (and
 audited), a retry with the same content answers the stored trip, and a `tripId` reused for
-other content is a conflict. The comparison is the SHA-256 of the canonical JSON of the content
-as sent (`digest`), so it survives the database's own JSON normalisation. A
-`contract_drift_blocked` trip links the preflight decision that blocked the run.
+other content is a conflict. A guard's own record fields (fuseguard's trip log and trip index
+rows: `calls`, `runId`, `deviceId`, `argsHash` ...) are kept as sent in `guardFields`, and
+trips also come in batches (`record_trip_batch`), each one idempotent on its own. The
+comparison is the SHA-256 of the canonical JSON of the content as sent (`digest`), so it
+survives the database's own JSON normalisation. A `contract_drift_blocked` trip links the
+preflight decision that blocked the run.
 
 A snapshot is a check of one watch run now by the controller; the caller records the request,
 queues the check, waits, and `finish_snapshot` stores what the watch looks like afterwards.
@@ -18,7 +21,7 @@ import json
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, cast
 
-from pydantic import Field, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -46,11 +49,14 @@ TRIP_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,200}$"
 REASON_PATTERN = r"^[a-z][a-z0-9_.:-]{0,63}$"
 ID_PATTERN = r"^[A-Za-z0-9._:-]{1,64}$"
 LABEL_PATTERN = r"^[^\x00-\x1f\x7f]{1,200}$"
+MAX_BATCH = 100
 
 TripId = Annotated[str, StringConstraints(max_length=200, pattern=TRIP_ID_PATTERN)]
 Reason = Annotated[str, StringConstraints(max_length=64, pattern=REASON_PATTERN)]
 ObjectId = Annotated[str, StringConstraints(max_length=64, pattern=ID_PATTERN)]
 Label = Annotated[str, StringConstraints(max_length=200, pattern=LABEL_PATTERN)]
+# A guard's hash of a tool call's arguments; fuseguard sends "" for a trip without calls.
+ArgsHash = Annotated[str, StringConstraints(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")]
 Cursor = Annotated[str, StringConstraints(pattern=CURSOR_PATTERN)]
 SnapshotStatus = Literal["queued", "completed", "failed", "pending"]
 
@@ -78,6 +84,65 @@ class TripIn(RequestModel):
         description=f"free JSON, at most 16 KB serialised and {MAX_DEPTH} levels deep",
     )
     occurred_at: BodyDateTime | None = Field(default=None, description="when the guard tripped")
+    # A guard's own record (fuseguard's trip log v2 and trip index rows): accepted, kept as
+    # sent in `guardFields`, never interpreted. `createdAt` and `toolName` are that record's
+    # names of `occurredAt` and `tool`.
+    created_at: BodyDateTime | None = Field(
+        default=None, description="the guard's name of `occurredAt` (fuseguard)"
+    )
+    tool_name: Label | None = Field(default=None, description="the guard's name of `tool`")
+    agent_action: Label | None = Field(default=None, description="the guard's primary action")
+    calls: list[dict[str, Any]] | None = Field(
+        default=None, max_length=1000, description="the tool calls before the trip"
+    )
+    device_id: Label | None = None
+    org_id: Label | None = Field(
+        default=None, description="the guard's own org label; kept, never used for scoping"
+    )
+    run_id: Label | None = None
+    parent_run_id: Label | None = None
+    environment: Label | None = None
+    endpoint_host: Label | None = None
+    policy_bundle_version: Label | None = None
+    policy_rule_ids: list[Label] | None = Field(default=None, max_length=200)
+    eval_trace: list[dict[str, Any]] | None = Field(default=None, max_length=1000)
+    args_hash: ArgsHash | None = Field(default=None, description="a trip index row's field")
+    decision: Reason | None = Field(
+        default=None, description="a trip index row's field, e.g. `block`"
+    )
+
+    @model_validator(mode="after")
+    def _fold_guard_names(self) -> TripIn:
+        # The guard's names are read as driftgate's; a pair that disagrees is left for
+        # `record_trip` to refuse (422: the schema cannot say "equal when both are sent").
+        if self.created_at is not None and self.occurred_at in (None, self.created_at):
+            self.occurred_at, self.created_at = self.created_at, None
+        if self.tool_name is not None and self.tool in (None, self.tool_name):
+            self.tool, self.tool_name = self.tool_name, None
+        return self
+
+    def guard_fields(self) -> dict[str, Any]:
+        """The guard's own fields that were sent (camelCase), empty when none were."""
+        return self.model_dump(by_alias=True, include=set(GUARD_FIELDS), exclude_none=True)
+
+
+GUARD_FIELDS = frozenset(
+    {
+        "agent_action",
+        "calls",
+        "device_id",
+        "org_id",
+        "run_id",
+        "parent_run_id",
+        "environment",
+        "endpoint_host",
+        "policy_bundle_version",
+        "policy_rule_ids",
+        "eval_trace",
+        "args_hash",
+        "decision",
+    }
+)
 
 
 class TripOut(ApiModel):
@@ -89,6 +154,9 @@ class TripOut(ApiModel):
     tool: str | None
     decision_id: str | None
     metadata: dict[str, Any]
+    guard_fields: dict[str, Any] | None = Field(
+        description="the guard's own record fields as sent (fuseguard's trip log), or null"
+    )
     occurred_at: datetime | None
     received_at: datetime
 
@@ -98,6 +166,70 @@ class TripList(ApiModel):
     next_cursor: str | None = Field(
         description="pass as `cursor` for the next page; null at the end"
     )
+
+
+class TripEventIn(TripIn):
+    """One trip of a batch: a trip, keyed by `idempotencyKey` (else `tripId`)."""
+
+    # One of the keys, not null: the published schema says so, like the validator below.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"required": [key], "properties": {key: {"type": "string"}}}
+                for key in ("idempotencyKey", "tripId")
+            ]
+        }
+    )
+
+    trip_id: TripId | None = Field(  # type: ignore[assignment]
+        default=None, description="the guard's id of this trip"
+    )
+    idempotency_key: TripId | None = Field(
+        default=None, description="the key a retry repeats; default: `tripId`"
+    )
+
+    @model_validator(mode="after")
+    def _has_key(self) -> TripEventIn:
+        if self.idempotency_key is None and self.trip_id is None:
+            raise ValueError("a trip event needs an idempotencyKey or a tripId")
+        return self
+
+    def as_trip(self) -> TripIn:
+        """The trip this event records, under its key."""
+        fields = self.model_dump(exclude={"idempotency_key", "trip_id"}, exclude_none=True)
+        return TripIn.model_validate({**fields, "trip_id": self.key})
+
+    @property
+    def key(self) -> str:
+        key = self.idempotency_key or self.trip_id
+        assert key is not None  # the validator saw to it
+        return key
+
+
+class TripBatchIn(RequestModel):
+    """Body of `POST /v1/fuse/trips/batch`."""
+
+    events: list[TripEventIn] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+TripEventStatus = Literal["created", "replayed", "refused"]
+
+
+class TripEventResult(ApiModel):
+    idempotency_key: str
+    status: TripEventStatus = Field(
+        description="created (new), replayed (the same trip again) or refused (see `error`)"
+    )
+    id: str | None = Field(description="the stored trip's id; null when refused")
+    error: str | None = Field(default=None, description="the error code of a refused event")
+    message: str | None = None
+
+
+class TripBatchOut(ApiModel):
+    created: int
+    replayed: int
+    refused: int
+    results: list[TripEventResult] = Field(description="one per event, in the order sent")
 
 
 class TripListQuery(RequestModel):
@@ -169,7 +301,10 @@ def record_trip(
     Raises 409 `trip_id_reused` when the stored trip's content differs, 413 for metadata over
     the limit, 422 for a watch or decision the org does not have.
     """
+    _check_names(data)
     _check_metadata(data.metadata)
+    guard_fields = data.guard_fields()
+    _check_metadata(guard_fields, "/guardFields")
     occurred_at = _utc(data.occurred_at)
     digest = trip_digest(data, occurred_at)
     existing = _find_trip(session, principal.org_id, data.trip_id)
@@ -218,6 +353,7 @@ def record_trip(
         tool=data.tool,
         decision_id=data.decision_id,
         trip_metadata=data.metadata,
+        guard_fields=guard_fields or None,
         digest=digest,
         actor=principal.actor,
         occurred_at=occurred_at,
@@ -254,6 +390,9 @@ def trip_digest(data: TripIn, occurred_at: datetime | None) -> str:
         "metadata": data.metadata,
         "occurredAt": occurred_at.isoformat() if occurred_at else None,
     }
+    guard_fields = data.guard_fields()
+    if guard_fields:  # absent for trips without them: their digests stay as they were
+        content["guardFields"] = guard_fields
     return hashlib.sha256(_canonical(content).encode("utf-8")).hexdigest()
 
 
@@ -267,8 +406,45 @@ def trip_out(trip: FuseTrip) -> TripOut:
         tool=trip.tool,
         decision_id=trip.decision_id,
         metadata=trip.trip_metadata,
+        guard_fields=trip.guard_fields,
         occurred_at=trip.occurred_at,
         received_at=trip.received_at,
+    )
+
+
+def record_trip_batch(
+    session: Session, principal: Principal, batch: TripBatchIn, now: datetime
+) -> TripBatchOut:
+    """Record each trip of a batch as `record_trip` does, in order; an event refused (a
+    reused key, an unknown watch, metadata too large) is reported, and the others are kept."""
+    results: list[TripEventResult] = []
+    for event in batch.events:
+        try:
+            if event.idempotency_key and event.trip_id and event.idempotency_key != event.trip_id:
+                raise Unprocessable(
+                    "idempotencyKey and tripId differ; a trip has one key",
+                    details=[{"path": "/tripId", "message": "differs from idempotencyKey"}],
+                )
+            with session.begin_nested():
+                trip, created = record_trip(session, principal, event.as_trip(), now)
+        except RequestError as refusal:
+            results.append(
+                TripEventResult(
+                    idempotency_key=event.key,
+                    status="refused",
+                    id=None,
+                    error=refusal.code,
+                    message=refusal.message,
+                )
+            )
+            continue
+        status: TripEventStatus = "created" if created else "replayed"
+        results.append(TripEventResult(idempotency_key=event.key, status=status, id=trip.id))
+    return TripBatchOut(
+        created=sum(r.status == "created" for r in results),
+        replayed=sum(r.status == "replayed" for r in results),
+        refused=sum(r.status == "refused" for r in results),
+        results=results,
     )
 
 
@@ -401,20 +577,32 @@ def _replayed(existing: FuseTrip, digest: str) -> FuseTrip:
     return existing
 
 
-def _check_metadata(metadata: dict[str, Any]) -> None:
-    """Metadata must fit the limit and be storable as JSON on every database."""
+def _check_names(data: TripIn) -> None:
+    """A guard's name of a field that disagrees with driftgate's (both sent) is refused."""
+    for alias, name in (("createdAt", "occurredAt"), ("toolName", "tool")):
+        if getattr(data, "created_at" if alias == "createdAt" else "tool_name") is not None:
+            raise Unprocessable(
+                f"{alias} and {name} name the same thing and differ; send one of them",
+                details=[{"path": f"/{alias}", "message": f"differs from {name}"}],
+            )
+
+
+def _check_metadata(metadata: dict[str, Any], where: str = "/metadata") -> None:
+    """Metadata (or the guard's fields, at `where`) must fit the limit and be storable as JSON
+    on every database."""
     size = len(_canonical(metadata).encode("utf-8", "surrogatepass"))
+    name = where.lstrip("/")
     if size > METADATA_LIMIT:
         raise PayloadTooLarge(
-            f"metadata is {size} bytes serialised; the limit is {METADATA_LIMIT}",
-            details=[{"path": "/metadata", "message": f"at most {METADATA_LIMIT} bytes"}],
+            f"{name} is {size} bytes serialised; the limit is {METADATA_LIMIT}",
+            details=[{"path": where, "message": f"at most {METADATA_LIMIT} bytes"}],
         )
     found = json_value_problem(metadata)
     if found is not None:
         path, problem = found
         raise Unprocessable(
-            f"metadata cannot be stored: {problem}",
-            details=[{"path": "/metadata" + path, "message": problem}],
+            f"{name} cannot be stored: {problem}",
+            details=[{"path": where + path, "message": problem}],
         )
 
 

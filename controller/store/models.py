@@ -752,6 +752,8 @@ class FuseTrip(Base):
     tool: Mapped[str | None] = mapped_column(String(200), default=None)
     decision_id: Mapped[str | None] = mapped_column(String(36), default=None)
     trip_metadata: Mapped[dict[str, Any]] = mapped_column("metadata", JSONType, default=dict)
+    # The guard's own record beyond driftgate's fields (fuseguard's trip log), as sent.
+    guard_fields: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
     digest: Mapped[str] = mapped_column(String(64))
     actor: Mapped[str] = mapped_column(String(200))
     occurred_at: Mapped[datetime | None] = mapped_column(default=None)

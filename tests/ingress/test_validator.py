@@ -126,6 +126,19 @@ def test_aliases_rename_only_when_the_target_is_absent_and_come_before_the_envel
     assert run(wrapped, normalization=aliases, **mcp)[2] == [("$", "envelope_extract_failed")]
 
 
+def test_aliases_written_as_the_hosted_map_read_as_the_list() -> None:
+    # The hosted product's consumer profiles write `{from: to}` (its consumer.profile schema).
+    as_map = {"aliases": {"mail": "email", "count": "qty"}}
+    as_list = {"aliases": [{"from": "mail", "to": "email"}, {"from": "count", "to": "qty"}]}
+    renamed = {**{k: v for k, v in GOOD.items() if k != "email"}, "mail": "x@y.z"}
+    assert run(renamed, normalization=as_map) == run(renamed, normalization=as_list)
+    assert run(renamed, normalization=as_map)[0] is True
+    too_many = {"aliases": {f"a{i}": f"b{i}" for i in range(21)}}
+    for bad in (too_many, {"aliases": {"mail": ""}}, {"aliases": {"mail": 5}}):
+        with pytest.raises(ProfileInvalid, match="aliases"):
+            check_profile({"id": "p", "version": 1, "schema": {}, "normalization": bad})
+
+
 def test_envelope_presets_with_real_shapes() -> None:
     tool_call = {"name": "create_order", "arguments": GOOD}  # MCP tools/call params
     mcp = {"profileKind": "tool_call_envelope", "envelope": {"preset": "mcp"}}

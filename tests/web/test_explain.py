@@ -48,7 +48,12 @@ def test_explains_changes_with_rule_actions_and_fallbacks(client: FlaskClient) -
     assert body["counts"] == {"breaking": 1, "warning": 1, "info": 1}
     assert body["ignored"] == 1
     assert body["summary"].startswith("1 breaking, 1 warning, 1 info changes (1 ignored).")
-    assert body["agentActions"] == sorted(body["agentActions"])
+    # The most useful action first (clients act on the first), the waiver last.
+    assert body["agentActions"] == [
+        "update_client_schema",
+        "handle_new_enum_value",
+        "accept_baseline",
+    ]
 
 
 def test_empty_list_is_fine(client: FlaskClient) -> None:

@@ -76,6 +76,7 @@ def test_a_trip_is_recorded_once_and_replayed_by_trip_id(
         "tool",
         "decisionId",
         "metadata",
+        "guardFields",
         "occurredAt",
         "receivedAt",
     }
@@ -380,6 +381,123 @@ def test_trips_are_listed_newest_first_with_filters_and_a_cursor(
 
 def snapshot(client: FlaskClient, who: OrgKey, status: int = 201, **body: Any) -> Any:
     return post(client, who, "/v1/fuse/snapshots", body, status=status)
+
+
+# A guard's own record fields (fuseguard's trip log v2) and batches of trips
+
+GUARD_TRIP = {
+    "tripId": "fg_0123456789ab",
+    "reason": "loop_detected",
+    "createdAt": "2026-01-02T03:04:05+00:00",
+    "toolName": "search",
+    "watchId": None,
+    "calls": [{"step": 1, "tool": "search", "argsHash": "ab12", "statusCode": 500}],
+    "metadata": {"argsHash": "ab12", "errorClass": "http_5xx"},
+    "agentId": "billing-bot",
+    "runId": "run-1",
+    "environment": "prod",
+    "policyRuleIds": ["deny-delete"],
+    "evalTrace": [{"ruleId": "deny-delete", "matched": True}],
+}
+
+
+def test_a_guards_trip_record_keeps_its_own_fields(client: FlaskClient, acme: OrgKey) -> None:
+    stored = post(client, acme, "/v1/fuse/trips", GUARD_TRIP)
+    assert stored["tool"] == "search" and stored["occurredAt"].startswith("2026-01-02T03:04:05")
+    assert stored["guardFields"] == {
+        "calls": GUARD_TRIP["calls"],
+        "runId": "run-1",
+        "environment": "prod",
+        "policyRuleIds": ["deny-delete"],
+        "evalTrace": GUARD_TRIP["evalTrace"],
+    }
+    # The same record again is a replay; a changed guard field is another trip's content.
+    assert post(client, acme, "/v1/fuse/trips", GUARD_TRIP, status=200)["id"] == stored["id"]
+    changed = {**GUARD_TRIP, "runId": "run-2"}
+    assert post(client, acme, "/v1/fuse/trips", changed, 409)["error"] == "trip_id_reused"
+    # A trip without guard fields has none, and its digest is the one it always had.
+    plain = post(client, acme, "/v1/fuse/trips", TRIP)
+    assert plain["guardFields"] is None
+    # Both names of one field, disagreeing: schema-valid, so 422 with the path.
+    both = {**GUARD_TRIP, "tripId": "fg_x", "tool": "other"}
+    refused = post(client, acme, "/v1/fuse/trips", both, 422)
+    assert refused["details"] == [{"path": "/toolName", "message": "differs from tool"}]
+    late = {**GUARD_TRIP, "tripId": "fg_y", "occurredAt": "2026-01-02T03:04:06Z"}
+    assert post(client, acme, "/v1/fuse/trips", late, 422)["error"] == "validation_error"
+    agreeing = {**GUARD_TRIP, "tripId": "fg_z", "tool": "search"}
+    assert post(client, acme, "/v1/fuse/trips", agreeing)["tool"] == "search"
+
+
+def test_a_batch_records_each_trip_once_and_reports_each_event(
+    client: FlaskClient, acme: OrgKey, make_org: Callable[..., OrgKey]
+) -> None:
+    event = {
+        "tripId": "fg_aaaaaaaaaaaa",
+        "deviceId": "local",
+        "reason": "contract_drift_blocked",
+        "tool": None,
+        "argsHash": "",
+        "decision": "block",
+        "createdAt": "2026-01-02T03:04:05+00:00",
+        "evalTrace": [],
+        "policyRuleIds": [],
+        "idempotencyKey": "fg_aaaaaaaaaaaa",
+    }
+    other = {**event, "tripId": None, "idempotencyKey": "fg_bbbbbbbbbbbb", "reason": "x"}
+    unknown_watch = {**event, "tripId": "fg_c", "idempotencyKey": None, "watchId": "nope"}
+    first = post(client, acme, "/v1/fuse/trips/batch", {"events": [event, other]}, 200)
+    assert [r["status"] for r in first["results"]] == ["created", "created"]
+    assert (first["created"], first["replayed"], first["refused"]) == (2, 0, 0)
+    reused = {**other, "reason": "y"}
+    again = post(
+        client,
+        acme,
+        "/v1/fuseguard/events/batch",
+        {"events": [event, reused, unknown_watch]},
+        200,
+    )
+    assert [(r["status"], r["error"]) for r in again["results"]] == [
+        ("replayed", None),
+        ("refused", "trip_id_reused"),
+        ("refused", "unknown_watch"),
+    ]
+    assert again["results"][0]["id"] == first["results"][0]["id"]
+    listed = get(client, acme, "/v1/fuse/trips?reason=contract_drift_blocked")["trips"]
+    assert [t["tripId"] for t in listed] == ["fg_aaaaaaaaaaaa"]
+    assert listed[0]["guardFields"] == {
+        "deviceId": "local",
+        "argsHash": "",
+        "decision": "block",
+        "evalTrace": [],
+        "policyRuleIds": [],
+    }
+    # Keys are per org: another org's batch with the same key is its own trip.
+    beta = make_org("beta")
+    theirs = post(client, beta, "/v1/fuseguard/events/batch", {"events": [event]}, 200)
+    assert theirs["results"][0]["status"] == "created"
+    assert get(client, beta, "/v1/fuse/trips")["trips"][0]["id"] != first["results"][0]["id"]
+
+
+def test_batch_bodies_are_checked(client: FlaskClient, acme: OrgKey) -> None:
+    event = {"tripId": "a", "reason": "x"}
+    bad = [
+        {"events": []},
+        {"events": [{"reason": "x"}]},
+        {"events": [event] * 101},
+        {"events": [{**event, "surprise": 1}]},
+    ]
+    for body in bad:
+        answer = post(client, acme, "/v1/fuse/trips/batch", body, 400)
+        assert answer["error"] == "validation_error", body
+    assert client.post("/v1/fuseguard/events/batch", json={"events": [event]}).status_code == 401
+    # Two keys that differ: schema-valid, so the event is refused, not the batch.
+    mixed = post(
+        client, acme, "/v1/fuse/trips/batch", {"events": [{**event, "idempotencyKey": "b"}]}, 200
+    )
+    assert (mixed["results"][0]["status"], mixed["results"][0]["error"]) == (
+        "refused",
+        "validation_error",
+    )
 
 
 def test_a_snapshot_checks_the_watch_now_and_keeps_the_summary(

@@ -14,6 +14,13 @@ from web.api import REGISTRY
 FREE_FORM = {
     "TripIn.metadata",
     "TripOut.metadata",
+    # A guard's own trip record (fuseguard's trip log), kept as sent (docs/fleet-guard.md).
+    "TripIn.calls",
+    "TripIn.evalTrace",
+    "TripEventIn.metadata",
+    "TripEventIn.calls",
+    "TripEventIn.evalTrace",
+    "TripOut.guardFields",
     "ProfileIn.schema",  # a consumer profile's JSON Schema: the caller's data
     "ProfileOut.profile",
     "ValidateIn.profile",
@@ -21,6 +28,11 @@ FREE_FORM = {
     "FixtureBody.metadata",  # cloud-meta.json and the mocks: documents, as the files hold them
     "FixtureBody.mockResponses",
     "WatchCreate.body",  # a `rest` watch's request body, as the caller writes it
+    # An MCP client configuration as its JSON object (the hosted MCP server sends it so).
+    "SuggestIn.mcpJson",
+    "SuggestIn.config",
+    "CoverageIn.mcpJson",
+    "CoverageIn.config",
     "WatchUpdate.body",
 }
 # Names another service chose: GitHub's install flow appends `installation_id` and

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -72,6 +73,14 @@ STATEFUL_STEPS = 6
 HOOK_SECRET = "schemathesis-hook-secret"
 
 DOCUMENT = REGISTRY.openapi(load_settings(env={}))
+REFUSED_BY_DESIGN = "^({})$".format(
+    "|".join(
+        re.escape(path)
+        for path, item in DOCUMENT["paths"].items()
+        for operation in item.values()
+        if operation.get("x-driftgate-compat", {}).get("refused")
+    )
+)
 CONFIG = SchemathesisConfig.from_dict(
     {
         "seed": SEED,
@@ -102,6 +111,13 @@ CONFIG = SchemathesisConfig.from_dict(
             },
         },
         "operations": [
+            {
+                # The hosted product's control-plane routes, refused by design: their only
+                # answer is 501 `not_self_hosted` (docs/compat.md), held to it by
+                # tests/compat/test_routes.py.
+                "include-path-regex": REFUSED_BY_DESIGN,
+                "enabled": False,
+            },
             {
                 # A repository's files: a request over the server's body limit is 413 before
                 # any schema is read.
@@ -223,9 +239,16 @@ watchSets:
 """,
         ".driftgate/agents.yaml": """\
 version: 1
+policies:
+  pr-first:
+    on_breaking: [notify, draft_pr]
 agents:
   - id: git-agent
     policy: production-guard
+    watches: [git-watch]
+  - id: pr-agent
+    policy: pr-first
+    repoRef: acme/client@main
     watches: [git-watch]
 """,
     }

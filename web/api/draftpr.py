@@ -93,6 +93,28 @@ def draftpr_webhook(call: Call) -> Reply:
 
 
 @REGISTRY.route(
+    "POST",
+    "/v1/draftpr/remediate",
+    summary="Open the draft pull requests a watch's draft_pr policies ask for",
+    tag="draftpr",
+    body=service.RemediateIn,
+    responses={200: service.RemediationOut, 202: service.RemediationOut},
+    guards=(requires_product(service.PRODUCT),),
+    errors=(404, 422),
+)
+def remediate(call: Call) -> Reply:
+    """What the `draft_pr` policy action does when the watch turns drifted, now: for each
+    agent bound to the watch whose policy lists `draft_pr`, the pull request of the drift
+    event (`driftEventId`; default: the open incident's, else the latest) in the agent's
+    `repoRef` repository. 202 when a pull request was queued now (the controller opens it),
+    200 when each one already existed. Another org's watch or event: 404; no drift event: 422
+    `no_drift_event`; no agent with a `draft_pr` policy and a GitHub `repoRef`: 422
+    `no_remediation_target`."""
+    answer, made = service.remediate(call.session, call.principal_required, call.body, call.now)
+    return Reply(202 if made else 200, answer)
+
+
+@REGISTRY.route(
     "GET",
     "/v1/draftpr/draft-prs",
     summary="List draft pull requests",

@@ -34,6 +34,23 @@ def record_trip(call: Call) -> Reply:
 
 
 @REGISTRY.route(
+    "POST",
+    "/v1/fuse/trips/batch",
+    summary="Record fleet-guard trips in a batch",
+    tag="fuse",
+    body=service.TripBatchIn,
+    responses={200: service.TripBatchOut},
+)
+def record_trip_batch(call: Call) -> service.TripBatchOut:
+    """Records 1-100 trips (`events`), each as `POST /v1/fuse/trips` records one, keyed by its
+    `idempotencyKey` (else `tripId`): 200 with one result per event, in order: `created`,
+    `replayed` (the same trip again, nothing written) or `refused` with the error code a single
+    report would get (`trip_id_reused`, `unknown_watch`, `payload_too_large` ...); a refused
+    event leaves the others recorded. A body that breaks the schema is a 400 for the batch."""
+    return service.record_trip_batch(call.session, call.principal_required, call.body, call.now)
+
+
+@REGISTRY.route(
     "GET",
     "/v1/fuse/trips",
     summary="List fleet-guard trips",

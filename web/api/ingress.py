@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import RootModel
 
+from controller.compat import service as compat
 from controller.ingress import service
 from web.api import REGISTRY
 from web.routes import Call, ErrorEnvelope, Reply
@@ -48,7 +49,8 @@ def validate(call: Call) -> Reply:
         per_minute=call.settings.validate_per_minute,
         burst=call.settings.validate_burst,
     )
-    source = (call.headers.get(SOURCE_HEADER) or "").strip()[:100] or None
+    # fuseguard labels its calls `X-DriftGuard-Source: fuseguard` (the hosted name).
+    source = (compat.header(call.headers, SOURCE_HEADER) or "").strip()[:100] or None
     status, answer = service.validate_call(
         call.session,
         call.settings,

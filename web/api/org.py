@@ -1,10 +1,25 @@
-"""Org-wide views: notification defaults, alert delivery stats, and the portfolio status."""
+"""Org-wide views: the caller, notification defaults, alert delivery stats, and the portfolio
+status."""
 
 from __future__ import annotations
 
-from controller.services import alerts, notifications, portfolio
+from controller.services import alerts, auth, notifications, portfolio
 from web.api import REGISTRY
 from web.routes import Call
+
+
+@REGISTRY.route(
+    "GET",
+    "/api/me",
+    summary="The caller: org, plan and products",
+    tag="org",
+    auth="key_or_trial",
+    responses={200: auth.MeOut},
+)
+def whoami(call: Call) -> auth.MeOut:
+    """Whom the credential belongs to: a way to check a key (the hosted CLI's `login` calls
+    it). Never the key itself."""
+    return auth.whoami(call.principal_required)
 
 
 @REGISTRY.route(
