@@ -350,11 +350,11 @@ def run(
         if kill_after is not None:
             time.sleep(kill_after)
             victim = processes[0]
-            with database.session() as session:
-                held = {
-                    str(job.payload.get("watchId"))
-                    for job in session.scalars(select(Job).where(Job.status == "running"))
-                }
+            held = victims_checks(database, victim.pid)
+            waited = time.time()
+            while not held and time.time() - waited < 20:  # kill it while it holds checks
+                time.sleep(0.02)
+                held = victims_checks(database, victim.pid)
             killed_at = time.time()
             victim.send_signal(signal.SIGKILL)
             result["held_by_killed"] = len(held)
@@ -377,6 +377,18 @@ def run(
     finally:
         database.dispose()
         drop_database(args.postgres, name)
+
+
+def victims_checks(database: Database, pid: int) -> set[str]:
+    """The watches whose checks the controller with this pid holds now (its worker id is
+    `host:pid:object`)."""
+    with database.session() as session:
+        return {
+            str(job.payload.get("watchId"))
+            for job in session.scalars(
+                select(Job).where(Job.status == "running", Job.lease_owner.like(f"%:{pid}:%"))
+            )
+        }
 
 
 def recovery(database: Database, held: set[str], killed_at: float) -> dict[str, Any]:
