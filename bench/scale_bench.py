@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from sqlalchemy import create_engine, insert, select, text  # noqa: E402
+from sqlalchemy import create_engine, func, insert, select, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
 from controller.scheduler import jitter_seconds  # noqa: E402
@@ -394,11 +394,19 @@ def victims_checks(database: Database, pid: int) -> set[str]:
 def recovery(database: Database, held: set[str], killed_at: float) -> dict[str, Any]:
     """For each watch whose check the killed controller held: seconds from the kill to its
     next finished check."""
+    # The first check of each that finished after the kill (the watch's last check, read at
+    # the end of the run, would be its next slot's).
+    after = datetime.fromtimestamp(killed_at, UTC)
     waits = []
     with database.session() as session:
-        for watch in session.scalars(select(Watch).where(Watch.id.in_(held))):
-            if watch.last_checked_at is not None:
-                waits.append(watch.last_checked_at.timestamp() - killed_at)
+        for watch_id in held:
+            first = session.scalar(
+                select(func.min(Job.finished_at)).where(
+                    Job.key == f"check:{watch_id}", Job.status == "done", Job.finished_at > after
+                )
+            )
+            if first is not None:
+                waits.append(first.timestamp() - killed_at)
     return {
         "watches": len(held),
         "checked_again": sum(1 for w in waits if w > 0),
