@@ -239,6 +239,12 @@ class Settings(BaseModel):
         description="days a delivered, failed or suppressed outbox message and its attempts "
         "are kept (the alert statistics read them); null: for ever",
     )
+    retention_diff_run_days: float | None = Field(
+        default=30,
+        gt=0,
+        description="days a diff run (`POST /api/openapi/diffs`) is kept; its link is a 404 "
+        "after; null: for ever",
+    )
     retention_drift_event_days: float | None = Field(
         default=None,
         gt=0,

@@ -33,6 +33,7 @@ from flask import Flask
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 from werkzeug.datastructures import EnvironHeaders
+from werkzeug.wsgi import get_current_url
 
 from controller.crypto import hash_token
 from controller.errors import Unauthorized
@@ -155,6 +156,7 @@ class Lane:
                 headers=EnvironHeaders(environ),
                 open_session=session,
                 read_body=lambda: raw,
+                host_url=get_current_url(environ, host_only=True),
             )
             result = route.handler(call)
             if not isinstance(result, Reply | BaseModel):

@@ -108,10 +108,16 @@ class Call:
     headers: Headers
     open_session: Callable[[], Session]
     read_body: Callable[[], bytes]
+    host_url: str  # the scheme and host the request reached, `http://host:port/`
 
     @property
     def settings(self) -> Settings:
         return self.resources.settings
+
+    @property
+    def base_url(self) -> str:
+        """Where links for the caller point: `public_base_url`, else the request's host."""
+        return self.settings.public_base_url or self.host_url
 
     @property
     def database(self) -> Database:
@@ -354,6 +360,7 @@ def _make_view(
             headers=request.headers,
             open_session=request_session,
             read_body=lambda: request_bytes(request),
+            host_url=request.host_url,
         )
         result = route.handler(call)
         if isinstance(result, Response):

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import click
 
 from cli.common import CLI_ACTOR, Context
+from controller.compat.hosted import PRODUCT_ALIASES
 from controller.model.plans import PLANS, PRODUCTS
 
 
@@ -61,7 +62,9 @@ def orgs_set_plan(obj: Context, name: str, plan: str) -> None:
 
 def _product_command(enabled: bool) -> Callable[..., None]:
     @click.argument("name")
-    @click.argument("product", type=click.Choice(PRODUCTS))
+    @click.argument(
+        "product", type=click.Choice([*PRODUCTS, *PRODUCT_ALIASES])
+    )  # the hosted SKU names too: `mockdrift_cloud` is `replay_cloud`
     @click.pass_obj
     def command(obj: Context, name: str, product: str) -> None:
         from controller.services import orgs as service

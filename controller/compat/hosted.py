@@ -13,6 +13,19 @@ HEADER_ALIASES: dict[str, str] = {
     "X-Service-Trial": "X-DriftGuard-Trial",
 }
 
+# The hosted product's names of driftgate's overlay products (its SKUs), read wherever a
+# product is named: `PUT /api/org/products/<product>`, `driftgate orgs enable-product`.
+PRODUCT_ALIASES: dict[str, str] = {
+    "mockdrift_cloud": "replay_cloud",
+    "schemasync_repo": "draftpr_repo",
+}
+
+
+def product_name(name: str) -> str:
+    """driftgate's name of the product `name` (the specification's, or a hosted SKU's)."""
+    return PRODUCT_ALIASES.get(name, name)
+
+
 # Hosted routes a self-hosted driftgate refuses by design (501 `not_self_hosted`), with why and
 # what to do instead; docs/compat.md and docs/decisions.md carry the same reasons.
 HOSTED_ONLY: dict[str, str] = {

@@ -15,6 +15,7 @@ from pydantic import Field, ValidationError
 from sqlalchemy.orm import Session
 
 from controller.compat.hosted import HEADER_ALIASES, HOSTED_ONLY, header
+from controller.diffruns import service as diffruns
 from controller.draftpr import service as draftpr
 from controller.errors import NotFound
 from controller.model.base import ApiModel, RequestModel
@@ -44,6 +45,17 @@ class HostedFixture(FixtureOut):
     watch_id: str | None = None
     fixture_id: str
     event_id: str | None = None
+
+
+class HostedDiffRun(diffruns.DiffRunOut):
+    """The TypeScript CLI's `openapi-diff --remote` answer: driftgate's run, plus `runId`,
+    which it prints with `url`."""
+
+    run_id: str
+
+
+def hosted_diff_run(run: diffruns.DiffRunOut) -> HostedDiffRun:
+    return HostedDiffRun(**run.model_dump(), run_id=run.id)
 
 
 class TriggerRemediationIn(RequestModel):

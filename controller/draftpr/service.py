@@ -32,6 +32,7 @@ from controller import jobs
 from controller.actions import ACTIONS, Drift
 from controller.actions import DRAFT_PR as DRAFT_PR_ACTION
 from controller.checks import decode_changes, decode_snapshot
+from controller.compat.hosted import product_name
 from controller.crypto import SecretBox
 from controller.diffs.explain import cause_text, hint_of
 from controller.diffs.rules import CATALOG
@@ -269,7 +270,8 @@ def products(session: Session, org_id: str) -> ProductsOut:
 
 def set_product(session: Session, principal: Principal, product: str, enabled: bool) -> ProductsOut:
     """Switch one overlay product of the caller's org (audited); 404 for an unknown one, 403
-    on the free plan."""
+    on the free plan. A hosted SKU's name (`mockdrift_cloud`) names driftgate's product."""
+    product = product_name(product)
     if product not in PRODUCTS:
         raise NotFound(f"no product {product!r} (one of: {', '.join(PRODUCTS)})")
     org = session.get_one(Org, principal.org_id)

@@ -9,6 +9,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from controller.compat.hosted import product_name
 from controller.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from controller.model.plans import PLANS as PLANS  # re-exported: other modules look here
 from controller.model.plans import PRODUCTS as PRODUCTS
@@ -117,6 +118,7 @@ def set_plan(session: Session, org: Org, plan: str, *, actor: str) -> Org:
 
 
 def set_product(session: Session, org: Org, product: str, enabled: bool, *, actor: str) -> Org:
+    product = product_name(product)  # a hosted SKU's name reads as driftgate's
     if product not in PRODUCTS:
         raise ValidationFailed(f"unknown product {product!r} (one of: {', '.join(PRODUCTS)})")
     if enabled and org.plan == "free":

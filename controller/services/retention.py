@@ -12,6 +12,7 @@ in the job table) deletes, per kind, what is older than its setting:
 | sent, failed or suppressed outbox messages, and attempts | `retention_delivery_days` | 30 |
 | drift events no open incident points to | `retention_drift_event_days` | kept |
 | resolved incidents | `retention_incident_days` | kept |
+| diff runs (`POST /api/openapi/diffs`) | `retention_diff_run_days` | 30 |
 
 It also drops what was always dropped hourly: gate events older than a day, ended console
 sessions and day-old sign-in attempts. Deletes go in batches of `BATCH` rows, each in its
@@ -37,6 +38,7 @@ from controller.settings import Settings
 from controller.store.db import Database
 from controller.store.models import (
     DeliveryAttempt,
+    DiffRun,
     DriftEvent,
     Incident,
     Job,
@@ -83,6 +85,9 @@ def prune(database: Database, settings: Settings, now: datetime) -> dict[str, in
         OutboxMessage.created_at,
         delivery_cutoff,
         OutboxMessage.status.in_(("delivered", "failed", "suppressed")),
+    )
+    counts["diffRuns"] = _per_org(
+        database, orgs, DiffRun, DiffRun.created_at, _cutoff(now, settings.retention_diff_run_days)
     )
     counts["incidents"] = _per_org(
         database,

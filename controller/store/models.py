@@ -914,3 +914,23 @@ class Dashboard(ManagedBySource, Base):
     panels: Mapped[list[str]] = mapped_column(JSONType, default=list)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class DiffRun(Base):
+    """A diff of two contracts sent to the API (`POST /api/openapi/diffs`, the hosted CLI's
+    `openapi-diff --remote`), kept so that its link can be opened later."""
+
+    __tablename__ = "diff_runs"
+    __table_args__ = (Index("ix_diff_runs_org_created", "org_id", "created_at", "id"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"))
+    base_label: Mapped[str] = mapped_column(String(200))
+    target_label: Mapped[str] = mapped_column(String(200))
+    source: Mapped[str] = mapped_column(String(32))
+    contract_type: Mapped[str] = mapped_column(String(16))
+    counts: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    # The changes as drift events keep theirs (`controller.checks.encode_changes`).
+    changes: Mapped[bytes] = mapped_column(LargeBinary)
+    actor: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

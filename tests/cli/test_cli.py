@@ -52,6 +52,9 @@ def test_org_and_key_lifecycle(run, database: Database, client: FlaskClient) -> 
     assert run("orgs", "enable-product", "acme", "replay_cloud").exit_code == 0
     listed = run("orgs", "list")
     assert "acme\tpro\treplay_cloud" in listed.output
+    # The hosted product's SKU name switches driftgate's product.
+    hosted = run("orgs", "enable-product", "acme", "schemasync_repo")
+    assert hosted.exit_code == 0 and "draftpr_repo, replay_cloud" in hosted.output, hosted.output
 
     issued = run("keys", "create", "--org", "acme", "--name", "ci")
     assert issued.exit_code == 0
@@ -71,7 +74,13 @@ def test_org_and_key_lifecycle(run, database: Database, client: FlaskClient) -> 
 
     with database.session() as session:
         actions = list(session.scalars(select(AuditEntry.action).order_by(AuditEntry.id)))
-    assert actions == ["org.create", "org.enable_product", "api_key.create", "api_key.revoke"]
+    assert actions == [
+        "org.create",
+        "org.enable_product",
+        "org.enable_product",
+        "api_key.create",
+        "api_key.revoke",
+    ]
 
 
 def test_plans_and_products(run, database: Database) -> None:  # type: ignore[no-untyped-def]

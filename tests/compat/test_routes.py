@@ -133,3 +133,26 @@ def test_hosted_control_plane_routes_answer_501_with_the_reason(client: FlaskCli
         assert body is not None and body["error"] == "not_self_hosted"
         assert body["message"].startswith(f"{method} {path} is a route of the hosted control")
         assert "docs/compat.md" in body["message"]
+
+
+def test_the_hosted_sku_names_switch_driftgates_products(client: FlaskClient, acme: OrgKey) -> None:
+    on = client.put(
+        "/api/org/products/mockdrift_cloud", json={"enabled": True}, headers=acme.headers
+    )
+    assert on.status_code == 200, on.get_json()
+    enabled = {p["product"]: p["enabled"] for p in on.get_json()["products"]}
+    assert enabled["replay_cloud"] is True and "mockdrift_cloud" not in enabled
+    # The product's routes now answer, under both prefixes.
+    body = {"id": SHIPPED}
+    assert (
+        client.post("/v1/mockdrift/fixtures/install", json=body, headers=acme.headers).status_code
+        == 200
+    )
+    off = client.put(
+        "/api/org/products/schemasync_repo", json={"enabled": False}, headers=acme.headers
+    )
+    assert off.status_code == 200
+    unknown = client.put(
+        "/api/org/products/nope_cloud", json={"enabled": True}, headers=acme.headers
+    )
+    assert unknown.status_code == 404

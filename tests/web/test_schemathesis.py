@@ -484,6 +484,9 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
         {"id": "order", "version": 1, "schema": {}},
         201,
     )
+    # Diff runs: the documents as text (JSON), a run to read.
+    before, after = as_json(charges_spec()), breaking
+    run = world.call("POST", "/api/openapi/diffs", {"before": before, "after": after}, 201)
     sets = {s["name"]: s["id"] for s in world.call("GET", "/api/org/watch-sets")["watchSets"]}
     templates = {t["name"]: t["id"] for t in world.call("GET", "/api/templates")["templates"]}
     watch_ids = [drifting["id"], steady["id"], launched["watch"]["id"], by_name["git-watch"]]
@@ -503,6 +506,7 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
         "profile_id": ["order", "fresh"],
         "row_id": [published["row"]["id"]],
         "dashboard_id": [dashboard["id"]],
+        "run_id": [run["id"]],
     }
     world.values = {
         "watchId": watch_ids,
@@ -519,6 +523,8 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
         "profileId": ["order"],
         "id": ["order", "fresh"],
         "token": [unsubscribe],
+        "before": [before],
+        "after": [after],
     }
 
 

@@ -7,6 +7,7 @@ REGISTRY = Registry()
 from web.api import (  # noqa: E402,F401  (registration)
     agents,
     compat,
+    diffruns,
     discovery,
     draftpr,
     drift,

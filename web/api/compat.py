@@ -10,6 +10,7 @@ serve answer 501 `not_self_hosted` with the reason. See docs/compat.md.
 from __future__ import annotations
 
 from controller.compat import service as compat
+from controller.diffruns import service as diffruns
 from controller.draftpr import service as draftpr
 from controller.errors import NotSelfHosted
 from controller.replay import service as replay
@@ -110,6 +111,22 @@ def trigger_remediation(call: Call) -> Reply:
         call.session, call.principal_required, call.path["watch_id"], call.body, call.now
     )
     return Reply(202 if made else 200, answer)
+
+
+@REGISTRY.route(
+    "POST",
+    "/api/openapi/diff/remote",
+    summary="driftguard CLI: diff two OpenAPI documents and keep the result",
+    tag=TAG,
+    body=diffruns.DiffRunIn,
+    responses={201: compat.HostedDiffRun},
+    errors=(413, 422),
+    compat=alias("driftguard-cli", "POST /api/openapi/diffs"),
+)
+def openapi_diff_remote(call: Call) -> Reply:
+    """`POST /api/openapi/diffs` under the name `openapi-diff --remote` calls, with `runId`."""
+    run = diffruns.create(call.session, call.principal_required, call.body, call.base_url, call.now)
+    return Reply(201, compat.hosted_diff_run(run))
 
 
 def _hosted_only(method: str, path: str, client: str, name: str) -> None:

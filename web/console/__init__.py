@@ -245,6 +245,7 @@ def init_app(app: Flask) -> None:
         agents,
         ask,
         contract,
+        diffruns,
         pages,
         search,
         settings,
