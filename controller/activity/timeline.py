@@ -201,6 +201,7 @@ ACTION_WORDS = {
     "agent.update": "Agent changed",
     "api_key.create": "API key created",
     "api_key.revoke": "API key revoked",
+    "fuse_trip.create": "Fleet guard tripped",
 }
 
 

@@ -89,6 +89,22 @@ def test_a_drift_is_acknowledged_and_an_agent_killed_and_unblocked_from_the_cons
     agent_link = re.search(r'href="(/console/agents/[^"]+)"', agents)
     assert agent_link is not None
     agent_page = agent_link.group(1)
+    # Trips a guard reports (fuseguard's events batch) are shown on the agent's page.
+    assert "No guard has reported a trip" in admin.get(agent_page).get_data(as_text=True)
+    batch = {
+        "events": [
+            {
+                "tripId": "t-1",
+                "reason": "budget_exceeded",
+                "agentId": "billing-bot",
+                "tool": "refund",
+            }
+        ]
+    }
+    reported = api.post("/v1/fuseguard/events/batch", json=batch, headers=acme.headers)
+    assert reported.status_code == 200, reported.get_json()
+    trips = admin.get(agent_page).get_data(as_text=True)
+    assert "budget_exceeded" in trips and "refund" in trips and "t-1" in trips
     assert post(admin, f"{agent_page}/kill", agent_page, note="stop") == 302
     killed = api.get("/api/agents/billing-bot/status", headers=acme.headers).get_json()
     assert killed["runtime"]["state"] == "killed"

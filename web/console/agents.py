@@ -11,6 +11,7 @@ from controller.accounts.service import SignedIn
 from controller.errors import Unprocessable
 from controller.model.watch import WatchListQuery
 from controller.services import agents as service
+from controller.services import fuse
 from controller.services import watches as watch_service
 from web.body import validate
 from web.console import action, blueprint, now, page, signed_in
@@ -39,7 +40,12 @@ def agents(user: SignedIn) -> Response:
 @signed_in
 def agent(user: SignedIn, agent_id: str) -> Response:
     status = service.agent_status(request_session(), user.org_id, agent_id)
-    return page("agent.html", user, status=status, presets=service.policy_presets())
+    trips = fuse.list_trips(
+        request_session(), user.org_id, fuse.TripListQuery(agent_id=status.agent.slug, limit=10)
+    )
+    return page(
+        "agent.html", user, status=status, presets=service.policy_presets(), trips=trips.trips
+    )
 
 
 @blueprint.post("/agents")
