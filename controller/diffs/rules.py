@@ -2160,7 +2160,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         B,
         "skill {name} removed",
         REMOVE_TOOL,
-        "Delegations that ask the agent for this skill fail; route the task to another skill or agent.",
+        "Delegations that ask the agent for this skill fail; route the task to another skill or "
+        "agent.",
         "a2a",
     ),
     _r(
@@ -2184,7 +2185,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         I,
         "description of skill {name} changed",
         ACCEPT,
-        "Informational; an orchestrator that picks skills by their description may choose differently.",
+        "Informational; an orchestrator that picks skills by their description may choose "
+        "differently.",
         "a2a",
     ),
     _r(
@@ -2264,7 +2266,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         B,
         "input schema of skill {name} is no longer an object schema",
         UPDATE_TOOL,
-        "Callers that build the skill's input from its schema break; report it to the agent's maintainers.",
+        "Callers that build the skill's input from its schema break; report it to the agent's "
+        "maintainers.",
         "a2a",
     ),
     _r(
@@ -2288,7 +2291,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         B,
         "the agent no longer accepts {detail} by default",
         UPDATE_CLIENT,
-        "Skills without modes of their own refuse parts of this media type now; send one the agent still accepts.",
+        "Skills without modes of their own refuse parts of this media type now; send one the agent"
+        " still accepts.",
         "a2a",
     ),
     _r(
@@ -2304,7 +2308,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         B,
         "the agent no longer produces {detail} by default",
         UPDATE_CLIENT,
-        "Skills without modes of their own no longer answer in this media type; accept one the agent still produces.",
+        "Skills without modes of their own no longer answer in this media type; accept one the "
+        "agent still produces.",
         "a2a",
     ),
     _r(
@@ -2320,7 +2325,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         W,
         "agent endpoint changed from {before} to {after}",
         CHECK_CONFIG,
-        "Calls to the old endpoint may fail; check that the watch and your client still point at the intended agent.",
+        "Calls to the old endpoint may fail; check that the watch and your client still point at "
+        "the intended agent.",
         "a2a",
     ),
     _r(
@@ -2352,7 +2358,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         W,
         "capability {name} no longer supported",
         CHECK_CONFIG,
-        "Fall back to polling the task (streaming) or stop registering webhooks (push notifications).",
+        "Fall back to polling the task (streaming) or stop registering webhooks (push "
+        "notifications).",
         "a2a",
     ),
     _r(
