@@ -304,3 +304,20 @@ def test_every_a2a_rule_is_in_the_catalog_with_a_hint() -> None:
     a2a = [rule for rule in CATALOG.values() if rule.family == "a2a"]
     assert {"skill-removed", "skill-added", "agent-url-changed"} <= {r.id for r in a2a}
     assert all(rule.hint and rule.summary for rule in a2a)
+
+
+def test_the_surface_of_a_card_is_its_skills() -> None:
+    from controller.diffs.surface import compare, surface_of
+
+    before = card([skill("refund"), skill("invoice")])
+    after = card([skill("invoice", description="Issue an invoice")])
+    view = compare(
+        surface_of("a2a_card", before),
+        surface_of("a2a_card", after),
+        diff_agent_card(before, after),
+    )
+    assert [(m.name, m.mark) for m in view.baseline] == [
+        ("refund", "removed"),
+        ("invoice", "changed"),
+    ]
+    assert [(m.name, m.summary) for m in view.current] == [("invoice", "Issue an invoice")]
