@@ -36,6 +36,7 @@ def with_watch_type(data: WatchCreate, settings: Settings) -> WatchCreate:
 
 def _unknown(why: str) -> Unprocessable:
     return Unprocessable(
-        f"cannot infer watchType from the URL, and {why}; send watchType (openapi, rest, mcp or a2a_card)",
+        f"cannot infer watchType from the URL, and {why}; "
+        "send watchType (openapi, rest, mcp or a2a_card)",
         details=[{"path": "/watchType", "message": "required when the URL does not tell"}],
     )
