@@ -42,10 +42,12 @@ from controller.crypto import SecretBox
 from controller.diffs import (
     ContractParseError,
     DiffOptions,
+    diff_agent_card,
     diff_json_samples,
     diff_mcp,
     diff_openapi,
     fingerprint,
+    load_agent_card,
     load_document,
 )
 from controller.diffs.explain import with_hints
@@ -369,7 +371,8 @@ def _document(check: CheckInput, fetched: Fetched) -> Any:
 
 
 def contract_fetcher(settings: Settings, client: Any) -> Fetcher:
-    """The fetcher of every watch type: HTTP for `openapi` and `rest`, an MCP client for `mcp`.
+    """The fetcher of every watch type: HTTP for `openapi`, `rest` and `a2a_card`, an MCP
+    client for `mcp`.
     Either ends within `fetch_deadline_seconds` (the whole MCP session, every redirect and the
     whole body), else as a `timeout` failure."""
     over_http = http_fetcher(settings, client)
@@ -478,6 +481,8 @@ def _stored(database: Any, check: CheckInput, *, with_baseline: bool) -> tuple[A
 
 
 def _parse(check: CheckInput, content: bytes | None) -> Any:
+    if check.watch_type == "a2a_card":
+        return load_agent_card(content or b"", redact_url(check.url))
     if check.watch_type == "openapi":
         return load_document(content or b"", check.url, kind="openapi")
     return load_document(content or b"", check.url, kind="json")
@@ -493,6 +498,8 @@ def diff_documents(watch_type: str, baseline: Any, document: Any, today: date) -
             return diff_openapi(baseline, document, options=options)
     if watch_type == "mcp":
         return group_changes(diff_mcp(baseline, document))
+    if watch_type == "a2a_card":
+        return group_changes(diff_agent_card(baseline, document))
     # A REST endpoint shows one sample per check; an optional field that is absent from one
     # response is a warning (the lenient profile), not breaking.
     return group_changes(diff_json_samples(baseline, document, profile="hosted"))

@@ -14,7 +14,7 @@ from cli import style
 from cli.common import options
 from cli.progress import Progress, progress
 
-_TYPES = click.Choice(["auto", "openapi", "mcp", "json"])
+_TYPES = click.Choice(["auto", "openapi", "mcp", "a2a_card", "json"])
 _THRESHOLDS = click.Choice(["breaking", "warning", "info", "never"])
 _FORMATS = click.Choice(["text", "json", "markdown", "github", "sarif", "junit"])
 

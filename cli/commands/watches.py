@@ -121,7 +121,10 @@ def watches_list(
 @click.argument("name")
 @click.argument("watch_url", metavar="URL")
 @click.option(
-    "--type", "watch_type", type=click.Choice(["openapi", "rest", "mcp"]), help="Else inferred."
+    "--type",
+    "watch_type",
+    type=click.Choice(["openapi", "rest", "mcp", "a2a_card"]),
+    help="Else inferred.",
 )
 @click.option("--interval", type=int, help="Minutes between checks (default: the org's).")
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")

@@ -590,10 +590,11 @@ def list_watches(connection: Connection, data: ListWatchesIn) -> dict[str, Any]:
 class RegisterIn(RequestModel):
     name: Id = Field(description="a name, unique in the org", examples=["stripe-api"])
     url: Annotated[str, StringConstraints(max_length=2048)] = Field(
-        description="the contract's URL: an OpenAPI document, an MCP endpoint or a JSON endpoint",
+        description="the contract's URL: an OpenAPI document, an MCP endpoint, an A2A agent card "
+        "(/.well-known/agent-card.json) or a JSON endpoint",
         examples=["https://raw.githubusercontent.com/stripe/openapi/master/openapi/spec3.json"],
     )
-    watch_type: Literal["openapi", "rest", "api", "mcp"] | None = Field(
+    watch_type: Literal["openapi", "rest", "api", "mcp", "a2a_card"] | None = Field(
         default=None, description="inferred from the URL when left out; `api` means `rest`"
     )
     interval_minutes: int | None = Field(default=None, ge=1, le=10080)

@@ -1,8 +1,10 @@
-"""Pure diff engines: normalise, diff and classify contracts (OpenAPI, JSON Schema, MCP, JSON).
+"""Pure diff engines: normalise, diff and classify contracts (OpenAPI, JSON Schema, MCP, A2A
+agent cards, JSON).
 
 Nothing here does I/O: callers read files and URLs and pass text or parsed documents in.
 """
 
+from controller.diffs.a2a import diff_agent_card, load_agent_card, normalize_agent_card
 from controller.diffs.canonical import canonical_json, canonicalize, fingerprint
 from controller.diffs.core import max_severity
 from controller.diffs.errors import ContractParseError
@@ -29,6 +31,7 @@ __all__ = [
     "apply_rules_file",
     "canonical_json",
     "canonicalize",
+    "diff_agent_card",
     "diff_json_samples",
     "diff_mcp",
     "diff_openapi",
@@ -37,8 +40,10 @@ __all__ = [
     "explain_changes",
     "fingerprint",
     "infer_schema",
+    "load_agent_card",
     "load_document",
     "max_severity",
+    "normalize_agent_card",
     "normalize_mcp_snapshot",
     "render_rules_markdown",
 ]

@@ -201,12 +201,45 @@ def _tool(name: str, bt: dict[str, Any], rt: dict[str, Any], out: list[Change]) 
         )
     if bt.get("_meta") != rt.get("_meta") or bt.get("icons") != rt.get("icons"):
         out.append(make_change("tool-metadata-changed", ptr, location=loc, name=name))
-    bin_, rin = bt.get("inputSchema"), rt.get("inputSchema")
+    diff_io_schemas(bt, rt, location=loc, pointer=ptr, label=f"tool {name}", out=out)
+
+
+@dataclass(frozen=True)
+class SchemaRules:
+    """The rule ids of the schema changes of a callable unit that are not schema families: an
+    MCP tool's (the default) or an A2A skill's (`controller.diffs.a2a`)."""
+
+    dialect_changed: str = "tool-schema-dialect-changed"
+    input_invalid: str = "tool-input-schema-invalid"
+    output_added: str = "tool-output-schema-added"
+    output_removed: str = "tool-output-schema-removed"
+
+
+TOOL_SCHEMA_RULES = SchemaRules()
+
+
+def diff_io_schemas(
+    before: dict[str, Any],
+    after: dict[str, Any],
+    *,
+    location: Location,
+    pointer: str,
+    label: str,
+    out: list[Change],
+    rules: SchemaRules = TOOL_SCHEMA_RULES,
+) -> None:
+    """Diff the `inputSchema` (a request: data the caller sends) and `outputSchema` (a
+    response) of one callable unit, an MCP tool or an A2A skill, into `out`. Schema findings
+    take the `tool-input-...` / `tool-output-...` rule ids either way; `label` (`tool search`,
+    `skill refund`) names the unit in their summaries."""
+    name = location.tool
+    loc, ptr = location, pointer
+    bin_, rin = before.get("inputSchema"), after.get("inputSchema")
     if isinstance(bin_, dict) and isinstance(rin, dict):
         if bin_.get("$schema") != rin.get("$schema"):
             out.append(
                 make_change(
-                    "tool-schema-dialect-changed",
+                    rules.dialect_changed,
                     ptr + "/inputSchema/$schema",
                     location=loc,
                     name=name,
@@ -217,9 +250,7 @@ def _tool(name: str, bt: dict[str, Any], rt: dict[str, Any], out: list[Change]) 
         invalid = bin_.get("type") == "object" and rin.get("type") != "object"
         if invalid:
             out.append(
-                make_change(
-                    "tool-input-schema-invalid", ptr + "/inputSchema", location=loc, name=name
-                )
+                make_change(rules.input_invalid, ptr + "/inputSchema", location=loc, name=name)
             )
         differ = SchemaDiffer(
             Document(bin_),
@@ -238,18 +269,14 @@ def _tool(name: str, bt: dict[str, Any], rt: dict[str, Any], out: list[Change]) 
             nested_prefix="tool-input-property",
             pointer=ptr + "/inputSchema",
             location=loc,
-            label=f"tool {name} input",
+            label=f"{label} input",
         )
-    bout, rout = bt.get("outputSchema"), rt.get("outputSchema")
+    bout, rout = before.get("outputSchema"), after.get("outputSchema")
     if bout is None and rout is not None:
-        out.append(
-            make_change("tool-output-schema-added", ptr + "/outputSchema", location=loc, name=name)
-        )
+        out.append(make_change(rules.output_added, ptr + "/outputSchema", location=loc, name=name))
     elif bout is not None and rout is None:
         out.append(
-            make_change(
-                "tool-output-schema-removed", ptr + "/outputSchema", location=loc, name=name
-            )
+            make_change(rules.output_removed, ptr + "/outputSchema", location=loc, name=name)
         )
     elif isinstance(bout, dict) and isinstance(rout, dict) and bout != rout:
         differ = SchemaDiffer(Document(bout), Document(rout), Direction.RESPONSE)
@@ -260,7 +287,7 @@ def _tool(name: str, bt: dict[str, Any], rt: dict[str, Any], out: list[Change]) 
             nested_prefix="tool-output-property",
             pointer=ptr + "/outputSchema",
             location=loc,
-            label=f"tool {name} output",
+            label=f"{label} output",
         )
 
 

@@ -26,7 +26,7 @@ _PARAMETER = re.compile(r"\{[^}/]*\}")
 
 @dataclass(frozen=True)
 class Overlap:
-    """What two documents share: `kind` (`operations` or `tools`) counted on each side and
+    """What two documents share: `kind` (`operations`, `tools` or `skills`) counted on each side and
     in common."""
 
     kind: str
@@ -67,21 +67,27 @@ class Overlap:
 
 
 def overlap(base: Any, revision: Any, kind: str) -> Overlap | None:
-    """The overlap of two parsed contracts of `kind` (`openapi` or `mcp`); None for other
-    kinds (JSON payloads have no operations)."""
+    """The overlap of two parsed contracts of `kind` (`openapi`, `mcp` or `a2a_card`); None
+    for other kinds (JSON payloads have no operations)."""
     if kind == "openapi":
         left, right = _operations(base), _operations(revision)
         return Overlap("operations", len(left), len(right), len(left & right))
     if kind == "mcp":
         tools, others = _tools(base), _tools(revision)
         return Overlap("tools", len(tools), len(others), len(tools & others))
+    if kind == "a2a_card":
+        skills, others = _skills(base), _skills(revision)
+        return Overlap("skills", len(skills), len(others), len(skills & others))
     return None
 
 
 def title_of(document: Any) -> str | None:
-    """An OpenAPI document's `info.title`, or an MCP server's name, when it has one."""
+    """An OpenAPI document's `info.title`, an MCP server's or an A2A agent's name, when it
+    has one."""
     if not isinstance(document, dict):
         return None
+    if isinstance(document.get("skills"), list) and isinstance(document.get("name"), str):
+        return str(document["name"])
     for holder, key in (("info", "title"), ("server_info", "name"), ("serverInfo", "name")):
         value = document.get(holder)
         if isinstance(value, dict) and isinstance(value.get(key), str):
@@ -107,6 +113,13 @@ def _operations(document: Any) -> set[tuple[str, str]]:
         shape = _PARAMETER.sub("{}", str(path))
         found.update((method.upper(), shape) for method in _METHODS if method in item)
     return found
+
+
+def _skills(document: Any) -> set[str]:
+    skills = document.get("skills") if isinstance(document, dict) else None
+    if not isinstance(skills, list):
+        return set()
+    return {str(skill["id"]) for skill in skills if isinstance(skill, dict) and "id" in skill}
 
 
 def _tools(document: Any) -> set[str]:

@@ -610,6 +610,47 @@ CONTRACT_REASONS: dict[str, str] = {
     "protocol-version-changed": "Nobody breaks: the surface is compared on its own.",
     "list-failed": "Unknown: the list could not be read, so nothing about it can be said (a "
     "warning).",
+    "skill-removed": "Agents break: delegations that ask for the skill fail.",
+    "skill-added": "Nobody breaks: one more skill.",
+    "skill-name-changed": "Nobody breaks: a display name; the skill id is the same.",
+    "skill-description-changed": "Nobody breaks: the skill is the same; an orchestrator may "
+    "route differently.",
+    "skill-tags-changed": "Nobody breaks: labels for discovery.",
+    "skill-examples-changed": "Nobody breaks: sample requests.",
+    "skill-input-mode-removed": "Callers break: messages in the removed media type are refused.",
+    "skill-input-mode-added": "Nobody breaks: one more media type is accepted.",
+    "skill-output-mode-removed": "Callers break: results no longer come in the removed media type.",
+    "skill-output-mode-added": "Nobody breaks: one more media type is produced.",
+    "skill-security-requirement-added": "Callers break: calls without the new credentials are "
+    "refused.",
+    "skill-security-requirement-removed": "Nobody breaks: fewer credentials are asked for.",
+    "skill-schema-dialect-changed": "Nobody breaks: the schema is compared on its own.",
+    "skill-input-schema-invalid": "Callers break: the input cannot be built from the schema.",
+    "skill-output-schema-added": "Nobody breaks: the result is described now.",
+    "skill-output-schema-removed": "Callers may break: the result has no contract any more (a "
+    "warning, as for MCP tools).",
+    "agent-default-input-mode-removed": "Callers break: skills without modes of their own refuse "
+    "the removed media type.",
+    "agent-default-input-mode-added": "Nobody breaks: one more media type is accepted.",
+    "agent-default-output-mode-removed": "Callers break: skills without modes of their own no "
+    "longer answer in the removed media type.",
+    "agent-default-output-mode-added": "Nobody breaks: one more media type is produced.",
+    "agent-url-changed": "Callers may break: those that call the old endpoint (a warning: it may "
+    "still answer).",
+    "agent-transport-changed": "Callers may break: those that speak only the old transport (a "
+    "warning: it may still be offered).",
+    "agent-security-requirement-added": "Callers break: calls without the new credentials are "
+    "refused.",
+    "agent-security-requirement-removed": "Nobody breaks: fewer credentials are asked for.",
+    "agent-capability-removed": "Callers that stream or register push webhooks must fall back "
+    "to polling (a warning).",
+    "agent-capability-added": "Nobody breaks.",
+    "agent-capabilities-changed": "Nobody breaks: extensions and other flags.",
+    "agent-name-changed": "The watch may point at another agent now (a warning).",
+    "agent-version-changed": "Nobody breaks: a version label.",
+    "agent-protocol-version-changed": "Nobody breaks: the skills are compared on their own.",
+    "agent-description-changed": "Nobody breaks: text about the agent.",
+    "agent-metadata-changed": "Nobody breaks: metadata.",
 }
 
 

@@ -1,6 +1,6 @@
-"""The surface of a contract: the operations of an OpenAPI document or the tools of an MCP
-server, each with its line of description, and how a baseline's surface and a snapshot's
-compare once the diff engine has classified their changes.
+"""The surface of a contract: the operations of an OpenAPI document, the tools of an MCP
+server or the skills of an A2A agent card, each with its line of description, and how a
+baseline's surface and a snapshot's compare once the diff engine has classified their changes.
 
 Pure: documents and changes in, a view out. The changes come from the engine
 (`controller.checks.diff_documents`); this module only places them on the operations and
@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.diffs.a2a import normalize_agent_card
 from controller.diffs.mcp import normalize_mcp_snapshot
 from controller.diffs.openapi import METHODS
 from controller.model.change import Change
@@ -55,13 +56,16 @@ MARKS = ("added", "removed", "changed", "same")
 
 
 def surface_of(watch_type: str, document: Any) -> list[Item]:
-    """The operations (OpenAPI) or tools (MCP) of a stored document, in document order; a
-    REST sample has neither."""
+    """The operations (OpenAPI), tools (MCP) or skills (A2A agent card) of a stored document,
+    in document order; a REST sample has none."""
     if watch_type == "openapi":
         return list(_operations(document))
     if watch_type == "mcp":
         tools = normalize_mcp_snapshot(document).tools or {}
         return [Item(name, _line(tool.get("description"))) for name, tool in tools.items()]
+    if watch_type == "a2a_card":
+        skills = normalize_agent_card(document).skills
+        return [Item(name, _line(skill.get("description"))) for name, skill in skills.items()]
     return []
 
 

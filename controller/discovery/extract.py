@@ -23,6 +23,7 @@ import json5
 import yaml
 
 from controller.errors import Unprocessable
+from controller.model.watch import AGENT_CARD_PATHS
 from controller.model.watch import infer_watch_type as watch_type_of_url
 
 REDACTED = "<redacted>"
@@ -48,7 +49,7 @@ class ConfigInvalid(Unprocessable):
 @dataclass
 class Candidate:
     name: str
-    watch_type: str  # openapi, mcp, rest
+    watch_type: str  # openapi, mcp, rest, a2a_card
     url: str | None = None
     command: str | None = None  # a stdio server: the command line (secrets redacted)
     transport: str | None = None  # stdio, http, sse (MCP)
@@ -78,6 +79,8 @@ def infer_watch_type(url: str) -> tuple[str, str]:
     without `watchType` gets (`controller.model.watch.infer_watch_type`) wherever that tells,
     so a candidate and its watch never disagree."""
     path = urlsplit(url).path
+    if path.rstrip("/").lower().endswith(AGENT_CARD_PATHS):
+        return "a2a_card", "the path is an A2A agent card (/.well-known/agent-card.json)"
     if _SPEC_PATHS.search(path):
         return "openapi", "the path names an OpenAPI or Swagger document"
     if _MCP_PATHS.search(path):

@@ -45,7 +45,7 @@ class SourceOut(ApiModel):
 
 class CandidateOut(ApiModel):
     name: str
-    watch_type: Literal["openapi", "mcp", "rest"]
+    watch_type: Literal["openapi", "mcp", "rest", "a2a_card"]
     url: str | None = None
     command: str | None = Field(default=None, description="a stdio server's command (redacted)")
     transport: str | None = Field(default=None, description="stdio, http or sse (MCP)")

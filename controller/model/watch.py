@@ -38,6 +38,7 @@ class WatchType(StrEnum):
     OPENAPI = "openapi"
     REST = "rest"
     MCP = "mcp"
+    A2A_CARD = "a2a_card"
 
     @classmethod
     def _missing_(cls, value: object) -> WatchType | None:
@@ -317,6 +318,8 @@ class WatchList(ApiModel):
     )
 
 
+# Where an A2A agent serves its Agent Card (`agent-card.json` since A2A 0.3).
+AGENT_CARD_PATHS = ("/.well-known/agent.json", "/.well-known/agent-card.json")
 _OPENAPI_HINT = re.compile(r"(openapi|swagger|api-docs)", re.IGNORECASE)
 _SPEC_SUFFIX = (".json", ".yaml", ".yml")
 
@@ -326,6 +329,8 @@ def infer_watch_type(url: str) -> WatchType | None:
     parts = urlsplit(url)
     path = parts.path.rstrip("/").lower()
     host = (parts.hostname or "").lower()
+    if path.endswith(AGENT_CARD_PATHS):
+        return WatchType.A2A_CARD
     if path.endswith(("/mcp", "/sse")) or host.startswith("mcp.") or path == "/mcp":
         return WatchType.MCP
     if _OPENAPI_HINT.search(path) or (

@@ -19,7 +19,8 @@ Filters:
     vendor   a vendor of the org named in the question (its whole name, or the distinctive
              word of its host: `api.stripe.com` -> `stripe`)
     tag      a tag of the org written out (`team:billing`), or the word after `tag`/`tagged`
-    type     mcp, openapi, rest/api (for intents other than mcp_health, which implies mcp)
+    type     mcp, openapi, rest/api, a2a/a2a_card (for intents other than mcp_health, which
+             implies mcp)
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ _NOISE = {
     "v1",
     "v2",
     "mcp",
+    "a2a",
     "tag",
     "tagged",
     "team",
@@ -172,6 +174,8 @@ def read(question: str, vendors: Iterable[str] = (), tags: Iterable[str] = ()) -
         watch_type = "openapi"
     elif words & {"rest", "json"}:
         watch_type = "rest"
+    elif words & {"a2a", "a2a_card"}:
+        watch_type = "a2a_card"
     any_severity = intent == "breaking_drift" and not _BREAKING.search(text)
     return Reading(intent, window_days(text), vendor, tag, watch_type, any_severity=any_severity)
 

@@ -18,7 +18,7 @@ Label = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r
 class DashboardFilters(ApiModel):
     tag: Label | None = None
     vendor: Label | None = None
-    watch_type: Literal["openapi", "rest", "mcp"] | None = None
+    watch_type: Literal["openapi", "rest", "mcp", "a2a_card"] | None = None
     environment: Label | None = None
 
 

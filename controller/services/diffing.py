@@ -22,11 +22,14 @@ from controller.diffs import (
     RulesFile,
     RulesFileError,
     apply_rules_file,
+    diff_agent_card,
     diff_json_samples,
     diff_mcp,
     diff_openapi,
+    load_agent_card,
     load_document,
 )
+from controller.diffs.a2a import looks_like_agent_card
 from controller.diffs.grouping import group_changes, occurrences, totals
 from controller.diffs.overlap import Overlap, overlap, title_of
 from controller.diffs.overrides import parse_rules_file
@@ -35,7 +38,7 @@ from controller.model.change import Change
 from controller.model.report import DiffReport, Source, Threshold
 from controller.reports import ANNOTATIONS, MARKDOWN_MAX_CHARS, RenderOptions, render
 
-ContractType = Literal["auto", "openapi", "mcp", "json"]
+ContractType = Literal["auto", "openapi", "mcp", "a2a_card", "json"]
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
@@ -79,7 +82,10 @@ class Reader:
 
 
 def detect_type(document: Any) -> str:
-    """`openapi` for OpenAPI/Swagger documents, `mcp` for MCP snapshots, else `json`."""
+    """`openapi` for OpenAPI/Swagger documents, `mcp` for MCP snapshots, `a2a_card` for A2A
+    agent cards, else `json`."""
+    if looks_like_agent_card(document):
+        return "a2a_card"
     if isinstance(document, dict):
         if "openapi" in document or "swagger" in document:
             return "openapi"
@@ -251,6 +257,8 @@ def load_rules(path: str) -> RulesFile:
 
 
 def _parse(data: bytes, location: str, kind: str) -> Any:
+    if kind == "a2a_card":
+        return load_agent_card(data, location)
     return load_document(data, location, kind=kind)  # type: ignore[arg-type]
 
 
@@ -282,6 +290,8 @@ def _run(
             )
     if kind == "mcp":
         return diff_mcp(base_doc, rev_doc)
+    if kind == "a2a_card":
+        return diff_agent_card(base_doc, rev_doc)
     return diff_json_samples(base_doc, rev_doc, profile="cli")
 
 

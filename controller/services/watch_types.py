@@ -21,7 +21,7 @@ def with_watch_type(data: WatchCreate, settings: Settings) -> WatchCreate:
         return data
     if not urlsplit(data.url).path.lower().endswith(".json"):
         raise Unprocessable(
-            "cannot infer watchType from the URL; send watchType (openapi, rest or mcp)",
+            "cannot infer watchType from the URL; send watchType (openapi, rest, mcp or a2a_card)",
             details=[{"path": "/watchType", "message": "required when the URL does not tell"}],
         )
     with configured_client(settings, timeout=SNIFF_TIMEOUT) as client:
@@ -36,6 +36,7 @@ def with_watch_type(data: WatchCreate, settings: Settings) -> WatchCreate:
 
 def _unknown(why: str) -> Unprocessable:
     return Unprocessable(
-        f"cannot infer watchType from the URL, and {why}; send watchType (openapi, rest or mcp)",
+        f"cannot infer watchType from the URL, and {why}; "
+        "send watchType (openapi, rest, mcp or a2a_card)",
         details=[{"path": "/watchType", "message": "required when the URL does not tell"}],
     )

@@ -56,7 +56,7 @@ def create_watch(
     watch_type = data.watch_type or infer_watch_type(data.url)
     if watch_type is None:
         raise Unprocessable(
-            "cannot infer watchType from the URL; send watchType (openapi, rest or mcp)",
+            "cannot infer watchType from the URL; send watchType (openapi, rest, mcp or a2a_card)",
             details=[{"path": "/watchType", "message": "required when the URL does not tell"}],
         )
     name = data.effective_name

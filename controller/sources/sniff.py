@@ -4,7 +4,8 @@
 infer_watch_type`); when that is ambiguous (`https://example.com/petstore.json`), the service
 fetches the document once, through the same guarded client as every check (address guard,
 credentials bound to their origin, size cap, timeouts), and reads it the way `driftgate diff`
-does: an OpenAPI or Swagger document is `openapi`, other JSON is `rest`. A server-sent event
+does: an OpenAPI or Swagger document is `openapi`, an A2A agent card (a `skills` list beside
+the card's own fields) is `a2a_card`, other JSON is `rest`. A server-sent event
 stream is an MCP server on the SSE transport. Anything else cannot be told apart, and the
 caller is asked for `watchType`.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from controller.diffs.a2a import looks_like_agent_card
 from controller.diffs.loader import load_document
 from controller.model.watch import WatchType
 from controller.sources.http import HttpClient, fetch, make_timeout
@@ -38,6 +40,8 @@ def sniff_watch_type(
         return None
     if isinstance(document, dict) and ("openapi" in document or "swagger" in document):
         return WatchType.OPENAPI
+    if looks_like_agent_card(document):
+        return WatchType.A2A_CARD
     if content_type.endswith("json") or content_type.endswith("+json"):
         return WatchType.REST
     if isinstance(document, dict | list) and result.content.lstrip()[:1] in (b"{", b"["):

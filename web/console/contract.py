@@ -1,6 +1,6 @@
-"""A watch's contract in the console: the operations (OpenAPI) or tools (MCP) of its last
-snapshot and of its baseline, browsable, with the added, removed and changed ones marked
-(`controller.services.contract_view`)."""
+"""A watch's contract in the console: the operations (OpenAPI), tools (MCP) or skills (A2A
+agent card) of its last snapshot and of its baseline, browsable, with the added, removed and
+changed ones marked (`controller.services.contract_view`)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ from controller.errors import ValidationFailed
 from controller.services.contract_view import MARKS, Marked, contract_view
 from web.console import blueprint, now, page, signed_in
 from web.db import request_session
+
+# What a watch type's contract is made of, by the name its page gives them.
+NOUNS = {"mcp": "tools", "a2a_card": "skills"}
 
 
 @blueprint.get("/watches/<watch_id>/contract")
@@ -40,5 +43,5 @@ def contract(user: SignedIn, watch_id: str) -> Response:
         counts=found.view.counts,
         shown=shown,
         needle=needle,
-        noun="tools" if found.watch.watch_type == "mcp" else "operations",
+        noun=NOUNS.get(found.watch.watch_type, "operations"),
     )

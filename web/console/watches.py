@@ -22,7 +22,7 @@ from web.console.settings import service_interval
 from web.db import request_session
 
 STATUSES = ("ok", "drifted", "error", "disabled", "never_run")  # disabled: paused
-TYPES = ("openapi", "mcp", "rest")
+TYPES = ("openapi", "mcp", "rest", "a2a_card")
 PAGE = 25
 
 
