@@ -46,12 +46,13 @@ def test_a_missing_command_skips_naming_it_or_fails_when_required(
     monkeypatch.setattr(
         tsclients.shutil, "which", lambda name: None if name == missing else which(name) or name
     )
+    folder = snapshot(tmp_path)
     monkeypatch.delenv(REQUIRE, raising=False)
     with pytest.raises(pytest.skip.Exception, match=f"`{missing}`"):
-        require_ts_clients(snapshot(tmp_path))
+        require_ts_clients(folder)
     monkeypatch.setenv(REQUIRE, "1")
     with pytest.raises(pytest.fail.Exception, match=f"`{missing}`"):
-        require_ts_clients(snapshot(tmp_path))
+        require_ts_clients(folder)
 
 
 def test_the_cache_key_follows_the_lockfile_and_the_sources(tmp_path: Path) -> None:
