@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run demo test check lint pytest generate clean
+.PHONY: run demo test check lint pytest generate compat-clients clean
 
 $(BIN)/python:
 	@echo "make: creating the virtual environment $(VENV)/ with $(PYTHON), then updating its pip"
@@ -58,6 +58,12 @@ generate: $(VENV)/.installed
 	$(BIN)/python -m controller.configschema
 	$(BIN)/python -m tests.diffs.gen_rules_doc
 	$(BIN)/python -m tests.gen_lint_doc
+
+## compat-clients: build the hosted product's TypeScript CLI and MCP server from
+## ../shared/clients/driftguard once (npm ci, npm run build) into .cache/driftguard-ts/
+## for tests/compat/; nothing to do without the snapshot
+compat-clients: $(VENV)/.installed
+	$(BIN)/python -m tests.compat.tsclients
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

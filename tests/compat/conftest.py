@@ -1,10 +1,13 @@
 """One live driftgate per test module (`driftgate up` under gunicorn, on a SQLite file, with a
-controller for checks) and the orgs the hosted clients act for."""
+controller for checks) and the orgs the hosted clients act for. A module that overrides the
+`behind_tls` fixture to answer True gets nginx in front of it (tests/compat/tlsfront.py), as
+docs/operations.md runs it, for the clients that take only an https:// base URL."""
 
 from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +19,7 @@ from controller.services import auth as auth_service
 from controller.services import orgs as org_service
 from controller.store import migrate
 from controller.store.db import Database
+from tests.compat.tlsfront import TlsFront, tls_front
 from tests.gitrepos import RepoBuilder, isolated_git_config
 from tests.processes import (
     DRIFTGATE,
@@ -46,6 +50,7 @@ class Live:
     plain_key: str  # plain: pro, no overlay products
     specs: SpecServer
     home: Path  # HOME of the clients (fuseguard keeps ~/.fuseguard there)
+    tls: TlsFront | None = None  # nginx in front, when the module asks for it (`behind_tls`)
 
     def http(self, key: str | None = None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {key or self.key}", "User-Agent": "driftgate-tests"}
@@ -81,7 +86,13 @@ class Live:
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+def behind_tls() -> bool:
+    """Whether the module's driftgate sits behind nginx (a module overrides it)."""
+    return False
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory, behind_tls: bool) -> Iterator[Live]:
     tmp = tmp_path_factory.mktemp("live")
     url = f"sqlite:///{tmp / 'driftgate.db'}"
     database = Database(url)
@@ -96,12 +107,22 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
             keys[name] = auth_service.create_api_key(session, org, "compat", actor="test").secret
     database.dispose()
     port = free_port()
-    env = driftgate_env(url, tmp, workers="1", allow_private_targets="true")
+    settings = {"workers": "1", "allow_private_targets": "true"}
+    tls_port = free_port() if behind_tls else None
+    if tls_port is not None:
+        # docs/operations.md, "Behind a TLS proxy": one proxy, and the public https URL.
+        settings |= {
+            "trusted_proxy_hops": "1",
+            "public_base_url": f"https://127.0.0.1:{tls_port}",
+        }
+    env = driftgate_env(url, tmp, **settings)
     log_path = tmp / "server.log"
+    logs = [log_path]
     with (
         log_path.open("w") as log,
         spec_server() as specs,
         isolated_git_config(tmp / "gitconfig"),
+        ExitStack() as fronts,
     ):
         config = git_source(tmp, specs)
         process = subprocess.Popen(
@@ -119,12 +140,18 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
             wait_until(lambda: httpx.get(agent_status, headers=auth).status_code == 200)
             home = tmp / "home"
             home.mkdir()
-            yield Live(base, keys["acme"], keys["beta"], keys["plain"], specs, home)
+            front = None
+            if tls_port is not None:
+                front = fronts.enter_context(tls_front(tmp / "nginx", tls_port, port))
+                logs.extend(front.logs)
+            yield Live(base, keys["acme"], keys["beta"], keys["plain"], specs, home, front)
         finally:
+            fronts.close()
             stop_process(process)
-    # No secret reaches the server's log.
-    text = log_path.read_text()
-    assert not [key for key in keys.values() if key in text]
+    # No secret reaches the server's log, nor the proxy's.
+    for path in logs:
+        text = path.read_text()
+        assert not [key for key in keys.values() if key in text], path
 
 
 def git_source(tmp: Path, specs: SpecServer) -> Path:
