@@ -179,7 +179,10 @@ _FORMATS: tuple[tuple[str, str], ...] = (
     (".continue/config.yaml", "continue"),
     ("openclaw.json", "openclaw"),
 )
-MCP_CONFIG_NAMES = tuple(name for name, _ in _FORMATS)
+# A plain `mcp.json` (the hosted CLI's first scan root, and many projects' shared file) is no
+# one client's: the shape decides where its servers are. Matched by its whole name only.
+GENERIC_NAME, GENERIC = "mcp.json", "mcp-json"
+MCP_CONFIG_NAMES = (*(name for name, _ in _FORMATS), GENERIC_NAME)
 
 
 def format_of(file_name: str | None) -> str | None:
@@ -190,6 +193,8 @@ def format_of(file_name: str | None) -> str | None:
     for suffix, name in _FORMATS:
         if path == suffix or path.endswith("/" + suffix) or path.endswith(suffix):
             return name
+    if path.rsplit("/", 1)[-1] == GENERIC_NAME:
+        return GENERIC
     return None
 
 
@@ -224,6 +229,8 @@ def parse_config(text: str, file_name: str | None = None) -> Any:
 def servers_of(document: Any, file_name: str | None = None) -> tuple[str, dict[str, Any]]:
     """(format, name -> server entry) of a parsed configuration."""
     kind = format_of(file_name)
+    if kind == GENERIC:
+        kind = None  # the shape decides
     if not isinstance(document, dict):
         raise ConfigInvalid(f"{file_name or 'the configuration'}: expected an object of servers")
     if kind == "codex" or "mcp_servers" in document:

@@ -23,6 +23,7 @@ from controller.discovery.acknowledgements import (
     parse_acknowledgements,
 )
 from controller.discovery.extract import (
+    GENERIC,
     Candidate,
     ConfigInvalid,
     format_of,
@@ -179,7 +180,7 @@ def _is_mcp_config(path: str, text: str) -> bool:
     kind = format_of(path)
     if kind in ("codex",):  # config.toml is a common name: only with mcp_servers in it
         return "mcp_servers" in text
-    if kind in ("vscode-settings", "zed", "gemini", "continue", "openclaw"):
+    if kind in ("vscode-settings", "zed", "gemini", "continue", "openclaw", GENERIC):
         return any(k in text for k in ("mcpServers", "context_servers", '"mcp"', "servers"))
     return True
 

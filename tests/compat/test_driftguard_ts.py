@@ -162,11 +162,6 @@ def test_coverage_preview_fails_on_missing_candidates(
     assert printed_json(empty.stdout)["missingCount"] == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="driftgate's repository scan does not read a root `mcp.json` (the CLI's first "
-    "default scan root) as an MCP configuration: `.cursor/mcp.json`, `.mcp.json` ... only",
-)
 def test_coverage_preview_reads_a_root_mcp_json(clients: Path, live: Live, tmp_path: Path) -> None:
     url = live.specs.url("/root-mcp")
     (tmp_path / "mcp.json").write_text(json.dumps(mcp_config(url)))

@@ -256,3 +256,20 @@ def test_urls_and_text() -> None:
         format_of("C:\\Users\\me\\AppData\\Roaming\\Claude\\claude_desktop_config.json")
         == "claude-desktop"
     )
+
+
+def test_a_plain_mcp_json_is_read_by_its_shape() -> None:
+    from controller.discovery.scan import relevant, scan_file
+
+    servers = {"mcpServers": {"docs": {"url": "https://mcp.example/mcp"}}}
+    vscode = {"servers": {"docs": {"type": "http", "url": "https://mcp.example/vs"}}}
+    assert [c.url for c in scan_file("mcp.json", json.dumps(servers))] == [
+        "https://mcp.example/mcp"
+    ]
+    assert [c.url for c in scan_file("tools/mcp.json", json.dumps(vscode))] == [
+        "https://mcp.example/vs"
+    ]
+    assert relevant("mcp.json") and format_of("tools/mcp.json") == "mcp-json"
+    # Only the whole name: another file ending in it is no configuration.
+    assert format_of("my-mcp.json") is None
+    assert scan_file("mcp.json", json.dumps({"name": "not servers"})) == []
