@@ -38,6 +38,7 @@ class WatchType(StrEnum):
     OPENAPI = "openapi"
     REST = "rest"
     MCP = "mcp"
+    A2A_CARD = "a2a_card"
 
     @classmethod
     def _missing_(cls, value: object) -> WatchType | None:
