@@ -177,7 +177,9 @@ def test_the_hosted_preset_cannot_be_redeclared_and_api_is_rest_everywhere() -> 
     assert hosted(text) == [
         (3, 3, "policy 'dev-flexible' shadows the built-in preset; choose another name")
     ]
-    templates = "version: 1\ntemplates:\n  - {name: t, watchType: api, urlPattern: https://t.test}\n"
+    templates = (
+        "version: 1\ntemplates:\n  - {name: t, watchType: api, urlPattern: https://t.test}\n"
+    )
     bundle = load_bundle({"templates.yaml": templates.encode()})
     assert bundle.ok and bundle.templates is not None
     assert bundle.templates.templates[0].watch_type.value == "rest"
