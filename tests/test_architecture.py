@@ -82,6 +82,7 @@ CAPABILITIES = (
     "summary",
     "accounts",
     "compat",
+    "agentmanifest",
 )
 CAPABILITY_SERVICES = tuple(f"controller.{name}.service" for name in CAPABILITIES)
 

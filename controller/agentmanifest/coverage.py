@@ -6,11 +6,15 @@ so a manifest that passes here passes `driftgate validate`, and the other way ro
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
+import yaml
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+
+from controller.configschema import gitops_schema
 from controller.gitops.load import HOSTED_AGENTS, Bundle, Problem, load_bundle
 from controller.model.gitops import InlineWatch
 from controller.model.watch import WatchType
@@ -46,8 +50,21 @@ class AgentCoverage:
 def load_manifest(manifest: dict[str, Any]) -> Bundle:
     """The manifest, checked as the hosted `.driftguard/agents.yaml` (every file:line rule
     of the git files, the hosted product's own checks included)."""
-    text = json.dumps(manifest, indent=2, allow_nan=False)
+    # YAML (not JSON) text: YAML 1.1 reads `1e+20` as a string, yaml.safe_dump writes numbers
+    # it reads back as numbers.
+    text = yaml.safe_dump(manifest, sort_keys=False, allow_unicode=False, width=1_000_000)
     return load_bundle({HOSTED_AGENTS: text.encode()}, directory=MANIFEST_DIRECTORY)
+
+
+def is_well_formed(manifest: dict[str, Any]) -> bool:
+    """Whether the manifest matches the published schema of agents.yaml (what is wrong beyond
+    it, a duplicate id or an unknown policy, no schema can say)."""
+    return bool(_schema().is_valid(manifest))
+
+
+@cache
+def _schema() -> Draft202012Validator:
+    return Draft202012Validator(gitops_schema("agents.yaml"))
 
 
 def pointer(problem: Problem, prefix: str = "/manifest") -> str:

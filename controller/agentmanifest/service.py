@@ -7,22 +7,24 @@ checks of `.driftguard/agents.yaml` is 400 with each problem's pointer and messa
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, PlainValidator, StringConstraints, TypeAdapter
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from controller.agentmanifest.coverage import (
     AgentCoverage,
     OrgWatch,
+    is_well_formed,
     load_manifest,
     match,
     missing_urls,
     pointer,
 )
-from controller.errors import ValidationFailed
+from controller.errors import Unprocessable, ValidationFailed
 from controller.model.base import ApiModel, RequestModel
+from controller.model.gitops import AgentsFile
 from controller.model.jsonvalue import JsonValue
 from controller.model.watch import TEXT_PATTERN
 from controller.store.models import Watch
@@ -30,12 +32,24 @@ from controller.store.models import Watch
 # The hosted CLI names the repository in this header as well as in the body.
 REPO_HEADER = "X-DriftGuard-CI-Repo"
 Repo = Annotated[str, StringConstraints(max_length=300, pattern=TEXT_PATTERN)]
+_JSON_OBJECT = TypeAdapter(dict[str, JsonValue])
+
+
+def _json_object(value: Any) -> dict[str, Any]:
+    return _JSON_OBJECT.validate_python(value)
+
+
+# Published as the agents.yaml schema; taken as any JSON object, then checked by the loader of
+# the git files, so that its problems are the files' problems (with pointers).
+Manifest = Annotated[
+    dict[str, Any], PlainValidator(_json_object, json_schema_input_type=AgentsFile)
+]
 
 
 class A2aCoverageIn(RequestModel):
     """The hosted agents manifest (`agents.yaml` as JSON) and, for the log, its repository."""
 
-    manifest: dict[str, JsonValue] = Field(
+    manifest: Manifest = Field(
         description="the hosted agents.yaml as JSON: {version: 1, org?, policies?, agents}"
     )
     repo: Repo | None = Field(
@@ -86,7 +100,10 @@ def assert_a2a_coverage(
     if bundle.problems:
         details = [{"path": pointer(p), "message": p.message} for p in bundle.problems]
         summary = "; ".join(f"{d['path']}: {d['message']}" for d in details[:5])
-        raise ValidationFailed(f"the agents manifest is invalid: {summary}", details=details)
+        message = f"the agents manifest is invalid: {summary}"
+        if is_well_formed(data.manifest):  # what no schema can say: 422, as elsewhere
+            raise Unprocessable(message, details=details)
+        raise ValidationFailed(message, details=details)
     rows = session.execute(
         select(Watch.id, Watch.name, Watch.url, Watch.watch_type).where(Watch.org_id == org_id)
     ).all()

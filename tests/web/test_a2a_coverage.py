@@ -92,7 +92,7 @@ def test_an_api_watch_is_a_rest_watch_and_a_reference_matches_by_name(
     assert answer.status_code == 200, answer.get_json()
 
 
-def test_a_bad_manifest_is_400_with_pointers(client: FlaskClient, acme: OrgKey) -> None:
+def test_a_bad_manifest_is_refused_with_pointers(client: FlaskClient, acme: OrgKey) -> None:
     bad = manifest(policy="whatever", runtime_webhook="http://hook.acme.test/x")
     answer = client.post(ROUTE, json={"manifest": bad}, headers=acme.headers)
     assert answer.status_code == 400
@@ -104,9 +104,10 @@ def test_a_bad_manifest_is_400_with_pointers(client: FlaskClient, acme: OrgKey) 
             "message": "runtime_webhook must be an https:// URL",
         }
     ]
+    # What no schema can state is 422, with the same envelope.
     no_card = manifest(watches=[{"type": "mcp", "url": MCP}])
     answer = client.post(ROUTE, json={"manifest": no_card}, headers=acme.headers)
-    assert answer.status_code == 400
+    assert answer.status_code == 422 and answer.get_json()["error"] == "validation_error"
     assert [d["path"] for d in answer.get_json()["details"]] == ["/manifest/agents/0/a2a/cardUrl"]
     assert client.post(ROUTE, json={}, headers=acme.headers).status_code == 400
 
