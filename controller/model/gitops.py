@@ -198,6 +198,13 @@ def _policy_names(schema: dict[str, Any]) -> None:
     schema["additionalProperties"] = value
 
 
+def _pattern_keys(schema: dict[str, Any]) -> None:
+    # As `_policy_names`: the key pattern in propertyNames, so other keys are refused.
+    ((pattern, value),) = schema.pop("patternProperties").items()
+    schema["propertyNames"] = {**schema.get("propertyNames", {}), "pattern": pattern}
+    schema["additionalProperties"] = value
+
+
 Tags = Annotated[list[Tag], Field(max_length=50), AfterValidator(_dedupe)]
 # A watch type as the files write it: driftgate's, or the hosted product's `api` (read as
 # `rest` by WatchType itself), so the schema lets `api` through too.
@@ -299,7 +306,11 @@ class McpBinding(CamelFileModel):
     skill_tool_map: (
         Annotated[dict[Label, Annotated[list[Label], Field(max_length=200)]], Field(max_length=500)]
         | SkipJsonSchema[None]
-    ) = Field(default=None, description="A2A skill id -> the MCP tools that serve it")
+    ) = Field(
+        default=None,
+        description="A2A skill id -> the MCP tools that serve it",
+        json_schema_extra=_pattern_keys,
+    )
 
 
 ToolCosts = Annotated[
@@ -336,6 +347,7 @@ class Agent(FileModel):
         alias="vendoredPaths",
         description="watch (name, as listed under watches) -> the path of that contract's copy "
         "in repoRef; a draft pull request rewrites it to the new contract",
+        json_schema_extra=_pattern_keys,
     )
     approvals: Annotated[list[ApprovalRule], Field(max_length=50)] = Field(
         default_factory=list,
@@ -349,7 +361,9 @@ class Agent(FileModel):
         default=None, description="hosted form: checked, not acted on"
     )
     tool_costs: ToolCosts | SkipJsonSchema[None] = Field(
-        default=None, description="hosted form: tool -> USD per blocked call; ignored"
+        default=None,
+        description="hosted form: tool -> USD per blocked call; ignored",
+        json_schema_extra=_pattern_keys,
     )
 
 
