@@ -48,11 +48,19 @@ from controller.collector import collector_paused
 from controller.configschema import gitops_schema
 from controller.crypto import SecretBox
 from controller.gitops import load as gitops_load
-from controller.gitops.load import FILES, Bundle, Problem, load_bundle
+from controller.gitops.load import (
+    FILES,
+    HOSTED_AGENTS,
+    HOSTED_DIRECTORY,
+    Bundle,
+    Problem,
+    file_of,
+    load_bundle,
+)
 from controller.ingress.profiles import content_hash
 from controller.logs import log
 from controller.model.catalog import SYSTEM_TEMPLATES
-from controller.model.gitops import Unreadable
+from controller.model.gitops import HOSTED_PRESETS, Unreadable
 from controller.model.targets import header_value_problem
 from controller.settings import Settings, SourceSpec
 from controller.sources.git import (
@@ -268,11 +276,23 @@ class Reconciler:
             )
         except GitError as exc:
             return RunResult(spec.name, "failed", revision, message=f"read failed: {exc.message}")
-        files = read.files
+        files, unreadable = dict(read.files), dict(read.unreadable)
+        hosted = _hosted_directory(spec.path)
+        if hosted is not None:
+            # The hosted product's `.driftguard/agents.yaml` beside the directory (its other
+            # files are the hosted harness's, not read).
+            try:
+                found = self.cache.read_file(spec.name, revision, hosted, "agents.yaml")
+            except GitError as exc:
+                return RunResult(
+                    spec.name, "failed", revision, message=f"read failed: {exc.message}"
+                )
+            if isinstance(found, Unreadable):
+                unreadable[HOSTED_AGENTS] = found
+            elif found is not None:
+                files[HOSTED_AGENTS] = found
         with collector_paused():
-            loaded = self._load(
-                spec, org_id, revision, files, inventory.get("files"), read.unreadable
-            )
+            loaded = self._load(spec, org_id, revision, files, inventory.get("files"), unreadable)
             if isinstance(loaded, RunResult):
                 return loaded
             bundle, desired, cache_key = loaded
@@ -301,6 +321,7 @@ class Reconciler:
                 )
                 for value in row
             }
+            org_names = {org_id, spec.org, session.scalar(select(Org.name).where(Org.id == org_id))}
         known_templates = set(api_templates) | set(SYSTEM_TEMPLATES)
         cache_key = self._load_cache_key(spec)
         checked, earlier = self._checked_files(checked_files, cache_key, files)
@@ -313,6 +334,7 @@ class Reconciler:
             earlier=earlier,
             unreadable=unreadable,
             max_file_bytes=self.settings.git_max_file_bytes,
+            org={name for name in org_names if name},
         )
         desired, problems = (
             (Desired(), []) if bundle.problems else self.desired_state(bundle, spec, api_templates)
@@ -326,6 +348,7 @@ class Reconciler:
                 known_watches=known_watches,
                 unreadable=unreadable,
                 max_file_bytes=self.settings.git_max_file_bytes,
+                org={name for name in org_names if name},
             )
             if not bundle.problems:
                 desired, problems = self.desired_state(bundle, spec, api_templates)
@@ -490,7 +513,6 @@ class Reconciler:
         problems: list[Problem] = []
         base = spec.path.rstrip("/")
         templates_file = f"{base}/templates.yaml"
-        agents_file = f"{base}/agents.yaml"
         declared_templates: dict[str, dict[str, Any]] = {}
         if bundle.templates is not None:
             raw = bundle.templates.model_dump(by_alias=True, exclude_none=True)
@@ -545,9 +567,12 @@ class Reconciler:
                         "path": sets_file,
                     }
                     desired.watches[entry["name"]] = self._with_digest(values)
-        if bundle.agents is not None:
-            raw = bundle.agents.model_dump(by_alias=True, exclude_none=True)
-            policies = raw.get("policies", {}) or {}
+        policies: dict[str, Any] = {}
+        for agents_model in bundle.agent_files.values():
+            policies.update(agents_model.model_dump(by_alias=True, exclude_none=True)["policies"])
+        for agents_name, agents_model in bundle.agent_files.items():
+            agents_file = file_of(base, agents_name)
+            raw = agents_model.model_dump(by_alias=True, exclude_none=True)
             for index, agent in enumerate(raw.get("agents", [])):
                 refs: list[str] = []
                 for ref_index, ref in enumerate(agent.get("watches", [])):
@@ -556,7 +581,7 @@ class Reconciler:
                         existing = desired.watches.get(name)
                         if existing is not None and existing["url"] != ref["url"]:
                             line, column = bundle.locate(
-                                "agents.yaml", ("agents", index, "watches", ref_index)
+                                agents_name, ("agents", index, "watches", ref_index)
                             )
                             problems.append(
                                 Problem(
@@ -584,6 +609,7 @@ class Reconciler:
                     else:
                         refs.append(str(ref))
                 policy = agent.get("policy") or "notify-only"
+                policy = HOSTED_PRESETS.get(policy, policy)  # dev-flexible is notify-only
                 values = {
                     "key": agent["id"],
                     "slug": agent.get("slug") or agent["id"],
@@ -1116,6 +1142,16 @@ class _Refused(Exception):
 def _spec_digest(spec: SourceSpec) -> str:
     """What a stalled revision was validated with: a changed source definition retries it."""
     return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:16]
+
+
+def _hosted_directory(path: str) -> str | None:
+    """The hosted product's directory beside the source's (`.driftgate` -> `.driftguard`);
+    None when the source's directory is that one already."""
+    path = path.rstrip("/")
+    if path.rsplit("/", 1)[-1] == HOSTED_DIRECTORY:
+        return None
+    parent = path.rsplit("/", 1)[0] if "/" in path else ""
+    return f"{parent}/{HOSTED_DIRECTORY}" if parent else HOSTED_DIRECTORY
 
 
 def _remote(spec: SourceSpec) -> GitRemote:

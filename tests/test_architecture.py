@@ -83,6 +83,7 @@ CAPABILITIES = (
     "accounts",
     "compat",
     "diffruns",
+    "agentmanifest",
 )
 CAPABILITY_SERVICES = tuple(f"controller.{name}.service" for name in CAPABILITIES)
 

@@ -1,5 +1,8 @@
 """`driftgate validate`: check a `.driftgate/` directory offline, as a CI job before a merge.
 
+The hosted product's `.driftguard/agents.yaml` beside it is checked with it (its other files
+are the hosted harness's and are not read); so is a `.driftguard` directory given alone.
+
 Exit codes: 0 valid (a one-line summary), 1 problems found (each as file:line:column:
 message), 2 the directory is missing or unreadable. Nothing is fetched or stored.
 """
@@ -41,22 +44,31 @@ if TYPE_CHECKING:  # imported when the command runs: `driftgate validate --help`
 def validate(directory: Path, output_format: str, templates: tuple[str, ...]) -> None:
     """Check the .driftgate/ files offline: schema, references, secrets.
 
-    DIRECTORY is the .driftgate directory itself or a repository root that contains one.
+    DIRECTORY is the .driftgate directory itself or a repository root that contains one
+    (a .driftguard/agents.yaml beside it is checked too), or a .driftguard directory.
     """
     from controller.gitops import FILES, load_bundle
-    from controller.gitops.load import WATCH_SETS
+    from controller.gitops.load import HOSTED_AGENTS, WATCH_SETS
     from controller.model.catalog import SYSTEM_TEMPLATES
 
-    target = _find_directory(directory)
-    files, unreadable = _read_files(target)
-    shown = target.as_posix()
+    target, hosted = _directories(directory)
+    files, unreadable = _read_files(target) if target.is_dir() else ({}, {})
+    if hosted is not None and _mode(hosted / "agents.yaml") is not None:
+        read = _read_regular(hosted / "agents.yaml")
+        if isinstance(read, bytes):
+            files[HOSTED_AGENTS] = read
+        else:
+            unreadable[HOSTED_AGENTS] = read
+    shown = target.as_posix() if target.is_dir() or hosted is None else hosted.as_posix()
 
     known = {*templates, *SYSTEM_TEMPLATES}
-    bundle = load_bundle(files, directory=shown, known_templates=known, unreadable=unreadable)
+    bundle = load_bundle(
+        files, directory=target.as_posix(), known_templates=known, unreadable=unreadable
+    )
     if not bundle.problems and not any(
-        name in FILES or name.startswith(f"{WATCH_SETS}/") for name in files
+        name in (*FILES, HOSTED_AGENTS) or name.startswith(f"{WATCH_SETS}/") for name in files
     ):
-        _fail(f"{shown} has none of {', '.join(FILES)}, {WATCH_SETS}/*.yaml")
+        _fail(f"{shown} has none of {', '.join(FILES)}, {WATCH_SETS}/*.yaml, {HOSTED_AGENTS}")
     counts = summarize(bundle)
     if output_format == "json":
         document = {
@@ -95,6 +107,20 @@ def summarize(bundle: Bundle) -> dict[str, int]:
         "watchSets": len(sets),
         "watches": sum(len(watch_set.watches) for watch_set in sets) + inline,
     }
+
+
+def _directories(directory: Path) -> tuple[Path, Path | None]:
+    """The `.driftgate` directory to read (it may be absent when only the hosted one is
+    there) and the hosted `.driftguard` directory beside it, if any."""
+    from controller.gitops.load import HOSTED_DIRECTORY
+
+    if directory.name == HOSTED_DIRECTORY and directory.is_dir():
+        return directory.parent / ".driftgate", directory
+    if (directory / HOSTED_DIRECTORY).is_dir() and not (directory / ".driftgate").is_dir():
+        return directory / ".driftgate", directory / HOSTED_DIRECTORY
+    target = _find_directory(directory)
+    hosted = target.parent / HOSTED_DIRECTORY
+    return target, hosted if target.name == ".driftgate" and hosted.is_dir() else None
 
 
 def _find_directory(directory: Path) -> Path:

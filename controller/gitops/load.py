@@ -15,7 +15,9 @@ Messages never echo header values (they may be secrets) or URLs (they may carry 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
+import posixpath
 import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextvars import ContextVar
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from functools import cache
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import yaml
 from jsonschema import Draft202012Validator, validators  # type: ignore[import-untyped]
@@ -33,6 +36,7 @@ from pydantic import ValidationError as ModelError
 from controller.configschema import gitops_schema
 from controller.ingress.profiles import ProfileInvalid, check_profile
 from controller.model.gitops import (
+    ALL_PRESETS,
     ENV_VALUE_PATTERN,
     ENVIRONMENT_PATTERN,
     HEADER_VALUE_PATTERN,
@@ -58,6 +62,7 @@ from controller.model.watch import (
     NAME_PATTERN,
     NOTE_PATTERN,
     URL_PATTERN,
+    WatchType,
     explain_bad_name,
     explain_bad_url,
 )
@@ -68,6 +73,11 @@ PROFILES = "profiles"  # the subdirectory of consumer profiles, one file each
 WATCH_SETS = "watch-sets"
 WATCH_SETS_FILE = "watch-sets.yaml"
 WATCH_SET_SUFFIXES = (".yaml", ".yml")
+# The hosted product's directory beside `.driftgate/` (a sibling of the source's directory):
+# only its `agents.yaml` is driftgate's, passed to `load_bundle` under this name.
+HOSTED_DIRECTORY = ".driftguard"
+HOSTED_AGENTS = f"{HOSTED_DIRECTORY}/agents.yaml"
+AGENTS_FILES = ("agents.yaml", HOSTED_AGENTS)
 MAX_NODES = 100_000  # after alias expansion: a few aliases must not become a billion nodes
 MAX_DEPTH = 64
 
@@ -85,6 +95,8 @@ class Problem:
     column: int
     message: str
     path: str = ""  # JSON path of the offending value, e.g. agents[2].policy
+    # The same path as keys and indexes (for a JSON pointer); not compared.
+    parts: tuple[str | int, ...] = field(default=(), compare=False)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.column}: {self.message}"
@@ -127,7 +139,10 @@ class Bundle:
     unless `problems` is empty: cross-reference problems leave the models in place.
     """
 
+    # The agents of agents.yaml and of the hosted `.driftguard/agents.yaml`, as one file.
     agents: AgentsFile | None = None
+    # The same, file by file: `agents.yaml` and/or HOSTED_AGENTS -> its model.
+    agent_files: dict[str, AgentsFile] = field(default_factory=dict)
     templates: TemplatesFile | None = None
     # Every watch set of watch-sets.yaml and of watch-sets/*.yaml, in that order (the files
     # in name order); None when there is no such file or none of them validated.
@@ -168,8 +183,14 @@ def load_bundle(
     earlier: Mapping[str, Any] | None = None,
     unreadable: Mapping[str, Unreadable] | None = None,
     max_file_bytes: int = MAX_FILE_BYTES,
+    org: Collection[str] | None = None,
 ) -> Bundle:
     """Parse, validate and cross-check the files of a `.driftgate/` directory.
+
+    `files` may also hold HOSTED_AGENTS, the hosted product's `.driftguard/agents.yaml` beside
+    the directory: its agents, policies and watches join those of agents.yaml (one namespace).
+    `org`: the names and id of the org the files apply to; a top-level `org:` that is none of
+    them is a problem (None: not checked, as offline).
 
     `files` maps base names to contents; names other than FILES are ignored, except near
     misses such as `agents.yml`, which are reported. `known_templates` are template names
@@ -223,7 +244,7 @@ def load_bundle(
         return _parse(name, file, files[name], max_file_bytes)
 
     parts = sorted(name for name in {*files, *unreadable} if _is_watch_set_part(name))
-    present = [name for name in FILES if name in files or name in unreadable]
+    present = [name for name in (*FILES, HOSTED_AGENTS) if name in files or name in unreadable]
     documents = {name: document(name) for name in [*present, *parts]}
 
     def validate(name: str, model: type[M]) -> M | None:
@@ -233,8 +254,10 @@ def load_bundle(
 
     set_names = [name for name in documents if documents[name].kind == WATCH_SETS_FILE]
     set_files = {name: validate(name, WatchSetsFile) for name in set_names}
+    agent_files = {name: validate(name, AgentsFile) for name in AGENTS_FILES}
     bundle = Bundle(
-        agents=validate("agents.yaml", AgentsFile),
+        agents=_merged_agents(agent_files),
+        agent_files={name: model for name, model in agent_files.items() if model is not None},
         templates=validate("templates.yaml", TemplatesFile),
         watch_sets=_merged(set_files),
         watch_set_files={name: model for name, model in set_files.items() if model is not None},
@@ -247,14 +270,14 @@ def load_bundle(
         checked=frozenset(reuse),
     )
     for name, model in (
-        ("agents.yaml", bundle.agents),
+        *agent_files.items(),
         ("templates.yaml", bundle.templates),
         *set_files.items(),
         ("dashboards.yaml", bundle.dashboards),
     ):
         if model is not None and not documents[name].problems:
             bundle.data[name] = documents[name].data
-    _Checks(documents, set(known_templates), set(known_watches)).run(bundle)
+    _Checks(documents, set(known_templates), set(known_watches), org).run(bundle)
     profile_documents = _load_profiles(files, directory, bundle, max_file_bytes)
     found = (
         misnamed
@@ -279,6 +302,34 @@ def _merged(files: Mapping[str, WatchSetsFile | None]) -> WatchSetsFile | None:
     # Each file passed the model already; the concatenation has no rule of its own.
     sets = [watch_set for model in valid for watch_set in model.watch_sets]
     return WatchSetsFile.model_construct(version=valid[0].version, watch_sets=sets)
+
+
+def _merged_agents(files: Mapping[str, AgentsFile | None]) -> AgentsFile | None:
+    """The agents and policies of every agents file that validated, as one file."""
+    valid = [model for model in files.values() if model is not None]
+    if len(valid) <= 1:
+        return valid[0] if valid else None
+    policies = {name: policy for model in valid for name, policy in model.policies.items()}
+    agents = [agent for model in valid for agent in model.agents]
+    return AgentsFile.model_construct(version=1, policies=policies, agents=agents)
+
+
+def derived_name(url: str) -> str:
+    """The name of an inline watch written without one: its URL's host and path (a URL with
+    a query, a fragment or over 180 characters ends in `~` and 8 hex digits of its SHA-256
+    instead, so the name never shows a token and two URLs never share a name)."""
+    parts = urlsplit(url)
+    name = (parts.netloc.lower() + parts.path).rstrip("/") or parts.netloc.lower()
+    if parts.query or parts.fragment or len(name) > 180:
+        digest = hashlib.sha256(url.encode()).hexdigest()[:8]
+        name = f"{name[:180]}~{digest}"
+    return name
+
+
+def file_of(directory: str, name: str) -> str:
+    """How problems name the file `name` of `directory`: `.driftgate/agents.yaml`, and the
+    hosted file beside the directory as `.driftguard/agents.yaml`."""
+    return _join(directory, name)
 
 
 def _is_watch_set_part(name: str) -> bool:
@@ -352,7 +403,14 @@ class _Document:
     @property
     def kind(self) -> str:
         """The file of FILES whose schema applies (a watch-set file's is watch-sets.yaml)."""
+        if self.name == HOSTED_AGENTS:
+            return "agents.yaml"
         return WATCH_SETS_FILE if _is_watch_set_part(self.name) else self.name
+
+    @property
+    def hosted(self) -> bool:
+        """The hosted product's `.driftguard/agents.yaml`, whose own rules apply too."""
+        return self.name == HOSTED_AGENTS
 
     @property
     def parsed(self) -> bool:
@@ -360,12 +418,16 @@ class _Document:
 
     def report(self, path: Sequence[str | int], message: str, *, key: bool = False) -> None:
         line, column = (self.positions or Positions()).find(path, key=key)
-        self.problems.append(Problem(self.file, line, column, message, json_path(path)))
+        self.problems.append(
+            Problem(self.file, line, column, message, json_path(path), tuple(path))
+        )
 
     def report_at(
         self, line: int, column: int, message: str, path: Sequence[str | int] = ()
     ) -> None:
-        self.problems.append(Problem(self.file, line, column, message, json_path(path)))
+        self.problems.append(
+            Problem(self.file, line, column, message, json_path(path), tuple(path))
+        )
 
 
 class _Unreadable(Exception):
@@ -885,6 +947,8 @@ def _subject(path: JsonPath) -> str:
 
 
 def _join(directory: str, name: str) -> str:
+    if name == HOSTED_AGENTS:  # beside the directory, not in it
+        return posixpath.join(posixpath.dirname(directory.rstrip("/")), name)
     return f"{directory.rstrip('/')}/{name}" if directory else name
 
 
@@ -908,10 +972,12 @@ class _Checks:
         documents: Mapping[str, _Document],
         known_templates: set[str],
         known_watches: set[str],
+        org: Collection[str] | None = None,
     ):
         self.documents = documents
         self.known_templates = known_templates
         self.known_watches = known_watches
+        self.org = None if org is None else {name.lower() for name in org}
         # watch name -> (URL or None when it comes from a template we cannot see, type, where)
         self.watches: dict[str, tuple[str | None, str | None, str, JsonPath]] = {}
 
@@ -923,8 +989,8 @@ class _Checks:
             templates = {}
         if bundle.watch_set_files:
             self._watch_sets(bundle.watch_set_files, templates)
-        if bundle.agents is not None:
-            self._agents(bundle.agents)
+        if bundle.agent_files:
+            self._agents(bundle.agent_files)
         if bundle.dashboards is not None:
             document = self.documents["dashboards.yaml"]
             names: dict[str, JsonPath] = {}
@@ -986,34 +1052,111 @@ class _Checks:
             )
         return None
 
-    def _agents(self, file: AgentsFile) -> None:
-        document = self.documents["agents.yaml"]
-        names: dict[str, JsonPath] = {}  # every id and slug routes to one agent
-        policies = [*POLICY_PRESETS, *file.policies]
-        for i, agent in enumerate(file.agents):
-            _unique(document, names, agent.id, ("agents", i, "id"), "agent id or slug")
-            if agent.slug != agent.id:
-                _unique(document, names, agent.slug, ("agents", i, "slug"), "agent id or slug")
-            if agent.policy not in policies:
-                document.report(
-                    ("agents", i, "policy"),
-                    f"unknown policy {agent.policy!r}: use a preset "
-                    f"({', '.join(POLICY_PRESETS)}) or declare it under policies"
-                    + _suggest(agent.policy, policies),
-                )
-            listed: dict[str, JsonPath] = {}
-            for j, watch in enumerate(agent.watches):
-                path: JsonPath = ("agents", i, "watches", j)
-                name = watch.name if isinstance(watch, InlineWatch) else watch
-                if _unique(document, listed, name, path, "watch") and isinstance(
-                    watch, InlineWatch
-                ):
-                    self._inline(document, watch, path)
+    def _agents(self, files: Mapping[str, AgentsFile]) -> None:
+        """agents.yaml and the hosted `.driftguard/agents.yaml` are one namespace: agent ids
+        and slugs, policy names and watch names; a repeat names the file and line of the
+        first."""
+        names: dict[str, tuple[_Document, JsonPath]] = {}  # every id and slug routes to one
+        declared: dict[str, tuple[_Document, JsonPath]] = {}
+        for name, file in files.items():
+            document = self.documents[name]
+            self._org(document, file)
+            for policy in file.policies:
+                _unique_across(document, declared, policy, ("policies", policy), "policy")
+        policies = [*ALL_PRESETS, *declared]
+        by_url = self._watches_by_url(files)
+        for name, file in files.items():
+            document = self.documents[name]
+            for i, agent in enumerate(file.agents):
+                _unique_across(document, names, agent.id, ("agents", i, "id"), "agent id or slug")
+                if agent.slug != agent.id:
+                    where: JsonPath = ("agents", i, "slug")
+                    _unique_across(document, names, agent.slug, where, "agent id or slug")
+                if agent.policy not in policies:
+                    document.report(
+                        ("agents", i, "policy"),
+                        f"unknown policy {agent.policy!r}: use a preset "
+                        f"({', '.join(POLICY_PRESETS)}) or declare it under policies"
+                        + _suggest(agent.policy, policies),
+                    )
+                listed: dict[str, JsonPath] = {}
+                for j, watch in enumerate(agent.watches):
+                    path: JsonPath = ("agents", i, "watches", j)
+                    if isinstance(watch, InlineWatch) and watch.name is None:
+                        key = (watch.url, watch.watch_type.value)
+                        watch.name = by_url.get(key) or derived_name(watch.url)
+                    ref = watch.name if isinstance(watch, InlineWatch) else watch
+                    assert ref is not None
+                    if _unique(document, listed, ref, path, "watch") and isinstance(
+                        watch, InlineWatch
+                    ):
+                        self._inline(document, watch, path)
+                self._hosted_rules(document, agent, i)
         # After every inline declaration is known: references one typo away from a watch.
-        for i, agent in enumerate(file.agents):
-            for j, watch in enumerate(agent.watches):
-                if isinstance(watch, str):
-                    self._reference(document, watch, ("agents", i, "watches", j))
+        for name, file in files.items():
+            for i, agent in enumerate(file.agents):
+                for j, watch in enumerate(agent.watches):
+                    if isinstance(watch, str):
+                        self._reference(self.documents[name], watch, ("agents", i, "watches", j))
+
+    def _watches_by_url(self, files: Mapping[str, AgentsFile]) -> dict[tuple[str, str], str]:
+        """(URL, type) -> the name of the watch these files declare with them by name (watch
+        sets first, then named inline watches): what an unnamed inline watch refers to."""
+        by_url: dict[tuple[str, str], str] = {}
+        for watch_name, (url, kind, _, _) in self.watches.items():
+            if url is not None and kind is not None:
+                by_url.setdefault((url, str(WatchType(kind).value)), watch_name)
+        for file in files.values():
+            for agent in file.agents:
+                for watch in agent.watches:
+                    if isinstance(watch, InlineWatch) and watch.name is not None:
+                        by_url.setdefault((watch.url, watch.watch_type.value), watch.name)
+        return by_url
+
+    def _org(self, document: _Document, file: AgentsFile) -> None:
+        if file.org is None or self.org is None or file.org.lower() in self.org:
+            return
+        document.report(
+            ("org",),
+            f"org {file.org!r} is not the org this source applies to; fix it or remove the "
+            "key (the source's org decides)",
+        )
+
+    def _hosted_rules(self, document: _Document, agent: Any, i: int) -> None:
+        """The hosted product's own checks of an agent: an `a2a.cardUrl` needs an `a2a_card`
+        watch of that URL and a non-empty `mcp.skillToolMap`; in the hosted file, an `mcp`
+        watch needs `mcp.configPath` (driftgate's own files watch an MCP server by URL and
+        need no client configuration)."""
+        watches = [self._kind_of(watch) for watch in agent.watches]
+        if agent.a2a is not None:
+            card = agent.a2a.card_url
+            if (card, WatchType.A2A_CARD.value) not in watches:
+                document.report(
+                    ("agents", i, "a2a", "cardUrl"),
+                    "a2a.cardUrl needs a watch of type a2a_card with the same URL in this "
+                    "agent's watches (add {type: a2a_card, url: <the card URL>})",
+                )
+            if agent.mcp is None or not agent.mcp.skill_tool_map:
+                document.report(
+                    ("agents", i, "a2a"),
+                    "a2a.cardUrl needs mcp.skillToolMap: map each A2A skill to its MCP tools",
+                )
+        if document.hosted and agent.mcp is None:
+            for j, (_, kind) in enumerate(watches):
+                if kind == WatchType.MCP.value:
+                    document.report(
+                        ("agents", i, "watches", j),
+                        "an mcp watch needs mcp.configPath (the agent's MCP client "
+                        "configuration) in the hosted agents.yaml",
+                    )
+                    break
+
+    def _kind_of(self, watch: str | InlineWatch) -> tuple[str | None, str | None]:
+        """(URL, type) of an agent's watch: inline, or a watch these files declare."""
+        if isinstance(watch, InlineWatch):
+            return watch.url, watch.watch_type.value
+        url, kind, _, _ = self.watches.get(watch, (None, None, "", ()))
+        return url, None if kind is None else str(WatchType(kind).value)
 
     def _reference(self, document: _Document, ref: str, path: JsonPath) -> None:
         if ref in self.watches or ref in self.known_watches or "://" in ref:
@@ -1028,8 +1171,9 @@ class _Checks:
 
     def _inline(self, document: _Document, watch: InlineWatch, path: JsonPath) -> None:
         """An inline watch may repeat a declaration, but not contradict it."""
+        assert watch.name is not None
         url, kind, file, where = self.watches.setdefault(
-            watch.name, (watch.url, watch.watch_type, "agents.yaml", path)
+            watch.name, (watch.url, watch.watch_type, document.name, path)
         )
         if (url is not None and url != watch.url) or (
             kind is not None and kind != watch.watch_type
@@ -1038,8 +1182,8 @@ class _Checks:
             line = source.positions.find(where)[0] if source.positions else 1
             document.report(
                 (*path, "name"),
-                f"watch {watch.name!r} is declared with another URL or type in {file} "
-                f"(line {line}); refer to it by name",
+                f"watch {watch.name!r} is declared with another URL or type in "
+                f"{file} (line {line}); refer to it by name",
             )
 
 

@@ -49,6 +49,10 @@ from controller.model.watch import (
 VERSION = 1
 POLICY_PRESETS = ("notify-only", "staging-strict", "production-guard")
 DEFAULT_POLICY = "notify-only"
+# The hosted product's presets that driftgate has no preset of its own for, and the preset it
+# reads them as (docs/decisions.md): `dev-flexible` never blocks a run, as `notify-only`.
+HOSTED_PRESETS: dict[str, str] = {"dev-flexible": "notify-only"}
+ALL_PRESETS = (*POLICY_PRESETS, *HOSTED_PRESETS)
 
 SLUG_PATTERN = r"^[a-z0-9](?:[a-z0-9_-]{0,62}[a-z0-9])?$"
 ENVIRONMENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -190,11 +194,31 @@ def _policy_names(schema: dict[str, Any]) -> None:
     # pydantic renders constrained dict keys as patternProperties, which lets other keys
     # through; propertyNames refuses them, and the preset names with them.
     ((pattern, value),) = schema.pop("patternProperties").items()
-    schema["propertyNames"] = {"pattern": pattern, "not": {"enum": list(POLICY_PRESETS)}}
+    schema["propertyNames"] = {"pattern": pattern, "not": {"enum": list(ALL_PRESETS)}}
+    schema["additionalProperties"] = value
+
+
+def _pattern_keys(schema: dict[str, Any]) -> None:
+    # As `_policy_names`: the key pattern in propertyNames, so other keys are refused.
+    ((pattern, value),) = schema.pop("patternProperties").items()
+    schema["propertyNames"] = {**schema.get("propertyNames", {}), "pattern": pattern}
     schema["additionalProperties"] = value
 
 
 Tags = Annotated[list[Tag], Field(max_length=50), AfterValidator(_dedupe)]
+# A watch type as the files write it: driftgate's, or the hosted product's `api` (read as
+# `rest` by WatchType itself), so the schema lets `api` through too.
+FileWatchType = Annotated[
+    WatchType,
+    WithJsonSchema(
+        {
+            "type": "string",
+            "enum": [*(kind.value for kind in WatchType), "api"],
+            "description": "`api` (the hosted product's name) is read as `rest`",
+        }
+    ),
+]
+Label = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=LABEL_PATTERN)]
 Description = Annotated[str, StringConstraints(max_length=500, pattern=NOTE_PATTERN)]
 
 
@@ -255,11 +279,43 @@ class ApprovalRule(FileModel):
 
 
 class InlineWatch(CamelFileModel):
-    """A watch declared in place in an agent's `watches:` list."""
+    """A watch declared in place in an agent's `watches:` list. Without a `name` (the hosted
+    form), the loader names it: the watch these files declare with the same URL and type, else
+    a name derived from the URL (`controller.gitops.load.derived_name`)."""
 
-    name: WatchName
+    name: WatchName | SkipJsonSchema[None] = Field(
+        default=None, description="default: the declared watch of that URL, else from the URL"
+    )
     url: SendableUrl
-    watch_type: WatchType = Field(alias="type")
+    watch_type: FileWatchType = Field(alias="type")
+
+
+class A2aBinding(CamelFileModel):
+    """The hosted `a2a:` of an agent: its A2A agent card, which must also be an `a2a_card`
+    watch of the agent (the loader checks it)."""
+
+    card_url: SendableUrl = Field(description="the agent card's URL (/.well-known/agent.json)")
+
+
+class McpBinding(CamelFileModel):
+    """The hosted `mcp:` of an agent. driftgate checks it and acts on none of it (the hosted
+    product's card/tool correlation reads it); see docs/gitops-files.md."""
+
+    config_path: Label = Field(description="the agent's MCP client configuration file")
+    lock_servers: Annotated[list[Label], Field(max_length=200)] | SkipJsonSchema[None] = None
+    skill_tool_map: (
+        Annotated[dict[Label, Annotated[list[Label], Field(max_length=200)]], Field(max_length=500)]
+        | SkipJsonSchema[None]
+    ) = Field(
+        default=None,
+        description="A2A skill id -> the MCP tools that serve it",
+        json_schema_extra=_pattern_keys,
+    )
+
+
+ToolCosts = Annotated[
+    dict[Label, Annotated[float, Field(ge=0, allow_inf_nan=False)]], Field(max_length=500)
+]
 
 
 class Agent(FileModel):
@@ -274,8 +330,8 @@ class Agent(FileModel):
     environment: Environment | SkipJsonSchema[None] = None
     policy: Slug = Field(
         default=DEFAULT_POLICY,
-        description="a preset (notify-only, staging-strict, production-guard) or a name under "
-        "policies",
+        description="a preset (notify-only, staging-strict, production-guard; the hosted "
+        "dev-flexible reads as notify-only) or a name under policies",
     )
     watches: Annotated[list[WatchName | InlineWatch], Field(max_length=200)] = Field(
         default_factory=list, description="watch names, ids or URLs, or inline watches"
@@ -291,11 +347,23 @@ class Agent(FileModel):
         alias="vendoredPaths",
         description="watch (name, as listed under watches) -> the path of that contract's copy "
         "in repoRef; a draft pull request rewrites it to the new contract",
+        json_schema_extra=_pattern_keys,
     )
     approvals: Annotated[list[ApprovalRule], Field(max_length=50)] = Field(
         default_factory=list,
         description="remediation approval rules: an ack must come from one of them "
         "(none: any caller with an org key)",
+    )
+    a2a: A2aBinding | SkipJsonSchema[None] = Field(
+        default=None, description="hosted form: the agent's A2A card (an a2a_card watch too)"
+    )
+    mcp: McpBinding | SkipJsonSchema[None] = Field(
+        default=None, description="hosted form: checked, not acted on"
+    )
+    tool_costs: ToolCosts | SkipJsonSchema[None] = Field(
+        default=None,
+        description="hosted form: tool -> USD per blocked call; ignored",
+        json_schema_extra=_pattern_keys,
     )
 
 
@@ -305,6 +373,9 @@ class AgentsFile(FileModel):
     model_config = ConfigDict(title="agents.yaml")
 
     version: Literal[1]
+    org: Label | SkipJsonSchema[None] = Field(
+        default=None, description="hosted form: the org (name or id) the source applies to"
+    )
     policies: dict[Slug, Policy] = Field(
         default_factory=dict,
         description="custom policies by name (a lowercase slug, not a preset name)",
@@ -315,7 +386,7 @@ class AgentsFile(FileModel):
     @model_validator(mode="after")
     def _no_shadowed_presets(self) -> AgentsFile:
         for name in self.policies:
-            if name in POLICY_PRESETS:
+            if name in ALL_PRESETS:
                 raise ValueError(f"policy {name!r} shadows the built-in preset")
         return self
 
@@ -327,7 +398,7 @@ class Template(CamelFileModel):
     """A reusable watch configuration; its values are defaults, not locks."""
 
     name: WatchName
-    watch_type: WatchType
+    watch_type: FileWatchType
     url_pattern: Annotated[UrlTemplate, AfterValidator(check_url_template)] = Field(
         description="URL of watches made from the template; `{placeholders}` make url required"
     )
@@ -364,7 +435,7 @@ class WatchSetEntry(CamelFileModel):
     name: WatchName
     template: WatchName | SkipJsonSchema[None] = None
     url: SendableUrl | SkipJsonSchema[None] = None
-    watch_type: WatchType | SkipJsonSchema[None] = None
+    watch_type: FileWatchType | SkipJsonSchema[None] = None
     headers: Headers | SkipJsonSchema[None] = Field(
         default=None, description="merged over the template's headers"
     )
@@ -412,7 +483,7 @@ class DashboardFilterSpec(CamelFileModel):
     vendor: WatchName | SkipJsonSchema[None] = Field(
         default=None, description="a `vendor:` tag's value, or a host"
     )
-    watch_type: WatchType | SkipJsonSchema[None] = None
+    watch_type: FileWatchType | SkipJsonSchema[None] = None
     environment: Environment | SkipJsonSchema[None] = Field(
         default=None, description="the watches an agent of this environment depends on"
     )

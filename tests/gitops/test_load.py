@@ -296,7 +296,7 @@ def test_unknown_keys_suggest_the_right_one() -> None:
             5,
             5,
             "unknown key 'colour' (expected id, slug, name, environment, policy, watches, "
-            "runtime_webhook, repoRef, vendoredPaths, approvals)",
+            "runtime_webhook, repoRef, vendoredPaths, approvals, a2a, mcp, tool_costs)",
         ),
     ]
 
@@ -345,7 +345,7 @@ def test_value_errors_point_at_the_value() -> None:
             ".driftgate/agents.yaml",
             9,
             56,
-            "type must be one of openapi, rest, mcp, not 'soap'",
+            "type must be one of openapi, rest, mcp, a2a_card, api, not 'soap'",
         ),
     ]
 
@@ -506,7 +506,7 @@ def test_templates() -> None:
             ".driftgate/templates.yaml",
             4,
             16,
-            "watchType must be one of openapi, rest, mcp, not 'soap'",
+            "watchType must be one of openapi, rest, mcp, a2a_card, api, not 'soap'",
         ),
         (
             ".driftgate/templates.yaml",

@@ -15,6 +15,7 @@ from web.api import (  # noqa: E402,F401  (registration)
     gitops,
     health,
     ingress,
+    manifest,
     meta,
     org,
     portfolio,
