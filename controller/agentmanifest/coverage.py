@@ -1,4 +1,4 @@
-"""A2A coverage, pure: a manifest's watches against the org's, matched by URL and type.
+"""A2A coverage, pure: a manifest's watches against the org's, matched by URL and type family.
 
 The manifest is read exactly as `.driftguard/agents.yaml` is read in git (`load_manifest`),
 so a manifest that passes here passes `driftgate validate`, and the other way round.
@@ -78,13 +78,19 @@ def normalized(url: str) -> str:
     return url.rstrip("/").lower()
 
 
+def family(watch_type: str) -> str:
+    """Types that watch the same kind of contract: `openapi` and `rest` (the hosted `api`) are
+    both an HTTP API, whichever way driftgate reads it; `mcp` and `a2a_card` stand alone."""
+    return "http" if watch_type in (WatchType.OPENAPI.value, WatchType.REST.value) else watch_type
+
+
 def match(bundle: Bundle, watches: Iterable[OrgWatch]) -> list[AgentCoverage]:
-    """Each agent's watches, each with the org watch of the same URL and type (an inline
-    watch), or of that name, id or URL (a reference). Nothing is created."""
+    """Each agent's watches, each with the org watch of the same URL and type family (an
+    inline watch), or of that name, id or URL (a reference). Nothing is created."""
     by_url: dict[tuple[str, str], str] = {}
     by_ref: dict[str, str] = {}
     for row in watches:
-        by_url.setdefault((normalized(row.url), row.watch_type), row.id)
+        by_url.setdefault((normalized(row.url), family(row.watch_type)), row.id)
         by_ref.setdefault(row.id, row.id)
         by_ref.setdefault(row.name, row.id)
         by_ref.setdefault(normalized(row.url), row.id)
@@ -94,7 +100,7 @@ def match(bundle: Bundle, watches: Iterable[OrgWatch]) -> list[AgentCoverage]:
         for watch in agent.watches:
             if isinstance(watch, InlineWatch):
                 kind = WatchType(watch.watch_type).value
-                found = by_url.get((normalized(watch.url), kind))
+                found = by_url.get((normalized(watch.url), family(kind)))
                 covered.watches.append((kind, watch.url, found))
             else:
                 found = by_ref.get(watch) or by_ref.get(normalized(watch))

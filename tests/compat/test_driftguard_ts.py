@@ -34,26 +34,6 @@ from mcp.types import CallToolResult, TextContent  # noqa: E402
 pytestmark = pytest.mark.slow
 
 
-def route_is_built(method: str, rule: str) -> bool:
-    """Whether driftgate's route registry (what /openapi.json publishes) has the route."""
-    from web.api import REGISTRY
-
-    return any(r.method == method and r.rule == rule for r in REGISTRY.routes)
-
-
-# Built by other engineers as this is written (issue 36): their tests run once it is merged.
-REMOTE_DIFF = "/api/openapi/diff/remote"
-A2A_COVERAGE = "/api/a2a/coverage/assert"
-needs_remote_diff = pytest.mark.skipif(
-    not route_is_built("POST", REMOTE_DIFF),
-    reason=f"POST {REMOTE_DIFF} (the remote OpenAPI diff) is not built yet in driftgate",
-)
-needs_a2a_coverage = pytest.mark.skipif(
-    not route_is_built("POST", A2A_COVERAGE),
-    reason=f"POST {A2A_COVERAGE} (A2A coverage) is not built yet in driftgate",
-)
-
-
 @pytest.fixture(scope="module")
 def behind_tls() -> bool:
     """The clients take only an https:// base URL: nginx in front, as operators run it."""
@@ -236,7 +216,6 @@ def test_adopt_suggests_and_creates_the_watches_of_its_mcp_servers(
     assert [w["watchType"] for w in watches if w["url"] == mcp_server.url] == ["mcp"]
 
 
-@needs_remote_diff
 def test_openapi_diff_remote_saves_a_run(clients: Path, live: Live, tmp_path: Path) -> None:
     (tmp_path / "base.json").write_text(as_json(charges_spec()))
     (tmp_path / "target.json").write_text(as_json(charges_spec(refunds=False)))
@@ -286,7 +265,6 @@ def agents_manifest(*urls: str) -> str:
     )
 
 
-@needs_a2a_coverage
 def test_assert_a2a_coverage_passes_when_registered_and_fails_when_not(
     clients: Path, live: Live, tmp_path: Path
 ) -> None:
@@ -304,7 +282,7 @@ def test_assert_a2a_coverage_passes_when_registered_and_fails_when_not(
     answer = printed_json(failed.stdout)
     assert answer["ok"] is False and answer["missingWatchUrls"] == [unregistered]
     assert [a["missingWatches"] for a in answer["agents"]] == [
-        [{"type": "api", "url": unregistered}]
+        [{"type": "rest", "url": unregistered}]  # the hosted `api` is driftgate's `rest`
     ]
     # The CLI's usage errors are 2: no manifest where it was asked to look.
     absent = cli(clients, live, tmp_path, "assert-a2a-coverage", "elsewhere/agents.yaml")
@@ -494,7 +472,6 @@ def test_trigger_remediation_reaches_the_draft_pr_flow(
             http.put("/api/org/products/draftpr_repo", json={"enabled": False})
 
 
-@needs_a2a_coverage
 def test_assert_a2a_coverage_tool(mcp: McpClient, live: Live) -> None:
     registered, unregistered = live.specs.url("/ts-a2a-ok"), live.specs.url("/ts-a2a-missing")
     create_watch(live, "ts-a2a-ok", registered, "openapi")
@@ -507,5 +484,5 @@ def test_assert_a2a_coverage_tool(mcp: McpClient, live: Live) -> None:
     answer = json.loads(text_of(refused))
     assert answer["ok"] is False and answer["missingWatchUrls"] == [unregistered]
     assert [a["missingWatches"] for a in answer["agents"]] == [
-        [{"type": "api", "url": unregistered}]
+        [{"type": "rest", "url": unregistered}]  # the hosted `api` is driftgate's `rest`
     ]

@@ -90,6 +90,17 @@ def test_an_api_watch_is_a_rest_watch_and_a_reference_matches_by_name(
     del document["agents"][0]["a2a"], document["agents"][0]["mcp"]
     answer = client.post(ROUTE, json={"manifest": document}, headers=acme.headers)
     assert answer.status_code == 200, answer.get_json()
+    # The hosted `api` covers an HTTP API driftgate watches as `openapi` too (one family);
+    # an `mcp` watch of the URL does not.
+    add_watch(database, acme, "spec", "https://spec.acme.test/openapi.json", "openapi")
+    add_watch(database, acme, "tools", "https://tools.acme.test/mcp", "mcp")
+    document["agents"][0]["watches"] = [
+        {"type": "api", "url": "https://spec.acme.test/openapi.json"},
+        {"type": "api", "url": "https://tools.acme.test/mcp"},
+    ]
+    answer = client.post(ROUTE, json={"manifest": document}, headers=acme.headers)
+    assert answer.status_code == 422, answer.get_json()
+    assert answer.get_json()["missingWatchUrls"] == ["https://tools.acme.test/mcp"]
 
 
 def test_a_bad_manifest_is_refused_with_pointers(client: FlaskClient, acme: OrgKey) -> None:
