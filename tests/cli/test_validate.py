@@ -130,7 +130,7 @@ def test_unusable_directories_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert empty.exit_code == 2
     assert empty.stderr == (
         "driftgate: error: empty has none of agents.yaml, templates.yaml, watch-sets.yaml, "
-        "dashboards.yaml, watch-sets/*.yaml\n"
+        "dashboards.yaml, watch-sets/*.yaml, .driftguard/agents.yaml\n"
     )
 
 

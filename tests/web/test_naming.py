@@ -34,10 +34,23 @@ FREE_FORM = {
     "CoverageIn.mcpJson",
     "CoverageIn.config",
     "WatchUpdate.body",
+    # The hosted agents.yaml sent as JSON: published with the agents.yaml schema (its
+    # validation form), read by the same loader as the file in git.
+    "A2aCoverageIn.manifest",
 }
 # Names another service chose: GitHub's install flow appends `installation_id` and
 # `setup_action` to the App's setup URL.
 FOREIGN = {"CallbackQuery.installation_id", "CallbackQuery.setup_action"}
+# The keys of `.driftgate/agents.yaml` (and the hosted `.driftguard/agents.yaml`), which the
+# A2A coverage route takes as JSON: the file format's snake_case names (docs/gitops-files.md).
+FOREIGN |= {
+    "Agent.runtime_webhook",
+    "Agent.tool_costs",
+    "Policy.auto_resolve_incident",
+    "Policy.on_breaking",
+    "Policy.on_warning",
+    "Policy.require_ack_to_unblock",
+}
 
 
 def _models() -> dict[str, type[BaseModel]]:
