@@ -169,6 +169,13 @@ def test_every_page_fits_a_desktop_and_a_phone(
         },
     )
     event = api.get(f"/api/drift?watchId={watch['id']}").json()["events"][0]["id"]
+    # A diff run's page, and a trip for the agent's trips table.
+    run = api.post(
+        "/api/openapi/diffs",
+        json={"before": charges_spec(), "after": charges_spec(refunds=False), "source": "cli"},
+    ).json()
+    trip = {"tripId": "run-7:step-3", "reason": "budget_exceeded", "agentId": "billing-bot"}
+    assert api.post("/v1/fuse/trips", json={**trip, "tool": "refund"}).status_code == 201
     api.close()
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     page.set_default_timeout(20_000)
@@ -203,6 +210,7 @@ def test_every_page_fits_a_desktop_and_a_phone(
         "search": "/console/search?q=pay",
         "settings": "/console/settings",
         "api-keys": "/console/settings/keys",
+        "diff-run": f"/console/diffs/{run['id']}",
     }
     for size, (width, height) in WIDTHS.items():
         page.set_viewport_size({"width": width, "height": height})
