@@ -95,7 +95,7 @@ class A2aCoverageMissing(ApiModel):
 def assert_a2a_coverage(
     session: Session, org_id: str, data: A2aCoverageIn, repo_header: str | None = None
 ) -> A2aCoverageOk | A2aCoverageMissing:
-    """Whether every watch of the manifest is a watch of the org (by URL and type)."""
+    """Whether every watch of the manifest is a watch of the org (by URL and type family)."""
     bundle = load_manifest(data.manifest)
     if bundle.problems:
         details = [{"path": pointer(p), "message": p.message} for p in bundle.problems]

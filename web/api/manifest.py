@@ -27,7 +27,8 @@ class A2aCoverageRefusal(RootModel[service.A2aCoverageMissing | ErrorEnvelope]):
 )
 def a2a_coverage_assert(call: Call) -> Reply:
     """200 `{ok: true, ...}` when every watch the manifest (the hosted `agents.yaml` as JSON)
-    declares is a watch of the org, matched by URL and type (a reference by name, id or URL);
+    declares is a watch of the org, matched by URL and type family (`openapi`, `rest` and `api`
+    are one), a reference by name, id or URL;
     else 422 `{ok: false, error: "missing_watches", missingWatchUrls, agents[].missingWatches}`.
     Read-only. A manifest that `driftgate validate` would refuse is `validation_error` with
     each problem's pointer (`/manifest/agents/0/policy`) and message: 400 when it does not
