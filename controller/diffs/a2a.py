@@ -205,26 +205,15 @@ def _capabilities(b: AgentCard, r: AgentCard, out: list[Change]) -> None:
 
 
 def _skills(b: AgentCard, r: AgentCard, out: list[Change]) -> None:
-    for skill_id in b.skills:
-        if skill_id not in r.skills:
-            out.append(
-                make_change(
-                    "skill-removed",
-                    _skill_ptr(skill_id),
-                    location=Location(tool=skill_id),
-                    name=skill_id,
-                )
-            )
-    for skill_id in r.skills:
-        if skill_id not in b.skills:
-            out.append(
-                make_change(
-                    "skill-added",
-                    _skill_ptr(skill_id),
-                    location=Location(tool=skill_id),
-                    name=skill_id,
-                )
-            )
+    for rule, present, absent in (
+        ("skill-removed", b.skills, r.skills),
+        ("skill-added", r.skills, b.skills),
+    ):
+        out.extend(
+            make_change(rule, _skill_ptr(skill_id), location=Location(tool=skill_id), name=skill_id)
+            for skill_id in present
+            if skill_id not in absent
+        )
     for skill_id, bs in b.skills.items():
         rs = r.skills.get(skill_id)
         if rs is not None and bs != rs:
