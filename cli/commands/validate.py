@@ -118,6 +118,9 @@ def _directories(directory: Path) -> tuple[Path, Path | None]:
         return directory.parent / ".driftgate", directory
     if (directory / HOSTED_DIRECTORY).is_dir() and not (directory / ".driftgate").is_dir():
         return directory / ".driftgate", directory / HOSTED_DIRECTORY
+    beside = directory.parent / HOSTED_DIRECTORY
+    if directory.name == ".driftgate" and not directory.exists() and beside.is_dir():
+        return directory, beside  # `driftgate validate` in a repository with only .driftguard/
     target = _find_directory(directory)
     hosted = target.parent / HOSTED_DIRECTORY
     return target, hosted if target.name == ".driftgate" and hosted.is_dir() else None

@@ -41,12 +41,20 @@ def test_every_agents_yaml_of_the_snapshot_passes_validate(example: Path, tmp_pa
 
 
 @pytest.mark.parametrize("fixture", sorted((HERE / "valid").glob("*.yaml")), ids=lambda p: p.name)
-def test_the_repositorys_hosted_fixtures_pass(fixture: Path, tmp_path: Path) -> None:
+def test_the_repositorys_hosted_fixtures_pass(
+    fixture: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert hosted(fixture.read_bytes(), org=["acme"]) == []
     (tmp_path / ".driftguard").mkdir()
     shutil.copy(fixture, tmp_path / ".driftguard" / "agents.yaml")
     result = CliRunner().invoke(main, ["validate", str(tmp_path)])
     assert result.exit_code == 0, result.output
+    # With no argument, in a repository that has only .driftguard/ (a hosted user's first run).
+    with monkeypatch.context() as patch:
+        patch.chdir(tmp_path)
+        plain = CliRunner().invoke(main, ["validate"])
+    assert plain.exit_code == 0, plain.output
+    assert ".driftguard" in plain.output
 
 
 def test_what_the_hosted_checks_refuse_is_a_problem_at_its_line() -> None:
