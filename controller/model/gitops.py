@@ -44,6 +44,7 @@ from controller.model.watch import (
     WatchName,
     WatchType,
     explain_bad_url,
+    read_hosted_api,
 )
 
 VERSION = 1
@@ -206,15 +207,18 @@ def _pattern_keys(schema: dict[str, Any]) -> None:
 
 
 Tags = Annotated[list[Tag], Field(max_length=50), AfterValidator(_dedupe)]
-# A watch type as the files write it: driftgate's, or the hosted product's `api` (read as
-# `rest` by WatchType itself), so the schema lets `api` through too.
+# A watch type as the files write it: driftgate's, or the hosted product's `api` (an HTTP API:
+# read as `openapi` where a watch's URL names a spec, else `rest`; `rest` where no URL is
+# beside it), so the schema lets `api` through too.
 FileWatchType = Annotated[
     WatchType,
     WithJsonSchema(
         {
             "type": "string",
             "enum": [*(kind.value for kind in WatchType), "api"],
-            "description": "`api` (the hosted product's name) is read as `rest`",
+            "description": "`api` (the hosted product's name of an HTTP API) is read as "
+            "`openapi` where the watch's URL names a spec (openapi, swagger, api-docs, .yaml), "
+            "else `rest`",
         }
     ),
 ]
@@ -288,6 +292,11 @@ class InlineWatch(CamelFileModel):
     )
     url: SendableUrl
     watch_type: FileWatchType = Field(alias="type")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hosted_api(cls, data: Any) -> Any:
+        return read_hosted_api(data, ("type", "watch_type"), fetch_later=False)
 
 
 class A2aBinding(CamelFileModel):
@@ -408,6 +417,16 @@ class Template(CamelFileModel):
     headers: Headers = Field(default_factory=dict)
     tags: Tags = Field(default_factory=list)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _hosted_api(cls, data: Any) -> Any:
+        return read_hosted_api(
+            data,
+            ("watchType", "watch_type"),
+            fetch_later=False,
+            url_keys=("urlPattern", "url_pattern"),
+        )
+
 
 class TemplatesFile(CamelFileModel):
     """`.driftgate/templates.yaml`."""
@@ -439,6 +458,12 @@ class WatchSetEntry(CamelFileModel):
     headers: Headers | SkipJsonSchema[None] = Field(
         default=None, description="merged over the template's headers"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hosted_api(cls, data: Any) -> Any:
+        return read_hosted_api(data, ("watchType", "watch_type"), fetch_later=False)
+
     tags: Tags | SkipJsonSchema[None] = Field(
         default=None, description="added to the template's tags"
     )

@@ -179,6 +179,12 @@ class WatchCreate(RequestModel):
     method: Method | None = None
     body: JsonValue = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _hosted_api(cls, data: Any) -> Any:
+        # The hosted MCP server's `register_watch` sends `watchType: api` for any HTTP API.
+        return read_hosted_api(data, ("watchType", "watch_type"), fetch_later=True)
+
     @field_validator("tags")
     @classmethod
     def _dedupe(cls, tags: list[str]) -> list[str]:
@@ -340,6 +346,47 @@ def infer_watch_type(url: str) -> WatchType | None:
     if path.endswith((".yaml", ".yml")):
         return WatchType.OPENAPI  # a YAML document is a spec; REST endpoints answer JSON
     return None
+
+
+HOSTED_API = "api"
+
+
+def hosted_api_type(url: str) -> WatchType | None:
+    """The hosted product's `api` watch type, "an HTTP API: a JSON endpoint or an OpenAPI
+    document", read as driftgate's: `openapi` where the URL says it serves a spec, None for a
+    `.json` document whose name does not tell (what it serves decides, where that can be
+    fetched), else `rest`."""
+    if infer_watch_type(url) is WatchType.OPENAPI:
+        return WatchType.OPENAPI
+    if urlsplit(url).path.lower().endswith(".json"):
+        return None
+    return WatchType.REST
+
+
+def read_hosted_api(
+    data: Any,
+    type_keys: tuple[str, ...],
+    *,
+    fetch_later: bool,
+    url_keys: tuple[str, ...] = ("url",),
+) -> Any:
+    """`data` (a mapping about to be validated) with a hosted `api` type read as driftgate's
+    type for its URL (`hosted_api_type`, the first of `url_keys` present); where the URL does
+    not tell, None when the type can be told later from what the URL serves (`fetch_later`),
+    else `rest`."""
+    if not isinstance(data, dict):
+        return data
+    url = next((data[k] for k in url_keys if isinstance(data.get(k), str)), None)
+    if url is None:
+        return data
+    for key in type_keys:
+        value = data.get(key)
+        if isinstance(value, str) and value.lower() == HOSTED_API:
+            kind = hosted_api_type(url)
+            if kind is None and not fetch_later:
+                kind = WatchType.REST
+            return {**data, key: kind.value if kind is not None else None}
+    return data
 
 
 def compute_health(

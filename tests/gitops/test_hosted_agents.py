@@ -191,3 +191,44 @@ def test_the_hosted_preset_cannot_be_redeclared_and_api_is_rest_everywhere() -> 
     bundle = load_bundle({"templates.yaml": templates.encode()})
     assert bundle.ok and bundle.templates is not None
     assert bundle.templates.templates[0].watch_type.value == "rest"
+
+
+def test_the_hosted_api_type_is_an_openapi_or_a_rest_watch_by_its_url() -> None:
+    text = """\
+version: 1
+agents:
+  - id: a
+    watches:
+      - {type: api, url: https://x.test/openapi.json}
+      - {type: api, url: https://x.test/v1/items}
+      - {type: api, url: https://x.test/items.json}
+"""
+    sets = """\
+version: 1
+watchSets:
+  - name: prod
+    watches:
+      - {name: spec, url: https://y.test/swagger.yaml, watchType: api}
+      - {name: orders, url: https://y.test/v1/orders, watchType: api}
+"""
+    templates = """\
+version: 1
+templates:
+  - {name: vendor, watchType: api, urlPattern: "https://{host}/openapi.json"}
+"""
+    files = {"agents.yaml": text, "watch-sets.yaml": sets, "templates.yaml": templates}
+    bundle = load_bundle({name: body.encode() for name, body in files.items()})
+    assert bundle.ok, bundle.problems
+    assert bundle.agents is not None and bundle.watch_sets is not None
+    assert bundle.templates is not None
+    inline = [
+        w.watch_type.value for w in bundle.agents.agents[0].watches if isinstance(w, InlineWatch)
+    ]
+    # A `.json` name that does not tell is `rest` in files: nothing is fetched to find out.
+    assert inline == ["openapi", "rest", "rest"]
+    entries = bundle.watch_sets.watch_sets[0].watches
+    assert [(e.name, e.watch_type.value if e.watch_type else None) for e in entries] == [
+        ("spec", "openapi"),
+        ("orders", "rest"),
+    ]
+    assert bundle.templates.templates[0].watch_type.value == "openapi"

@@ -175,8 +175,9 @@ def test_the_tools_over_stdio_against_a_real_server(
                 assert ".mcp.json" in unread and "config_invalid" in unread
                 watches = await ok("list_watches")
                 assert WATCH in {w["name"] for w in watches["watches"]}
+                # The hosted `api` (any HTTP API) of a spec's URL is an OpenAPI watch.
                 made = await ok("register_watch", name="mirror", url=spec_url, watchType="api")
-                assert made["watchType"] == "rest"
+                assert made["watchType"] == "openapi"
                 checked = await ok("check_watch", name="mirror", waitSeconds=30)
                 assert checked["status"] == "done"
 

@@ -427,12 +427,28 @@ def test_a_json_document_that_does_not_say_is_read_once_to_tell(
         assert "fetching it to find out failed" in refused.json["message"]
 
 
-def test_api_is_read_as_a_rest_watch_type(client: FlaskClient, acme: OrgKey) -> None:
-    """The hosted product's clients call a REST watch `api`."""
+def test_api_is_read_as_a_rest_or_an_openapi_watch_type(
+    tmp_path: Path, database: Database, acme: OrgKey
+) -> None:
+    """The hosted product's `api` is any HTTP API: a JSON endpoint (`rest`) or an OpenAPI
+    document (`openapi`), told by the URL, else by what a `.json` URL serves."""
+    settings = make_settings(tmp_path, database_url=database.url, allow_private_targets=True)
+    client = create_app(settings, database=database).test_client()
     body = create(
         client, acme, name="orders", url="https://api.example.com/v1/orders", watchType="api"
     )
     assert body["watchType"] == "rest"
+    spec = create(
+        client, acme, name="spec", url="https://api.example.com/openapi.yaml", watchType="api"
+    )
+    assert spec["watchType"] == "openapi"
+    with spec_server() as server:
+        served = server.set("/petstore.json", json.dumps({"openapi": "3.0.3", "paths": {}}))
+        sniffed = create(client, acme, name="petstore", url=served, watchType="api")
+        assert sniffed["watchType"] == "openapi"
+        sample = server.set("/orders.json", '{"id": 1}')
+        made = create(client, acme, name="sample", url=sample, watchType="api")
+        assert made["watchType"] == "rest"
     refused = client.post(
         "/api/watches",
         json={"name": "x", "url": "https://api.example.com/x", "watchType": "graphql"},
