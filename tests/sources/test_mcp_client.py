@@ -398,6 +398,14 @@ def test_stdio_command_that_is_not_mcp(tmp_path: Path) -> None:
     with pytest.raises(FetchError) as caught:
         fetch_stdio_mcp_snapshot(command, allow_stdio=True)
     assert caught.value.failure_class == "mcp_handshake_failed"
+    # stdout carries MCP messages only: a line of anything else ends the fetch at once.
+    assert "a message that is not JSON came instead of the answer to initialize" in str(
+        caught.value
+    )
+    exits = [sys.executable, "-c", "pass"]
+    with pytest.raises(FetchError) as caught:
+        fetch_stdio_mcp_snapshot(exits, allow_stdio=True)
+    assert caught.value.failure_class == "mcp_handshake_failed"
     assert "exited with code 0 before answering initialize" in str(caught.value)
     silent = [sys.executable, "-c", "import sys; sys.stdin.read()"]
     limits = McpLimits(probe_timeout=0.3, request_timeout=0.5)
