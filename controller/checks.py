@@ -7,12 +7,14 @@ and counts, the incident, and the outbox events. A failure leaves the baseline a
 good snapshot untouched. `driftStatus` moves as `controller.status` decides (CONTRACT.md's
 table); this module persists what the decision says.
 
-A check fails closed. Whatever goes wrong in any stage (fetch, parse, fingerprint, diff,
-persist), in a way no stage foresaw (a bug, a value stored before today's input rules, a
-`RecursionError`), the check still ends as a failed check: `error` with failure class
-`internal_error` (reason `check_failed:internal_error`), the stage and the exception's type
-recorded, `drift.check_failed` announced. It never ends as a crash that leaves the watch, and
-the run gate that reads it, as they were.
+A check either completes and yields a contract, or fails; there is no third outcome (a
+listing that did not finish is no contract: `controller.sources.mcp`). Whatever goes wrong
+in any stage (fetch, parse, fingerprint, diff, persist), in a way no stage foresaw (a bug, a
+value stored before today's input rules), the check still ends as a failed check: `error`
+with failure class `internal_error` (reason `check_failed:internal_error`), the stage and the
+exception's type recorded, `drift.check_failed` announced. A `RecursionError` in any stage is
+a contract nested too deep to read: `invalid_contract`, logged in one line. A check never
+ends as a crash that leaves the watch, and the run gate that reads it, as they were.
 
 Flap damping (`flap_window_seconds`): a contract back at its baseline is a revert, found by
 fingerprint without a diff. So is one back at the baseline that an automatic (info-only)
@@ -52,7 +54,7 @@ from controller.diffs import (
 )
 from controller.diffs.explain import with_hints
 from controller.diffs.grouping import group_changes
-from controller.diffs.loader import check_nesting
+from controller.diffs.loader import MAX_NESTING, check_nesting, load_json
 from controller.diffs.rules import order_actions
 from controller.events.outbox import emit
 from controller.incidents import (
@@ -85,7 +87,6 @@ logger = logging.getLogger("driftgate.checks")
 EVENT_CHANGES_IN_ALERTS = 50
 # The `flap_window_seconds` setting's default, for callers without settings at hand.
 FLAP_WINDOW_SECONDS = 3600.0
-MAX_CONTRACT_BYTES = 25 * 1024 * 1024
 
 # The most frequent write of all, a healthy watch whose contract did not change, is one Core
 # statement built once (no ORM unit of work, no statement construction per check).
@@ -241,6 +242,8 @@ def _persisting(write: Write) -> Write:
 
 
 def _crash_recorder(box: SecretBox, check: CheckInput, crashed: _Crashed, now: datetime) -> Write:
+    if isinstance(crashed.error, RecursionError):
+        return _too_deep_recorder(box, check, crashed, now)
     logger.error(
         "check.crashed",
         exc_info=crashed.error,
@@ -254,6 +257,25 @@ def _crash_recorder(box: SecretBox, check: CheckInput, crashed: _Crashed, now: d
         "the controller's log has the details"
     )
     failure = FailureClass.INTERNAL_ERROR.value
+    return lambda s: _record_failure(s, box, check, failure, message, now)
+
+
+def _too_deep_recorder(
+    box: SecretBox, check: CheckInput, crashed: _Crashed, now: datetime
+) -> Write:
+    """A contract nested deeper than Python's recursion limit, found in any stage, is a
+    contract driftgate does not read (`invalid_contract`), not a defect: one log line, no
+    trace."""
+    logger.warning(
+        "check.too_deep",
+        extra={"fields": {"watchId": check.watch_id, "stage": crashed.stage}},
+    )
+    message = (
+        f"{redact_url(check.url)}: the contract nests too deep to be read (past the "
+        f"recursion limit while the check {_STAGE_WORDS[crashed.stage]}); driftgate does not "
+        f"read contracts nested deeper than {MAX_NESTING} levels of objects and arrays"
+    )
+    failure = FailureClass.INVALID_CONTRACT.value
     return lambda s: _record_failure(s, box, check, failure, message, now)
 
 
@@ -376,7 +398,9 @@ def contract_fetcher(settings: Settings, client: Any) -> Fetcher:
     Either ends within `fetch_deadline_seconds` (the whole MCP session, every redirect and the
     whole body), else as a `timeout` failure."""
     over_http = http_fetcher(settings, client)
-    mcp_limits = McpLimits(total_timeout=settings.fetch_deadline_seconds)
+    mcp_limits = McpLimits(
+        total_timeout=settings.fetch_deadline_seconds, max_bytes=settings.fetch_max_bytes
+    )
 
     def fetch_contract(check: CheckInput) -> Fetched:
         if check.watch_type != "mcp":
@@ -407,7 +431,7 @@ def http_fetcher(settings: Settings, client: Any) -> Fetcher:
             body=check.body,
             etag=check.etag if check.method in (None, "GET") else None,
             last_modified=check.last_modified if check.method in (None, "GET") else None,
-            max_bytes=MAX_CONTRACT_BYTES,
+            max_bytes=settings.fetch_max_bytes,
             deadline=settings.fetch_deadline_seconds,
         )
         if result.not_modified:
@@ -480,12 +504,18 @@ def _stored(database: Any, check: CheckInput, *, with_baseline: bool) -> tuple[A
     return baseline_document, last_fingerprint
 
 
+# How each watch type reads the bytes its fetch returned (an `mcp` fetch parses itself); each
+# raises `ContractParseError` for an answer that is not its contract.
+_PARSERS: dict[str, Callable[[bytes, str], Any]] = {
+    "openapi": lambda content, url: load_document(content, url, kind="openapi"),
+    # A REST endpoint answers JSON: an HTML page with status 200 is not a sample of it.
+    "rest": lambda content, url: load_json(content, url),
+    "a2a_card": lambda content, url: load_agent_card(content, redact_url(url)),
+}
+
+
 def _parse(check: CheckInput, content: bytes | None) -> Any:
-    if check.watch_type == "a2a_card":
-        return load_agent_card(content or b"", redact_url(check.url))
-    if check.watch_type == "openapi":
-        return load_document(content or b"", check.url, kind="openapi")
-    return load_document(content or b"", check.url, kind="json")
+    return _PARSERS[check.watch_type](content or b"", check.url)
 
 
 def diff_documents(watch_type: str, baseline: Any, document: Any, today: date) -> list[Change]:

@@ -187,6 +187,13 @@ class Settings(BaseModel):
         description="a check's whole fetch (connect, every redirect, the whole body; an MCP "
         "server's whole session) must end within this time, else the check fails as timeout",
     )
+    fetch_max_bytes: int = Field(
+        default=25 * 1_048_576,
+        ge=1024,
+        le=1024 * 1_048_576,
+        description="most bytes a check's fetch reads (the whole body; every answer of an MCP "
+        "server's session), else the check fails as too_large",
+    )
     delivery_deadline_seconds: float = Field(
         default=15.0,
         gt=0,

@@ -9,19 +9,26 @@ which lists exist is fixed when the child starts, because that decides its capab
 
 `RawMcpServer` is a small JSON-RPC server on http.server, in a thread, for what the SDK will
 not do: send fields outside the schema, paginate without end, choose an unknown protocol
-version, answer garbage. It records every request it sees.
+version, answer garbage. It records every request it sees. It speaks Streamable HTTP with the
+initialize handshake, the stateless 2026-07-28 revision (`modern`), or the legacy HTTP+SSE
+transport (`legacy_sse`); `raw_stdio_command` runs the same replies over stdio in a child.
+`misbehave` makes one JSON-RPC method answer with an `Answer` instead (a body, a stall, a
+crash, a redirect loop, a templated reply): the misbehaving vendors of
+tests/test_misbehaving_vendors.py.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import selectors
 import socket
 import subprocess
 import sys
 import threading
 import time
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -106,12 +113,29 @@ class SdkServer:
             self._log = None
 
 
-class RawMcpServer:
-    """A hand-written Streamable HTTP MCP server (JSON responses) on 127.0.0.1.
+MODERN_VERSION = "2026-07-28"
 
-    `requests` holds (HTTP method, JSON-RPC method or None, headers) for every request.
-    Set attributes before fetching to change behaviour.
+
+@dataclass
+class Answer:
+    """How a misbehaving server answers one JSON-RPC method.
+
+    `kind`: `body` (status, content type and these bytes, whatever was asked), `reply` (a
+    JSON-RPC message with the request's id and `message`'s fields), `stall` (headers, then a
+    byte every `trickle` seconds, or nothing at all with 0), `crash` (the connection closes,
+    or a stdio server exits, without an answer), `redirect` (to the same URL, for ever).
     """
+
+    kind: str
+    body: str = ""
+    status: int = 200
+    content_type: str = "application/json"
+    message: dict[str, Any] = field(default_factory=dict)
+    trickle: float = 0.0
+
+
+class RawReplies:
+    """The replies of the raw server, whatever carries them (HTTP, SSE, stdio)."""
 
     def __init__(self) -> None:
         self.protocol_version = "2025-06-18"
@@ -122,6 +146,80 @@ class RawMcpServer:
         self.endless_cursor = False
         self.initialize_error: dict[str, Any] | None = None
         self.discover_error: dict[str, Any] = {"code": -32601, "message": "Method not found"}
+        # Answer `server/discover` at 2026-07-28: the stateless revision, no handshake.
+        self.modern = False
+        self.misbehave: dict[str, Answer] = {}
+
+    def reply(self, message: dict[str, Any]) -> dict[str, Any]:
+        method, request_id = message.get("method"), message.get("id")
+        params = message.get("params") or {}
+        answer = self.misbehave.get(str(method))
+        if answer is not None and answer.kind == "reply":
+            return {"jsonrpc": "2.0", "id": request_id, **answer.message}
+        if method == "server/discover":
+            if self.modern:
+                discovered = {
+                    "supportedVersions": [MODERN_VERSION],
+                    "capabilities": self.capabilities,
+                    "serverInfo": self.server_info,
+                }
+                return {"jsonrpc": "2.0", "id": request_id, "result": discovered}
+            return {"jsonrpc": "2.0", "id": request_id, "error": self.discover_error}
+        if method == "initialize":
+            if self.initialize_error is not None:
+                return {"jsonrpc": "2.0", "id": request_id, "error": self.initialize_error}
+            result: dict[str, Any] = {
+                "protocolVersion": self.protocol_version,
+                "capabilities": self.capabilities,
+                "serverInfo": self.server_info,
+            }
+        elif method == "tools/list":
+            cursor = int(params.get("cursor") or 0)
+            size = self.page_size or len(self.tools) or 1
+            result = {"tools": self.tools[cursor : cursor + size]}
+            if self.endless_cursor:
+                result["nextCursor"] = str(cursor + 1)
+            elif cursor + size < len(self.tools):
+                result["nextCursor"] = str(cursor + size)
+        else:
+            error = {"code": -32601, "message": f"Method not found: {method}"}
+            return {"jsonrpc": "2.0", "id": request_id, "error": error}
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+    def config(self) -> dict[str, Any]:
+        """The replies' settings as JSON, for a stdio child (`raw_stdio_command`)."""
+        names = ("protocol_version", "capabilities", "server_info", "tools", "page_size")
+        names += ("endless_cursor", "initialize_error", "discover_error", "modern")
+        settings: dict[str, Any] = {name: getattr(self, name) for name in names}
+        settings["misbehave"] = {m: asdict(a) for m, a in self.misbehave.items()}
+        return settings
+
+    def configure(self, settings: dict[str, Any]) -> None:
+        for name, value in settings.items():
+            setattr(self, name, value)
+        self.misbehave = {m: Answer(**a) for m, a in settings.get("misbehave", {}).items()}
+
+
+def raw_stdio_command(replies: RawReplies, config: Path) -> list[str]:
+    """The argv of a stdio server giving `replies` (written to `config` now)."""
+    config.write_text(json.dumps(replies.config()), encoding="utf-8")
+    # Isolated and without `site`: the child needs the standard library only, and starts
+    # faster (a check starts it twice).
+    return [sys.executable, "-I", "-S", str(Path(__file__).resolve()), "raw-stdio", str(config)]
+
+
+class RawMcpServer(RawReplies):
+    """A hand-written Streamable HTTP MCP server (JSON responses) on 127.0.0.1, or with
+    `legacy_sse` the 2024-11-05 HTTP+SSE transport (the initialize POST is refused with 405,
+    the GET stream names `/messages` where replies are POSTed for the stream).
+
+    `requests` holds (HTTP method, JSON-RPC method or None, headers) for every request.
+    Set attributes before fetching to change behaviour.
+    """
+
+    def __init__(self, *, legacy_sse: bool = False) -> None:
+        super().__init__()
+        self.legacy_sse = legacy_sse
         self.answer_every_post: tuple[int, str, bytes] | None = None
         self.delay = 0.0
         # A JSON-RPC method the server stalls in: says nothing (`stall_trickle` 0) or sends
@@ -144,10 +242,17 @@ class RawMcpServer:
                 if server.delay:
                     time.sleep(server.delay)
                 if method is not None and method == server.stall_method:
-                    self._stall()
+                    self._stall(server.stall_trickle)
                     return
                 if server.answer_every_post is not None:
                     self._send(*server.answer_every_post)
+                    return
+                if server.legacy_sse:
+                    self._post_for_stream(message, method)
+                    return
+                answer = server.misbehave.get(str(method))
+                if answer is not None and answer.kind != "reply":
+                    self._misbehave(answer)
                     return
                 if "id" not in message:
                     self._send(202, "application/json", b"")
@@ -156,23 +261,94 @@ class RawMcpServer:
                 headers = {"Mcp-Session-Id": "raw-session-1"} if method == "initialize" else {}
                 self._send(200, "application/json", json.dumps(reply).encode(), headers)
 
+            def _post_for_stream(self, message: Any, method: str | None) -> None:
+                """Legacy SSE: the POST endpoint accepts; the answer goes on the stream."""
+                if not self.path.startswith("/messages"):
+                    self._send(405, "text/plain", b"use the event stream")
+                    return
+                answer = server.misbehave.get(str(method))
+                if answer is not None and answer.kind in ("redirect", "crash"):
+                    self._misbehave(answer)
+                    return
+                if answer is not None and answer.kind == "body" and answer.status != 200:
+                    self._send(answer.status, answer.content_type, answer.body.encode())
+                    return
+                self._send(202, "text/plain", b"Accepted")
+                if "id" not in message:
+                    return
+                if answer is not None and answer.kind == "stall":
+                    server.events.put(("stall", answer.trickle))
+                elif answer is not None and answer.kind == "body":
+                    server.events.put(("message", answer.body))
+                else:
+                    server.events.put(("message", json.dumps(server.reply(message))))
+
             def do_DELETE(self) -> None:  # noqa: N802
                 server.requests.append(("DELETE", None, dict(self.headers)))
                 self._send(200, "application/json", b"")
 
             def do_GET(self) -> None:  # noqa: N802
                 server.requests.append(("GET", None, dict(self.headers)))
-                self._send(405, "text/plain", b"method not allowed")
+                if not server.legacy_sse:
+                    self._send(405, "text/plain", b"method not allowed")
+                    return
+                # The newest stream gets the answers: an older one's client has gone.
+                events: queue.Queue[tuple[str, Any]] = queue.Queue()
+                server.events = events
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                self._event("endpoint", "/messages?session=raw-1")
+                while not server.stopping.is_set() and server.events is events:
+                    try:
+                        kind, data = events.get(timeout=0.05)
+                    except queue.Empty:
+                        continue
+                    if kind == "crash":
+                        return
+                    if kind == "stall":
+                        if data:
+                            drip(self.wfile, data, server.stopping, b"x")
+                        else:
+                            server.stopping.wait()
+                        return
+                    if not self._event("message", data):
+                        return
 
-            def _stall(self) -> None:
-                if not server.stall_trickle:
+            def _event(self, event: str, data: str) -> bool:
+                lines = "".join(f"data: {line}\n" for line in data.split("\n"))
+                try:
+                    self.wfile.write(f"event: {event}\n{lines}\n".encode())
+                    self.wfile.flush()
+                except OSError:
+                    return False
+                return True
+
+            def _misbehave(self, answer: Answer) -> None:
+                if answer.kind == "stall":
+                    self._stall(answer.trickle)
+                elif answer.kind == "crash":
+                    if server.legacy_sse:
+                        server.events.put(("crash", ""))
+                    self.close_connection = True
+                    try:
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                elif answer.kind == "redirect":
+                    self._send(307, "text/plain", b"", {"Location": self.path})
+                else:
+                    self._send(answer.status, answer.content_type, answer.body.encode())
+
+            def _stall(self, trickle: float) -> None:
+                if not trickle:
                     server.stopping.wait()
                     return
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", "1000000")
                 self.end_headers()
-                drip(self.wfile, server.stall_trickle, server.stopping)
+                drip(self.wfile, trickle, server.stopping)
 
             def _send(
                 self,
@@ -185,32 +361,8 @@ class RawMcpServer:
 
         self._loopback = Loopback(Handler)
         self.url = self._loopback.url("/mcp")
-
-    def reply(self, message: dict[str, Any]) -> dict[str, Any]:
-        method, request_id = message.get("method"), message.get("id")
-        params = message.get("params") or {}
-        if method == "server/discover":
-            return {"jsonrpc": "2.0", "id": request_id, "error": self.discover_error}
-        if method == "initialize":
-            if self.initialize_error is not None:
-                return {"jsonrpc": "2.0", "id": request_id, "error": self.initialize_error}
-            result: dict[str, Any] = {
-                "protocolVersion": self.protocol_version,
-                "capabilities": self.capabilities,
-                "serverInfo": self.server_info,
-            }
-        elif method == "tools/list":
-            cursor = int(params.get("cursor") or 0)
-            size = self.page_size or len(self.tools) or 1
-            result = {"tools": self.tools[cursor : cursor + size]}
-            if self.endless_cursor:
-                result["nextCursor"] = str(cursor + 1)
-            elif cursor + size < len(self.tools):
-                result["nextCursor"] = str(cursor + size)
-        else:
-            error = {"code": -32601, "message": f"Method not found: {method}"}
-            return {"jsonrpc": "2.0", "id": request_id, "error": error}
-        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+        # Legacy SSE: what the POST endpoint hands to the open event stream.
+        self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
 
     def methods(self) -> list[str | None]:
         return [method for _, method, _ in self.requests]
@@ -335,9 +487,38 @@ def _serve_stdio(surface_path: Path) -> None:
     anyio.run(main)
 
 
+def _serve_raw_stdio(config: Path) -> None:
+    """`RawReplies` over stdio, one JSON-RPC message a line; `misbehave` as over HTTP."""
+    replies = RawReplies()
+    replies.configure(json.loads(config.read_text(encoding="utf-8")))
+    out = sys.stdout.buffer
+    for line in sys.stdin.buffer:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(message, dict) or "id" not in message:
+            continue
+        answer = replies.misbehave.get(str(message.get("method")))
+        if answer is not None and answer.kind == "crash":
+            os._exit(3)
+        if answer is not None and answer.kind == "stall":
+            while True:
+                time.sleep(answer.trickle or 60)
+                if answer.trickle:
+                    out.write(b" ")
+                    out.flush()
+        data = answer.body if answer is not None and answer.kind == "body" else None
+        out.write((data if data is not None else json.dumps(replies.reply(message))).encode())
+        out.write(b"\n")
+        out.flush()
+
+
 if __name__ == "__main__":
     mode_arg, surface_arg = sys.argv[1], Path(sys.argv[2])
-    if mode_arg == "stdio":
+    if mode_arg == "raw-stdio":
+        _serve_raw_stdio(surface_arg)
+    elif mode_arg == "stdio":
         _serve_stdio(surface_arg)
     else:
         _serve_http(mode_arg, surface_arg)

@@ -93,6 +93,8 @@ class Route:
     etag: bool = True
     # Seconds between the bytes of a body that never ends (headers first): a trickling vendor.
     trickle: float = 0.0
+    # Accept the request and never answer it (until the server stops): a hanging vendor.
+    hang: bool = False
 
 
 class SpecServer:
@@ -114,6 +116,9 @@ class SpecServer:
                     return
                 if route.delay:
                     time.sleep(route.delay)
+                if route.hang:
+                    server.stopping.wait()
+                    return
                 if route.trickle:
                     self.send_response(route.status)
                     self.send_header("Content-Type", route.content_type)

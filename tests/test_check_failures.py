@@ -183,7 +183,7 @@ def test_a_new_watch_on_a_deep_document_is_error_not_never_run(world: World) -> 
 # Each stage of a check, the name of the function the test makes crash, and the exception.
 STAGES: dict[str, tuple[str, BaseException]] = {
     "fetch": ("fetch", ConnectionAbortedError(SECRET)),
-    "parse": ("_parse", RecursionError(f"maximum recursion depth exceeded {SECRET}")),
+    "parse": ("_parse", AttributeError(SECRET)),
     "fingerprint": ("fingerprint", TypeError(SECRET)),
     "baseline": ("decode_snapshot", ValueError(SECRET)),
     "diff": ("diff_documents", KeyError(SECRET)),
@@ -233,6 +233,29 @@ def test_an_unforeseen_exception_in_any_stage_is_a_failed_check(
     heal()
     watch = world.check(watch_id)
     assert watch["driftStatus"] == "drifted" and watch["failureClass"] is None
+
+
+@pytest.mark.parametrize("stage", list(STAGES))
+def test_a_recursion_error_in_any_stage_is_an_unreadable_contract(
+    world: World, monkeypatch: pytest.MonkeyPatch, stage: str
+) -> None:
+    """Issue 40, point 9: whatever recursed too deep (the JSON parser, canonicalisation, a
+    diff engine), the contract is too deep to read: `invalid_contract`, not a crash."""
+    watch_id = world.create()
+    world.serve("vendor", GOOD)
+    assert world.check(watch_id)["driftStatus"] == "ok"
+    world.serve("vendor", BREAKING)
+    name, _ = STAGES[stage]
+
+    def recursing(*args: Any, **kwargs: Any) -> Any:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(checks, name, recursing)
+    watch = world.check(watch_id)
+    assert watch["driftStatus"] == "error" and watch["failureClass"] == "invalid_contract"
+    assert "nests too deep to be read" in watch["lastError"]
+    assert checks._STAGE_WORDS[stage] in watch["lastError"]
+    assert_blocks(world, watch_id, "invalid_contract")
 
 
 def test_a_crash_on_the_first_check_leaves_the_watch_error(

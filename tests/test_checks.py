@@ -206,15 +206,11 @@ def test_oversize_and_redirect_loop(harness: Harness) -> None:
     watch_id = harness.watch()
     looped = harness.check(watch_id)
     assert looped.failure_class == "http_error" and "redirects" in (looped.error or "")
-    harness.server.set("/openapi.json", "x" * 100)
-    from controller import checks
-
-    original = checks.MAX_CONTRACT_BYTES
-    checks.MAX_CONTRACT_BYTES = 50
-    try:
-        assert harness.check(watch_id).failure_class == "too_large"
-    finally:
-        checks.MAX_CONTRACT_BYTES = original
+    harness.server.set("/openapi.json", "x" * 2000)
+    # The configured byte limit (`fetch_max_bytes`), at its least.
+    settings = harness.settings.model_copy(update={"fetch_max_bytes": 1024})
+    harness.fetcher = http_fetcher(settings, harness.client)
+    assert harness.check(watch_id).failure_class == "too_large"
 
 
 def test_private_addresses_are_refused_by_default(

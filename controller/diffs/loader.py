@@ -64,6 +64,31 @@ def load_document(data: str | bytes, filename: str | None = None, *, kind: Kind 
     return doc
 
 
+def load_json(data: str | bytes, filename: str | None = None) -> Any:
+    """Parse JSON text strictly (a REST endpoint's answer: JSON, never YAML, so an HTML page
+    served with status 200 is refused rather than read as a string); raise
+    `ContractParseError` when it cannot."""
+    text = _decode(data, filename)
+    if not text.strip():
+        raise ContractParseError("the document is empty", where=filename)
+    try:
+        doc = json.loads(text)
+    except RecursionError:
+        raise ContractParseError(
+            f"the document nests deeper than {MAX_NESTING} levels of objects and arrays; "
+            "driftgate does not read contracts nested this deep",
+            where=filename,
+        ) from None
+    except json.JSONDecodeError as exc:
+        markup = " (the answer is HTML or XML)" if text.lstrip()[:1] == "<" else ""
+        raise ContractParseError(
+            f"not JSON{markup}: {exc.msg}",
+            where=f"{filename or '<input>'}:{exc.lineno}:{exc.colno}",
+        ) from None
+    check_nesting(doc, filename)
+    return doc
+
+
 def check_nesting(doc: Any, where: str | None = None) -> None:
     """Raise `ContractParseError` when `doc` nests more than `MAX_NESTING` objects and arrays
     (also for documents that did not come through `load_document`, such as an MCP server's

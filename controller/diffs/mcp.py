@@ -6,6 +6,10 @@ case keys) and raw JSON-RPC results (`tools`, `resourceTemplates`, `serverInfo`,
 hints take the MCP defaults (readOnlyHint false, destructiveHint true, idempotentHint false,
 openWorldHint true). Tool input schemas are compared as requests, output schemas as
 responses; every change carries `location.tool` where a tool is concerned.
+
+A snapshot is a complete surface: a list the server did not finish fails the check
+(`controller.sources.mcp`), so there is no "list failed" change. The `errors` field of
+snapshots stored before that rule is ignored.
 """
 
 from __future__ import annotations
@@ -41,7 +45,6 @@ class McpSnapshot:
     prompts: dict[str, dict[str, Any]] | None = None
     resources: dict[str, dict[str, Any]] | None = None
     resource_templates: dict[str, dict[str, Any]] | None = None
-    errors: dict[str, Any] = field(default_factory=dict)
 
 
 def normalize_mcp_snapshot(doc: Any) -> McpSnapshot:
@@ -66,7 +69,6 @@ def normalize_mcp_snapshot(doc: Any) -> McpSnapshot:
         prompts=_by_key(pick("prompts"), "name"),
         resources=_by_key(pick("resources"), "uri"),
         resource_templates=_by_key(pick("resource_templates", "resourceTemplates"), "uriTemplate"),
-        errors=pick("errors") if isinstance(pick("errors"), dict) else {},
     )
 
 
@@ -117,13 +119,6 @@ def _server(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
         )
     if (b.instructions or "") != (r.instructions or ""):
         out.append(make_change("instructions-changed", "/instructions"))
-    for surface in sorted(set(r.errors) - set(b.errors)):
-        if r.errors.get(surface) != b.errors.get(surface):
-            out.append(
-                make_change(
-                    "list-failed", f"/errors/{surface}", name=surface, after=r.errors[surface]
-                )
-            )
 
 
 def _capabilities(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:

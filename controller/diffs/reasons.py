@@ -608,8 +608,6 @@ CONTRACT_REASONS: dict[str, str] = {
     "server-version-changed": "Nobody breaks: a version label.",
     "server-info-metadata-changed": "Nobody breaks: metadata.",
     "protocol-version-changed": "Nobody breaks: the surface is compared on its own.",
-    "list-failed": "Unknown: the list could not be read, so nothing about it can be said (a "
-    "warning).",
     "skill-removed": "Agents break: delegations that ask for the skill fail.",
     "skill-added": "Nobody breaks: one more skill.",
     "skill-name-changed": "Nobody breaks: a display name; the skill id is the same.",

@@ -2146,14 +2146,6 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Informational; the tool surface is compared separately.",
         "mcp",
     ),
-    _r(
-        "list-failed",
-        W,
-        "listing {name} failed: {after}",
-        CHECK_CONFIG,
-        "The server could not list this surface; check the server and the watch.",
-        "mcp",
-    ),
     # A2A agent card (skills diff like MCP tools; schema findings use the tool-input/-output ids).
     _r(
         "skill-removed",

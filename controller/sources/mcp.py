@@ -3,9 +3,14 @@
 A snapshot of an MCP server is what it says about itself (server info, protocol version,
 capabilities, instructions) plus the results of the list methods it advertises
 (`tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`), every page
-followed through `nextCursor`. The official SDK client validates results into models and
-drops fields it does not know, which would hide drift; this small JSON-RPC client keeps
-every item exactly as the server sent it. `controller.diffs.mcp` compares two snapshots.
+followed through `nextCursor`. A snapshot is complete or there is none: a list the server
+advertises and does not finish (a JSON-RPC error, an answer that is not JSON-RPC, a result
+without its list, a cursor that repeats, more than `max_pages` pages) fails the fetch as
+`invalid_contract`, so a half-read surface never reads as removed tools or becomes a baseline.
+So does an answer nested too deep for the JSON parser. The official SDK client validates
+results into models and drops fields it does not know, which would hide drift; this small
+JSON-RPC client keeps every item exactly as the server sent it. `controller.diffs.mcp`
+compares two snapshots.
 
 How a server is reached, in order:
 
@@ -50,6 +55,7 @@ from typing import IO, Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from controller import __version__
+from controller.diffs.loader import MAX_NESTING
 from controller.sources import deadlines
 from controller.sources.http import (
     DEFAULT_MAX_BYTES,
@@ -81,6 +87,9 @@ _META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 _META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 _META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 _UNSUPPORTED_PROTOCOL_VERSION = -32022
+_METHOD_NOT_FOUND = -32601
+# List methods a capability advertises beside its main one: "Method not found" is an empty list.
+_OPTIONAL_METHODS = frozenset({"resources/templates/list"})
 _MAX_ERROR_BODY = 64 * 1024
 # Statuses that say "not allowed" or "not available" rather than "not this transport".
 _HTTP_FAILURES = frozenset({401, 403, 407, 429, 500, 502, 503, 504})
@@ -353,23 +362,22 @@ def _list_surface(channel: _Channel, hello: _Hello, limits: McpLimits) -> dict[s
         "prompts": None,
         "resources": None,
         "resource_templates": None,
-        "errors": {},
         "transport": channel.transport,
     }
     for key, method, result_field, capability in LIST_METHODS:
         if capabilities.get(capability) is None:
             continue  # never ask for what the server does not advertise
-        items, error = _list_all(channel, hello, method, result_field, limits.max_pages)
-        snapshot[key] = items
-        if error is not None:
-            snapshot["errors"][key] = error
+        snapshot[key] = _list_all(channel, hello, method, result_field, limits.max_pages)
     return snapshot
 
 
 def _list_all(
     channel: _Channel, hello: _Hello, method: str, result_field: str, max_pages: int
-) -> tuple[list[Any] | None, str | None]:
-    """All pages of one list, raw; a list that fails is (None, why) so it is never half-read."""
+) -> list[Any]:
+    """All pages of one list, raw. A list that does not complete fails the fetch
+    (`invalid_contract`; `timeout` and `http_error` as the transport says): a half-read list
+    would read as removed items, an unread one as a surface without them."""
+    label = channel.budget.label
     items: list[Any] = []
     cursor: str | None = None
     seen: set[str] = set()
@@ -380,28 +388,39 @@ def _list_all(
         try:
             message = channel.request(method, params)
         except _Refused as refused:
-            raise _http_failure(channel.budget.label, refused) from None
+            raise _http_failure(label, refused) from None
         except _Silent as exc:
-            raise FetchError(f"{channel.budget.label}: {exc.detail}", "timeout") from None
+            raise FetchError(f"{label}: {exc.detail}", "timeout") from None
         except _NotJsonRpc as exc:
-            return None, exc.detail
-        if message.get("error") is not None:
-            return None, channel.budget.describe_error(message["error"])
+            raise _unlisted(label, method, exc.detail) from None
+        error = message.get("error")
+        if error is not None:
+            if method in _OPTIONAL_METHODS and isinstance(error, dict):
+                if error.get("code") == _METHOD_NOT_FOUND:
+                    # `resources` advertises templates too, which many servers do not serve.
+                    return []
+            raise _unlisted(label, method, channel.budget.describe_error(error))
         result = message.get("result")
         page = result.get(result_field) if isinstance(result, dict) else None
         if not isinstance(result, dict) or not isinstance(page, list):
-            return None, f"{method} returned no {result_field} list"
+            raise _unlisted(label, method, f"the result has no {result_field} list")
         if hello.modern and result.get("resultType", "complete") != "complete":
-            return None, f"{method} returned resultType {str(result.get('resultType'))[:40]!r}"
+            kind = str(result.get("resultType"))[:40]
+            raise _unlisted(label, method, f"the result is not complete (resultType {kind!r})")
         items.extend(page)
         next_cursor = result.get("nextCursor")
         if next_cursor is None or next_cursor == "":
-            return items, None
+            return items
         if not isinstance(next_cursor, str) or next_cursor in seen:
-            return None, f"{method} repeated or sent an invalid nextCursor"
+            raise _unlisted(label, method, "a nextCursor repeated or is not a string")
         seen.add(next_cursor)
         cursor = next_cursor
-    return None, f"{method} had more than {max_pages} pages"
+    raise _unlisted(label, method, f"more than {max_pages} pages")
+
+
+def _unlisted(label: str, method: str, why: str) -> FetchError:
+    """A list the server advertises and did not finish: the check fails, never a change."""
+    return FetchError(f"{label}: {method} did not complete: {why}", "invalid_contract")
 
 
 def _envelope(params: dict[str, Any]) -> dict[str, Any]:
@@ -685,7 +704,7 @@ class _SseChannel(_Channel):
         self.post(method, body)
         for event, data in self.events:
             if event == "message":
-                answer = _match_answer(_parse_json(data), request_id)
+                answer = _match_answer(_message(data, self.budget, method), request_id)
                 if answer is not None:
                     return answer
         raise _NotJsonRpc(f"the event stream ended before the answer to {method}")
@@ -743,8 +762,10 @@ class _StdioChannel(_Channel):
         self.write(body, method)
         wait_until = time.monotonic() + self.budget.seconds(timeout)
         while True:
-            line = self.read_line(wait_until, method)
-            answer = _match_answer(_parse_json(line.decode("utf-8", "replace")), request_id)
+            line = self.read_line(wait_until, method).decode("utf-8", "replace")
+            if not line.strip():
+                continue  # a blank line carries no message
+            answer = _match_answer(_message(line, self.budget, method), request_id)
             if answer is not None:
                 return answer
 
@@ -830,19 +851,19 @@ def _read_answer(
     if response.status >= 400:
         body = _read_body(response, budget, _MAX_ERROR_BODY)
         # A modern server answers errors with a status and a JSON-RPC body: that body wins.
-        answer = _match_answer(_parse_json(body.decode("utf-8", "replace")), request_id)
+        answer = _match_answer(_parse_json(body.decode("utf-8", "replace"), budget), request_id)
         if answer is not None and "error" in answer:
             return answer
         raise _Refused(response.status, method)
     if content_type == "text/event-stream":
         for event, data in _sse_events(response.iter_bytes(), budget):
             if event == "message":
-                answer = _match_answer(_parse_json(data), request_id)
+                answer = _match_answer(_message(data, budget, method), request_id)
                 if answer is not None:
                     return answer
         raise _NotJsonRpc(f"the event stream ended before the answer to {method}")
     body = _read_body(response, budget, budget.limits.max_bytes)
-    answer = _match_answer(_parse_json(body.decode("utf-8", "replace")), request_id)
+    answer = _match_answer(_parse_json(body.decode("utf-8", "replace"), budget), request_id)
     if answer is None:
         raise _NotJsonRpc(
             f"HTTP {response.status} ({content_type or 'no content type'}) "
@@ -891,11 +912,29 @@ def _sse_events(chunks: Iterable[bytes], budget: _Budget) -> Iterator[tuple[str,
         del buffer[:start]
 
 
-def _parse_json(text: str) -> Any:
+def _parse_json(text: str, budget: _Budget) -> Any:
+    """`text` as JSON, or None when it is not JSON; an answer nested deeper than the parser
+    goes is a contract driftgate does not read (`invalid_contract`), not a crash."""
     try:
         return json.loads(text)
     except ValueError:
         return None
+    except RecursionError:
+        raise FetchError(
+            f"{budget.label}: an answer nests deeper than {MAX_NESTING} levels of objects "
+            "and arrays; driftgate does not read contracts nested this deep",
+            "invalid_contract",
+        ) from None
+
+
+def _message(text: str, budget: _Budget, method: str) -> Any:
+    """A message of a stream (an SSE `message` event, a stdio line) as JSON: a peer that
+    sends anything else there breaks the protocol, and the fetch ends now rather than at its
+    deadline."""
+    message = _parse_json(text, budget)
+    if message is None and text.strip() != "null":
+        raise _NotJsonRpc(f"a message that is not JSON came instead of the answer to {method}")
+    return message
 
 
 def _match_answer(message: Any, request_id: int | None) -> dict[str, Any] | None:

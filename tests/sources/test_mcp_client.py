@@ -25,7 +25,7 @@ from controller.sources.mcp import (
     fetch_mcp_snapshot,
     fetch_stdio_mcp_snapshot,
 )
-from tests.mcp_servers import RawMcpServer, SdkServer, stdio_command, write_surface
+from tests.mcp_servers import Answer, RawMcpServer, SdkServer, stdio_command, write_surface
 from tests.servers import spec_server
 
 SEARCH = {
@@ -108,7 +108,7 @@ def assert_full_surface(snapshot: dict[str, Any]) -> None:
     assert names(snapshot["prompts"]) == ["summarise"]
     assert snapshot["resources"][0]["uri"] == "file:///catalog.json"
     assert snapshot["resource_templates"][0]["uriTemplate"] == "file:///items/{id}"
-    assert snapshot["errors"] == {}
+    assert "errors" not in snapshot  # a snapshot is complete, or there is none
 
 
 # Real SDK servers, every transport and era.
@@ -225,24 +225,70 @@ def test_next_cursor_is_followed(client: HttpClient, raw: RawMcpServer) -> None:
     assert raw.methods().count("tools/list") == 3
 
 
-def test_endless_pagination_is_bounded(client: HttpClient, raw: RawMcpServer) -> None:
+def test_endless_pagination_fails_the_fetch(client: HttpClient, raw: RawMcpServer) -> None:
     raw.tools = [{"name": f"t{i}", "inputSchema": {"type": "object"}} for i in range(3)]
     raw.page_size = 1
     raw.endless_cursor = True
-    snapshot = fetch_mcp_snapshot(raw.url, client=client, limits=McpLimits(max_pages=4))
-    assert snapshot["tools"] is None  # a half-read list would look like removed tools
-    assert "more than 4 pages" in snapshot["errors"]["tools"]
+    with pytest.raises(FetchError) as caught:
+        fetch_mcp_snapshot(raw.url, client=client, limits=McpLimits(max_pages=4))
+    # A half-read list would look like removed tools: no snapshot at all.
+    assert caught.value.failure_class == "invalid_contract"
+    assert "tools/list did not complete: more than 4 pages" in str(caught.value)
     assert raw.methods().count("tools/list") == 4
 
 
-def test_a_failing_list_is_recorded_not_raised(client: HttpClient, raw: RawMcpServer) -> None:
-    raw.capabilities = {"tools": {}, "prompts": {}}
+@pytest.mark.parametrize(
+    ("method", "answer", "says"),
+    [
+        ("tools/list", Answer("reply", message={"error": {"code": -32603, "message": "x"}}), ""),
+        ("tools/list", Answer("reply", message={"result": {}}), "the result has no tools list"),
+        ("tools/list", Answer("body", "<html></html>", content_type="text/html"), "not a JSON"),
+        ("tools/list", Answer("body", '{"jsonrpc": "2.0", "id": 3, "res'), "not a JSON-RPC"),
+        ("tools/list", Answer("body", ""), "not a JSON-RPC answer"),
+        ("prompts/list", Answer("reply", message={"error": {"code": -32601}}), "-32601"),
+        ("resources/list", Answer("reply", message={"result": {"resources": 3}}), "no resources"),
+        (
+            "resources/templates/list",
+            Answer("reply", message={"result": {"resourceTemplates": None}}),
+            "no resourceTemplates list",
+        ),
+    ],
+)
+def test_a_list_that_does_not_complete_fails_the_fetch(
+    client: HttpClient, raw: RawMcpServer, method: str, answer: Answer, says: str
+) -> None:
+    """Issue 40, point 1: an advertised list that fails is a failed fetch, never a warning
+    beside a snapshot without it (that read as `ok`, and became an empty baseline)."""
+    raw.capabilities = {"tools": {}, method.split("/")[0]: {}}
+    listed = Answer("reply", message={"result": {"resources": []}})
+    raw.misbehave = {"resources/list": listed, method: answer}
+    with pytest.raises(FetchError) as caught:
+        fetch_mcp_snapshot(raw.url, client=client)
+    assert caught.value.failure_class == "invalid_contract"
+    assert f"{method} did not complete" in str(caught.value) and says in str(caught.value)
+
+
+def test_templates_not_served_beside_resources_are_none(
+    client: HttpClient, raw: RawMcpServer
+) -> None:
+    """`resources` advertises templates too; a server without them answers "Method not
+    found", which is a complete answer: no templates."""
+    raw.capabilities = {"tools": {}, "resources": {}}
+    raw.misbehave = {"resources/list": Answer("reply", message={"result": {"resources": []}})}
     snapshot = fetch_mcp_snapshot(raw.url, client=client)
-    assert snapshot["tools"] == []
-    assert snapshot["prompts"] is None
-    assert snapshot["errors"] == {
-        "prompts": "JSON-RPC error -32601: Method not found: prompts/list"
-    }
+    assert snapshot["resources"] == [] and snapshot["resource_templates"] == []
+
+
+@pytest.mark.parametrize("method", ["initialize", "tools/list"])
+def test_a_5000_deep_answer_is_invalid_contract(
+    client: HttpClient, raw: RawMcpServer, method: str
+) -> None:
+    """Issue 40, point 9: the JSON parser's RecursionError is an unreadable contract."""
+    raw.misbehave = {method: Answer("body", '{"a": ' * 5000 + "1" + "}" * 5000)}
+    with pytest.raises(FetchError) as caught:
+        fetch_mcp_snapshot(raw.url, client=client)
+    assert caught.value.failure_class == "invalid_contract"
+    assert "nests deeper than 128 levels" in str(caught.value)
 
 
 @pytest.mark.parametrize(
@@ -351,6 +397,14 @@ def test_stdio_command_that_is_not_mcp(tmp_path: Path) -> None:
     command = [sys.executable, "-c", "print('hello')"]
     with pytest.raises(FetchError) as caught:
         fetch_stdio_mcp_snapshot(command, allow_stdio=True)
+    assert caught.value.failure_class == "mcp_handshake_failed"
+    # stdout carries MCP messages only: a line of anything else ends the fetch at once.
+    assert "a message that is not JSON came instead of the answer to initialize" in str(
+        caught.value
+    )
+    exits = [sys.executable, "-c", "pass"]
+    with pytest.raises(FetchError) as caught:
+        fetch_stdio_mcp_snapshot(exits, allow_stdio=True)
     assert caught.value.failure_class == "mcp_handshake_failed"
     assert "exited with code 0 before answering initialize" in str(caught.value)
     silent = [sys.executable, "-c", "import sys; sys.stdin.read()"]
