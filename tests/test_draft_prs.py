@@ -45,7 +45,7 @@ from controller.store.models import (
 )
 from tests.conftest import OrgKey, make_settings
 from tests.github_fake import APP_ID, FakeGitHub, delivery, merge
-from tests.processes import wait_until
+from tests.processes import free_port, wait_until
 from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
 
@@ -583,6 +583,112 @@ def test_the_install_flow_links_the_org_its_signed_state_names(
         "/v1/draftpr/installations", json={"installationId": 999}, headers=org.headers
     )
     assert unknown.status_code == 502 and "999" in unknown.get_json()["message"]
+
+
+# -- GitHub out of reach (issue 40, point 8): 502 naming the cause, never a 500 --------------
+
+
+def secrets_in(answer: Any, github: FakeGitHub) -> list[str]:
+    """Whatever of the App's credentials an answer's text shows (the key, a JWT, a token)."""
+    text = json.dumps(answer.get_json())
+    key_lines = [line for line in github.private_pem.splitlines() if "-----" not in line]
+    found = [line for line in key_lines if line in text]
+    return found + [word for word in ("eyJ", "ghs_", "BEGIN", "Bearer") if word in text]
+
+
+@pytest.mark.parametrize("reach", ["closed-port", "address-refused"])
+def test_a_github_that_cannot_be_reached_is_502_on_every_request_path(
+    tmp_path: Path,
+    database: Database,
+    github: FakeGitHub,
+    org: OrgKey,
+    server: SpecServer,
+    reach: str,
+) -> None:
+    """Linking by id, the install callback and the drift webhook's pull request answer 502
+    with the error envelope when GitHub refuses the connection (a closed port) or the address
+    rules refuse GitHub (a loopback address without allow_private_targets); nothing is
+    linked, nothing reaches GitHub, and no credential is in the message."""
+    from web.app import create_app
+
+    closed = reach == "closed-port"
+    settings = make_settings(
+        tmp_path,
+        database_url=database.url,
+        # Refused: every private address but the spec server's, which checks must reach.
+        allow_private_targets=closed,
+        private_target_allowlist=[f"127.0.0.1:{server.port}"],
+        github_webhook_secret=HOOK_SECRET,
+        github_app_id=APP_ID,
+        github_app_private_key=github.private_pem,
+        github_api_url=f"http://127.0.0.1:{free_port()}" if closed else github.url,
+    )
+    code, words = (
+        ("github_unreachable", "GitHub cannot be reached")
+        if closed
+        else ("github_address_refused", "DRIFTGATE_ALLOW_PRIVATE_TARGETS")
+    )
+    client = create_app(settings, database=database).test_client()
+    for answer in (link_by_id(client, org, INSTALLATION), install(client, org)):
+        assert answer.status_code == 502, answer.get_json()
+        body = answer.get_json()
+        assert (body["error"], sorted(body)) == (code, ["error", "message"]), body
+        assert words in body["message"] and secrets_in(answer, github) == []
+    with database.session() as session:
+        assert session.scalars(select(GitHubInstallation)).all() == []
+    # A link made while GitHub answered: the pull request's job meets the same GitHub.
+    with database.transaction() as session:
+        session.add(
+            GitHubInstallation(
+                org_id=org.org_id,
+                installation_id=INSTALLATION,
+                linked_by="install",
+                account="acme",
+                account_id=1000,
+                repository_selection="selected",
+                status="active",
+            )
+        )
+    controller = Controller(
+        settings, database, load_secret_box(settings), concurrency=2, tick_seconds=0.2
+    )
+    controller.start()
+    try:
+        watch_id, event_id = drifted(client, org, server)
+        answer = open_pr(client, org, watch_id, event_id)
+    finally:
+        controller.stop(grace=5)
+    assert answer.status_code == 502, answer.get_json()
+    assert answer.get_json()["error"] == "github_error"
+    assert words in answer.get_json()["message"] and secrets_in(answer, github) == []
+    assert github.calls == []
+
+
+def test_an_answer_that_is_not_githubs_is_502(
+    tmp_path: Path, database: Database, github: FakeGitHub, org: OrgKey, server: SpecServer
+) -> None:
+    """A proxy's HTML page with status 200 where GitHub's installation belongs: 502 naming
+    it, nothing linked (before: a 500 on `data.get`)."""
+    from web.app import create_app
+
+    server.set(
+        f"/app/installations/{INSTALLATION}", "<html>sign in</html>", content_type="text/html"
+    )
+    settings = make_settings(
+        tmp_path,
+        database_url=database.url,
+        allow_private_targets=True,
+        github_app_id=APP_ID,
+        github_app_private_key=github.private_pem,
+        github_api_url=server.url(""),
+    )
+    client = create_app(settings, database=database).test_client()
+    answer = link_by_id(client, org, INSTALLATION)
+    assert answer.status_code == 502, answer.get_json()
+    assert answer.get_json()["error"] == "github_malformed"
+    assert "not what its API describes" in answer.get_json()["message"]
+    with database.session() as session:
+        assert session.scalars(select(GitHubInstallation)).all() == []
 
 
 # -- overlay products ----------------------------------------------------------------------

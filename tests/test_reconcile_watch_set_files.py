@@ -189,7 +189,7 @@ def test_an_oversized_split_file_is_refused_and_the_revision_total_still_applies
     assert [str(p) for p in result.problems] == [
         f".driftgate/watch-sets/payments.yaml:1:1: the file has {len(padded):,} bytes "
         f"({describe_size(len(padded))}), more than the limit of 1 KiB per file "
-        "(git_max_file_bytes); driftgate did not read it"
+        "(git_max_file_bytes); driftgate did not read it (split it, or raise the limit)"
     ]
     assert state(database) == before  # and paypal was not pruned: the file is not absent
 

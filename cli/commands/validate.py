@@ -4,7 +4,9 @@ The hosted product's `.driftguard/agents.yaml` beside it is checked with it (its
 are the hosted harness's and are not read); so is a `.driftguard` directory given alone.
 
 Exit codes: 0 valid (a one-line summary), 1 problems found (each as file:line:column:
-message), 2 the directory is missing or unreadable. Nothing is fetched or stored.
+message), 2 the directory is missing or unreadable, or a file it reads cannot be read (a
+link, a directory, a FIFO, over the limit, not UTF-8: printed like the other problems).
+Nothing is fetched or stored.
 """
 
 from __future__ import annotations
@@ -52,6 +54,11 @@ def validate(directory: Path, output_format: str, templates: tuple[str, ...]) ->
     from controller.model.catalog import SYSTEM_TEMPLATES
 
     target, hosted = _directories(directory)
+    for folder in (target, hosted):
+        mode = None if folder is None else _mode(folder)
+        if mode is not None and stat.S_ISLNK(mode):
+            # A server refuses the revision (it reads no link): say so here, not "valid".
+            _fail(f"{folder} is a symbolic link: commit the directory itself")
     files, unreadable = _read_files(target) if target.is_dir() else ({}, {})
     if hosted is not None and _mode(hosted / "agents.yaml") is not None:
         read = _read_regular(hosted / "agents.yaml")
@@ -88,6 +95,15 @@ def validate(directory: Path, output_format: str, templates: tuple[str, ...]) ->
                 f"{_plural(counts['watchSets'], 'watch set')}, "
                 f"{_plural(counts['watches'], 'watch', 'watches')}"
             )
+    unread = sum(problem.unread for problem in bundle.problems)
+    if unread:
+        # A server would stall on these too; CI must tell "cannot read" from "invalid".
+        click.echo(
+            f"driftgate: error: cannot read {_plural(unread, 'file')} in {shown} "
+            f"({_plural(len(bundle.problems), 'problem')} in all, above)",
+            err=True,
+        )
+        sys.exit(2)
     if not bundle.ok:
         click.echo(f"driftgate: {_plural(len(bundle.problems), 'problem')} in {shown}", err=True)
         sys.exit(1)

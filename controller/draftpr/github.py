@@ -7,8 +7,10 @@ five minutes before they expire. Rate limits (primary and secondary: 403/429 wit
 `retry-after` or `x-ratelimit-reset`) raise `RateLimited` with the time to retry, which the
 job turns into a later job, never a busy loop. Every other refusal raises `GitHubError`
 naming the cause in words a person can act on; no token or key is ever part of a message.
-Each call ends within `delivery_deadline_seconds` (connect, first byte, whole body), else as a
-`FetchError` of class `timeout`, which the job records like any other unreachable GitHub.
+Each call ends within `delivery_deadline_seconds` (connect, first byte, whole body). A GitHub
+that cannot be reached (refused, timed out, TLS) or that the address rules refuse is a
+`GitHubError` too (`github_unreachable`, `github_address_refused`), so every caller, on a
+request path or in a job, handles one kind of failure (a 502 on a request, never a 500).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import jwt
 from controller import __version__
 from controller.errors import ConfigError, DriftgateError
 from controller.settings import Settings
-from controller.sources.http import JsonAnswer, call_json
+from controller.sources.http import FetchError, JsonAnswer, call_json
 
 API_VERSION = "2022-11-28"
 USER_AGENT = f"driftgate/{__version__} (draft pull requests)"
@@ -124,8 +126,12 @@ class GitHubApp:
                 "installation_gone",
             )
         self._raise_for(answer, f"installation {installation_id}")
-        token = str(answer.body["token"])
-        expires = datetime.fromisoformat(str(answer.body["expires_at"]).replace("Z", "+00:00"))
+        data = _object(answer, f"the token of installation {installation_id}")
+        try:
+            token = str(data["token"])
+            expires = datetime.fromisoformat(str(data["expires_at"]).replace("Z", "+00:00"))
+        except (KeyError, ValueError):
+            raise _malformed(f"the token of installation {installation_id}") from None
         with self._lock:
             self._tokens[installation_id] = (token, expires)
         return token
@@ -143,15 +149,18 @@ class GitHubApp:
             "User-Agent": USER_AGENT,
             "Authorization": authorization,
         }
-        answer = call_json(
-            self.client,
-            method,
-            self.base + path,
-            headers=headers,
-            body=body,
-            label="GitHub",
-            deadline=self.deadline,
-        )
+        try:
+            answer = call_json(
+                self.client,
+                method,
+                self.base + path,
+                headers=headers,
+                body=body,
+                label="GitHub",
+                deadline=self.deadline,
+            )
+        except FetchError as exc:
+            raise _unreachable(exc) from None
         self._raise_if_limited(answer)
         return answer
 
@@ -219,10 +228,14 @@ class GitHubApp:
                 "installation_gone",
             )
         self._raise_for(answer, f"installation {installation_id}")
-        data = answer.body
-        account = data.get("account") or {}
+        data = _object(answer, f"installation {installation_id}")
+        account = data.get("account")
+        account = account if isinstance(account, dict) else {}
+        found = _integer(data.get("id"))
+        if found is None:
+            raise _malformed(f"installation {installation_id}")
         return Installation(
-            id=int(data["id"]),
+            id=found,
             account=str(account.get("login") or account.get("slug") or ""),
             account_id=_integer(account.get("id")),
             repository_selection=str(data.get("repository_selection", "")),
@@ -344,6 +357,35 @@ class GitHubApp:
         self._raise_for(answer, f"repository {repo}")
         pulls = answer.body if isinstance(answer.body, list) else []
         return _pull(pulls[0]) if pulls else None
+
+
+def _object(answer: JsonAnswer, what: str) -> dict[str, Any]:
+    """The JSON object a successful answer must be (an HTML page from a proxy is not)."""
+    if not isinstance(answer.body, dict):
+        raise _malformed(what)
+    return answer.body
+
+
+def _malformed(what: str) -> GitHubError:
+    return GitHubError(
+        f"GitHub's answer for {what} is not what its API describes (check github_api_url)",
+        "github_malformed",
+    )
+
+
+def _unreachable(exc: FetchError) -> GitHubError:
+    """A request that never got GitHub's answer, named without the request's headers (the
+    fetcher's messages quote no header) and with what to do."""
+    said = exc.message.removeprefix("GitHub: ")
+    if exc.failure_class == "blocked_target":
+        return GitHubError(
+            f"GitHub was not asked: the address rules refuse it ({said}); check github_api_url",
+            "github_address_refused",
+        )
+    return GitHubError(
+        f"GitHub cannot be reached ({said}); try again later, or check github_api_url",
+        "github_unreachable",
+    )
 
 
 def _pull(data: dict[str, Any], *, draft_refused: bool = False) -> PullRequest:

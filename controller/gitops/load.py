@@ -97,6 +97,9 @@ class Problem:
     path: str = ""  # JSON path of the offending value, e.g. agents[2].policy
     # The same path as keys and indexes (for a JSON pointer); not compared.
     parts: tuple[str | int, ...] = field(default=(), compare=False)
+    # The file could not be read at all (a link, a directory, a submodule, over a limit, not
+    # UTF-8): `driftgate validate` exits 2 for it rather than 1.
+    unread: bool = field(default=False, compare=False)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.column}: {self.message}"
@@ -212,8 +215,9 @@ def load_bundle(
     again (they passed this schema then), which changes nothing but the time taken.
 
     `unreadable` maps the names that could not be read (a symbolic link, a file over the
-    limit ...) to why: each is a problem at its path, and a file of FILES among them counts
-    as present but broken, never as absent (which would prune what it declares). Bytes over
+    limit ...) to why: each is a problem at its path (but a near miss, said as one), and a file
+    of FILES or HOSTED_AGENTS among them counts as present but broken, never as absent (which
+    would prune what it declares). Bytes over
     `max_file_bytes` are not parsed.
     """
     reuse = {name: data for name, data in (checked or {}).items() if name in files}
@@ -229,10 +233,14 @@ def load_bundle(
         for name in sorted({*files, *unreadable})
         if name not in FILES and "/" not in name and (meant := _meant_file(name))
     ]
+    # Every path a caller could not read is a problem, whichever directory it is in: a filter
+    # of known names here once dropped `.driftguard/agents.yaml`, and its agents were pruned.
+    # Only a near miss, reported above as such, is not said twice.
+    said = {problem.file for problem in misnamed}
     not_read = [
-        Problem(_join(directory, name), 1, 1, why.message)
+        Problem(_join(directory, name), 1, 1, why.message, unread=True)
         for name, why in sorted(unreadable.items())
-        if name in FILES or name.split("/", 1)[0] in (PROFILES, WATCH_SETS)
+        if _join(directory, name) not in said
     ]
 
     def document(name: str) -> _Document:
@@ -423,10 +431,16 @@ class _Document:
         )
 
     def report_at(
-        self, line: int, column: int, message: str, path: Sequence[str | int] = ()
+        self,
+        line: int,
+        column: int,
+        message: str,
+        path: Sequence[str | int] = (),
+        *,
+        unread: bool = False,
     ) -> None:
         self.problems.append(
-            Problem(self.file, line, column, message, json_path(path), tuple(path))
+            Problem(self.file, line, column, message, json_path(path), tuple(path), unread)
         )
 
 
@@ -444,14 +458,18 @@ _FastLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 def _parse(name: str, file: str, raw: bytes, max_file_bytes: int = MAX_FILE_BYTES) -> _Document:
     document = _Document(name, file)
     if len(raw) > max_file_bytes:
-        document.report_at(1, 1, Unreadable("too_large", len(raw), max_file_bytes).message)
+        document.report_at(
+            1, 1, Unreadable("too_large", len(raw), max_file_bytes).message, unread=True
+        )
         return document
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        document.report_at(line, column, "the file is not UTF-8 text")
+        document.report_at(
+            line, column, "the file is not UTF-8 text: save it as UTF-8", unread=True
+        )
         return document
     try:
         yaml.reader.Reader(text)  # checks for unprintable characters at once

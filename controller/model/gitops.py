@@ -569,22 +569,32 @@ class Unreadable:
                 "place (replace the link with the file itself)"
             )
         if self.kind == "submodule":
-            return "cannot read: it is a submodule, not a file or directory of this repository"
+            return (
+                "cannot read: it is a submodule, not a file or directory of this repository "
+                "(commit the file itself in this repository)"
+            )
         if self.kind == "directory":
-            return "cannot read: it is a directory, not a file"
+            return (
+                "cannot read: it is a directory, not a file (commit the file itself under "
+                "this name)"
+            )
         if self.kind == "file":
-            return "cannot read: it is a file, not a directory"
+            return "cannot read: it is a file, not a directory (make it a directory of files)"
         if self.kind == "special":
-            return "cannot read: it is not a regular file (a FIFO, socket or device)"
+            return (
+                "cannot read: it is not a regular file (a FIFO, socket or device); replace "
+                "it with the file itself"
+            )
         if self.kind == "too_large":
             return (
                 f"the file has {self.size:,} bytes ({describe_size(self.size)}), more than "
                 f"the limit of {describe_size(self.limit)} per file (git_max_file_bytes); "
-                "driftgate did not read it"
+                "driftgate did not read it (split it, or raise the limit)"
             )
         return (
             f"not read: the files of this revision would take more than "
-            f"{describe_size(self.limit)} in all (git_max_revision_bytes)"
+            f"{describe_size(self.limit)} in all (git_max_revision_bytes); make them smaller "
+            "or raise the limit"
         )
 
 

@@ -1,13 +1,16 @@
 """The fleet guard: trip events a guard reports, and on-demand snapshots it asks for.
 
 A trip is idempotent per org by the client's `tripId`: the first report is recorded (and
-audited), a retry with the same content answers the stored trip, and a `tripId` reused for
-other content is a conflict. A guard's own record fields (fuseguard's trip log and trip index
-rows: `calls`, `runId`, `deviceId`, `argsHash` ...) are kept as sent in `guardFields`, and
-trips also come in batches (`record_trip_batch`), each one idempotent on its own. The
-comparison is the SHA-256 of the canonical JSON of the content as sent (`digest`), so it
-survives the database's own JSON normalisation. A `contract_drift_blocked` trip links the
-preflight decision that blocked the run.
+audited), a retry with the same content answers the stored trip, a later record of the same
+trip fills the fields the stored one left unset (fuseguard reports a trip twice: its index row
+through the batch and its trip log; either may come first), and a `tripId` reused with a
+different value for a field both set is a conflict. A guard's own record fields
+(fuseguard's trip log and trip index rows: `calls`, `runId`, `deviceId`, `argsHash` ...) are
+kept as sent in `guardFields`, and trips also come in batches (`record_trip_batch`), each one
+idempotent on its own. A retry of the newest record is known by the SHA-256 of the canonical
+JSON of its content as sent (`digest`); other records are compared field by field, as
+canonical JSON, so the database's own JSON normalisation changes nothing. A
+`contract_drift_blocked` trip links the preflight decision that blocked the run.
 
 A snapshot is a check of one watch run now by the controller; the caller records the request,
 queues the check, waits, and `finish_snapshot` stores what the watch looks like afterwards.
@@ -212,13 +215,15 @@ class TripBatchIn(RequestModel):
     events: list[TripEventIn] = Field(min_length=1, max_length=MAX_BATCH)
 
 
-TripEventStatus = Literal["created", "replayed", "refused"]
+TripEventStatus = Literal["created", "replayed", "merged", "refused"]
 
 
 class TripEventResult(ApiModel):
     idempotency_key: str
     status: TripEventStatus = Field(
-        description="created (new), replayed (the same trip again) or refused (see `error`)"
+        description="created (new), replayed (the same trip again: nothing new), merged (the "
+        "trip was recorded before and this event filled fields it had left unset) or refused "
+        "(see `error`)"
     )
     id: str | None = Field(description="the stored trip's id; null when refused")
     error: str | None = Field(default=None, description="the error code of a refused event")
@@ -228,6 +233,7 @@ class TripEventResult(ApiModel):
 class TripBatchOut(ApiModel):
     created: int
     replayed: int
+    merged: int
     refused: int
     results: list[TripEventResult] = Field(description="one per event, in the order sent")
 
@@ -293,13 +299,19 @@ class SnapshotListQuery(RequestModel):
 # Trips
 
 
+TripOutcome = Literal["created", "replayed", "merged"]
+
+
 def record_trip(
     session: Session, principal: Principal, data: TripIn, now: datetime
-) -> tuple[FuseTrip, bool]:
-    """Record a trip, or find the one recorded under its `tripId`; True when it is new.
+) -> tuple[FuseTrip, TripOutcome]:
+    """Record a trip, or find the one recorded under its `tripId` and merge into it what this
+    record adds; says which it was (`replayed` when nothing was new).
 
-    Raises 409 `trip_id_reused` when the stored trip's content differs, 413 for metadata over
-    the limit, 422 for a watch or decision the org does not have.
+    A guard may report one trip twice in two shapes (fuseguard's trip index row through the
+    batch, its trip log here): fields one left out, null or empty are filled from the other.
+    Raises 409 `trip_id_reused` when both set a field to different values, 413 for metadata
+    over the limit, 422 for a watch or decision the org does not have.
     """
     _check_names(data)
     _check_metadata(data.metadata)
@@ -308,32 +320,74 @@ def record_trip(
     occurred_at = _utc(data.occurred_at)
     digest = trip_digest(data, occurred_at)
     existing = _find_trip(session, principal.org_id, data.trip_id)
-    if existing is not None:
-        return _replayed(existing, digest), False
-
-    agent_key = data.agent_id
-    if data.watch_id is not None:
-        watch = session.scalar(
-            select(Watch.id).where(Watch.org_id == principal.org_id, Watch.id == data.watch_id)
+    if existing is None:
+        agent_key = _resolve(session, principal.org_id, data, data.watch_id, data.decision_id)
+        trip = FuseTrip(
+            org_id=principal.org_id,
+            trip_id=data.trip_id,
+            reason=data.reason,
+            watch_id=data.watch_id,
+            agent_key=agent_key,
+            tool=data.tool,
+            decision_id=data.decision_id,
+            trip_metadata=data.metadata,
+            guard_fields=guard_fields or None,
+            digest=digest,
+            actor=principal.actor,
+            occurred_at=occurred_at,
+            received_at=now,
         )
+        try:
+            with session.begin_nested():
+                session.add(trip)
+        except IntegrityError:
+            # A concurrent report of the same trip won the unique constraint: merge into it.
+            existing = _find_trip(session, principal.org_id, data.trip_id)
+            if existing is None:
+                raise
+        else:
+            audit.by(
+                session,
+                principal,
+                "fuse_trip.create",
+                trip.id,
+                {"tripId": trip.trip_id, "reason": trip.reason, "decisionId": trip.decision_id},
+            )
+            return trip, "created"
+    if existing.digest == digest:
+        return existing, "replayed"  # the very record again: nothing to compare
+    return _merge(session, principal, existing, data, occurred_at, digest)
+
+
+def _resolve(
+    session: Session,
+    org_id: str,
+    data: TripIn,
+    watch_id: str | None,
+    decision_id: str | None,
+) -> str | None:
+    """Check that `watch_id` and `decision_id` (when given) are the org's (422 otherwise), and
+    return the trip's agent: `agentId`, else the decision's agent."""
+    agent_key = data.agent_id
+    if watch_id is not None:
+        watch = session.scalar(select(Watch.id).where(Watch.org_id == org_id, Watch.id == watch_id))
         if watch is None:
             raise Unprocessable(
                 "the watch is not in this org",
                 code="unknown_watch",
-                details=[{"path": "/watchId", "message": f"not found: {data.watch_id}"}],
+                details=[{"path": "/watchId", "message": f"not found: {watch_id}"}],
             )
-    if data.decision_id is not None:
+    if decision_id is not None:
         decision = session.scalar(
             select(PreflightDecision).where(
-                PreflightDecision.org_id == principal.org_id,
-                PreflightDecision.id == data.decision_id,
+                PreflightDecision.org_id == org_id, PreflightDecision.id == decision_id
             )
         )
         if decision is None:
             raise Unprocessable(
                 "no preflight decision with this id in this org",
                 code="unknown_decision",
-                details=[{"path": "/decisionId", "message": f"not found: {data.decision_id}"}],
+                details=[{"path": "/decisionId", "message": f"not found: {decision_id}"}],
             )
         if data.reason == BLOCKED_REASON and decision.allowed:
             raise Unprocessable(
@@ -343,39 +397,113 @@ def record_trip(
             )
         if agent_key is None:
             agent_key = decision.agent_key
+    return agent_key
 
-    trip = FuseTrip(
-        org_id=principal.org_id,
-        trip_id=data.trip_id,
-        reason=data.reason,
-        watch_id=data.watch_id,
-        agent_key=agent_key,
-        tool=data.tool,
-        decision_id=data.decision_id,
-        trip_metadata=data.metadata,
-        guard_fields=guard_fields or None,
-        digest=digest,
-        actor=principal.actor,
-        occurred_at=occurred_at,
-        received_at=now,
+
+def _unset(value: Any) -> bool:
+    """A field a record did not say: absent, null, or empty (fuseguard sends `[]` and `""`
+    for what it has none of)."""
+    return value is None or value in ("", [], {})
+
+
+def _merge(
+    session: Session,
+    principal: Principal,
+    found: FuseTrip,
+    data: TripIn,
+    occurred_at: datetime | None,
+    digest: str,
+) -> tuple[FuseTrip, TripOutcome]:
+    """Fill the stored trip's unset fields from a later record of it (409 when a field both
+    set differs); `replayed` when the record adds nothing."""
+    # Locked (Postgres) so that two records merging at once cannot drop each other's fields.
+    stored = session.scalar(
+        select(FuseTrip)
+        .where(FuseTrip.id == found.id)
+        .with_for_update()
+        .execution_options(populate_existing=True)  # what the lock's holder wrote, not before
     )
-    try:
-        with session.begin_nested():
-            session.add(trip)
-    except IntegrityError:
-        # A concurrent report of the same trip won the unique constraint: answer with it.
-        existing = _find_trip(session, principal.org_id, data.trip_id)
-        if existing is None:
-            raise
-        return _replayed(existing, digest), False
+    assert stored is not None  # rows are never deleted but with their org
+    sent: dict[str, Any] = {
+        "reason": data.reason,
+        "watchId": data.watch_id,
+        "agentId": data.agent_id,
+        "tool": data.tool,
+        "decisionId": data.decision_id,
+        "metadata": data.metadata,
+        "occurredAt": occurred_at,
+    }
+    have: dict[str, Any] = {
+        "reason": stored.reason,
+        "watchId": stored.watch_id,
+        "agentId": stored.agent_key,
+        "tool": stored.tool,
+        "decisionId": stored.decision_id,
+        "metadata": stored.trip_metadata,
+        "occurredAt": _utc(stored.occurred_at),
+    }
+    guard_have = dict(stored.guard_fields or {})
+    guard_sent = data.guard_fields()
+    added = {k: v for k, v in sent.items() if not _unset(v) and _unset(have[k])}
+    # The guard's fields are kept as sent: one it had not sent at all is kept even empty, so
+    # both orders of the same two records store the same trip.
+    added_guard = {
+        k: v
+        for k, v in guard_sent.items()
+        if k not in guard_have or (not _unset(v) and _unset(guard_have[k]))
+    }
+    differ = [
+        name
+        for name, value in sent.items()
+        if not _unset(value) and not _unset(have[name]) and not _same(value, have[name])
+    ] + [
+        f"guardFields.{name}"
+        for name, value in guard_sent.items()
+        if not _unset(value)
+        and not _unset(guard_have.get(name))
+        and not _same(value, guard_have[name])
+    ]
+    if differ:
+        raise Conflict(
+            f"trip {stored.trip_id!r} was already recorded with other content "
+            f"({', '.join(differ)} differ); use a new tripId for a new trip",
+            code="trip_id_reused",
+        )
+    if not added and not added_guard:
+        return stored, "replayed"
+    agent_key = _resolve(
+        session, principal.org_id, data, added.get("watchId"), added.get("decisionId")
+    )
+    merged_guard = {**guard_have, **added_guard}
+    _check_metadata(merged_guard, "/guardFields")
+    stored.watch_id = stored.watch_id or added.get("watchId")
+    stored.agent_key = stored.agent_key or agent_key
+    stored.tool = stored.tool or added.get("tool")
+    stored.decision_id = stored.decision_id or added.get("decisionId")
+    if "metadata" in added:
+        stored.trip_metadata = added["metadata"]
+    if "occurredAt" in added:
+        stored.occurred_at = added["occurredAt"]
+    stored.guard_fields = merged_guard or None
+    stored.digest = digest  # the newest record: its retry is a replay at once
     audit.by(
         session,
         principal,
-        "fuse_trip.create",
-        trip.id,
-        {"tripId": trip.trip_id, "reason": trip.reason, "decisionId": trip.decision_id},
+        "fuse_trip.merge",
+        stored.id,
+        {
+            "tripId": stored.trip_id,
+            "added": sorted([*added, *(f"guardFields.{k}" for k in added_guard)]),
+        },
     )
-    return trip, True
+    return stored, "merged"
+
+
+def _same(sent: Any, stored: Any) -> bool:
+    """Equal as JSON (the store may give back a JSON value in another key order)."""
+    if isinstance(sent, datetime) or isinstance(stored, datetime):
+        return bool(sent == stored)
+    return _canonical(sent) == _canonical(stored)
 
 
 def trip_digest(data: TripIn, occurred_at: datetime | None) -> str:
@@ -426,7 +554,7 @@ def record_trip_batch(
                     details=[{"path": "/tripId", "message": "differs from idempotencyKey"}],
                 )
             with session.begin_nested():
-                trip, created = record_trip(session, principal, event.as_trip(), now)
+                trip, outcome = record_trip(session, principal, event.as_trip(), now)
         except RequestError as refusal:
             results.append(
                 TripEventResult(
@@ -438,11 +566,11 @@ def record_trip_batch(
                 )
             )
             continue
-        status: TripEventStatus = "created" if created else "replayed"
-        results.append(TripEventResult(idempotency_key=event.key, status=status, id=trip.id))
+        results.append(TripEventResult(idempotency_key=event.key, status=outcome, id=trip.id))
     return TripBatchOut(
         created=sum(r.status == "created" for r in results),
         replayed=sum(r.status == "replayed" for r in results),
+        merged=sum(r.status == "merged" for r in results),
         refused=sum(r.status == "refused" for r in results),
         results=results,
     )
@@ -565,16 +693,6 @@ def _find_trip(session: Session, org_id: str, trip_id: str) -> FuseTrip | None:
     return session.scalar(
         select(FuseTrip).where(FuseTrip.org_id == org_id, FuseTrip.trip_id == trip_id)
     )
-
-
-def _replayed(existing: FuseTrip, digest: str) -> FuseTrip:
-    if existing.digest != digest:
-        raise Conflict(
-            f"trip {existing.trip_id!r} was already recorded with other content; "
-            "use a new tripId for a new trip",
-            code="trip_id_reused",
-        )
-    return existing
 
 
 def _check_names(data: TripIn) -> None:

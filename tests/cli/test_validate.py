@@ -136,22 +136,27 @@ def test_unusable_directories_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_a_path_that_cannot_be_read_is_a_problem_at_its_path(repo: Path) -> None:
     """As in a git source: a directory, a symbolic link (even to a valid file) or a FIFO where
-    a file belongs is a problem at its path (exit 1), never followed, skipped or waited on."""
+    a file belongs is a problem at its path (exit 2: it cannot be read), never followed,
+    skipped or waited on."""
     directory = repo / ".driftgate"
     target = directory / "agents.yaml"
     kept = target.read_bytes()
     target.unlink()
     target.mkdir()
     result = run()
-    assert result.exit_code == 1
-    assert (
-        result.stdout == ".driftgate/agents.yaml:1:1: cannot read: it is a directory, not a file\n"
+    assert result.exit_code == 2
+    assert result.stdout == (
+        ".driftgate/agents.yaml:1:1: cannot read: it is a directory, not a file (commit the "
+        "file itself under this name)\n"
+    )
+    assert result.stderr == (
+        "driftgate: error: cannot read 1 file in .driftgate (1 problem in all, above)\n"
     )
     target.rmdir()
     (repo / "elsewhere.yaml").write_bytes(kept)
     target.symlink_to(repo / "elsewhere.yaml")  # a valid file, which git would not follow
     linked = run()
-    assert linked.exit_code == 1
+    assert linked.exit_code == 2
     assert linked.stdout.startswith(
         ".driftgate/agents.yaml:1:1: cannot read: it is a symbolic link; "
     ), linked.stdout
@@ -161,10 +166,10 @@ def test_a_path_that_cannot_be_read_is_a_problem_at_its_path(repo: Path) -> None
     target.unlink()
     os.mkfifo(target)  # nobody ever writes: a blocking open would hang the command
     fifo = run()
-    assert fifo.exit_code == 1
+    assert fifo.exit_code == 2
     assert fifo.stdout == (
         ".driftgate/agents.yaml:1:1: cannot read: it is not a regular file (a FIFO, socket or "
-        "device)\n"
+        "device); replace it with the file itself\n"
     )
     target.unlink()
     target.write_bytes(kept)
@@ -186,10 +191,11 @@ def test_a_file_over_the_limit_is_a_problem_and_not_read_whole(
 
     monkeypatch.setattr(os, "open", recording_open)
     result = run()
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.stdout == (
         ".driftgate/templates.yaml:1:1: the file has 1,048,577 bytes (1 MiB), more than the "
-        "limit of 1 MiB per file (git_max_file_bytes); driftgate did not read it\n"
+        "limit of 1 MiB per file (git_max_file_bytes); driftgate did not read it (split it, "
+        "or raise the limit)\n"
     )
     assert not any(path.endswith("templates.yaml") for path in opened)  # only its size is read
     assert any(path.endswith("agents.yaml") for path in opened)
@@ -212,7 +218,7 @@ def test_profiles_are_checked_and_a_linked_profiles_directory_is_a_problem(repo:
     (repo / "shared").mkdir()
     profiles.symlink_to(repo / "shared")
     linked = run()
-    assert linked.exit_code == 1
+    assert linked.exit_code == 2
     assert linked.stdout.startswith(".driftgate/profiles:1:1: cannot read: it is a symbolic link")
 
 
@@ -240,7 +246,7 @@ def test_split_watch_set_files_are_checked_with_the_others(repo: Path) -> None:
     shutil.rmtree(split)
     split.symlink_to(repo)  # a link where the directory belongs is a problem, never followed
     result = run()
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.stdout.startswith(".driftgate/watch-sets:1:1: cannot read: it is a symbolic link")
 
 
@@ -254,3 +260,100 @@ def test_split_watch_set_files_alone_are_a_directory_to_check(
     result = run()
     assert result.exit_code == 0, result.output
     assert result.stdout == ".driftgate: valid: 0 agents, 0 templates, 1 watch set, 1 watch\n"
+
+
+# Every file the command reads, in `.driftgate/` and in `.driftguard/` beside it (issue 40,
+# point 2): a path that cannot be read is a problem there and exit 2, as a server stalls on it.
+# Before, `.driftguard/agents.yaml` as a link or a directory was skipped and said `valid`.
+
+READ_PATHS = [
+    ".driftguard/agents.yaml",
+    *(f".driftgate/{name}" for name in FILES),
+    ".driftgate/watch-sets/partners.yaml",
+    ".driftgate/profiles/order.yaml",
+]
+ORDER_PROFILE = "id: order\nversion: 1\nschema: {type: object}\n"
+
+
+def _linked(path: Path) -> None:
+    path.symlink_to(Path.cwd() / "elsewhere.yaml")  # a valid file, never followed
+
+
+def _directory(path: Path) -> None:
+    path.mkdir()
+    (path / "a.yaml").write_text("version: 1\n")
+
+
+def _submodule(path: Path) -> None:
+    """A checked-out submodule (a gitlink in the commit): a directory with a `.git` file."""
+    path.mkdir()
+    (path / ".git").write_text("gitdir: ../../.git/modules/shared\n")
+    (path / "agents.yaml").write_text("version: 1\nagents: []\n")
+
+
+def _not_utf8(path: Path) -> None:
+    path.write_bytes(b"version: 1\n# caf\xe9\n")
+
+
+def _too_large(path: Path) -> None:
+    with path.open("wb") as handle:
+        handle.truncate(MAX_FILE_BYTES + 1)
+
+
+UNREADABLE = {
+    "symlink": (_linked, "it is a symbolic link"),
+    "directory": (_directory, "it is a directory, not a file"),
+    "gitlink": (_submodule, "it is a directory, not a file"),
+    "fifo": (lambda path: os.mkfifo(path), "it is not a regular file"),
+    "not-utf8": (_not_utf8, "the file is not UTF-8 text: save it as UTF-8"),
+    "too-large": (_too_large, "more than the limit of 1 MiB per file"),
+}
+
+
+@pytest.mark.parametrize("where", READ_PATHS)
+def test_every_file_read_in_either_directory_that_cannot_be_read_exits_2(
+    repo: Path, where: str
+) -> None:
+    hosted = repo / ".driftguard"
+    hosted.mkdir()
+    shutil.copy(
+        ROOT / "tests" / "gitops" / "hosted" / "valid" / "plain-apis.yaml", hosted / "agents.yaml"
+    )
+    (repo / ".driftgate" / "watch-sets").mkdir()
+    shutil.copy(
+        ROOT / "examples" / "watch-sets" / "partners.yaml", repo / ".driftgate" / "watch-sets"
+    )
+    (repo / ".driftgate" / "profiles").mkdir()
+    (repo / ".driftgate" / "profiles" / "order.yaml").write_text(ORDER_PROFILE)
+    path = repo / where
+    kept = path.read_bytes()
+    (repo / "elsewhere.yaml").write_bytes(kept)
+    assert run().exit_code == 0
+    for kind, (make, needle) in UNREADABLE.items():
+        path.unlink()
+        make(path)
+        result = run()
+        assert result.exit_code == 2, (kind, result.output)
+        assert f"{where}:" in result.stdout and needle in result.stdout, (kind, result.stdout)
+        assert result.stderr.startswith("driftgate: error: cannot read 1 file in .driftgate")
+        as_json = run("--format", "json")
+        assert as_json.exit_code == 2
+        problems = json.loads(as_json.stdout)["problems"]
+        assert [p["file"] for p in problems] == [where], kind
+        shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+        path.write_bytes(kept)
+    assert run().exit_code == 0
+
+
+def test_a_linked_hosted_directory_exits_2(repo: Path) -> None:
+    (repo / "shared").mkdir()
+    shutil.copy(
+        ROOT / "tests" / "gitops" / "hosted" / "valid" / "plain-apis.yaml",
+        repo / "shared" / "agents.yaml",
+    )
+    (repo / ".driftguard").symlink_to(repo / "shared")
+    result = run()
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "driftgate: error: .driftguard is a symbolic link: commit the directory itself\n"
+    )

@@ -201,6 +201,36 @@ def test_a_trip_log_is_accepted_by_the_trip_route(live: Live, tmp_path: Path) ->
     assert again.status_code == 200 and again.headers["Idempotent-Replayed"] == "true"
 
 
+def test_a_trip_log_after_the_synced_trip_fills_in_its_watch_and_action(
+    live: Live, drifted: str, tmp_path: Path
+) -> None:
+    """fuseguard reports a trip through the batch (`sync_on_trip`) and writes its trip log;
+    the log posted afterwards fills what the index row lacked (issue 40, point 10: before,
+    409 `trip_id_reused`, and the trip kept `watchId: null` and empty metadata)."""
+    log = tmp_path / "trip.json"
+    monitor = FuseMonitor(
+        config=config(live, tmp_path, watch_ids=(drifted,), trip_log_path=str(log))
+    )
+    with pytest.raises(FuseTrip) as tripped:
+        monitor.assert_pre_call_gates("create_charge", {"amount": 5})
+    trip = tripped.value.trip
+    assert monitor.store is not None and monitor.store.pending_sync() == []  # synced first
+    [synced] = [t for t in trips(live) if t["tripId"] == trip.trip_id]
+    assert synced["watchId"] is None and synced["metadata"] == {}
+    record = json.loads(log.read_text())
+    with live.http() as http:
+        merged = http.post("/v1/fuse/trips", json=record)
+        again = http.post("/v1/fuse/trips", json=record)
+    assert merged.status_code == 200, merged.text
+    body = merged.json()
+    assert (body["id"], body["watchId"]) == (synced["id"], drifted)
+    assert body["guardFields"]["agentAction"] == trip.agent_action
+    assert body["guardFields"]["decision"] == "block"  # the index row's, kept
+    assert body["metadata"]["preflight"]["allowed"] is False
+    assert again.status_code == 200 and again.headers["Idempotent-Replayed"] == "true"
+    assert [t for t in trips(live) if t["tripId"] == trip.trip_id] == [body]
+
+
 def test_the_ingress_gate_validates_with_driftgate(live: Live, tmp_path: Path) -> None:
     gate = IngressValidateGate(config(live, tmp_path, ingress_profile=PROFILE))
     good = gate.validate_payload({"charge_id": "ch_1", "amount": 5})

@@ -233,7 +233,7 @@ def test_empty_file_and_non_mapping() -> None:
 def test_not_utf8() -> None:
     bundle = load_bundle({"agents.yaml": b"version: 1\nagents:\n  - id: caf\xe9\n"})
     assert [(p.line, p.column, p.message) for p in bundle.problems] == [
-        (3, 12, "the file is not UTF-8 text")
+        (3, 12, "the file is not UTF-8 text: save it as UTF-8")
     ]
 
 
@@ -758,7 +758,8 @@ def test_a_file_that_could_not_be_read_is_a_problem_and_never_counts_as_absent()
         ".driftgate/agents.yml:1:1: did you mean agents.yaml? driftgate reads only agents.yaml, "
         "templates.yaml, watch-sets.yaml, dashboards.yaml",
         ".driftgate/profiles/orders.json:1:1: the file has 2,048 bytes (2 KiB), more than the "
-        "limit of 1 KiB per file (git_max_file_bytes); driftgate did not read it",
+        "limit of 1 KiB per file (git_max_file_bytes); driftgate did not read it (split it, or "
+        "raise the limit)",
         ".driftgate/templates.yaml:1:1: " + Unreadable("symlink").message,
     ]  # and no "unknown template 'stripe'": templates.yaml is unknown, not empty
     assert bundle.templates is None and bundle.watch_sets is not None
@@ -774,5 +775,6 @@ def test_bytes_over_the_limit_are_not_parsed() -> None:
     bundle = load_bundle({"agents.yaml": b"version: 1\n" + b"#" * 2000}, max_file_bytes=1024)
     assert [str(p) for p in bundle.problems] == [
         ".driftgate/agents.yaml:1:1: the file has 2,011 bytes (2 KiB), more than the limit of "
-        "1 KiB per file (git_max_file_bytes); driftgate did not read it"
+        "1 KiB per file (git_max_file_bytes); driftgate did not read it (split it, or raise "
+        "the limit)"
     ]

@@ -190,7 +190,8 @@ def test_a_split_file_that_could_not_be_read_is_a_problem_and_never_absent() -> 
     )
     assert [str(problem) for problem in bundle.problems] == [
         ".driftgate/watch-sets/b.yaml:1:1: the file has 2,000,000 bytes (1.9 MiB), more than "
-        "the limit of 1 MiB per file (git_max_file_bytes); driftgate did not read it"
+        "the limit of 1 MiB per file (git_max_file_bytes); driftgate did not read it (split it, "
+        "or raise the limit)"
     ]
     assert list(bundle.watch_set_files) == ["watch-sets/a.yaml"]
     not_a_directory = load_bundle({}, unreadable={"watch-sets": Unreadable("file")})

@@ -103,8 +103,11 @@ def test_a_trip_is_recorded_once_and_replayed_by_trip_id(
         client, acme, "/v1/fuse/trips", {**TRIP, "metadata": {"spentUsd": 13}}, status=409
     )
     assert reused["error"] == "trip_id_reused" and "run-42:step-7" in reused["message"]
-    dropped = post(client, acme, "/v1/fuse/trips", {**TRIP, "tool": None}, status=409)
-    assert dropped["error"] == "trip_id_reused"
+    assert "(metadata differ)" in reused["message"]
+    # A record of it that leaves a field out says nothing new (issue 40, point 10): replayed.
+    dropped = client.post("/v1/fuse/trips", json={**TRIP, "tool": None}, headers=acme.headers)
+    assert dropped.status_code == 200 and dropped.headers["Idempotent-Replayed"] == "true"
+    assert dropped.get_json() == trip
 
     with database.session() as session:
         row = session.scalars(select(FuseTrip)).one()
@@ -476,6 +479,145 @@ def test_a_batch_records_each_trip_once_and_reports_each_event(
     theirs = post(client, beta, "/v1/fuseguard/events/batch", {"events": [event]}, 200)
     assert theirs["results"][0]["status"] == "created"
     assert get(client, beta, "/v1/fuse/trips")["trips"][0]["id"] != first["results"][0]["id"]
+
+
+# One trip in fuseguard's two shapes (issue 40, point 10): its trip index row, which the sync
+# queue sends through the batch, and its trip log, posted to the trip route. Written from what
+# fuseguard sends (`Trip.to_log_dict` and `_persist_trip`'s index row).
+
+AT = "2026-03-04T05:06:07+00:00"
+
+
+def index_row(trip_id: str) -> dict[str, Any]:
+    return {
+        "tripId": trip_id,
+        "deviceId": "local",
+        "reason": "contract_drift_blocked",
+        "tool": None,
+        "argsHash": "",
+        "decision": "block",
+        "createdAt": AT,
+        "evalTrace": [],
+        "policyRuleIds": [],
+        "idempotencyKey": trip_id,
+    }
+
+
+def trip_log(trip_id: str, watch_id: str) -> dict[str, Any]:
+    blocked = [{"watchId": watch_id, "reasons": ["breaking_drift"], "agentActions": ["pin"]}]
+    return {
+        "tripId": trip_id,
+        "reason": "contract_drift_blocked",
+        "createdAt": AT,
+        "toolName": None,
+        "watchId": watch_id,
+        "calls": [],
+        "metadata": {
+            "preflight": {"allowed": False, "blocked": blocked},
+            "blocked": blocked,
+            "agentActions": ["pin"],
+            "policyBlocked": False,
+        },
+        "agentAction": "pin",
+    }
+
+
+def batch(client: FlaskClient, who: OrgKey, *events: dict[str, Any]) -> list[Any]:
+    answer = post(client, who, "/v1/fuseguard/events/batch", {"events": list(events)}, 200)
+    return [(r["status"], r["error"]) for r in answer["results"]]
+
+
+def content(trip: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in trip.items() if k not in ("id", "tripId", "receivedAt")}
+
+
+def test_a_trip_log_after_its_index_row_fills_what_the_row_left_unset(
+    client: FlaskClient, acme: OrgKey, database: Database
+) -> None:
+    watch_id = make_watch(client, acme, "https://payments.example.com/openapi.json")
+    # The batch first (the sync queue), then the log: before, 409 and watchId null for good.
+    assert batch(client, acme, index_row("fg_first000001")) == [("created", None)]
+    merged = client.post(
+        "/v1/fuse/trips", json=trip_log("fg_first000001", watch_id), headers=acme.headers
+    )
+    assert merged.status_code == 200, merged.get_json()
+    assert "Idempotent-Replayed" not in merged.headers
+    trip = merged.get_json()
+    assert trip["watchId"] == watch_id and trip["reason"] == "contract_drift_blocked"
+    assert trip["metadata"]["preflight"]["blocked"][0]["agentActions"] == ["pin"]
+    assert trip["guardFields"] == {
+        "deviceId": "local",
+        "argsHash": "",
+        "decision": "block",
+        "evalTrace": [],
+        "policyRuleIds": [],
+        "agentAction": "pin",
+        "calls": [],
+    }
+    # Each record again: nothing new, on either route.
+    again = client.post(
+        "/v1/fuse/trips", json=trip_log("fg_first000001", watch_id), headers=acme.headers
+    )
+    assert again.status_code == 200 and again.headers["Idempotent-Replayed"] == "true"
+    assert again.get_json() == trip
+    assert batch(client, acme, index_row("fg_first000001")) == [("replayed", None)]
+    assert get(client, acme, "/v1/fuse/trips")["trips"] == [trip]
+    # The other order ends with the same trip.
+    created = post(client, acme, "/v1/fuse/trips", trip_log("fg_second00002", watch_id))
+    assert created["guardFields"] == {"agentAction": "pin", "calls": []}
+    assert batch(client, acme, index_row("fg_second00002")) == [("merged", None)]
+    assert batch(client, acme, index_row("fg_second00002")) == [("replayed", None)]
+    replayed = client.post(
+        "/v1/fuse/trips", json=trip_log("fg_second00002", watch_id), headers=acme.headers
+    )
+    assert replayed.headers["Idempotent-Replayed"] == "true"
+    assert content(replayed.get_json()) == content(trip)
+    with database.session() as session:
+        merges = session.scalars(
+            select(AuditEntry).where(AuditEntry.action == "fuse_trip.merge")
+        ).all()
+    assert sorted(a.details["tripId"] for a in merges) == ["fg_first000001", "fg_second00002"]
+
+
+def test_a_trip_id_reused_for_other_values_is_still_refused_and_changes_nothing(
+    client: FlaskClient, acme: OrgKey, make_org: Callable[..., OrgKey]
+) -> None:
+    watch_id = make_watch(client, acme, "https://payments.example.com/openapi.json")
+    other_watch = make_watch(client, acme, "https://ledger.example.com/openapi.json", "ledger")
+    assert batch(client, acme, index_row("fg_conflict001")) == [("created", None)]
+    post(client, acme, "/v1/fuse/trips", trip_log("fg_conflict001", watch_id), 200)
+    before = get(client, acme, "/v1/fuse/trips")["trips"]
+    elsewhere = post(client, acme, "/v1/fuse/trips", trip_log("fg_conflict001", other_watch), 409)
+    assert (
+        elsewhere["error"] == "trip_id_reused"
+        and "(watchId, metadata differ)" in elsewhere["message"]
+    )
+    later = {**trip_log("fg_conflict001", watch_id), "createdAt": "2026-03-04T05:06:08Z"}
+    assert post(client, acme, "/v1/fuse/trips", later, 409)["error"] == "trip_id_reused"
+    device = {**index_row("fg_conflict001"), "deviceId": "laptop-7"}
+    assert batch(client, acme, device) == [("refused", "trip_id_reused")]
+    # A field the stored trip lacks, naming a watch the org does not have: 422, nothing kept.
+    unknown = {**index_row("fg_unknown0001")}
+    assert batch(client, acme, unknown) == [("created", None)]
+    foreign = post(client, acme, "/v1/fuse/trips", trip_log("fg_unknown0001", "nope"), 422)
+    assert foreign["error"] == "unknown_watch"
+    assert get(client, acme, "/v1/fuse/trips?limit=1")["trips"][0]["watchId"] is None
+    assert [
+        t for t in get(client, acme, "/v1/fuse/trips")["trips"] if t["tripId"] == "fg_conflict001"
+    ] == before
+    # Another org's record of the same tripId is its own trip: never merged into acme's, and
+    # acme's watch is not its to name.
+    beta = make_org("beta")
+    assert batch(client, beta, index_row("fg_conflict001")) == [("created", None)]
+    refused = post(client, beta, "/v1/fuse/trips", trip_log("fg_conflict001", watch_id), 422)
+    assert refused["error"] == "unknown_watch"
+    theirs = get(client, beta, "/v1/fuse/trips")["trips"]
+    assert [(t["tripId"], t["watchId"], t["metadata"]) for t in theirs] == [
+        ("fg_conflict001", None, {})
+    ]
+    assert [
+        t for t in get(client, acme, "/v1/fuse/trips")["trips"] if t["tripId"] == "fg_conflict001"
+    ] == before
 
 
 def test_batch_bodies_are_checked(client: FlaskClient, acme: OrgKey) -> None:

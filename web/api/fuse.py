@@ -21,15 +21,19 @@ SNAPSHOT_BURST = 10
     errors=(409, 413, 422),
 )
 def record_trip(call: Call) -> Reply:
-    """Records a trip (201). Idempotent by `tripId`: the same trip again answers the stored one
-    (200, header `Idempotent-Replayed: true`); a `tripId` reused for other content is 409
-    `trip_id_reused`. `decisionId` links the preflight decision the trip came from (a
+    """Records a trip (201). Idempotent by `tripId`: the same trip again, or a record of it
+    that adds nothing, answers the stored one (200, header `Idempotent-Replayed: true`); a
+    record of it that sets fields the stored one left unset (null or empty) fills them and
+    answers the merged trip (200); a `tripId` reused with a different value for a field both
+    set is 409 `trip_id_reused`. `decisionId` links the preflight decision the trip came from (a
     `contract_drift_blocked` trip needs one that blocked: 422 `decision_not_blocked`); without
     `agentId` the decision's agent is taken. A watch or decision the org does not have is 422
     (`unknown_watch`, `unknown_decision`); metadata over 16 KB serialised is 413."""
-    trip, created = service.record_trip(call.session, call.principal_required, call.body, call.now)
-    if created:
+    trip, outcome = service.record_trip(call.session, call.principal_required, call.body, call.now)
+    if outcome == "created":
         return Reply(201, service.trip_out(trip))
+    if outcome == "merged":
+        return Reply(200, service.trip_out(trip))
     return Reply(200, service.trip_out(trip), {"Idempotent-Replayed": "true"})
 
 
@@ -44,7 +48,8 @@ def record_trip(call: Call) -> Reply:
 def record_trip_batch(call: Call) -> service.TripBatchOut:
     """Records 1-100 trips (`events`), each as `POST /v1/fuse/trips` records one, keyed by its
     `idempotencyKey` (else `tripId`): 200 with one result per event, in order: `created`,
-    `replayed` (the same trip again, nothing written) or `refused` with the error code a single
+    `replayed` (the same trip again, nothing written), `merged` (a trip recorded before, whose
+    unset fields this event filled) or `refused` with the error code a single
     report would get (`trip_id_reused`, `unknown_watch`, `payload_too_large` ...); a refused
     event leaves the others recorded. A body that breaks the schema is a 400 for the batch."""
     return service.record_trip_batch(call.session, call.principal_required, call.body, call.now)
