@@ -292,8 +292,11 @@ def test_the_rules_of_every_agent_the_acknowledgement_unblocks_decide(
         )
         assert body["details"] == [{"agentId": "careful-bot", "rule": other, "failed": "branch"}]
     assert world.incident_status() == "open" and world.stored_acks() == ([], [])
+    # As the hosted product's MCP server sends it: no body at all.
     both = world.client.post(
-        f"/api/watches/{world.watch_id}/incident/ack", json={}, headers=world.acme.headers
+        f"/api/watches/{world.watch_id}/incident/ack",
+        data=b"",
+        headers={**world.acme.headers, "Content-Type": "application/json"},
     )
     assert both.status_code == 403
     assert both.get_json()["message"] == (
