@@ -122,6 +122,34 @@ def refusal(status: int, document: Any, where: str) -> ApiError:
     return ApiError(f"{where} answered HTTP {status}", status)
 
 
+def approval_refused(answer: dict[str, Any], flags: tuple[str, str]) -> str:
+    """The 403 `approval_refused` of an acknowledgement: each approval rule (and its agent,
+    when several agents refused) with the part that failed, and the `flags` (repository,
+    branch) that would match the first one."""
+    failures = [f for f in answer.get("details") or [] if isinstance(f, dict)]
+    several = len({f.get("agentId") for f in failures}) > 1
+    told = [
+        (f"agent {f.get('agentId')} " if several else "")
+        + f"rule {approval_rule(f.get('rule') or {})}: the {f.get('failed', 'rule')} does not match"
+        for f in failures
+    ]
+    hint = ""
+    if failures:
+        first = failures[0].get("rule") or {}
+        branches = [b for b in first.get("branches") or ["*"]]
+        branch = next((b for b in branches if not any(c in b for c in "*?[")), None)
+        hint = f"; pass {flags[0]} {first.get('repository')} " + (
+            f"{flags[1]} {branch}" if branch else f"and a {flags[1]} matching {', '.join(branches)}"
+        )
+    return f"{answer.get('message')}: {'; '.join(told)}{hint} (HTTP 403, approval_refused)"
+
+
+def approval_rule(rule: dict[str, Any]) -> str:
+    """An approval rule in words: `owner/name on main, release/*`."""
+    branches = rule.get("branches") or ["*"]
+    return f"{rule.get('repository')} on {', '.join(branches)}"
+
+
 def call(http: httpx.Client, method: str, path: str, **kwargs: Any) -> Any:
     """The JSON answer of a call that must succeed (2xx), else `ApiError`."""
     status, document = send(http, method, path, **kwargs)

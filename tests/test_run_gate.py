@@ -383,9 +383,18 @@ def test_the_run_gate_story(build: Callable[..., Gate], name: str) -> None:
             assert response.status_code == 403, response.get_json()
             body = response.get_json()
             assert body["error"] == "approval_refused"
-            assert body["details"] == [{"rule": RULE, "failed": failed}]
+            assert body["details"] == [{"agentId": AGENT, "rule": RULE, "failed": failed}]
+            # The watch's own route is the same decision (issue 40, point 3).
+            around = gate.client.post(
+                f"/api/watches/{wid}/incident/ack",
+                json={**ack_body, **attempt},
+                headers=gate.acme.headers,
+            )
+            assert around.status_code == 403, around.get_json()
+            assert around.get_json()["details"] == body["details"]
         assert gate.incident(incident_id).status == "open"  # nothing was acknowledged
         gate.by_agent(409)
+        assert gate.outbox("incident.acknowledged") == []
         ack_body |= {"repository": "ACME/billing-agent", "branch": "main"}
     acked = gate.post(f"/api/agents/{AGENT}/ack", ack_body)
     assert acked["acknowledged"] == [incident_id]

@@ -130,7 +130,7 @@ def agents_ack(
     with server(url, api_key) as http:
         code, answer = api.send(http, "POST", f"{_path(agent)}/ack", json=body)
         if code == 403 and _error(answer) == "approval_refused":
-            fail(_approval_refused(answer))
+            fail(api.approval_refused(answer, ("--repository", "--branch")))
         acked = _answer(http, code, answer)
 
     def text(document: dict[str, Any]) -> list[str]:
@@ -139,7 +139,7 @@ def agents_ack(
         lines = [
             f"acknowledged {len(ids)} incident{'s' if len(ids) != 1 else ''}"
             + (f": {', '.join(ids)}" if ids else "")
-            + (f" (approval rule {_rule(rule)})" if rule else "")
+            + (f" (approval rule {api.approval_rule(rule)})" if rule else "")
         ]
         return lines + _status_text(document["status"])
 
@@ -171,7 +171,7 @@ def _ack_required(http: httpx.Client, agent: str, answer: dict[str, Any]) -> str
     rules: list[str] = []
     code, bound = api.send(http, "GET", _path(agent))
     if code == 200 and isinstance(bound, dict):
-        rules = [_rule(r) for r in bound.get("approvals") or []]
+        rules = [api.approval_rule(r) for r in bound.get("approvals") or []]
     command = f"driftgate agents ack {agent} --note TEXT"
     if rules:
         command += " --repository OWNER/NAME --branch BRANCH"
@@ -183,30 +183,6 @@ def _ack_required(http: httpx.Client, agent: str, answer: dict[str, Any]) -> str
     if rules:
         told += f" (approval rules: {'; '.join(rules)})"
     return f"{told} (HTTP 409, ack_required)"
-
-
-def _approval_refused(answer: dict[str, Any]) -> str:
-    """The 403 of an acknowledgement: each approval rule and the part of it that failed, and
-    the options that would match the first one."""
-    failures = [f for f in answer.get("details") or [] if isinstance(f, dict)]
-    told = [
-        f"rule {_rule(f.get('rule') or {})}: the {f.get('failed', 'rule')} does not match"
-        for f in failures
-    ]
-    hint = ""
-    if failures:
-        first = failures[0].get("rule") or {}
-        branches = [b for b in first.get("branches") or ["*"]]
-        branch = next((b for b in branches if not any(c in b for c in "*?[")), None)
-        hint = f"; pass --repository {first.get('repository')} " + (
-            f"--branch {branch}" if branch else f"and a --branch matching {', '.join(branches)}"
-        )
-    return f"{answer.get('message')}: {'; '.join(told)}{hint} (HTTP 403, approval_refused)"
-
-
-def _rule(rule: dict[str, Any]) -> str:
-    branches = rule.get("branches") or ["*"]
-    return f"{rule.get('repository')} on {', '.join(branches)}"
 
 
 def _status_text(document: dict[str, Any]) -> list[str]:
@@ -242,5 +218,5 @@ def _status_text(document: dict[str, Any]) -> list[str]:
         lines.append(f"  to do: {', '.join(document['agentActions'])}")
     rules = agent.get("approvals") or []
     if rules:
-        lines.append(f"  ack approval rules: {'; '.join(_rule(r) for r in rules)}")
+        lines.append(f"  ack approval rules: {'; '.join(api.approval_rule(r) for r in rules)}")
     return lines

@@ -94,17 +94,41 @@ def _who(incident: dict[str, Any]) -> str:
     return "-"
 
 
-def _incident_action(action: str, name: str, summary: str, done: str) -> click.Command:
+def _incident_action(
+    action: str, name: str, summary: str, done: str, evidence: bool = False
+) -> click.Command:
+    """`driftgate incidents <name>`; with `evidence`, the --repository and --branch the
+    approval rules of the agents it unblocks are checked against."""
+
     @click.argument("ref", metavar="INCIDENT|WATCH")
     @click.option("--note", help="Why (kept with the incident and in the audit log).")
     @server_command
     def command(
-        ref: str, note: str | None, url: str | None, api_key: str | None, output_format: str
+        ref: str,
+        note: str | None,
+        url: str | None,
+        api_key: str | None,
+        output_format: str,
+        repository: str | None = None,
+        branch: str | None = None,
     ) -> None:
+        body = {
+            key: value
+            for key, value in (("note", note), ("repository", repository), ("branch", branch))
+            if value
+        }
         with server(url, api_key) as http:
             watch_id, watch_name = _watch_of(http, ref)
             path = f"/api/watches/{watch_id}/incident/{action}"
-            changed = api.call(http, "POST", path, json={"note": note} if note else {})
+            code, answer = api.send(http, "POST", path, json=body)
+            if (
+                code == 403
+                and isinstance(answer, dict)
+                and answer.get("error") == ("approval_refused")
+            ):
+                fail(api.approval_refused(answer, ("--repository", "--branch")))
+            if not 200 <= code < 300:
+                raise api.refusal(code, answer, api.shown(http.base_url))
 
         def text(document: dict[str, Any]) -> list[str]:
             return [
@@ -112,8 +136,18 @@ def _incident_action(action: str, name: str, summary: str, done: str) -> click.C
                 f"(opened {document['openedAt']}, {document['breakingCount']} breaking)"
             ]
 
-        emit(changed, output_format, text)
+        emit(answer, output_format, text)
 
+    if evidence:
+        command = click.option("--branch", help="Its branch (checked against the approval rules).")(
+            command
+        )
+        command = click.option(
+            "--repository",
+            metavar="OWNER/NAME",
+            help="The repository of the change that fixes it (checked against the approval "
+            "rules of every agent bound to the watch).",
+        )(command)
     command.__doc__ = summary
     return incidents.command(name)(command)
 
@@ -146,8 +180,11 @@ def _watch_of(http: httpx.Client, ref: str) -> tuple[str, str]:
 _incident_action(
     "ack",
     "acknowledge",
-    "Acknowledge an open incident (audited): agents whose policy waits for it may run again.",
+    "Acknowledge an open incident (audited): agents whose policy waits for it may run again. "
+    "When an agent bound to its watch declares approval rules, --repository and --branch must "
+    "match one of each such agent's rules.",
     "acknowledged",
+    evidence=True,
 )
 _incident_action(
     "resolve",

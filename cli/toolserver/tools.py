@@ -62,6 +62,9 @@ class Connection:
             raise ToolError(str(exc)) from None
         if 200 <= status < 300 or status in ok:
             return document
+        if isinstance(document, dict) and document.get("error") == "approval_refused":
+            # What an agent needs to try again: the rules, and the arguments that match one.
+            raise ToolError(api.approval_refused(document, ("repository", "branch")))
         raise ToolError(str(api.refusal(status, document, api.shown(http.base_url))))
 
     def watch_id(self, ref: str) -> str:
@@ -473,10 +476,12 @@ class AcknowledgeIn(RequestModel):
     note: NoteText = Field(min_length=1, description="why (recorded in the audit trail)")
     repository: Annotated[str, StringConstraints(max_length=300)] | None = Field(
         default=None,
-        description="agents with approval rules: the repository of the fix (owner/name)",
+        description="when an agent it unblocks has approval rules: the repository of the fix "
+        "(owner/name)",
     )
     branch: Annotated[str, StringConstraints(max_length=255)] | None = Field(
-        default=None, description="agents with approval rules: the branch of the fix"
+        default=None,
+        description="when an agent it unblocks has approval rules: the branch of the fix",
     )
 
     @model_validator(mode="after")
@@ -506,22 +511,20 @@ class AcknowledgeOut(ApiModel):
     idempotent=True,
 )
 def acknowledge_drift(connection: Connection, data: AcknowledgeIn) -> dict[str, Any]:
-    """Acknowledge drift with a note: an agent's open incidents (its remediation approval
-    rules decide, with `repository` and `branch`), or a watch's open incident. Audited.
-    Acknowledging again changes nothing."""
+    """Acknowledge drift with a note: an agent's open incidents, or a watch's open incident.
+    Either way the approval rules of every agent it unblocks decide, with `repository` and
+    `branch`. Audited. Acknowledging again changes nothing."""
+    body = data.model_dump(
+        by_alias=True, exclude_none=True, include={"note", "repository", "branch"}
+    )
     if data.agent_id:
-        body = data.model_dump(
-            by_alias=True, exclude_none=True, include={"note", "repository", "branch"}
-        )
         answer = connection.call(
             "POST", f"/api/agents/{quote(data.agent_id, safe='')}/ack", json=body
         )
         return {"target": "agent", "agent": answer}
     watch_id = connection.watch_id(str(data.watch_id))
     answer = connection.call(
-        "POST",
-        f"/api/watches/{quote(watch_id, safe='')}/incident/ack",
-        json={"note": data.note},
+        "POST", f"/api/watches/{quote(watch_id, safe='')}/incident/ack", json=body
     )
     return {"target": "watch", "incident": answer}
 

@@ -7,12 +7,11 @@ preflight closed.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import Field, StringConstraints
+from pydantic import Field
 from sqlalchemy import or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -20,20 +19,18 @@ from sqlalchemy.orm import Session
 from controller import runtime
 from controller.conditions import Condition
 from controller.crypto import SecretBox
-from controller.errors import Conflict, Forbidden, NotFound, Unprocessable, agent_not_found
-from controller.incidents import ACTIVE, acknowledge_incident
+from controller.errors import Conflict, NotFound, Unprocessable, agent_not_found
+from controller.incidents import ACTIVE
 from controller.model.base import ApiModel, RequestModel
-from controller.model.watch import LABEL_PATTERN, IncidentSummary, ManagedBy, Note
+from controller.model.watch import IncidentSummary, ManagedBy, Note
 from controller.policy import PRESETS, Policy, decide, resolve_policy, watch_reasons
 from controller.reconcile import binding_conditions
-from controller.services import audit, preflight
+from controller.services import acknowledgement, audit, preflight
 from controller.services.auth import Principal
 from controller.services.drift import incident_summary
 from controller.services.managed import ensure_unmanaged, managed_by
 from controller.services.watches import get_watch
 from controller.store.models import Agent, AgentWatch, Incident, Watch
-
-REPOSITORY = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"
 
 
 class AgentWatchOut(ApiModel):
@@ -240,16 +237,9 @@ class AgentNote(RequestModel):
     note: Note | None = None
 
 
-class AgentAck(RequestModel):
+class AgentAck(acknowledgement.AckEvidence):
     """Body of `POST /api/agents/<id>/ack`; `repository` and `branch` are checked against the
-    agent's remediation approval rules when it has any."""
-
-    note: Note | None = None
-    repository: Annotated[str, StringConstraints(max_length=300, pattern=REPOSITORY)] | None = None
-    branch: (
-        Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=LABEL_PATTERN)]
-        | None
-    ) = None
+    approval rules of the agents the acknowledgement unblocks, this one first."""
 
 
 class AckOut(ApiModel):
@@ -386,59 +376,13 @@ def ack_agent(
     box: SecretBox,
     now: datetime,
 ) -> tuple[Agent, list[str], dict[str, Any] | None]:
-    """Acknowledge the open incidents of the agent's watches (audited), when the agent's
-    approval rules accept the repository and branch (else 403 with the rules that failed).
-    An agent killed by drift runs again once nothing it depends on is unacknowledged."""
+    """Acknowledge the open incidents of the agent's watches (audited) through the one
+    acknowledgement decision: the approval rules of this agent and of every other agent the
+    acknowledgement unblocks must accept the repository and branch (else 403). An agent
+    killed by drift runs again once nothing it depends on is unacknowledged."""
     agent = get_agent(session, principal.org_id, id_or_slug)
-    rule = check_approval(agent, data.repository, data.branch)
-    acknowledged = []
-    for incident in _incidents(session, agent, ("open",)):
-        watch = session.get_one(Watch, incident.watch_id)
-        acknowledge_incident(session, box, watch, incident, now, by=principal.actor, note=data.note)
-        acknowledged.append(incident.id)
-    audit.by(
-        session,
-        principal,
-        "agent.ack",
-        agent.key,
-        {
-            "incidents": acknowledged,
-            "note": data.note,
-            "repository": data.repository,
-            "branch": data.branch,
-            "approvalRule": rule,
-        },
-    )
-    if agent.runtime_state == runtime.KILLED and agent.runtime_reason == "breaking_drift":
-        runtime.unblock(session, box, agent, now, by=principal.actor, note=data.note)
-    return agent, acknowledged, rule
-
-
-def check_approval(
-    agent: Agent, repository: str | None, branch: str | None
-) -> dict[str, Any] | None:
-    """The first approval rule that accepts `repository`@`branch`; None when the agent has
-    no rules (anyone with an org key may acknowledge). Refusal is 403 naming each rule and
-    the part of it that failed."""
-    rules = agent.approvals or []
-    if not rules:
-        return None
-    failures = []
-    for rule in rules:
-        if repository is None or repository.lower() != str(rule["repository"]).lower():
-            failures.append({"rule": rule, "failed": "repository"})
-        elif branch is None or not any(
-            fnmatch.fnmatchcase(branch, pattern) for pattern in rule.get("branches") or ["*"]
-        ):
-            failures.append({"rule": rule, "failed": "branch"})
-        else:
-            return dict(rule)
-    raise Forbidden(
-        f"no remediation approval rule of agent {agent.key!r} accepts "
-        f"{repository or '(no repository)'}@{branch or '(no branch)'}",
-        code="approval_refused",
-        details=failures,
-    )
+    acked = acknowledgement.acknowledge_agent(session, principal, agent, data, box, now)
+    return agent, [i.id for i in acked.incidents], acked.approvals.get(agent.key)
 
 
 def affected_agents(session: Session, org_id: str, watch_id: str) -> AffectedAgents:

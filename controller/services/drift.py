@@ -21,11 +21,7 @@ from controller.crypto import SecretBox
 from controller.diffs.explain import with_hints
 from controller.diffs.rules import ACK, order_actions
 from controller.errors import Conflict, NotFound
-from controller.incidents import (
-    acknowledge_incident,
-    close_incident,
-    current_incident,
-)
+from controller.incidents import close_incident, current_incident
 from controller.model.base import ApiModel, RequestModel, utc_iso
 from controller.model.change import ChangeOut
 from controller.model.ids import ID_PREFIX_PATTERN, normalized
@@ -41,7 +37,7 @@ from controller.model.watch import (
     WatchType,
 )
 from controller.policy import reasons_for
-from controller.services import audit, paging
+from controller.services import acknowledgement, audit, paging
 from controller.services.auth import Principal
 from controller.services.watches import get_watch, to_out
 from controller.status import BaselineAccepted, Counts, facts_of, transition
@@ -158,6 +154,12 @@ class BaselineIn(RequestModel):
 
 class IncidentAction(RequestModel):
     note: Note | None = Field(default=None)
+
+
+class IncidentAck(acknowledgement.AckEvidence):
+    """Body of `POST /api/watches/<id>/incident/ack`: `repository` and `branch` are checked
+    against the approval rules of every agent bound to the watch (any of them refusing
+    refuses the acknowledgement: 403 `approval_refused`)."""
 
 
 class IncidentOut(ApiModel):
@@ -479,25 +481,24 @@ class IncidentAct:
     principal: Principal
     watch: Watch
     incident: Incident
-    note: str | None
+    data: IncidentAction | acknowledgement.AckEvidence
     now: datetime
 
 
-def _acknowledge(act: IncidentAct) -> bool:
-    """Open → acknowledged (an acknowledged incident stays as it is: nothing to audit)."""
-    return acknowledge_incident(
-        act.session,
-        act.box,
-        act.watch,
-        act.incident,
-        act.now,
-        by=act.principal.actor,
-        note=act.note,
+def _acknowledge(act: IncidentAct) -> None:
+    """Open → acknowledged through the one acknowledgement decision (the approval rules of
+    every agent bound to the watch); an acknowledged incident stays as it is."""
+    data = act.data
+    evidence = (
+        data if isinstance(data, acknowledgement.AckEvidence) else IncidentAck(note=data.note)
+    )
+    acknowledgement.acknowledge_watch(
+        act.session, act.principal, act.watch, act.incident, evidence, act.box, act.now
     )
 
 
-def _resolve(act: IncidentAct) -> bool:
-    """Closed by hand; the baseline stays as it is."""
+def _resolve(act: IncidentAct) -> None:
+    """Closed by hand (audited); the baseline stays as it is, so the watch still blocks."""
     close_incident(
         act.session,
         act.box,
@@ -507,14 +508,23 @@ def _resolve(act: IncidentAct) -> bool:
         resolution="manual",
         by=act.principal.actor,
     )
-    return True
+    audit.by(
+        act.session, act.principal, "incident.resolve", act.incident.id, {"note": act.data.note}
+    )
 
 
-# What a person can do to a watch's incident: the step (False: nothing changed, nothing to
-# audit) and the audit action it records.
-INCIDENT_ACTIONS: dict[str, tuple[Callable[[IncidentAct], bool], str]] = {
-    "ack": (_acknowledge, "incident.acknowledge"),
-    "resolve": (_resolve, "incident.resolve"),
+@dataclass(frozen=True)
+class IncidentStep:
+    """What a person can do to a watch's incident: the step (it audits what it changed) and
+    the body it reads (the API's request body, the console's form)."""
+
+    run: Callable[[IncidentAct], None]
+    body: type[IncidentAction | acknowledgement.AckEvidence]
+
+
+INCIDENT_ACTIONS: dict[str, IncidentStep] = {
+    "ack": IncidentStep(_acknowledge, IncidentAck),
+    "resolve": IncidentStep(_resolve, IncidentAction),
 }
 
 
@@ -523,15 +533,14 @@ def act_on_incident(
     principal: Principal,
     watch_id: str,
     action: str,
-    note: str | None,
+    data: IncidentAction | acknowledgement.AckEvidence,
     box: SecretBox,
     now: datetime,
 ) -> Incident:
     """Runs one of `INCIDENT_ACTIONS` on the watch's open incident (404 when there is none)."""
-    step, audited = INCIDENT_ACTIONS[action]
+    step = INCIDENT_ACTIONS[action]
     watch, incident = _open_incident_of(session, principal, watch_id)
-    if step(IncidentAct(session, box, principal, watch, incident, note, now)):
-        audit.by(session, principal, audited, incident.id, {"note": note})
+    step.run(IncidentAct(session, box, principal, watch, incident, data, now))
     return incident
 
 

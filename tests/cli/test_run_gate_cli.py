@@ -128,6 +128,13 @@ def test_from_drift_to_a_killed_agent_and_back_without_curl(
     assert "rule acme/billing-agent on main, release/*: the branch does not match" in (
         wrong_branch.stderr
     )
+    # The watch's own command is the same decision (issue 40, point 3).
+    around = run("incidents", "acknowledge", "billing-api", code=2)
+    assert around.stderr == no_rule.stderr
+    assert (
+        json.loads(run("incidents", "list", "--format", "json").stdout)["incidents"][0]["status"]
+        == "open"
+    )
     acked = run(
         "agents",
         "ack",

@@ -51,6 +51,7 @@ class Live:
     specs: SpecServer
     home: Path  # HOME of the clients (fuseguard keeps ~/.fuseguard there)
     tls: TlsFront | None = None  # nginx in front, when the module asks for it (`behind_tls`)
+    database_url: str = ""  # for what only a git source declares (an agent's approval rules)
 
     def http(self, key: str | None = None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {key or self.key}", "User-Agent": "driftgate-tests"}
@@ -144,7 +145,16 @@ def live(tmp_path_factory: pytest.TempPathFactory, behind_tls: bool) -> Iterator
             if tls_port is not None:
                 front = fronts.enter_context(tls_front(tmp / "nginx", tls_port, port))
                 logs.extend(front.logs)
-            yield Live(base, keys["acme"], keys["beta"], keys["plain"], specs, home, front)
+            yield Live(
+                base,
+                keys["acme"],
+                keys["beta"],
+                keys["plain"],
+                specs,
+                home,
+                front,
+                database_url=url,
+            )
         finally:
             fronts.close()
             stop_process(process)

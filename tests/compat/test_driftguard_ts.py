@@ -18,7 +18,10 @@ from typing import Any
 
 import pytest
 import yaml
+from sqlalchemy import select
 
+from controller.store.db import Database
+from controller.store.models import Agent, AgentWatch, Watch
 from tests.compat.conftest import AGENT, AGENT_WATCH, Live
 from tests.compat.tsclients import build_ts_clients, require_ts_clients
 from tests.mcp_servers import SdkServer, write_surface
@@ -406,6 +409,38 @@ def test_a_drifted_watchs_status_events_and_ack(mcp: McpClient, drifted: str) ->
     assert acknowledged["id"] == events["events"][0]["incidentId"]
     assert acknowledged["acknowledgedBy"].startswith("api_key:")
     assert mcp.answer("get_watch_status", watchId=drifted)["incident"]["status"] == "acknowledged"
+
+
+def test_acknowledge_drift_is_refused_by_the_approval_rules_of_an_agent_it_unblocks(
+    mcp: McpClient, live: Live
+) -> None:
+    # The tool sends no repository or branch: an agent with rules keeps the gate shut
+    # (issue 40, point 3), and says so.
+    watch_id = live.drifted_watch("ts-ruled")
+    rule = {"repository": "acme/ruled-bot", "branches": ["main"]}
+    database = Database(live.database_url)
+    try:
+        with database.transaction() as session:
+            org_id = session.scalars(select(Watch.org_id).where(Watch.id == watch_id)).one()
+            agent = Agent(org_id=org_id, key="ts-ruled-bot", slug="ts-ruled-bot", approvals=[rule])
+            agent.policy = "staging-strict"
+            agent.bindings = [AgentWatch(position=0, ref=watch_id, watch_id=watch_id)]
+            session.add(agent)
+    finally:
+        database.dispose()
+    refused = mcp.call("acknowledge_drift", watchId=watch_id)
+    assert refused.is_error and "acme/ruled-bot" in text_of(refused), text_of(refused)
+    assert mcp.answer("get_watch_status", watchId=watch_id)["incident"]["status"] == "open"
+    with live.http() as http:
+        gate = http.post("/api/preflight", json={"agentId": "ts-ruled-bot"})
+        assert gate.status_code == 409, gate.text
+        # With the evidence (which only driftgate's own tool and API carry), it is accepted.
+        accepted = http.post(
+            f"/api/watches/{watch_id}/incident/ack",
+            json={"repository": "acme/ruled-bot", "branch": "main"},
+        )
+        assert accepted.status_code == 200, accepted.text
+        assert http.post("/api/preflight", json={"agentId": "ts-ruled-bot"}).status_code == 200
 
 
 def test_an_agents_status_and_the_agents_a_watch_affects(mcp: McpClient, live: Live) -> None:

@@ -154,6 +154,10 @@ def test_the_tools_over_stdio_against_a_real_server(
                     branch="main",
                 )
                 assert "approval" in wrong and "HTTP 403" in wrong
+                # The watch's incident: the same rules (issue 40, point 3).
+                around = await refused("acknowledge_drift", watchId=WATCH, note="fixing")
+                assert "pass repository acme/billing-agent branch main" in around
+                assert api.post("/api/preflight", json={"agentId": SLUG}).status_code == 409
                 acked = await ok(
                     "acknowledge_drift",
                     agentId=SLUG,

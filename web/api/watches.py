@@ -183,8 +183,11 @@ def accept_baseline(call: Call) -> WatchOut:
     return drift.watch_out(call.session, watch, call.now)
 
 
-def _incident_route(action: str, name: str, summary: str, doc: str) -> None:
-    """`POST /api/watches/<id>/incident/<action>` for each of the service's incident actions."""
+def _incident_route(
+    action: str, name: str, summary: str, doc: str, errors: tuple[int, ...]
+) -> None:
+    """`POST /api/watches/<id>/incident/<action>` for each of the service's incident actions,
+    with the body the action reads."""
 
     def handler(call: Call) -> drift.IncidentOut:
         incident = drift.act_on_incident(
@@ -192,7 +195,7 @@ def _incident_route(action: str, name: str, summary: str, doc: str) -> None:
             call.principal_required,
             call.path["watch_id"],
             action,
-            call.body.note,
+            call.body,
             call.secret_box,
             call.now,
         )
@@ -205,8 +208,9 @@ def _incident_route(action: str, name: str, summary: str, doc: str) -> None:
         f"/api/watches/<watch_id>/incident/{action}",
         summary=summary,
         tag="watches",
-        body=drift.IncidentAction,
+        body=drift.INCIDENT_ACTIONS[action].body,
         responses={200: drift.IncidentOut},
+        errors=errors,
     )(handler)
 
 
@@ -214,11 +218,16 @@ _incident_route(
     "ack",
     "acknowledge_incident",
     "Acknowledge the open incident",
-    "Marks the watch's open incident acknowledged, with an optional note (audited).",
+    "Marks the watch's open incident acknowledged, with an optional note (audited). The "
+    "approval rules of every agent bound to the watch decide: `repository` and `branch` must "
+    "match a rule of each agent that declares rules, else 403 `approval_refused` naming each "
+    "agent, rule and the part that failed, and nothing is acknowledged.",
+    (403,),
 )
 _incident_route(
     "resolve",
     "resolve_incident",
     "Resolve the open incident",
     "Resolves the watch's incident by hand (the baseline stays as it is; audited).",
+    (),
 )

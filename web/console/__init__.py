@@ -236,7 +236,21 @@ def failed(exc: DriftgateError) -> Response:
     status = getattr(exc, "status", 500)
     if request.method == "POST" and g.get("db_session") is not None:
         g.db_session.rollback()  # nothing of a refused action is kept
-    return page("error.html", g.get("console_user"), code=status, message=exc.message)
+    return page(
+        "error.html", g.get("console_user"), code=status, message=exc.message, why=_why(exc)
+    )
+
+
+def _why(exc: DriftgateError) -> list[str]:
+    """What a refused acknowledgement needs, in words: each agent's rule and what failed."""
+    if exc.code != "approval_refused" or not isinstance(exc.details, list):
+        return []
+    return [
+        f"agent {d.get('agentId')}: rule {d['rule'].get('repository')} on "
+        f"{', '.join(d['rule'].get('branches') or ['*'])}: the {d.get('failed')} does not match"
+        for d in exc.details
+        if isinstance(d, dict) and isinstance(d.get("rule"), dict)
+    ]
 
 
 def init_app(app: Flask) -> None:

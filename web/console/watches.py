@@ -14,7 +14,7 @@ from controller.accounts.service import SignedIn
 from controller.errors import NotFound, RequestError
 from controller.model.watch import WatchCreate, WatchListQuery
 from controller.portfolio import service as portfolio
-from controller.services import drift, notifications, watch_types
+from controller.services import acknowledgement, drift, notifications, watch_types
 from controller.services import watches as service
 from web.body import validate
 from web.console import action, admin, blueprint, now, page, signed_in
@@ -143,7 +143,8 @@ def watch(user: SignedIn, watch_id: str) -> Response:
     history = drift.list_events(
         request_session(), user.org_id, drift.DriftQuery(watch_id=watch_id, limit=20)
     )
-    return page("watch.html", user, status=status, events=history.events)
+    rules = acknowledgement.approval_rules(request_session(), status.watch_id)
+    return page("watch.html", user, status=status, events=history.events, approvals=rules)
 
 
 @blueprint.get("/watches/<watch_id>/events/<event_id>")
@@ -213,12 +214,11 @@ def baseline(user: SignedIn, watch_id: str) -> str:
 @blueprint.post("/watches/<watch_id>/incident/<step>")
 @action
 def incident(user: SignedIn, watch_id: str, step: str) -> str:
-    if step not in drift.INCIDENT_ACTIONS:
+    found = drift.INCIDENT_ACTIONS.get(step)
+    if found is None:
         raise NotFound("no such incident action")
-    note = request.form.get("note", "").strip() or None
-    form = validate(drift.IncidentAction, {"note": note}, "form")
+    fields = {name: request.form.get(name, "").strip() or None for name in found.body.model_fields}
+    form = validate(found.body, fields, "form")
     box = current_app.extensions["driftgate.secret_box"]
-    drift.act_on_incident(
-        request_session(), user.principal(), watch_id, step, form.note, box, now()
-    )
+    drift.act_on_incident(request_session(), user.principal(), watch_id, step, form, box, now())
     return url_for("console.watch", watch_id=watch_id)
