@@ -1,8 +1,9 @@
 """The run gate's decision: a pure function of the watches' states, the agent and the request.
 
-Nothing here reads the store, the clock (`now` is an argument) or the network, so every answer of `POST
-/api/preflight` (and of the agent status view) is a function of one consistent read, and the
-rules below can be tested exhaustively. Rules (SPEC.md "Preflight", CONTRACT.md "Preflight"):
+Nothing here reads the store, the clock (`now` is an argument) or the network, so every
+answer of `POST /api/preflight` (and of the agent status view) is a function of one
+consistent read and a time, and the rules below can be tested exhaustively. Rules (SPEC.md
+"Preflight", CONTRACT.md "Preflight"):
 
 1. A watch is blocked while it is `drifted` (`breaking_drift`), `error`
    (`check_failed:<failureClass>`), `never_run` (`never_checked`) or `disabled` (`disabled`);
