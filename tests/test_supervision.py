@@ -67,8 +67,9 @@ def start_up(tmp_path: Path, database: Database, **settings: str) -> Up:
             [*DRIFTGATE, "up", "--port", str(port)], env=env, stdout=out, stderr=out
         )
     up = Up(process, f"http://127.0.0.1:{port}", env, log)
-    wait_until_healthy(up.base, process, log)
-    wait_until(lambda: len(up.controller_pids()) == 1)
+    # Generous: `up` migrates and starts two Python processes, on a machine that may be busy.
+    wait_until_healthy(up.base, process, log, timeout=120)
+    wait_until(lambda: len(up.controller_pids()) == 1, timeout=120)
     return up
 
 
@@ -105,12 +106,12 @@ def test_a_killed_controller_is_restarted_logged_and_checks_again(
 
         (victim,) = up.controller_pids()
         os.kill(victim, signal.SIGKILL)
-        wait_until(lambda: len(up.events("controller.died")) == 1)
+        wait_until(lambda: len(up.events("controller.died")) == 1, timeout=60)
         (died,) = up.events("controller.died")
         assert (died["pid"], died["signal"], died["exitCode"]) == (victim, "SIGKILL", None)
         assert died["attempt"] == 1 and died["nextDelaySeconds"] == 1.0
         assert died["level"] == "warning"
-        wait_until(lambda: len(up.controller_pids()) == 2)
+        wait_until(lambda: len(up.controller_pids()) == 2, timeout=120)
         assert up.controller_pids()[1] != victim
 
         # The new controller runs checks: the vendor drifted, and the check sees it.
@@ -140,7 +141,7 @@ def test_up_gives_up_on_a_controller_that_keeps_dying_and_exits_3(
         session.execute(text("UPDATE alembic_version SET version_num = '0019'"))
     (victim,) = up.controller_pids()
     os.kill(victim, signal.SIGKILL)
-    assert up.process.wait(timeout=60) == 3
+    assert up.process.wait(timeout=120) == 3
     died = up.events("controller.died")
     assert [d["attempt"] for d in died] == [1, 2]
     assert died[0]["signal"] == "SIGKILL" and died[1]["exitCode"] == 2
