@@ -28,6 +28,7 @@ to the preflight service and the route (`controller.services.preflight`, `web.ap
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -129,11 +130,16 @@ class WatchState:
             interval_minutes=self.interval_minutes,
         )
 
+    @cached_property
+    def stale_from_ts(self) -> float:
+        """`stale_from` as a POSIX time (infinite: never), compared once per watch and answer."""
+        at = self.stale_from
+        return math.inf if at is None else at.timestamp()
+
     def is_stale(self, now: datetime) -> bool:
         """Whether checks stopped vouching for this state at `now`: judged on every answer,
         never kept, so a cached state turns stale as time passes without any write."""
-        at = self.stale_from
-        return at is not None and now > at
+        return now.timestamp() > self.stale_from_ts
 
     # Derived once per state: a process's gate view keeps its states while they are current
     # (`controller.services.gate_cache`), so each preflight reuses them.
@@ -273,13 +279,14 @@ def decide(
     ignored: list[Row] = []
     policy_hit = any_stale = False
     enforced = agent.policy.enforcing if agent is not None else ()
+    now_ts = now.timestamp()
     for watch_id in dict.fromkeys(requested):
         state = states.get(watch_id)
         if state is None:
             row = Row(watch_id, None, None, ["not_found"], list(ACTIONS_NOT_FOUND))
         else:
             # Stale: whatever the status says, nothing vouches for it now.
-            stale = state.is_stale(now)
+            stale = now_ts > state.stale_from_ts
             if not stale and (state.drift_status == "ok" or not state.reasons):
                 continue  # most watches
             row = state.stale_row if stale else state.row
