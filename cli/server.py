@@ -15,16 +15,57 @@ from typing import Any
 
 from flask import Flask
 from gunicorn.app.base import BaseApplication
+from gunicorn.arbiter import Arbiter
+from gunicorn.errors import HaltServer
 
-from cli.supervision import post_fork
+from cli.supervision import GAVE_UP_EXIT, ControllerSupervisor, RestartPolicy, post_fork
 from controller.errors import ConfigError
 from controller.settings import Settings
 
 
+class SupervisingArbiter(Arbiter):  # type: ignore[misc]
+    """gunicorn's arbiter, which also keeps `driftgate up`'s controller process running.
+
+    The arbiter reaps every child with `waitpid(-1)`, the controller too (as an unknown
+    child): the supervisor reaps its own first, each time, and once more after, to see a
+    death the arbiter's reaping took. Restarts happen in the arbiter's loop (about once a
+    second); giving up halts the server with a non-zero status."""
+
+    def __init__(self, app: BaseApplication, supervisor: ControllerSupervisor) -> None:
+        self.supervisor = supervisor
+        super().__init__(app)
+
+    def reap_workers(self) -> None:
+        self.supervisor.reap()
+        super().reap_workers()
+        self.supervisor.reap()
+
+    def manage_workers(self) -> None:
+        super().manage_workers()
+        reason = self.supervisor.step()
+        if reason is not None:
+            raise HaltServer(reason, GAVE_UP_EXIT)
+
+    def stop(self, graceful: bool = True) -> None:
+        self.supervisor.stopping = True  # a controller that ends now is not restarted
+        super().stop(graceful)
+
+
 class DriftgateServer(BaseApplication):  # type: ignore[misc]
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, supervisor: ControllerSupervisor | None = None) -> None:
         self.settings = settings
+        self.supervisor = supervisor
         super().__init__()
+
+    def run(self) -> None:
+        if self.supervisor is None:
+            super().run()
+            return
+        try:
+            SupervisingArbiter(self, self.supervisor).run()
+        except RuntimeError as error:  # as `BaseApplication.run` reports a start that failed
+            print(f"\nError: {error}\n", file=sys.stderr)
+            sys.exit(1)
 
     def load_config(self) -> None:
         options: dict[str, Any] = {
@@ -70,6 +111,11 @@ class DriftgateServer(BaseApplication):  # type: ignore[misc]
             "loggers": {
                 "gunicorn.error": {"handlers": ["stderr"], "level": level, "propagate": False},
                 "gunicorn.access": {"handlers": [], "level": "WARNING", "propagate": False},
+                "driftgate.supervisor": {
+                    "handlers": ["stderr"],
+                    "level": level,
+                    "propagate": False,
+                },
             },
             "root": {"handlers": ["stderr"], "level": "WARNING"},
         }
@@ -99,8 +145,8 @@ def ensure_port_free(host: str, port: int) -> None:
             ) from None
 
 
-def run_gunicorn(settings: Settings) -> None:
-    DriftgateServer(settings).run()
+def run_gunicorn(settings: Settings, supervisor: ControllerSupervisor | None = None) -> None:
+    DriftgateServer(settings, supervisor).run()
 
 
 def start_controller_process(config: Any) -> subprocess.Popen[bytes]:
@@ -110,3 +156,12 @@ def start_controller_process(config: Any) -> subprocess.Popen[bytes]:
     if config is not None:
         command += ["--config", str(config)]
     return subprocess.Popen([*command, "controller", "--parent", str(os.getpid())])
+
+
+def controller_supervisor(settings: Settings, config: Any) -> ControllerSupervisor:
+    """What keeps `driftgate up`'s controller running, by the settings' restart policy."""
+    policy = RestartPolicy(
+        first_delay=settings.controller_restart_delay_seconds,
+        limit=settings.controller_restart_limit,
+    )
+    return ControllerSupervisor(lambda: start_controller_process(config), policy)

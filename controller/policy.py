@@ -1,12 +1,17 @@
 """The run gate's decision: a pure function of the watches' states, the agent and the request.
 
-Nothing here reads the store, the clock or the network, so every answer of `POST
-/api/preflight` (and of the agent status view) is a function of one consistent read, and the
-rules below can be tested exhaustively. Rules (SPEC.md "Preflight", CONTRACT.md "Preflight"):
+Nothing here reads the store, the clock (`now` is an argument) or the network, so every
+answer of `POST /api/preflight` (and of the agent status view) is a function of one
+consistent read and a time, and the rules below can be tested exhaustively. Rules (SPEC.md
+"Preflight", CONTRACT.md "Preflight"):
 
 1. A watch is blocked while it is `drifted` (`breaking_drift`), `error`
    (`check_failed:<failureClass>`), `never_run` (`never_checked`) or `disabled` (`disabled`);
-   an id the org does not have is blocked with `not_found`.
+   an id the org does not have is blocked with `not_found`. Whatever its status, a watch
+   whose checks are stale at `now` (`controller.model.watch.is_stale_check`: its last
+   completed check is older than twice its interval plus a grace) is blocked with
+   `check_failed:stale` too: nothing vouches for its state any more, so no acknowledgement
+   or waiver lets it through except `ignore`.
 2. A plain watch list has no policy: HTTP 200 with `allowed` true or false.
 3. With an agent, its policy applies. Breaking drift whose incident is acknowledged no longer
    blocks the agent. Breaking drift under a policy whose `on_breaking` has `block_new_runs`
@@ -23,6 +28,7 @@ to the preflight service and the route (`controller.services.preflight`, `web.ap
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -31,6 +37,7 @@ from typing import Any
 
 from controller.actions import ACTIONS, KILL_IN_FLIGHT
 from controller.diffs.rules import order_actions
+from controller.model.watch import stale_from
 
 PRESETS: dict[str, dict[str, Any]] = {
     "notify-only": {
@@ -59,6 +66,8 @@ ACTIONS_NOT_FOUND = ("check_watch_id",)
 ACTIONS_ERROR = ("check_watch_config",)
 ACTIONS_NEVER_RUN = ("wait_for_first_check",)
 ACTIONS_DISABLED = ("resume_watch",)
+ACTIONS_STALE = ("check_controller",)
+STALE = "check_failed:stale"
 ACTION_ACK = "ack_incident"
 ACTION_UNBLOCK = "unblock_agent"
 ACTION_FIX_REFERENCE = "fix_watch_reference"
@@ -107,9 +116,30 @@ class WatchState:
     drift_status: str
     failure_class: str | None
     last_checked_at: datetime | None
+    interval_minutes: int
     incident_id: str | None
     incident_status: str | None
     change_actions: tuple[str, ...] = ()
+
+    @cached_property
+    def stale_from(self) -> datetime | None:
+        """When this state turns stale (`controller.model.watch.stale_from`)."""
+        return stale_from(
+            status=self.drift_status,
+            last_checked_at=self.last_checked_at,
+            interval_minutes=self.interval_minutes,
+        )
+
+    @cached_property
+    def stale_from_ts(self) -> float:
+        """`stale_from` as a POSIX time (infinite: never), compared once per watch and answer."""
+        at = self.stale_from
+        return math.inf if at is None else at.timestamp()
+
+    def is_stale(self, now: datetime) -> bool:
+        """Whether checks stopped vouching for this state at `now`: judged on every answer,
+        never kept, so a cached state turns stale as time passes without any write."""
+        return now.timestamp() > self.stale_from_ts
 
     # Derived once per state: a process's gate view keeps its states while they are current
     # (`controller.services.gate_cache`), so each preflight reuses them.
@@ -135,6 +165,20 @@ class WatchState:
             self.last_checked_at,
             self.incident_id,
             state=self,
+        )
+
+    @cached_property
+    def stale_row(self) -> Row:
+        """This watch's blocked row while its checks are stale: its own reasons and
+        `check_failed:stale`, the stored status as it is."""
+        return Row(
+            self.id,
+            self.name,
+            self.drift_status,
+            [*self.reasons, STALE],
+            order_actions({*self.actions, *ACTIONS_STALE}),
+            self.last_checked_at,
+            self.incident_id,
         )
 
 
@@ -176,6 +220,8 @@ class Decision:
     ignored: list[Row] = field(default_factory=list)
     agent_reasons: list[str] = field(default_factory=list)
     agent_actions: list[str] = field(default_factory=list)
+    # Whether a row blocks (or is ignored) because its watch's checks are stale.
+    stale: bool = False
 
 
 def reasons_for(drift_status: str, failure_class: str | None) -> list[str]:
@@ -192,8 +238,13 @@ def reasons_for(drift_status: str, failure_class: str | None) -> list[str]:
 
 
 def watch_reasons(state: WatchState) -> list[str]:
-    """Rule 1's reason token of a watch state (empty when it does not block)."""
+    """Rule 1's reason token of a watch state by its status (empty when it does not block)."""
     return reasons_for(state.drift_status, state.failure_class)
+
+
+def reasons_at(state: WatchState, now: datetime) -> list[str]:
+    """Rule 1's reason tokens of a watch state at `now`, staleness included."""
+    return state.stale_row.reasons if state.is_stale(now) else state.reasons
 
 
 def _actions(state: WatchState, reasons: list[str]) -> list[str]:
@@ -216,35 +267,40 @@ def decide(
     requested: Sequence[str],
     states: Mapping[str, WatchState],
     *,
+    now: datetime,
     agent: AgentState | None = None,
     ignore: Mapping[str, str] | None = None,
     dry_run: bool = False,
 ) -> Decision:
     """The answer for the watch ids `requested` (deduplicated, in order), given their states
-    (ids missing from `states` are not the org's)."""
+    (ids missing from `states` are not the org's) at `now`."""
     ignore = ignore or {}
     blocked: list[Row] = []
     ignored: list[Row] = []
-    policy_hit = False
+    policy_hit = any_stale = False
     enforced = agent.policy.enforcing if agent is not None else ()
+    now_ts = now.timestamp()
     for watch_id in dict.fromkeys(requested):
         state = states.get(watch_id)
         if state is None:
             row = Row(watch_id, None, None, ["not_found"], list(ACTIONS_NOT_FOUND))
-        elif state.drift_status == "ok" or not state.reasons:
-            continue  # most watches
-        elif agent is not None and state.drift_status == "drifted":
-            if state.incident_status == "acknowledged":
-                continue  # an acknowledged incident no longer blocks the agent
-            row = state.row
-            if enforced:
-                # An enforcing policy's block: a row of its own, which `ignore` cannot waive.
-                policy_hit = True
-                reasons = row.reasons + [f"policy_block:{a}" for a in enforced]
-                blocked.append(replace(row, reasons=reasons, state=None))
-                continue
         else:
-            row = state.row
+            # Stale: whatever the status says, nothing vouches for it now.
+            stale = now_ts > state.stale_from_ts
+            if not stale and (state.drift_status == "ok" or not state.reasons):
+                continue  # most watches
+            row = state.stale_row if stale else state.row
+            any_stale |= stale
+            if agent is not None and state.drift_status == "drifted":
+                if state.incident_status == "acknowledged" and not stale:
+                    continue  # an acknowledged incident no longer blocks the agent
+                if enforced:
+                    # An enforcing policy's block: a row of its own, which `ignore` cannot
+                    # waive.
+                    policy_hit = True
+                    reasons = row.reasons + [f"policy_block:{a}" for a in enforced]
+                    blocked.append(replace(row, reasons=reasons, state=None))
+                    continue
         waived = ignore.get(watch_id) if ignore else None
         if waived is None:
             blocked.append(row)
@@ -271,4 +327,5 @@ def decide(
         ignored=ignored,
         agent_reasons=agent_reasons,
         agent_actions=agent_actions,
+        stale=any_stale,
     )

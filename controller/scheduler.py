@@ -54,7 +54,7 @@ from controller.events.workers import DeliveryWorkers
 from controller.jobs import CHECK, RECONCILE
 from controller.logs import log
 from controller.model.watch import DriftStatus
-from controller.services import retention
+from controller.services import heartbeats, retention
 from controller.settings import Settings
 from controller.sources.http import configured_client
 from controller.store.db import Database
@@ -277,8 +277,16 @@ class Controller:
             group_seconds=settings.delivery_group_seconds,
         )
         # What the controller does on its clock, in this order each tick; the hourly prune.
+        # The heartbeat comes first: a round stuck further on stops it (issue 40, point 4).
+        self.started_at = clock()
         self.routines = jobs.Routines(
             [
+                jobs.Routine(
+                    "heartbeat",
+                    run=lambda now: heartbeats.beat(
+                        self.database, self.worker, self.started_at, self.tick_seconds, now
+                    ),
+                ),
                 jobs.Routine("reap", run=lambda now: jobs.reap(self.database, now)),
                 jobs.Routine(
                     "enqueue_sources",
@@ -593,6 +601,10 @@ class Controller:
         self.deliveries.stop(grace=max(0.0, deadline - time.monotonic()))
         self.client.close()
         self.deliveries.client.close()
+        try:
+            heartbeats.forget(self.database, self.worker, self.clock())
+        except Exception as exc:  # noqa: BLE001 - its row goes stale instead
+            self._failed(exc, "controller.heartbeat_failed")
         if self.ownership is not None:
             self.ownership.release()
         log(logger, logging.INFO, "controller.stopped", worker=self.worker)

@@ -229,6 +229,20 @@ class Settings(BaseModel):
         description="how often an idle controller looks for work asked for now (a check or "
         "reconcile queued through the API or a push webhook), between its ticks",
     )
+    controller_restart_delay_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        le=60,
+        description="`driftgate up`: seconds before a controller process that died is started "
+        "again; doubled after each death within a minute of its start, up to 30 s",
+    )
+    controller_restart_limit: int = Field(
+        default=5,
+        ge=1,
+        le=100,
+        description="`driftgate up`: deaths of its controller in a row, each within a minute "
+        "of its start, after which `up` gives up and exits with status 3",
+    )
     retention_job_days: float | None = Field(
         default=2,
         gt=0,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import orjson
 import pytest
@@ -19,7 +19,7 @@ from sqlalchemy import delete, func, insert, select, update
 from controller.errors import NotFound
 from controller.services import orgs as org_service
 from controller.services.auth import Principal
-from controller.services.gate_cache import OK, GateCache, OrgView, gate_cache
+from controller.services.gate_cache import GateCache, OrgView, gate_cache
 from controller.services.preflight import (
     PreflightRequest,
     PreflightResult,
@@ -171,7 +171,8 @@ def test_a_view_follows_every_change_made_elsewhere(
     agent_key = "deployer"
     add_agent(other, acme, agent_key, [ok_id, drifting, None])
     first = settled(database, acme)  # nothing changed: nothing read again
-    assert first.watches[ok_id] is OK and first.watches[drifting] is OK
+    assert first.watches[ok_id].drift_status == first.watches[drifting].drift_status == "ok"
+    before = first.watches[drifting]
     agent = first.agent(agent_key)
     assert agent is not None and first.agent("deployer-slug") is agent
     gate, ids = first.agent_input(agent)
@@ -199,7 +200,7 @@ def test_a_view_follows_every_change_made_elsewhere(
         "open",
     )
     assert state.change_actions == ("pause",)
-    assert first.watches[drifting] is OK  # the view handed out before is unchanged
+    assert first.watches[drifting] is before  # the view handed out before is unchanged
 
     with other.transaction() as session:
         session.execute(update(Incident).values(status="acknowledged"))
@@ -258,7 +259,7 @@ def test_a_second_cache_of_the_same_store_agrees(
     watch = add_watch(database, acme, "shared")
     mine = view(database, acme)
     theirs = view(other, acme)
-    assert mine.watches[watch] is OK and theirs.watches[watch] is OK
+    assert mine.watches[watch].drift_status == theirs.watches[watch].drift_status == "ok"
     with database.transaction() as session:
         session.execute(update(Watch).values(drift_status="disabled"))
     assert view(database, acme).watches[watch].drift_status == "disabled"
@@ -291,10 +292,13 @@ def test_a_cache_left_unchecked_for_an_hour_starts_again(database: Database, acm
     assert again is not first and again.watches == first.watches
 
 
-def ask(database: Database, org_id: str, **body: object) -> tuple[int, dict[str, object]]:
+def ask(
+    database: Database, org_id: str, at: datetime | None = None, **body: object
+) -> tuple[int, dict[str, object]]:
     principal = Principal(org_id, "acme", "pro", frozenset(), "api_key", "key-1")
     request = PreflightRequest.model_validate(body)
-    outcome = preflight(database, principal, request, datetime.now(UTC), time.perf_counter())
+    now = at or datetime.now(UTC)
+    outcome = preflight(database, principal, request, now, time.perf_counter())
     answer = orjson.loads(orjson.dumps(outcome.answer()))  # rows come encoded (orjson fragments)
     PreflightResult.model_validate(answer)  # the shape the OpenAPI document publishes
     return answer_status(outcome.decision), answer
@@ -429,3 +433,68 @@ def test_postgres_plans_the_decision_insert_once(database: Database, acme: str) 
         )
         generic, custom = cursor.fetchone()
     assert custom <= 5 < generic  # (10, 5) with psycopg's default prepare threshold
+
+
+# -- staleness (issue 40, point 4) --------------------------------------------------------
+
+
+def test_a_cached_allow_turns_into_a_stale_block_as_time_passes_without_any_write(
+    database: Database, other: Database, acme: str
+) -> None:
+    """Checks stop (a dead controller): nothing is written, the view stays current, and yet
+    once the last check is older than twice the interval plus the grace, the same view
+    answers `check_failed:stale`. A check recorded after that (which stamps nothing for an
+    `ok` watch) opens the gate again once the last checks are read again."""
+    from controller.services.gate_cache import RECHECK_SECONDS
+
+    watch = add_watch(other, acme, "charges")
+    with other.transaction() as session:
+        checked = session.scalar(select(Watch.last_checked_at).where(Watch.id == watch))
+        assert checked is not None
+    status, answer = ask(database, acme, checked, watchIds=[watch])
+    assert answer["allowed"] is True
+    settled(database, acme)
+    held = gate_cache(database).current
+    # Late (twice the 15-minute interval, not yet the grace): still allowed, nothing read.
+    status, answer = ask(database, acme, checked + timedelta(minutes=32), watchIds=[watch])
+    assert answer["allowed"] is True and gate_cache(database).current is held
+
+    stale_at = checked + timedelta(minutes=32, seconds=1)
+    status, answer = ask(database, acme, stale_at, watchIds=[watch])
+    assert (status, answer["allowed"]) == (200, False)
+    (row,) = answer["blocked"]  # type: ignore[misc]
+    assert row["reasons"] == ["check_failed:stale"] and row["driftStatus"] == "ok"
+    assert row["agentActions"] == ["check_controller"] and row["name"] == "charges"
+    # The last checks were read again once, and still say stale: the next answers within
+    # RECHECK_SECONDS decide on that read.
+    rechecked = gate_cache(database).current[1][acme]
+    assert rechecked.checks_read_at == stale_at
+    status, answer = ask(database, acme, stale_at, watchIds=[watch])
+    assert answer["allowed"] is False and gate_cache(database).current[1][acme] is rechecked
+    # An agent bound to it is blocked too, and dryRun does not open it.
+    add_agent(other, acme, "bot", [watch])
+    status, answer = ask(database, acme, stale_at, agentId="bot", dryRun=True)
+    assert answer["allowed"] is False
+
+    # The controller is back: a check is recorded, the gate opens within RECHECK_SECONDS.
+    later = stale_at + timedelta(seconds=RECHECK_SECONDS + 1)
+    with other.transaction() as session:
+        session.execute(update(Watch).where(Watch.id == watch).values(last_checked_at=later))
+    status, answer = ask(database, acme, later, watchIds=[watch])
+    assert answer["allowed"] is True
+    # Every answer was recorded (ids order by time only to the millisecond).
+    assert sorted(allowed for _, allowed in decisions(database)) == [False] * 3 + [True] * 3
+
+
+def test_a_view_older_than_the_stale_limit_does_not_block_a_watch_checked_since(
+    database: Database, other: Database, acme: str
+) -> None:
+    """A view read long ago holds an `ok` watch's last check as it was then; the watch has
+    been checked since (no stamp): the answer reads the last checks again, not block."""
+    watch = add_watch(other, acme, "charges")
+    first = datetime.now(UTC)
+    assert ask(database, acme, first, watchIds=[watch])[1]["allowed"] is True
+    much_later = first + timedelta(hours=3)
+    with other.transaction() as session:
+        session.execute(update(Watch).where(Watch.id == watch).values(last_checked_at=much_later))
+    assert ask(database, acme, much_later, watchIds=[watch])[1]["allowed"] is True

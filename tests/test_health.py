@@ -20,10 +20,20 @@ def test_health_bands() -> None:
         and not fresh.is_stale_check
         and fresh.minutes_since_last_check == 10
     )
-    stale = compute_health(
+    # Twice the interval plus the grace (two minutes): late is not yet stale, beyond it is.
+    late = compute_health(
         status="ok", last_checked_at=NOW - timedelta(minutes=31), interval_minutes=15, now=NOW
     )
+    assert late.band == "healthy" and not late.is_stale_check
+    stale = compute_health(
+        status="ok", last_checked_at=NOW - timedelta(minutes=33), interval_minutes=15, now=NOW
+    )
     assert stale.band == "degraded" and stale.is_stale_check
+    # A watch that never completed a check is `never_checked`, not stale.
+    unchecked = compute_health(
+        status="never_run", last_checked_at=NOW - timedelta(days=2), interval_minutes=15, now=NOW
+    )
+    assert unchecked.band == "degraded" and not unchecked.is_stale_check
     failing = compute_health(status="error", last_checked_at=NOW, interval_minutes=15, now=NOW)
     assert failing.band == "degraded"
     paused = compute_health(

@@ -151,6 +151,7 @@ def test_the_controller_runs_its_routines_in_order_and_survives_a_failing_one(
     routines in order (those enabled), a failure is logged and the next still runs; periodic
     routines (the hourly prune) are scheduled on their own."""
     assert [r.name for r in idle.routines.each_tick()] == [
+        "heartbeat",
         "reap",
         "enqueue_sources",
         "enqueue_checks",

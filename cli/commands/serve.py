@@ -65,15 +65,18 @@ def up(
         f"serving on http://{settings.host}:{settings.port}",
         err=True,
     )
-    from cli.server import run_gunicorn, start_controller_process
+    from cli.server import controller_supervisor, run_gunicorn
 
-    child = None if no_controller else start_controller_process(obj.config)
+    # The controller is restarted when it dies; `up` exits with status 3 when it keeps dying
+    # (cli/supervision.py).
+    supervisor = None if no_controller else controller_supervisor(settings, obj.config)
+    if supervisor is not None:
+        supervisor.start()
     try:
-        run_gunicorn(settings)
+        run_gunicorn(settings, supervisor)
     finally:
-        if child is not None:
-            child.terminate()
-            child.wait(timeout=60)
+        if supervisor is not None:
+            supervisor.stop(timeout=60)
 
 
 @click.command()

@@ -9,7 +9,7 @@ resumed watch returns to. Nothing here reads a clock; callers pass `now`.
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -389,6 +389,44 @@ def read_hosted_api(
     return data
 
 
+# Staleness (issue 40, point 4): a watch's state stops vouching for its contract once its last
+# completed check is older than twice its interval (the hosted product's `isStaleCheck`) plus a
+# grace that covers the controller's tick, a claim's lease and one check's fetch deadline, so a
+# check that is merely late is not stale. One rule for the health field, the console, the
+# portfolio's stale tile and the run gate (`controller.policy`).
+STALE_FACTOR = 2
+STALE_GRACE_SECONDS = 120
+
+
+def stale_after(interval_minutes: int) -> timedelta:
+    """How long after its last completed check a watch's state is stale."""
+    return timedelta(seconds=STALE_FACTOR * 60 * interval_minutes + STALE_GRACE_SECONDS)
+
+
+def stale_from(
+    *, status: str, last_checked_at: datetime | None, interval_minutes: int
+) -> datetime | None:
+    """The moment a watch's checks turn stale, unless one completes first; None when they
+    never do: a paused watch is not checked on purpose, and one that never completed a check
+    is `never_checked` instead."""
+    if last_checked_at is None or status in _NEVER_STALE:
+        return None
+    return last_checked_at + stale_after(interval_minutes)
+
+
+def is_stale_check(
+    *, status: str, last_checked_at: datetime | None, interval_minutes: int, now: datetime
+) -> bool:
+    """True when checks stopped vouching for the watch's state at `now` (`stale_from`)."""
+    at = stale_from(
+        status=status, last_checked_at=last_checked_at, interval_minutes=interval_minutes
+    )
+    return at is not None and now > at
+
+
+_NEVER_STALE = frozenset((DriftStatus.DISABLED.value, DriftStatus.NEVER_RUN.value))
+
+
 def compute_health(
     *,
     status: str,
@@ -396,7 +434,7 @@ def compute_health(
     interval_minutes: int,
     now: datetime,
 ) -> Health:
-    """Health of the monitoring itself: stale when the last check is older than 2x the interval.
+    """Health of the monitoring itself: stale as `is_stale_check` says.
 
     `unknown` when the watch is paused; `degraded` when it never completed a check, or checks
     are stale or failing (nothing vouches for the contract); `healthy` otherwise (a drifted
@@ -405,8 +443,8 @@ def compute_health(
     minutes = None
     if last_checked_at is not None:
         minutes = max(0, int((now - last_checked_at).total_seconds() // 60))
-    stale = status != DriftStatus.DISABLED and (
-        minutes is not None and minutes > 2 * interval_minutes
+    stale = is_stale_check(
+        status=status, last_checked_at=last_checked_at, interval_minutes=interval_minutes, now=now
     )
     if status == DriftStatus.DISABLED:
         band: Literal["healthy", "degraded", "unknown"] = "unknown"

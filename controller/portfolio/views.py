@@ -8,8 +8,9 @@ Definitions (docs/portfolio.md):
 - MTTR is the mean time from an incident's opening to its resolution, over the incidents
   resolved in the window, whatever resolved them (revert, baseline accepted, merged draft PR,
   by hand);
-- a watch is stale when its last check is older than twice its interval (paused watches are
-  never stale); its health band is `unknown` while paused, `degraded` when it is in error,
+- a watch is stale when its last check is older than twice its interval plus a grace
+  (`controller.model.watch.is_stale_check`: paused and never-checked watches are never
+  stale); its health band is `unknown` while paused, `degraded` when it is in error,
   never checked or stale, else `healthy` (`compute_health`).
 """
 
@@ -22,10 +23,9 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, case, func, literal, or_, select
 from sqlalchemy.orm import Session
 
+from controller.model.watch import STALE_FACTOR, STALE_GRACE_SECONDS
 from controller.store.models import Agent, AgentWatch, DriftEvent, Incident, Job, Watch, WatchTag
 from controller.store.sqltime import epoch_seconds
-
-STALE_FACTOR = 2
 
 
 @dataclass(frozen=True)
@@ -63,11 +63,12 @@ def _narrowed(stmt: Any, watch_id: Any, org_id: str, filters: Filters) -> Any:
 
 
 def _stale(now: datetime) -> ColumnElement[bool]:
+    # `is_stale_check` in SQL: the same statuses, factor and grace.
     return and_(
-        Watch.drift_status != "disabled",
+        Watch.drift_status.not_in(("disabled", "never_run")),
         Watch.last_checked_at.is_not(None),
         epoch_seconds(Watch.last_checked_at)
-        < now.timestamp() - Watch.interval_minutes * (60 * STALE_FACTOR),
+        < now.timestamp() - STALE_GRACE_SECONDS - Watch.interval_minutes * (60 * STALE_FACTOR),
     )
 
 
@@ -86,7 +87,7 @@ def _band() -> Any:
 
 
 def is_stale(now: datetime) -> ColumnElement[bool]:
-    """Watches whose last check is older than twice their interval (the `stale` tile)."""
+    """Watches whose checks are stale (`is_stale_check`; the `stale` tile)."""
     return _stale(now)
 
 

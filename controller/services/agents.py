@@ -8,7 +8,7 @@ preflight closed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import Field
@@ -23,7 +23,7 @@ from controller.errors import Conflict, NotFound, Unprocessable, agent_not_found
 from controller.incidents import ACTIVE
 from controller.model.base import ApiModel, RequestModel
 from controller.model.watch import IncidentSummary, ManagedBy, Note
-from controller.policy import PRESETS, Policy, decide, resolve_policy, watch_reasons
+from controller.policy import PRESETS, Policy, decide, reasons_at, resolve_policy
 from controller.reconcile import binding_conditions
 from controller.services import acknowledgement, audit, preflight
 from controller.services.auth import Principal
@@ -262,10 +262,15 @@ class AffectedAgents(ApiModel):
     agents: list[AffectedAgent]
 
 
-def agent_status(session: Session, org_id: str, id_or_slug: str) -> AgentStatus:
+def agent_status(
+    session: Session, org_id: str, id_or_slug: str, now: datetime | None = None
+) -> AgentStatus:
+    """The agent, its bound watches and what its preflight would answer at `now` (the
+    clock's when not given)."""
+    now = now or datetime.now(UTC)
     agent = get_agent(session, org_id, id_or_slug)
     gate, ids, states = preflight.agent_gate_input(session, org_id, agent.key)
-    decision = decide(ids, states, agent=gate, dry_run=True)
+    decision = decide(ids, states, now=now, agent=gate, dry_run=True)
     blocking = {row.watch_id for row in decision.blocked}
     refs = {b.watch_id: b.ref for b in agent.bindings if b.watch_id is not None}
     # The gate's states carry what a decision needs; a healthy watch's is a shared entry with
@@ -284,7 +289,7 @@ def agent_status(session: Session, org_id: str, id_or_slug: str) -> AgentStatus:
             watch_id=watch_id,
             name=own[watch_id].name,
             drift_status=states[watch_id].drift_status,
-            reasons=watch_reasons(states[watch_id]),
+            reasons=reasons_at(states[watch_id], now),
             blocking=watch_id in blocking,
             incident_id=states[watch_id].incident_id,
             incident_status=states[watch_id].incident_status,

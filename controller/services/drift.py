@@ -35,8 +35,9 @@ from controller.model.watch import (
     ObjectId,
     WatchOut,
     WatchType,
+    is_stale_check,
 )
-from controller.policy import reasons_for
+from controller.policy import ACTIONS_STALE, STALE, reasons_for
 from controller.services import acknowledgement, audit, paging
 from controller.services.auth import Principal
 from controller.services.watches import get_watch, to_out
@@ -275,9 +276,17 @@ def watch_out(session: Session, watch: Watch, now: datetime) -> WatchOut:
     return out
 
 
-def reasons_of(watch: Watch) -> list[str]:
-    """The preflight reason tokens of SPEC.md for a watch's current state (`policy`'s rule 1)."""
-    return reasons_for(watch.drift_status, watch.failure_class)
+def reasons_of(watch: Watch, now: datetime) -> list[str]:
+    """The preflight reason tokens of SPEC.md for a watch's state at `now` (`policy`'s rule
+    1, `check_failed:stale` included)."""
+    reasons = reasons_for(watch.drift_status, watch.failure_class)
+    stale = is_stale_check(
+        status=watch.drift_status,
+        last_checked_at=watch.last_checked_at,
+        interval_minutes=watch.interval_minutes,
+        now=now,
+    )
+    return [*reasons, STALE] if stale else reasons
 
 
 def watch_status(session: Session, org_id: str, watch_id: str, now: datetime) -> WatchStatus:
@@ -294,6 +303,8 @@ def watch_status(session: Session, org_id: str, watch_id: str, now: datetime) ->
     elif watch.drift_status == DriftStatus.ERROR:
         actions = ["check_watch_config"]
     out = watch_out(session, watch, now)
+    if out.health.is_stale_check:
+        actions = order_actions({*actions, *ACTIONS_STALE})
     current = out.incident
     return WatchStatus(
         watch_id=out.id,
@@ -316,7 +327,7 @@ def watch_status(session: Session, org_id: str, watch_id: str, now: datetime) ->
         ),
         last_drift_event=status_event(event, watch.name) if event else None,
         agent_actions=actions,
-        reasons=reasons_of(watch),
+        reasons=reasons_of(watch, now),
         watch=out,
     )
 

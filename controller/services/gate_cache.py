@@ -23,6 +23,14 @@ When the check says "changed", one read transaction (a single snapshot) fetches 
 stamped since `low` and the events since `low`: stamped watches are replaced in place, an
 org with an event is read again whole. A view is never changed under a reader: every refresh
 builds new maps and swaps them in, so an answer comes from exactly one state.
+
+Staleness (issue 40, point 4) is judged at answer time from each state's last check and
+interval (`WatchState.is_stale`), never frozen into a view. An `ok` watch's routine check
+stamps nothing (migration 0005), so the view's last check of such a watch may be older than
+the store's: a view can only think a watch staler than it is, never fresher. When an answer
+would block on staleness, the preflight service reads the org's last checks again
+(`GateCache.recheck`: one indexed read, at most every `RECHECK_SECONDS` per org) and decides
+again, so a healthy watch is never blocked for the age of a view.
 """
 
 from __future__ import annotations
@@ -31,8 +39,8 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -67,6 +75,10 @@ from controller.store.models import (
 
 MAX_ORGS = 256  # views kept per process; beyond, the oldest is read again when next asked
 STALE_SECONDS = 3600.0  # a cache not checked for this long starts again from nothing
+# Last checks read again for an org at most this often while its watches look stale: a dead
+# controller costs one extra read per org every few seconds, and a watch checked again stops
+# blocking within this time.
+RECHECK_SECONDS = 5.0
 
 
 class Json:
@@ -95,17 +107,22 @@ class Json:
         return func.json(column) if self.sqlite else column
 
     def watch(self) -> ColumnElement[Any]:
-        """A watch as its id alone when it is `ok` (most are), else as the gate's columns, in
-        the order `state` reads them (with `Incident` and `DriftEvent` joined)."""
+        """A watch as its id, name and last check when it is `ok` (most are), else as all the
+        gate's columns, in the order `state` reads them (with `Incident` and `DriftEvent`
+        joined)."""
         return case(
             (Watch.id.is_(None), null()),
-            (Watch.drift_status == "ok", self.value(Watch.id)),
+            (
+                Watch.drift_status == "ok",
+                self.array(Watch.id, Watch.name, Watch.last_checked_at, Watch.interval_minutes),
+            ),
             else_=self.array(
                 Watch.id,
                 Watch.name,
                 Watch.drift_status,
                 Watch.failure_class,
                 Watch.last_checked_at,
+                Watch.interval_minutes,
                 Watch.incident_id,
                 Incident.status,
                 self.embed(DriftEvent.agent_actions),
@@ -128,28 +145,31 @@ def _time(value: str | None) -> datetime | None:
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
-OK = WatchState(
-    id="",
-    name="",
-    drift_status="ok",
-    failure_class=None,
-    last_checked_at=None,
-    incident_id=None,
-    incident_status=None,
-)
+OK_ELEMENT = 4  # the length of an `ok` watch's element
 
 
-def state(element: str | list[Any]) -> tuple[str, WatchState]:
-    """A watch element of `Json.watch` as its id and state (`OK` for an `ok` watch)."""
-    if isinstance(element, str):
-        return element, OK
-    (wid, name, status, failure, checked, incident_id, incident_status, actions) = element
+def state(element: list[Any]) -> tuple[str, WatchState]:
+    """A watch element of `Json.watch` as its id and state."""
+    if len(element) == OK_ELEMENT:
+        wid, name, checked, interval = element
+        return wid, WatchState(
+            id=wid,
+            name=name,
+            drift_status="ok",
+            failure_class=None,
+            last_checked_at=_time(checked),
+            interval_minutes=interval,
+            incident_id=None,
+            incident_status=None,
+        )
+    (wid, name, status, failure, checked, interval, incident_id, incident_status, actions) = element
     return wid, WatchState(
         id=wid,
         name=name,
         drift_status=status,
         failure_class=failure,
         last_checked_at=_time(checked),
+        interval_minutes=interval,
         incident_id=incident_id,
         incident_status=incident_status,
         change_actions=tuple(actions or ()),
@@ -175,6 +195,14 @@ class OrgView:
     # Each watch's blocked row as the preflight service encodes it, filled on first use: the
     # view's states never change, so neither do their rows.
     encoded_rows: dict[str, orjson.Fragment] = field(default_factory=dict, compare=False)
+    # When the last checks of every watch were last read for staleness (`GateCache.recheck`),
+    # in the answers' clock; None: as of the view's read.
+    checks_read_at: datetime | None = None
+
+    def needs_recheck(self, now: datetime) -> bool:
+        """Whether an answer that would block on staleness should read the last checks first."""
+        read_at = self.checks_read_at
+        return read_at is None or now - read_at > timedelta(seconds=RECHECK_SECONDS)
 
     def agent(self, agent_id: str) -> CachedAgent | None:
         """The agent with this id, else the one with this slug (an id wins)."""
@@ -274,6 +302,12 @@ class _Statements:
             _gate_joins(select(json.agg(json.watch())).select_from(Watch)).where(
                 Watch.org_id == bindparam("org")
             ),
+            dialect,
+        )
+        self.org_checks = Prepared(
+            select(
+                json.agg(json.array(Watch.id, Watch.last_checked_at, Watch.interval_minutes))
+            ).where(Watch.org_id == bindparam("org")),
             dialect,
         )
         self.org_agents = Prepared(
@@ -388,6 +422,33 @@ class GateCache:
         self.current = (low, views)
         return view
 
+    def recheck(self, cursor: Any, org_id: str, view: OrgView, now: datetime) -> OrgView:
+        """`view` with every watch's last check and interval read again (one indexed read),
+        kept for the next answers unless another thread refreshed the org meanwhile.
+
+        Only staleness reads these columns, and a newer last check only makes a watch less
+        stale; the statement that records the decision still confirms the rest of the view."""
+        checks = {
+            wid: (_time(checked), interval)
+            for wid, checked, interval in elements(
+                _scalar(self.statements.org_checks, cursor, {"org": org_id})
+            )
+        }
+        watches = dict(view.watches)
+        changed = set()
+        for wid, old in view.watches.items():
+            fresh = checks.get(wid)
+            if fresh is not None and fresh != (old.last_checked_at, old.interval_minutes):
+                watches[wid] = replace(old, last_checked_at=fresh[0], interval_minutes=fresh[1])
+                changed.add(wid)
+        kept = {k: v for k, v in view.encoded_rows.items() if k not in changed}
+        rechecked = OrgView(watches, view.agents, view.slugs, kept, checks_read_at=now)
+        with self.lock:
+            low, views = self.current
+            if views.get(org_id) is view:
+                self.current = (low, {**views, org_id: rechecked})
+        return rechecked
+
     @staticmethod
     def _apply(views: dict[str, OrgView], value: Any) -> None:
         """Replace the stamped watches in the views that hold their org."""
@@ -399,7 +460,9 @@ class GateCache:
         for org, watches in changed.items():
             old = views[org]
             kept = {k: v for k, v in old.encoded_rows.items() if k not in watches}
-            views[org] = OrgView({**old.watches, **watches}, old.agents, old.slugs, kept)
+            views[org] = OrgView(
+                {**old.watches, **watches}, old.agents, old.slugs, kept, old.checks_read_at
+            )
 
     def _load(self, cursor: Any, org_id: str) -> OrgView:
         statements = self.statements

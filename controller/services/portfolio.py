@@ -9,6 +9,7 @@ reads every watch.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated
 
 from pydantic import Field, StringConstraints
@@ -53,8 +54,12 @@ class PortfolioStatus(ApiModel):
     )
 
 
-def portfolio_status(session: Session, org_id: str, query: PortfolioStatusQuery) -> PortfolioStatus:
-    """One page of watches with their `driftStatus` and reason tokens, and the org's counts."""
+def portfolio_status(
+    session: Session, org_id: str, query: PortfolioStatusQuery, now: datetime | None = None
+) -> PortfolioStatus:
+    """One page of watches with their `driftStatus` and reason tokens at `now` (the clock's
+    when not given), and the org's counts."""
+    now = now or datetime.now(UTC)
     stmt = (
         select(Watch)
         .where(Watch.org_id == org_id)
@@ -66,6 +71,7 @@ def portfolio_status(session: Session, org_id: str, query: PortfolioStatusQuery)
                 Watch.drift_status,
                 Watch.failure_class,
                 Watch.last_checked_at,
+                Watch.interval_minutes,
                 Watch.open_breaking,
                 Watch.created_at,
                 raiseload=True,
@@ -86,7 +92,7 @@ def portfolio_status(session: Session, org_id: str, query: PortfolioStatusQuery)
                 name=w.name,
                 watch_type=w.watch_type,
                 drift_status=DriftStatus(w.drift_status),
-                reasons=reasons_of(w),
+                reasons=reasons_of(w, now),
                 last_checked_at=utc_iso(w.last_checked_at) if w.last_checked_at else None,
                 open_breaking=w.open_breaking,
             )

@@ -4,6 +4,8 @@ copy is current; see `controller.services.gate_cache`), the pure decision of
 
 No fetch, diff or lock happens here; the view is one consistent state of the store, the
 latest committed, so an answer never mixes two moments even while checks change statuses.
+Staleness is judged against the request's clock on every answer (`controller.policy`); only
+an answer that would block on it reads the org's last checks again (`GateCache.recheck`).
 """
 
 from __future__ import annotations
@@ -315,8 +317,14 @@ def preflight(
                 peeked = None  # perhaps an agent this view has not seen yet
                 continue
             decision = decide(
-                ids, view.watches, agent=agent, ignore=ignore, dry_run=request.dry_run
+                ids, view.watches, now=now, agent=agent, ignore=ignore, dry_run=request.dry_run
             )
+            if decision.stale and view.needs_recheck(now):
+                # The view's last checks of `ok` watches may be older than the store's.
+                view = cache.recheck(cursor, principal.org_id, view, now)
+                decision = decide(
+                    ids, view.watches, now=now, agent=agent, ignore=ignore, dry_run=request.dry_run
+                )
             blocked = [_encoded(row, view) for row in decision.blocked]
             ignored = [_encoded(row, view) for row in decision.ignored]
             duration_ms = max(0, round((time.perf_counter() - started) * 1000))

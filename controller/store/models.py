@@ -934,3 +934,16 @@ class DiffRun(Base):
     changes: Mapped[bytes] = mapped_column(LargeBinary)
     actor: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ControllerHeartbeat(Base):
+    """One controller process, alive as of `beat_at`: each one writes its row every tick and
+    deletes it when it stops cleanly (`controller.services.heartbeats`); a row that stops
+    moving is a controller that died or is stuck."""
+
+    __tablename__ = "controller_heartbeats"
+
+    worker: Mapped[str] = mapped_column(String(200), primary_key=True)
+    started_at: Mapped[datetime] = mapped_column()
+    beat_at: Mapped[datetime] = mapped_column(index=True)
+    tick_seconds: Mapped[float] = mapped_column()

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
+from controller.model.watch import is_stale_check
 from controller.portfolio import service, views
 from controller.store.db import Database
 from tests.conftest import OrgKey
@@ -48,10 +49,12 @@ def keep(history: History, **filters: Any) -> list[dict[str, Any]]:
 
 
 def stale(w: dict[str, Any]) -> bool:
-    return (
-        w["drift_status"] != "disabled"
-        and w["last_checked_at"] is not None
-        and w["last_checked_at"] < NOW - timedelta(minutes=2 * w["interval_minutes"])
+    """The one definition of staleness the SQL of the views must agree with."""
+    return is_stale_check(
+        status=w["drift_status"],
+        last_checked_at=w["last_checked_at"],
+        interval_minutes=w["interval_minutes"],
+        now=NOW,
     )
 
 

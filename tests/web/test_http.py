@@ -19,7 +19,12 @@ def test_health_and_ready(client: FlaskClient) -> None:
     health = client.get("/health")
     assert health.status_code == 200 and health.json["status"] == "ok"
     ready = client.get("/health/ready")
-    assert ready.status_code == 200 and ready.json == {"status": "ok", "database": "ok"}
+    assert ready.status_code == 200
+    assert ready.json == {
+        "status": "ok",
+        "database": "ok",
+        "controller": {"state": "absent", "lastHeartbeatAt": None, "ageSeconds": None},
+    }
 
 
 def test_ready_is_503_when_the_database_is_unreachable(tmp_path: Path) -> None:

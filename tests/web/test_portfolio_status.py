@@ -18,6 +18,9 @@ from tests.conftest import OrgKey
 
 STATUSES = ("ok", "drifted", "error", "never_run", "disabled")
 T0 = datetime(2026, 11, 1, 12, 0, 0, 123457, tzinfo=UTC)
+# Checked recently: a watch whose last check is older than twice its interval is stale, and
+# its reasons say `check_failed:stale` too (issue 40, point 4).
+CHECKED = datetime.now(UTC)
 
 
 def seed(database: Database, org: OrgKey, count: int, prefix: str) -> dict[str, str]:
@@ -35,7 +38,7 @@ def seed(database: Database, org: OrgKey, count: int, prefix: str) -> dict[str, 
                 drift_status=status,
                 failure_class="timeout" if status == "error" else None,
                 open_breaking=2 if status == "drifted" else 0,
-                last_checked_at=None if status == "never_run" else T0,
+                last_checked_at=None if status == "never_run" else CHECKED,
                 created_at=T0 + timedelta(microseconds=i - i // 3),
                 header_names=[],
             )

@@ -45,7 +45,7 @@ def agent_status(call: Call) -> agent_service.AgentStatus:
     """Composite status: the bound watches with their status and whether each blocks, the
     policy, the runtime state, open incidents, unresolved references, agentActions and what a
     preflight would answer now."""
-    return agent_service.agent_status(call.session, call.org_id, call.path["agent_id"])
+    return agent_service.agent_status(call.session, call.org_id, call.path["agent_id"], call.now)
 
 
 @REGISTRY.route(
@@ -102,7 +102,7 @@ def ack_agent(call: Call) -> agent_service.AckOut:
     return agent_service.AckOut(
         acknowledged=acknowledged,
         approval=rule,
-        status=agent_service.agent_status(call.session, call.org_id, agent.key),
+        status=agent_service.agent_status(call.session, call.org_id, agent.key, call.now),
     )
 
 
@@ -129,4 +129,4 @@ def _runtime_changed(call: Call, change: agent_service.RuntimeChange) -> agent_s
         call.now,
     )
     call.session.flush()
-    return agent_service.agent_status(call.session, call.org_id, agent.key)
+    return agent_service.agent_status(call.session, call.org_id, agent.key, call.now)

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field
+
 from controller import __version__
 from controller.model.base import ApiModel
+from controller.services.heartbeats import ControllerHealth, controller_health
 from web.api import REGISTRY
 from web.db import database
 from web.routes import Call
@@ -24,6 +27,11 @@ class HealthOut(ApiModel):
 class ReadyOut(ApiModel):
     status: Literal["ok"]
     database: Literal["ok"]
+    controller: ControllerHealth = Field(
+        description="the newest controller heartbeat: `alive`, `stale` (no controller beat "
+        "for three ticks, at least a minute: dead or stuck) or `absent` (none runs); reported, "
+        "not a readiness condition: this process serves without a controller"
+    )
 
 
 @REGISTRY.route(
@@ -46,6 +54,7 @@ def health(call: Call) -> HealthOut:
 def health_ready(call: Call) -> ReadyOut:
     """Answers 200 when the database answers a query, else 503 `store_unavailable` with
     `Retry-After`: at once while an outage lasts, otherwise within the connect timeout (a new
-    connection) or the statement timeout and its grace (a frozen server)."""
+    connection) or the statement timeout and its grace (a frozen server). The body reports
+    the controllers' heartbeat (one indexed read)."""
     database().ready()
-    return ReadyOut(status="ok", database="ok")
+    return ReadyOut(status="ok", database="ok", controller=controller_health(database(), call.now))

@@ -80,4 +80,4 @@ def portfolio_status(call: Call) -> portfolio.PortfolioStatus:
     """A page of watches (oldest first, `limit` 1-200, default 50; `cursor` from
     `nextCursor`) with each one's `driftStatus` and reason tokens, and `counts` by status and
     `total` over every watch of the org."""
-    return portfolio.portfolio_status(call.session, call.org_id, call.query)
+    return portfolio.portfolio_status(call.session, call.org_id, call.query, call.now)

@@ -43,6 +43,7 @@ from controller.errors import (
     StoreUnavailable,
     ValidationFailed,
 )
+from controller.services.heartbeats import ControllerHealth, controller_health
 from web.db import database, request_session
 from web.errors import unavailable_page
 
@@ -154,9 +155,22 @@ def page(template: str, user: SignedIn | None, code: int = 200, **context: Any) 
         csrf_token=user.csrf_token if user else "",
         nav=NAV,
         active=request.endpoint,
+        controller=_controller_down() if user else None,
         **context,
     )
     return Response(html, status=code, mimetype="text/html")
+
+
+def _controller_down() -> ControllerHealth | None:
+    """The controllers' heartbeat when none is alive (the banner of every page), else None;
+    None too while the store is unavailable (the page says so itself)."""
+    try:
+        health = controller_health(database(), now())
+    except Exception as error:
+        if database().unavailable(error) is None:
+            raise
+        return None
+    return None if health.state == "alive" else health
 
 
 NAV = (

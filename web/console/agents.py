@@ -22,7 +22,9 @@ from web.db import request_session
 @signed_in
 def agents(user: SignedIn) -> Response:
     listed = service.list_agents(request_session(), user.org_id).agents
-    statuses = {a.id: service.agent_status(request_session(), user.org_id, a.id) for a in listed}
+    statuses = {
+        a.id: service.agent_status(request_session(), user.org_id, a.id, now()) for a in listed
+    }
     watches, _ = watch_service.list_watches(
         request_session(), user.org_id, WatchListQuery(limit=200)
     )
@@ -39,7 +41,7 @@ def agents(user: SignedIn) -> Response:
 @blueprint.get("/agents/<agent_id>")
 @signed_in
 def agent(user: SignedIn, agent_id: str) -> Response:
-    status = service.agent_status(request_session(), user.org_id, agent_id)
+    status = service.agent_status(request_session(), user.org_id, agent_id, now())
     trips = fuse.list_trips(
         request_session(), user.org_id, fuse.TripListQuery(agent_id=status.agent.slug, limit=10)
     )
