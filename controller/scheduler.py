@@ -255,6 +255,7 @@ class Controller:
         )
         self.running: dict[Future[Any], jobs.Claimed] = {}
         self.lock = threading.Lock()
+        self.claiming = threading.Lock()
         self.stopping = threading.Event()
         # Routines running now (ticks and periodic ones): `stop` waits for them to end.
         self.rounds = 0
@@ -377,6 +378,12 @@ class Controller:
         job ended), only once a few workers are free."""
         if self.stopping.is_set():
             return 0
+        # One claim at a time (the tick, the queue watch and ending jobs all dispatch): two at
+        # once would both count the same free workers and claim more jobs than there are.
+        with self.claiming:
+            return self._dispatch(batch)
+
+    def _dispatch(self, batch: bool) -> int:
         free, scheduled = self._room()
         # After a job ends, claim in batches: one claim transaction per few finished checks,
         # not per check. The queue watch claims for a single free worker (work asked for now).
