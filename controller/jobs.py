@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 from sqlalchemy import (
+    ColumnElement,
     Insert,
     Integer,
     Table,
@@ -68,7 +69,7 @@ SCHEDULED = 2
 _JOBS = cast(Table, Job.__table__)
 _RUNNING = _JOBS.alias("running")
 # Work of no org shares one group (a literal, not a parameter: GROUP BY must match it).
-_NO_ORG = literal_column("''")
+_NO_ORG: ColumnElement[str] = literal_column("''")
 _ORG = func.coalesce(_JOBS.c.org_id, _NO_ORG)
 
 
@@ -80,8 +81,9 @@ def _claim_statement(*, skip_locked: bool) -> Update:
     the org's share (`b_workers` divided among the orgs with work waiting, at least 1) comes
     after every job within its org's share; then the most urgent, the least loaded org, the
     oldest due. So no org goes beyond its share while another waits within its own, and
-    workers no one else wants are not left idle. Scheduled jobs stop at `b_scheduled`, the
-    workers not kept for checks asked for now and first checks.
+    workers no one else wants are not left idle. Jobs not asked for now (first checks and
+    scheduled ones) stop at `b_background`: the workers a controller keeps for work asked for
+    now are never theirs.
     """
     org_rank = func.row_number().over(
         partition_by=_ORG, order_by=(_JOBS.c.priority, _JOBS.c.run_after, _JOBS.c.id)
@@ -124,22 +126,22 @@ def _claim_statement(*, skip_locked: bool) -> Update:
     share = bindparam("b_workers", type_=Integer) // loaded.c.orgs
     beyond = case((loaded.c.load > case((share < 1, 1), else_=share), 1), else_=0)
     order = (beyond, loaded.c.priority, loaded.c.load, loaded.c.run_after, loaded.c.id)
-    scheduled_before = func.sum(case((loaded.c.priority >= SCHEDULED, 1), else_=0)).over(
+    background_before = func.sum(case((loaded.c.priority > MANUAL, 1), else_=0)).over(
         order_by=order, rows=(None, 0)
     )
     ordered = select(
         loaded.c.id,
         loaded.c.priority,
         func.row_number().over(order_by=order).label("position"),
-        scheduled_before.label("scheduled"),
+        background_before.label("background"),
     ).subquery("ordered")
     # More picks than asked for: on Postgres another controller may hold some of them.
     picks = (
         select(ordered.c.id, ordered.c.position)
         .where(
             or_(
-                ordered.c.priority < SCHEDULED,
-                ordered.c.scheduled <= bindparam("b_scheduled", type_=Integer),
+                ordered.c.priority <= MANUAL,
+                ordered.c.background <= bindparam("b_background", type_=Integer),
             )
         )
         .order_by(ordered.c.position)
@@ -279,11 +281,11 @@ def claim(
     limit: int = 1,
     lease: timedelta = DEFAULT_LEASE,
     workers: int | None = None,
-    scheduled: int | None = None,
+    background: int | None = None,
 ) -> list[Claimed]:
     """Lease up to `limit` due jobs of `kinds` to `worker`: each org within its share of the
     controller's `workers` (default `limit`) first, then the most urgent, the oldest due;
-    at most `scheduled` (default `limit`) of them scheduled jobs."""
+    at most `background` (default `limit`) of them not asked for now."""
     with database.claim_transaction() as session:
         rows = session.connection().execute(
             _CLAIM[not database.is_sqlite],
@@ -293,7 +295,7 @@ def claim(
                 "b_limit": limit,
                 "b_scan": limit * 4,
                 "b_workers": max(1, workers if workers is not None else limit),
-                "b_scheduled": limit if scheduled is None else scheduled,
+                "b_background": limit if background is None else background,
                 "b_worker": worker,
                 "b_expires": now + lease,
             },

@@ -240,8 +240,8 @@ class Controller:
         self.database = database
         self.box = box
         self.concurrency = concurrency
-        # Workers scheduled jobs never take, so a check asked for now or a new watch's first
-        # check starts at once however slow the scheduled vendors are (issue 40, point 5).
+        # Workers that only work asked for now takes (not first checks, not scheduled ones),
+        # so a "check now" starts at once however slow the vendors are (issue 40, point 5).
         self.kept = KEPT_WORKERS if concurrency >= MIN_WORKERS_TO_KEEP else 0
         self.slow_deadline = slow_vendor_deadline(settings.fetch_deadline_seconds)
         self.tick_seconds = tick_seconds
@@ -365,13 +365,13 @@ class Controller:
                     self.rounds_done.notify_all()
 
     def _room(self) -> tuple[int, int]:
-        """Free workers, and how many of them scheduled jobs may take (the rest are kept for
-        checks asked for now and first checks)."""
+        """Free workers, and how many of them jobs not asked for now may take (the rest are
+        kept for checks asked for now)."""
         with self.lock:
             self.running = {f: j for f, j in self.running.items() if not f.done()}
             free = self.concurrency - len(self.running)
-            scheduled = sum(1 for job in self.running.values() if job.priority >= jobs.SCHEDULED)
-        return free, max(0, min(free, self.concurrency - self.kept - scheduled))
+            background = sum(1 for job in self.running.values() if job.priority > jobs.MANUAL)
+        return free, max(0, min(free, self.concurrency - self.kept - background))
 
     def dispatch(self, *, batch: bool = False) -> int:
         """Claim as many jobs as there are free workers and start them; with `batch` (after a
@@ -384,7 +384,7 @@ class Controller:
             return self._dispatch(batch)
 
     def _dispatch(self, batch: bool) -> int:
-        free, scheduled = self._room()
+        free, background = self._room()
         # After a job ends, claim in batches: one claim transaction per few finished checks,
         # not per check. The queue watch claims for a single free worker (work asked for now).
         if free <= 0 or (batch and free < max(1, self.concurrency // 4) and self.running):
@@ -397,7 +397,7 @@ class Controller:
             limit=free,
             lease=self.lease,
             workers=self.concurrency,
-            scheduled=scheduled,
+            background=background,
         )
         prepared = self.prepare(claimed)
         for job in claimed:
@@ -541,11 +541,11 @@ class Controller:
         when it finds something."""
         interval = self.settings.queue_poll_seconds
         while not self.stopping.wait(interval):
-            free, scheduled = self._room()
+            free, background = self._room()
             if free <= 0:
                 continue
-            # With the workers for scheduled jobs all taken, only urgent work is worth a claim.
-            urgent = jobs.SCHEDULED if scheduled else jobs.FIRST
+            # With only the kept workers free, only work asked for now is worth a claim.
+            urgent = jobs.SCHEDULED if background else jobs.MANUAL
             try:
                 if jobs.due(self.database, self.kinds.claimed(), self.clock(), urgent):
                     self.dispatch()

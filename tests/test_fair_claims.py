@@ -158,26 +158,30 @@ def test_asked_for_now_then_first_checks_then_the_schedule(database: Database) -
 
 
 def test_scheduled_jobs_stop_at_their_workers_and_urgent_ones_do_not(database: Database) -> None:
-    """`scheduled` is how many scheduled jobs a claim may take (the controller's workers not
-    kept for urgent work, less those running scheduled jobs); urgent ones are not counted."""
+    """`background` is how many jobs not asked for now (first checks, scheduled ones) a claim
+    may take: the controller's workers not kept for work asked for now, less those running
+    such jobs. A job asked for now is not counted."""
     queue(database, "a", 5, tag="scheduled")
     queue(database, "a", 1, priority=jobs.MANUAL, tag="manual", at=NOW + timedelta(minutes=1))
     later = NOW + timedelta(hours=1)
 
-    def take(scheduled: int) -> list[int]:
+    def take(background: int) -> list[int]:
         claimed = jobs.claim(
-            database, worker=WORKER, kinds=(jobs.CHECK,), now=later, limit=8, scheduled=scheduled
+            database, worker=WORKER, kinds=(jobs.CHECK,), now=later, limit=8, background=background
         )
         return [job.priority for job in claimed]
 
     assert take(2) == [jobs.MANUAL, jobs.SCHEDULED, jobs.SCHEDULED]
     assert take(0) == []
-    # The controller's queue watch looks for urgent work only, then.
-    assert not jobs.due(database, (jobs.CHECK,), later, jobs.FIRST)
-    assert jobs.due(database, (jobs.CHECK,), later)
     queue(database, "b", 1, priority=jobs.FIRST)
-    assert jobs.due(database, (jobs.CHECK,), later, jobs.FIRST)
-    assert take(0) == [jobs.FIRST]
+    assert take(0) == []
+    # The controller's queue watch looks for work asked for now only, then.
+    assert not jobs.due(database, (jobs.CHECK,), later, jobs.MANUAL)
+    assert jobs.due(database, (jobs.CHECK,), later)
+    queue(database, "b", 1, priority=jobs.MANUAL, tag="manual")
+    assert jobs.due(database, (jobs.CHECK,), later, jobs.MANUAL)
+    assert take(0) == [jobs.MANUAL]
+    assert take(1) == [jobs.FIRST]
 
 
 def test_the_schedule_names_each_jobs_org_and_a_new_watch_is_a_first_check(
