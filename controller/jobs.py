@@ -82,8 +82,9 @@ def _claim_statement(*, skip_locked: bool) -> Update:
     after every job within its org's share; then the most urgent, the least loaded org, the
     oldest due. So no org goes beyond its share while another waits within its own, and
     workers no one else wants are not left idle. Jobs not asked for now (first checks and
-    scheduled ones) stop at `b_background`: the workers a controller keeps for work asked for
-    now are never theirs.
+    scheduled ones) stop at `b_background`: the workers a controller keeps are for work asked
+    for now, and for the first job of an org with nothing running on it (an org whose
+    vendors answer is not kept waiting for another org's slow ones to time out).
     """
     org_rank = func.row_number().over(
         partition_by=_ORG, order_by=(_JOBS.c.priority, _JOBS.c.run_after, _JOBS.c.id)
@@ -132,6 +133,7 @@ def _claim_statement(*, skip_locked: bool) -> Update:
     ordered = select(
         loaded.c.id,
         loaded.c.priority,
+        loaded.c.load,
         func.row_number().over(order_by=order).label("position"),
         background_before.label("background"),
     ).subquery("ordered")
@@ -141,6 +143,7 @@ def _claim_statement(*, skip_locked: bool) -> Update:
         .where(
             or_(
                 ordered.c.priority <= MANUAL,
+                ordered.c.load == 1,
                 ordered.c.background <= bindparam("b_background", type_=Integer),
             )
         )
@@ -285,7 +288,8 @@ def claim(
 ) -> list[Claimed]:
     """Lease up to `limit` due jobs of `kinds` to `worker`: each org within its share of the
     controller's `workers` (default `limit`) first, then the most urgent, the oldest due;
-    at most `background` (default `limit`) of them not asked for now."""
+    at most `background` (default `limit`) of them not asked for now, besides the first of an
+    org with nothing running on `worker`."""
     with database.claim_transaction() as session:
         rows = session.connection().execute(
             _CLAIM[not database.is_sqlite],

@@ -240,8 +240,9 @@ class Controller:
         self.database = database
         self.box = box
         self.concurrency = concurrency
-        # Workers that only work asked for now takes (not first checks, not scheduled ones),
-        # so a "check now" starts at once however slow the vendors are (issue 40, point 5).
+        # Workers that first checks and scheduled ones do not take, unless their org has
+        # nothing running here: a "check now", and an org whose vendors answer, start at once
+        # however slow another org's vendors are (issue 40, point 5).
         self.kept = KEPT_WORKERS if concurrency >= MIN_WORKERS_TO_KEEP else 0
         self.slow_deadline = slow_vendor_deadline(settings.fetch_deadline_seconds)
         self.tick_seconds = tick_seconds

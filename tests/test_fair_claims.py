@@ -159,8 +159,8 @@ def test_asked_for_now_then_first_checks_then_the_schedule(database: Database) -
 
 def test_scheduled_jobs_stop_at_their_workers_and_urgent_ones_do_not(database: Database) -> None:
     """`background` is how many jobs not asked for now (first checks, scheduled ones) a claim
-    may take: the controller's workers not kept for work asked for now, less those running
-    such jobs. A job asked for now is not counted."""
+    may take: the controller's workers not kept, less those running such jobs. A job asked
+    for now is not counted, nor the first of an org with nothing running."""
     queue(database, "a", 5, tag="scheduled")
     queue(database, "a", 1, priority=jobs.MANUAL, tag="manual", at=NOW + timedelta(minutes=1))
     later = NOW + timedelta(hours=1)
@@ -173,14 +173,20 @@ def test_scheduled_jobs_stop_at_their_workers_and_urgent_ones_do_not(database: D
 
     assert take(2) == [jobs.MANUAL, jobs.SCHEDULED, jobs.SCHEDULED]
     assert take(0) == []
-    queue(database, "b", 1, priority=jobs.FIRST)
+    queue(database, "a", 1, priority=jobs.FIRST, tag="first")
     assert take(0) == []
     # The controller's queue watch looks for work asked for now only, then.
     assert not jobs.due(database, (jobs.CHECK,), later, jobs.MANUAL)
     assert jobs.due(database, (jobs.CHECK,), later)
-    queue(database, "b", 1, priority=jobs.MANUAL, tag="manual")
+    queue(database, "a", 1, priority=jobs.MANUAL, tag="manual-again")
     assert jobs.due(database, (jobs.CHECK,), later, jobs.MANUAL)
     assert take(0) == [jobs.MANUAL]
+    # An org with nothing running is not kept waiting behind one with everything running.
+    queue(database, "b", 2)
+    assert take(0) == [jobs.SCHEDULED]
+    assert running(database) == {"a": 4, "b": 1}
+    # b within its share (4 of 8) comes before a's first check beyond it.
+    assert take(1) == [jobs.SCHEDULED]
     assert take(1) == [jobs.FIRST]
 
 
