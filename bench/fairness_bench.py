@@ -24,6 +24,7 @@ temporary directory by default). Figures in docs/performance.md; nothing here fa
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -68,6 +69,10 @@ class ScaledClock:
 
     def __init__(self, scale: float) -> None:
         self.scale = scale
+        self.restart()
+
+    def restart(self) -> None:
+        """Be the wall clock now (the ticker's first run is due at the controller's `now`)."""
         self.base = datetime.now(UTC)
         self.started = time.monotonic()
 
@@ -153,10 +158,11 @@ def run(url: str, minutes: float, scale: float) -> dict[str, Any]:
         # Leases are renewed on the wall clock: make them outlast the run instead.
         lease=timedelta(hours=24),
     )
-    t0 = clock()
-    end = t0 + timedelta(minutes=minutes)
     manual: list[float] = []
     first: list[float] = []
+    clock.restart()
+    t0 = clock()
+    end = t0 + timedelta(minutes=minutes)
     controller.start()
     try:
         at = t0 + timedelta(seconds=MANUAL_EVERY / 4)
@@ -186,6 +192,15 @@ def run(url: str, minutes: float, scale: float) -> dict[str, Any]:
         for job in checks_of(database, steady_id)
         if job.started_at is not None and job.started_at < end
     }
+    if os.environ.get("FAIRNESS_BENCH_DEBUG"):
+        for job in checks_of(database, steady_id):
+            if job.started_at is not None:
+                index, next_start = slot(steady_id, 1, job.started_at)
+                print(
+                    f"steady check at {(job.started_at - t0).total_seconds():.1f} s "
+                    f"(slot {index - first_slot}, {job.status}, priority "
+                    f"{getattr(job, 'priority', '-')})"
+                )
     slow_runs = [
         (job.finished_at - job.started_at).total_seconds()
         for watch_id in slow_ids
