@@ -68,6 +68,7 @@ from controller.ingress.impact import affected_profiles
 from controller.model.change import Change, Severity
 from controller.model.watch import DriftStatus, FailureClass
 from controller.settings import Settings
+from controller.sources import deadlines
 from controller.sources.http import FetchError, fetch
 from controller.sources.mcp import McpLimits, fetch_mcp_snapshot, redact_url
 from controller.status import CheckFailed, CheckSucceeded, Counts, facts_of, transition
@@ -87,6 +88,18 @@ logger = logging.getLogger("driftgate.checks")
 EVENT_CHANGES_IN_ALERTS = 50
 # The `flap_window_seconds` setting's default, for callers without settings at hand.
 FLAP_WINDOW_SECONDS = 3600.0
+# A vendor whose last check timed out gets a quarter of the fetch deadline (never under the
+# floor) for its scheduled checks until one completes, so a vendor that trickles holds a
+# worker for 15 s a check rather than 60 (issue 40, point 5). Its state is the watch's
+# `failure_class`, so a restart keeps it.
+SLOW_VENDOR_SHARE = 0.25
+SLOW_VENDOR_FLOOR_SECONDS = 1.0
+
+
+def slow_vendor_deadline(deadline: float) -> float:
+    """The fetch budget of a vendor that has timed out, for a fetch deadline of `deadline`."""
+    return min(deadline, max(SLOW_VENDOR_FLOOR_SECONDS, deadline * SLOW_VENDOR_SHARE))
+
 
 # The most frequent write of all, a healthy watch whose contract did not change, is one Core
 # statement built once (no ORM unit of work, no statement construction per check).
@@ -150,6 +163,8 @@ class CheckInput:
     baseline_accepted_at: datetime | None = None
     baseline_accepted_by: str | None = None
     prior_baseline_fingerprint: str | None = None
+    # The watch's last check timed out (its vendor has not answered since).
+    timed_out: bool = False
 
 
 @dataclass
@@ -179,6 +194,7 @@ def run_check(
     on_commit: OnCommit | None = None,
     prepared: dict[str, CheckInput] | None = None,
     flap_window_seconds: float = FLAP_WINDOW_SECONDS,
+    slow_deadline: float | None = None,
 ) -> CheckResult:
     """Check one watch now and record the result.
 
@@ -186,7 +202,8 @@ def run_check(
     controller finishes its job there, so the check and its job commit together; raising
     rolls the check back). `prepared` holds inputs read in bulk by `read_checks`; a watch
     missing from it (paused or deleted meanwhile) is read again here. `flap_window_seconds`
-    is the flap damping window (the setting; 0: off).
+    is the flap damping window (the setting; 0: off). `slow_deadline` bounds the fetch when
+    the watch's last check timed out (None: the fetcher's own deadline).
     """
     check = (prepared or {}).get(watch_id)
     if check is None:
@@ -194,6 +211,8 @@ def run_check(
             check = _read(session, watch_id, box)
     if check is None:
         return _commit(database, on_commit, lambda s: CheckResult(watch_id, "skipped"))
+    if check.timed_out and slow_deadline is not None:
+        fetcher = _within(fetcher, slow_deadline)
     try:
         write = _evaluate(database, check, box, fetcher, now, flap_window_seconds)
     except _Crashed as crashed:
@@ -207,6 +226,16 @@ def run_check(
 
 
 Write = Callable[[Session], CheckResult]
+
+
+def _within(fetcher: Fetcher, seconds: float) -> Fetcher:
+    """`fetcher` bounded to `seconds` overall (the earlier of that and its own deadline)."""
+
+    def bounded(check: CheckInput) -> Fetched:
+        with deadlines.within(seconds):
+            return fetcher(check)
+
+    return bounded
 
 
 class _Crashed(Exception):
@@ -485,6 +514,7 @@ def _input(watch: Watch, box: SecretBox) -> CheckInput:
         baseline_accepted_at=watch.baseline_accepted_at,
         baseline_accepted_by=watch.baseline_accepted_by,
         prior_baseline_fingerprint=watch.prior_baseline_fingerprint,
+        timed_out=watch.failure_class == FailureClass.TIMEOUT,
     )
 
 

@@ -6,7 +6,10 @@ Any number of controller replicas share the table and coordinate only through it
   however many tickers see it due; partial unique indexes keep at most one queued and one
   running job per key, so a manual check asked for while one waits joins the waiting one.
 - `claim` takes due jobs with `FOR UPDATE SKIP LOCKED` (Postgres) or inside `BEGIN IMMEDIATE`
-  (SQLite), increments the job's `fence` and sets a lease.
+  (SQLite), increments the job's `fence` and sets a lease. It is fair across orgs: a job
+  names its org, and no org gets more than its share of the claiming controller's workers
+  while another org's work waits within its share; then a job asked for now comes before a
+  watch's first check, which comes before a scheduled one (issue 40, point 5).
 - `finish` only succeeds with the fence of the claim, so a worker whose lease expired and
   whose job was handed to another cannot overwrite the newer result.
 - `reap` puts jobs with expired leases back in the queue (bounded attempts).
@@ -26,43 +29,140 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Insert, Table, Update, and_, bindparam, exists, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Insert,
+    Integer,
+    Table,
+    Update,
+    and_,
+    bindparam,
+    case,
+    exists,
+    func,
+    literal_column,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
 from controller.registry import Registry
 from controller.store.db import Database
-from controller.store.models import Job
+from controller.store.models import Job, Watch
 
 # Renewed every third of it while the job runs, so only a dead (or cut-off) controller's
 # jobs expire; short, so that their watches are checked again within half a minute.
 DEFAULT_LEASE = timedelta(seconds=20)
 MAX_ATTEMPTS = 3
 
+# How urgent a job is: a check asked for now (the API's "check now", a reconcile on push),
+# a watch's first check, or one of the schedule. Lower is claimed first.
+MANUAL = 0
+FIRST = 1
+SCHEDULED = 2
+
 # The claim and the finish run for every check, so they are built once as Core statements:
 # no ORM objects, no statement construction per call. A claim is one UPDATE ... RETURNING
-# over the due jobs it picks; Postgres adds FOR UPDATE SKIP LOCKED to the pick.
+# over the due jobs it picks; Postgres locks the picks FOR UPDATE SKIP LOCKED.
 _JOBS = cast(Table, Job.__table__)
 _RUNNING = _JOBS.alias("running")
+# Work of no org shares one group (a literal, not a parameter: GROUP BY must match it).
+_NO_ORG: ColumnElement[str] = literal_column("''")
+_ORG = func.coalesce(_JOBS.c.org_id, _NO_ORG)
 
 
 def _claim_statement(*, skip_locked: bool) -> Update:
-    due = (
-        select(_JOBS.c.id)
+    """The fair claim (issue 40, point 5), in one statement that SQLite and Postgres share.
+
+    Each waiting job gets the load its org would have on this controller if it ran: the org's
+    jobs running here plus its rank among the org's waiting ones. A job whose load is above
+    the org's share (`b_workers` divided among the orgs with work waiting, at least 1) comes
+    after every job within its org's share; then the most urgent, the least loaded org, the
+    oldest due. So no org goes beyond its share while another waits within its own, and
+    workers no one else wants are not left idle. Jobs not asked for now (first checks and
+    scheduled ones) stop at `b_background`: the workers a controller keeps are for work asked
+    for now, and for the first job of an org with nothing running on it (an org whose
+    vendors answer is not kept waiting for another org's slow ones to time out).
+    """
+    org_rank = func.row_number().over(
+        partition_by=_ORG, order_by=(_JOBS.c.priority, _JOBS.c.run_after, _JOBS.c.id)
+    )
+    waiting = (
+        select(
+            _JOBS.c.id,
+            _ORG.label("org"),
+            _JOBS.c.priority,
+            _JOBS.c.run_after,
+            org_rank.label("rank"),
+            func.dense_rank().over(order_by=_ORG).label("org_number"),
+        )
         .where(
             _JOBS.c.status == "queued",
             _JOBS.c.kind.in_(bindparam("b_kinds", expanding=True)),
             _JOBS.c.run_after <= bindparam("b_now", type_=_JOBS.c.run_after.type),
             ~exists().where(and_(_RUNNING.c.key == _JOBS.c.key, _RUNNING.c.status == "running")),
         )
-        .order_by(_JOBS.c.run_after, _JOBS.c.id)
+        .subquery("waiting")
+    )
+    mine = _JOBS.alias("mine")
+    running_here = (
+        select(func.coalesce(mine.c.org_id, _NO_ORG).label("org"), func.count().label("n"))
+        .where(mine.c.status == "running", mine.c.lease_owner == bindparam("b_worker"))
+        .group_by(func.coalesce(mine.c.org_id, _NO_ORG))
+        .subquery("running_here")
+    )
+    loaded = (
+        select(
+            waiting.c.id,
+            waiting.c.priority,
+            waiting.c.run_after,
+            (func.coalesce(running_here.c.n, 0) + waiting.c.rank).label("load"),
+            func.max(waiting.c.org_number).over().label("orgs"),
+        )
+        .select_from(waiting.outerjoin(running_here, running_here.c.org == waiting.c.org))
+        .subquery("loaded")
+    )
+    share = bindparam("b_workers", type_=Integer) // loaded.c.orgs
+    beyond = case((loaded.c.load > case((share < 1, 1), else_=share), 1), else_=0)
+    order = (beyond, loaded.c.priority, loaded.c.load, loaded.c.run_after, loaded.c.id)
+    background_before = func.sum(case((loaded.c.priority > MANUAL, 1), else_=0)).over(
+        order_by=order, rows=(None, 0)
+    )
+    ordered = select(
+        loaded.c.id,
+        loaded.c.priority,
+        loaded.c.load,
+        func.row_number().over(order_by=order).label("position"),
+        background_before.label("background"),
+    ).subquery("ordered")
+    # More picks than asked for: on Postgres another controller may hold some of them.
+    picks = (
+        select(ordered.c.id, ordered.c.position)
+        .where(
+            or_(
+                ordered.c.priority <= MANUAL,
+                ordered.c.load == 1,
+                ordered.c.background <= bindparam("b_background", type_=Integer),
+            )
+        )
+        .order_by(ordered.c.position)
+        .limit(bindparam("b_scan"))
+        .subquery("picks")
+    )
+    chosen = (
+        select(_JOBS.c.id)
+        .select_from(_JOBS.join(picks, picks.c.id == _JOBS.c.id))
+        .where(_JOBS.c.status == "queued")
+        .order_by(picks.c.position)
         .limit(bindparam("b_limit"))
     )
     if skip_locked:
-        due = due.with_for_update(skip_locked=True)
+        chosen = chosen.with_for_update(skip_locked=True, of=_JOBS)
     return (
         _JOBS.update()
-        .where(_JOBS.c.id.in_(due.scalar_subquery()))
+        .where(_JOBS.c.id.in_(chosen.scalar_subquery()))
         .values(
             status="running",
             fence=_JOBS.c.fence + 1,
@@ -79,6 +179,8 @@ def _claim_statement(*, skip_locked: bool) -> Update:
             _JOBS.c.fence,
             _JOBS.c.payload,
             _JOBS.c.run_after,
+            _JOBS.c.priority,
+            _JOBS.c.org_id,
         )
     )
 
@@ -91,6 +193,7 @@ _DUE = (
         _JOBS.c.status == "queued",
         _JOBS.c.run_after <= bindparam("b_now"),
         _JOBS.c.kind.in_(bindparam("b_kinds", expanding=True)),
+        _JOBS.c.priority <= bindparam("b_priority"),
     )
     .limit(1)
 )
@@ -120,6 +223,8 @@ class Claimed:
     period: str
     fence: int
     payload: dict[str, Any]
+    priority: int = SCHEDULED
+    org_id: str | None = None
 
 
 def insert_ignoring_duplicates(database: Database) -> Insert:
@@ -138,10 +243,14 @@ def enqueue(
     period: str,
     run_after: datetime,
     payload: dict[str, Any] | None = None,
+    org_id: str | None = None,
+    priority: int = SCHEDULED,
 ) -> Job | None:
     """Queue a job unless one exists for `(key, period)` or one for `key` is already queued.
 
     Returns the job that will run: the new one, or the one already queued for the key.
+    `org_id` is the org the job works for (its share of the workers), `priority` how urgent
+    it is (`MANUAL`, `FIRST`, `SCHEDULED`).
     """
     dialect = sqlite if session.get_bind().dialect.name == "sqlite" else postgresql
     stmt = dialect.insert(Job).values(
@@ -153,6 +262,8 @@ def enqueue(
         attempts=0,
         fence=0,
         payload=payload or {},
+        org_id=org_id,
+        priority=priority,
         created_at=run_after,
     )
     session.execute(stmt.on_conflict_do_nothing())
@@ -172,8 +283,13 @@ def claim(
     now: datetime,
     limit: int = 1,
     lease: timedelta = DEFAULT_LEASE,
+    workers: int | None = None,
+    background: int | None = None,
 ) -> list[Claimed]:
-    """Lease up to `limit` due jobs of `kinds` to `worker`, oldest due first."""
+    """Lease up to `limit` due jobs of `kinds` to `worker`: each org within its share of the
+    controller's `workers` (default `limit`) first, then the most urgent, the oldest due;
+    at most `background` (default `limit`) of them not asked for now, besides the first of an
+    org with nothing running on `worker`."""
     with database.claim_transaction() as session:
         rows = session.connection().execute(
             _CLAIM[not database.is_sqlite],
@@ -181,23 +297,40 @@ def claim(
                 "b_kinds": list(kinds),
                 "b_now": now,
                 "b_limit": limit,
+                "b_scan": limit * 4,
+                "b_workers": max(1, workers if workers is not None else limit),
+                "b_background": limit if background is None else background,
                 "b_worker": worker,
                 "b_expires": now + lease,
             },
         )
-        picked = sorted(rows, key=lambda row: (row.run_after, row.id))
+        picked = sorted(rows, key=lambda row: (row.priority, row.run_after, row.id))
         return [
-            Claimed(row.id, row.kind, row.key, row.period, row.fence, dict(row.payload))
+            Claimed(
+                row.id,
+                row.kind,
+                row.key,
+                row.period,
+                row.fence,
+                dict(row.payload),
+                row.priority,
+                row.org_id,
+            )
             for row in picked
         ]
 
 
-def due(database: Database, kinds: tuple[str, ...], now: datetime) -> bool:
-    """Whether a job of `kinds` is queued and due at `now` (one indexed read, no lock)."""
+def due(
+    database: Database, kinds: tuple[str, ...], now: datetime, priority: int = SCHEDULED
+) -> bool:
+    """Whether a job of `kinds`, at least as urgent as `priority`, is queued and due at `now`
+    (one indexed read, no lock)."""
     if not kinds:
         return False
     with database.session() as session:
-        found = session.connection().execute(_DUE, {"b_kinds": list(kinds), "b_now": now})
+        found = session.connection().execute(
+            _DUE, {"b_kinds": list(kinds), "b_now": now, "b_priority": priority}
+        )
         return found.first() is not None
 
 
@@ -374,13 +507,21 @@ def request_reconcile(session: Session, name: str, now: datetime, reason: str) -
 
 
 def request_check(database: Database, watch_id: str, now: datetime) -> int:
-    """Queue a check now (API); joins an already queued check of the same watch."""
+    """Queue a check now (API); joins an already queued check of the same watch, which then
+    runs now and ahead of the schedule."""
     with database.transaction() as session:
-        return _request_now(session, CHECK, watch_id, now, {"watchId": watch_id, "manual": True})
+        org_id = session.scalar(select(Watch.org_id).where(Watch.id == watch_id))
+        payload = {"watchId": watch_id, "manual": True}
+        return _request_now(session, CHECK, watch_id, now, payload, org_id)
 
 
 def _request_now(
-    session: Session, kind: str, subject: str, now: datetime, payload: dict[str, Any]
+    session: Session,
+    kind: str,
+    subject: str,
+    now: datetime,
+    payload: dict[str, Any],
+    org_id: str | None = None,
 ) -> int:
     # A period of its own per request, so it never collides with the scheduled slot; the
     # partial unique index on queued jobs makes it join one already queued for the subject.
@@ -395,7 +536,13 @@ def _request_now(
             period=f"manual:{now.timestamp():.6f}",
             run_after=now,
             payload=payload,
+            org_id=org_id,
+            priority=MANUAL,
         )
         if job is not None:
+            # A scheduled job it joined is now asked for: claimed first, and not after its
+            # slot's start (a tick queues checks a few seconds ahead).
+            job.priority = MANUAL
+            job.run_after = min(job.run_after, now)
             return job.id
     raise RuntimeError(f"no {kind} job could be queued for {subject}")

@@ -47,6 +47,7 @@ from controller.checks import (
     contract_fetcher,
     read_checks,
     run_check,
+    slow_vendor_deadline,
 )
 from controller.crypto import SecretBox
 from controller.draftpr import service as draftpr
@@ -64,6 +65,8 @@ from controller.summary import service as summary
 
 logger = logging.getLogger("driftgate.controller")
 TICK_SECONDS = 5
+KEPT_WORKERS = 1
+MIN_WORKERS_TO_KEEP = 4
 DUE_BATCH = 5000
 # The key of the advisory lock that makes one controller at a time enqueue due checks.
 _ENQUEUE_LOCK = 0x647269667467  # "driftg"
@@ -137,7 +140,14 @@ def enqueue_due_checks(
             .exists()
         )
         due = session.execute(
-            select(Watch.id, Watch.interval_minutes, Watch.next_check_at, covered)
+            select(
+                Watch.id,
+                Watch.org_id,
+                Watch.interval_minutes,
+                Watch.next_check_at,
+                Watch.last_checked_at.is_(None),
+                covered,
+            )
             .where(
                 Watch.drift_status != DriftStatus.DISABLED.value,
                 or_(Watch.next_check_at.is_(None), Watch.next_check_at <= horizon),
@@ -149,7 +159,7 @@ def enqueue_due_checks(
             return 0
         queued: list[dict[str, Any]] = []
         moved: list[dict[str, Any]] = []
-        for watch_id, interval, next_check_at, is_covered in due:
+        for watch_id, org_id, interval, next_check_at, is_first, is_covered in due:
             at = now if next_check_at is None or next_check_at <= now else next_check_at
             index, next_start = slot(watch_id, interval, at)
             moved.append({"b_id": watch_id, "b_next": next_start})
@@ -165,6 +175,8 @@ def enqueue_due_checks(
                     "attempts": 0,
                     "fence": 0,
                     "payload": {"watchId": watch_id},
+                    "org_id": org_id,
+                    "priority": jobs.FIRST if is_first else jobs.SCHEDULED,
                     "created_at": now,
                 }
             )
@@ -228,6 +240,11 @@ class Controller:
         self.database = database
         self.box = box
         self.concurrency = concurrency
+        # Workers that first checks and scheduled ones do not take, unless their org has
+        # nothing running here: a "check now", and an org whose vendors answer, start at once
+        # however slow another org's vendors are (issue 40, point 5).
+        self.kept = KEPT_WORKERS if concurrency >= MIN_WORKERS_TO_KEEP else 0
+        self.slow_deadline = slow_vendor_deadline(settings.fetch_deadline_seconds)
         self.tick_seconds = tick_seconds
         self.clock = clock
         self.lease = lease
@@ -239,6 +256,7 @@ class Controller:
         )
         self.running: dict[Future[Any], jobs.Claimed] = {}
         self.lock = threading.Lock()
+        self.claiming = threading.Lock()
         self.stopping = threading.Event()
         # Routines running now (ticks and periodic ones): `stop` waits for them to end.
         self.rounds = 0
@@ -331,9 +349,9 @@ class Controller:
         logger.error(event, exc_info=error, extra={"fields": fields})
         return False
 
-    def _dispatch_quietly(self) -> None:
+    def _dispatch_quietly(self, *, batch: bool = False) -> None:
         try:
-            self.dispatch()
+            self.dispatch(batch=batch)
         except Exception as exc:  # noqa: BLE001 - the next round claims again
             self._failed(exc, "controller.dispatch_failed")
 
@@ -355,15 +373,30 @@ class Controller:
                     self.rounds -= 1
                     self.rounds_done.notify_all()
 
-    def dispatch(self) -> int:
-        """Claim as many jobs as there are free workers and start them."""
-        if self.stopping.is_set():
-            return 0
+    def _room(self) -> tuple[int, int]:
+        """Free workers, and how many of them jobs not asked for now may take (the rest are
+        kept for checks asked for now)."""
         with self.lock:
             self.running = {f: j for f, j in self.running.items() if not f.done()}
             free = self.concurrency - len(self.running)
-        # Claim in batches: one claim transaction per few finished checks, not per check.
-        if free < max(1, self.concurrency // 4) and self.running:
+            background = sum(1 for job in self.running.values() if job.priority > jobs.MANUAL)
+        return free, max(0, min(free, self.concurrency - self.kept - background))
+
+    def dispatch(self, *, batch: bool = False) -> int:
+        """Claim as many jobs as there are free workers and start them; with `batch` (after a
+        job ended), only once a few workers are free."""
+        if self.stopping.is_set():
+            return 0
+        # One claim at a time (the tick, the queue watch and ending jobs all dispatch): two at
+        # once would both count the same free workers and claim more jobs than there are.
+        with self.claiming:
+            return self._dispatch(batch)
+
+    def _dispatch(self, batch: bool) -> int:
+        free, background = self._room()
+        # After a job ends, claim in batches: one claim transaction per few finished checks,
+        # not per check. The queue watch claims for a single free worker (work asked for now).
+        if free <= 0 or (batch and free < max(1, self.concurrency // 4) and self.running):
             return 0
         claimed = jobs.claim(
             self.database,
@@ -372,6 +405,8 @@ class Controller:
             now=self.clock(),
             limit=free,
             lease=self.lease,
+            workers=self.concurrency,
+            background=background,
         )
         prepared = self.prepare(claimed)
         for job in claimed:
@@ -429,6 +464,8 @@ class Controller:
                 on_commit=finish_with_check,
                 prepared=prepared,
                 flap_window_seconds=self.settings.flap_window_seconds,
+                # A check asked for now gets the whole deadline, whatever the vendor did.
+                slow_deadline=None if job.priority == jobs.MANUAL else self.slow_deadline,
             )
         except FencedOut:
             log(logger, logging.WARNING, "check.fenced_out", watchId=watch_id, job=job.id)
@@ -452,7 +489,7 @@ class Controller:
             failureClass=result.failure_class,
         )
         if not self.stopping.is_set():
-            self._dispatch_quietly()
+            self._dispatch_quietly(batch=True)
 
     def execute_reconcile(self, job: jobs.Claimed, prepared: Any = None) -> None:
         """Run one source's reconcile; its own transaction applies it, the job ends after."""
@@ -477,7 +514,7 @@ class Controller:
             return
         self._finish_quietly(job, result=result)
         if not self.stopping.is_set():
-            self._dispatch_quietly()
+            self._dispatch_quietly(batch=True)
 
     def _finish_quietly(
         self, job: jobs.Claimed, *, result: dict[str, Any] | None = None, error: str | None = None
@@ -513,12 +550,13 @@ class Controller:
         when it finds something."""
         interval = self.settings.queue_poll_seconds
         while not self.stopping.wait(interval):
-            with self.lock:
-                busy = sum(1 for future in self.running if not future.done())
-            if busy >= self.concurrency:
+            free, background = self._room()
+            if free <= 0:
                 continue
+            # With only the kept workers free, only work asked for now is worth a claim.
+            urgent = jobs.SCHEDULED if background else jobs.MANUAL
             try:
-                if jobs.due(self.database, self.kinds.claimed(), self.clock()):
+                if jobs.due(self.database, self.kinds.claimed(), self.clock(), urgent):
                     self.dispatch()
             except Exception as exc:  # noqa: BLE001 - the next look tries again
                 self._failed(exc, "controller.queue_watch_failed")

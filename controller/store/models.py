@@ -370,6 +370,9 @@ class Job(Base):
     `(key, period)` is unique so periodic work is enqueued once per period by any number of
     replicas; partial unique indexes keep at most one queued and one running job per key;
     `fence` increases with every claim, so a worker whose lease expired cannot finish it.
+    `org_id` (the watch's org for a check; None for work of no org) and `priority` (0 asked
+    for now, 1 a watch's first check, 2 scheduled) decide the order of claims: each org its
+    share of a controller's workers, then the most urgent first (migration 0022).
     """
 
     __tablename__ = "jobs"
@@ -405,6 +408,8 @@ class Job(Base):
     lease_owner: Mapped[str | None] = mapped_column(String(200), default=None)
     lease_expires_at: Mapped[datetime | None] = mapped_column(default=None)
     payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    org_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    priority: Mapped[int] = mapped_column(Integer, default=2, server_default=text("2"))
     result: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
     last_error: Mapped[str | None] = mapped_column(Text, default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
