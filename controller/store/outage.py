@@ -241,6 +241,14 @@ class LockQueue:
         self._lock = threading.Lock()
         self._since: dict[object, float] = {}
 
+    def longest_wait(self) -> float:
+        """How long (seconds) the request first in the queue has waited; 0 when none waits."""
+        with self._lock:
+            return self._longest_wait(time.monotonic())
+
+    def _longest_wait(self, now: float) -> float:
+        return now - min(self._since.values(), default=now)
+
     @contextmanager
     def waiting(self, longest: float) -> Iterator[float]:
         """The time (monotonic) until which the caller may wait for the write lock: `longest`
@@ -258,7 +266,7 @@ class LockQueue:
         patience = budget * LOCK_PATIENCE_SHARE
         ticket = object()
         with self._lock:
-            if any(now - since > patience for since in self._since.values()):
+            if self._longest_wait(now) > patience:
                 raise StoreUnavailable(
                     BUSY,
                     "the database is busy: another writer has held it for seconds and other "
