@@ -21,7 +21,6 @@ from controller.errors import StoreUnavailable, Unauthorized
 from controller.services import auth as auth_service
 from controller.services.auth import Principal
 from controller.store.models import TrialSession
-from controller.store.outage import BUSY, store_fault
 from web.db import database, request_session
 from web.routes import Auth
 
@@ -123,7 +122,7 @@ def _touch(key_id: str, now: datetime) -> None:
         with database().transaction(lock_wait=0) as session:
             auth_service.touch_api_key(session, key_id, now)
     except (SQLAlchemyError, StoreUnavailable) as exc:
-        if store_fault(exc) == BUSY:
+        if database().is_busy(exc):
             return
         if database().unavailable(exc) is None:  # an outage is logged once, by the store
             logger.warning("api_key.touch_failed", extra={"fields": {"keyId": key_id}})

@@ -47,7 +47,6 @@ from controller.errors import Unauthorized
 from controller.services.auth import KEY_CACHE, Principal
 from controller.settings import Settings
 from controller.store.db import Database
-from controller.store.outage import bounded_by
 from web.auth import api_key_from
 from web.body import parse_body
 from web.edge import ARRIVED_ENVIRON, access_log, correlation_id, refused_user_agent
@@ -113,7 +112,7 @@ class Lane:
         deadline = (now if arrived is None else arrived) + budget
         if deadline <= now:
             return self._too_late(environ, start_response, budget)
-        with bounded_by(deadline, budget):
+        with self.database.deadline(deadline, budget):
             return self._dispatch(environ, start_response)
 
     def _too_late(

@@ -38,7 +38,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import StoreUnavailable
-from controller.store.outage import LOCK_QUEUE, Probe, Reachability
+from controller.store.outage import BUSY, LOCK_QUEUE, Probe, Reachability, bounded_by, store_fault
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 IDLE_PING_SECONDS = 10.0
@@ -232,6 +232,20 @@ class Database:
         or None when `error` says nothing about the store's availability. The one question
         the shells ask of an error they caught (`controller.store.outage`)."""
         return self.reachability.report(error)
+
+    @staticmethod
+    def is_busy(error: BaseException) -> bool:
+        """True when `error` says another writer held SQLite's write lock (or the request's
+        queue for it refused the wait): a write that may be skipped is, without a log line."""
+        return store_fault(error) == BUSY
+
+    @staticmethod
+    @contextmanager
+    def deadline(at: float, budget: float) -> Iterator[None]:
+        """Bound this thread's waits on the store by `at` (monotonic), the end of a web
+        request's `budget` seconds (`controller.store.outage.bounded_by`)."""
+        with bounded_by(at, budget):
+            yield
 
     def _drop_idle(self) -> None:
         # The run gate's idle connections are not the pool's: dropped when an outage starts

@@ -44,7 +44,6 @@ from controller.errors import (
     StoreUnavailable,
     ValidationFailed,
 )
-from controller.store.outage import BUSY, store_fault
 from web.db import database, request_session
 from web.errors import unavailable_page
 
@@ -104,7 +103,7 @@ def _look_up(token: str) -> SignedIn | None:
         with db.transaction(lock_wait=0) as session:
             return accounts.authenticate(session, token, now())
     except (SQLAlchemyError, StoreUnavailable) as exc:
-        if store_fault(exc) != BUSY:
+        if not db.is_busy(exc):
             raise
         return signed
 
