@@ -180,6 +180,13 @@ class Settings(BaseModel):
         le=3600,
         description="a request's body must arrive within this time after its headers (else 408)",
     )
+    request_deadline_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description="the longest a request may wait from its arrival (for a thread, then on the "
+        "database: SQLite's write lock included); past it the answer is 503 with Retry-After",
+    )
     fetch_deadline_seconds: float = Field(
         default=60.0,
         gt=0,

@@ -115,10 +115,14 @@ def _api_key_principal(key: str, now: datetime) -> Principal:
 
 def _touch(key_id: str, now: datetime) -> None:
     # Its own short transaction, at most once a minute per key: it never holds the write lock
-    # for the request, and a busy store costs a missed timestamp, never a failed request.
+    # for the request, and does not wait for it either (a read must not wait on a writer): a
+    # busy store costs a missed timestamp, taken again at the key's next lookup, never a
+    # failed or a slow request.
     try:
-        with database().transaction() as session:
+        with database().transaction(lock_wait=0) as session:
             auth_service.touch_api_key(session, key_id, now)
     except (SQLAlchemyError, StoreUnavailable) as exc:
+        if database().is_busy(exc):
+            return
         if database().unavailable(exc) is None:  # an outage is logged once, by the store
             logger.warning("api_key.touch_failed", extra={"fields": {"keyId": key_id}})

@@ -14,6 +14,10 @@ from controller.settings import Settings
 from controller.store.models import request_id
 
 logger = logging.getLogger("driftgate.web")
+# The WSGI environ key of the time (monotonic) a request arrived whole, set by the server front
+# (`web.front`); a request without it (another WSGI server, the test client) starts its
+# deadline when the app first sees it.
+ARRIVED_ENVIRON = "driftgate.arrived"
 _CORRELATION = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 # Default user agents of HTTP libraries; refused with code 1010 when the edge rule is on.
 _DEFAULT_AGENTS = re.compile(

@@ -27,6 +27,14 @@ the API, never gunicorn's HTML page.
 thread: liveness must not wait behind requests that wait on a frozen database (each of them
 holds a thread up to the statement timeout). It touches nothing but the version string, as
 the route does (`web.api.health`), and keeps the connection alive as the app would.
+
+`GET /health/ready` runs the app, since it asks the store, but on threads of its own
+(`READY_THREADS`), not behind the requests that wait for a thread: readiness answers within
+its budget (`web.api.health`) while every other thread waits on the database.
+
+Each request handed to a thread carries the time it arrived whole (`ARRIVED_ENVIRON` in its
+WSGI environ): its deadline (`request_deadline_seconds`, `web.lane`) counts its wait for a
+thread. The time a client takes to send is its own, bounded by the header and body timeouts.
 """
 
 from __future__ import annotations
@@ -35,7 +43,9 @@ import errno
 import json
 import selectors
 import socket
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -45,7 +55,7 @@ from gunicorn.http.unreader import IterUnreader
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from controller import __version__
-from web.edge import access_log, correlation_id
+from web.edge import ARRIVED_ENVIRON, access_log, correlation_id
 from web.routes import CORRELATION_HEADER
 
 MAX_HEADER_BYTES = 64 * 1024
@@ -58,6 +68,8 @@ RECV_SIZE = 256 * 1024
 DRAIN_LIMIT = 64 * 1024 * 1024  # read and dropped after a refusal, so the client sees it
 DRAIN_SECONDS = 10.0
 STOP_LINGER = 2.0
+READY_THREADS = 2
+_READINESS = (b"GET /health/ready ", b"GET /health/ready?", b"HEAD /health/ready")
 _CHUNK_LINE_LIMIT = 4096  # a chunk-size line with its extensions
 
 _REASONS = {
@@ -270,6 +282,31 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
         self.ready: set[TConn] = set()
         self.next_sweep = 0.0
         self.stopping = False
+        self.readiness: set[TConn] = set()
+        self.ready_pool: ThreadPoolExecutor | None = None
+        self.serving = threading.local()  # the arrival time of the request a thread serves
+
+    def init_process(self) -> None:
+        self.ready_pool = ThreadPoolExecutor(READY_THREADS, thread_name_prefix="driftgate-ready")
+        super().init_process()
+
+    def load_wsgi(self) -> None:
+        super().load_wsgi()
+        app: Any = getattr(self, "wsgi")  # noqa: B009 - gunicorn leaves it untyped
+        serving = self.serving
+
+        def stamped(environ: dict[str, Any], start_response: Any) -> Any:
+            environ[ARRIVED_ENVIRON] = getattr(serving, "arrived", None)
+            return app(environ, start_response)
+
+        self.wsgi = stamped
+
+    def handle_request(self, req: Any, conn: TConn) -> Any:
+        self.serving.arrived = getattr(conn, "arrived", None)
+        try:
+            return super().handle_request(req, conn)
+        finally:
+            self.serving.arrived = None
 
     @classmethod
     def check_config(cls, cfg: Any, log: Any) -> None:
@@ -300,6 +337,16 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
     def enqueue_req(self, conn: TConn) -> None:
         if conn in self.ready:
             self.ready.discard(conn)
+            if conn in self.readiness and self.ready_pool is not None:
+                self.readiness.discard(conn)
+                # gthread submits to `self.tpool`; this loop is the only thread that does.
+                threads: Any = getattr(self, "tpool")  # noqa: B009 - untyped in gunicorn
+                self.tpool = self.ready_pool
+                try:
+                    super().enqueue_req(conn)
+                finally:
+                    self.tpool = threads
+                return
             super().enqueue_req(conn)
             return
         # gthread re-queues a kept-alive connection whose parser read into the next request.
@@ -434,6 +481,9 @@ class BufferingWorker(ThreadWorker):  # type: ignore[misc]
         conn = arrival.conn
         conn.init()  # plain HTTP/1.x (check_config): builds the parser, reads nothing
         conn.parser.unreader.unread(bytes(arrival.buffer))
+        conn.arrived = time.monotonic()
+        if arrival.buffer.startswith(_READINESS):
+            self.readiness.add(conn)
         self.ready.add(conn)
         self.enqueue_req(conn)
 

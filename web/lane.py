@@ -19,10 +19,17 @@ authenticates and caches the key, so the next request takes the lane; a trial se
 route that takes one, always goes to Flask), a body without a Content-Length or over the size
 limit, the server's or the route's own (Flask's 413). Once the handler runs, the lane answers,
 errors included.
+
+Being the outermost layer of the app, the lane also starts every request's deadline
+(`request_deadline_seconds`, from its arrival: `web.edge.ARRIVED_ENVIRON`), within which every
+wait on the store ends (`controller.store.outage.bounded_by`); a request that waited its whole
+deadline for a thread is answered 503 `server_busy` with `Retry-After` at once, touching
+nothing.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -42,13 +49,14 @@ from controller.settings import Settings
 from controller.store.db import Database
 from web.auth import api_key_from
 from web.body import parse_body
-from web.edge import access_log, correlation_id, refused_user_agent
+from web.edge import ARRIVED_ENVIRON, access_log, correlation_id, refused_user_agent
 from web.errors import error_answer
 from web.routes import CORRELATION_HEADER, Call, Reply, Resources, Route, as_reply
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 _CORRELATION_KEY = "HTTP_" + CORRELATION_HEADER.upper().replace("-", "_")
 _STATUS_LINES: dict[int, str] = {}
+RETRY_AFTER_SECONDS = 5
 
 
 def _status_line(status: int) -> str:
@@ -98,6 +106,43 @@ class Lane:
         self.limit: int | None = app.config.get("MAX_CONTENT_LENGTH")
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        budget = self.settings.request_deadline_seconds
+        arrived = environ.get(ARRIVED_ENVIRON)
+        now = time.monotonic()
+        deadline = (now if arrived is None else arrived) + budget
+        if deadline <= now:
+            return self._too_late(environ, start_response, budget)
+        with self.database.deadline(deadline, budget):
+            return self._dispatch(environ, start_response)
+
+    def _too_late(
+        self, environ: dict[str, Any], start_response: Callable[..., Any], budget: float
+    ) -> Iterable[bytes]:
+        """503 for a request that waited its whole deadline for a thread (nothing is read)."""
+        started = time.perf_counter()
+        correlation = correlation_id(environ.get(_CORRELATION_KEY, ""))
+        body = json.dumps(
+            {
+                "error": "server_busy",
+                "message": f"this request waited its whole deadline ({budget:g} s) for a "
+                "worker thread, every one busy (most likely waiting on the database); "
+                "retry shortly",
+            }
+        ).encode()
+        start_response(
+            _status_line(503),
+            [
+                ("Content-Type", "application/json"),
+                ("Content-Length", str(len(body))),
+                ("Retry-After", str(RETRY_AFTER_SECONDS)),
+                (CORRELATION_HEADER, correlation),
+            ],
+        )
+        method, path = environ.get("REQUEST_METHOD", ""), environ.get("PATH_INFO", "")
+        access_log(method, path, 503, started, correlation, org=None, source=None)
+        return [body]
+
+    def _dispatch(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         route = self.routes.get((environ.get("REQUEST_METHOD", ""), environ.get("PATH_INFO", "")))
         if route is None:
             return self.fallback(environ, start_response)

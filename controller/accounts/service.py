@@ -332,6 +332,7 @@ def change_role(session: Session, user: User, role: str, *, actor: str) -> None:
     """Give `user` another role; the org's last admin stays an admin (409)."""
     if role not in ROLES:
         raise Unprocessable(f"role must be one of {', '.join(ROLES)}", code="invalid_role")
+    user = _with_admins_locked(session, user)
     if role == user.role:
         return
     if user.role == "admin":
@@ -342,11 +343,33 @@ def change_role(session: Session, user: User, role: str, *, actor: str) -> None:
 
 def remove_user(session: Session, user: User, *, actor: str) -> None:
     """Remove `user` from the org with their sessions; the org's last admin stays (409)."""
+    user = _with_admins_locked(session, user)
     if user.role == "admin":
         _refuse_last_admin(session, user, "removed")
     _audit(session, actor, "user.remove", user, {"email": user.email})
     session.execute(delete(ConsoleSession).where(ConsoleSession.user_id == user.id))
     session.delete(user)
+
+
+def _with_admins_locked(session: Session, user: User) -> User:
+    """`user` as it is once this transaction holds the org's admin set: every change that
+    could leave an org without an admin goes through here before it counts the admins.
+
+    Two admins demoting or removing each other at once would each count the other and both
+    succeed. On Postgres the org's row is locked (`FOR NO KEY UPDATE`: rows that merely
+    reference the org, such as audit entries, are not held up), so the second waits for the
+    first to commit; its statements after the lock then read what the first committed (READ
+    COMMITTED takes a snapshot per statement), the user included. On SQLite the writing
+    transaction holds the write lock from its start (`BEGIN IMMEDIATE`), which serializes
+    the same way; a deferred one would fail at its first write instead of counting stale rows.
+    """
+    session.execute(select(Org.id).where(Org.id == user.org_id).with_for_update(key_share=True))
+    current = session.scalar(
+        select(User).where(User.id == user.id).execution_options(populate_existing=True)
+    )
+    if current is None or current.org_id != user.org_id:
+        raise NotFound("no such member in this org", code="member_not_found")
+    return current
 
 
 def _refuse_last_admin(session: Session, user: User, what: str) -> None:

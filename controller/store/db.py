@@ -18,7 +18,9 @@ the server's `statement_timeout`, and the client stops waiting for any answer
 `ANSWER_GRACE_SECONDS` later (a frozen server or a dead network path never answers, not even
 to cancel); a pool checkout waits at most `connect_timeout` too. An error that says the store
 cannot answer starts an outage (`controller.store.outage`): sessions then fail at once with
-`StoreUnavailable` until a probe gets an answer again.
+`StoreUnavailable` until a probe gets an answer again. Inside a web request, a wait for
+SQLite's write lock also ends at the request's deadline, and readiness waits at most its
+budget for a ping (`controller.store.outage`).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from controller.errors import StoreUnavailable
-from controller.store.outage import Reachability
+from controller.store.outage import BUSY, LOCK_QUEUE, Probe, Reachability, bounded_by, store_fault
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 IDLE_PING_SECONDS = 10.0
@@ -78,6 +80,7 @@ class Database:
         self.synchronous_autocommit = synchronous_autocommit
         self.bounds = _Bounds(connect_timeout, statement_timeout)
         self.reachability = Reachability(self.ping, on_outage=self._drop_idle)
+        self._ready_probe = Probe(self.ping)
         # One in-memory SQLite database per engine: the gate must share the main one.
         self._in_memory = self.is_sqlite and make_url(url).database in (None, "", ":memory:")
         self._lock = threading.Lock()
@@ -171,25 +174,30 @@ class Database:
         if idle is not self._idle:  # disposed meanwhile
             _close_idle(idle)
 
-    def session(self, *, writes: bool = False) -> Session:
+    def session(self, *, writes: bool = False, lock_wait: float | None = None) -> Session:
         """A new session; the caller commits or rolls back (or uses `transaction`).
 
         On SQLite, `writes=True` takes the write lock when the transaction begins
         (`BEGIN IMMEDIATE`): a deferred transaction that reads and then writes fails at once
-        when another connection wrote in between, while an immediate one waits its turn.
-        Read-only sessions stay deferred, so in WAL mode they never block the writers.
+        when another connection wrote in between, while an immediate one waits its turn, at
+        most `lock_wait` seconds (0: not at all; None: the busy timeout), and never past the
+        deadline of the request it serves. Read-only sessions stay deferred, so in WAL mode
+        they never block the writers, nor wait for them.
         """
         self.reachability.refuse()
         engine = self.engine
         assert self._sessions is not None
         if writes and self.is_sqlite:
-            return self._sessions(bind=engine.execution_options(driftgate_immediate=True))
+            options: dict[str, Any] = {"driftgate_immediate": True}
+            if lock_wait is not None:
+                options["driftgate_lock_wait"] = lock_wait
+            return self._sessions(bind=engine.execution_options(**options))
         return self._sessions()
 
     @contextmanager
-    def transaction(self) -> Iterator[Session]:
+    def transaction(self, *, lock_wait: float | None = None) -> Iterator[Session]:
         """A writing session that commits on success and rolls back on any error."""
-        with self.session(writes=True) as session, session.begin():
+        with self.session(writes=True, lock_wait=lock_wait) as session, session.begin():
             yield session
 
     @contextmanager
@@ -203,12 +211,16 @@ class Database:
         with self.engine.connect() as conn:
             conn.execute(text("SELECT 1"))
 
-    def ready(self) -> None:
+    def ready(self, budget: float | None = None) -> None:
         """Raise `StoreUnavailable` unless the database answers a ping now (at once while an
-        outage lasts; within the connect and answer bounds otherwise)."""
+        outage lasts; within the connect and answer bounds otherwise, or within `budget`
+        seconds when given: the ping then runs in a thread of its own, one at a time)."""
         self.reachability.refuse()
         try:
-            self.ping()
+            if budget is None:
+                self.ping()
+            else:
+                self._ready_probe.answer(budget)
         except Exception as error:
             unavailable = self.unavailable(error)
             if unavailable is None:
@@ -220,6 +232,20 @@ class Database:
         or None when `error` says nothing about the store's availability. The one question
         the shells ask of an error they caught (`controller.store.outage`)."""
         return self.reachability.report(error)
+
+    @staticmethod
+    def is_busy(error: BaseException) -> bool:
+        """True when `error` says another writer held SQLite's write lock (or the request's
+        queue for it refused the wait): a write that may be skipped is, without a log line."""
+        return store_fault(error) == BUSY
+
+    @staticmethod
+    @contextmanager
+    def deadline(at: float, budget: float) -> Iterator[None]:
+        """Bound this thread's waits on the store by `at` (monotonic), the end of a web
+        request's `budget` seconds (`controller.store.outage.bounded_by`)."""
+        with bounded_by(at, budget):
+            yield
 
     def _drop_idle(self) -> None:
         # The run gate's idle connections are not the pool's: dropped when an outage starts
@@ -293,8 +319,9 @@ def _make_engine(
             kwargs.update(pool_size=pool_size, max_overflow=10, pool_timeout=bounds.pool_timeout)
         engine = create_engine(url, **kwargs)
 
-        def pragmas(dbapi_connection: Any, _record: Any) -> None:
+        def pragmas(dbapi_connection: Any, record: Any) -> None:
             _sqlite_pragmas(dbapi_connection, longest, busy)
+            record.info[_BUSY_DEFAULT] = record.info[_BUSY_NOW] = busy
 
         event.listen(engine, "connect", pragmas)
         event.listen(engine, "begin", _sqlite_begin)
@@ -392,6 +419,10 @@ def _ping_idle_connections(engine: Engine) -> None:
     event.listen(engine, "checkout", checkout)
 
 
+_BUSY_DEFAULT = "driftgate_busy_default_ms"
+_BUSY_NOW = "driftgate_busy_ms"
+
+
 def _sqlite_pragmas(dbapi_connection: Any, longest_ms: int, busy_timeout_ms: int) -> None:
     # pysqlite would begin transactions itself, lazily and deferred; driftgate begins them.
     dbapi_connection.isolation_level = None
@@ -406,6 +437,29 @@ def _sqlite_pragmas(dbapi_connection: Any, longest_ms: int, busy_timeout_ms: int
 
 
 def _sqlite_begin(connection: Any) -> None:
-    # pysqlite's own implicit BEGIN is off (see _sqlite_pragmas); writers take the lock first.
-    immediate = connection.get_execution_options().get("driftgate_immediate", False)
-    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    # pysqlite's own implicit BEGIN is off (see _sqlite_pragmas); writers take the lock first,
+    # waiting for it at most the busy timeout, `driftgate_lock_wait`, or what is left of the
+    # request's deadline (`LOCK_QUEUE`, which may refuse at once).
+    options = connection.get_execution_options()
+    info = connection.connection.info
+    default_ms = info.get(_BUSY_DEFAULT, SQLITE_BUSY_TIMEOUT_MS)
+    wait = options.get("driftgate_lock_wait")
+    longest = default_ms / 1000 if wait is None else min(wait, default_ms / 1000)
+    if not options.get("driftgate_immediate", False):
+        _busy_timeout(connection, info, longest)
+        connection.exec_driver_sql("BEGIN")
+    elif longest <= 0:
+        _busy_timeout(connection, info, 0)
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    else:
+        with LOCK_QUEUE.waiting(longest) as until:
+            _busy_timeout(connection, info, until - time.monotonic())
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _busy_timeout(connection: Any, info: dict[str, Any], seconds: float) -> None:
+    """Set the connection's busy timeout for this transaction (a PRAGMA only when it changes)."""
+    milliseconds = max(0, int(seconds * 1000))
+    if info.get(_BUSY_NOW) != milliseconds:
+        connection.connection.driver_connection.execute(f"PRAGMA busy_timeout={milliseconds}")
+        info[_BUSY_NOW] = milliseconds

@@ -27,7 +27,7 @@ from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from controller.store.db import SQLITE_BUSY_TIMEOUT_MS, Database
-from controller.store.outage import UNREACHABLE, store_fault
+from controller.store.outage import LOCK_QUEUE, UNREACHABLE, store_fault
 
 Processor = Callable[[Any], Any]
 
@@ -91,23 +91,25 @@ def execute_when_unlocked(cursor: Any, sql: str, parameters: Any) -> Any:
     lost, and with every thread of a worker asleep the core idles. Here the pause starts at
     50 us and doubles up to 2 ms, for as long as SQLite's own timeout would have waited. A
     statement refused with SQLITE_BUSY did nothing (each is its own transaction), so running
-    it again is safe."""
-    deadline = None
+    it again is safe. Inside a request, it waits no longer than the request's deadline, in the
+    process's queue for the lock (`controller.store.outage.LOCK_QUEUE`)."""
+    try:
+        cursor.execute(sql, parameters)
+        return cursor
+    except sqlite3.OperationalError as error:
+        if error.sqlite_errorcode & 0xFF != SQLITE_BUSY:
+            raise
     pause = FIRST_PAUSE
-    while True:
-        try:
-            cursor.execute(sql, parameters)
-            return cursor
-        except sqlite3.OperationalError as error:
-            if error.sqlite_errorcode & 0xFF != SQLITE_BUSY:
-                raise
-            now = time.monotonic()
-            if deadline is None:
-                deadline = now + SQLITE_BUSY_TIMEOUT_MS / 1000
-            elif now > deadline:
-                raise
-        time.sleep(pause)
-        pause = min(pause * 2, LONGEST_PAUSE)
+    with LOCK_QUEUE.waiting(SQLITE_BUSY_TIMEOUT_MS / 1000) as until:
+        while True:
+            time.sleep(pause)
+            pause = min(pause * 2, LONGEST_PAUSE)
+            try:
+                cursor.execute(sql, parameters)
+                return cursor
+            except sqlite3.OperationalError as error:
+                if error.sqlite_errorcode & 0xFF != SQLITE_BUSY or time.monotonic() > until:
+                    raise
 
 
 def _json_text(value: Any) -> str:

@@ -17,6 +17,14 @@ one database:
 
 Neither logs a stack trace: the shells answer `StoreUnavailable` (503 with `Retry-After` on
 the web, a quiet retry in the controller).
+
+A web request has a deadline, counted from its arrival (`bounded_by`): no wait on the store
+outlasts it. On SQLite, where one writer at a time holds the file, the requests of one process
+that wait for the write lock form a queue (`LOCK_QUEUE`): a request does not join it while
+another has waited in it for a quarter of its deadline (the lock is held long: a thread that
+joined would only wait out its deadline, and the threads readers need would all end up
+waiting behind it); it is refused at once. `Probe` is readiness's ping: one at a time,
+awaited for a bounded time whatever the store does.
 """
 
 from __future__ import annotations
@@ -26,7 +34,11 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from sqlalchemy import exc
 
@@ -204,3 +216,104 @@ def _describe(error: BaseException) -> str:
     origin = error.orig if isinstance(error, exc.DBAPIError) and error.orig else error
     text = (str(origin).strip().splitlines() or [""])[0][:300]
     return f"{type(origin).__name__}: {text}" if text else type(origin).__name__
+
+
+# The deadline (monotonic seconds) of the web request this thread serves; None elsewhere.
+_DEADLINE: ContextVar[tuple[float, float] | None] = ContextVar("driftgate_deadline", default=None)
+LOCK_PATIENCE_SHARE = 0.25
+
+
+@contextmanager
+def bounded_by(deadline: float, budget: float) -> Iterator[None]:
+    """Bound every wait on the store in this context (one request) by `deadline` (monotonic),
+    the end of a `budget` of seconds that started when the request arrived."""
+    token = _DEADLINE.set((deadline, budget))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+class LockQueue:
+    """The requests of one process waiting for SQLite's write lock (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._since: dict[object, float] = {}
+
+    def longest_wait(self) -> float:
+        """How long (seconds) the request first in the queue has waited; 0 when none waits."""
+        with self._lock:
+            return self._longest_wait(time.monotonic())
+
+    def _longest_wait(self, now: float) -> float:
+        return now - min(self._since.values(), default=now)
+
+    @contextmanager
+    def waiting(self, longest: float) -> Iterator[float]:
+        """The time (monotonic) until which the caller may wait for the write lock: `longest`
+        seconds from now, or less by its request's deadline. Inside a request, the caller
+        joins the queue meanwhile, or is refused (`StoreUnavailable`, busy) when its deadline
+        has passed or another request has waited past its patience."""
+        now = time.monotonic()
+        bound = _DEADLINE.get()
+        if bound is None:
+            yield now + longest
+            return
+        deadline, budget = bound
+        if deadline <= now:
+            raise StoreUnavailable(BUSY, "this request's deadline passed before it could write")
+        patience = budget * LOCK_PATIENCE_SHARE
+        ticket = object()
+        with self._lock:
+            if self._longest_wait(now) > patience:
+                raise StoreUnavailable(
+                    BUSY,
+                    "the database is busy: another writer has held it for seconds and other "
+                    "requests already wait for it; retry shortly",
+                )
+            self._since[ticket] = now
+        try:
+            yield min(now + longest, deadline)
+        finally:
+            with self._lock:
+                del self._since[ticket]
+
+
+LOCK_QUEUE = LockQueue()
+
+
+class Probe:
+    """Runs `ping` in a thread of its own, one at a time: whoever asks while one runs waits
+    for that one, and no longer than a budget (readiness answers in time whatever the store
+    does; a ping that hangs holds one thread, not one per caller)."""
+
+    def __init__(self, ping: Callable[[], None]) -> None:
+        self.ping = ping
+        self._lock = threading.Lock()
+        self._running: Future[None] | None = None
+
+    def answer(self, budget: float) -> None:
+        """Return when a ping answered within `budget` seconds; raise its error, or
+        `StoreUnavailable` (timeout) when none answered in time."""
+        with self._lock:
+            running = self._running
+            if running is None or running.done():
+                running = self._running = Future()
+                threading.Thread(
+                    target=self._run, args=(running,), name="driftgate-ready-probe", daemon=True
+                ).start()
+        try:
+            running.result(timeout=budget)
+        except FutureTimeout:
+            raise StoreUnavailable(
+                TIMEOUT, f"the database did not answer within {budget:g} s; retry shortly"
+            ) from None
+
+    def _run(self, running: Future[None]) -> None:
+        try:
+            self.ping()
+        except BaseException as error:  # noqa: BLE001 - handed to whoever waits
+            running.set_exception(error)
+        else:
+            running.set_result(None)

@@ -211,6 +211,9 @@ def test_health_answers_while_every_thread_waits_on_a_frozen_database(
             for _ in range(5):
                 health = http.get("/health")
                 assert health.status_code == 200 and health.json()["status"] == "ok"
+            # Readiness runs on threads of its own and waits for the database no longer than
+            # its budget (issue 40, point 7).
+            assert_store_unavailable(http.get("/health/ready"))
             # Answered while both threads still wait on the database for the API requests.
             assert not any(request.done() for request in waiting)
             answers = [request.result() for request in waiting]  # every one returns

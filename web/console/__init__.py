@@ -32,6 +32,7 @@ from flask import (
     request,
     url_for,
 )
+from sqlalchemy.exc import SQLAlchemyError
 from werkzeug.wrappers import Response as BaseResponse
 
 from controller.accounts import service as accounts
@@ -89,7 +90,9 @@ def _look_up(token: str) -> SignedIn | None:
     records its decision on its own) would wait on its own request until the busy timeout.
     The lookup reads without the write lock; only when it has something to write (the idle
     clock's touch, an expired session's removal) is it done again in a short writing
-    transaction, committed at once.
+    transaction, committed at once, that does not wait for the lock: while another writer
+    holds it, the page is served on what was read (the touch comes with a later request, an
+    expired session is ended anyway and removed by the hourly prune).
     """
     db = database()
     # Without autoflush, what the lookup would write stays pending, where `dirty` sees it.
@@ -97,8 +100,13 @@ def _look_up(token: str) -> SignedIn | None:
         signed = accounts.authenticate(session, token, now())
         if not (session.dirty or session.deleted):
             return signed
-    with db.transaction() as session:
-        return accounts.authenticate(session, token, now())
+    try:
+        with db.transaction(lock_wait=0) as session:
+            return accounts.authenticate(session, token, now())
+    except (SQLAlchemyError, StoreUnavailable) as exc:
+        if not db.is_busy(exc):
+            raise
+        return signed
 
 
 def signed_in(view: F) -> F:
