@@ -112,7 +112,9 @@ class Lane:
         deadline = (now if arrived is None else arrived) + budget
         if deadline <= now:
             return self._too_late(environ, start_response, budget)
-        with self.database.deadline(deadline, budget):
+        # Half the threads at most wait for SQLite's write lock: the others stay for readers.
+        writers = max(1, self.settings.threads // 2)
+        with self.database.deadline(deadline, budget, writers=writers):
             return self._dispatch(environ, start_response)
 
     def _too_late(

@@ -241,10 +241,11 @@ class Database:
 
     @staticmethod
     @contextmanager
-    def deadline(at: float, budget: float) -> Iterator[None]:
+    def deadline(at: float, budget: float, *, writers: int | None = None) -> Iterator[None]:
         """Bound this thread's waits on the store by `at` (monotonic), the end of a web
-        request's `budget` seconds (`controller.store.outage.bounded_by`)."""
-        with bounded_by(at, budget):
+        request's `budget` seconds, with at most `writers` requests of the process waiting for
+        SQLite's write lock (`controller.store.outage.bounded_by`)."""
+        with bounded_by(at, budget, writers=writers):
             yield
 
     def _drop_idle(self) -> None:

@@ -21,10 +21,10 @@ the web, a quiet retry in the controller).
 A web request has a deadline, counted from its arrival (`bounded_by`): no wait on the store
 outlasts it. On SQLite, where one writer at a time holds the file, the requests of one process
 that wait for the write lock form a queue (`LOCK_QUEUE`): a request does not join it while
-another has waited in it for a quarter of its deadline (the lock is held long: a thread that
-joined would only wait out its deadline, and the threads readers need would all end up
-waiting behind it); it is refused at once. `Probe` is readiness's ping: one at a time,
-awaited for a bounded time whatever the store does.
+another has waited in it for a quarter of its deadline, nor while it holds half the process's
+threads (the lock is held long: a thread that joined would only wait out its deadline, and
+the threads readers need would all end up waiting behind it); it is refused at once.
+`Probe` is readiness's ping: one at a time, awaited for a bounded time whatever the store does.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 
 from sqlalchemy import exc
 
@@ -218,20 +219,31 @@ def _describe(error: BaseException) -> str:
     return f"{type(origin).__name__}: {text}" if text else type(origin).__name__
 
 
-# The deadline (monotonic seconds) of the web request this thread serves; None elsewhere.
-_DEADLINE: ContextVar[tuple[float, float] | None] = ContextVar("driftgate_deadline", default=None)
+@dataclass(frozen=True)
+class _Bound:
+    deadline: float  # monotonic
+    budget: float  # seconds, from the request's arrival to its deadline
+    writers: int | None  # how many of the process's threads may wait for the write lock
+
+
+# The bound of the web request this thread serves; None elsewhere (the controller, the CLI).
+_BOUND: ContextVar[_Bound | None] = ContextVar("driftgate_request_bound", default=None)
 LOCK_PATIENCE_SHARE = 0.25
+# A wait for the write lock longer than this is no longer another writer's commit (those take
+# a millisecond or so): the lock is held, and the waiter counts against `writers`.
+LOCK_SETTLE_SECONDS = 0.1
 
 
 @contextmanager
-def bounded_by(deadline: float, budget: float) -> Iterator[None]:
+def bounded_by(deadline: float, budget: float, *, writers: int | None = None) -> Iterator[None]:
     """Bound every wait on the store in this context (one request) by `deadline` (monotonic),
-    the end of a `budget` of seconds that started when the request arrived."""
-    token = _DEADLINE.set((deadline, budget))
+    the end of a `budget` of seconds that started when the request arrived; at most `writers`
+    requests of this process wait for SQLite's write lock at once (None: no such limit)."""
+    token = _BOUND.set(_Bound(deadline, budget, writers))
     try:
         yield
     finally:
-        _DEADLINE.reset(token)
+        _BOUND.reset(token)
 
 
 class LockQueue:
@@ -249,24 +261,30 @@ class LockQueue:
     def _longest_wait(self, now: float) -> float:
         return now - min(self._since.values(), default=now)
 
+    def _is_full(self, now: float, writers: int | None) -> bool:
+        if writers is None or len(self._since) < writers:
+            return False
+        held = sum(1 for since in self._since.values() if now - since > LOCK_SETTLE_SECONDS)
+        return held >= writers
+
     @contextmanager
     def waiting(self, longest: float) -> Iterator[float]:
         """The time (monotonic) until which the caller may wait for the write lock: `longest`
         seconds from now, or less by its request's deadline. Inside a request, the caller
         joins the queue meanwhile, or is refused (`StoreUnavailable`, busy) when its deadline
-        has passed or another request has waited past its patience."""
+        has passed, another request has waited past its patience, or the request's `writers`
+        already wait for a held lock."""
         now = time.monotonic()
-        bound = _DEADLINE.get()
+        bound = _BOUND.get()
         if bound is None:
             yield now + longest
             return
-        deadline, budget = bound
-        if deadline <= now:
+        if bound.deadline <= now:
             raise StoreUnavailable(BUSY, "this request's deadline passed before it could write")
-        patience = budget * LOCK_PATIENCE_SHARE
+        patience = bound.budget * LOCK_PATIENCE_SHARE
         ticket = object()
         with self._lock:
-            if self._longest_wait(now) > patience:
+            if self._longest_wait(now) > patience or self._is_full(now, bound.writers):
                 raise StoreUnavailable(
                     BUSY,
                     "the database is busy: another writer has held it for seconds and other "
@@ -274,7 +292,7 @@ class LockQueue:
                 )
             self._since[ticket] = now
         try:
-            yield min(now + longest, deadline)
+            yield min(now + longest, bound.deadline)
         finally:
             with self._lock:
                 del self._since[ticket]

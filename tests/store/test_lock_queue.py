@@ -20,6 +20,7 @@ from controller.store.outage import (
     BUSY,
     LOCK_PATIENCE_SHARE,
     LOCK_QUEUE,
+    LOCK_SETTLE_SECONDS,
     TIMEOUT,
     Probe,
     bounded_by,
@@ -43,15 +44,20 @@ def locked(database: Database) -> Iterator[sqlite3.Connection]:
     holder.close()
 
 
-def write(database: Database, budget: float | None = None, lock_wait: float | None = None) -> str:
-    """One writing transaction, as a request with `budget` seconds left or outside any;
-    `ok`, or the store fault it met."""
+def write(
+    database: Database,
+    budget: float | None = None,
+    lock_wait: float | None = None,
+    writers: int | None = None,
+) -> str:
+    """One writing transaction, as a request with `budget` seconds left (and at most
+    `writers` waiting for the lock) or outside any; `ok`, or the store fault it met."""
     try:
         if budget is None:
             with database.transaction(lock_wait=lock_wait) as session:
                 session.execute(text("CREATE TABLE IF NOT EXISTS scratch (x INTEGER)"))
         else:
-            with bounded_by(time.monotonic() + budget, budget):
+            with bounded_by(time.monotonic() + budget, budget, writers=writers):
                 return write(database, lock_wait=lock_wait)
     except Exception as error:  # noqa: BLE001 - the fault is the answer
         fault = store_fault(error)
@@ -73,17 +79,25 @@ def test_a_request_waits_for_the_lock_no_longer_than_its_deadline(
     assert write(database, budget=0.5) == "ok"
 
 
-def test_no_request_joins_a_queue_where_another_waited_past_its_patience(
-    database: Database, locked: sqlite3.Connection
+@pytest.mark.parametrize(
+    ("writers", "waited"),
+    [(None, 8.0 * LOCK_PATIENCE_SHARE), (1, LOCK_SETTLE_SECONDS)],
+    ids=["past-its-patience", "all-the-writers-it-may-have"],
+)
+def test_no_request_joins_a_queue_where_others_wait_for_a_held_lock(
+    database: Database, locked: sqlite3.Connection, writers: int | None, waited: float
 ) -> None:
     budget = 8.0
     with ThreadPoolExecutor(2) as pool:
-        first = pool.submit(write, database, budget)
-        wait_until(lambda: LOCK_QUEUE.longest_wait() > budget * LOCK_PATIENCE_SHARE)
+        first = pool.submit(write, database, budget, None, writers)
+        wait_until(lambda: LOCK_QUEUE.longest_wait() > waited)
         # Outside a request (the controller), a writer waits as it always did.
         controller = pool.submit(write, database)
         with pytest.raises(StoreUnavailable) as refused:
-            with bounded_by(time.monotonic() + budget, budget), database.transaction() as session:
+            with (
+                bounded_by(time.monotonic() + budget, budget, writers=writers),
+                database.transaction() as session,
+            ):
                 session.execute(text("SELECT 1"))
         assert refused.value.reason == BUSY and "retry shortly" in str(refused.value)
         assert not first.done() and not controller.done()  # refused at once, not after them
