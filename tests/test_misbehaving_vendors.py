@@ -41,6 +41,7 @@ from controller.sources.http import configured_client
 from controller.store.db import Database
 from controller.store.models import Watch
 from tests.conftest import OrgKey, empty_database, make_settings
+from tests.logrecords import Records
 from tests.servers import SpecServer, spec_server
 from tests.vendor_fakes import BYTE_LIMIT, VENDOR_FAKES, VendorFake, matrix
 
@@ -128,17 +129,6 @@ class Matrix:
     def close(self) -> None:
         self.client.close()
         self.database.dispose()
-
-
-class Records(logging.Handler):
-    """The records of the `driftgate` loggers (pytest's log capture is off in this suite)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
 
 
 @pytest.fixture

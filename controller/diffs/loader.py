@@ -72,13 +72,7 @@ def load_json(data: str | bytes, filename: str | None = None) -> Any:
     if not text.strip():
         raise ContractParseError("the document is empty", where=filename)
     try:
-        doc = json.loads(text)
-    except RecursionError:
-        raise ContractParseError(
-            f"the document nests deeper than {MAX_NESTING} levels of objects and arrays; "
-            "driftgate does not read contracts nested this deep",
-            where=filename,
-        ) from None
+        doc = _json_loads(text, filename)
     except json.JSONDecodeError as exc:
         markup = " (the answer is HTML or XML)" if text.lstrip()[:1] == "<" else ""
         raise ContractParseError(
@@ -190,18 +184,25 @@ def _decode(data: str | bytes, filename: str | None) -> str:
         ) from None
 
 
+def _json_loads(text: str, filename: str | None) -> Any:
+    """`json.loads`, with a document nested past the interpreter's recursion limit refused
+    as too deep (`ContractParseError`) rather than crashing the caller."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ContractParseError(
+            f"the document nests deeper than {MAX_NESTING} levels of objects and arrays; "
+            "driftgate does not read contracts nested this deep",
+            where=filename,
+        ) from None
+
+
 def _parse(text: str, filename: str | None) -> Any:
     stripped = text.lstrip()
     json_first = stripped[:1] in ("{", "[") or (filename or "").lower().endswith(".json")
     if json_first:
         try:
-            return json.loads(text)
-        except RecursionError:
-            raise ContractParseError(
-                f"the document nests deeper than {MAX_NESTING} levels of objects and arrays; "
-                "driftgate does not read contracts nested this deep",
-                where=filename,
-            ) from None
+            return _json_loads(text, filename)
         except json.JSONDecodeError as exc:
             json_error = ContractParseError(
                 f"invalid JSON: {exc.msg}",

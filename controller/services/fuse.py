@@ -424,15 +424,7 @@ def _merge(
         .execution_options(populate_existing=True)  # what the lock's holder wrote, not before
     )
     assert stored is not None  # rows are never deleted but with their org
-    sent: dict[str, Any] = {
-        "reason": data.reason,
-        "watchId": data.watch_id,
-        "agentId": data.agent_id,
-        "tool": data.tool,
-        "decisionId": data.decision_id,
-        "metadata": data.metadata,
-        "occurredAt": occurred_at,
-    }
+    sent = _said(data, occurred_at)
     have: dict[str, Any] = {
         "reason": stored.reason,
         "watchId": stored.watch_id,
@@ -499,6 +491,19 @@ def _merge(
     return stored, "merged"
 
 
+def _said(data: TripIn, occurred_at: datetime | None) -> dict[str, Any]:
+    """The fields a trip record says, by their API names (what a later record may merge)."""
+    return {
+        "reason": data.reason,
+        "watchId": data.watch_id,
+        "agentId": data.agent_id,
+        "tool": data.tool,
+        "decisionId": data.decision_id,
+        "metadata": data.metadata,
+        "occurredAt": occurred_at,
+    }
+
+
 def _same(sent: Any, stored: Any) -> bool:
     """Equal as JSON (the store may give back a JSON value in another key order)."""
     if isinstance(sent, datetime) or isinstance(stored, datetime):
@@ -508,14 +513,10 @@ def _same(sent: Any, stored: Any) -> bool:
 
 def trip_digest(data: TripIn, occurred_at: datetime | None) -> str:
     """SHA-256 of the canonical JSON of a trip's content as sent (absent and null are equal)."""
+    said = _said(data, occurred_at)
     content = {
         "tripId": data.trip_id,
-        "reason": data.reason,
-        "watchId": data.watch_id,
-        "agentId": data.agent_id,
-        "tool": data.tool,
-        "decisionId": data.decision_id,
-        "metadata": data.metadata,
+        **said,
         "occurredAt": occurred_at.isoformat() if occurred_at else None,
     }
     guard_fields = data.guard_fields()

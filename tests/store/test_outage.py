@@ -18,6 +18,7 @@ from sqlalchemy.engine import make_url
 from controller.errors import StoreUnavailable
 from controller.store.db import Database
 from controller.store.outage import BUSY, TIMEOUT, UNREACHABLE, Reachability, store_fault
+from tests import logrecords
 from tests.conftest import ON_POSTGRES
 from tests.dbproxy import DatabaseProxy, database_proxy
 from tests.processes import wait_until
@@ -25,15 +26,8 @@ from tests.processes import wait_until
 postgres_only = pytest.mark.skipif(not ON_POSTGRES, reason="a Postgres server behind a proxy")
 
 
-class Records(logging.Handler):
+class Records(logrecords.Records):
     """The log records of one logger, kept for the test."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
 
     def events(self, name: str) -> list[logging.LogRecord]:
         return [r for r in self.records if r.getMessage() == name]
