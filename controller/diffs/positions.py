@@ -264,16 +264,19 @@ class _YamlReader:
         return None
 
     def _ref(self, members: dict[str, tuple[int, _Node | None]]) -> str | None:
-        if "$ref" not in members:
+        line_no, value = members["$ref"] if "$ref" in members else (0, None)
+        if value is None or value.line != line_no:
             return None
-        line_no, _ = members["$ref"]
-        line = self.lines[line_no]
-        value = line[line.index("$ref") :].split(":", 1)[1].strip()
-        if value[:1] in ("'", '"'):
-            decoded = yaml_rs.loads(value, parse_datetime=False)
-            value = decoded if isinstance(decoded, str) else ""
-        value = value.split(" #", 1)[0].strip()
-        return value if value.startswith("#") else None
+        # The value as YAML reads it: a quoted string may be folded over the lines after
+        # the key (a long reference continued after an escaped line break).
+        written = "\n".join(
+            [self.lines[line_no][value.column :], *self.lines[line_no + 1 : value.end]]
+        )
+        try:
+            ref = yaml_rs.loads(written, parse_datetime=False)
+        except yaml_rs.YAMLDecodeError:
+            return None
+        return ref if isinstance(ref, str) and ref.startswith("#") else None
 
     def _children(self, node: _Node) -> dict[str, tuple[int, _Node | None]] | list[_Node] | None:
         if node in self._members:
