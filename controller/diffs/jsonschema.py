@@ -260,8 +260,10 @@ class SchemaDiffer:
             return self._diff_nullable(nb, bdoc, bnull, nr, rdoc, rnull)
         # A `oneOf`/`anyOf` of one member is that member, against a schema without
         # alternatives; against alternatives, members are compared one by one as before.
-        if type(nb) is dict and type(nr) is dict and (_alternatives(nb) is None) != (
-            _alternatives(nr) is None
+        if (
+            type(nb) is dict
+            and type(nr) is dict
+            and (_alternatives(nb) is None) != (_alternatives(nr) is None)
         ):
             nb, nr = self._sole(nb), self._sole(nr)
         if nb is not b or nr is not r:
