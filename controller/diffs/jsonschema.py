@@ -256,6 +256,9 @@ class SchemaDiffer:
     def _diff(self, b: Any, bdoc: Document, r: Any, rdoc: Document) -> list[Finding]:
         b, r = self._with_siblings(b), self._with_siblings(r)
         (nb, bnull), (nr, rnull) = self._normal(b), self._normal(r)
+        if _is_null_schema(b) or _is_null_schema(r):
+            # A schema of null alone against another is a change of types, told as such.
+            nb, nr, bnull, rnull = b, r, None, None
         if bnull is not None or rnull is not None:
             return self._diff_nullable(nb, bdoc, bnull, nr, rdoc, rnull)
         # A `oneOf`/`anyOf` of one member is that member, against a schema without

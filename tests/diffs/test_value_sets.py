@@ -214,3 +214,13 @@ def test_a_one_member_one_of_is_its_member() -> None:
     after = document(prop({"description": "d", "example": {"id": "1"}, "allOf": [REF]}))
     assert found(before, after) == {}
     assert found(before, document(prop(REF))) == {}
+
+
+def test_a_schema_of_null_alone_that_gains_a_type_is_not_told_as_nullability() -> None:
+    # SendGrid: `last_email_sent_at: {type: 'null'}` became `{type: [string, 'null']}`: null
+    # was allowed before and after; what changed is the type (told as before this issue).
+    before = document(prop({"type": "null"}))
+    after = document(prop({"type": ["string", "null"]}))
+    rules = found(before, after)
+    assert rules
+    assert not [rule for rule in rules if "nullable" in rule]
