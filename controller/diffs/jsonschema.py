@@ -193,6 +193,8 @@ class SchemaDiffer:
         self._active: set[tuple[object, object]] = set()
         self._computing: set[tuple[str, str]] = set()
         self._sibling_forms: dict[int, tuple[Any, Any]] = {}
+        self._normal_forms: dict[int, tuple[Any, Any, bool | None]] = {}
+        self._sole_forms: dict[int, tuple[Any, Any]] = {}
         self._folds = 0  # one-member `allOf` folds in progress (bounded: a member may fold)
         self._subtypes: dict[int, dict[str, list[str]]] = {}
         self._names: dict[int, dict[int, str]] = {}
@@ -253,6 +255,22 @@ class SchemaDiffer:
 
     def _diff(self, b: Any, bdoc: Document, r: Any, rdoc: Document) -> list[Finding]:
         b, r = self._with_siblings(b), self._with_siblings(r)
+        (nb, bnull), (nr, rnull) = self._normal(b), self._normal(r)
+        if _is_null_schema(b) or _is_null_schema(r):
+            # A schema of null alone against another is a change of types, told as such.
+            nb, nr, bnull, rnull = b, r, None, None
+        if bnull is not None or rnull is not None:
+            return self._diff_nullable(nb, bdoc, bnull, nr, rdoc, rnull)
+        # A `oneOf`/`anyOf` of one member is that member, against a schema without
+        # alternatives; against alternatives, members are compared one by one as before.
+        if (
+            type(nb) is dict
+            and type(nr) is dict
+            and (_alternatives(nb) is None) != (_alternatives(nr) is None)
+        ):
+            nb, nr = self._sole(nb), self._sole(nr)
+        if nb is not b or nr is not r:
+            return self._diff(nb, bdoc, nr, rdoc)
         bref = _ref_of(b)
         rref = _ref_of(r)
         if bref is None and rref is None:
@@ -299,6 +317,48 @@ class SchemaDiffer:
 
     def _resolved(self, node: Any, doc: Document) -> Any:
         return self._resolved_in(node, doc)[0]
+
+    def _normal(self, node: Any) -> tuple[Any, bool | None]:
+        """`normal_form(node)`, the same object each time for the same node (the cycle guard
+        of one-sided references knows nodes by identity)."""
+        if type(node) is not dict or "$ref" in node:
+            return node, None
+        kept = self._normal_forms.get(id(node))
+        if kept is None or kept[0] is not node:
+            kept = self._normal_forms[id(node)] = (node, *normal_form(node))
+        return kept[1], kept[2]
+
+    def _sole(self, node: dict[str, Any]) -> Any:
+        """`_sole_member(node)` (or `node`), the same object each time for the same node."""
+        kept = self._sole_forms.get(id(node))
+        if kept is None or kept[0] is not node:
+            kept = self._sole_forms[id(node)] = (node, _sole_member(node))
+        return node if kept[1] is None else kept[1]
+
+    def _diff_nullable(
+        self, b: Any, bdoc: Document, bnull: bool | None, r: Any, rdoc: Document, rnull: bool | None
+    ) -> list[Finding]:
+        """Compare two schemas of which at least one spelled out whether null is allowed: the
+        null is one finding (by the set of values: null added or removed), and the schemas
+        without it are compared as usual, so nothing below a dropped wrapper goes unseen."""
+        bn = bnull if bnull is not None else self._admits_null(b, bdoc)
+        rn = rnull if rnull is not None else self._admits_null(r, rdoc)
+        out: list[Finding] = []
+        # Without any constraint a schema allows null anyway (3.0's `nullable` needs a type).
+        if bn != rn and (self._constrains(b, bdoc) or self._constrains(r, rdoc)):
+            out.append(Finding("became-nullable" if rn else "became-not-nullable"))
+        return out + self._diff(b, bdoc, r, rdoc)
+
+    def _admits_null(self, node: Any, doc: Document) -> bool:
+        """Whether a schema without its own null spelling allows null through a reference."""
+        target, _ = self._resolved_in(node, doc)
+        return bool(normal_form(target)[1]) if type(target) is dict else False
+
+    def _constrains(self, node: Any, doc: Document) -> bool:
+        target, _ = self._resolved_in(node, doc)
+        return type(target) is dict and any(
+            k not in _ANNOTATIONS and not k.startswith("x-") for k in target
+        )
 
     # -- one schema pair --------------------------------------------------------------------
 
@@ -1629,3 +1689,94 @@ def _with_siblings(node: Any) -> Any:
     if all(k in _ANNOTATIONS or k.startswith("x-") for k in siblings):
         return node
     return {"allOf": [{"$ref": node["$ref"]}], **siblings}
+
+
+# Keys a member of a `oneOf`/`anyOf` of constants may hold beside its `const`.
+_CONST_MEMBER_KEYS = _ANNOTATIONS | {"type", "const"}
+
+
+def normal_form(schema: dict[str, Any]) -> tuple[Any, bool | None]:
+    """One spelling for schemas that describe the same set of values, as (schema, null).
+
+    `null` is whether the schema's own null spelling admits null (3.0 `nullable`, Swagger's
+    `x-nullable`, 3.1 `type: [.., 'null']`, a `{type: 'null'}` member of `oneOf`/`anyOf`),
+    None when it has none; the schema comes back without that spelling. A `oneOf`/`anyOf`
+    whose members are all constants is the `enum` of those values, and a `oneOf`/`anyOf` of
+    one member is that member (an `allOf` of it beside other keywords).
+    """
+    null: bool | None = None
+    core = schema
+    for key in ("nullable", "x-nullable"):
+        if key in core:
+            core = {k: v for k, v in core.items() if k != key}
+            null = bool(schema[key]) or bool(null)
+    raw = core.get("type")
+    if isinstance(raw, list) and "null" in raw and len(raw) > 1:
+        names = [t for t in raw if t != "null"]
+        core = {**core, "type": names[0] if len(names) == 1 else names}
+        null = True
+    for keyword in ("oneOf", "anyOf"):
+        members = core.get(keyword)
+        if not isinstance(members, list) or not members:
+            continue
+        rest = [m for m in members if not _is_null_schema(m)]
+        if rest and len(rest) < len(members):
+            core = {**core, keyword: rest}
+            null = True
+        core = _const_enum(core, keyword) or core
+        break
+    return core, null
+
+
+def _is_null_schema(node: Any) -> bool:
+    """A schema that allows only null (`{type: 'null'}`, `{const: null}`, `{enum: [null]}`)."""
+    if type(node) is not dict:
+        return False
+    keys = {k: v for k, v in node.items() if k not in _ANNOTATIONS and not k.startswith("x-")}
+    if not keys:
+        return False
+    allowed = {"type": ("null", ["null"]), "const": (None,), "enum": ([None],)}
+    return all(k in allowed and v in allowed[k] for k, v in keys.items())
+
+
+def _const_enum(schema: dict[str, Any], keyword: str) -> dict[str, Any] | None:
+    """A `oneOf`/`anyOf` of inline constants (with titles, descriptions) as an `enum`."""
+    members = schema[keyword]
+    if "enum" in schema or "const" in schema or "discriminator" in schema:
+        return None
+    if not all(
+        type(m) is dict and "const" in m and all(k in _CONST_MEMBER_KEYS for k in m)
+        for m in members
+    ):
+        return None
+    types = {_key(m["type"]) for m in members if "type" in m}
+    out = {k: v for k, v in schema.items() if k != keyword}
+    if "type" not in out and len(types) == 1 and all("type" in m for m in members):
+        out["type"] = members[0]["type"]
+    out["enum"] = [m["const"] for m in members]
+    return out
+
+
+def _alternatives(schema: dict[str, Any]) -> str | None:
+    """The keyword (`oneOf` or `anyOf`) holding a schema's alternatives, else None."""
+    for keyword in ("oneOf", "anyOf"):
+        if isinstance(schema.get(keyword), list):
+            return keyword
+    return None
+
+
+def _sole_member(schema: dict[str, Any]) -> Any:
+    """A `oneOf`/`anyOf` of one member is that member (an `allOf` of it beside keywords);
+    None for any other schema."""
+    keyword = _alternatives(schema)
+    members = schema.get(keyword) if keyword else None
+    if keyword is None or not isinstance(members, list) or len(members) != 1:
+        return None
+    if "discriminator" in schema or ("oneOf" in schema and "anyOf" in schema):
+        return None
+    others = {k: v for k, v in schema.items() if k != keyword}
+    if all(k in _ANNOTATIONS or k.startswith("x-") for k in others):
+        return members[0]
+    if "allOf" in others:
+        return None
+    return {**others, "allOf": members}
