@@ -21,7 +21,9 @@ from controller.model.change import Change, Severity
 # Request-side texts open with {call} (`A request to POST /v1/charges`), response-side ones
 # with {reader} (`A reader of GET /v1/refunds/{id} 200`); {field} is the property, parameter
 # or header; {before}/{after} the old and new value (`{before:fallback words}` when absent).
-_REFUSED_BOUND = "{call} whose {field} is outside the new {label} {after:} (was {before:}) is now refused."
+_REFUSED_BOUND = (
+    "{call} whose {field} is outside the new {label} {after:} (was {before:}) is now refused."
+)
 _WIDER_BOUND = (
     "{reader} that relies on {field} staying within {label} {before:} may now get a value "
     "beyond it ({after:no limit} now)."
@@ -55,8 +57,9 @@ def _restriction(aspect: str, label: str, added_refuses: bool = True) -> dict[st
 
 
 _REQUIRED = "{call} that leaves out {field} is now refused: it is required."
+_REQUIRED_DEFAULT = "{call} that leaves out {field} is now refused: it is required, default or not."
 _SHAPE = "{reader} that expects {field} in the old shape may now get a value of another shape."
-_READ_ONLY = "{call} that sends {field} may now be refused: the server sets it (read-only)."
+_READ_ONLY = "{call} that sends {field} may now be refused: only the server sets it."
 _STABILITY = (
     "{call} that relies on {field} may fail without notice: its stability went from "
     "{before:a stable level} to {after:a lower one}."
@@ -76,14 +79,14 @@ _DEFAULT = (
 # where the family is not breaking.
 FAMILY_FAILS: dict[str, tuple[str, str]] = {
     "added-required": (_REQUIRED, ""),
-    "added-required-with-default": (_REQUIRED + " Its default does not help.", ""),
+    "added-required-with-default": (_REQUIRED_DEFAULT, ""),
     "removed-required": ("", "{reader} that expects {field} finds it missing: it no longer comes."),
     "removed-closed-schema": (
         "{call} that sends {field} is now refused: the schema forbids unknown properties.",
         "",
     ),
     "became-required": (_REQUIRED, ""),
-    "became-required-with-default": (_REQUIRED + " Its default does not help.", ""),
+    "became-required-with-default": (_REQUIRED_DEFAULT, ""),
     "became-optional": ("", "{reader} that expects {field} on every response may find it missing."),
     "type-changed": (
         "{call} that sends {field} as {before:the old type} is now refused: it must be "
@@ -187,13 +190,11 @@ FAMILY_FAILS: dict[str, tuple[str, str]] = {
     ),
     "wrapped-in-one-of-original-preserved": (
         "",
-        "{reader} that expects {field} in the old shape may now get one of the other "
-        "alternatives.",
+        "{reader} that expects {field} in the old shape may now get one of the other alternatives.",
     ),
     "wrapped-in-any-of": (
         "",
-        "{reader} that expects {field} in the old shape may now get one of the other "
-        "alternatives.",
+        "{reader} that expects {field} in the old shape may now get one of the other alternatives.",
     ),
     "restructured": ("", _SHAPE),
     "wrapped-in-one-of": (
@@ -203,8 +204,7 @@ FAMILY_FAILS: dict[str, tuple[str, str]] = {
     ),
     "dependent-required-changed": (
         "{call} that sends {field} without its newly co-required properties is now refused.",
-        "{reader} that expects the old co-required properties with {field} may find them "
-        "missing.",
+        "{reader} that expects the old co-required properties with {field} may find them missing.",
     ),
     "content-media-type-changed": (
         "{call} that embeds {field} as {before:the old media type} is now refused: it must be "
@@ -270,19 +270,20 @@ _SUNSET = "{call} may stop working at any time: "
 RULE_FAILS: dict[str, str] = {
     "endpoint-removed": "{call} now fails: the operation no longer exists (404 or 405).",
     "endpoint-removed-before-sunset": (
-        "{call} now fails: the operation was removed before its announced sunset "
-        "{before:date}."
+        "{call} now fails: the operation was removed before its announced sunset {before:date}."
     ),
     "endpoint-sunset-missing": _SUNSET + "it is deprecated with no removal date.",
     "endpoint-sunset-deleted": _SUNSET + "its deprecation lost the removal date.",
-    "endpoint-sunset-invalid": _SUNSET + "its removal date {after:} cannot be read.",
+    "endpoint-sunset-invalid": _SUNSET + "its removal date {after:} is no date.",
     "endpoint-sunset-moved-earlier": (
         "{call} stops working sooner: removal moved from {before:} to {after:}."
     ),
     "endpoint-stability-decreased": (
         "{call} may fail without notice: stability went from {before:} to {after:}."
     ),
-    "endpoint-stability-invalid": "{call} cannot trust the operation: stability {after:} is not valid.",
+    "endpoint-stability-invalid": (
+        "{call} cannot trust the operation: stability {after:} is not valid."
+    ),
     "request-parameter-sunset-missing": (
         "{call} that sends {field} may break at any time: it is deprecated with no removal date."
     ),
@@ -290,8 +291,7 @@ RULE_FAILS: dict[str, str] = {
         "{call} that sends {field} may break at any time: its removal date is gone."
     ),
     "request-parameter-sunset-invalid": (
-        "{call} that sends {field} may break at any time: its removal date {after:} cannot "
-        "be read."
+        "{call} that sends {field} may break at any time: its removal date {after:} is no date."
     ),
     "request-parameter-sunset-moved-earlier": (
         "{call} that sends {field} breaks sooner: removal moved from {before:} to {after:}."
@@ -306,12 +306,10 @@ RULE_FAILS: dict[str, str] = {
         "{call} that serialises {field} as {before:before} is now misread: it must be "
         "{after:serialised the new way}."
     ),
-    "request-parameter-empty-value-refused": (
-        "{call} that sends {field} empty is now refused."
-    ),
+    "request-parameter-empty-value-refused": ("{call} that sends {field} empty is now refused."),
     "request-body-added-required": "{call} without a body is now refused.",
     "request-body-became-required": "{call} without a body is now refused.",
-    "request-body-media-type-removed": "{call} with a {name} body is now refused (415).",
+    "request-body-media-type-removed": "{call} with its body in `{name}` is now refused (415).",
     "response-media-type-removed": (
         "{call} that asks for {name} no longer gets it (406, or another media type)."
     ),
@@ -373,11 +371,15 @@ RULE_FAILS: dict[str, str] = {
     "resource-template-removed": (
         "A read of resources through template `{name}` now fails: the template is gone."
     ),
-    "capability-removed": "A call that uses the `{name}` capability now fails: it is not advertised.",
+    "capability-removed": (
+        "A call that uses the `{name}` capability now fails: it is not advertised."
+    ),
     "skill-removed": "{call} now fails: the agent no longer has the skill.",
-    "skill-input-mode-removed": "{call} with {after:parts of the removed media type} is now refused.",
+    "skill-input-mode-removed": (
+        "{call} with {before:parts of the removed media type} is now refused."
+    ),
     "skill-output-mode-removed": (
-        "{call} that expects results as {after:the removed media type} no longer gets them."
+        "{call} that expects results as {before:the removed media type} no longer gets them."
     ),
     "skill-security-requirement-added": (
         "{call} without credentials ({after:the new requirement}) is now refused."
@@ -386,11 +388,11 @@ RULE_FAILS: dict[str, str] = {
         "A caller that builds input from the schema of {op} breaks: it is no object schema."
     ),
     "agent-default-input-mode-removed": (
-        "A task with {after:parts of the removed media type} is now refused by skills "
+        "A task with {before:parts of the removed media type} is now refused by skills "
         "without modes of their own."
     ),
     "agent-default-output-mode-removed": (
-        "A task that expects results as {after:the removed media type} no longer gets them "
+        "A task that expects results as {before:the removed media type} no longer gets them "
         "from skills without modes of their own."
     ),
     "agent-security-requirement-added": (
