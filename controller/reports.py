@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller import __version__
-from controller.diffs.explain import hint_of, summarize_counts, with_hints
+from controller.diffs.explain import hint_for, summarize_counts, with_hints
 from controller.diffs.grouping import LEVELS, describe_cause, places_of, reach
 from controller.diffs.positions import LineIndex, Position
 from controller.diffs.rules import CATALOG
@@ -187,7 +187,7 @@ def render_text(report: DiffReport, fail_on: Threshold, options: RenderOptions) 
         if change.ignored:
             lines.append(f"           ignored: {change.ignoreReason}")
         else:
-            lines.append(f"           hint: {hint_of(change.rule, change.severity)}")
+            lines.append(f"           hint: {hint_for(change)}")
     lines.append(_summary(report))
     verdict = "FAIL" if report.reaches(fail_on) else "PASS"
     lines.append(f"{verdict} (--fail-on {fail_on})")
@@ -270,7 +270,7 @@ def render_markdown(report: DiffReport, fail_on: Threshold, options: RenderOptio
         if change.ignored:
             hint = f"ignored: {change.ignoreReason or ''}"
         else:
-            hint = hint_of(change.rule, change.severity)
+            hint = hint_for(change)
         rows.append(
             f"| {severity} | `{_tick(line.subject)}`: {_md(line.what)} | {line.reaches} "
             f"| `{change.rule}` | {_md(hint)} |"
@@ -347,7 +347,7 @@ def render_github(report: DiffReport, fail_on: Threshold, options: RenderOptions
             message += f" ({head.reaches}: {examples(change, 3)})"
         if place.old is not None:
             message += f". Was at {place.old}"
-        message += f".\nHint: {hint_of(change.rule, change.severity)}"
+        message += f".\nHint: {hint_for(change)}"
         lines.append(
             f"::{_GITHUB_LEVEL[change.severity]} {place.properties()}title={_prop(title)}"
             f"::{_data(message)}"

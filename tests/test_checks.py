@@ -126,7 +126,9 @@ def test_breaking_drift_opens_an_incident_and_a_revert_resolves_it(harness: Harn
             select(OutboxMessage.payload).where(OutboxMessage.event_type == "drift.detected")
         ).one()
     sent = {c["rule"]: c["hint"] for c in payload["data"]["changes"]}
-    assert sent["endpoint-removed"] == CATALOG["endpoint-removed"].hint
+    # What a client sees fail, then the rule's hint (issue 41, point 5).
+    assert sent["endpoint-removed"].startswith("A request to `GET /v1/")
+    assert sent["endpoint-removed"].endswith(" " + CATALOG["endpoint-removed"].hint)
 
     serve(harness)  # the vendor reverts
     reverted = harness.check(watch_id)

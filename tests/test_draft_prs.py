@@ -258,6 +258,9 @@ def test_drift_opens_a_draft_pull_request_and_its_merge_resolves_everything(
     log = files[f".driftgate/changes/{event_id}.md"]
     assert "| breaking | endpoint-removed | `/paths/~1v1~1refunds/get` |" in log
     assert "`update_client_schema`" in log  # the agentAction of the rule
+    # What a client sees fail leads the row (issue 41, point 5), in the file and the body.
+    fails = "A request to `GET /v1/refunds` now fails: the operation no longer exists"
+    assert fails in log and fails in repo.pulls[0]["body"]
     assert json.loads(files["contracts/payments.json"]) == charges_spec(refunds=False)
     assert files["README.md"] == f"# {REPO}\n"  # the default branch's tree is kept
     commit = repo.commits[repo.refs[pr["branch"]]]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from controller.diffs.fails import what_fails
 from controller.diffs.grouping import cause_of
 from controller.diffs.rules import ACCEPT, ACK, CATALOG, NEW_ENUM, order_actions
 from controller.model.change import Change, Severity
@@ -44,7 +45,7 @@ def explain_changes(changes: Iterable[Change | Mapping[str, Any]]) -> dict[str, 
             action = NEW_ENUM
         else:
             action = fallback_action
-        hint = hint_of(change.rule, change.severity)
+        hint = hint_for(change)
         entry: dict[str, Any] = {
             "path": change.path,
             "severity": change.severity.value,
@@ -88,14 +89,22 @@ def hint_of(rule: str, severity: Severity | str) -> str:
         return _FALLBACK_HINTS[Severity.WARNING][1]
 
 
+def hint_for(change: Change | Mapping[str, Any]) -> str:
+    """The hint of one change: for a breaking one, first what a client sees fail (filled from
+    the change, `controller.diffs.fails`), then what to do (the rule's hint)."""
+    data = change.to_json() if isinstance(change, Change) else change
+    hint = hint_of(str(data.get("rule", "")), str(data.get("severity", "")))
+    fails = data.get("fails") if isinstance(data.get("fails"), str) else what_fails(data)
+    return f"{fails} {hint}" if fails else hint
+
+
 def with_hints(changes: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Stored or rendered change objects, each with its `hint` (drift events, the status,
     exports): the same text `POST /api/drift/explain` gives; a change that lives in a shared
     schema also gets its `cause` (`refund.reason: maxLength 5000 removed`)."""
     out = []
     for change in changes:
-        rule = str(change.get("rule", ""))
-        item = {**change, "hint": hint_of(rule, str(change.get("severity", "")))}
+        item = {**change, "hint": hint_for(change)}
         cause = cause_text(change)
         if cause is not None:
             item["cause"] = cause

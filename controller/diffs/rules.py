@@ -1147,7 +1147,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         B,
         "operation {name} removed",
         UPDATE_CLIENT,
-        "Calls to this operation fail now; migrate to a replacement.",
+        "Migrate to a replacement operation.",
         "openapi",
     ),
     _r(

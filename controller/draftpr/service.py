@@ -34,7 +34,8 @@ from controller.actions import DRAFT_PR as DRAFT_PR_ACTION
 from controller.checks import decode_changes, decode_snapshot
 from controller.compat.hosted import product_name
 from controller.crypto import SecretBox
-from controller.diffs.explain import cause_text, hint_of
+from controller.diffs.explain import cause_text, hint_for
+from controller.diffs.fails import what_fails
 from controller.diffs.rules import CATALOG
 from controller.draftpr import changelog, lint
 from controller.draftpr.github import (
@@ -705,12 +706,18 @@ def _requested(change: dict[str, Any]) -> dict[str, Any]:
         message = f"{cause} ({count} operation{'s' if count != 1 else ''})"
     else:
         path, message = str(change.get("path", "")), str(change.get("summary", ""))
-    return {
+    requested = {
         "path": path[:1000],
         "severity": change.get("severity", "info"),
         "message": message[:1000],
         "rule": change.get("rule"),
     }
+    # What a client sees fail needs the change's operation and values, which the listed
+    # change no longer carries: kept beside it for the pull request's rows.
+    fails = what_fails(change)
+    if fails is not None:
+        requested["fails"] = fails
+    return requested
 
 
 def _line(change: dict[str, Any]) -> changelog.ChangeLine:
@@ -720,7 +727,7 @@ def _line(change: dict[str, Any]) -> changelog.ChangeLine:
         path=str(change.get("path", "")),
         message=str(change.get("message") or change.get("summary") or rule or ""),
         rule=rule,
-        hint=hint_of(rule, str(change.get("severity", "info"))) if rule else "",
+        hint=hint_for({**change, "severity": change.get("severity", "info")}) if rule else "",
         agent_action=known.agent_action if (known := CATALOG.get(rule)) else "",
     )
 

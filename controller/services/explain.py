@@ -122,7 +122,9 @@ class ExplainedChange(ApiModel):
     rule: str
     summary: str
     agent_action: str = Field(description="stable remediation token")
-    hint: str = Field(description="what to do, for people")
+    hint: str = Field(
+        description="for people: what a client sees fail (breaking changes), then what to do"
+    )
     location: LocationOut | None = None
     cause: str | None = Field(
         default=None,

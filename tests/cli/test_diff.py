@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 from sarif_pydantic import Sarif
 
 from cli.main import main
-from controller.diffs.explain import hint_of
+from controller.diffs.explain import hint_for
 from controller.diffs.rules import CATALOG
 from tests.servers import spec_server
 from tests.specs import charges_spec
@@ -58,7 +58,11 @@ def test_text_output(files: dict[str, str]) -> None:
     assert result.output.rstrip().endswith("FAIL (--fail-on breaking)")
     lines = result.output.splitlines()
     removed = next(i for i, line in enumerate(lines) if "[endpoint-removed]" in line)
-    assert lines[removed + 1].strip() == f"hint: {CATALOG['endpoint-removed'].hint}"
+    # What a client sees fail, then what to do (issue 41, point 5).
+    assert lines[removed + 1].strip() == (
+        "hint: A request to `GET /v1/refunds` now fails: the operation no longer exists "
+        f"(404 or 405). {CATALOG['endpoint-removed'].hint}"
+    )
 
 
 def test_json_output_is_the_documented_shape(files: dict[str, str]) -> None:
@@ -71,7 +75,7 @@ def test_json_output_is_the_documented_shape(files: dict[str, str]) -> None:
     assert "response-property-became-optional" in rules
     for change in body["changes"]:
         assert {"path", "severity", "summary", "rule", "changeType", "agentAction"} <= set(change)
-        assert change["hint"] == hint_of(change["rule"], change["severity"])
+        assert change["hint"] == hint_for(change)
         assert change["location"]["operation"].split(" ")[0] in {
             "GET",
             "POST",
@@ -85,7 +89,8 @@ def test_json_output_is_the_documented_shape(files: dict[str, str]) -> None:
 def test_markdown_and_github_outputs(files: dict[str, str]) -> None:
     markdown = run("diff", files["base"], files["breaking"], "--format", "markdown").output
     assert markdown.startswith("### driftgate:") and "| severity | change | reaches |" in markdown
-    assert f"| {CATALOG['endpoint-removed'].hint} |" in markdown
+    assert "fails: the operation no longer exists (404 or 405). " in markdown
+    assert f" {CATALOG['endpoint-removed'].hint} |" in markdown
     github = run("diff", files["base"], files["breaking"], "--format", "github").output.splitlines()
     errors = [line for line in github if line.startswith("::error ")]
     assert errors and all("title=" in line and "::" in line[2:] for line in errors)

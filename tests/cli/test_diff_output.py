@@ -63,7 +63,11 @@ def test_grouped_changes_lead_with_their_cause(shop: dict[str, str], ext: str) -
         "at #/components/schemas/Order/properties/note, from GET /orders, GET /orders/{id} "
         "and 1 more"
     )
-    assert rows[cause + 2] == f"hint: {CATALOG['response-property-max-length-unset'].hint}"
+    assert rows[cause + 2] == (
+        "hint: A reader of `GET /orders` 200 that relies on `[].note` staying within maxLength "
+        "`200` may now get any value: the limit is gone. "
+        f"{CATALOG['response-property-max-length-unset'].hint}"
+    )
     assert (
         "WARNING  Order: property 'legacy_code' removed (3 operations) [response-property-removed]"
         in rows

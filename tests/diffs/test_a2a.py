@@ -245,7 +245,10 @@ def test_changes_are_explained_with_hints_and_actions_most_useful_first() -> Non
     removed = by_rule["skill-removed"]
     assert removed.summary == "skill refund removed" and removed.path == "/skills/refund"
     assert removed.agentAction == "remove_tool_usage"
-    assert hints["skill-removed"] == CATALOG["skill-removed"].hint
+    assert hints["skill-removed"] == (
+        "A task for skill `refund` now fails: the agent no longer has the skill. "
+        + CATALOG["skill-removed"].hint
+    )
     required = by_rule["tool-input-property-added-required"]
     assert required.summary.startswith("skill invoice input")
     assert required.path.startswith("/skills/invoice/inputSchema")

@@ -85,10 +85,12 @@ def test_the_story_of_a_watch(
         and c["message"] == c["summary"]
         for c in event_plane["changes"]
     )
-    removed_hint = CATALOG["endpoint-removed"].hint
-    assert {c["rule"]: c["hint"] for c in status["lastDriftEvent"]["changes"]}[
+    # A breaking change's hint says what a client sees fail, then what to do (issue 41.5).
+    removed_hint = {c["rule"]: c["hint"] for c in status["lastDriftEvent"]["changes"]}[
         "endpoint-removed"
-    ] == removed_hint
+    ]
+    assert removed_hint.startswith("A request to `GET /v1/")
+    assert "now fails" in removed_hint and removed_hint.endswith(CATALOG["endpoint-removed"].hint)
 
     history = client.get(f"/api/drift?watchId={created['id']}", headers=h).json
     assert len(history["events"]) == 1 and history["nextCursor"] is None

@@ -133,3 +133,23 @@ def test_a_served_cause_is_explained_by_its_schema(client: FlaskClient) -> None:
     assert explained["cause"] == "refund.reason: maxLength 5000 removed"
     assert explained["affectedCount"] == 2
     assert plain.get("cause") is None and plain.get("affectedCount") is None
+
+
+def test_a_breaking_hint_says_what_a_client_sees_fail(client: FlaskClient) -> None:
+    """Issue 41, point 5: the hint names the operation and the value, then what to do."""
+    change = {
+        "path": "/paths/~1v1~1charges/post/requestBody/content/application~1json/schema"
+        "/properties/currency",
+        "severity": "breaking",
+        "summary": "request body property 'currency': enum value usd removed",
+        "rule": "request-property-enum-value-removed",
+        "before": "usd",
+        "location": {"operation": "POST /v1/charges"},
+    }
+    response = client.post("/api/drift/explain", json={"changes": [change]})
+    assert response.status_code == 200, response.json
+    hint = response.json["changes"][0]["hint"]
+    assert hint == (
+        'A request to `POST /v1/charges` that sends `currency` = `"usd"` is now refused: the '
+        "enum no longer has it. Stop sending the removed value."
+    )
