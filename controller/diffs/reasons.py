@@ -307,6 +307,26 @@ FAMILY_REASONS: dict[str, tuple[str, str]] = {
         "Senders break: positions lose their own schemas, the items schema applies to all.",
         "Readers are unaffected: what comes satisfies less.",
     ),
+    "prefix-item-added": (
+        "Nobody breaks by the entry itself (info): the findings at its position say how the "
+        "values allowed there changed.",
+        "Nobody breaks by the entry itself (info): the findings at its position say how the "
+        "values allowed there changed.",
+    ),
+    "prefix-item-removed": (
+        "Nobody breaks by the entry itself (info): the position follows `items` now, and the "
+        "findings there say how.",
+        "Nobody breaks by the entry itself (info): the position follows `items` now, and the "
+        "findings there say how.",
+    ),
+    "became-false": (
+        "Senders break: the false schema refuses every value they sent before.",
+        "Readers are unaffected: nothing comes where something came before (a narrowing).",
+    ),
+    "no-longer-false": (
+        _SAFE_SEND,
+        "Readers break: values come where none could come before.",
+    ),
     **_restriction("unevaluated-items"),
     **_restriction("unevaluated-properties"),
     **_restriction("dependent-required"),
