@@ -486,6 +486,9 @@ CONTRACT_REASONS: dict[str, str] = {
     "server-added": "Nobody breaks: one more base URL.",
     "server-removed": "Callers configured with that base URL may break (a warning: servers "
     "lists are often edited).",
+    "endpoint-server-added": "Nobody breaks: one more base URL for the operation.",
+    "endpoint-server-removed": "Callers of the operation at that base URL may break (a warning, "
+    "as for the document's servers: servers lists are often edited).",
     "request-parameter-added-required": "Callers break: requests without the parameter are "
     "refused.",
     "request-parameter-added-optional": "Nobody breaks: the parameter may be left out.",

@@ -1327,6 +1327,24 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Clients configured with this base URL may stop working.",
         "openapi",
     ),
+    # An operation's own base URLs (its `servers`, else its path's, else the document's),
+    # where the operation or its path overrides them: the same severities as the document's.
+    _r(
+        "endpoint-server-added",
+        I,
+        "server {after} added for {name}",
+        ACCEPT,
+        "Backward compatible.",
+        "openapi",
+    ),
+    _r(
+        "endpoint-server-removed",
+        W,
+        "server {before} removed for {name}",
+        CHECK_CONFIG,
+        "Clients calling this operation at this base URL may stop working.",
+        "openapi",
+    ),
     # Parameters.
     _r(
         "request-parameter-added-required",
