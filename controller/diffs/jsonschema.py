@@ -254,6 +254,11 @@ class SchemaDiffer:
     # -- references -------------------------------------------------------------------------
 
     def _diff(self, b: Any, bdoc: Document, r: Any, rdoc: Document) -> list[Finding]:
+        if b is False or r is False:
+            # The false schema allows no value: against anything else the whole set changed.
+            if b is r:
+                return []
+            return [Finding("became-false" if r is False else "no-longer-false")]
         b, r = self._with_siblings(b), self._with_siblings(r)
         (nb, bnull), (nr, rnull) = self._normal(b), self._normal(r)
         if _is_null_schema(b) or _is_null_schema(r):
@@ -529,10 +534,11 @@ class SchemaDiffer:
         if not _is_plain(plain):
             return False
         resolved = [_as_schema(self._resolved(a, alts_doc)) for a in alts]
-        if _is_bare_type(plain) and all(_is_bare_type(a) for a in resolved):
+        if _is_scalar(plain) and all(_is_scalar(a) for a in resolved):
             union = frozenset().union(*(_types(a)[0] or frozenset() for a in resolved))
             own = _types(plain)[0] or frozenset()
             bt, rt = (own, union) if r_alts is not None else (union, own)
+            self._compare_folded(plain, resolved, r_alts is not None, out)
             if bt == rt:
                 return True
             widened = all(_accepts(rt, t) for t in bt)
@@ -571,6 +577,33 @@ class SchemaDiffer:
                 )
             )
         return True
+
+    def _compare_folded(
+        self,
+        plain: dict[str, Any],
+        alternatives: list[dict[str, Any]],
+        wrapping: bool,
+        out: list[Finding],
+    ) -> None:
+        """Alternatives of scalar types folded into one type list (or unfolded from one): each
+        alternative is compared with the constraints the list keeps for its types, so a
+        `format` or a bound lost (or gained) in the fold is reported, once."""
+        own = _types(plain)[0] or frozenset()
+        found: list[Finding] = []
+        for alt in alternatives:
+            types = (_types(alt)[0] or frozenset()) & own
+            if not types:
+                continue  # a type added or removed: the type finding says it
+            mine, theirs = _for_types(alt, types), _for_types(plain, types)
+            scalars: list[Finding] = []
+            if wrapping:
+                self._compare_scalars(theirs, mine, scalars)
+            else:
+                self._compare_scalars(mine, theirs, scalars)
+            for f in scalars:
+                if f not in found:
+                    found.append(f)
+        out.extend(found)
 
     def _compare_types(self, b: dict[str, Any], r: dict[str, Any], out: list[Finding]) -> bool:
         bt, bnull = _types(b)
@@ -836,29 +869,29 @@ class SchemaDiffer:
     def _compare_subschemas(self, pair: SchemaPair, out: list[Finding]) -> None:
         b, r = pair.base, pair.revision
         bi, ri = b.get("items"), r.get("items")
-        if (isinstance(bi, dict) or isinstance(ri, dict)) and not (
-            isinstance(bi, list) or isinstance(ri, list)
-        ):
-            # Absent items allow anything: the same as an empty schema.
-            self._descend(pair, bi or _ANY, ri or _ANY, out, "items")
+        if not (isinstance(bi, list) or isinstance(ri, list)):
+            bs, rs = _subschema(bi), _subschema(ri)
+            if bs is not _ANY or rs is not _ANY:
+                self._descend(pair, bs, rs, out, "items")
         bpi, rpi = b.get("prefixItems"), r.get("prefixItems")
         if bpi is None and isinstance(rpi, list):
             out.append(Finding("prefix-items-added"))
         elif isinstance(bpi, list) and rpi is None:
             out.append(Finding("prefix-items-removed"))
         elif isinstance(bpi, list) and isinstance(rpi, list):
-            for i, (bs, rs) in enumerate(zip(bpi, rpi, strict=False)):
-                self._descend(pair, bs, rs, out, "prefixItems", str(i))
+            self._compare_prefix_items(pair, bpi, rpi, out)
         for keyword, stem in (
             ("unevaluatedItems", "unevaluated-items"),
             ("unevaluatedProperties", "unevaluated-properties"),
         ):
-            if keyword not in b and keyword in r:
+            # `true` allows anything, the same as leaving the keyword out.
+            bu, ru = _subschema(b.get(keyword)), _subschema(r.get(keyword))
+            if bu is _ANY and ru is not _ANY:
                 out.append(Finding(f"{stem}-added", (), None, r[keyword]))
-            elif keyword in b and keyword not in r:
+            elif bu is not _ANY and ru is _ANY:
                 out.append(Finding(f"{stem}-removed", (), b[keyword], None))
-            elif isinstance(b.get(keyword), dict) and isinstance(r.get(keyword), dict):
-                self._descend(pair, b[keyword], r[keyword], out, keyword)
+            elif bu is not _ANY:
+                self._descend(pair, bu, ru, out, keyword)
         for keyword, stem in _SUBSCHEMA_KEYWORDS:
             if keyword not in b and keyword not in r:
                 continue
@@ -887,6 +920,23 @@ class SchemaDiffer:
                     out.append(
                         Finding("dependent-required-changed", (), bdr[name], rdr[name], name)
                     )
+
+    def _compare_prefix_items(
+        self, pair: SchemaPair, bpi: list[Any], rpi: list[Any], out: list[Finding]
+    ) -> None:
+        """Compare `prefixItems` position by position. A position one side does not list is
+        governed there by `items` (anything when absent), or allows nothing when `maxItems`
+        ends the array before it: so an entry added or removed is judged by the values it
+        now allows at its position, on each side's direction."""
+        for i in range(max(len(bpi), len(rpi))):
+            where = ("prefixItems", str(i))
+            if i >= len(bpi):
+                out.append(Finding("prefix-item-added", where, None, i))
+            elif i >= len(rpi):
+                out.append(Finding("prefix-item-removed", where, i, None))
+            bs = bpi[i] if i < len(bpi) else _beyond_prefix(pair.base, i)
+            rs = rpi[i] if i < len(rpi) else _beyond_prefix(pair.revision, i)
+            self._descend(pair, bs, rs, out, *where)
 
     def _compare_maps(self, pair: SchemaPair, keyword: str, stem: str, out: list[Finding]) -> None:
         bm, rm = pair.base.get(keyword), pair.revision.get(keyword)
@@ -1272,6 +1322,21 @@ def _ref_of(node: Any) -> str | None:
     return None
 
 
+def _subschema(node: Any) -> Any:
+    """A subschema keyword's value, with "absent" and `true` (both allow anything) as `_ANY`."""
+    return _ANY if node is None or node is True or node == {} else node
+
+
+def _beyond_prefix(schema: dict[str, Any], index: int) -> Any:
+    """What an array schema allows at a position past its `prefixItems`: nothing when
+    `maxItems` ends the array before it, else its `items` (2020-12), else anything."""
+    most = _number(schema.get("maxItems"))
+    if most is not None and most <= index:
+        return False
+    items = schema.get("items")
+    return _ANY if isinstance(items, list) else _subschema(items)
+
+
 def _as_schema(node: Any) -> dict[str, Any]:
     if node is True or node is None:
         return {}
@@ -1400,14 +1465,43 @@ def _is_plain(schema: dict[str, Any]) -> bool:
     )
 
 
-def _is_bare_type(schema: dict[str, Any]) -> bool:
+_NUMERIC_FORMATS = frozenset({"int8", "int16", "int32", "int64", "float", "double", "decimal"})
+# Keywords that constrain values of one JSON type; `format` applies to several.
+_SCALAR_KEYWORDS: dict[str, frozenset[str]] = {
+    "string": frozenset({"format", "maxLength", "minLength", "pattern"}),
+    "number": frozenset(
+        {"format", "maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum", "multipleOf"}
+    ),
+    "boolean": frozenset(),
+}
+_SCALAR_KEYWORDS["integer"] = _SCALAR_KEYWORDS["number"]
+_ALL_SCALAR_KEYWORDS = frozenset().union(*_SCALAR_KEYWORDS.values())
+
+
+def _is_scalar(schema: dict[str, Any]) -> bool:
+    """A schema of scalar types with only constraints on their values (a type list's
+    alternatives, when folded into one): `type`, `format`, bounds, `pattern`."""
+    types = _types(schema)[0]
     return (
-        "type" in schema
+        types is not None
+        and all(t in _SCALAR_KEYWORDS for t in types)
         and all(
-            k in ("type", "format", "description", "title", "nullable", "example") for k in schema
+            k in ("type", "nullable") or k in _ALL_SCALAR_KEYWORDS or k in _ANNOTATIONS
+            for k in schema
         )
-        and not _structural(_types(schema)[0] or frozenset())
     )
+
+
+def _for_types(schema: dict[str, Any], types: frozenset[str]) -> dict[str, Any]:
+    """The constraints of a scalar schema that apply to values of `types`."""
+    kept = frozenset().union(*(_SCALAR_KEYWORDS[t] for t in types))
+    out = {k: v for k, v in schema.items() if k in kept}
+    # A format names the type it checks (`int32` a number, `uuid` a string); on another type
+    # of the list it checks nothing.
+    numeric = out.get("format") in _NUMERIC_FORMATS
+    if "format" in out and numeric != bool(types & {"number", "integer"}) and len(types) == 1:
+        del out["format"]
+    return out
 
 
 def _is_annotation_only(node: Any) -> bool:

@@ -80,6 +80,7 @@ _OPERATION_READ = frozenset(
         "callbacks",
         "consumes",
         "produces",
+        "servers",
     }
 )
 _PARAMETER_READ = frozenset(
@@ -318,6 +319,7 @@ class _OpenAPIDiff:
                 )
             )
         self._security_changes(op, rop, loc, ptr)
+        self._operation_servers(pair)
         self._unread(op, rop, _OPERATION_READ, ptr, loc)
         self._parameters(pair)
         self._request_body(op, rop, loc, ptr)
@@ -503,6 +505,26 @@ class _OpenAPIDiff:
             self.changes.append(make_change("server-removed", "/servers", before=url))
         for url in sorted(rs - bs):
             self.changes.append(make_change("server-added", "/servers", after=url))
+
+    def _operation_servers(self, pair: OperationPair) -> None:
+        """The base URLs an operation is called at, where it or its path overrides the
+        document's `servers` on either side (the document's own are `_servers`')."""
+        overrides = [
+            node
+            for node in (pair.base, pair.revision, pair.base_item, pair.rev_item)
+            if isinstance(node.get("servers"), list)
+        ]
+        if not overrides:
+            return
+        bs = _server_urls(pair.base, pair.base_item, self.base.root)
+        rs = _server_urls(pair.revision, pair.rev_item, self.rev.root)
+        own = "servers" in pair.base or "servers" in pair.revision
+        where = pair.pointer + "/servers" if own else pair.pointer.rsplit("/", 1)[0] + "/servers"
+        name = pair.location.operation or ""
+        for url in sorted(bs - rs):
+            self._add("endpoint-server-removed", where, pair.location, name, before=url)
+        for url in sorted(rs - bs):
+            self._add("endpoint-server-added", where, pair.location, name, after=url)
 
     def _webhooks(self) -> None:
         """OpenAPI 3.1 `webhooks`: the events the vendor sends to its consumers."""
@@ -1192,6 +1214,16 @@ def _swagger_content(root: dict[str, Any], op: dict[str, Any], resp: dict[str, A
         return None
     produces = op.get("produces") or root.get("produces") or ["application/json"]
     return {mt: {"schema": resp["schema"]} for mt in produces}
+
+
+def _server_urls(op: dict[str, Any], item: dict[str, Any], root: dict[str, Any]) -> set[str]:
+    """The URLs of the servers that apply to an operation: its own, else its path's, else
+    the document's."""
+    for node in (op, item, root):
+        servers = node.get("servers")
+        if isinstance(servers, list):
+            return {str(s.get("url")) for s in servers if isinstance(s, dict)}
+    return set()
 
 
 def _swagger_server(root: dict[str, Any]) -> str:

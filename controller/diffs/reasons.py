@@ -307,6 +307,26 @@ FAMILY_REASONS: dict[str, tuple[str, str]] = {
         "Senders break: positions lose their own schemas, the items schema applies to all.",
         "Readers are unaffected: what comes satisfies less.",
     ),
+    "prefix-item-added": (
+        "Nobody breaks by the entry itself (info): the findings at its position say how the "
+        "values allowed there changed.",
+        "Nobody breaks by the entry itself (info): the findings at its position say how the "
+        "values allowed there changed.",
+    ),
+    "prefix-item-removed": (
+        "Nobody breaks by the entry itself (info): the position follows `items` now, and the "
+        "findings there say how.",
+        "Nobody breaks by the entry itself (info): the position follows `items` now, and the "
+        "findings there say how.",
+    ),
+    "became-false": (
+        "Senders break: the false schema refuses every value they sent before.",
+        "Readers are unaffected: nothing comes where something came before (a narrowing).",
+    ),
+    "no-longer-false": (
+        _SAFE_SEND,
+        "Readers break: values come where none could come before.",
+    ),
     **_restriction("unevaluated-items"),
     **_restriction("unevaluated-properties"),
     **_restriction("dependent-required"),
@@ -466,6 +486,9 @@ CONTRACT_REASONS: dict[str, str] = {
     "server-added": "Nobody breaks: one more base URL.",
     "server-removed": "Callers configured with that base URL may break (a warning: servers "
     "lists are often edited).",
+    "endpoint-server-added": "Nobody breaks: one more base URL for the operation.",
+    "endpoint-server-removed": "Callers of the operation at that base URL may break (a warning, "
+    "as for the document's servers: servers lists are often edited).",
     "request-parameter-added-required": "Callers break: requests without the parameter are "
     "refused.",
     "request-parameter-added-optional": "Nobody breaks: the parameter may be left out.",

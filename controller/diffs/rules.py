@@ -833,6 +833,39 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
     # JSON Schema 2019-09 / 2020-12 keywords.
     *_pair("contains", "contains"),
     *_pair("prefix-items", "prefixItems", added_request=I),
+    # The position's values are compared with what `items` (or `maxItems`) allowed there:
+    # those findings carry the direction, this one says where.
+    _f(
+        "prefix-item-added",
+        I,
+        I,
+        "prefixItems entry {after} added",
+        "The position has its own schema now; see the findings at that position.",
+    ),
+    _f(
+        "prefix-item-removed",
+        I,
+        I,
+        "prefixItems entry {before} removed",
+        "The position follows `items` now; see the findings at that position.",
+    ),
+    # Boolean schemas: `false` allows no value, `true` (or a schema) allows some.
+    _f(
+        "became-false",
+        B,
+        I,
+        "became the false schema (no value allowed)",
+        "Every value is refused here now; stop sending it.",
+        response_hint="No value comes here any more; nothing to do.",
+    ),
+    _f(
+        "no-longer-false",
+        I,
+        B,
+        "was the false schema (no value allowed), allows values now",
+        "Backward compatible; values are accepted here now.",
+        response_hint="Readers may get values here that could never come before; handle them.",
+    ),
     *_pair("unevaluated-items", "unevaluatedItems"),
     *_pair("unevaluated-properties", "unevaluatedProperties"),
     *_pair("dependent-required", "dependentRequired"),
@@ -1292,6 +1325,24 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "server {before} removed",
         CHECK_CONFIG,
         "Clients configured with this base URL may stop working.",
+        "openapi",
+    ),
+    # An operation's own base URLs (its `servers`, else its path's, else the document's),
+    # where the operation or its path overrides them: the same severities as the document's.
+    _r(
+        "endpoint-server-added",
+        I,
+        "server {after} added for {name}",
+        ACCEPT,
+        "Backward compatible.",
+        "openapi",
+    ),
+    _r(
+        "endpoint-server-removed",
+        W,
+        "server {before} removed for {name}",
+        CHECK_CONFIG,
+        "Clients calling this operation at this base URL may stop working.",
         "openapi",
     ),
     # Parameters.
