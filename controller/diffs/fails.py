@@ -113,6 +113,10 @@ FAMILY_FAILS: dict[str, tuple[str, str]] = {
     ),
     "became-nullable": ("", "{reader} that expects {field} to hold a value may now get null."),
     "became-not-nullable": ("{call} that sends {field} as null is now refused.", ""),
+    # A `false` schema allows no value at all; `no-longer-false` lets values through where
+    # none came before (issue 41, point 3).
+    "became-false": ("{call} that sends {field} at all is now refused: it allows no value.", ""),
+    "no-longer-false": ("", "{reader} that expects no {field} may now get one."),
     "format-changed": (
         "{call} that sends {field} in format {before:the old one} is now refused: it must be "
         "{after:another format}.",
