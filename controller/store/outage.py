@@ -230,8 +230,10 @@ class _Bound:
 _BOUND: ContextVar[_Bound | None] = ContextVar("driftgate_request_bound", default=None)
 LOCK_PATIENCE_SHARE = 0.25
 # A wait for the write lock longer than this is no longer another writer's commit (those take
-# a millisecond or so): the lock is held, and the waiter counts against `writers`.
-LOCK_SETTLE_SECONDS = 0.1
+# a millisecond or so, and up to a few hundred on a loaded machine beside a busy controller:
+# 0.1 s turned run-gate races into 503s there): the lock is held, and the waiter counts
+# against `writers`.
+LOCK_SETTLE_SECONDS = 1.0
 
 
 @contextmanager
