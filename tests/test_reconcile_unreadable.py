@@ -27,6 +27,7 @@ from controller.store.models import (
 from tests.conftest import OrgKey
 from tests.factories import FILES, Make, run, set_state
 from tests.gitrepos import RepoBuilder
+from tests.test_reconcile import ORDER_PROFILE
 from tests.test_reconcile_hosted import FIXTURES
 
 SUBMODULE = "0123456789abcdef0123456789abcdef01234567"
@@ -42,15 +43,6 @@ version: 1
 dashboards:
   - name: Billing agents
     panels: [health, incidents]
-"""
-ORDER_PROFILE = """\
-id: order
-version: 1
-schema:
-  type: object
-  properties:
-    email: {type: string}
-  required: [email]
 """
 GOOD = {
     **FILES,
