@@ -7,7 +7,7 @@ Every consecutive pair of every vendor folder of `../shared/conformance/vendors`
 `--corpus DIR/vendors`, or `DRIFTGATE_CONFORMANCE`) is diffed in process exactly as
 `driftgate diff OLD NEW --format json --fail-on never` diffs it (grouped by cause). The labels
 are the corpus' own (`<vendor>/labels.json`) and the project's
-(`tests/diffs/fixtures/vendor-labels/<vendor>.json`, the same format, covering every breaking
+(`tests/diffs/vendor-labels/<vendor>.json`, the same format, covering every breaking
 finding): a label speaks of the findings of its pair that concern its `operation` (when one
 is given) and carry its `where` in their path, origin, summary or cause (README of the
 corpus). A `breaking` label holds when one of them is breaking; a `not-breaking` one when
@@ -40,7 +40,7 @@ if str(ROOT) not in sys.path:
 
 from bench.conformance import DEFAULT_CORPUS  # noqa: E402
 
-LABELS = ROOT / "tests" / "diffs" / "fixtures" / "vendor-labels"
+LABELS = ROOT / "tests" / "diffs" / "vendor-labels"
 _VERSION = re.compile(r"^v(\d+)\.(?:json|ya?ml)$")
 
 

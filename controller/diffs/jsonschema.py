@@ -178,8 +178,12 @@ class SchemaDiffer:
         closed_schema_breaking: bool = True,
         stability_threshold: str = "draft",
         unchanged_refs: UnchangedRefs | None = None,
+        ref_siblings: tuple[bool, bool] = (True, True),
     ) -> None:
         self.base_doc = base_doc
+        # Per side: whether keywords beside a `$ref` constrain (JSON Schema 2019+, OpenAPI
+        # 3.1) or are ignored (OpenAPI 3.0 and Swagger 2.0 Reference Objects).
+        self.ref_siblings = ref_siblings
         self.revision_doc = revision_doc
         self.direction = direction
         self.report_descriptions = report_descriptions
@@ -195,6 +199,7 @@ class SchemaDiffer:
         self._sibling_forms: dict[int, tuple[Any, Any]] = {}
         self._normal_forms: dict[int, tuple[Any, Any, bool | None]] = {}
         self._sole_forms: dict[int, tuple[Any, Any]] = {}
+        self._merged_forms: dict[int, tuple[Any, Any]] = {}
         self._folds = 0  # one-member `allOf` folds in progress (bounded: a member may fold)
         self._subtypes: dict[int, dict[str, list[str]]] = {}
         self._names: dict[int, dict[int, str]] = {}
@@ -259,7 +264,8 @@ class SchemaDiffer:
             if b is r:
                 return []
             return [Finding("became-false" if r is False else "no-longer-false")]
-        b, r = self._with_siblings(b), self._with_siblings(r)
+        b = self._with_siblings(b) if self.ref_siblings[0] else _bare_ref(b)
+        r = self._with_siblings(r) if self.ref_siblings[1] else _bare_ref(r)
         (nb, bnull), (nr, rnull) = self._normal(b), self._normal(r)
         if _is_null_schema(b) or _is_null_schema(r):
             # A schema of null alone against another is a change of types, told as such.
@@ -449,10 +455,19 @@ class SchemaDiffer:
             _, removed, added = self._match(pair, _list(b.get("allOf")), _list(r.get("allOf")))
             if not removed or not added:
                 return None
-        fb, fr = self._merged(b, bdoc), self._merged(r, rdoc)
+        fb, fr = self._merged_form(b, bdoc), self._merged_form(r, rdoc)
         if fb is None or fr is None:
             return None
-        findings = self._compare(fb, bdoc, fr, rdoc)
+        # A merge consumes the parts' references, so a schema that reaches itself through a
+        # part meets this same merged pair again: it adds nothing more.
+        token = (id(fb), id(fr))
+        if token in self._active:
+            return []
+        self._active.add(token)
+        try:
+            findings = self._compare(fb, bdoc, fr, rdoc)
+        finally:
+            self._active.discard(token)
         notes: list[Finding] = []
         bnotes = [_key(m) for m in self._annotation_parts(b, bdoc)]
         rnotes = [_key(m) for m in self._annotation_parts(r, rdoc)]
@@ -464,42 +479,37 @@ class SchemaDiffer:
                 notes.append(Finding("all-of-added-annotation-only", (), None, f"#{j}", f"#{j}"))
         return findings + notes
 
+    def _merged_form(self, schema: dict[str, Any], doc: Document) -> dict[str, Any] | None:
+        """`_merged(schema)`, the same object each time for the same node (the cycle guard of
+        one-sided references knows nodes by identity)."""
+        kept = self._merged_forms.get(id(schema))
+        if kept is None or kept[0] is not schema:
+            kept = self._merged_forms[id(schema)] = (schema, self._merged(schema, doc))
+        return kept[1]
+
     def _merged(
         self, schema: dict[str, Any], doc: Document, depth: int = 0
     ) -> dict[str, Any] | None:
-        """`schema` with its `allOf` parts merged into it: types agreed, properties united
-        (a property defined twice must be defined alike), required lists joined, annotations
-        of the parts dropped. None when a part holds any other keyword (their conjunction is
-        not a simple merge), comes from another document, or nests too deep."""
+        """`schema` with its `allOf` parts merged into it (`conjunction`): what a value must
+        satisfy, written as one schema. None when the parts do not merge into one simple
+        schema (see `conjunction`), a part comes from another document, or nests too deep."""
         parts = schema.get("allOf")
         if not isinstance(parts, list):
             return schema
-        if depth > 8 or any(k not in _MERGEABLE and k != "allOf" for k in schema):
+        if depth > 8:
             return None
-        merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
-        properties: dict[str, Any] = dict(_dict(merged.get("properties")))
-        required: list[str] = list(_list(merged.get("required")))
+        nodes: list[dict[str, Any]] = [{k: v for k, v in schema.items() if k != "allOf"}]
         for part in parts:
             node, pdoc = self._resolved_in(part, doc)
+            if node is True or node == {}:
+                continue
             if pdoc.uri != doc.uri or not isinstance(node, dict):
                 return None
             node = self._merged(node, pdoc, depth + 1)
-            if node is None or any(k not in _MERGEABLE for k in node):
+            if node is None:
                 return None
-            if "type" in node:
-                if "type" in merged and not _same(merged["type"], node["type"]):
-                    return None
-                merged["type"] = node["type"]
-            for name, sub in _dict(node.get("properties")).items():
-                if name in properties and not _same(properties[name], sub):
-                    return None
-                properties[name] = sub
-            required += [n for n in _list(node.get("required")) if n not in required]
-        if properties:
-            merged["properties"] = properties
-        if required:
-            merged["required"] = required
-        return merged
+            nodes.append(node)
+        return conjunction(nodes)
 
     def _annotation_parts(self, schema: dict[str, Any], doc: Document) -> list[Any]:
         return [
@@ -1258,7 +1268,86 @@ def _list(value: Any) -> list[Any]:
 
 
 # What an `allOf` part may hold for the parts to merge into one schema.
-_MERGEABLE = frozenset({"type", "properties", "required"}) | _ANNOTATIONS
+def conjunction(nodes: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """One schema that allows exactly what every schema of `nodes` allows (the first is the
+    schema that held the `allOf`, the rest its parts), or None when that is not a simple
+    merge. Properties are united (a property defined twice must be defined alike), required
+    lists joined, type lists and enums intersected; other keywords must agree or be set once.
+    `additionalProperties` false or a schema may sit in the one part that defines
+    properties (elsewhere it would refuse the others' properties); `true` is no constraint.
+    Annotations and extensions of the parts, and a part's `discriminator` (it speaks of the
+    part's own subtypes), describe no value and are dropped. 3.0's `nullable` holds when the
+    outer schema says so or every part with a type does."""
+    first = nodes[0]
+    out: dict[str, Any] = {
+        k: v for k, v in first.items() if k in _ANNOTATIONS or k.startswith("x-")
+    }
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    closed: list[tuple[int, Any]] = []
+    with_properties: set[int] = set()
+    typed_nullable: list[bool] = []
+    for i, node in enumerate(nodes):
+        for key, value in node.items():
+            if key in _ANNOTATIONS or key.startswith("x-") or key == "nullable":
+                continue
+            if key == "discriminator" and i > 0:
+                continue
+            if key == "type":
+                types = _type_intersection(out.get("type"), value)
+                if types is None:
+                    return None
+                out["type"] = types
+            elif key == "properties" and isinstance(value, dict):
+                if value:
+                    with_properties.add(i)
+                for name, sub in value.items():
+                    if name in properties and not _same(properties[name], sub):
+                        return None
+                    properties[name] = sub
+            elif key == "required" and isinstance(value, list):
+                required += [n for n in value if n not in required]
+            elif key == "additionalProperties":
+                if value is not True and value != {}:
+                    closed.append((i, value))
+            elif key == "enum" and isinstance(value, list) and isinstance(out.get("enum"), list):
+                keys = {_key(v) for v in value}
+                out["enum"] = [v for v in out["enum"] if _key(v) in keys]
+            elif key in out and not _same(out[key], value):
+                return None
+            else:
+                out[key] = value
+        if "type" in node and i > 0:
+            typed_nullable.append(node.get("nullable") is True)
+    if closed:
+        if len(closed) > 1 or with_properties - {closed[0][0]}:
+            return None
+        out["additionalProperties"] = closed[0][1]
+    if first.get("nullable") is True or (typed_nullable and all(typed_nullable)):
+        out["nullable"] = True
+    if properties:
+        out["properties"] = properties
+    if required:
+        out["required"] = required
+    return out
+
+
+def _type_intersection(a: Any, b: Any) -> Any:
+    """The `type` both `a` and `b` allow (either may be absent, a name or a list), or None
+    when they share none."""
+    if a is None:
+        return b
+    names_a = set(a) if isinstance(a, list) else {a}
+    names_b = set(b) if isinstance(b, list) else {b}
+    both = names_a & names_b
+    if "number" in names_a and "integer" in names_b or "number" in names_b and "integer" in names_a:
+        both.add("integer")
+    if not both:
+        return None
+    ordered = [t for t in (a if isinstance(a, list) else [a]) if t in both] + sorted(
+        both - set(a if isinstance(a, list) else [a])
+    )
+    return ordered[0] if len(ordered) == 1 else ordered
 
 
 def _all_of_shape(schema: dict[str, Any]) -> tuple[str | None, ...] | None:
@@ -1783,6 +1872,14 @@ def _with_siblings(node: Any) -> Any:
     if all(k in _ANNOTATIONS or k.startswith("x-") for k in siblings):
         return node
     return {"allOf": [{"$ref": node["$ref"]}], **siblings}
+
+
+def _bare_ref(node: Any) -> Any:
+    """A Reference Object of OpenAPI 3.0 / Swagger 2.0: the `$ref` alone (its siblings are
+    ignored by the specification, so they change nothing a client sees)."""
+    if type(node) is not dict or len(node) == 1 or type(node.get("$ref")) is not str:
+        return node
+    return {"$ref": node["$ref"]}
 
 
 # Keys a member of a `oneOf`/`anyOf` of constants may hold beside its `const`.

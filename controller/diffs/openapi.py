@@ -945,6 +945,7 @@ class _OpenAPIDiff:
             direction,
             stability_threshold=self.options.stability_threshold,
             unchanged_refs=self.unchanged,
+            ref_siblings=(_ref_siblings_apply(bdoc.root), _ref_siblings_apply(rdoc.root)),
         )
 
     # -- responses --------------------------------------------------------------------------
@@ -972,6 +973,8 @@ class _OpenAPIDiff:
             self._unread(bresp, rresp, _RESPONSE_READ, rptr, loc)
             label = f"response {code}"
             self._headers(bresp, bdoc, rresp, rdoc, loc, rptr, label)
+            if code in _BODILESS:
+                continue  # a schema there describes nothing a reader can receive
             bcontent = (
                 _swagger_content(self.base.root, op, bresp) if swagger_b else bresp.get("content")
             )
@@ -1224,6 +1227,19 @@ def _server_urls(op: dict[str, Any], item: dict[str, Any], root: dict[str, Any])
         if isinstance(servers, list):
             return {str(s.get("url")) for s in servers if isinstance(s, dict)}
     return set()
+
+
+# Statuses whose responses never carry a body (RFC 9110 15.3.5, 15.4.5).
+_BODILESS = frozenset({"204", "304"})
+
+
+def _ref_siblings_apply(root: Any) -> bool:
+    """Whether keywords beside a `$ref` constrain the schema: from OpenAPI 3.1 (JSON Schema
+    2020-12) on; Swagger 2.0 and OpenAPI 3.0 ignore them (a Reference Object's siblings)."""
+    if not isinstance(root, dict) or "swagger" in root:
+        return False
+    version = str(root.get("openapi", "3.1"))
+    return not version.startswith(("3.0", "2."))
 
 
 def _swagger_server(root: dict[str, Any]) -> str:

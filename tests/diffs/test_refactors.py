@@ -86,10 +86,18 @@ def test_a_split_that_also_changes_the_schema_reports_the_change_not_the_split()
     assert rules(OBJ, stricter, "response") == {"response-property-became-required": "info"}
 
 
-def test_parts_that_do_not_merge_cleanly_are_compared_as_before() -> None:
-    # A part with a bound is not a plain merge: the member-by-member comparison stays.
+def test_a_bound_in_a_part_is_judged_as_if_written_in_the_schema() -> None:
+    # One meaning, one verdict: `maxProperties` added through an `allOf` part is the same
+    # constraint added to the schema itself.
     bounded = {"allOf": [OBJ, {"type": "object", "maxProperties": 3}]}
-    found_rules = rules(OBJ, bounded, "request")
+    assert rules(OBJ, bounded, "request") == rules(OBJ, {**OBJ, "maxProperties": 3}, "request")
+    assert rules(OBJ, bounded, "request") == {"request-body-max-properties-set": "warning"}
+
+
+def test_parts_that_do_not_merge_cleanly_are_compared_as_before() -> None:
+    # Two parts with no type in common allow nothing: no merge, member by member.
+    clash = {"allOf": [OBJ, {"type": "string"}]}
+    found_rules = rules(OBJ, clash, "request")
     assert found_rules and "request-body-type-generalized" in found_rules
 
 

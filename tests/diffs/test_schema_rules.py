@@ -102,8 +102,8 @@ ROWS: list[tuple[Any, Any, str, str, str]] = [
     ({"oneOf": [S, INT]}, {"oneOf": [S, INT, N]}, "one-of-added", "info", "breaking"),
     ({"oneOf": [S, INT, N]}, {"oneOf": [S, INT]}, "one-of-removed", "breaking", "info"),
     ({"anyOf": [S, INT, N]}, {"anyOf": [S, INT]}, "any-of-removed", "breaking", "info"),
-    ({"allOf": [S]}, {"allOf": [S, _with(S, maxLength=3)]}, "all-of-added", "breaking", "info"),
-    ({"allOf": [S, _with(S, maxLength=3)]}, {"allOf": [S]}, "all-of-removed", "warning", "info"),
+    ({"allOf": [S]}, {"allOf": [S, INT]}, "all-of-added", "breaking", "info"),
+    ({"allOf": [S, INT]}, {"allOf": [S]}, "all-of-removed", "warning", "info"),
     (
         {"type": "object", "properties": {"a": S}},
         {"oneOf": [{"type": "object", "properties": {"a": INT}}, INT]},
