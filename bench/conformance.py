@@ -48,6 +48,10 @@ INTENTIONAL = {
     "request-property-pattern-added": "a new pattern is a new constraint: warning (CONTRACT.md)",
     "request-parameter-pattern-added": "a new pattern is a new constraint: warning (CONTRACT.md)",
     "api-security-scope-added": "a newly required OAuth scope rejects existing tokens",
+    # Issue 41: judged by what a client sees fail; no request is refused by a new default.
+    "request-parameter-default-value-changed": "a changed default refuses no request: warning",
+    "request-parameter-default-value-added": "a new default refuses no request: warning",
+    "request-parameter-default-value-removed": "a dropped default refuses no request: warning",
     "request-property-removed": "removed from a closed schema is breaking (CONTRACT.md)",
     # Issue 32: the peers' suites and a reading by who sends and who reads.
     "api-security-removed": "a security alternative removed refuses the clients that use it",

@@ -197,7 +197,7 @@ class SchemaDiffer:
         self._active: set[tuple[object, object]] = set()
         self._computing: set[tuple[str, str]] = set()
         self._sibling_forms: dict[int, tuple[Any, Any]] = {}
-        self._normal_forms: dict[int, tuple[Any, Any, bool | None]] = {}
+        self._normal_forms: dict[tuple[int, bool], tuple[Any, Any, bool | None]] = {}
         self._sole_forms: dict[int, tuple[Any, Any]] = {}
         self._merged_forms: dict[int, tuple[Any, Any]] = {}
         self._folds = 0  # one-member `allOf` folds in progress (bounded: a member may fold)
@@ -266,7 +266,10 @@ class SchemaDiffer:
             return [Finding("became-false" if r is False else "no-longer-false")]
         b = self._with_siblings(b) if self.ref_siblings[0] else _bare_ref(b)
         r = self._with_siblings(r) if self.ref_siblings[1] else _bare_ref(r)
-        (nb, bnull), (nr, rnull) = self._normal(b), self._normal(r)
+        (nb, bnull), (nr, rnull) = (
+            self._normal(b, not self.ref_siblings[0]),
+            self._normal(r, not self.ref_siblings[1]),
+        )
         if _is_null_schema(b) or _is_null_schema(r):
             # A schema of null alone against another is a change of types, told as such.
             nb, nr, bnull, rnull = b, r, None, None
@@ -329,14 +332,16 @@ class SchemaDiffer:
     def _resolved(self, node: Any, doc: Document) -> Any:
         return self._resolved_in(node, doc)[0]
 
-    def _normal(self, node: Any) -> tuple[Any, bool | None]:
+    def _normal(self, node: Any, legacy: bool = False) -> tuple[Any, bool | None]:
         """`normal_form(node)`, the same object each time for the same node (the cycle guard
-        of one-sided references knows nodes by identity)."""
+        of one-sided references knows nodes by identity). `legacy`: the node is read as
+        OpenAPI 3.0 / Swagger 2.0 (`legacy_items`)."""
         if type(node) is not dict or "$ref" in node:
             return node, None
-        kept = self._normal_forms.get(id(node))
+        kept = self._normal_forms.get((id(node), legacy))
         if kept is None or kept[0] is not node:
-            kept = self._normal_forms[id(node)] = (node, *normal_form(node))
+            form = normal_form(legacy_items(node) if legacy else node)
+            kept = self._normal_forms[(id(node), legacy)] = (node, *form)
         return kept[1], kept[2]
 
     def _sole(self, node: dict[str, Any]) -> Any:
@@ -403,7 +408,7 @@ class SchemaDiffer:
                 return merged
         if self._compare_wrapping(pair, out):
             return out
-        if not self._compare_types(b, r, out):
+        if not self._compare_types(pair, out):
             return out  # incompatible types: one finding says it all
         self._compare_scalars(b, r, out)
         self._compare_values(b, r, out)
@@ -615,10 +620,22 @@ class SchemaDiffer:
                     found.append(f)
         out.extend(found)
 
-    def _compare_types(self, b: dict[str, Any], r: dict[str, Any], out: list[Finding]) -> bool:
+    def _compare_types(self, pair: SchemaPair, out: list[Finding]) -> bool:
+        b, r = pair.base, pair.revision
         bt, bnull = _types(b)
         rt, rnull = _types(r)
         compatible = True
+        # A `type` written out where the alternatives or parts already implied it (or
+        # dropped where they still do) changes no value: `oneOf` of objects with and without
+        # `type: object`.
+        if bt is None and rt is not None:
+            implied = self._implied_types(b, pair.base_doc)
+            if implied and all(_accepts(rt, t) for t in implied):
+                bt = rt
+        elif rt is None and bt is not None:
+            implied = self._implied_types(r, pair.revision_doc)
+            if implied and all(_accepts(bt, t) for t in implied):
+                rt = bt
         if bt != rt:
             before = _type_text(bt)
             after = _type_text(rt)
@@ -641,6 +658,39 @@ class SchemaDiffer:
         if bnull != rnull and not (bt is None and rt is None):
             out.append(Finding("became-nullable" if rnull else "became-not-nullable"))
         return compatible
+
+    def _implied_types(self, schema: Any, doc: Document, depth: int = 0) -> frozenset[str] | None:
+        """The JSON types a schema's values can have, from its `type` or else from what its
+        alternatives (`oneOf`/`anyOf`: any of theirs), parts (`allOf`: common to all) or
+        listed values (`enum`, `const`) allow; None when any type may pass."""
+        node, ndoc = self._resolved_in(schema, doc)
+        if type(node) is not dict or depth > 8:
+            return None
+        own = _types(node)[0]
+        if own is not None:
+            return own
+        values = node.get("enum") if isinstance(node.get("enum"), list) else None
+        if "const" in node:
+            values = [node["const"]]
+        if values is not None:
+            return frozenset(_json_type(v) for v in values if v is not None)
+        keyword = _alternatives(node)
+        if keyword is not None:
+            found: set[str] = set()
+            for member in _list(node.get(keyword)):
+                if _is_null_schema(member):
+                    continue
+                types = self._implied_types(member, ndoc, depth + 1)
+                if types is None:
+                    return None
+                found |= types
+            return frozenset(found) if found else None
+        common: frozenset[str] | None = None
+        for part in _list(node.get("allOf")):
+            types = self._implied_types(part, ndoc, depth + 1)
+            if types is not None:
+                common = types if common is None else _type_meet(common, types)
+        return common
 
     def _compare_scalars(self, b: dict[str, Any], r: dict[str, Any], out: list[Finding]) -> None:
         bx, rx = b.get("xml"), r.get("xml")
@@ -1450,6 +1500,26 @@ def _types(schema: dict[str, Any]) -> tuple[frozenset[str] | None, bool]:
     return frozenset(names), nullable
 
 
+def _json_type(value: Any) -> str:
+    """The JSON Schema type of a JSON value."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object" if isinstance(value, dict) else "null"
+
+
+def _type_meet(a: frozenset[str], b: frozenset[str]) -> frozenset[str]:
+    """The types both `a` and `b` allow (an integer is a number)."""
+    return frozenset(t for t in a | b if _accepts(a, t) and _accepts(b, t))
+
+
 def _accepts(types: frozenset[str], t: str) -> bool:
     return t in types or (t == "integer" and "number" in types)
 
@@ -1872,6 +1942,18 @@ def _with_siblings(node: Any) -> Any:
     if all(k in _ANNOTATIONS or k.startswith("x-") for k in siblings):
         return node
     return {"allOf": [{"$ref": node["$ref"]}], **siblings}
+
+
+def legacy_items(schema: dict[str, Any]) -> dict[str, Any]:
+    """OpenAPI 3.0 and Swagger 2.0 allow `items` only as one schema, for arrays; a list of
+    schemas under `items` in a schema that is not an array is how some vendors (Slack) wrote
+    a union, and is read as `anyOf` of those schemas."""
+    items = schema.get("items")
+    if not isinstance(items, list) or not items or schema.get("type") == "array":
+        return schema
+    if "anyOf" in schema or "oneOf" in schema:
+        return schema
+    return {**{k: v for k, v in schema.items() if k != "items"}, "anyOf": items}
 
 
 def _bare_ref(node: Any) -> Any:

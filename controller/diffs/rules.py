@@ -201,7 +201,8 @@ _TIGHTER = (
 )
 _LOOSER = (
     "Backward compatible; the old values are still accepted.",
-    "Readers may now receive values outside the old bound.",
+    "Readers may now receive values outside the old bound; code that sizes buffers or "
+    "checks ranges by it should allow the new range.",
 )
 _NEW_BOUND = (
     "A bound now exists where there was none; check the values you send.",
@@ -209,20 +210,32 @@ _NEW_BOUND = (
 )
 _DROPPED_BOUND = (
     "Backward compatible; the bound no longer applies.",
-    "The bound is gone; readers may receive values they did not expect.",
+    "The bound is gone; code that sizes buffers or checks ranges by it should allow any "
+    "value now.",
 )
 
 
 def _bound_families(name: str, label: str) -> list[SchemaFamily]:
-    """Families for a numeric upper/lower bound (`max`, `max-length` ...)."""
+    """Families for a numeric upper/lower bound (`max`, `max-length` ...). An upper size
+    bound (length, items, properties) raised or dropped on a response is a warning: typed
+    readers do not check sizes, so no value fails to parse; code that sizes buffers by the
+    bound is told (docs/decisions.md, "Response bounds"). A value's range relaxed, or a
+    lower size bound, stays breaking."""
     upper = name.startswith("max") or name.startswith("exclusive-max")
     tighter, looser = ("decreased", "increased") if upper else ("increased", "decreased")
+    loose = W if name in _SIZE_BOUNDS else B
     return [
         _f(f"{name}-{tighter}", B, I, f"{label} tightened from {{before}} to {{after}}", *_TIGHTER),
-        _f(f"{name}-{looser}", I, B, f"{label} relaxed from {{before}} to {{after}}", *_LOOSER),
+        _f(f"{name}-{looser}", I, loose, f"{label} relaxed from {{before}} to {{after}}", *_LOOSER),
         _f(f"{name}-set", W, I, f"{label} set to {{after}}", *_NEW_BOUND),
-        _f(f"{name}-unset", I, B, f"{label} {{before}} removed", *_DROPPED_BOUND),
+        _f(f"{name}-unset", I, loose, f"{label} {{before}} removed", *_DROPPED_BOUND),
     ]
+
+
+# Upper bounds on a value's size (its length, item or property count): raised or dropped on
+# a response they are warnings (docs/decisions.md, "Response bounds"). A lower size bound
+# dropped stays breaking: a reader may take the first item of a list that can now be empty.
+_SIZE_BOUNDS = frozenset({"max-length", "max-items", "max-properties"})
 
 
 def _pair(aspect: str, label: str, added_request: Severity = B) -> list[SchemaFamily]:
@@ -640,7 +653,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "default {after} added",
         "Behaviour when the field is omitted may change.",
-        overrides={"request-parameter": B},
+        overrides={"request-parameter": W},
     ),
     _f(
         "default-value-changed",
@@ -648,7 +661,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "default changed from {before} to {after}",
         "Behaviour when the field is omitted changed; send it explicitly if you rely on it.",
-        overrides={"request-parameter": B},
+        overrides={"request-parameter": W},
         response_hint="The value the server assumes when the field is omitted changed; check "
         "code that relies on the old default.",
     ),
@@ -658,7 +671,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "default {before} removed",
         "Behaviour when the field is omitted may change.",
-        overrides={"request-parameter": B},
+        overrides={"request-parameter": W},
     ),
     # Object shape.
     _f(

@@ -77,7 +77,7 @@ CASES: list[tuple[str, Any, Any, dict[str, str]]] = [
             "request-body-max-items-increased": "info",
             "response-body-prefix-item-added": "info",
             "response-body-no-longer-false": "breaking",
-            "response-body-max-items-increased": "breaking",
+            "response-body-max-items-increased": "warning",
         },
     ),
     (
@@ -191,7 +191,7 @@ CASES: list[tuple[str, Any, Any, dict[str, str]]] = [
         "maxLength lost when oneOf folds into a type list",
         {"oneOf": [{"type": "string", "maxLength": 5}, {"type": "integer"}]},
         {"type": ["string", "integer"]},
-        {"request-body-max-length-unset": "info", "response-body-max-length-unset": "breaking"},
+        {"request-body-max-length-unset": "info", "response-body-max-length-unset": "warning"},
     ),
     (
         "dependentRequired added",
