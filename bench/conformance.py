@@ -430,6 +430,9 @@ PEER_DIFFERENCES: dict[str, str] = {
     "oad-securitydiff-pet2": "the operation now asks for another scheme while the old one "
     "still exists: clients holding the old credentials are refused",
     "optic-enums-in-response-bodies": "CONTRACT.md: an enum value added to a response is a warning",
+    "optic-invalid-union-type-enum-transition-in-response": "a type list written as oneOf of "
+    "its types: judged by values, each alternative is an old value except a new enum value "
+    "(a warning, CONTRACT.md)",
     "optic-valid-response-union-type-transition": "an object response wrapped in oneOf with "
     "a number: readers may now get a number",
 }

@@ -19,11 +19,11 @@ from collections import deque
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 from controller.diffs.errors import ContractParseError
 from controller.diffs.refs import Document, resolve_pointer
-from controller.diffs.rules import Direction
+from controller.diffs.rules import W, Direction, aspect_severity, breaks
 
 _LOCAL_REF = re.compile(r'"\$ref":\s*"(#[^"]*)"')
 # A reference into another document: its target can change while this text stays equal.
@@ -569,14 +569,18 @@ class SchemaDiffer:
             return True
         wrapping = r_alts is not None
         keyword = "oneOf" if (r if wrapping else b).get("oneOf") else "anyOf"
-        kept = any(
-            not self._expand(
+        # Each alternative against the plain schema, old to new.
+        each = [
+            self._expand(
                 self._diff(plain, plain_doc, a, alts_doc)
                 if wrapping
                 else self._diff(a, alts_doc, plain, plain_doc)
             )
             for a in alts
-        )
+        ]
+        if self._judge_by_values(wrapping, keyword, alts, alts_doc, each, out):
+            return True
+        kept = any(not found for found in each)
         if wrapping and keyword == "oneOf":
             aspect = "wrapped-in-one-of-original-preserved" if kept else "wrapped-in-one-of"
             out.append(Finding(aspect, (), None, len(alts)))
@@ -592,6 +596,63 @@ class SchemaDiffer:
                 )
             )
         return True
+
+    def _judge_by_values(
+        self,
+        wrapping: bool,
+        keyword: str,
+        alts: list[Any],
+        alts_doc: Document,
+        each: list[list[Finding]],
+        out: list[Finding],
+    ) -> bool:
+        """Judge a schema written as alternatives (or folded back from them) by the set of
+        values on this differ's side, when the alternatives decide it:
+
+        - every alternative must hold for the side to be safe when the union is the new
+          contract read by a client (a response: any alternative may come back) or the old
+          one written by it (a request folded into one schema: every old alternative must
+          still be accepted);
+        - one alternative is enough when the union is the new request contract (the old
+          values all fit one alternative; with `oneOf` only if no value matches two) or the
+          old response contract (every new value was possible as one alternative).
+
+        Safe: one `rewritten-as-alternatives` / `alternatives-folded` info finding. Not safe
+        where every alternative counts: the breaking findings of the alternatives that break,
+        each once, so a property really removed underneath is named. Else False: the caller
+        reports the restructuring as one finding."""
+        request = self.direction is Direction.REQUEST
+        every = request != wrapping  # request fold, response wrap
+        clean = [not any(breaks(f.aspect, self.direction) for f in found) for found in each]
+        if every:
+            safe = all(clean)
+        else:
+            exclusive_ok = keyword == "anyOf" or not request or self._disjoint(alts, alts_doc)
+            safe = any(clean) and exclusive_ok
+        if safe:
+            aspect = "rewritten-as-alternatives" if wrapping else "alternatives-folded"
+            count = len(alts)
+            out.append(Finding(aspect, (), None if wrapping else count, count if wrapping else None))
+            if every:  # what needs a look (a warning) in any alternative still says so
+                self._each_once(each, lambda f: aspect_severity(f.aspect, self.direction) is W, out)
+            return True
+        if not every:
+            return False
+        return self._each_once(each, lambda f: breaks(f.aspect, self.direction), out)
+
+    @staticmethod
+    def _each_once(
+        each: list[list[Finding]], keep: Callable[[Finding], bool], out: list[Finding]
+    ) -> bool:
+        """Add the findings of `each` that `keep` selects, each once; True when any."""
+        seen: set[tuple[str, tuple[str, ...], str]] = set()
+        for found in each:
+            for f in found:
+                mark = (f.aspect, f.path, _key(f.before) + _key(f.after))
+                if keep(f) and mark not in seen:
+                    seen.add(mark)
+                    out.append(f)
+        return bool(seen)
 
     def _compare_folded(
         self,

@@ -261,6 +261,15 @@ FAMILY_REASONS: dict[str, tuple[str, str]] = {
         "(a warning).",
         "Readers break: values of the new alternatives may come.",
     ),
+    "rewritten-as-alternatives": (
+        "Senders are unaffected: every value they sent fits an alternative (and with oneOf, "
+        "only one).",
+        "Readers are unaffected: every alternative is a value the old schema allowed.",
+    ),
+    "alternatives-folded": (
+        "Senders are unaffected: the one schema accepts every value an alternative accepted.",
+        "Readers are unaffected: the one schema allows only values an alternative allowed.",
+    ),
     "wrapped-in-any-of": (
         "Senders are unaffected: the old shape is one of the alternatives.",
         "Readers break: values of the new alternatives may come.",

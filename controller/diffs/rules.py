@@ -794,6 +794,23 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         response_hint="Review the new shape against what you read.",
     ),
     _f(
+        "rewritten-as-alternatives",
+        I,
+        I,
+        "schema written as {after} alternatives that change nothing a client sees on this side",
+        "Backward compatible; the alternatives accept what the schema accepted.",
+        response_hint="Every alternative is a value the old schema allowed; nothing to do.",
+    ),
+    _f(
+        "alternatives-folded",
+        I,
+        I,
+        "{before} alternatives folded into one schema that changes nothing a client sees on "
+        "this side",
+        "Backward compatible; the schema accepts every value an alternative accepted.",
+        response_hint="The schema allows only values an alternative allowed; nothing to do.",
+    ),
+    _f(
         "wrapped-in-one-of",
         B,
         B,
@@ -2557,6 +2574,20 @@ ROOT_ASPECTS = {
 }
 CATALOG: dict[str, Rule] = build_catalog()
 FAMILIES: dict[str, SchemaFamily] = {fam.aspect: fam for fam in SCHEMA_FAMILIES}
+
+
+def aspect_severity(aspect: str, direction: Direction) -> Severity:
+    """The severity of a schema aspect for a property in a direction (an aspect outside the
+    families counts as breaking: the conservative reading)."""
+    fam = FAMILIES.get(aspect)
+    if fam is None:
+        return B
+    return fam.severity_for(direction, f"{direction.value}-property")
+
+
+def breaks(aspect: str, direction: Direction) -> bool:
+    """Whether a schema aspect is breaking for a property in a direction."""
+    return aspect_severity(aspect, direction) is B
 
 
 def get_rule(rule_id: str) -> Rule:

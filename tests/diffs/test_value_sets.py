@@ -224,3 +224,68 @@ def test_a_schema_of_null_alone_that_gains_a_type_is_not_told_as_nullability() -
     rules = found(before, after)
     assert rules
     assert not [rule for rule in rules if "nullable" in rule]
+
+
+# -- a schema written as alternatives, or folded back from them -----------------------------
+
+OBJ_A = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+OBJ_B = {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"]}
+
+
+def test_alternatives_that_are_all_old_values_are_safe_for_readers() -> None:
+    # Each alternative narrows the old open object: readers get nothing new.
+    before = document(prop({"type": "object"}))
+    after = document(prop({"anyOf": [OBJ_A, OBJ_B]}))
+    # Senders: no one alternative takes every old object (a warning, as before).
+    assert found(before, after) == {
+        "request-property-restructured": "warning",
+        "response-property-rewritten-as-alternatives": "info",
+    }
+
+
+def test_a_union_that_keeps_the_old_shape_is_safe_for_senders() -> None:
+    before = document(prop(OBJ_A))
+    after = document(prop({"anyOf": [OBJ_A, OBJ_B]}))
+    # Senders: the old shape is an alternative. Readers: they may get a `b` object, and
+    # what breaks them is named (the required `a` may be missing), not a generic wrapper.
+    assert found(before, after) == {
+        "request-property-rewritten-as-alternatives": "info",
+        "response-property-removed-required": "breaking",
+    }
+
+
+def test_a_one_of_with_disjoint_types_keeps_old_senders_valid() -> None:
+    # oneOf refuses a value matching two alternatives; an object and a string never both.
+    before = document(prop(OBJ_A))
+    after = document(prop({"oneOf": [OBJ_A, {"type": "string"}]}))
+    assert found(before, after) == {
+        "request-property-rewritten-as-alternatives": "info",
+        "response-property-type-changed": "breaking",
+    }
+
+
+def test_a_one_of_whose_members_overlap_may_refuse_old_senders() -> None:
+    before = document(prop(OBJ_A))
+    after = document(prop({"oneOf": [OBJ_A, {"type": "object"}]}))
+    assert found(before, after) == {
+        "request-property-wrapped-in-one-of-original-preserved": "warning",
+        "response-property-removed-required": "breaking",
+    }
+
+
+def test_alternatives_folded_into_one_schema_judged_both_ways() -> None:
+    before = document(prop({"anyOf": [OBJ_A, OBJ_B]}))
+    # Folded into the open object: every old alternative is still accepted (senders safe);
+    # readers may now get any object.
+    # (The definition of `a` dropped stays the warning it is for any open object.)
+    assert found(before, document(prop({"type": "object"}))) == {
+        "request-property-alternatives-folded": "info",
+        "request-property-removed": "warning",
+        "response-property-restructured": "breaking",
+    }
+    # Folded into one of the alternatives: readers get an old value; `b` senders are refused,
+    # and the finding says why (they do not send the required `a`).
+    assert found(before, document(prop(OBJ_A))) == {
+        "request-property-added-required": "breaking",
+        "response-property-alternatives-folded": "info",
+    }
