@@ -385,8 +385,6 @@ PEER_DIFFERENCES: dict[str, str] = {
     "readers get (as text, digits are a string)",
     "az-ResponseTypeChanged-400id": "string -> integer in a text/plain response narrows what "
     "readers get (as text, digits are a string)",
-    "az-TypeObjectChanged": "`type: object` added narrows what a request accepts (arrays and "
-    "scalars were valid before): breaking for senders",
     "oad-allofoneof-issue317": "the one-part allOf is no change; the default value added is "
     "reported (info)",
     "oad-content-oneEmptyMediaType": "a response media type without a schema gets one: "

@@ -108,11 +108,12 @@ class Finding:
 
 
 def _sole_all_of(schema: dict[str, Any]) -> Any:
-    """The one member of an `allOf` that stands alone (annotations aside), else None."""
+    """The one member of an `allOf` that stands alone (annotations and extensions aside),
+    else None."""
     members = schema.get("allOf")
     if not isinstance(members, list) or len(members) != 1:
         return None
-    if any(key != "allOf" and key not in _ANNOTATIONS for key in schema):
+    if any(key != "allOf" and key not in _ANNOTATIONS and not key.startswith("x-") for key in schema):
         return None
     return members[0]
 
@@ -692,10 +693,12 @@ class SchemaDiffer:
         if bt is None and rt is not None:
             implied = self._implied_types(b, pair.base_doc)
             if implied and all(_accepts(rt, t) for t in implied):
+                out.append(Finding("type-made-explicit", (), _type_text(implied), _type_text(rt)))
                 bt = rt
         elif rt is None and bt is not None:
             implied = self._implied_types(r, pair.revision_doc)
             if implied and all(_accepts(bt, t) for t in implied):
+                out.append(Finding("type-left-implied", (), _type_text(bt), _type_text(implied)))
                 rt = bt
         if bt != rt:
             before = _type_text(bt)
@@ -721,15 +724,23 @@ class SchemaDiffer:
         return compatible
 
     def _implied_types(self, schema: Any, doc: Document, depth: int = 0) -> frozenset[str] | None:
-        """The JSON types a schema's values can have, from its `type` or else from what its
-        alternatives (`oneOf`/`anyOf`: any of theirs), parts (`allOf`: common to all) or
-        listed values (`enum`, `const`) allow; None when any type may pass."""
+        """The JSON types a schema's values can have, from its `type` or else from its
+        `properties` / `items`, or what its alternatives (`oneOf`/`anyOf`: any of theirs),
+        parts (`allOf`: common to all) or listed values (`enum`, `const`) allow; None when
+        any type may pass."""
         node, ndoc = self._resolved_in(schema, doc)
         if type(node) is not dict or depth > 8:
             return None
         own = _types(node)[0]
         if own is not None:
             return own
+        # What every generator makes of a schema that lists properties (or items) without a
+        # type: an object (an array). JSON Schema would let other types through; no client
+        # written against the document sends or expects them.
+        if _dict(node.get("properties")):
+            return frozenset({"object"})
+        if isinstance(node.get("items"), dict) and not _alternatives(node):
+            return frozenset({"array"})
         values = node.get("enum") if isinstance(node.get("enum"), list) else None
         if "const" in node:
             values = [node["const"]]
@@ -759,10 +770,11 @@ class SchemaDiffer:
             out.append(Finding("xml-changed", (), bx, rx))
         bf, rf = b.get("format"), r.get("format")
         if bf != rf:
-            if bf is None:
-                out.append(Finding("format-added", (), None, rf))
-            elif rf is None:
-                out.append(Finding("format-removed", (), bf, None))
+            if bf is None or (bf not in KNOWN_FORMATS and rf in KNOWN_FORMATS):
+                # An unknown format checks nothing: a known one in its place is a new check.
+                out.append(Finding("format-added", (), bf, rf))
+            elif rf is None or (rf not in KNOWN_FORMATS and bf in KNOWN_FORMATS):
+                out.append(Finding("format-removed", (), bf, rf))
             else:
                 out.append(Finding(_format_aspect(bf, rf), (), bf, rf))
         for upper in (True, False):
@@ -1803,6 +1815,19 @@ _INTEGER_RANGES = {
     "uint64": (0, 2**64 - 1),
 }
 _FLOAT_RANKS = {"float": 0, "double": 1}
+# Formats a validator or generator knows (JSON Schema 2020-12's and the OpenAPI Format
+# Registry's); any other `format` is an annotation that checks nothing (JSON Schema 2020-12,
+# 7.2: unknown formats are ignored), so `datetime` -> `date-time` adds a check.
+KNOWN_FORMATS = frozenset(
+    {
+        "date-time", "date", "time", "duration", "email", "idn-email", "hostname",
+        "idn-hostname", "ipv4", "ipv6", "uri", "uri-reference", "iri", "iri-reference", "uuid",
+        "uri-template", "json-pointer", "relative-json-pointer", "regex",
+        "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float",
+        "double", "decimal", "decimal128", "double-int", "byte", "binary", "base64url",
+        "password", "char", "commonmark", "html", "http-date", "media-range", "unixtime",
+    }
+)  # fmt: skip
 
 
 def _format_aspect(before: Any, after: Any) -> str:

@@ -751,7 +751,7 @@ class _OpenAPIDiff:
             "array"
             if "array" in names
             else "object"
-            if "object" in names or "properties" in _dict(resolved)
+            if "object" in names or (not names and "properties" in _dict(resolved))
             else "primitive"
             if names
             else "any"

@@ -261,6 +261,15 @@ FAMILY_REASONS: dict[str, tuple[str, str]] = {
         "(a warning).",
         "Readers break: values of the new alternatives may come.",
     ),
+    "type-made-explicit": (
+        "Senders are unaffected: the properties, alternatives or values already implied the "
+        "type.",
+        "Readers are unaffected: the values were of that type already.",
+    ),
+    "type-left-implied": (
+        "Senders are unaffected: the properties, alternatives or values still imply the type.",
+        "Readers are unaffected: generated models read the same type.",
+    ),
     "rewritten-as-alternatives": (
         "Senders are unaffected: every value they sent fits an alternative (and with oneOf, "
         "only one).",

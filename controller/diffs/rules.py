@@ -794,6 +794,22 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         response_hint="Review the new shape against what you read.",
     ),
     _f(
+        "type-made-explicit",
+        I,
+        I,
+        "type {after} written out where the schema implied {before}",
+        "Backward compatible; the values accepted are the same.",
+        response_hint="The values are the same; nothing to do.",
+    ),
+    _f(
+        "type-left-implied",
+        I,
+        I,
+        "type {before} no longer written; the schema still implies {after}",
+        "Backward compatible; the values accepted are the same.",
+        response_hint="The values are the same; nothing to do.",
+    ),
+    _f(
         "rewritten-as-alternatives",
         I,
         I,
