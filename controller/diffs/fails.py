@@ -318,7 +318,8 @@ RULE_FAILS: dict[str, str] = {
         "{call} that asks for {name} no longer gets it (406, or another media type)."
     ),
     "response-success-status-removed": (
-        "{call} that expects status {name} on success no longer gets it."
+        "{call} that expects status {name} on success no longer gets it, and may get a success "
+        "status it never saw documented."
     ),
     "response-header-removed-required": (
         "{call} that reads header {name} from the response finds it missing."

@@ -318,7 +318,7 @@ class _OpenAPIDiff:
                     after=rop.get("operationId"),
                 )
             )
-        self._security_changes(op, rop, loc, ptr)
+        self._security_changes(op, rop, loc, ptr, pair)
         self._operation_servers(pair)
         self._unread(op, rop, _OPERATION_READ, ptr, loc)
         self._parameters(pair)
@@ -433,7 +433,12 @@ class _OpenAPIDiff:
     # -- security and servers ---------------------------------------------------------------
 
     def _security_changes(
-        self, op: dict[str, Any], rop: dict[str, Any], loc: Location, ptr: str
+        self,
+        op: dict[str, Any],
+        rop: dict[str, Any],
+        loc: Location,
+        ptr: str,
+        pair: OperationPair | None = None,
     ) -> None:
         """The effective security requirements (operation level, else global) compared as
         what they are: alternatives (a client satisfies one), each a set of schemes that
@@ -479,7 +484,19 @@ class _OpenAPIDiff:
                 "security-requirement-relaxed", where, loc, name, _req_text(req), _req_text(cover)
             )
         if anonymous_lost:
-            # Calls without credentials were accepted and are not any more.
+            # Calls without credentials were accepted and are not any more, unless the
+            # operation required the credential already, as a parameter of the same name and
+            # place (`Authorization` header -> an apiKey scheme on that header).
+            if pair is not None and self._sent_already(pair, [n for n in new if n]):
+                self._add(
+                    "security-requirement-declared",
+                    where,
+                    loc,
+                    name,
+                    None,
+                    " or ".join(_req_text(n) for n in new if n) or None,
+                )
+                return
             self._add(
                 "security-requirement-added",
                 where,
@@ -559,6 +576,32 @@ class _OpenAPIDiff:
                 )
             self._oauth_flows(name, _flows(b), _flows(r))
             self._unread_scheme(name, b, r)
+
+    def _sent_already(self, pair: OperationPair, requirements: list[Requirement]) -> bool:
+        """True when some new requirement uses only apiKey schemes whose header, query or
+        cookie parameter the old operation required: clients sent that credential anyway."""
+        params = self._collect_params(self.base, pair.base_path, pair.base_item, pair.base)
+        required = {
+            (str(p.get("in")).lower(), str(p.get("name")).lower())
+            for p, _ in params.values()
+            if p.get("required")
+        }
+        schemes = _dict(
+            _dict(self.rev.root.get("components")).get("securitySchemes")
+            if "swagger" not in self.rev.root
+            else self.rev.root.get("securityDefinitions")
+        )
+        for requirement in requirements:
+            places = []
+            for _, (scheme_name, _) in requirement.items():
+                scheme = _dict(schemes.get(scheme_name))
+                if scheme.get("type") != "apiKey":
+                    break
+                places.append((str(scheme.get("in")).lower(), str(scheme.get("name")).lower()))
+            else:
+                if places and all(place in required for place in places):
+                    return True
+        return False
 
     def _scheme_names(self) -> tuple[dict[str, str], dict[str, str]]:
         """How requirements name schemes on each side: by name, a renamed scheme by its new
@@ -960,7 +1003,7 @@ class _OpenAPIDiff:
             success = code.startswith("2") or code.upper() == "2XX"
             if code not in rres:
                 rule = (
-                    "response-success-status-removed"
+                    self._success_removed(bres, rres, code)
                     if success
                     else "response-non-success-status-removed"
                 )
@@ -993,6 +1036,32 @@ class _OpenAPIDiff:
                     else ("response-non-success-status-added")
                 )
                 self._add(rule, f"{ptr}/responses/{escape_pointer(code)}", loc, code)
+
+    def _success_removed(
+        self, bres: dict[str, Any], rres: dict[str, Any], code: str
+    ) -> str:
+        """The rule for a success status gone from an operation. Breaking when the operation
+        may now answer with a success status a reader did not know; when every success status
+        left was documented before (the answers narrowed), or the gone one carried no body and
+        so do those left (`200` without content -> `204`), nothing a reader parses changed."""
+        left = [c for c in rres if _is_success(c)]
+        known = all(c in bres for c in left)
+        bodiless = not self._has_body(bres[code], self.base) and not any(
+            self._has_body(rres[c], self.rev) for c in left
+        )
+        if left and (known or bodiless):
+            return "response-success-status-removed-covered"
+        return "response-success-status-removed"
+
+    def _has_body(self, raw: Any, doc: Document) -> bool:
+        resp, _ = _deref(raw, doc)
+        if not isinstance(resp, dict):
+            return False
+        if "swagger" in doc.root:
+            return resp.get("schema") is not None
+        return any(
+            _dict(media).get("schema") is not None for media in _dict(resp.get("content")).values()
+        )
 
     def _headers(
         self,
@@ -1227,6 +1296,10 @@ def _server_urls(op: dict[str, Any], item: dict[str, Any], root: dict[str, Any])
         if isinstance(servers, list):
             return {str(s.get("url")) for s in servers if isinstance(s, dict)}
     return set()
+
+
+def _is_success(code: str) -> bool:
+    return code.startswith("2") or code.upper() == "2XX"
 
 
 # Statuses whose responses never carry a body (RFC 9110 15.3.5, 15.4.5).

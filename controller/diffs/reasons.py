@@ -563,9 +563,15 @@ CONTRACT_REASONS: dict[str, str] = {
     "api-version-decreased": "Readers of the version number are misled: it went backwards.",
     "api-major-version-not-bumped": "Readers of the version number are misled: a break "
     "shipped in a minor release.",
+    "security-requirement-declared": "Senders are unaffected: the credential was a required "
+    "parameter in the same place already.",
     "response-success-status-added": "Readers are unaffected unless they branch on exact "
     "status codes.",
-    "response-success-status-removed": "Readers break: code that expects the status never sees it.",
+    "response-success-status-removed": "Readers break: the operation may answer with a success "
+    "status they never saw documented.",
+    "response-success-status-removed-covered": "Readers need a look, no more: the statuses left "
+    "were documented already (or carry no body either); code branching on the gone one is "
+    "dead (a warning).",
     "response-non-success-status-added": "Readers are unaffected: an error they may handle "
     "generically.",
     "response-non-success-status-removed": "Readers are unaffected: one error fewer comes.",

@@ -1718,6 +1718,16 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "openapi",
     ),
     _r(
+        "response-success-status-removed-covered",
+        W,
+        "success status {name} removed; every success status left was documented before, or "
+        "carries no body like it",
+        UPDATE_CLIENT,
+        "Code that branches on this status no longer runs; the answers that remain are ones "
+        "a reader already handled.",
+        "openapi",
+    ),
+    _r(
         "response-success-status-removed",
         B,
         "success status {name} removed",
@@ -1815,6 +1825,15 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "openapi",
     ),
     # Security.
+    _r(
+        "security-requirement-declared",
+        I,
+        "{name} declares as a security scheme ({after}) the credential it already required "
+        "as a parameter",
+        ACCEPT,
+        "Nothing to do: clients send the same header, query or cookie value as before.",
+        "openapi",
+    ),
     _r(
         "security-requirement-added",
         B,

@@ -159,7 +159,8 @@ def test_responses_status_codes_and_headers() -> None:
         "headers": {"X-Rate": {"required": True, "schema": {"type": "integer"}}},
     }
     base = spec({"/a": {"get": {"responses": {"200": resp, "404": {"description": "no"}}}}})
-    rev = spec({"/a": {"get": {"responses": {"201": {"description": "ok"}}}}})
+    created = {"description": "ok", **json_body({"type": "object"})}
+    rev = spec({"/a": {"get": {"responses": {"201": created}}}})
     assert rules(base, rev) == {
         "response-success-status-removed": "breaking",
         "response-non-success-status-removed": "info",
@@ -169,6 +170,27 @@ def test_responses_status_codes_and_headers() -> None:
         {"/a": {"get": {"responses": {"200": {"description": "ok"}, "404": {"description": "no"}}}}}
     )
     assert rules(base, no_header) == {"response-header-removed-required": "breaking"}
+
+
+def test_a_success_status_removed_where_the_answers_left_were_known_is_a_warning() -> None:
+    body = {"description": "ok", **json_body({"type": "object"})}
+    both = spec({"/a": {"post": {"responses": {"200": body, "201": body}}}})
+    # 201 gone, 200 documented before: the operation answers as a reader already handled.
+    assert rules(both, spec({"/a": {"post": {"responses": {"200": body}}}})) == {
+        "response-success-status-removed-covered": "warning"
+    }
+    # 200 without a body became 204: nothing to parse either way.
+    empty = spec({"/a": {"delete": {"responses": {"200": {"description": "ok"}}}}})
+    no_content = spec({"/a": {"delete": {"responses": {"204": {"description": "gone"}}}}})
+    assert rules(empty, no_content) == {
+        "response-success-status-removed-covered": "warning",
+        "response-success-status-added": "info",
+    }
+    # 201 with a body became 200 with a body: a status the reader never saw documented.
+    created = spec({"/a": {"post": {"responses": {"201": body}}}})
+    assert rules(created, spec({"/a": {"post": {"responses": {"200": body}}}}))[
+        "response-success-status-removed"
+    ] == "breaking"
 
 
 def test_response_property_removed_is_breaking_when_required() -> None:
@@ -415,3 +437,35 @@ def test_equivalent_schema_forms_are_no_difference() -> None:
         )
         == []
     )
+
+
+def test_a_required_header_declared_as_an_api_key_scheme_is_not_a_new_credential() -> None:
+    # SendGrid v3 -> v4: `Authorization` was a required header parameter; v4 names it as an
+    # apiKey scheme on the same header. Clients send the same header as before.
+    header = {"name": "Authorization", "in": "header", "required": True, "type": "string"}
+    old = {
+        "swagger": "2.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {"/a": {"get": {"parameters": [header], "responses": {"200": {"description": ""}}}}},
+    }
+    scheme = {"type": "apiKey", "in": "header", "name": "Authorization"}
+    new = {
+        **old,
+        "securityDefinitions": {"Key": scheme},
+        "paths": {
+            "/a": {
+                "get": {
+                    "parameters": [header],
+                    "security": [{"Key": []}],
+                    "responses": {"200": {"description": ""}},
+                }
+            }
+        },
+    }
+    assert rules(old, new) == {
+        "security-requirement-declared": "info",
+        "security-scheme-added": "info",
+    }
+    # Without that parameter before, the credential is new: breaking.
+    bare = {**old, "paths": {"/a": {"get": {"responses": {"200": {"description": ""}}}}}}
+    assert rules(bare, new)["security-requirement-added"] == "breaking"
