@@ -47,6 +47,22 @@ _ANNOTATIONS = frozenset(
 )
 
 _MAX_FOLDS = 8
+_ACCESS_ASPECT = re.compile(r"became-(not-)?(read|write)-only")
+# The aspect of an edge marker below a property read-only (write-only) on both sides.
+_HIDDEN = "\x00hidden"
+
+
+def _hidden(findings: list[Finding]) -> list[Finding]:
+    """Findings from below a property that is read-only (in a request) or write-only (in a
+    response) on a side: so is everything inside it there, and access keywords moved around
+    within it change nothing. Edge markers are marked, so `_expand` drops them there too."""
+    out = []
+    for f in findings:
+        if f.edge is not None:
+            out.append(Finding(_HIDDEN, f.path, edge=f.edge))
+        elif not _ACCESS_ASPECT.match(f.aspect):
+            out.append(f)
+    return out
 # The schema that allows anything, for a subschema keyword left out. One shared object (never
 # changed): the cycle guard of one-sided references knows nodes by identity.
 _ANY: dict[str, Any] = {}
@@ -215,10 +231,12 @@ class SchemaDiffer:
 
     def _expand(self, items: list[Finding]) -> list[Finding]:
         out: list[Finding] = []
-        seen: set[tuple[str, str]] = set()
-        queue: deque[tuple[tuple[str, ...], list[Finding], str | None]] = deque([((), items, None)])
+        seen: set[tuple[tuple[str, str], bool]] = set()
+        queue: deque[tuple[tuple[str, ...], list[Finding], str | None, bool]] = deque(
+            [((), items, None, False)]
+        )
         while queue:
-            prefix, batch, target = queue.popleft()
+            prefix, batch, target, hidden = queue.popleft()
             # A schema reached as an `allOf` part is its parent, not the polymorphic base
             # that stands for its subtypes.
             part = len(prefix) >= 2 and prefix[-2] == "allOf"
@@ -226,14 +244,20 @@ class SchemaDiffer:
                 if part and f.path[:1] == ("x-subtypes",):
                     continue
                 if f.edge is None:
+                    if hidden and _ACCESS_ASPECT.match(f.aspect):
+                        continue
                     origin = target + pointer_suffix(f.path) if target is not None else None
                     out.append(
                         Finding(f.aspect, prefix + f.path, f.before, f.after, f.name, None, origin)
                     )
-                elif f.edge not in seen:
-                    seen.add(f.edge)
+                    continue
+                # Below a property hidden on both sides (`_hidden`), access keywords do not
+                # count: the same pair of references is walked apart from where they do.
+                inner = hidden or f.aspect == _HIDDEN
+                if (f.edge, inner) not in seen:
+                    seen.add((f.edge, inner))
                     queue.append(
-                        (prefix + f.path, self._pair_items(f.edge), self._local(f.edge[1]))
+                        (prefix + f.path, self._pair_items(f.edge), self._local(f.edge[1]), inner)
                     )
         return out
 
@@ -933,9 +957,17 @@ class SchemaDiffer:
                 if name not in rprops:
                     continue
                 rsub = rprops[name]
-                self._descend(pair, bsub, rsub, out, "properties", name)
                 bs = _as_schema(self._resolved(bsub, bdoc))
                 rs = _as_schema(self._resolved(rsub, rdoc))
+                if self._unseen(bs, bdoc) or self._unseen(rs, rdoc):
+                    # Read-only (write-only) on a side: so is everything inside it there, and
+                    # access keywords moved around within it change nothing (the property's
+                    # own access change is reported on it).
+                    inner: list[Finding] = []
+                    self._descend(pair, bsub, rsub, inner, "properties", name)
+                    out.extend(_hidden(inner))
+                else:
+                    self._descend(pair, bsub, rsub, out, "properties", name)
                 if self._irrelevant(bs) == self._irrelevant(rs):
                     self._compare_required(name, name in breq, name in rreq, rsub, rdoc, out)
                 self._compare_access(name, name in breq or name in rreq, bs, rs, out)
@@ -980,6 +1012,16 @@ class SchemaDiffer:
         else:
             aspect = "became-optional"
         out.append(Finding(aspect, ("properties", name), name=name))
+
+    def _unseen(self, schema: Any, doc: Document, depth: int = 0) -> bool:
+        """`_irrelevant` where the access keyword may also sit in an `allOf` part (a part
+        applies to the whole value)."""
+        node, ndoc = self._resolved_in(schema, doc)
+        if type(node) is not dict or depth > 8:
+            return False
+        if self._irrelevant(node):
+            return True
+        return any(self._unseen(part, ndoc, depth + 1) for part in _list(node.get("allOf")))
 
     def _irrelevant(self, schema: dict[str, Any]) -> bool:
         # readOnly fields are never sent, writeOnly fields never read.
@@ -1394,7 +1436,7 @@ def _list(value: Any) -> list[Any]:
 def conjunction(nodes: list[dict[str, Any]]) -> dict[str, Any] | None:
     """One schema that allows exactly what every schema of `nodes` allows (the first is the
     schema that held the `allOf`, the rest its parts), or None when that is not a simple
-    merge. Properties are united (a property defined twice must be defined alike), required
+    merge. Properties are united (one defined in two parts is the `allOf` of both), required
     lists joined, type lists and enums intersected; other keywords must agree or be set once.
     `additionalProperties` false or a schema may sit in the one part that defines
     properties (elsewhere it would refuse the others' properties); `true` is no constraint.
@@ -1426,7 +1468,8 @@ def conjunction(nodes: list[dict[str, Any]]) -> dict[str, Any] | None:
                     with_properties.add(i)
                 for name, sub in value.items():
                     if name in properties and not _same(properties[name], sub):
-                        return None
+                        # Defined in two parts: a value must satisfy both definitions.
+                        sub = {"allOf": [properties[name], sub]}
                     properties[name] = sub
             elif key == "required" and isinstance(value, list):
                 required += [n for n in value if n not in required]
