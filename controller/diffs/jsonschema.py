@@ -47,15 +47,23 @@ _ANNOTATIONS = frozenset(
 )
 
 _MAX_FOLDS = 8
-_ACCESS_ASPECT = re.compile(r"became-(not-)?(read|write)-only")
+# Below a property never sent (never read) on one side, what decides nothing any more: its
+# inner access keywords and which of its inner properties are required (the property's own
+# access change says whether a client must send, or can read, it at all).
+_ACCESS_ASPECT = re.compile(
+    r"became-(not-)?(read|write)-only|added-required|became-required|became-optional"
+    r"|removed-required"
+)
 # The aspect of an edge marker below a property read-only (write-only) on both sides.
 _HIDDEN = "\x00hidden"
 
 
 def _hidden(findings: list[Finding]) -> list[Finding]:
     """Findings from below a property that is read-only (in a request) or write-only (in a
-    response) on a side: so is everything inside it there, and access keywords moved around
-    within it change nothing. Edge markers are marked, so `_expand` drops them there too."""
+    response) on a side: so is everything inside it there, and access keywords or required
+    lists changed within it decide nothing (`_ACCESS_ASPECT`); type and value changes stay
+    (typed models still change). Edge markers are marked, so `_expand` drops them there
+    too."""
     out = []
     for f in findings:
         if f.edge is not None:
