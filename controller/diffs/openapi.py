@@ -903,11 +903,13 @@ class _OpenAPIDiff:
         bmap = _media_types(bcontent)
         rmap = _media_types(rcontent)
         request = direction is Direction.REQUEST
-        for mt, (raw_mt, _) in bmap.items():
+        for mt, (raw_mt, bmedia) in bmap.items():
             if mt not in rmap:
                 rule = (
                     "request-body-media-type-removed" if request else "response-media-type-removed"
                 )
+                if not request and _describes_nothing(_dict(bmedia).get("schema"), bdoc):
+                    rule = "response-media-type-removed-placeholder"
                 self._add(rule, f"{ptr}/{escape_pointer(raw_mt)}", loc, raw_mt)
         for mt, (raw_mt, _) in rmap.items():
             if mt not in bmap:
@@ -939,6 +941,16 @@ class _OpenAPIDiff:
                     if rule == "response-body-media-type-item-schema-removed" and untyped:
                         rule += "-untyped"
                     self._add(rule, where, loc, raw_mt)
+                    continue
+                if (
+                    not request
+                    and _describes_nothing(bschema, bdoc)
+                    and _describes_nothing(rschema, rdoc)
+                ):
+                    # One placeholder for "no body" in place of another (`{type: object,
+                    # properties: {}}` -> `{type: 'null'}`): nothing to read either way.
+                    if not _same_json(bschema, rschema):
+                        self._add("response-body-placeholder-changed", where, loc, raw_mt)
                     continue
                 findings = self._differ(direction, bdoc, rdoc).diff(bschema, rschema)
                 if _loosely_typed(raw_mt):
@@ -1296,6 +1308,32 @@ def _server_urls(op: dict[str, Any], item: dict[str, Any], root: dict[str, Any])
         if isinstance(servers, list):
             return {str(s.get("url")) for s in servers if isinstance(s, dict)}
     return set()
+
+
+def _describes_nothing(schema: Any, doc: Document) -> bool:
+    """A response schema with nothing in it to read: `{type: 'null'}`, or an object that
+    declares no property, no additional-property schema and no constraint (`{type: object,
+    properties: {}}`, as generators write "no body" in Swagger 2.0)."""
+    if schema is None:
+        return False
+    node, _ = _deref(schema, doc)
+    if not isinstance(node, dict):
+        return False
+    keys = {k: v for k, v in node.items() if k not in _NOTE_KEYS and not k.startswith("x-")}
+    if keys.get("type") in ("null", ["null"]) and set(keys) == {"type"}:
+        return True
+    if keys.get("type", "object") != "object" or _dict(keys.get("properties")):
+        return False
+    if keys.get("additionalProperties", True) is not True:
+        return False
+    return set(keys) <= {"type", "properties", "additionalProperties"}
+
+
+_NOTE_KEYS = frozenset({"description", "title", "example", "examples", "$comment"})
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
 
 
 def _is_success(code: str) -> bool:

@@ -565,6 +565,10 @@ CONTRACT_REASONS: dict[str, str] = {
     "shipped in a minor release.",
     "security-requirement-declared": "Senders are unaffected: the credential was a required "
     "parameter in the same place already.",
+    "response-media-type-removed-placeholder": "Readers need a look, no more: the schema "
+    "gone declared nothing to read (a warning).",
+    "response-body-placeholder-changed": "Readers are unaffected: neither schema declares "
+    "anything to read.",
     "response-success-status-added": "Readers are unaffected unless they branch on exact "
     "status codes.",
     "response-success-status-removed": "Readers break: the operation may answer with a success "

@@ -1587,6 +1587,23 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "openapi",
     ),
     _r(
+        "response-media-type-removed-placeholder",
+        W,
+        "response media type {name} removed; its schema declared nothing to read",
+        UPDATE_CLIENT,
+        "Do not parse a body here: the one described was an empty placeholder (an object "
+        "without properties, or null).",
+        "openapi",
+    ),
+    _r(
+        "response-body-placeholder-changed",
+        I,
+        "response body {name}: one empty placeholder schema replaced by another",
+        ACCEPT,
+        "Nothing to do: neither declares anything to read.",
+        "openapi",
+    ),
+    _r(
         "response-media-type-removed",
         B,
         "response media type {name} removed",

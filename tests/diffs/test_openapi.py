@@ -469,3 +469,27 @@ def test_a_required_header_declared_as_an_api_key_scheme_is_not_a_new_credential
     # Without that parameter before, the credential is new: breaking.
     bare = {**old, "paths": {"/a": {"get": {"responses": {"200": {"description": ""}}}}}}
     assert rules(bare, new)["security-requirement-added"] == "breaking"
+
+
+def test_an_empty_placeholder_body_dropped_or_swapped_is_not_breaking() -> None:
+    # SendGrid (Swagger 2.0) wrote "no body" as `{type: object, properties: {}}`, later as
+    # `{type: 'null'}`, later as nothing: no field a reader could have read.
+    def doc(schema: Any) -> dict[str, Any]:
+        resp: dict[str, Any] = {"description": ""}
+        if schema is not None:
+            resp["schema"] = schema
+        return {
+            "swagger": "2.0",
+            "info": {"title": "t", "version": "1"},
+            "produces": ["application/json"],
+            "paths": {"/send": {"post": {"responses": {"202": resp}}}},
+        }
+
+    empty = {"type": "object", "properties": {}}
+    assert rules(doc(empty), doc({"type": "null"})) == {"response-body-placeholder-changed": "info"}
+    assert rules(doc({"type": "null"}), doc(None)) == {
+        "response-media-type-removed-placeholder": "warning"
+    }
+    # A body with a field to read is another matter.
+    real = {"type": "object", "properties": {"id": {"type": "string"}}}
+    assert rules(doc(real), doc(None)) == {"response-media-type-removed": "breaking"}
