@@ -572,7 +572,7 @@ class SchemaDiffer:
         an alternative, else `restructured`.
         """
         b, bdoc, r, rdoc = pair.base, pair.base_doc, pair.revision, pair.revision_doc
-        b_alts, r_alts = _wrapper(b), _wrapper(r)
+        b_alts, r_alts = self._alternatives_of(b, bdoc), self._alternatives_of(r, rdoc)
         if (b_alts is None) == (r_alts is None):
             return False
         plain, plain_doc, alts, alts_doc = (
@@ -629,6 +629,22 @@ class SchemaDiffer:
                 )
             )
         return True
+
+    def _alternatives_of(self, schema: dict[str, Any], doc: Document) -> list[Any] | None:
+        """`_wrapper(schema)`, or the alternatives of a `oneOf`/`anyOf` beside a `type` that
+        they imply anyway (`type: object` over object alternatives), else None."""
+        alts = _wrapper(schema)
+        if alts is not None or "type" not in schema:
+            return alts
+        untyped = {k: v for k, v in schema.items() if k != "type"}
+        alts = _wrapper(untyped)
+        if alts is None:
+            return None
+        implied = self._implied_types(untyped, doc)
+        own = _types(schema)[0]
+        if not implied or own is None or not all(_accepts(own, t) for t in implied):
+            return None
+        return alts
 
     def _judge_by_values(
         self,
