@@ -249,7 +249,8 @@ def _print(s: Score, unlabelled: bool, failing: bool) -> None:
         print("\nbreaking findings no label covers:")
         for r, c in s.unlabelled:
             op = c.get("location", {}).get("operation")
-            print(f"  {r.pair.vendor} {r.pair.name} {c['rule']} | {op} | {c.get('origin') or c['path']}")
+            where = c.get("origin") or c["path"]
+            print(f"  {r.pair.vendor} {r.pair.name} {c['rule']} | {op} | {where}")
     refused = sum(1 for r in s.results if r.error)
     slowest = max(s.results, key=lambda r: r.cpu, default=None)
     print()
@@ -280,9 +281,7 @@ def main() -> None:
     _print(s, args.unlabelled, args.failing)
     if args.json:
         args.json.write_text(
-            json.dumps(
-                {f"{r.pair.vendor} {r.pair.name}": r.changes for r in s.results}, indent=1
-            ),
+            json.dumps({f"{r.pair.vendor} {r.pair.name}": r.changes for r in s.results}, indent=1),
             encoding="utf-8",
         )
 

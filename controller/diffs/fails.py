@@ -86,6 +86,7 @@ FAMILY_FAILS: dict[str, tuple[str, str]] = {
         "",
     ),
     "became-required": (_REQUIRED, ""),
+    "undeclared-became-required": (_REQUIRED, ""),
     "became-required-with-default": (_REQUIRED_DEFAULT, ""),
     "became-optional": ("", "{reader} that expects {field} on every response may find it missing."),
     "type-changed": (

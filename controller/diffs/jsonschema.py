@@ -16,14 +16,15 @@ import datetime as dt
 import json
 import re
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 from controller.diffs.errors import ContractParseError
 from controller.diffs.refs import Document, resolve_pointer
-from controller.diffs.rules import W, Direction, aspect_severity, breaks
+from controller.diffs.rules import Direction, W, aspect_severity, breaks
 
 _LOCAL_REF = re.compile(r'"\$ref":\s*"(#[^"]*)"')
 # A reference into another document: its target can change while this text stays equal.
@@ -71,6 +72,8 @@ def _hidden(findings: list[Finding]) -> list[Finding]:
         elif not _ACCESS_ASPECT.match(f.aspect):
             out.append(f)
     return out
+
+
 # The schema that allows anything, for a subschema keyword left out. One shared object (never
 # changed): the cycle guard of one-sided references knows nodes by identity.
 _ANY: dict[str, Any] = {}
@@ -137,7 +140,9 @@ def _sole_all_of(schema: dict[str, Any]) -> Any:
     members = schema.get("allOf")
     if not isinstance(members, list) or len(members) != 1:
         return None
-    if any(key != "allOf" and key not in _ANNOTATIONS and not key.startswith("x-") for key in schema):
+    if any(
+        key != "allOf" and key not in _ANNOTATIONS and not key.startswith("x-") for key in schema
+    ):
         return None
     return members[0]
 
@@ -681,7 +686,9 @@ class SchemaDiffer:
         if safe:
             aspect = "rewritten-as-alternatives" if wrapping else "alternatives-folded"
             count = len(alts)
-            out.append(Finding(aspect, (), None if wrapping else count, count if wrapping else None))
+            out.append(
+                Finding(aspect, (), None if wrapping else count, count if wrapping else None)
+            )
             if every:  # what needs a look (a warning) in any alternative still says so
                 self._each_once(each, lambda f: aspect_severity(f.aspect, self.direction) is W, out)
             return True
@@ -999,8 +1006,28 @@ class SchemaDiffer:
         props_b = _dict(b.get("properties"))
         props_r = _dict(r.get("properties"))
         for name in sorted((breq ^ rreq) - set(props_b) - set(props_r)):
+            if name in breq and self._dispatches_on(r, rdoc, name):
+                continue  # the discriminator's property: every value carries it anyway
+            if "allOf" not in b and "allOf" not in r:
+                # Defined nowhere: no client has a field for it. A reader cannot have relied
+                # on it; a sender is now asked for something it cannot know how to send.
+                aspect = (
+                    "undeclared-became-required" if name in rreq else "undeclared-became-optional"
+                )
+                out.append(Finding(aspect, ("properties", name), name=name))
+                continue
             self._compare_required(name, name in breq, name in rreq, None, rdoc, out)
         self._compare_additional(pair, out)
+
+    def _dispatches_on(self, schema: Any, doc: Document, name: str, depth: int = 0) -> bool:
+        """Whether `name` is the discriminator property of `schema` or of one of its `allOf`
+        parts (a subtype inherits its parent's discriminator)."""
+        node, ndoc = self._resolved_in(schema, doc)
+        if type(node) is not dict or depth > 6:
+            return False
+        if _dict(node.get("discriminator")).get("propertyName") == name:
+            return True
+        return any(self._dispatches_on(p, ndoc, name, depth + 1) for p in _list(node.get("allOf")))
 
     def _compare_access(
         self,

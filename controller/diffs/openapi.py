@@ -1049,9 +1049,7 @@ class _OpenAPIDiff:
                 )
                 self._add(rule, f"{ptr}/responses/{escape_pointer(code)}", loc, code)
 
-    def _success_removed(
-        self, bres: dict[str, Any], rres: dict[str, Any], code: str
-    ) -> str:
+    def _success_removed(self, bres: dict[str, Any], rres: dict[str, Any], code: str) -> str:
         """The rule for a success status gone from an operation. Breaking when the operation
         may now answer with a success status a reader did not know; when every success status
         left was documented before (the answers narrowed), or the gone one carried no body and

@@ -261,9 +261,17 @@ FAMILY_REASONS: dict[str, tuple[str, str]] = {
         "(a warning).",
         "Readers break: values of the new alternatives may come.",
     ),
+    "undeclared-became-required": (
+        "Senders break: a call without the field is refused, and nothing says what to send.",
+        "Readers are unaffected: one more field always comes.",
+    ),
+    "undeclared-became-optional": (
+        "Senders are unaffected: the field need not be sent.",
+        "Readers need a look, no more: no model has the field, so only code reading it by "
+        "name can miss it (a warning).",
+    ),
     "type-made-explicit": (
-        "Senders are unaffected: the properties, alternatives or values already implied the "
-        "type.",
+        "Senders are unaffected: the properties, alternatives or values already implied the type.",
         "Readers are unaffected: the values were of that type already.",
     ),
     "type-left-implied": (

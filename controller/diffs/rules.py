@@ -210,8 +210,7 @@ _NEW_BOUND = (
 )
 _DROPPED_BOUND = (
     "Backward compatible; the bound no longer applies.",
-    "The bound is gone; code that sizes buffers or checks ranges by it should allow any "
-    "value now.",
+    "The bound is gone; code that sizes buffers or checks ranges by it should allow any value now.",
 )
 
 
@@ -792,6 +791,23 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "schema restructured ({before} -> {after}); the old shape is not kept as an alternative",
         "Review the new shape against what you send.",
         response_hint="Review the new shape against what you read.",
+    ),
+    _f(
+        "undeclared-became-required",
+        B,
+        I,
+        "{name}, a property the schema does not define, became required",
+        "Send the newly required field (its shape is not described; ask the vendor).",
+        response_hint="Responses carry the field now; nothing to do.",
+    ),
+    _f(
+        "undeclared-became-optional",
+        I,
+        W,
+        "{name}, a property the schema does not define, is no longer required",
+        "Backward compatible; the field need not be sent.",
+        response_hint="No client model has this field (it is not defined); code that reads "
+        "it by name should allow it to be missing.",
     ),
     _f(
         "type-made-explicit",
