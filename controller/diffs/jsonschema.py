@@ -1332,15 +1332,21 @@ class SchemaDiffer:
             return
         bsubs = self._subtypes_of(b, pair.base_doc)
         rsubs = self._subtypes_of(r, pair.revision_doc)
+        # A subtype renamed under the same discriminator value is the same subtype.
+        renamed = _renamed_by_tag(b, r, set(bsubs) - set(rsubs), set(rsubs) - set(bsubs))
         for name in bsubs:
-            if name not in rsubs:
+            if name not in rsubs and name not in renamed:
                 out.append(Finding("subtype-removed", (), name, None, name))
         for name, rref in rsubs.items():
+            if name in renamed.values():
+                continue
             if name not in bsubs:
                 out.append(Finding("subtype-added", (), None, name, name))
                 continue
             bref = bsubs[name]
             self._descend(pair, {"$ref": bref}, {"$ref": rref}, out, "x-subtypes", name)
+        for old, new in renamed.items():
+            self._descend(pair, {"$ref": bsubs[old]}, {"$ref": rsubs[new]}, out, "x-subtypes", new)
 
     def _subtypes_of(self, schema: dict[str, Any], doc: Document) -> dict[str, str]:
         """Component name -> reference, for the components of `doc` whose `allOf` refers to
@@ -2098,6 +2104,24 @@ def _components(root: Any) -> dict[str, Any]:
         for name, node in definitions.items():
             found["#/definitions/" + _escape(str(name))] = node
     return found
+
+
+def _renamed_by_tag(
+    b: dict[str, Any], r: dict[str, Any], gone: set[str], new: set[str]
+) -> dict[str, str]:
+    """Old subtype name -> new name, for subtypes that left and came under the same
+    discriminator value (the mapping of each side names them)."""
+    if not gone or not new:
+        return {}
+    bmap = _dict(_dict(b.get("discriminator")).get("mapping"))
+    rmap = _dict(_dict(r.get("discriminator")).get("mapping"))
+    out: dict[str, str] = {}
+    for tag, bref in bmap.items():
+        old = _mapping_ref(bref).rsplit("/", 1)[-1]
+        now = _mapping_ref(rmap.get(tag, "")).rsplit("/", 1)[-1] if tag in rmap else ""
+        if old in gone and now in new and now not in out.values():
+            out[old] = now
+    return out
 
 
 def _subtype_index(root: Any) -> dict[str, list[str]]:
