@@ -792,7 +792,10 @@ class SchemaDiffer:
         # What every generator makes of a schema that lists properties (or items) without a
         # type: an object (an array). JSON Schema would let other types through; no client
         # written against the document sends or expects them.
-        if _dict(node.get("properties")):
+        if _dict(node.get("properties")) or _dict(node.get("patternProperties")):
+            return frozenset({"object"})
+        extra = node.get("additionalProperties")
+        if extra is False or (isinstance(extra, dict) and extra):
             return frozenset({"object"})
         if isinstance(node.get("items"), dict) and not _alternatives(node):
             return frozenset({"array"})
@@ -984,6 +987,11 @@ class SchemaDiffer:
                 else:
                     aspect = "added-optional"
                 out.append(Finding(aspect, ("properties", name), name=name))
+                bextra = b.get("additionalProperties")
+                if isinstance(bextra, dict) and bextra:
+                    # The key was covered by the old schema for undocumented keys: what a
+                    # client sent or read under it is compared with what it holds now.
+                    self._descend(pair, bextra, rsub, out, "properties", name)
             for name, bsub in bprops.items():
                 if name not in rprops:
                     continue
@@ -1086,11 +1094,14 @@ class SchemaDiffer:
             out.append(Finding("additional-properties-forbidden", (), ba, False))
         elif ba is False and ra is not False:
             out.append(Finding("additional-properties-allowed", (), False, ra))
-        elif isinstance(ba, dict) or isinstance(ra, dict):
-            # Absent or `true` allows anything: the same as an empty schema.
-            bs = ba if isinstance(ba, dict) else _ANY
-            rs = ra if isinstance(ra, dict) else _ANY
-            self._descend(pair, bs, rs, out, "additionalProperties")
+        elif isinstance(ba, dict) and isinstance(ra, dict):
+            self._descend(pair, ba, ra, out, "additionalProperties")
+        elif isinstance(ba, dict) and ba:
+            # A schema for undocumented keys dropped (absent or `true`: anything goes). Only
+            # code that reads keys it does not know by name sees a value of any shape.
+            out.append(Finding("additional-properties-unconstrained", (), ba, ra))
+        elif isinstance(ra, dict) and ra:
+            out.append(Finding("additional-properties-constrained", (), ba, ra))
 
     def _compare_subschemas(self, pair: SchemaPair, out: list[Finding]) -> None:
         b, r = pair.base, pair.revision

@@ -261,6 +261,16 @@ FAMILY_REASONS: dict[str, tuple[str, str]] = {
         "(a warning).",
         "Readers break: values of the new alternatives may come.",
     ),
+    "additional-properties-unconstrained": (
+        "Senders are unaffected: more values are accepted.",
+        "Readers need a look, no more: only code iterating undocumented keys meets a new "
+        "shape (a warning).",
+    ),
+    "additional-properties-constrained": (
+        "Senders may break: undocumented keys they send must match the new schema (a "
+        "warning: few send undocumented keys).",
+        "Readers are unaffected: those values are described now.",
+    ),
     "undeclared-became-required": (
         "Senders break: a call without the field is refused, and nothing says what to send.",
         "Readers are unaffected: one more field always comes.",

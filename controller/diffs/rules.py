@@ -682,6 +682,24 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         response_hint="Responses carry only documented keys now; nothing to do.",
     ),
     _f(
+        "additional-properties-unconstrained",
+        I,
+        W,
+        "the schema for undocumented keys was dropped: any value is allowed there now",
+        "Backward compatible; values of undocumented keys are not checked now.",
+        response_hint="Code that reads keys it does not know by name (iterating the map) may "
+        "get values of any shape; documented properties are compared on their own.",
+    ),
+    _f(
+        "additional-properties-constrained",
+        W,
+        I,
+        "undocumented keys must now match a schema",
+        "Calls whose extra keys do not match the new schema are refused; check what you "
+        "send beyond the documented fields.",
+        response_hint="Values under undocumented keys are described now; nothing to do.",
+    ),
+    _f(
         "additional-properties-allowed",
         I,
         I,

@@ -248,3 +248,22 @@ def test_swagger_items_listed_as_a_union_read_as_any_of() -> None:
     assert found(doc(plain), doc({"type": "object", "items": [a, c]})) == {
         "response-property-removed-required": "breaking"
     }
+
+
+def test_a_map_schema_dropped_is_a_warning_but_its_new_keys_must_fit_the_old_values() -> None:
+    # Okta v3 -> v4: Group._embedded, a map of objects, became an object with two object
+    # properties and no schema for other keys: documented keys still hold objects.
+    entry = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    old_map = {"type": "object", "additionalProperties": entry}
+    as_object = {"type": "object", "properties": {"stats": entry, "app": entry}}
+    assert found(document(old_map), document(as_object)) == {
+        "request-body-additional-properties-unconstrained": "info",
+        "request-property-added-optional": "info",
+        "response-body-additional-properties-unconstrained": "warning",
+        "response-property-added-optional": "info",
+    }
+    # Okta v1 -> v2: ProfileMapping.properties, a map of objects, became one object whose
+    # keys hold strings: a reader of the map gets a string where it read an object.
+    strings = {"type": "object", "properties": {"expression": {"type": "string"}}}
+    changes = found(document(old_map), document(strings))
+    assert changes["response-property-type-changed"] == "breaking"
