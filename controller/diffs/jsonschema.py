@@ -230,6 +230,7 @@ class SchemaDiffer:
         self._normal_forms: dict[tuple[int, bool], tuple[Any, Any, bool | None]] = {}
         self._sole_forms: dict[int, tuple[Any, Any]] = {}
         self._merged_forms: dict[int, tuple[Any, Any]] = {}
+        self._parts: dict[int, set[int]] = {}
         self._folds = 0  # one-member `allOf` folds in progress (bounded: a member may fold)
         self._subtypes: dict[int, dict[str, list[str]]] = {}
         self._names: dict[int, dict[int, str]] = {}
@@ -259,7 +260,10 @@ class SchemaDiffer:
                 if f.edge is None:
                     if hidden and _ACCESS_ASPECT.match(f.aspect):
                         continue
-                    origin = target + pointer_suffix(f.path) if target is not None else None
+                    # A finding expanded already (taken apart by a caller) keeps its origin.
+                    origin = f.origin or (
+                        target + pointer_suffix(f.path) if target is not None else None
+                    )
                     out.append(
                         Finding(f.aspect, prefix + f.path, f.before, f.after, f.name, None, origin)
                     )
@@ -1016,7 +1020,9 @@ class SchemaDiffer:
         for name in sorted((breq ^ rreq) - set(props_b) - set(props_r)):
             if name in breq and self._dispatches_on(r, rdoc, name):
                 continue  # the discriminator's property: every value carries it anyway
-            if "allOf" not in b and "allOf" not in r:
+            if not (
+                "allOf" in b or "allOf" in r or self._is_part(b, bdoc) or self._is_part(r, rdoc)
+            ):
                 # Defined nowhere: no client has a field for it. A reader cannot have relied
                 # on it; a sender is now asked for something it cannot know how to send.
                 aspect = (
@@ -1026,6 +1032,14 @@ class SchemaDiffer:
                 continue
             self._compare_required(name, name in breq, name in rreq, None, rdoc, out)
         self._compare_additional(pair, out)
+
+    def _is_part(self, schema: dict[str, Any], doc: Document) -> bool:
+        """Whether `schema` is an `allOf` member somewhere in `doc` (its siblings may define
+        what its `required` names)."""
+        parts = self._parts.get(id(doc.root))
+        if parts is None:
+            parts = self._parts[id(doc.root)] = _all_of_members(doc)
+        return id(schema) in parts
 
     def _dispatches_on(self, schema: Any, doc: Document, name: str, depth: int = 0) -> bool:
         """Whether `name` is the discriminator property of `schema` or of one of its `allOf`
@@ -1214,8 +1228,38 @@ class SchemaDiffer:
                 ):
                     aspect = "all-of-added-annotation-only"
                 out.append(Finding(aspect, (), None, _label(rl[j], j), _label(rl[j], j)))
+            open_types = self._open_scalars(rl, pair.revision_doc) if keyword != "allOf" else {}
             for i, j in matched:
-                self._descend(pair, bl[i], rl[j], out, keyword, str(j))
+                if not open_types or self.direction is not Direction.REQUEST:
+                    self._descend(pair, bl[i], rl[j], out, keyword, str(j))
+                    continue
+                # A value an alternative stopped listing is still sent fine when another
+                # alternative takes any value of its type (`oneOf [RoleType enum, {type:
+                # string}]`): the removal refuses nothing.
+                others = [t for k, t in open_types.items() if k != j]
+                for f in self._expand(self._diff(bl[i], pair.base_doc, rl[j], pair.revision_doc)):
+                    if (
+                        f.aspect == "enum-value-removed"
+                        and not f.path
+                        and any(_accepts(t, _json_type(f.before)) for t in others)
+                    ):
+                        continue
+                    out.append(f.under(keyword, str(j)))
+
+    def _open_scalars(self, members: list[Any], doc: Document) -> dict[int, frozenset[str]]:
+        """Index -> type set of the members that take any value of their scalar types (no
+        enum, const, pattern, format or bound): empty when there is none."""
+        found: dict[int, frozenset[str]] = {}
+        for index, member in enumerate(members):
+            node = _as_schema(self._resolved(member, doc))
+            types = _types(node)[0]
+            if (
+                types
+                and _is_scalar(node)
+                and not (set(node) & ({"enum", "const"} | _ALL_SCALAR_KEYWORDS))
+            ):
+                found[index] = types
+        return found
 
     def _match(
         self, pair: SchemaPair, bl: list[Any], rl: list[Any]
@@ -2114,6 +2158,29 @@ def _components(root: Any) -> dict[str, Any]:
     if isinstance(definitions, dict):
         for name, node in definitions.items():
             found["#/definitions/" + _escape(str(name))] = node
+    return found
+
+
+def _all_of_members(doc: Document) -> set[int]:
+    """The ids of every schema that is an `allOf` member in `doc` (references followed)."""
+    found: set[int] = set()
+    stack: list[Any] = [doc.root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            members = node.get("allOf")
+            if isinstance(members, list):
+                for member in members:
+                    found.add(id(member))
+                    ref = _ref_of(member)
+                    if ref is not None and ref.startswith("#"):
+                        try:
+                            found.add(id(resolve_pointer(doc.root, ref)))
+                        except (KeyError, IndexError, ValueError, TypeError, ContractParseError):
+                            pass
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
     return found
 
 
