@@ -87,6 +87,22 @@ FAMILY_FAILS: dict[str, tuple[str, str]] = {
     ),
     "became-required": (_REQUIRED, ""),
     "undeclared-became-required": (_REQUIRED, ""),
+    "not-value-added": ("{call} that sends {field} as {after:that value} is now refused.", ""),
+    "not-value-removed": (
+        "",
+        "{reader} of {field} may now get {before:a value} the old contract excluded.",
+    ),
+    "range-disjoint": (
+        "{call} whose {field} lies in the old range is now refused: the ranges do not meet "
+        "({after:}).",
+        "{reader} that relies on {field} staying in the old range gets only values outside "
+        "it now ({after:}).",
+    ),
+    "known-value-refused": (
+        "{call} that sends {field} as {before:the value the schema offered} is now refused "
+        "({after:}).",
+        "",
+    ),
     "became-required-with-default": (_REQUIRED_DEFAULT, ""),
     "became-optional": ("", "{reader} that expects {field} on every response may find it missing."),
     "type-changed": (

@@ -869,6 +869,7 @@ class SchemaDiffer:
                 out.append(Finding("pattern-generalized", (), bp, rp))
             else:
                 out.append(Finding("pattern-changed", (), bp, rp))
+        _certainly_refused(b, r, out)
         if "default" in b or "default" in r:
             if "default" not in b:
                 out.append(Finding("default-value-added", (), None, r["default"]))
@@ -1153,8 +1154,20 @@ class SchemaDiffer:
             elif keyword != "not":
                 self._descend(pair, b[keyword], r[keyword], out, keyword)
             elif self._expand(self._diff(b["not"], pair.base_doc, r["not"], pair.revision_doc)):
-                # What is excluded changed: its findings would read inverted, so one finding.
-                out.append(Finding("not-changed", (), b["not"], r["not"]))
+                bx, rx = _excluded(b["not"]), _excluded(r["not"])
+                if bx is not None and rx is not None:
+                    # Values listed under `not`: decidable, value by value.
+                    bkeys, rkeys = {_key(v) for v in bx}, {_key(v) for v in rx}
+                    for v in rx:
+                        if _key(v) not in bkeys:
+                            out.append(Finding("not-value-added", ("not",), None, v, _text(v)))
+                    for v in bx:
+                        if _key(v) not in rkeys:
+                            out.append(Finding("not-value-removed", ("not",), v, None, _text(v)))
+                else:
+                    # What is excluded changed in a way not decided here: one finding, naming
+                    # the construct (its inner findings would read inverted).
+                    out.append(Finding("not-changed", (), b["not"], r["not"]))
         self._compare_maps(pair, "patternProperties", "pattern-property", out)
         self._compare_maps(pair, "dependentSchemas", "dependent-schema", out)
         bdr = b.get("dependentRequired")
@@ -1682,8 +1695,13 @@ def _divides(step: float, value: float) -> bool:
 
 
 def _ref_of(node: Any) -> str | None:
+    """A schema's reference: `$ref`, or a `$dynamicRef` resolved where it points in the same
+    document (its dynamic scope is not followed: the static reading of 2020-12)."""
     if type(node) is dict:
         ref = node.get("$ref")
+        if type(ref) is str:
+            return ref
+        ref = node.get("$dynamicRef")
         if type(ref) is str:
             return ref
     return None
@@ -2070,6 +2088,119 @@ def _compare_numeric_bound(
         out.append(Finding(f"{kind}-{'decreased' if upper else 'increased'}", (), before, after))
     else:
         out.append(Finding(f"{kind}-{'increased' if upper else 'decreased'}", (), before, after))
+
+
+# (lower keyword, upper keyword, what they count) for the size bounds.
+_SIZES: tuple[tuple[str, str, str], ...] = (
+    ("minLength", "maxLength", "length"),
+    ("minItems", "maxItems", "item count"),
+    ("minProperties", "maxProperties", "property count"),
+)
+
+
+def _certainly_refused(b: dict[str, Any], r: dict[str, Any], out: list[Finding]) -> None:
+    """Where a constraint changed, whether it refuses old values for certain, not only
+    possibly: `range-disjoint` when no value the old bounds allowed fits the new ones
+    (`minimum: 1` -> `exclusiveMaximum: 1`), `known-value-refused` when a value the old
+    schema names itself (an enum value, const, default or example that it accepted) fails a
+    new bound or pattern. A new `maxLength: 255` alone refuses nothing certain (a warning)."""
+    if not any(
+        f.aspect.endswith(("-set", "-increased", "-decreased", "-changed", "-added")) for f in out
+    ):
+        return
+    disjoint = _numeric_disjoint(b, r)
+    for low, high, what in _SIZES:
+        if disjoint:
+            break
+        bl, bh = _number(b.get(low)) or 0, _number(b.get(high))
+        rl, rh = _number(r.get(low)) or 0, _number(r.get(high))
+        if (bh is not None and bh < rl) or (rh is not None and rh < bl):
+            disjoint = f"{what} {_span(bl, bh)} -> {_span(rl, rh)}"
+    if disjoint:
+        out.append(Finding("range-disjoint", (), None, disjoint))
+        return
+    for value in _named_values(b):
+        reason = _refusal(r, value) if _refusal(b, value) is None else None
+        if reason is not None:
+            out.append(Finding("known-value-refused", (), value, reason))
+            return
+
+
+def _numeric_disjoint(b: dict[str, Any], r: dict[str, Any]) -> str | None:
+    """A text of both ranges when no number the old bounds allow fits the new ones."""
+    blo, bhi = _effective_bound(b, False), _effective_bound(b, True)
+    rlo, rhi = _effective_bound(r, False), _effective_bound(r, True)
+
+    def below(hi: tuple[float, bool] | None, lo: tuple[float, bool] | None) -> bool:
+        if hi is None or lo is None:
+            return False
+        return hi[0] < lo[0] or (hi[0] == lo[0] and (hi[1] or lo[1]))
+
+    if below(bhi, rlo) or below(rhi, blo):
+        return f"{_range_text(blo, bhi)} -> {_range_text(rlo, rhi)}"
+    return None
+
+
+def _range_text(lo: tuple[float, bool] | None, hi: tuple[float, bool] | None) -> str:
+    left = "(-inf" if lo is None else ("(" if lo[1] else "[") + f"{lo[0]:g}"
+    right = "+inf)" if hi is None else f"{hi[0]:g}" + (")" if hi[1] else "]")
+    return f"{left}, {right}"
+
+
+def _span(low: float, high: float | None) -> str:
+    return f"[{low:g}, {'+inf' if high is None else f'{high:g}'}]"
+
+
+def _excluded(node: Any) -> list[Any] | None:
+    """The values a `not` subschema lists (`{enum: [...]}` or `{const: x}`, a `type` beside
+    them aside), or None when it excludes anything else."""
+    if type(node) is not dict:
+        return None
+    keys = {k for k in node if k not in _ANNOTATIONS and not k.startswith("x-")}
+    if keys == {"const"} or keys == {"const", "type"}:
+        return [node["const"]]
+    if (keys == {"enum"} or keys == {"enum", "type"}) and isinstance(node["enum"], list):
+        return list(node["enum"])
+    return None
+
+
+def _named_values(schema: dict[str, Any]) -> list[Any]:
+    """The values a schema names itself: enum values, const, default, example(s)."""
+    values: list[Any] = list(_list(schema.get("enum")))
+    for key in ("const", "default", "example"):
+        if key in schema:
+            values.append(schema[key])
+    values += _list(schema.get("examples"))
+    return values[:64]
+
+
+def _refusal(schema: dict[str, Any], value: Any) -> str | None:
+    """Why `schema`'s bounds or pattern refuse `value` (None when they do not, or when they
+    say nothing about a value of its type)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        lo, hi = _effective_bound(schema, False), _effective_bound(schema, True)
+        if lo is not None and (value < lo[0] or (value == lo[0] and lo[1])):
+            return f"below the minimum {lo[0]:g}"
+        if hi is not None and (value > hi[0] or (value == hi[0] and hi[1])):
+            return f"above the maximum {hi[0]:g}"
+        return None
+    size = len(value) if isinstance(value, (str, list, dict)) else None
+    keywords = {str: _SIZES[0], list: _SIZES[1], dict: _SIZES[2]}
+    for kind, (low, high, what) in keywords.items():
+        if isinstance(value, kind) and size is not None:
+            lo, hi = _number(schema.get(low)), _number(schema.get(high))
+            if lo is not None and size < lo:
+                return f"{what} {size} below {lo:g}"
+            if hi is not None and size > hi:
+                return f"{what} {size} above {hi:g}"
+    pattern = schema.get("pattern")
+    if isinstance(value, str) and isinstance(pattern, str):
+        try:
+            if re.search(pattern, value) is None:
+                return f"does not match the pattern {pattern}"
+        except re.error:
+            return None
+    return None
 
 
 def _bound_text(bound: tuple[float, bool], upper: bool) -> str:

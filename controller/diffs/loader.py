@@ -24,6 +24,7 @@ import yaml_rs
 from controller.diffs.errors import ContractParseError
 from controller.diffs.positions import LineIndex
 from controller.diffs.refs import (
+    Document,
     pointer_of,
     reference_objects,
     resolve_pointer,
@@ -257,6 +258,7 @@ def _check_local_refs(doc: dict[str, Any], text: str | None, filename: str | Non
     """
     resolved: dict[str, bool] = {}
     dangling: list[tuple[str, str, list[str | int]]] = []
+    anchors = Document(doc)  # indexes `$anchor`s on the first `#name` reference
     for trail, ref in reference_objects(doc):
         if not isinstance(ref, str):
             raise ContractParseError(
@@ -267,9 +269,12 @@ def _check_local_refs(doc: dict[str, Any], text: str | None, filename: str | Non
             continue  # external: resolved (or refused) when the diff follows it
         if ref not in resolved:
             try:
-                resolve_pointer(doc, ref)
+                if ref != "#" and not ref.startswith("#/"):
+                    anchors.resolve(ref)  # `#name`: a `$anchor` of this document
+                else:
+                    resolve_pointer(doc, ref)
                 resolved[ref] = True
-            except KeyError:
+            except (KeyError, ContractParseError):
                 resolved[ref] = False
         if not resolved[ref]:
             dangling.append((pointer_of(trail), ref, trail))

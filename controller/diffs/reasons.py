@@ -271,6 +271,22 @@ FAMILY_REASONS: dict[str, tuple[str, str]] = {
         "warning: few send undocumented keys).",
         "Readers are unaffected: those values are described now.",
     ),
+    "not-value-added": (
+        "Senders break: the value newly listed under not is refused.",
+        "Readers are unaffected: one value fewer comes.",
+    ),
+    "not-value-removed": (
+        "Senders are unaffected: one more value is accepted.",
+        "Readers break: a value the old contract excluded may come.",
+    ),
+    "range-disjoint": (
+        "Senders break: no value the old bounds allowed is accepted now.",
+        "Readers break: every value now lies where the old bounds said none would.",
+    ),
+    "known-value-refused": (
+        "Senders break: a value the schema itself offered (enum, default, example) is refused.",
+        "Readers are unaffected: that value no longer comes.",
+    ),
     "undeclared-became-required": (
         "Senders break: a call without the field is refused, and nothing says what to send.",
         "Readers are unaffected: one more field always comes.",

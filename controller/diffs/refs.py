@@ -59,17 +59,21 @@ def resolve_pointer(doc: Any, ref: str) -> Any:
 class Document:
     """A parsed document with its URI; resolves references relative to itself."""
 
-    __slots__ = ("root", "uri", "_store")
+    __slots__ = ("root", "uri", "_store", "_anchors")
 
     def __init__(self, root: Any, uri: str = "", store: DocumentStore | None = None) -> None:
         self.root = root
         self.uri = uri
         self._store = store
+        self._anchors: dict[str, Any] | None = None
 
     def resolve(self, ref: str) -> tuple[str, Any, Document]:
-        """Follow one `$ref`; return (a key unique per target, the target, its document)."""
+        """Follow one `$ref`; return (a key unique per target, the target, its document).
+        A fragment that is not a pointer (`#name`) names a `$anchor` (or `$dynamicAnchor`)."""
         if ref.startswith("#"):
             try:
+                if ref != "#" and not ref.startswith("#/"):
+                    return f"{self.uri}{ref}", self._anchor(ref[1:]), self
                 return f"{self.uri}{ref}", resolve_pointer(self.root, ref), self
             except KeyError:
                 raise ContractParseError(
@@ -83,6 +87,24 @@ class Document:
         doc_part, _, fragment = ref.partition("#")
         other = self._store.get(_join(self.uri, doc_part))
         return other.resolve("#" + fragment)
+
+    def _anchor(self, name: str) -> Any:
+        """The schema that declares `$anchor` (or `$dynamicAnchor`) `name`; KeyError if none."""
+        if self._anchors is None:
+            found: dict[str, Any] = {}
+            stack: list[Any] = [self.root]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, dict):
+                    for key in ("$anchor", "$dynamicAnchor"):
+                        value = node.get(key)
+                        if isinstance(value, str):
+                            found.setdefault(value, node)
+                    stack.extend(v for k, v in node.items() if not _extension(str(k)))
+                elif isinstance(node, list):
+                    stack.extend(node)
+            self._anchors = found
+        return self._anchors[name]
 
 
 class DocumentStore:

@@ -564,6 +564,24 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
     *_bound_families("max-contains", "maxContains"),
     *_bound_families("min-contains", "minContains"),
     _f(
+        "range-disjoint",
+        B,
+        B,
+        "no value the old bounds allowed fits the new ones ({after})",
+        "Every value you sent before is refused now; send values in the new range.",
+        response_hint="Every value comes from a range the old contract excluded; check "
+        "what your code does with them.",
+    ),
+    _f(
+        "known-value-refused",
+        B,
+        I,
+        "the value {before}, named by the schema itself, is refused now ({after})",
+        "A value the contract offered (an enum value, default or example) is refused now; "
+        "stop sending it.",
+        response_hint="Responses no longer carry that value; nothing to do.",
+    ),
+    _f(
         "multiple-of-changed",
         B,
         B,
@@ -980,10 +998,27 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
     *_pair("else", "else"),
     *_pair("not", "not"),
     _f(
+        "not-value-added",
+        B,
+        I,
+        "value {after} excluded now (listed under not)",
+        "Calls sending this value are refused now.",
+        response_hint="Responses no longer carry this value; nothing to do.",
+    ),
+    _f(
+        "not-value-removed",
+        I,
+        B,
+        "value {before} no longer excluded (removed from not)",
+        "Backward compatible; the value is accepted now.",
+        response_hint="Readers may now receive this value; handle it.",
+    ),
+    _f(
         "not-changed",
         W,
         W,
-        "the subschema under not changed",
+        "the subschema under not changed (not judged value by value: it excludes more than "
+        "listed values)",
         "Other values are excluded now; check what you send against it.",
         response_hint="Other values are excluded now; check what you read against it.",
     ),
