@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from controller.diffs.principle import PRINCIPLE_MARKDOWN
 from controller.model.change import Severity
 
 
@@ -2731,6 +2732,8 @@ def render_rules_markdown() -> str:
         "reason for every one reported differently or not at all, is in",
         "[oasdiff-coverage.md](oasdiff-coverage.md); the severities that differ on purpose are",
         "in [decisions.md](decisions.md) (Diff engines).",
+        "",
+        *PRINCIPLE_MARKDOWN.rstrip("\n").split("\n"),
         "",
         "## Schema rules",
         "",
