@@ -487,18 +487,9 @@ class _OpenAPIDiff:
             # Calls without credentials were accepted and are not any more, unless the
             # operation required the credential already, as a parameter of the same name and
             # place (`Authorization` header -> an apiKey scheme on that header).
-            if pair is not None and self._sent_already(pair, [n for n in new if n]):
-                self._add(
-                    "security-requirement-declared",
-                    where,
-                    loc,
-                    name,
-                    None,
-                    " or ".join(_req_text(n) for n in new if n) or None,
-                )
-                return
+            declared = pair is not None and self._sent_already(pair, [n for n in new if n])
             self._add(
-                "security-requirement-added",
+                "security-requirement-declared" if declared else "security-requirement-added",
                 where,
                 loc,
                 name,

@@ -55,8 +55,8 @@ def test_grouped_changes_lead_with_their_cause(shop: dict[str, str], ext: str) -
     text = run(base, revision).output
     rows = [line.strip() for line in text.splitlines()]
     cause = rows.index(
-        "BREAKING Order.note: maxLength 200 removed (3 operations) "
-        "[response-property-max-length-unset]",
+        "BREAKING Order.note: minLength 1 removed (3 operations) "
+        "[response-property-min-length-unset]",
         rows.index(""),  # the row, after the top causes
     )
     assert rows[cause + 1] == (
@@ -64,9 +64,9 @@ def test_grouped_changes_lead_with_their_cause(shop: dict[str, str], ext: str) -
         "and 1 more"
     )
     assert rows[cause + 2] == (
-        "hint: A reader of `GET /orders` 200 that relies on `[].note` staying within maxLength "
-        "`200` may now get any value: the limit is gone. "
-        f"{CATALOG['response-property-max-length-unset'].hint}"
+        "hint: A reader of `GET /orders` 200 that relies on `[].note` staying within minLength "
+        "`1` may now get any value: the limit is gone. "
+        f"{CATALOG['response-property-min-length-unset'].hint}"
     )
     assert (
         "WARNING  Order: property 'legacy_code' removed (3 operations) [response-property-removed]"
@@ -82,14 +82,14 @@ def test_grouped_changes_lead_with_their_cause(shop: dict[str, str], ext: str) -
     flat = [line.strip() for line in run(base, revision, "--flat").output.splitlines()]
     assert (
         "BREAKING GET /orders: response default (application/json) property 'order.note': "
-        "maxLength 200 removed [response-property-max-length-unset]" in flat
+        "minLength 1 removed [response-property-min-length-unset]" in flat
     )
     markdown = run(base, revision, "--format", "markdown").output
-    assert "| breaking | `Order.note`: maxLength 200 removed | 3 operations |" in markdown
-    assert "- **breaking** `Order.note`: maxLength 200 removed (3 operations," in markdown
+    assert "| breaking | `Order.note`: minLength 1 removed | 3 operations |" in markdown
+    assert "- **breaking** `Order.note`: minLength 1 removed (3 operations," in markdown
     body = json.loads(run(base, revision, "--format", "json").output)
-    note = next(c for c in body["changes"] if c["rule"] == "response-property-max-length-unset")
-    assert note["cause"] == "Order.note: maxLength 200 removed" and note["affectedCount"] == 3
+    note = next(c for c in body["changes"] if c["rule"] == "response-property-min-length-unset")
+    assert note["cause"] == "Order.note: minLength 1 removed" and note["affectedCount"] == 3
 
 
 def test_totals_are_the_same_grouped_and_flat(shop: dict[str, str]) -> None:
@@ -104,7 +104,7 @@ def test_totals_are_the_same_grouped_and_flat(shop: dict[str, str]) -> None:
     # Order.note: 3 operations, each in its 200 and its error answer: 6 places.
     assert totals["causes"]["breaking"] == 2  # Order.note, DELETE /orders/{id}
     assert totals["operations"]["breaking"] == 4 and totals["places"]["breaking"] == 7
-    note = next(c for c in grouped["changes"] if c["rule"] == "response-property-max-length-unset")
+    note = next(c for c in grouped["changes"] if c["rule"] == "response-property-min-length-unset")
     assert note["placeCount"] == 6
 
     # The text says the same in both, and what each level counts.
@@ -186,8 +186,8 @@ def test_sarif_results_have_relative_uris_and_lines(shop: dict[str, str], ext: s
         location = result["locations"][0]["physicalLocation"]
         assert location["artifactLocation"] == {"uri": revision, "uriBaseId": "%SRCROOT%"}
         assert location["region"]["startLine"] >= 1
-    note = next(r for r in run_["results"] if r["ruleId"] == "response-property-max-length-unset")
-    assert note["message"]["text"].startswith("Order.note: maxLength 200 removed (3 operations")
+    note = next(r for r in run_["results"] if r["ruleId"] == "response-property-min-length-unset")
+    assert note["message"]["text"].startswith("Order.note: minLength 1 removed (3 operations")
     assert "note" in line_of(
         revision, note["locations"][0]["physicalLocation"]["region"]["startLine"]
     )
@@ -250,14 +250,16 @@ def bench(name: str) -> str:
 def test_stripe_leads_with_the_cause_and_fits_a_comment() -> None:
     base, revision = bench("stripe-2021-10-19.json"), bench("stripe-2022-04-12.json")
     text = run(base, revision).output
+    # A shared schema's change is one cause with its reach (an upper size bound dropped on a
+    # response is a warning since issue 41).
     assert (
-        "  BREAKING refund.reason: maxLength 5000 removed (385 operations) "
+        "  WARNING  refund.reason: maxLength 5000 removed (385 operations) "
         "[response-property-max-length-unset]" in text.splitlines()
     )
     markdown = run(base, revision, "--format", "markdown").output
     assert len(markdown) <= 60_000  # was 71,866: over GitHub's 65,536
     assert "**Top causes**" in markdown and "rows left out" in markdown
-    assert "- **breaking** `refund.reason`: maxLength 5000 removed (385 operations" in markdown
+    assert "| warning | `refund.reason`: maxLength 5000 removed | 385 operations |" in markdown
 
 
 @needs_bench
