@@ -147,15 +147,42 @@ def _sole_all_of(schema: dict[str, Any]) -> Any:
     return members[0]
 
 
+_MARKUP = re.compile(r"<[^<>]*>")
+_NEWLY_REQUIRED = frozenset(
+    {"became-required", "became-required-with-default", "undeclared-became-required"}
+)
+_NO_LONGER_REQUIRED = frozenset({"became-optional", "undeclared-became-optional"})
+
+
+def _cleaned(value: Any) -> Any:
+    """A string value without HTML tags and surrounding whitespace (other values as they
+    are): what a value leaked from documentation markup meant on the wire."""
+    return _MARKUP.sub("", value).strip() if isinstance(value, str) else value
+
+
 def _value_changes(before: list[Any], after: list[Any], aspect: str, out: list[Finding]) -> None:
-    """`<aspect>-removed` and `<aspect>-added` for the values of two lists (enums)."""
+    """`<aspect>-removed` and `<aspect>-added` for the values of two lists (enums). A value
+    that only loses HTML markup leaked into it (Okta's `<x-lifecycle class="ea">
+    </x-lifecycle> DEVICE_SIGNAL_COLLECTION` -> `DEVICE_SIGNAL_COLLECTION`) is one
+    `<aspect>-corrected`: the marked-up text was never a value a server took."""
     bkeys = {_key(v): v for v in before}
     rkeys = {_key(v): v for v in after}
-    for k, v in bkeys.items():
-        if k not in rkeys:
+    gone = [v for k, v in bkeys.items() if k not in rkeys]
+    new = [v for k, v in rkeys.items() if k not in bkeys]
+    fixed_old: set[str] = set()
+    fixed_new: set[str] = set()
+    if aspect == "enum-value":
+        for v in gone:
+            clean = _cleaned(v)
+            if clean != v and _key(clean) in rkeys:
+                fixed_old.add(_key(v))
+                fixed_new.add(_key(clean))
+                out.append(Finding(f"{aspect}-corrected", (), v, clean, _text(clean)))
+    for v in gone:
+        if _key(v) not in fixed_old:
             out.append(Finding(f"{aspect}-removed", (), v, None, _text(v)))
-    for k, v in rkeys.items():
-        if k not in bkeys:
+    for v in new:
+        if _key(v) not in fixed_new:
             out.append(Finding(f"{aspect}-added", (), None, v, _text(v)))
 
 
@@ -1241,7 +1268,10 @@ class SchemaDiffer:
                 ):
                     aspect = "all-of-added-annotation-only"
                 out.append(Finding(aspect, (), None, _label(rl[j], j), _label(rl[j], j)))
-            open_types = self._open_scalars(rl, pair.revision_doc) if keyword != "allOf" else {}
+            if keyword == "allOf" and matched:
+                self._compare_parts(pair, bl, rl, matched, out)
+                continue
+            open_types = self._open_scalars(rl, pair.revision_doc)
             for i, j in matched:
                 if not open_types or self.direction is not Direction.REQUEST:
                     self._descend(pair, bl[i], rl[j], out, keyword, str(j))
@@ -1258,6 +1288,42 @@ class SchemaDiffer:
                     ):
                         continue
                     out.append(f.under(keyword, str(j)))
+
+    def _compare_parts(
+        self,
+        pair: SchemaPair,
+        bl: list[Any],
+        rl: list[Any],
+        matched: list[tuple[int, int]],
+        out: list[Finding],
+    ) -> None:
+        """Matched `allOf` parts, member by member. A value satisfies every part, so a name
+        one part newly requires that the old parts (or the schema) required already, or one
+        part stops requiring while the new parts still do, changes nothing: such findings of
+        a part written in place are dropped (a part behind a reference is compared once for
+        every place that reaches it, and keeps its findings)."""
+        before = self._all_required(pair.base, bl, pair.base_doc)
+        after = self._all_required(pair.revision, rl, pair.revision_doc)
+        for i, j in matched:
+            found: list[Finding] = []
+            self._descend(pair, bl[i], rl[j], found, "allOf", str(j))
+            for f in found:
+                name = f.path[3] if len(f.path) == 4 and f.path[2] == "properties" else None
+                if name is not None and f.edge is None:
+                    if f.aspect in _NEWLY_REQUIRED and name in before:
+                        continue
+                    if f.aspect in _NO_LONGER_REQUIRED and name in after:
+                        continue
+                out.append(f)
+
+    def _all_required(self, schema: dict[str, Any], parts: list[Any], doc: Document) -> set[str]:
+        """The names a schema with `allOf` parts requires, its own and its parts'."""
+        names = _required(schema)
+        for part in parts:
+            node = self._resolved(part, doc)
+            if type(node) is dict:
+                names |= _required(node)
+        return names
 
     def _open_scalars(self, members: list[Any], doc: Document) -> dict[int, frozenset[str]]:
         """Index -> type set of the members that take any value of their scalar types (no

@@ -1,3 +1,4 @@
+# ruff: noqa: E501 (a markdown table: one row a line)
 """The principle every schema verdict follows, with a real example per case (issue 41): the
 opening section of docs/rules.md. Text only; the rules themselves live in `rules.py`, and
 `tests/diffs/test_vendor_patterns.py`, `test_value_sets.py` and `test_certain_refusals.py`

@@ -304,6 +304,11 @@ FAMILY_REASONS: dict[str, tuple[str, str]] = {
         "Senders are unaffected: the properties, alternatives or values still imply the type.",
         "Readers are unaffected: generated models read the same type.",
     ),
+    "enum-value-corrected": (
+        "Senders are unaffected: the marked-up text was never a value a server took; the "
+        "value it meant is still listed.",
+        "Readers are unaffected: the value that comes is the one listed now.",
+    ),
     "rewritten-as-alternatives": (
         "Senders are unaffected: every value they sent fits an alternative (and with oneOf, "
         "only one).",

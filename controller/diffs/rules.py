@@ -478,6 +478,14 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         request_hint="Backward compatible; the new value is accepted.",
     ),
     _f(
+        "enum-value-corrected",
+        I,
+        I,
+        "enum value {before} corrected to {after} (documentation markup removed)",
+        "Backward compatible; the value a server took is listed as it is sent now.",
+        response_hint="The value readers get is listed as it comes now; nothing to do.",
+    ),
+    _f(
         "enum-value-removed",
         B,
         I,

@@ -267,3 +267,47 @@ def test_a_map_schema_dropped_is_a_warning_but_its_new_keys_must_fit_the_old_val
     strings = {"type": "object", "properties": {"expression": {"type": "string"}}}
     changes = found(document(old_map), document(strings))
     assert changes["response-property-type-changed"] == "breaking"
+
+
+def test_an_enum_value_cleaned_of_leaked_markup_is_a_correction() -> None:
+    # Okta v4 -> v5: `<x-lifecycle class="ea"></x-lifecycle> DEVICE_SIGNAL_COLLECTION` became
+    # `DEVICE_SIGNAL_COLLECTION`; the marked-up text was never a value a server took.
+    marked = '<x-lifecycle class="ea"></x-lifecycle> DEVICE_SIGNAL_COLLECTION'
+    before = {
+        "type": "object",
+        "properties": {"t": {"type": "string", "enum": ["PASSWORD", marked]}},
+    }
+    after = copy.deepcopy(before)
+    after["properties"]["t"]["enum"] = ["PASSWORD", "DEVICE_SIGNAL_COLLECTION"]
+    assert found(document(before), document(after)) == {
+        "request-property-enum-value-corrected": "info",
+        "response-property-enum-value-corrected": "info",
+    }
+    # A value really dropped is still a removal.
+    after["properties"]["t"]["enum"] = ["DEVICE_SIGNAL_COLLECTION"]
+    assert found(document(before), document(after))["request-property-enum-value-removed"] == (
+        "breaking"
+    )
+
+
+def test_a_name_required_by_another_all_of_part_already_is_not_newly_required() -> None:
+    # Okta v4 -> v5: an email server subtype's own part started requiring `authType`, which
+    # its base part (BaseEmailServer) defined and required all along.
+    base = {
+        "type": "object",
+        "properties": {"authType": {"type": "string"}},
+        "required": ["authType"],
+    }
+    own = {"type": "object", "properties": {"clientId": {"type": "string"}}}
+    before = {"allOf": [ref("Base"), own]}
+    after = {"allOf": [ref("Base"), {**own, "required": ["authType"]}]}
+    components = {"Base": base}
+    assert (
+        found(document(before, components=components), document(after, components=components)) == {}
+    )
+    # Not required anywhere before: a sender is refused without it.
+    loose = {"Base": {**base, "required": []}}
+    changes = found(document(before, components=loose), document(after, components=loose))
+    assert not changes or any(
+        v == "breaking" for k, v in changes.items() if k.startswith("request")
+    )
