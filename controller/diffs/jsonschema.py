@@ -1272,22 +1272,53 @@ class SchemaDiffer:
                 self._compare_parts(pair, bl, rl, matched, out)
                 continue
             open_types = self._open_scalars(rl, pair.revision_doc)
+            request = self.direction is Direction.REQUEST
             for i, j in matched:
-                if not open_types or self.direction is not Direction.REQUEST:
+                if not request or not (open_types or added):
                     self._descend(pair, bl[i], rl[j], out, keyword, str(j))
                     continue
                 # A value an alternative stopped listing is still sent fine when another
-                # alternative takes any value of its type (`oneOf [RoleType enum, {type:
-                # string}]`): the removal refuses nothing.
+                # alternative takes it: one that takes any value of its type (`oneOf [RoleType
+                # enum, {type: string}]`), or a new alternative that takes the old object
+                # with that value (Adyen's `alma` left PaymentDetails for AlmaDetails).
                 others = [t for k, t in open_types.items() if k != j]
                 for f in self._expand(self._diff(bl[i], pair.base_doc, rl[j], pair.revision_doc)):
-                    if (
-                        f.aspect == "enum-value-removed"
-                        and not f.path
-                        and any(_accepts(t, _json_type(f.before)) for t in others)
+                    if f.aspect == "enum-value-removed" and (
+                        (not f.path and any(_accepts(t, _json_type(f.before)) for t in others))
+                        or self._moved_to(bl[i], pair.base_doc, f, [rl[k] for k in added], pair)
                     ):
                         continue
                     out.append(f.under(keyword, str(j)))
+
+    def _moved_to(
+        self, old: Any, doc: Document, finding: Finding, new: list[Any], pair: SchemaPair
+    ) -> bool:
+        """Whether a new alternative accepts every value the old alternative accepted with
+        the property `finding` names set to the value it lost (compared as a request: no
+        breaking finding)."""
+        if len(finding.path) != 2 or finding.path[0] != "properties" or not new:
+            return False
+        node = self._resolved(old, doc)
+        if type(node) is not dict:
+            return False
+        name = finding.path[1]
+        props = _dict(node.get("properties"))
+        if name not in props:
+            return False
+        narrowed = {
+            **node,
+            "properties": {
+                **props,
+                name: {**_as_schema(self._resolved(props[name], doc)), "enum": [finding.before]},
+            },
+        }
+        return any(
+            not any(
+                breaks(f.aspect, self.direction)
+                for f in self._expand(self._diff(narrowed, doc, member, pair.revision_doc))
+            )
+            for member in new
+        )
 
     def _compare_parts(
         self,
