@@ -45,7 +45,8 @@ met it; `tests/diffs/test_vendor_patterns.py` holds each as a test.
 | the discriminator's property dropped from a subtype's `required` | - | no change: every value carries it | Okta `AppConfigActiveDirectory` |
 | a name in `required` that no schema defines (`undeclared-became-*`) | required: breaking | optional: warning | Okta `RoleGovernanceSource.resources` |
 | a subtype renamed under the same discriminator value | compared as the same subtype | same | Okta `BaseEmailServer` |
-| an enum value dropped from one alternative while another takes any value of its type | no change | - | Okta `roleRef` |
+| an enum value dropped from one alternative while another takes any value of its type, or while a new alternative takes the old object with that value | no change | - | Okta `roleRef`, Adyen `alma` |
+| an enum value cleaned of leaked documentation markup | info (`enum-value-corrected`) | info | Okta `PolicyType` |
 | an unknown `format` (`datetime`) replaced by a known one (`date-time`) | `format-added`: warning | info | Linode `DatabaseBackup.created` |
 | a required header parameter declared as an apiKey scheme on the same header | info (`security-requirement-declared`) | - | SendGrid v3 -> v4 |
 | a request parameter's default changed, added or removed | warning: no request is refused | - | SendGrid `on-behalf-of`, Spotify `limit` |
