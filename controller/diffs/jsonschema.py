@@ -257,6 +257,7 @@ class SchemaDiffer:
         self._normal_forms: dict[tuple[int, bool], tuple[Any, Any, bool | None]] = {}
         self._sole_forms: dict[int, tuple[Any, Any]] = {}
         self._merged_forms: dict[int, tuple[Any, Any]] = {}
+        self._distributed_forms: dict[int, tuple[Any, list[Any] | None]] = {}
         self._parts: dict[int, set[int]] = {}
         self._folds = 0  # one-member `allOf` folds in progress (bounded: a member may fold)
         self._subtypes: dict[int, dict[str, list[str]]] = {}
@@ -670,17 +671,44 @@ class SchemaDiffer:
         """`_wrapper(schema)`, or the alternatives of a `oneOf`/`anyOf` beside a `type` that
         they imply anyway (`type: object` over object alternatives), else None."""
         alts = _wrapper(schema)
-        if alts is not None or "type" not in schema:
+        if alts is not None:
             return alts
-        untyped = {k: v for k, v in schema.items() if k != "type"}
-        alts = _wrapper(untyped)
-        if alts is None:
-            return None
-        implied = self._implied_types(untyped, doc)
-        own = _types(schema)[0]
-        if not implied or own is None or not all(_accepts(own, t) for t in implied):
-            return None
-        return alts
+        if "type" in schema:
+            untyped = {k: v for k, v in schema.items() if k != "type"}
+            alts = _wrapper(untyped)
+            if alts is not None:
+                implied = self._implied_types(untyped, doc)
+                own = _types(schema)[0]
+                if implied and own is not None and all(_accepts(own, t) for t in implied):
+                    return alts
+        return self._distributed(schema, doc)
+
+    def _distributed(self, schema: dict[str, Any], doc: Document) -> list[Any] | None:
+        """An object written as shared properties beside `oneOf`/`anyOf` alternatives (Okta's
+        JWKs: `allOf [Base]` and `oneOf [Rsa, EC]`) as the alternatives it allows: each the
+        shared part merged with one alternative (`conjunction`). None when the schema is not
+        of that shape or a part does not merge. The same list each time for the same node."""
+        kept = self._distributed_forms.get(id(schema))
+        if kept is not None and kept[0] is schema:
+            return kept[1]
+        result: list[Any] | None = None
+        keyword = _alternatives(schema)
+        if keyword is not None and "properties" in schema and "discriminator" not in schema:
+            shared = {k: v for k, v in schema.items() if k not in ("oneOf", "anyOf")}
+            result = []
+            for member in _list(schema.get(keyword)):
+                node, mdoc = self._resolved_in(member, doc)
+                node = self._merged(node, mdoc) if type(node) is dict else None
+                if node is None or mdoc.uri != doc.uri or _alternatives(node) is not None:
+                    result = None
+                    break
+                merged = conjunction([shared, node])
+                if merged is None:
+                    result = None
+                    break
+                result.append(merged)
+        self._distributed_forms[id(schema)] = (schema, result)
+        return result
 
     def _judge_by_values(
         self,
