@@ -16,7 +16,7 @@ from controller.diffs.loader import load_document
 from controller.diffs.mcp import diff_mcp, normalize_mcp_snapshot
 from controller.diffs.openapi import DiffOptions, diff_openapi
 from controller.diffs.overrides import RulesFile, RulesFileError, apply_rules_file
-from controller.diffs.rules import CATALOG, Direction, render_rules_markdown
+from controller.diffs.rules import CATALOG, Direction
 from controller.diffs.schema import diff_schemas
 
 __all__ = [
@@ -45,5 +45,4 @@ __all__ = [
     "max_severity",
     "normalize_agent_card",
     "normalize_mcp_snapshot",
-    "render_rules_markdown",
 ]

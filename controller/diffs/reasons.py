@@ -7,6 +7,8 @@ them beside the severities, and a test keeps every rule with a reason.
 
 from __future__ import annotations
 
+from controller.diffs.rules import CONTRACT_RULES, SCHEMA_FAMILIES, Direction
+
 _SAFE_SEND = "Senders are unaffected: everything they sent is still accepted."
 _SAFE_READ = "Readers are unaffected: they get nothing they did not get before."
 _REFUSED = "Senders break: values they sent before are refused now."
@@ -783,8 +785,6 @@ _PRINCIPLE = [
 
 def render_reasons() -> list[str]:
     """The "why" section of docs/rules.md: per schema family and side, per contract rule."""
-    from controller.diffs.rules import CONTRACT_RULES, SCHEMA_FAMILIES, Direction
-
     lines = [*_PRINCIPLE]
     lines += [
         "",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from controller.diffs.rules import render_rules_markdown
+from controller.diffs.rulesdoc import render_rules_markdown
 
 RULES_DOC = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
 

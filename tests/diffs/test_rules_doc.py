@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from controller.diffs.rules import (
-    AGENT_ACTIONS,
-    CATALOG,
-    SCHEMA_FAMILIES,
-    render_rules_markdown,
-)
+from controller.diffs.rules import AGENT_ACTIONS, CATALOG, SCHEMA_FAMILIES
+from controller.diffs.rulesdoc import render_rules_markdown
 from tests.diffs.gen_rules_doc import RULES_DOC
 
 
