@@ -42,8 +42,8 @@ if str(ROOT) not in sys.path:
 import jsonschema_rs  # noqa: E402
 
 from bench import preflight_bench as harness  # noqa: E402
-from controller.ingress.profiles import check_profile  # noqa: E402
 from controller.ingress.validator import compile_profile, validate  # noqa: E402
+from controller.model.ingress_profiles import check_profile  # noqa: E402
 from controller.services import auth as auth_service  # noqa: E402
 from controller.services import orgs as org_service  # noqa: E402
 from controller.services.auth import Principal  # noqa: E402

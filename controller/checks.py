@@ -64,8 +64,8 @@ from controller.incidents import (
     reopen_incident,
     reopenable_incident,
 )
-from controller.ingress.impact import affected_profiles
 from controller.model.change import Change, Severity
+from controller.model.ingress_impact import affected_profiles
 from controller.model.watch import DriftStatus, FailureClass
 from controller.settings import Settings
 from controller.sources import deadlines
@@ -571,7 +571,7 @@ def encode_document(document: Any) -> bytes:
 
 def _affected_profiles(session: Session, watch: Watch, changes: list[Change]) -> list[str]:
     """The consumer profiles that name this watch and whose schema the breaking changes touch
-    (`controller.ingress.impact`)."""
+    (`controller.model.ingress_impact`)."""
     rows = session.execute(
         select(IngressProfile.profile_id, IngressProfile.content).where(
             IngressProfile.org_id == watch.org_id, IngressProfile.watch_id == watch.id

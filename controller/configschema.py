@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 
 from controller.discovery.acknowledgements import CoverageFile
-from controller.ingress.profiles import ProfileDocument
 from controller.model.gitops import AgentsFile, DashboardsFile, TemplatesFile, WatchSetsFile
+from controller.model.ingress_profiles import ProfileDocument
 from controller.settings import Settings
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"

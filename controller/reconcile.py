@@ -57,10 +57,10 @@ from controller.gitops.load import (
     file_of,
     load_bundle,
 )
-from controller.ingress.profiles import content_hash
 from controller.logs import log
 from controller.model.catalog import SYSTEM_TEMPLATES
 from controller.model.gitops import HOSTED_PRESETS, Unreadable
+from controller.model.ingress_profiles import content_hash
 from controller.model.targets import header_value_problem
 from controller.settings import Settings, SourceSpec
 from controller.sources.git import (

@@ -64,8 +64,8 @@ def check_payload(
     """Check PAYLOAD (a JSON file) against a consumer profile, offline, with the same code as
     POST /api/validate. Exit 0 when it fits (or in warn mode), 1 when it does not, 2 when a
     file cannot be read or the profile cannot be used."""
-    from controller.ingress.profiles import ProfileInvalid
     from controller.ingress.service import validate_offline
+    from controller.model.ingress_profiles import ProfileInvalid
 
     payload = _read(payload_file, "payload")
     profile = _read(profile_file, "profile")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import click
 
 from cli.common import CLI_ACTOR, Context
-from controller.compat.hosted import PRODUCT_ALIASES
+from controller.model.hosted import PRODUCT_ALIASES
 from controller.model.plans import PLANS, PRODUCTS
 
 

@@ -220,8 +220,8 @@ def validate_payload(connection: Connection, data: ValidatePayloadIn) -> dict[st
     """Check, offline, whether a payload still fits what its consumer accepts (a consumer
     profile), with the same validator as POST /api/validate: `ok`, a severity, and errors
     `{path, code, message}` that never quote the payload's values."""
-    from controller.ingress.profiles import ProfileInvalid
     from controller.ingress.service import validate_offline
+    from controller.model.ingress_profiles import ProfileInvalid
 
     try:
         answer = validate_offline(data.profile, data.payload, data.profile_mode)

@@ -14,11 +14,11 @@ from typing import Any
 from pydantic import Field, ValidationError
 from sqlalchemy.orm import Session
 
-from controller.compat.hosted import HEADER_ALIASES, HOSTED_ONLY, header
 from controller.diffruns import service as diffruns
 from controller.draftpr import service as draftpr
 from controller.errors import NotFound
 from controller.model.base import ApiModel, RequestModel
+from controller.model.hosted import HEADER_ALIASES, HOSTED_ONLY, header
 from controller.replay import service as replay
 from controller.replay.fixtures import Fixture
 from controller.replay.service import CatalogPage, CatalogRow, FixtureOut, InstalledOut

@@ -32,7 +32,6 @@ from controller import jobs
 from controller.actions import ACTIONS, Drift
 from controller.actions import DRAFT_PR as DRAFT_PR_ACTION
 from controller.checks import decode_changes, decode_snapshot
-from controller.compat.hosted import product_name
 from controller.crypto import SecretBox
 from controller.diffs.explain import cause_text, hint_for
 from controller.diffs.fails import what_fails
@@ -62,6 +61,7 @@ from controller.model.base import (
     RequestModel,
 )
 from controller.model.gitops import VendoredPath
+from controller.model.hosted import product_name
 from controller.policy import resolve_policy
 from controller.runtime import bound_agents, unblock
 from controller.services import audit, orgs

@@ -34,7 +34,6 @@ from pydantic import BaseModel
 from pydantic import ValidationError as ModelError
 
 from controller.configschema import gitops_schema
-from controller.ingress.profiles import ProfileInvalid, check_profile
 from controller.model.gitops import (
     ALL_PRESETS,
     ENV_VALUE_PATTERN,
@@ -57,6 +56,7 @@ from controller.model.gitops import (
     WatchSetEntry,
     WatchSetsFile,
 )
+from controller.model.ingress_profiles import ProfileInvalid, check_profile
 from controller.model.watch import (
     LABEL_PATTERN,
     NAME_PATTERN,

@@ -27,7 +27,10 @@ from controller.crypto import SecretBox
 from controller.errors import Conflict, NotFound, RequestError, Unprocessable
 from controller.events.outbox import emit
 from controller.ingress import metering
-from controller.ingress.profiles import (
+from controller.ingress.validator import CompiledProfile, Result, compile_profile, validate
+from controller.model.base import ApiModel, RequestModel
+from controller.model.gitops import HTTPS_URL_PATTERN
+from controller.model.ingress_profiles import (
     MAX_PROFILE_BYTES,
     PROFILE_ID_PATTERN,
     ConsumerProfile,
@@ -37,9 +40,6 @@ from controller.ingress.profiles import (
     content_hash,
     profile_of,
 )
-from controller.ingress.validator import CompiledProfile, Result, compile_profile, validate
-from controller.model.base import ApiModel, RequestModel
-from controller.model.gitops import HTTPS_URL_PATTERN
 from controller.services import audit, orgs
 from controller.services.auth import Principal
 from controller.settings import Settings

@@ -21,7 +21,7 @@ from typing import Any
 
 import jsonschema_rs
 
-from controller.ingress.profiles import ConsumerProfile
+from controller.model.ingress_profiles import ConsumerProfile
 
 MAX_ERRORS = 50
 BREAKING_CODES = frozenset(

@@ -18,18 +18,18 @@ from controller.errors import Unprocessable
 from controller.events.secrets import signing_secret as signing_secret  # for the shells
 from controller.events.signing import new_secret
 from controller.model.base import ApiModel, RequestModel
-from controller.model.targets import refuse_unsendable
-from controller.model.watch import HttpUrl, Interval
-from controller.services import audit
-from controller.services.auth import Principal
-from controller.store.models import NotificationDefaults, SmtpSettings, WebhookSecret
-from controller.summary.schedule import (
+from controller.model.summary_schedule import (
     WeeklySummaryIn,
     WeeklySummaryOut,
     listed_twice,
     loaded,
     stored,
 )
+from controller.model.targets import refuse_unsendable
+from controller.model.watch import HttpUrl, Interval
+from controller.services import audit
+from controller.services.auth import Principal
+from controller.store.models import NotificationDefaults, SmtpSettings, WebhookSecret
 
 Severity = Literal["breaking", "warning", "info"]
 DEFAULT_SEVERITIES: list[Severity] = ["breaking", "warning"]

@@ -9,8 +9,8 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from controller.compat.hosted import product_name
 from controller.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from controller.model.hosted import product_name
 from controller.model.plans import PLANS as PLANS  # re-exported: other modules look here
 from controller.model.plans import PRODUCTS as PRODUCTS
 from controller.services import audit, ids

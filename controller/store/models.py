@@ -478,7 +478,7 @@ class NotificationDefaults(Base):
     destination_hint: Mapped[str | None] = mapped_column(String(200), default=None)
     interval_minutes: Mapped[int | None] = mapped_column(Integer, default=None)
     alert_severities: Mapped[list[str]] = mapped_column(JSONType, default=list)
-    # The weekly summary e-mail's opt-in (`controller.summary.schedule.WeeklySummaryIn`).
+    # The weekly summary e-mail's opt-in (`controller.model.summary_schedule.WeeklySummaryIn`).
     weekly_summary: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 

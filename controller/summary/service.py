@@ -28,6 +28,7 @@ from controller.events import outbox
 from controller.events.channels import CHANNELS, Channel, Channels, Event, Outgoing
 from controller.events.channels.webhook import WEBHOOK
 from controller.logs import log
+from controller.model import summary_schedule as schedule
 from controller.model.base import ApiModel, BodyInt, RequestModel
 from controller.model.targets import host_problem
 from controller.portfolio import views
@@ -37,7 +38,7 @@ from controller.settings import Settings
 from controller.sources.http import FetchError
 from controller.store.db import Database
 from controller.store.models import NotificationDefaults, Org, OutboxMessage, SmtpSettings
-from controller.summary import compose, schedule, smtp
+from controller.summary import compose, smtp
 from controller.summary.compose import WeeklyFigures as WeeklyFigures  # for the shells
 
 logger = logging.getLogger("driftgate.summary")

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
-from controller.compat.hosted import header
+from controller.model.hosted import header
 from controller.store.db import Database
 from controller.store.models import ValidationSource
 from tests.conftest import OrgKey

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from controller.ingress.profiles import ProfileInvalid, check_profile
 from controller.ingress.validator import MAX_ERRORS, compile_profile, severity_of, validate
+from controller.model.ingress_profiles import ProfileInvalid, check_profile
 
 ORDER: dict[str, Any] = {
     "type": "object",
@@ -244,7 +244,7 @@ def test_a_schema_nested_deeper_than_32_levels_is_refused() -> None:
 
 
 def test_only_breaking_changes_touch_profiles_through_declared_properties() -> None:
-    from controller.ingress.impact import affected_profiles, declared_properties
+    from controller.model.ingress_impact import affected_profiles, declared_properties
 
     schema = {
         "type": "object",

@@ -9,7 +9,8 @@ from pydantic import ValidationError
 
 from controller.crypto import SecretBox
 from controller.errors import NotFound
-from controller.summary import compose, schedule, service
+from controller.model import summary_schedule as schedule
+from controller.summary import compose, service
 
 NOW = datetime(2026, 11, 25, 10, 30, tzinfo=UTC)  # a Wednesday, ISO week 48
 

@@ -19,11 +19,12 @@ from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
 from controller.crypto import load_secret_box
+from controller.model import summary_schedule as schedule
 from controller.scheduler import Controller
 from controller.settings import Settings
 from controller.store.db import Database
 from controller.store.models import Base, Job
-from controller.summary import schedule, service
+from controller.summary import service
 from tests.conftest import ON_POSTGRES, OrgKey, make_settings
 from tests.processes import driftgate_env, wait_until
 from tests.servers import SpecServer, spec_server
