@@ -9,6 +9,7 @@
      │    ├── Forbidden            403: plan or product does not allow it
      │    ├── NotFound             404: missing, or owned by another org (never told apart)
      │    ├── Conflict             409: duplicate names, managed objects, state clashes
+     │    ├── PayloadTooLarge      413: a body, a file set or a document over its limit
      │    └── NotSelfHosted        501: a hosted product's route driftgate refuses by design
      ├── TemporaryError            worth retrying with backoff (network, lock timeouts)
      │    └── StoreUnavailable     503: the database cannot be reached or did not answer
@@ -89,6 +90,14 @@ def agent_not_found(id_or_slug: str) -> NotFound:
 class Conflict(RequestError):
     code = "conflict"
     status = 409
+
+
+class PayloadTooLarge(RequestError):
+    """A request body, or a part of it (a profile, metadata, a set of files), is over its
+    limit; the message names the limit."""
+
+    code = "payload_too_large"
+    status = 413
 
 
 class TooManyRequests(RequestError):

@@ -21,7 +21,7 @@ from controller.crypto import SecretBox
 from controller.discovery.acknowledgements import ACK_FILE, acknowledged
 from controller.discovery.extract import Candidate, from_mcp_config, from_text, from_urls
 from controller.discovery.scan import MAX_FILES, MAX_TOTAL_BYTES, ScanResult, scan_files
-from controller.errors import RequestError, Unprocessable
+from controller.errors import PayloadTooLarge, Unprocessable
 from controller.model.base import ApiModel, BodyBool, BodyFloat, RequestModel
 from controller.model.problems import compose
 from controller.model.watch import TEXT_PATTERN, WatchCreate
@@ -406,11 +406,6 @@ class ScanOut(ApiModel):
     problems: list[str] = Field(description="files that could not be read, with file:line")
 
 
-class TooLarge(RequestError):
-    code = "payload_too_large"
-    status = 413
-
-
 def files_of(raw: list[RepoFile] | None) -> list[tuple[str, str]] | None:
     """[(path, content)] of a request's files, bounded (413 beyond 5,000 files or 20 MB)."""
     if raw is None:
@@ -421,7 +416,9 @@ def files_of(raw: list[RepoFile] | None) -> list[tuple[str, str]] | None:
         total += len(item.content)
         pairs.append((item.path, item.content))
     if len(pairs) > MAX_FILES or total > MAX_TOTAL_BYTES:
-        raise TooLarge(f"at most {MAX_FILES} files and {MAX_TOTAL_BYTES // 1_048_576} MB a request")
+        raise PayloadTooLarge(
+            f"at most {MAX_FILES} files and {MAX_TOTAL_BYTES // 1_048_576} MB a request"
+        )
     return pairs
 
 
