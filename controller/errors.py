@@ -10,6 +10,7 @@
      │    ├── NotFound             404: missing, or owned by another org (never told apart)
      │    ├── Conflict             409: duplicate names, managed objects, state clashes
      │    ├── PayloadTooLarge      413: a body, a file set or a document over its limit
+     │    ├── TooManyRequests      429: a limit on the caller (sign-in attempts, a route's rate)
      │    └── NotSelfHosted        501: a hosted product's route driftgate refuses by design
      ├── TemporaryError            worth retrying with backoff (network, lock timeouts)
      │    └── StoreUnavailable     503: the database cannot be reached or did not answer
@@ -101,7 +102,8 @@ class PayloadTooLarge(RequestError):
 
 
 class TooManyRequests(RequestError):
-    """A limit on attempts (sign-in) was reached; `details.retryAfter` says when to retry."""
+    """A limit on the caller was reached (sign-in attempts, a public route's rate limit);
+    `details.retryAfter` says when to retry."""
 
     code = "rate_limited"
     status = 429

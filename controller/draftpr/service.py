@@ -42,8 +42,8 @@ from controller.draftpr.github import (
     FileChange,
     GitHubApp,
     GitHubError,
+    GitHubRateLimited,
     Installation,
-    RateLimited,
 )
 from controller.errors import (
     Conflict,
@@ -630,7 +630,7 @@ def run_draft_pr(
                     pull.number,
                     lint.render_comment(findings, linted["toolCount"]),
                 )
-    except RateLimited as limited:
+    except GitHubRateLimited as limited:
         with database.transaction() as session:
             jobs.finish_in(session, job, now, result={"result": "rate_limited"})
             jobs.enqueue(
@@ -822,7 +822,7 @@ def verify_installation(app: GitHubApp | None, installation_id: int) -> Installa
         return app.installation(installation_id)
     except GitHubError as exc:
         raise UpstreamError(exc.message, code=exc.cause) from None
-    except RateLimited as exc:
+    except GitHubRateLimited as exc:
         raise UpstreamError(exc.message, code="github_rate_limited") from None
 
 
