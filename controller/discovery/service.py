@@ -226,7 +226,7 @@ def _at(origin: str, candidates: list[Candidate]) -> list[Candidate]:
     return candidates
 
 
-def out(candidate: Candidate, existing: str | None = None) -> CandidateOut:
+def candidate_out(candidate: Candidate, existing: str | None = None) -> CandidateOut:
     return CandidateOut(
         name=candidate.name,
         watch_type=candidate.watch_type,
@@ -277,7 +277,7 @@ def suggest(session: Session, principal: Principal, data: SuggestIn, box: Secret
                 taken.add(name)
                 created.append(watch.id)
                 existing = watch.id
-        answers.append(out(candidate, existing))
+        answers.append(candidate_out(candidate, existing))
     return SuggestOut(candidates=answers, created=created, not_created=not_created)
 
 
@@ -333,12 +333,12 @@ def assert_coverage(
     covered = [c for c in asserted if c.url and c.key in watched]
     accepted = [c for c in asserted if c.acknowledged]
     missing = [c for c in asserted if not (c.url and c.key in watched) and not c.acknowledged]
-    discovered = [out(c, watched.get(c.key) if c.url else None) for c in candidates]
-    acknowledged_out = [out(c) for c in accepted]
+    discovered = [candidate_out(c, watched.get(c.key) if c.url else None) for c in candidates]
+    acknowledged_out = [candidate_out(c) for c in accepted]
     if not missing:
         return True, CoverageOk(
             discovered=discovered,
-            watched=[out(c, watched[c.key]) for c in covered],
+            watched=[candidate_out(c, watched[c.key]) for c in covered],
             acknowledged=acknowledged_out,
         )
     return False, CoverageMissing(
@@ -346,7 +346,7 @@ def assert_coverage(
         missing=[_missing_out(c) for c in missing],
         missing_count=len(missing),
         discovered=discovered,
-        covered=[out(c, watched[c.key]) for c in covered],
+        covered=[candidate_out(c, watched[c.key]) for c in covered],
         acknowledged=acknowledged_out,
     )
 
@@ -355,7 +355,7 @@ def preview(data: CoverageIn, files: ScanResult | None) -> PreviewOut:
     """The same analysis, touching no org's data: nothing says whether a watch exists."""
     candidates = _coverage_candidates(data, files)
     asserted = [c for c in _asserted(data, candidates) if not c.acknowledged]
-    found = [out(c) for c in candidates]
+    found = [candidate_out(c) for c in candidates]
     return PreviewOut(
         candidates=found,
         asserted=len(asserted),
@@ -430,7 +430,7 @@ def scan_files_out(pairs: Sequence[tuple[str, bytes | str]]) -> ScanOut:
     """`POST /api/repo/scan`'s answer for files at hand (`driftgate scan`: the same code)."""
     result = scan_files(pairs)
     return ScanOut(
-        candidates=[out(c) for c in result.candidates],
+        candidates=[candidate_out(c) for c in result.candidates],
         files_read=result.files_read,
         skipped_binary=result.skipped_binary,
         skipped_large=result.skipped_large,
