@@ -1,6 +1,7 @@
 """Benchmark of the controller: checks per second on SQLite and Postgres, one and three replicas.
 
-A loopback server (its own process) serves 5,000 OpenAPI specs with ETags. For each store, the
+A loopback vendor (`bench/vendor_server.py`, its own process) serves 5,000 OpenAPI specs with
+ETags. For each store, the
 benchmark seeds 5,000 watches, then runs rounds in which every watch is due at once:
 
 - `first`: the first check of every watch, queued by the ticker (fetch, parse, fingerprint,
@@ -17,8 +18,6 @@ Figures go to docs/performance.md; nothing here fails on a time.
 from __future__ import annotations
 
 import argparse
-import json
-import multiprocessing
 import os
 import signal
 import subprocess
@@ -28,7 +27,6 @@ import time
 import uuid
 from collections import Counter
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -39,57 +37,13 @@ if str(ROOT) not in sys.path:
 from sqlalchemy import create_engine, func, insert, select, text, update  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
+from bench.vendor_server import SameDocument, serve, start  # noqa: E402
 from controller import jobs  # noqa: E402
 from controller.store import migrate  # noqa: E402
 from controller.store.db import Database  # noqa: E402
 from controller.store.models import Job, Org, Watch  # noqa: E402
-from tests.specs import charges_spec  # noqa: E402
 
 SECRET = "benchmark-secret-key-0123456789"
-
-
-def serve(port_file: str, version_file: str, log_file: str, latency: float) -> None:
-    """The spec server: /spec/<n>.json in the version named by `version_file`, each answer
-    after `latency` seconds (a vendor's round trip)."""
-    bodies = {
-        "v1": json.dumps(charges_spec()).encode(),
-        "v2": json.dumps(charges_spec(required=("id",), refunds=False)).encode(),
-    }
-    log = open(log_file, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        # Headers and body leave in separate writes; without this, Nagle's algorithm and the
-        # client's delayed ACK hold every 200 for 40 ms.
-        disable_nagle_algorithm = True
-
-        def do_GET(self) -> None:  # noqa: N802
-            version = Path(version_file).read_text().strip()
-            if latency:
-                time.sleep(latency)
-            log.write(f"{version} {self.path}\n")
-            tag = f'"{version}"'
-            if self.headers.get("If-None-Match") == tag:
-                self.send_response(304)
-                self.send_header("ETag", tag)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            body = bodies[version]
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("ETag", tag)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    Path(port_file).write_text(str(server.server_address[1]))
-    server.serve_forever()
 
 
 def seed(database: Database, port: int, count: int) -> None:
@@ -220,7 +174,7 @@ def run_round(
         cpu += usage.ru_utime + usage.ru_stime
     with open(log_file) as handle:
         handle.seek(offset)
-        fetches = Counter(line.split()[1] for line in handle if line.strip())
+        fetches = Counter(line.split()[1] for line in handle if line.strip())  # per spec number
     checked = checked_since(database, since)
     # A watch whose slot started during the round is rightly checked twice (two periods, two
     # jobs); a duplicate is a fetch without a finished job of its own.
@@ -236,8 +190,8 @@ def run_round(
         ).one()
     # Steady state: from the first finished check to the last (process start-up excluded).
     steady = (checked - 1) / max(0.001, (last - first).total_seconds()) if checked > 1 else 0.0
-    jobs_per_path = Counter(
-        {f"/spec/{names[key.split(':', 1)[1]].split('-')[1]}.json": n for key, n in done.items()}
+    jobs_per_spec = Counter(
+        {names[key.split(":", 1)[1]].split("-")[1]: n for key, n in done.items()}
     )
     return {
         "round": label,
@@ -246,7 +200,7 @@ def run_round(
         "seconds": elapsed,
         "per_second": checked / elapsed,
         "steady_per_second": steady,
-        "duplicates": sum(max(0, n - jobs_per_path[path]) for path, n in fetches.items()),
+        "duplicates": sum(max(0, n - jobs_per_spec[spec]) for spec, n in fetches.items()),
         "lost": count - checked,
         "cpu_ms_per_check": 1000 * cpu / max(1, checked),
         "machine_busy": (busy_after - busy_before) / max(0.001, total_after - total_before),
@@ -296,18 +250,10 @@ def main() -> None:
     args = parser.parse_args()
     stores = set(args.stores.split(","))
     work = Path(tempfile.mkdtemp(prefix="driftgate-bench-"))
-    port_file, version_file, log_file = (str(work / n) for n in ("port", "version", "fetches.log"))
+    version_file, log_file = (str(work / n) for n in ("version", "fetches.log"))
     Path(version_file).write_text("v1")
     Path(log_file).touch()
-    server = multiprocessing.Process(
-        target=serve,
-        args=(port_file, version_file, log_file, args.latency_ms / 1000),
-        daemon=True,
-    )
-    server.start()
-    while not Path(port_file).exists() or not Path(port_file).read_text():
-        time.sleep(0.05)
-    port = int(Path(port_file).read_text())
+    server, port = start(serve, log_file, args.latency_ms / 1000, SameDocument(version_file))
     results = []
     if "sqlite" in stores:
         results += bench_store(

@@ -48,9 +48,8 @@ from bench.scale_bench import (  # noqa: E402
     free_port,
     fresh_database,
     seed,
-    start,
-    vendor,
 )
+from bench.vendor_server import DistinctDocuments, serve, start  # noqa: E402
 from controller.scheduler import jitter_seconds  # noqa: E402
 from controller.services import auth as auth_service  # noqa: E402
 from controller.store.db import Database  # noqa: E402
@@ -206,7 +205,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="driftgate-dbfault-"))
     fetch_log = str(work / "fetches.log")
     Path(fetch_log).touch()
-    vendor_process, vendor_port = start(vendor, fetch_log, 0.0)
+    vendor_process, vendor_port = start(serve, fetch_log, 0.0, DistinctDocuments())
     name, url = fresh_database(args.postgres)
     database = Database(url)
     processes: list[subprocess.Popen[bytes]] = []

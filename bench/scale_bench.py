@@ -1,13 +1,14 @@
 """Benchmark of scheduling at scale: many watches on a short interval, several controllers,
 and faults that must not stop the loop (issue 33).
 
-A loopback vendor (its own process) serves one distinct OpenAPI document per watch, with
-ETags and an added latency (a vendor across the internet); it logs every fetch with its
-time. The benchmark seeds a fresh Postgres database with `--watches` watches at a 1-minute
-interval and runs `driftgate controller` processes against it, then judges every slot of
-every healthy watch from the vendor's log: a slot with no fetch is **missed**, one with two
-is a **duplicate**, and **lateness** is the first fetch's time after the slot's start (each
-watch's slots are offset by its jitter, as the controller computes them).
+A loopback vendor (`bench/vendor_server.py`, its own process) serves one distinct OpenAPI
+document per watch, with ETags and an added latency (a vendor across the internet); it logs
+every fetch with its time. The benchmark seeds a fresh Postgres database with `--watches`
+watches at a 1-minute interval and runs `driftgate controller` processes against it, then
+judges every slot of every healthy watch from the vendor's log: a slot with no fetch is
+**missed**, one with two is a **duplicate**, and **lateness** is the first fetch's time after
+the slot's start (each watch's slots are offset by its jitter, as the controller computes
+them).
 
 Scenarios (`--scenario`, several may be given):
 - `steady`: 1 controller, then 3; checks/s and the ratio between the two.
@@ -25,8 +26,6 @@ Run: `python bench/scale_bench.py --watches 10000 --minutes 4`. Prints figures a
 from __future__ import annotations
 
 import argparse
-import json
-import multiprocessing
 import os
 import signal
 import socket
@@ -49,76 +48,14 @@ if str(ROOT) not in sys.path:
 from sqlalchemy import create_engine, func, insert, select, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
+from bench.vendor_server import DistinctDocuments, serve, start  # noqa: E402
 from controller.scheduler import jitter_seconds  # noqa: E402
 from controller.store import migrate  # noqa: E402
 from controller.store.db import Database  # noqa: E402
 from controller.store.models import Job, Org, Watch  # noqa: E402
-from tests.specs import charges_spec  # noqa: E402
 
 SECRET = "benchmark-secret-key-0123456789"
 INTERVAL = 60  # seconds: every watch at 1 minute
-
-
-def vendor(port_file: str, log_file: str, latency: float) -> None:
-    """The vendor: `/spec/<n>.json` (a distinct document per watch; `?flap` alternates
-    between two versions every minute), `/trickle/<n>` (one byte every 2 s, for ever) and
-    `/hang/<n>` (never answers)."""
-    log = open(log_file, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
-    base = charges_spec()
-
-    def body(n: int, version: int) -> bytes:
-        spec = json.loads(json.dumps(base))
-        spec["info"]["title"] = f"vendor {n}"
-        if version:
-            spec["paths"].pop(next(iter(spec["paths"])))
-        return json.dumps(spec).encode()
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True
-
-        def do_GET(self) -> None:  # noqa: N802
-            path, _, query = self.path.partition("?")
-            kind, _, name = path.strip("/").partition("/")
-            if kind == "hang":
-                time.sleep(3600)
-                return
-            if kind == "trickle":
-                self.send_response(200)
-                self.send_header("Content-Length", "1000000")
-                self.end_headers()
-                for _ in range(1800):
-                    self.wfile.write(b" ")
-                    self.wfile.flush()
-                    time.sleep(2)
-                return
-            time.sleep(latency)
-            n = int(name.split(".")[0])
-            version = int(time.time() // INTERVAL) % 2 if query == "flap" else 0
-            tag = f'"{n}-{version}"'
-            log.write(f"{time.time():.3f} {n}\n")
-            if self.headers.get("If-None-Match") == tag:
-                self.send_response(304)
-                self.send_header("ETag", tag)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            data = body(n, version)
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("ETag", tag)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    server.request_queue_size = 1024
-    Path(port_file).write_text(str(server.server_address[1]))
-    server.serve_forever()
 
 
 def receiver(port_file: str, count_file: str, delay: float) -> None:
@@ -144,15 +81,6 @@ def receiver(port_file: str, count_file: str, delay: float) -> None:
     server.daemon_threads = True
     Path(port_file).write_text(str(server.server_address[1]))
     server.serve_forever()
-
-
-def start(target: Any, *args: Any) -> tuple[multiprocessing.Process, int]:
-    port_file = tempfile.mktemp(prefix="driftgate-bench-port-")
-    process = multiprocessing.Process(target=target, args=(port_file, *args), daemon=True)
-    process.start()
-    while not Path(port_file).exists() or not Path(port_file).read_text():
-        time.sleep(0.05)
-    return process, int(Path(port_file).read_text())
 
 
 def seed(
@@ -434,7 +362,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="driftgate-scale-"))
     log_file = str(work / "fetches.log")
     Path(log_file).touch()
-    vendor_process, port = start(vendor, log_file, args.latency_ms / 1000)
+    vendor_process, port = start(serve, log_file, args.latency_ms / 1000, DistinctDocuments())
     results = []
     try:
         if "steady" in scenarios:

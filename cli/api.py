@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import click
 
-from cli.common import options
+from cli.common import options, pages
 from controller import __version__
 
 if TYPE_CHECKING:  # imported when a command calls: `driftgate watches --help` never does
@@ -213,13 +213,15 @@ def by_prefix(http: httpx.Client, path: str, key: str, kind: str, ref: str) -> s
 def watch_names(http: httpx.Client) -> dict[str, str]:
     """Every watch of the org: name → id (all pages)."""
     names: dict[str, str] = {}
-    cursor: str | None = None
-    while True:
-        params = {"limit": 200, **({"cursor": cursor} if cursor else {})}
-        page = call(http, "GET", "/api/watches", params=params)
+    for page in pages(
+        lambda cursor: call(
+            http,
+            "GET",
+            "/api/watches",
+            params={"limit": 200, **({"cursor": cursor} if cursor else {})},
+        )
+    ):
         if not isinstance(page, dict) or not isinstance(page.get("watches"), list):
             raise ApiError(f"{shown(http.base_url)} answered without a watch list")
         names.update({str(w["name"]): str(w["id"]) for w in page.get("watches", [])})
-        cursor = page.get("nextCursor")
-        if not cursor:
-            return names
+    return names

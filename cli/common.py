@@ -1,5 +1,6 @@
 """What every `driftgate` command shares: the context (settings and store, built lazily),
-the one way to fail (a line on stderr, exit code 2), the actor name for audit entries."""
+the one way to fail (a line on stderr, exit code 2), the actor name for audit entries, and
+the walk through a paged listing of the API."""
 
 from __future__ import annotations
 
@@ -91,3 +92,16 @@ def options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
         return func
 
     return apply
+
+
+def pages(fetch: Callable[[str | None], Any]) -> Iterator[Any]:
+    """The pages of an API listing, first to last: `fetch(cursor)` gets one (the first with
+    None), then each page's `nextCursor` the next, until a page has none. Lazy: a caller that
+    stops reading fetches no more pages."""
+    cursor: str | None = None
+    while True:
+        page = fetch(cursor)
+        yield page
+        cursor = page.get("nextCursor")
+        if not cursor:
+            return

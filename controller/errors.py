@@ -9,6 +9,8 @@
      │    ├── Forbidden            403: plan or product does not allow it
      │    ├── NotFound             404: missing, or owned by another org (never told apart)
      │    ├── Conflict             409: duplicate names, managed objects, state clashes
+     │    ├── PayloadTooLarge      413: a body, a file set or a document over its limit
+     │    ├── TooManyRequests      429: a limit on the caller (sign-in attempts, a route's rate)
      │    └── NotSelfHosted        501: a hosted product's route driftgate refuses by design
      ├── TemporaryError            worth retrying with backoff (network, lock timeouts)
      │    └── StoreUnavailable     503: the database cannot be reached or did not answer
@@ -91,8 +93,17 @@ class Conflict(RequestError):
     status = 409
 
 
+class PayloadTooLarge(RequestError):
+    """A request body, or a part of it (a profile, metadata, a set of files), is over its
+    limit; the message names the limit."""
+
+    code = "payload_too_large"
+    status = 413
+
+
 class TooManyRequests(RequestError):
-    """A limit on attempts (sign-in) was reached; `details.retryAfter` says when to retry."""
+    """A limit on the caller was reached (sign-in attempts, a public route's rate limit);
+    `details.retryAfter` says when to retry."""
 
     code = "rate_limited"
     status = 429

@@ -30,6 +30,7 @@ from controller.settings import Settings, load_settings
 from controller.store import migrate
 from controller.store.db import Database
 from controller.store.models import Base
+from tests.dbproxy import DatabaseProxy, database_proxy
 from tests.gitrepos import RepoBuilder, isolated_git_config
 from tests.servers import SpecServer, spec_server
 
@@ -155,6 +156,14 @@ def acme(make_org: Callable[..., OrgKey]) -> OrgKey:
 @pytest.fixture
 def server() -> Iterator[SpecServer]:
     with spec_server() as running:
+        yield running
+
+
+@pytest.fixture
+def proxy(database: Database) -> Iterator[DatabaseProxy]:
+    """A TCP proxy in front of the test's Postgres database, to cut and restore it."""
+    url = make_url(database.url)
+    with database_proxy((url.host or "127.0.0.1", url.port or 5432)) as running:
         yield running
 
 

@@ -22,16 +22,10 @@ from controller.sources.http import make_client
 from controller.store.db import Database
 from controller.store.models import DriftEvent, Incident, OutboxMessage, Snapshot, Watch
 from tests.conftest import OrgKey, make_settings
-from tests.servers import SpecServer, spec_server
+from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def server() -> Iterator[SpecServer]:
-    with spec_server() as running:
-        yield running
 
 
 class Harness:

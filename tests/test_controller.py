@@ -8,7 +8,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -24,14 +23,8 @@ from controller.store.db import Database
 from controller.store.models import Job, Snapshot, Watch
 from tests.conftest import ON_POSTGRES, OrgKey
 from tests.processes import driftgate_env, wait_until
-from tests.servers import SpecServer, spec_server
+from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
-
-
-@pytest.fixture
-def server() -> Iterator[SpecServer]:
-    with spec_server() as running:
-        yield running
 
 
 def make_watches(database: Database, org: OrgKey, tmp_path: Path, urls: list[str]) -> list[str]:

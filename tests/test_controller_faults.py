@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
-from sqlalchemy.engine import make_url
 
 from controller import jobs
 from controller.crypto import load_secret_box
@@ -26,9 +25,9 @@ from controller.services.auth import Principal
 from controller.store.db import Database
 from controller.store.models import Job, Watch
 from tests.conftest import ON_POSTGRES, OrgKey, make_settings
-from tests.dbproxy import DatabaseProxy, database_proxy
+from tests.dbproxy import DatabaseProxy
 from tests.processes import wait_until
-from tests.servers import SpecServer, spec_server
+from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
 
 postgres_only = pytest.mark.skipif(not ON_POSTGRES, reason="a Postgres server behind a proxy")
@@ -76,19 +75,6 @@ def every_log() -> Iterator[Records]:
     for logger in (driftgate, root):
         logger.removeHandler(records)
     driftgate.setLevel(level)
-
-
-@pytest.fixture
-def server() -> Iterator[SpecServer]:
-    with spec_server() as running:
-        yield running
-
-
-@pytest.fixture
-def proxy(database: Database) -> Iterator[DatabaseProxy]:
-    url = make_url(database.url)
-    with database_proxy((url.host or "127.0.0.1", url.port or 5432)) as running:
-        yield running
 
 
 def make_watches(database: Database, org: OrgKey, tmp_path: Path, urls: list[str]) -> list[str]:

@@ -80,25 +80,9 @@ def app_settings(tmp_path: Path, database: Database, github: FakeGitHub | None) 
 
 
 @pytest.fixture
-def gh_settings(tmp_path: Path, database: Database, github: FakeGitHub) -> Settings:
+def live_settings(tmp_path: Path, database: Database, github: FakeGitHub) -> Settings:
+    """conftest's settings for a live app and controller, with the fake GitHub's App."""
     return app_settings(tmp_path, database, github)
-
-
-@pytest.fixture
-def gh_app(gh_settings: Settings, database: Database) -> Flask:
-    from web.app import create_app
-
-    return create_app(gh_settings, database=database)
-
-
-@pytest.fixture
-def gh_controller(gh_settings: Settings, database: Database) -> Iterator[Controller]:
-    running = Controller(
-        gh_settings, database, load_secret_box(gh_settings), concurrency=2, tick_seconds=0.2
-    )
-    running.start()
-    yield running
-    running.stop(grace=5)
 
 
 @pytest.fixture
@@ -222,14 +206,14 @@ def link_by_id(client: FlaskClient, who: OrgKey, installation: Any) -> Any:
 
 
 def test_drift_opens_a_draft_pull_request_and_its_merge_resolves_everything(
-    gh_app: Flask,
-    gh_controller: Controller,
+    live_app: Flask,
+    controller: Controller,
     github: FakeGitHub,
     org: OrgKey,
     server: SpecServer,
     database: Database,
 ) -> None:
-    client = gh_app.test_client()
+    client = live_app.test_client()
     linked = link(client, org)
     assert linked["account"] == "acme" and linked["repositorySelection"] == "selected"
     listed = client.get("/v1/draftpr/installations", headers=org.headers).get_json()
@@ -314,9 +298,9 @@ def test_drift_opens_a_draft_pull_request_and_its_merge_resolves_everything(
 
 
 def test_with_the_product_off_the_webhook_is_accepted_and_does_nothing(
-    gh_app: Flask, make_org: Callable[..., OrgKey], github: FakeGitHub
+    live_app: Flask, make_org: Callable[..., OrgKey], github: FakeGitHub
 ) -> None:
-    client = gh_app.test_client()
+    client = live_app.test_client()
     plain = make_org("plain", "pro")
     answer = client.post("/v1/draftpr/webhook", json=webhook_body("w", "e"), headers=plain.headers)
     assert answer.status_code == 202
@@ -339,13 +323,13 @@ def test_with_the_product_off_the_webhook_is_accepted_and_does_nothing(
 
 
 def test_an_event_of_another_watch_or_org_is_not_found(
-    gh_app: Flask,
-    gh_controller: Controller,
+    live_app: Flask,
+    controller: Controller,
     org: OrgKey,
     make_org: Callable[..., OrgKey],
     server: SpecServer,
 ) -> None:
-    client = gh_app.test_client()
+    client = live_app.test_client()
     watch_id, event_id = drifted(client, org, server)
     other = client.post(
         "/api/watches",
@@ -362,14 +346,14 @@ def test_an_event_of_another_watch_or_org_is_not_found(
 
 
 def test_github_refusals_are_502_naming_the_cause(
-    gh_app: Flask,
-    gh_controller: Controller,
+    live_app: Flask,
+    controller: Controller,
     github: FakeGitHub,
     org: OrgKey,
     server: SpecServer,
     database: Database,
 ) -> None:
-    client = gh_app.test_client()
+    client = live_app.test_client()
     link(client, org)
     watch_id, event_id = drifted(client, org, server)
     inaccessible = open_pr(client, org, watch_id, event_id, "acme/elsewhere")
@@ -393,9 +377,9 @@ def test_github_refusals_are_502_naming_the_cause(
 
 
 def test_a_repository_that_refuses_drafts_gets_a_labelled_pull_request(
-    gh_app: Flask, gh_controller: Controller, github: FakeGitHub, org: OrgKey, server: SpecServer
+    live_app: Flask, controller: Controller, github: FakeGitHub, org: OrgKey, server: SpecServer
 ) -> None:
-    client = gh_app.test_client()
+    client = live_app.test_client()
     link(client, org)
     watch_id, event_id = drifted(client, org, server)
     answer = open_pr(client, org, watch_id, event_id, "acme/no-drafts")
@@ -408,17 +392,17 @@ def test_a_repository_that_refuses_drafts_gets_a_labelled_pull_request(
 
 
 def test_a_rate_limit_queues_a_later_try(
-    gh_app: Flask,
-    gh_settings: Settings,
+    live_app: Flask,
+    live_settings: Settings,
     github: FakeGitHub,
     org: OrgKey,
     server: SpecServer,
     database: Database,
 ) -> None:
-    client = gh_app.test_client()
+    client = live_app.test_client()
     link(client, org)
     controller = Controller(
-        gh_settings, database, load_secret_box(gh_settings), concurrency=1, tick_seconds=0.2
+        live_settings, database, load_secret_box(live_settings), concurrency=1, tick_seconds=0.2
     )
     controller.start()
     try:
@@ -440,7 +424,7 @@ def test_a_rate_limit_queues_a_later_try(
                 session,
                 principal,
                 draftpr.DraftPrWebhookIn.model_validate(body),
-                gh_settings,
+                live_settings,
                 datetime.now(UTC),
             )
             row_id = row.id
@@ -531,9 +515,9 @@ def test_without_app_credentials_pull_requests_are_stubs(
 
 
 def test_deliveries_are_verified_and_installation_events_mark_links(
-    gh_app: Flask, gh_controller: Controller, github: FakeGitHub, org: OrgKey, database: Database
+    live_app: Flask, controller: Controller, github: FakeGitHub, org: OrgKey, database: Database
 ) -> None:
-    client = gh_app.test_client()
+    client = live_app.test_client()
     link(client, org)
     payload = delivery(github, "installation", "deleted", REPO, installation=INSTALLATION)
     forged = signed(payload, "installation", "d-9", secret="not-the-secret")
@@ -561,10 +545,10 @@ def test_deliveries_are_verified_and_installation_events_mark_links(
 
 
 def test_the_install_flow_links_the_org_its_signed_state_names(
-    gh_app: Flask, gh_settings: Settings, github: FakeGitHub, org: OrgKey, database: Database
+    live_app: Flask, live_settings: Settings, github: FakeGitHub, org: OrgKey, database: Database
 ) -> None:
-    client = gh_app.test_client()
-    box = load_secret_box(gh_settings)
+    client = live_app.test_client()
+    box = load_secret_box(live_settings)
     state = draftpr.sign_state(box, org.org_id, datetime.now(UTC))
     back = client.get(
         f"/api/account/draftpr/github/callback?installation_id={INSTALLATION}&setup_action=install&state={state}"
@@ -782,14 +766,14 @@ def test_a_pull_request_body_stays_under_githubs_limit() -> None:
 
 
 def test_a_draft_pr_policy_opens_the_pull_request_when_the_watch_drifts(
-    gh_app: Flask,
-    gh_controller: Controller,
+    live_app: Flask,
+    controller: Controller,
     github: FakeGitHub,
     org: OrgKey,
     server: SpecServer,
     database: Database,
 ) -> None:
-    client = gh_app.test_client()
+    client = live_app.test_client()
     link(client, org)
     watch_id = baselined(client, org, server)
     agent_id = bind_agent(database, org, watch_id)
@@ -887,8 +871,8 @@ def mcp_drift(client: FlaskClient, who: OrgKey, tmp_path: Path) -> Iterator[tupl
 
 @pytest.mark.parametrize("lint_on", [True, False])
 def test_mcp_drafts_carry_the_tool_manifest_lint_when_the_product_is_on(
-    gh_app: Flask,
-    gh_controller: Controller,
+    live_app: Flask,
+    controller: Controller,
     github: FakeGitHub,
     make_org: Callable[..., OrgKey],
     tmp_path: Path,
@@ -896,7 +880,7 @@ def test_mcp_drafts_carry_the_tool_manifest_lint_when_the_product_is_on(
 ) -> None:
     products = ("draftpr_repo", "toolmanifest_org") if lint_on else ("draftpr_repo",)
     who = make_org("acme", "pro", products=products)
-    client = gh_app.test_client()
+    client = live_app.test_client()
     link(client, who)
     for watch_id, event_id in mcp_drift(client, who, tmp_path):
         answer = client.post(
@@ -918,9 +902,9 @@ def test_mcp_drafts_carry_the_tool_manifest_lint_when_the_product_is_on(
 
 
 def test_a_vendored_path_outside_the_repository_is_refused(
-    gh_app: Flask, gh_controller: Controller, org: OrgKey, server: SpecServer
+    live_app: Flask, controller: Controller, org: OrgKey, server: SpecServer
 ) -> None:
-    client = gh_app.test_client()
+    client = live_app.test_client()
     watch_id, event_id = drifted(client, org, server)
     body = webhook_body(watch_id, event_id, vendoredPath="contracts/../../etc/passwd")
     answer = client.post("/v1/draftpr/webhook", json=body, headers=org.headers)
@@ -969,8 +953,8 @@ def test_an_installation_id_beyond_64_bits_is_refused_as_input(
 
 
 def test_another_orgs_installation_is_refused_everywhere(
-    gh_app: Flask,
-    gh_controller: Controller,
+    live_app: Flask,
+    controller: Controller,
     github: FakeGitHub,
     org: OrgKey,
     make_org: Callable[..., OrgKey],
@@ -981,7 +965,7 @@ def test_another_orgs_installation_is_refused_everywhere(
     that knows the id can neither link it (by id or through the install flow), nor open a
     pull request through it (the drift webhook, the `draft_pr` policy), nor have GitHub's
     deliveries for it touch its records: GitHub sees no write on the second org's behalf."""
-    client = gh_app.test_client()
+    client = live_app.test_client()
     assert link(client, org)["linkedBy"] == "install"
     intruder = make_org("intruder", "pro", products=("draftpr_repo",))
     for given in (INSTALLATION, str(INSTALLATION)):
@@ -1077,12 +1061,12 @@ def test_another_orgs_installation_is_refused_everywhere(
 
 
 def test_a_link_by_id_needs_an_account_the_org_has_proven(
-    gh_app: Flask, github: FakeGitHub, org: OrgKey, make_org: Callable[..., OrgKey]
+    live_app: Flask, github: FakeGitHub, org: OrgKey, make_org: Callable[..., OrgKey]
 ) -> None:
     """By id, an org links only an installation on a GitHub account it proved through the
     install flow (a reinstall makes a new id on the same account); the install flow itself
     takes only an installation made after its link was issued, or the org's own."""
-    client = gh_app.test_client()
+    client = live_app.test_client()
     github.add_installation(88, "globex", "globex/api")
     unproven = link_by_id(client, org, 88)
     assert unproven.status_code == 403, unproven.get_json()
@@ -1106,7 +1090,7 @@ def test_a_link_by_id_needs_an_account_the_org_has_proven(
 
 
 def test_the_operator_links_and_unlinks_installations_from_the_cli(
-    gh_settings: Settings,
+    live_settings: Settings,
     github: FakeGitHub,
     org: OrgKey,
     make_org: Callable[..., OrgKey],
@@ -1118,7 +1102,7 @@ def test_the_operator_links_and_unlinks_installations_from_the_cli(
 
     env = {
         "DRIFTGATE_DATABASE_URL": database.url,
-        "DRIFTGATE_DATA_DIR": str(gh_settings.data_dir),
+        "DRIFTGATE_DATA_DIR": str(live_settings.data_dir),
         "DRIFTGATE_GITHUB_APP_ID": str(APP_ID),
         "DRIFTGATE_GITHUB_APP_PRIVATE_KEY": github.private_pem,
         "DRIFTGATE_GITHUB_API_URL": github.url,
@@ -1160,15 +1144,15 @@ def test_the_operator_links_and_unlinks_installations_from_the_cli(
 
 
 def test_installation_ids_are_integers_or_their_digits_and_published_so(
-    gh_app: Flask,
-    gh_controller: Controller,
+    live_app: Flask,
+    controller: Controller,
     github: FakeGitHub,
     org: OrgKey,
     server: SpecServer,
 ) -> None:
     """SPEC.md types `installationId` as a string (the numeric id): `"77"` and `77` are the
     same id wherever one is taken, and /openapi.json says so."""
-    client = gh_app.test_client()
+    client = live_app.test_client()
     link(client, org)
     for given in ("77", 77, 77.0):
         relinked = link_by_id(client, org, given)
@@ -1202,15 +1186,15 @@ def test_installation_ids_are_integers_or_their_digits_and_published_so(
 
 
 def test_remediation_opens_the_pull_requests_the_draft_pr_policies_ask_for(
-    gh_app: Flask,
-    gh_controller: Controller,
+    live_app: Flask,
+    controller: Controller,
     github: FakeGitHub,
     org: OrgKey,
     server: SpecServer,
     database: Database,
     make_org: Callable[..., OrgKey],
 ) -> None:
-    client = gh_app.test_client()
+    client = live_app.test_client()
     link(client, org)
     watch_id = baselined(client, org, server)
     agent_id = bind_agent(database, org, watch_id)

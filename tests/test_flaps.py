@@ -30,7 +30,7 @@ from controller.store.db import Database
 from controller.store.models import AuditEntry, Incident, Job, OutboxMessage, Watch
 from tests.conftest import OrgKey, make_settings
 from tests.receivers import Receiver
-from tests.servers import SpecServer, spec_server
+from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
 from tests.test_checks import Harness, serve
 
@@ -41,12 +41,6 @@ HOUR = timedelta(hours=1)  # the default flap window and delivery group window
 
 A = as_json(charges_spec())  # the accepted contract
 B = as_json(charges_spec(refunds=False))  # GET /v1/refunds removed: breaking
-
-
-@pytest.fixture
-def server() -> Iterator[SpecServer]:
-    with spec_server() as running:
-        yield running
 
 
 @pytest.fixture

@@ -265,11 +265,11 @@ def test_an_unresolved_reference_is_a_condition_of_that_agent_only(
     )
     reconciler, settings = make_reconciler({"name": "fleet", "org": "acme", "url": repo.url})
     assert run(reconciler, settings).result == "applied"
-    from controller.services.agents import get_agent, to_out
+    from controller.services.agents import agent_out, get_agent
 
     with database.session() as session:
-        billing = to_out(get_agent(session, acme.org_id, "billing-agent"))
-        triage = to_out(get_agent(session, acme.org_id, "triage-bot"))
+        billing = agent_out(get_agent(session, acme.org_id, "billing-agent"))
+        triage = agent_out(get_agent(session, acme.org_id, "triage-bot"))
     assert [w.resolved for w in billing.watches] == [False, True]
     assert billing.conditions[0].status == "False"
     assert "not-a-watch" in billing.conditions[0].message

@@ -16,13 +16,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from controller.errors import RequestError
+from controller.errors import TooManyRequests
 from controller.services.clients import client_key
-
-
-class RateLimited(RequestError):
-    code = "rate_limited"
-    status = 429
 
 
 class RateLimiter:
@@ -45,7 +40,7 @@ class RateLimiter:
             if tokens < 1.0:
                 self._buckets.move_to_end(key)  # a client refused now is still busy
                 wait = max(1, int((1.0 - tokens) / rate) + 1)
-                raise RateLimited(
+                raise TooManyRequests(
                     f"too many requests to {name}; retry in {wait} s", details={"retryAfter": wait}
                 )
             self._buckets[key] = (tokens - 1.0, now)

@@ -23,7 +23,7 @@ from werkzeug.routing import BaseConverter, Map
 
 from controller import __version__
 from controller.crypto import SecretBox
-from controller.errors import NotFound, RequestError
+from controller.errors import NotFound, PayloadTooLarge
 from controller.services.auth import Principal
 from controller.services.orgs import plan_at_least, plan_required, product_required
 from controller.settings import Settings
@@ -389,16 +389,11 @@ def as_reply(route: Route, result: BaseModel | Reply) -> Reply:
 
 def _parse_body(model: type[BaseModel], limit: int | None = None) -> BaseModel:
     if limit is not None and (request.content_length or 0) > limit:
-        raise BodyTooLarge(f"the request body is larger than {limit // 1024} KB")
+        raise PayloadTooLarge(f"the request body is larger than {limit // 1024} KB")
     raw = request_bytes(request)
     if limit is not None and len(raw) > limit:
-        raise BodyTooLarge(f"the request body is larger than {limit // 1024} KB")
+        raise PayloadTooLarge(f"the request body is larger than {limit // 1024} KB")
     return parse_body(model, raw)
-
-
-class BodyTooLarge(RequestError):
-    code = "payload_too_large"
-    status = 413
 
 
 def _parse_query(model: type[BaseModel]) -> BaseModel:

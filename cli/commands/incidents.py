@@ -13,7 +13,7 @@ from urllib.parse import quote
 import click
 
 from cli import api
-from cli.common import fail
+from cli.common import fail, pages
 from cli.remote import emit, server, server_command, table
 
 if TYPE_CHECKING:  # for annotations only: `--help` loads no HTTP client
@@ -58,15 +58,20 @@ def incidents_list(
         params: dict[str, Any] = {"status": list(statuses)}
         if watch:
             params["watchId"] = api.watch_id(http, watch)
-        cursor: str | None = None
-        while len(found) < limit:
-            page_params = {**params, "limit": min(PAGE, limit - len(found))}
-            if cursor:
-                page_params["cursor"] = cursor
-            page = api.call(http, "GET", "/api/incidents", params=page_params)
+        for page in pages(
+            lambda cursor: api.call(
+                http,
+                "GET",
+                "/api/incidents",
+                params={
+                    **params,
+                    "limit": min(PAGE, limit - len(found)),
+                    **({"cursor": cursor} if cursor else {}),
+                },
+            )
+        ):
             found.extend(page.get("incidents", []))
-            cursor = page.get("nextCursor")
-            if not cursor:
+            if len(found) >= limit:
                 break
     emit({"incidents": found}, output_format, _rows)
 

@@ -16,6 +16,7 @@ import click
 from click.core import ParameterSource
 
 from cli import api, style
+from cli.common import pages
 from cli.remote import emit, server, server_command, table
 
 
@@ -101,19 +102,19 @@ def watches_list(
 ) -> None:
     """List the org's watches (every page)."""
     found: list[dict[str, Any]] = []
+    params: dict[str, Any] = {"limit": 200, "tag": list(tags)}
+    if status:
+        params["driftStatus"] = status
     with server(url, api_key) as http:
-        cursor: str | None = None
-        while True:
-            params: dict[str, Any] = {"limit": 200, "tag": list(tags)}
-            if status:
-                params["driftStatus"] = status
-            if cursor:
-                params["cursor"] = cursor
-            page = api.call(http, "GET", "/api/watches", params=params)
+        for page in pages(
+            lambda cursor: api.call(
+                http,
+                "GET",
+                "/api/watches",
+                params={**params, **({"cursor": cursor} if cursor else {})},
+            )
+        ):
             found.extend(page.get("watches", []))
-            cursor = page.get("nextCursor")
-            if not cursor:
-                break
     emit({"watches": found}, output_format, lambda d: _watch_rows(d["watches"]))
 
 

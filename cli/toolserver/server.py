@@ -18,6 +18,7 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from itertools import islice
 from typing import Any
 from urllib.parse import quote
 
@@ -32,6 +33,7 @@ from mcp.server.subscriptions import (
 )
 from pydantic import ValidationError
 
+from cli.common import pages
 from cli.toolserver.tools import TOOLS, Connection, Tool, ToolError
 from controller import __version__
 
@@ -117,14 +119,13 @@ class Watcher:
 
     def watches(self) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []
-        cursor: str | None = None
-        for _ in range(10):  # at most 2,000 watches
-            path = "/api/watches?limit=200" + (f"&cursor={quote(cursor)}" if cursor else "")
-            page = self.connection.call("GET", path)
+        listing = pages(
+            lambda cursor: self.connection.call(
+                "GET", "/api/watches?limit=200" + (f"&cursor={quote(cursor)}" if cursor else "")
+            )
+        )
+        for page in islice(listing, 10):  # at most 2,000 watches
             found += page["watches"]
-            cursor = page.get("nextCursor")
-            if not cursor:
-                break
         return found
 
     @staticmethod

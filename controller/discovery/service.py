@@ -21,7 +21,7 @@ from controller.crypto import SecretBox
 from controller.discovery.acknowledgements import ACK_FILE, acknowledged
 from controller.discovery.extract import Candidate, from_mcp_config, from_text, from_urls
 from controller.discovery.scan import MAX_FILES, MAX_TOTAL_BYTES, ScanResult, scan_files
-from controller.errors import RequestError, Unprocessable
+from controller.errors import PayloadTooLarge, Unprocessable
 from controller.model.base import ApiModel, BodyBool, BodyFloat, RequestModel
 from controller.model.problems import compose
 from controller.model.watch import TEXT_PATTERN, WatchCreate
@@ -226,7 +226,7 @@ def _at(origin: str, candidates: list[Candidate]) -> list[Candidate]:
     return candidates
 
 
-def out(candidate: Candidate, existing: str | None = None) -> CandidateOut:
+def candidate_out(candidate: Candidate, existing: str | None = None) -> CandidateOut:
     return CandidateOut(
         name=candidate.name,
         watch_type=candidate.watch_type,
@@ -277,7 +277,7 @@ def suggest(session: Session, principal: Principal, data: SuggestIn, box: Secret
                 taken.add(name)
                 created.append(watch.id)
                 existing = watch.id
-        answers.append(out(candidate, existing))
+        answers.append(candidate_out(candidate, existing))
     return SuggestOut(candidates=answers, created=created, not_created=not_created)
 
 
@@ -333,12 +333,12 @@ def assert_coverage(
     covered = [c for c in asserted if c.url and c.key in watched]
     accepted = [c for c in asserted if c.acknowledged]
     missing = [c for c in asserted if not (c.url and c.key in watched) and not c.acknowledged]
-    discovered = [out(c, watched.get(c.key) if c.url else None) for c in candidates]
-    acknowledged_out = [out(c) for c in accepted]
+    discovered = [candidate_out(c, watched.get(c.key) if c.url else None) for c in candidates]
+    acknowledged_out = [candidate_out(c) for c in accepted]
     if not missing:
         return True, CoverageOk(
             discovered=discovered,
-            watched=[out(c, watched[c.key]) for c in covered],
+            watched=[candidate_out(c, watched[c.key]) for c in covered],
             acknowledged=acknowledged_out,
         )
     return False, CoverageMissing(
@@ -346,7 +346,7 @@ def assert_coverage(
         missing=[_missing_out(c) for c in missing],
         missing_count=len(missing),
         discovered=discovered,
-        covered=[out(c, watched[c.key]) for c in covered],
+        covered=[candidate_out(c, watched[c.key]) for c in covered],
         acknowledged=acknowledged_out,
     )
 
@@ -355,7 +355,7 @@ def preview(data: CoverageIn, files: ScanResult | None) -> PreviewOut:
     """The same analysis, touching no org's data: nothing says whether a watch exists."""
     candidates = _coverage_candidates(data, files)
     asserted = [c for c in _asserted(data, candidates) if not c.acknowledged]
-    found = [out(c) for c in candidates]
+    found = [candidate_out(c) for c in candidates]
     return PreviewOut(
         candidates=found,
         asserted=len(asserted),
@@ -406,11 +406,6 @@ class ScanOut(ApiModel):
     problems: list[str] = Field(description="files that could not be read, with file:line")
 
 
-class TooLarge(RequestError):
-    code = "payload_too_large"
-    status = 413
-
-
 def files_of(raw: list[RepoFile] | None) -> list[tuple[str, str]] | None:
     """[(path, content)] of a request's files, bounded (413 beyond 5,000 files or 20 MB)."""
     if raw is None:
@@ -421,7 +416,9 @@ def files_of(raw: list[RepoFile] | None) -> list[tuple[str, str]] | None:
         total += len(item.content)
         pairs.append((item.path, item.content))
     if len(pairs) > MAX_FILES or total > MAX_TOTAL_BYTES:
-        raise TooLarge(f"at most {MAX_FILES} files and {MAX_TOTAL_BYTES // 1_048_576} MB a request")
+        raise PayloadTooLarge(
+            f"at most {MAX_FILES} files and {MAX_TOTAL_BYTES // 1_048_576} MB a request"
+        )
     return pairs
 
 
@@ -433,7 +430,7 @@ def scan_files_out(pairs: Sequence[tuple[str, bytes | str]]) -> ScanOut:
     """`POST /api/repo/scan`'s answer for files at hand (`driftgate scan`: the same code)."""
     result = scan_files(pairs)
     return ScanOut(
-        candidates=[out(c) for c in result.candidates],
+        candidates=[candidate_out(c) for c in result.candidates],
         files_read=result.files_read,
         skipped_binary=result.skipped_binary,
         skipped_large=result.skipped_large,

@@ -4,7 +4,7 @@ request needs (REST API version 2022-11-28; GitHub Enterprise Server through `gi
 httpx (through `controller.sources.http`, with the operator's address rules) and PyJWT for
 RS256; docs/decisions.md says why not a generated SDK. Installation tokens are cached until
 five minutes before they expire. Rate limits (primary and secondary: 403/429 with
-`retry-after` or `x-ratelimit-reset`) raise `RateLimited` with the time to retry, which the
+`retry-after` or `x-ratelimit-reset`) raise `GitHubRateLimited` with the time to retry, which the
 job turns into a later job, never a busy loop. Every other refusal raises `GitHubError`
 naming the cause in words a person can act on; no token or key is ever part of a message.
 Each call ends within `delivery_deadline_seconds` (connect, first byte, whole body). A GitHub
@@ -47,7 +47,7 @@ class GitHubError(DriftgateError):
         self.cause = cause
 
 
-class RateLimited(DriftgateError):
+class GitHubRateLimited(DriftgateError):
     """GitHub asked to wait; retry at `retry_at`."""
 
     code = "github_rate_limited"
@@ -184,13 +184,15 @@ class GitHubApp:
         now = self.clock()
         if "retry-after" in headers:
             wait = _seconds(headers["retry-after"], 60)
-            raise RateLimited(
+            raise GitHubRateLimited(
                 f"GitHub asked to retry after {wait} s", now + timedelta(seconds=wait)
             )
         if headers.get("x-ratelimit-remaining") == "0":
             reset = _seconds(headers.get("x-ratelimit-reset", ""), 0)
             at = datetime.fromtimestamp(reset, UTC) if reset else now + timedelta(minutes=1)
-            raise RateLimited("GitHub's rate limit is used up", max(at, now + timedelta(seconds=1)))
+            raise GitHubRateLimited(
+                "GitHub's rate limit is used up", max(at, now + timedelta(seconds=1))
+            )
 
     def _raise_for(self, answer: JsonAnswer, what: str) -> None:
         if 200 <= answer.status < 300:

@@ -41,8 +41,8 @@ from controller.draftpr.github import (
     FileChange,
     GitHubApp,
     GitHubError,
+    GitHubRateLimited,
     Installation,
-    RateLimited,
 )
 from controller.errors import (
     Conflict,
@@ -340,7 +340,7 @@ def products_of(org: Org) -> ProductsOut:
 # -- opening -------------------------------------------------------------------------------
 
 
-def out(row: DraftPr) -> DraftPrOut:
+def draft_pr_out(row: DraftPr) -> DraftPrOut:
     return DraftPrOut(
         draft_pr_id=row.id,
         number=row.number,
@@ -630,7 +630,7 @@ def run_draft_pr(
                     pull.number,
                     lint.render_comment(findings, linted["toolCount"]),
                 )
-    except RateLimited as limited:
+    except GitHubRateLimited as limited:
         with database.transaction() as session:
             jobs.finish_in(session, job, now, result={"result": "rate_limited"})
             jobs.enqueue(
@@ -749,7 +749,7 @@ def list_draft_prs(session: Session, org_id: str) -> DraftPrList:
         .order_by(DraftPr.created_at.desc(), DraftPr.id)
         .limit(500)
     )
-    return DraftPrList(items=[out(r) for r in rows])
+    return DraftPrList(items=[draft_pr_out(r) for r in rows])
 
 
 # -- merged ----------------------------------------------------------------------------------
@@ -761,7 +761,9 @@ def record_merge(
     """The pull request was merged: record it, accept the event's contract as the baseline,
     resolve the incident, unblock the agents bound to the watch. A second call changes nothing."""
     if row.state == "merged":
-        return MergedOut(draft_pr=out(row), incident_resolved=False, unblocked_agent_ids=[])
+        return MergedOut(
+            draft_pr=draft_pr_out(row), incident_resolved=False, unblocked_agent_ids=[]
+        )
     row.state, row.merged_at, row.updated_at = "merged", now, now
     watch = session.get_one(Watch, row.watch_id)
     had_incident = watch.open_breaking > 0 or watch.drift_status == "drifted"
@@ -781,7 +783,9 @@ def record_merge(
         row.id,
         {"repo": row.repo_full_name, "number": row.number, "unblocked": unblocked},
     )
-    return MergedOut(draft_pr=out(row), incident_resolved=resolved, unblocked_agent_ids=unblocked)
+    return MergedOut(
+        draft_pr=draft_pr_out(row), incident_resolved=resolved, unblocked_agent_ids=unblocked
+    )
 
 
 # -- installations ---------------------------------------------------------------------------
@@ -822,7 +826,7 @@ def verify_installation(app: GitHubApp | None, installation_id: int) -> Installa
         return app.installation(installation_id)
     except GitHubError as exc:
         raise UpstreamError(exc.message, code=exc.cause) from None
-    except RateLimited as exc:
+    except GitHubRateLimited as exc:
         raise UpstreamError(exc.message, code="github_rate_limited") from None
 
 
@@ -1358,7 +1362,9 @@ def remediate(
         {"driftEventId": event.id, "draftPrIds": sorted(rows)},
     )
     answer = RemediationOut(
-        watch_id=watch.id, drift_event_id=event.id, draft_prs=[out(r) for r in rows.values()]
+        watch_id=watch.id,
+        drift_event_id=event.id,
+        draft_prs=[draft_pr_out(r) for r in rows.values()],
     )
     return answer, made
 

@@ -24,7 +24,7 @@ from sqlalchemy import Table, bindparam, select
 from sqlalchemy.orm import Session
 
 from controller.crypto import SecretBox
-from controller.errors import Conflict, NotFound, RequestError, Unprocessable
+from controller.errors import Conflict, NotFound, PayloadTooLarge, RequestError, Unprocessable
 from controller.events.outbox import emit
 from controller.ingress import metering
 from controller.ingress.validator import CompiledProfile, Result, compile_profile, validate
@@ -59,11 +59,6 @@ class QuotaExceeded(RequestError):
 class ValidationDisabled(RequestError):
     code = "validation_disabled"
     status = 503
-
-
-class ProfileTooLarge(RequestError):
-    code = "payload_too_large"
-    status = 413
 
 
 # -- wire models ---------------------------------------------------------------------------
@@ -271,7 +266,7 @@ def _profile(
     if data.profile is not None:
         raw = data.profile
         if len(_compact(raw)) > MAX_PROFILE_BYTES:
-            raise ProfileTooLarge(
+            raise PayloadTooLarge(
                 f"the inline profile is larger than {MAX_PROFILE_BYTES // 1024} KB"
             )
         profile = profile_of(raw)  # its shape was checked with the body
@@ -460,7 +455,7 @@ def put_profile(
     """Store a profile under `profile_id` (its `id` must match); (row, created). A new
     version must be higher; the same version with other content is 409."""
     if len(_compact(raw)) > MAX_PROFILE_BYTES:
-        raise ProfileTooLarge(f"the profile is larger than {MAX_PROFILE_BYTES // 1024} KB")
+        raise PayloadTooLarge(f"the profile is larger than {MAX_PROFILE_BYTES // 1024} KB")
     profile = profile_of(raw)  # its shape was checked with the body
     if profile.id != profile_id:
         # No schema of the body can say that its id is the path's: 422, naming the field.

@@ -94,10 +94,10 @@ def get_agent(session: Session, org_id: str, id_or_slug: str) -> Agent:
 
 def list_agents(session: Session, org_id: str) -> AgentList:
     agents = session.scalars(select(Agent).where(Agent.org_id == org_id).order_by(Agent.key))
-    return AgentList(agents=[to_out(a) for a in agents])
+    return AgentList(agents=[agent_out(a) for a in agents])
 
 
-def to_out(agent: Agent) -> AgentOut:
+def agent_out(agent: Agent) -> AgentOut:
     return AgentOut(
         id=agent.key,
         slug=agent.slug,
@@ -307,7 +307,7 @@ def agent_status(
         {a for row in decision.blocked for a in row.agent_actions} | set(decision.agent_actions)
     )
     return AgentStatus(
-        agent=to_out(agent),
+        agent=agent_out(agent),
         policy=_policy_out(gate.policy),
         runtime=RuntimeOut(
             state=agent.runtime_state,

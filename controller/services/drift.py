@@ -38,9 +38,9 @@ from controller.model.watch import (
     is_stale_check,
 )
 from controller.policy import ACTIONS_STALE, STALE, reasons_for
-from controller.services import acknowledgement, audit, paging
+from controller.services import acknowledgement, audit, paging, watches
 from controller.services.auth import Principal
-from controller.services.watches import get_watch, to_out
+from controller.services.watches import get_watch
 from controller.status import BaselineAccepted, Counts, facts_of, transition
 from controller.store.db import Database
 from controller.store.models import DriftEvent, Incident, Snapshot, Watch
@@ -271,7 +271,7 @@ def incident_summary(incident: Incident) -> IncidentSummary:
 
 
 def watch_out(session: Session, watch: Watch, now: datetime) -> WatchOut:
-    out = to_out(watch, now)
+    out = watches.watch_out(watch, now)
     out.incident = incidents_by_watch(session, [watch.id]).get(watch.id)
     return out
 

@@ -30,7 +30,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from controller import jobs
-from controller.errors import Conflict, RequestError, Unprocessable
+from controller.errors import Conflict, PayloadTooLarge, RequestError, Unprocessable
 from controller.model.base import ApiModel, BodyDateTime, BodyFloat, RequestModel
 from controller.model.jsonvalue import MAX_DEPTH, json_value_problem
 from controller.model.watch import CURSOR_PATTERN, ChangeCounts
@@ -62,11 +62,6 @@ Label = Annotated[str, StringConstraints(max_length=200, pattern=LABEL_PATTERN)]
 ArgsHash = Annotated[str, StringConstraints(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")]
 Cursor = Annotated[str, StringConstraints(pattern=CURSOR_PATTERN)]
 SnapshotStatus = Literal["queued", "completed", "failed", "pending"]
-
-
-class PayloadTooLarge(RequestError):
-    code = "payload_too_large"
-    status = 413
 
 
 class TripIn(RequestModel):

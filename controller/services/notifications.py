@@ -75,7 +75,7 @@ class NotificationDefaultsOut(ApiModel):
 
 
 def get_defaults(session: Session, org_id: str) -> NotificationDefaultsOut:
-    return to_out(session.get(NotificationDefaults, org_id))
+    return defaults_out(session.get(NotificationDefaults, org_id))
 
 
 def default_interval(session: Session, org_id: str) -> int | None:
@@ -127,7 +127,7 @@ def put_defaults(
             "weeklySummary": bool(data.weekly_summary and data.weekly_summary.enabled),
         },
     )
-    return to_out(row)
+    return defaults_out(row)
 
 
 def check_weekly_summary(
@@ -155,7 +155,7 @@ def check_weekly_summary(
         )
 
 
-def to_out(row: NotificationDefaults | None) -> NotificationDefaultsOut:
+def defaults_out(row: NotificationDefaults | None) -> NotificationDefaultsOut:
     if row is None:
         return NotificationDefaultsOut(
             destination=None,

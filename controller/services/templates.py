@@ -168,7 +168,7 @@ def _system_out(template: SystemTemplate) -> TemplateOut:
     )
 
 
-def to_out(template: Template) -> TemplateOut:
+def template_out(template: Template) -> TemplateOut:
     return TemplateOut(
         id=template.id,
         name=template.name,
@@ -191,7 +191,8 @@ def list_templates(session: Session, org_id: str) -> TemplateList:
         select(Template).where(Template.org_id == org_id).order_by(Template.name)
     )
     return TemplateList(
-        templates=[_system_out(t) for t in SYSTEM_TEMPLATES.values()] + [to_out(t) for t in rows]
+        templates=[_system_out(t) for t in SYSTEM_TEMPLATES.values()]
+        + [template_out(t) for t in rows]
     )
 
 

@@ -196,7 +196,7 @@ def ensure_unmanaged(watch: Watch) -> None:
     managed.ensure_unmanaged(watch, "watch", watch.name)
 
 
-def to_out(watch: Watch, now: datetime) -> WatchOut:
+def watch_out(watch: Watch, now: datetime) -> WatchOut:
     """The API view of a watch: header values redacted, health computed for `now`."""
     baseline = None
     if watch.baseline_snapshot_id is not None:
@@ -242,7 +242,7 @@ def to_out(watch: Watch, now: datetime) -> WatchOut:
 
 
 def to_list(watches: list[Watch], next_cursor: str | None, now: datetime) -> WatchList:
-    return WatchList(watches=[to_out(w, now) for w in watches], next_cursor=next_cursor)
+    return WatchList(watches=[watch_out(w, now) for w in watches], next_cursor=next_cursor)
 
 
 def _ensure_name_free(session: Session, org_id: str, name: str) -> None:

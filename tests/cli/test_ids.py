@@ -5,14 +5,12 @@ an ambiguous prefix is exit 2 with the candidates; another org's ids are never c
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
 from click.testing import CliRunner, Result
-from flask import Flask
 from sqlalchemy import update
 
 from cli.main import main
@@ -20,7 +18,7 @@ from controller.checks import encode_changes
 from controller.store.db import Database
 from controller.store.models import ApiKey, DriftEvent, Watch
 from tests.conftest import SECRET, OrgKey
-from tests.servers import WsgiServer, serving
+from tests.servers import WsgiServer
 
 SPEC_URL = "https://api.example.com/openapi.json"
 CHARGES = "aaaa1111-0000-4000-8000-000000000001"
@@ -29,15 +27,6 @@ THEIRS = "aaaa3333-0000-4000-8000-000000000003"  # the other org's watch
 EVENT_1 = "bbbb1111-0000-4000-8000-000000000001"
 EVENT_2 = "bbbb2222-0000-4000-8000-000000000002"
 EVENT_THEIRS = "bbbb3333-0000-4000-8000-000000000003"
-
-
-@pytest.fixture
-def api_server(app: Flask, monkeypatch: pytest.MonkeyPatch) -> Iterator[WsgiServer]:
-    # CliRunner swaps the process's stderr while a command runs; the server thread's log lines
-    # stay out of the command's output.
-    monkeypatch.setattr(logging.getLogger("driftgate"), "handlers", [logging.NullHandler()])
-    with serving(app) as running:
-        yield running
 
 
 @pytest.fixture

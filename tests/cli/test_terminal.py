@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 import os
 import pty
 import re
@@ -14,18 +13,16 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from flask import Flask
 
 from cli import style
 from cli.progress import progress
 from tests.conftest import OrgKey
 from tests.processes import DRIFTGATE, wait_until
-from tests.servers import WsgiServer, serving
+from tests.servers import WsgiServer
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
@@ -79,13 +76,6 @@ def test_a_diff_on_a_terminal_is_coloured_and_otherwise_plain() -> None:
     assert not ESCAPE.search(on_terminal(args, {"NO_COLOR": "1"}))
     assert not ESCAPE.search(on_terminal([*args, "--format", "json"]))
     assert not ESCAPE.search(on_terminal([*args, "--format", "sarif"]))
-
-
-@pytest.fixture
-def api_server(app: Flask, monkeypatch: pytest.MonkeyPatch) -> Iterator[WsgiServer]:
-    monkeypatch.setattr(logging.getLogger("driftgate"), "handlers", [logging.NullHandler()])
-    with serving(app) as running:
-        yield running
 
 
 def test_watch_statuses_are_coloured_in_aligned_columns(

@@ -52,12 +52,6 @@ def peer(request: pytest.FixtureRequest) -> Iterator[Stalling]:
         yield running
 
 
-@pytest.fixture
-def server() -> Iterator[SpecServer]:
-    with spec_server() as running:
-        yield running
-
-
 def ends_as_timeout(call: Callable[[], object]) -> FetchError:
     started = time.monotonic()
     with pytest.raises(FetchError) as caught:

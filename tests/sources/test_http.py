@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 
 import pytest
 
 from controller.sources.http import FetchError, fetch, is_public_address, make_client
-from tests.servers import SpecServer, spec_server
-
-
-@pytest.fixture
-def server() -> Iterator[SpecServer]:
-    with spec_server() as running:
-        yield running
+from tests.servers import SpecServer
 
 
 def test_fetch_and_conditional_request(server: SpecServer) -> None:

@@ -13,14 +13,13 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 from sqlalchemy import exc, text
-from sqlalchemy.engine import make_url
 
 from controller.errors import StoreUnavailable
 from controller.store.db import Database
 from controller.store.outage import BUSY, TIMEOUT, UNREACHABLE, Reachability, store_fault
 from tests import logrecords
 from tests.conftest import ON_POSTGRES
-from tests.dbproxy import DatabaseProxy, database_proxy
+from tests.dbproxy import DatabaseProxy
 from tests.processes import wait_until
 
 postgres_only = pytest.mark.skipif(not ON_POSTGRES, reason="a Postgres server behind a proxy")
@@ -125,13 +124,6 @@ def test_slow_statements_fail_alone_and_are_counted(store_log: Records) -> None:
 
 
 # Postgres behind the proxy: a frozen server, a stopped one, a slow statement.
-
-
-@pytest.fixture
-def proxy(database: Database) -> Iterator[DatabaseProxy]:
-    url = make_url(database.url)
-    with database_proxy((url.host or "127.0.0.1", url.port or 5432)) as running:
-        yield running
 
 
 @pytest.fixture

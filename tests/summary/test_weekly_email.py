@@ -27,7 +27,7 @@ from controller.store.models import Base, Job
 from controller.summary import service
 from tests.conftest import ON_POSTGRES, OrgKey, make_settings
 from tests.processes import driftgate_env, wait_until
-from tests.servers import SpecServer, spec_server
+from tests.servers import SpecServer
 from tests.smtp_server import SmtpServer, smtp_server
 from tests.specs import as_json, charges_spec
 from tests.tls import self_signed_certificate
@@ -67,12 +67,6 @@ def mail_client(mail_settings: Settings, database: Database) -> FlaskClient:
 
     app: Flask = create_app(mail_settings, database=database)
     return app.test_client()
-
-
-@pytest.fixture
-def spec() -> Iterator[SpecServer]:
-    with spec_server() as running:
-        yield running
 
 
 class Clock:
@@ -171,7 +165,7 @@ def stored_text(database: Database) -> str:
 def test_the_weekly_summary_goes_out_once_and_can_be_unsubscribed(
     mail_client: FlaskClient,
     make_org: Callable[..., OrgKey],
-    spec: SpecServer,
+    server: SpecServer,
     relay: SmtpServer,
     controller: Controller,
     clock: Clock,
@@ -180,8 +174,8 @@ def test_the_weekly_summary_goes_out_once_and_can_be_unsubscribed(
 ) -> None:
     client = mail_client
     acme, globex = make_org("acme", "pro"), make_org("globex", "free")
-    drifted_watch(client, acme, spec, "payments")
-    drifted_watch(client, globex, spec, "globex-ledger")
+    drifted_watch(client, acme, server, "payments")
+    drifted_watch(client, globex, server, "globex-ledger")
     opt_in(client, acme, relay, ["lead@example.com", "oncall@example.com"])
     opt_in(client, globex, relay, ["ops@globex.example"])
     routine = controller.routines.get("weekly_summaries")

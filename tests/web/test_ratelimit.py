@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from web.ratelimit import RateLimited, RateLimiter
+from controller.errors import TooManyRequests
+from web.ratelimit import RateLimiter
 
 
 def limiter_at(now: list[float]) -> RateLimiter:
@@ -17,7 +18,7 @@ def taken(limiter: RateLimiter, client: str, times: int, burst: int = 3) -> list
     for _ in range(times):
         try:
             limiter.hit("trial", client, per_minute=60, burst=burst)
-        except RateLimited as exc:
+        except TooManyRequests as exc:
             assert exc.status == 429 and exc.details["retryAfter"] >= 1
             results.append(False)
         else:

@@ -24,7 +24,7 @@ from controller.store import db as db_module
 from controller.store import fastpath
 from controller.store.db import Database
 from tests.conftest import ON_POSTGRES, OrgKey, make_settings
-from tests.dbproxy import DatabaseProxy, database_proxy
+from tests.dbproxy import DatabaseProxy
 from tests.factories import make_watch, set_state
 from tests.processes import DRIFTGATE, driftgate_env, free_port, wait_until, wait_until_healthy
 from web.app import create_app
@@ -51,13 +51,6 @@ def assert_store_unavailable(answer: Any) -> dict[str, Any]:
     )
     assert body["error"] == "store_unavailable" and body["message"]
     return body
-
-
-@pytest.fixture
-def proxy(database: Database) -> Iterator[DatabaseProxy]:
-    url = make_url(database.url)
-    with database_proxy((url.host or "127.0.0.1", url.port or 5432)) as running:
-        yield running
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ def list_agents(call: Call) -> agent_service.AgentList:
 )
 def get_agent(call: Call) -> agent_service.AgentOut:
     """The binding of the agent with this id or slug."""
-    return agent_service.to_out(
+    return agent_service.agent_out(
         agent_service.get_agent(call.session, call.org_id, call.path["agent_id"])
     )
 

@@ -88,8 +88,8 @@ def draftpr_webhook(call: Call) -> Reply:
     if row.state == "failed":
         raise UpstreamError(row.error or "GitHub refused the pull request", code="github_error")
     if row.state == "pending":
-        return Reply(202, service.DraftPrAccepted(service.out(row)))
-    return Reply(201 if created else 200, service.out(row))
+        return Reply(202, service.DraftPrAccepted(service.draft_pr_out(row)))
+    return Reply(201 if created else 200, service.draft_pr_out(row))
 
 
 @REGISTRY.route(
@@ -135,7 +135,9 @@ def list_draft_prs(call: Call) -> service.DraftPrList:
 )
 def get_draft_pr(call: Call) -> service.DraftPrOut:
     """One pull request record of the org."""
-    return service.out(service.get_draft_pr(call.session, call.org_id, call.path["draft_pr_id"]))
+    return service.draft_pr_out(
+        service.get_draft_pr(call.session, call.org_id, call.path["draft_pr_id"])
+    )
 
 
 @REGISTRY.route(

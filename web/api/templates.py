@@ -37,7 +37,7 @@ def create_template(call: Call) -> Reply:
     template = service.create_template(
         call.session, call.principal_required, call.body, call.secret_box
     )
-    return Reply(201, service.to_out(template))
+    return Reply(201, service.template_out(template))
 
 
 @REGISTRY.route(
@@ -75,7 +75,7 @@ def launch_from_template(call: Call) -> Reply:
     out = service.LaunchOut(
         watch=drift.watch_out(call.session, watch, call.now),
         template=ref,
-        agent=agent_service.to_out(agent) if agent is not None else None,
+        agent=agent_service.agent_out(agent) if agent is not None else None,
     )
     return Reply(201, out, {"Location": f"/api/watches/{watch.id}"})
 
