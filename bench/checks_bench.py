@@ -7,11 +7,17 @@ benchmark seeds 5,000 watches, then runs rounds in which every watch is due at o
 - `first`: the first check of every watch, queued by the ticker (fetch, parse, fingerprint,
   store the baseline);
 - `unchanged`: every spec is the same again (conditional GET answered 304);
+- `unchanged, no ETag`: the same bytes again, from a server that sends no ETag and no
+  Last-Modified (a 200 every time, as most vendors answer): the controller recognises the
+  bytes by their hash before parsing;
 - `changed`: every spec has a breaking change (parse, diff, drift event, incident, outbox);
 - `unchanged x3` (Postgres): the same as `unchanged` with three controller processes.
 
 It counts fetches per spec per round from the server's own log, so duplicate and lost checks
-are measured, not assumed. Run: `python bench/checks_bench.py [--watches N] [--postgres URL]`.
+are measured, not assumed. Controller CPU per check is printed twice: over the whole round
+(from `wait4`, process start-up included) and steady (the controllers' CPU from the first
+finished check to the last, from /proc/<pid>/stat, divided by the checks in between).
+Run: `python bench/checks_bench.py [--watches N] [--postgres URL]`.
 Figures go to docs/performance.md; nothing here fails on a time.
 """
 
@@ -110,6 +116,20 @@ def machine_cpu() -> tuple[float, float]:
     return ((sum(ticks) - idle) / hz, sum(ticks) / hz)
 
 
+def process_cpu(pids: list[int]) -> float:
+    """User + system CPU seconds of the processes `pids` so far (every thread), from
+    /proc/<pid>/stat (Linux); 0 for a process that is gone."""
+    hz = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / hz
+
+
 def checked_since(database: Database, since: datetime) -> int:
     with database.session() as session:
         return int(
@@ -159,9 +179,17 @@ def run_round(
         )
         for _ in range(replicas)
     ]
+    pids = [process.pid for process in processes]
     deadline = time.monotonic() + 600
-    while checked_since(database, since) < count and time.monotonic() < deadline:
+    # The controllers' CPU from the first finished check seen to the last (start-up excluded).
+    steady_from: tuple[int, float] | None = None
+    checked_now = 0
+    while checked_now < count and time.monotonic() < deadline:
         time.sleep(0.05)
+        checked_now = checked_since(database, since)
+        if steady_from is None and checked_now > 0:
+            steady_from = (checked_now, process_cpu(pids))
+    steady_cpu = process_cpu(pids)
     elapsed = time.perf_counter() - started
     busy_after, total_after = machine_cpu()
     time.sleep(1.0)  # anything fetched twice would show up now
@@ -180,7 +208,11 @@ def run_round(
     # jobs); a duplicate is a fetch without a finished job of its own.
     with database.session() as session:
         done = Counter(
-            session.scalars(select(Job.key).where(Job.status == "done", Job.finished_at >= since))
+            session.scalars(
+                select(Job.key).where(
+                    Job.kind == jobs.CHECK, Job.status == "done", Job.finished_at >= since
+                )
+            )
         )
         names = {row[0]: row[1] for row in session.execute(select(Watch.id, Watch.name))}
         first, last = session.execute(
@@ -203,6 +235,11 @@ def run_round(
         "duplicates": sum(max(0, n - jobs_per_spec[spec]) for spec, n in fetches.items()),
         "lost": count - checked,
         "cpu_ms_per_check": 1000 * cpu / max(1, checked),
+        "steady_cpu_ms_per_check": (
+            1000 * (steady_cpu - steady_from[1]) / max(1, checked_now - steady_from[0])
+            if steady_from is not None
+            else 0.0
+        ),
         "machine_busy": (busy_after - busy_before) / max(0.001, total_after - total_before),
     }
 
@@ -227,6 +264,8 @@ def bench_store(
     ]
     if replicas_too:
         results.append(run_round("unchanged x3", database, url, 3, count, log_file, concurrency))
+    Path(version_file).write_text("v1 plain")
+    results.append(run_round("unchanged, no ETag", database, url, 1, count, log_file, concurrency))
     Path(version_file).write_text("v2")
     results.append(run_round("changed", database, url, 1, count, log_file, concurrency))
     database.dispose()
@@ -303,15 +342,25 @@ def report(args: argparse.Namespace, results: list[dict[str, Any]]) -> None:
     )
     print(
         "store | round | replicas | checks | seconds | checks/s (with start-up) "
-        "| checks/s (steady) | controller CPU ms/check | machine CPU busy | duplicates | lost"
+        "| checks/s (steady) | controller CPU ms/check (round) | controller CPU ms/check (steady) "
+        "| machine CPU busy | duplicates | lost"
     )
     for r in results:
         print(
             f"{r['store']} | {r['round']} | {r['replicas']} | {r['checks']} | {r['seconds']:.1f} | "
             f"{r['per_second']:.0f} | {r['steady_per_second']:.0f} | "
-            f"{r['cpu_ms_per_check']:.1f} | {r['machine_busy']:.0%} | "
+            f"{r['cpu_ms_per_check']:.2f} | {r['steady_cpu_ms_per_check']:.2f} | "
+            f"{r['machine_busy']:.0%} | "
             f"{r['duplicates']} | {r['lost']}"
         )
+    for r in results:
+        if r["round"] in ("unchanged", "unchanged, no ETag"):
+            print(
+                f"{r['store']}: controller CPU per unchanged check, "
+                f"{'ETag (304)' if r['round'] == 'unchanged' else 'no ETag (200, same bytes)'}: "
+                f"{r['steady_cpu_ms_per_check']:.2f} ms steady, "
+                f"{r['cpu_ms_per_check']:.2f} ms with start-up"
+            )
     single = next(
         (r for r in results if r["round"] == "unchanged" and r["store"] == "postgres"), None
     )

@@ -26,12 +26,14 @@ from tests.specs import charges_spec
 
 FLAP_SECONDS = 60  # a flapping document changes version once a minute (scale_bench's interval)
 
-Documents = Callable[[int, str], tuple[str, bytes]]  # (n, query) -> (ETag, body)
+# (n, query) -> (ETag, body); no ETag: a vendor that sends none (and so never answers 304).
+Documents = Callable[[int, str], tuple[str | None, bytes]]
 
 
 class SameDocument:
     """Every `/spec/<n>.json` is the charges spec in the version `version_file` names: `v1`,
-    or `v2` with a breaking change (fewer required properties, no refunds)."""
+    or `v2` with a breaking change (fewer required properties, no refunds); followed by
+    ` plain`, the same bytes without an ETag (a vendor that sends none)."""
 
     def __init__(self, version_file: str) -> None:
         self.version_file = version_file
@@ -40,9 +42,9 @@ class SameDocument:
             "v2": json.dumps(charges_spec(required=("id",), refunds=False)).encode(),
         }
 
-    def __call__(self, n: int, query: str) -> tuple[str, bytes]:
-        version = Path(self.version_file).read_text().strip()
-        return f'"{version}"', self.bodies[version]
+    def __call__(self, n: int, query: str) -> tuple[str | None, bytes]:
+        version, _, mode = Path(self.version_file).read_text().strip().partition(" ")
+        return (None if mode == "plain" else f'"{version}"'), self.bodies[version]
 
 
 class DistinctDocuments:
@@ -52,7 +54,7 @@ class DistinctDocuments:
     def __init__(self) -> None:
         self.base = charges_spec()
 
-    def __call__(self, n: int, query: str) -> tuple[str, bytes]:
+    def __call__(self, n: int, query: str) -> tuple[str | None, bytes]:
         version = int(time.time() // FLAP_SECONDS) % 2 if query == "flap" else 0
         spec = json.loads(json.dumps(self.base))
         spec["info"]["title"] = f"vendor {n}"
@@ -91,7 +93,7 @@ def serve(port_file: str, log_file: str, latency: float, documents: Documents) -
             n = int(name.split(".")[0])
             tag, body = documents(n, query)
             log.write(f"{time.time():.3f} {n}\n")
-            if self.headers.get("If-None-Match") == tag:
+            if tag is not None and self.headers.get("If-None-Match") == tag:
                 self.send_response(304)
                 self.send_header("ETag", tag)
                 self.send_header("Content-Length", "0")
@@ -99,7 +101,8 @@ def serve(port_file: str, log_file: str, latency: float, documents: Documents) -
                 return
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
-            self.send_header("ETag", tag)
+            if tag is not None:
+                self.send_header("ETag", tag)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)

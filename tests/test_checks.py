@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from controller import checks as checks_module
 from controller.checks import CheckResult, Fetched, decode_changes, http_fetcher, run_check
 from controller.crypto import load_secret_box
 from controller.diffs.loader import MAX_NESTING
@@ -374,3 +375,113 @@ def test_a_drift_event_holds_one_change_per_cause(harness: Harness) -> None:
     (removed,) = [c for c in changes if c["severity"] == "breaking"]
     assert removed["affected"] == ["GET /v1/charges/{id}", "POST /v1/charges"]
     assert removed["affectedCount"] == 2
+
+
+class CountingParser:
+    """The real OpenAPI loader, counting its calls: a check that recognises the bytes it
+    fetched does not parse them."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+        real = checks_module.load_document
+
+        def load(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(checks_module, "load_document", load)
+
+
+def serve_plain(h: Harness, **knobs: object) -> None:
+    """The spec as most vendors serve it: a 200 every time, no ETag, no Last-Modified."""
+    h.server.set("/openapi.json", as_json(charges_spec(**knobs)), etag=False)  # type: ignore[arg-type]
+
+
+def test_the_same_bytes_without_etag_are_recognised_before_parsing(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parser = CountingParser(monkeypatch)
+    serve_plain(harness)
+    watch_id = harness.watch(webhookUrl="https://hooks.example.com/drift")
+    assert harness.check(watch_id).outcome == "baseline" and parser.calls == 1
+    first = harness.get(watch_id)
+    assert first.etag is None and first.last_modified is None and first.source_hash
+
+    again = harness.check(watch_id)
+    assert again.outcome == "unchanged" and again.status == "ok"
+    assert parser.calls == 1  # recognised by the hash of its bytes, never parsed
+    # A plain GET (nothing to make it conditional), answered 200 with the whole body.
+    assert "If-None-Match" not in harness.server.requests[-1][2]
+    watch = harness.get(watch_id)
+    assert watch.last_checked_at == watch.last_success_at == harness.now
+    assert (watch.last_check_status, watch.failure_class, watch.drift_status) == ("ok", None, "ok")
+    assert watch.source_hash == first.source_hash
+    assert watch.last_snapshot_id == first.last_snapshot_id
+    assert harness.events() == []
+    with harness.database.session() as session:
+        assert len(session.scalars(select(Snapshot)).all()) == 1
+
+
+def test_changed_bytes_without_etag_take_the_full_path(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parser = CountingParser(monkeypatch)
+    serve_plain(harness)
+    watch_id = harness.watch(webhookUrl="https://hooks.example.com/drift")
+    harness.check(watch_id)
+    before = harness.get(watch_id).source_hash
+
+    serve_plain(harness, required=("id",), refunds=False)
+    drifted = harness.check(watch_id)
+    assert parser.calls == 2
+    assert drifted.outcome == "changed" and drifted.status == "drifted"
+    assert drifted.counts["breaking"] >= 2 and drifted.drift_event_id
+    assert harness.events() == ["incident.open", "drift.detected"]
+    assert harness.get(watch_id).source_hash not in (None, before)
+    # The new bytes are now the ones recognised.
+    assert harness.check(watch_id).outcome == "unchanged" and parser.calls == 2
+
+
+def test_the_hash_of_the_last_bytes_survives_a_restart(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parser = CountingParser(monkeypatch)
+    serve_plain(harness)
+    watch_id = harness.watch()
+    harness.check(watch_id)
+    harness.database.dispose()
+    harness.client.close()
+
+    # A new controller process: its own engine and HTTP client, nothing kept in memory.
+    restarted = Database(harness.database.url)
+    client = make_client(allow_private=True, timeout=1.0)
+    try:
+        result = run_check(
+            restarted,
+            watch_id,
+            box=load_secret_box(harness.settings),
+            fetcher=http_fetcher(harness.settings, client),
+            now=harness.now + timedelta(minutes=15),
+        )
+    finally:
+        client.close()
+        restarted.dispose()
+    assert result.outcome == "unchanged" and result.status == "ok"
+    assert parser.calls == 1
+
+
+def test_a_missing_hash_takes_the_full_path(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parser = CountingParser(monkeypatch)
+    serve_plain(harness)
+    watch_id = harness.watch()
+    harness.check(watch_id)
+    with harness.database.transaction() as session:
+        watch = session.get(Watch, watch_id)
+        assert watch is not None
+        watch.source_hash = None  # a watch checked before the hash was kept, say
+    again = harness.check(watch_id)
+    assert again.outcome == "unchanged" and parser.calls == 2  # parsed, same fingerprint
+    assert harness.get(watch_id).source_hash is not None
+    assert harness.check(watch_id).outcome == "unchanged" and parser.calls == 2
