@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 
-from controller.discovery.acknowledgements import CoverageFile
+from controller.model.coverage import CoverageFile
 from controller.model.gitops import AgentsFile, DashboardsFile, TemplatesFile, WatchSetsFile
 from controller.model.ingress_profiles import ProfileDocument
 from controller.settings import Settings

@@ -55,7 +55,8 @@ from controller.events.workers import DeliveryWorkers
 from controller.jobs import CHECK, RECONCILE
 from controller.logs import log
 from controller.model.watch import DriftStatus
-from controller.services import heartbeats, retention
+from controller.retention import service as retention
+from controller.services import heartbeats
 from controller.settings import Settings
 from controller.sources.http import configured_client
 from controller.store.db import Database

@@ -84,6 +84,7 @@ CAPABILITIES = (
     "compat",
     "diffruns",
     "agentmanifest",
+    "retention",
 )
 CAPABILITY_SERVICES = tuple(f"controller.{name}.service" for name in CAPABILITIES)
 

@@ -199,8 +199,9 @@ def _acknowledge(directory: str, names: tuple[str, ...], reason: str | None) -> 
     to its `.driftgate/coverage.yaml`; the others in the file are kept."""
     from pydantic import ValidationError
 
-    from controller.discovery.acknowledgements import ACK_FILE, Acknowledgement, render
+    from controller.discovery.acknowledgements import render
     from controller.discovery.scan import scan_files
+    from controller.model.coverage import ACK_FILE, Acknowledgement
 
     result = scan_files(checkout_files(directory))
     if result.acknowledgements_invalid is not None:

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from controller.discovery.acknowledgements import (
-    Acknowledgement,
     acknowledged,
     is_ack_file,
     parse_acknowledgements,
@@ -32,6 +31,7 @@ from controller.discovery.extract import (
     from_urls,
     urls_in_text,
 )
+from controller.model.coverage import Acknowledgement
 
 MAX_FILES = 5000
 MAX_TOTAL_BYTES = 20 * 1024 * 1024

@@ -18,11 +18,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from controller.crypto import SecretBox
-from controller.discovery.acknowledgements import ACK_FILE, acknowledged
+from controller.discovery.acknowledgements import acknowledged
 from controller.discovery.extract import Candidate, from_mcp_config, from_text, from_urls
 from controller.discovery.scan import MAX_FILES, MAX_TOTAL_BYTES, ScanResult, scan_files
 from controller.errors import PayloadTooLarge, Unprocessable
 from controller.model.base import ApiModel, BodyBool, BodyFloat, RequestModel
+from controller.model.coverage import ACK_FILE
 from controller.model.problems import compose
 from controller.model.watch import TEXT_PATTERN, WatchCreate
 from controller.services import watches as watch_service

@@ -14,7 +14,7 @@ import yaml
 from flask import Flask
 from flask.testing import FlaskClient
 
-from controller.services import retention
+from controller.retention import service as retention
 from controller.store.db import Database
 from controller.store.models import DiffRun
 from controller.store.types import utcnow

@@ -11,8 +11,8 @@ from sqlalchemy import func, select
 
 from controller import jobs
 from controller.crypto import load_secret_box
+from controller.retention import service as retention
 from controller.scheduler import Controller
-from controller.services import retention
 from controller.store.db import Database
 from controller.store.models import (
     DeliveryAttempt,
