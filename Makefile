@@ -56,7 +56,7 @@ check: $(VENV)/.installed
 ## generate: regenerate config-schema/, docs/rules.md, docs/tool-lint.md and docs/openapi.json from
 ## the code (tests fail when stale)
 generate: $(VENV)/.installed
-	$(BIN)/python -m controller.configschema
+	$(BIN)/python -m controller.gitsources.configschema
 	$(BIN)/python -m tests.diffs.gen_rules_doc
 	$(BIN)/python -m tests.gen_lint_doc
 	$(BIN)/python -m tests.gen_openapi_doc

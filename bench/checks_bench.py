@@ -44,8 +44,7 @@ from sqlalchemy import create_engine, func, insert, select, text, update  # noqa
 from sqlalchemy.engine import make_url  # noqa: E402
 
 from bench.vendor_server import SameDocument, serve, start  # noqa: E402
-from controller import jobs  # noqa: E402
-from controller.store import migrate  # noqa: E402
+from controller.store import jobs, migrate  # noqa: E402
 from controller.store.db import Database  # noqa: E402
 from controller.store.models import Job, Org, Watch  # noqa: E402
 

@@ -50,8 +50,8 @@ from bench.scale_bench import (  # noqa: E402
     seed,
 )
 from bench.vendor_server import DistinctDocuments, serve, start  # noqa: E402
+from controller.orgs import auth_service  # noqa: E402
 from controller.scheduler import jitter_seconds  # noqa: E402
-from controller.services import auth as auth_service  # noqa: E402
 from controller.store.db import Database  # noqa: E402
 from controller.store.models import Org  # noqa: E402
 from tests.dbproxy import DatabaseProxy  # noqa: E402

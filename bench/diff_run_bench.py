@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from controller.services import auth, orgs  # noqa: E402
+from controller.orgs import auth_service as auth  # noqa: E402
+from controller.orgs import service as orgs  # noqa: E402
 from controller.store import migrate  # noqa: E402
 from controller.store.db import Database  # noqa: E402
 from tests.conftest import make_settings  # noqa: E402

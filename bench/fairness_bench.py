@@ -42,17 +42,16 @@ if str(ROOT) not in sys.path:
 from sqlalchemy import create_engine, select, text, update  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
-from controller import jobs  # noqa: E402
 from controller.crypto import load_secret_box  # noqa: E402
+from controller.model.principal import Principal  # noqa: E402
 from controller.model.watch import WatchCreate  # noqa: E402
+from controller.orgs import service as org_service  # noqa: E402
 from controller.scheduler import Controller, slot  # noqa: E402
-from controller.services import orgs as org_service  # noqa: E402
-from controller.services import watches as watch_service  # noqa: E402
-from controller.services.auth import Principal  # noqa: E402
 from controller.settings import Settings, load_settings  # noqa: E402
-from controller.store import migrate  # noqa: E402
+from controller.store import jobs, migrate  # noqa: E402
 from controller.store.db import Database  # noqa: E402
 from controller.store.models import Job, Watch  # noqa: E402
+from controller.watches import service as watch_service  # noqa: E402
 from tests.servers import TRICKLED_HEADERS, SpecServer, Stalling  # noqa: E402
 from tests.specs import as_json, charges_spec  # noqa: E402
 

@@ -31,8 +31,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.preflight_bench import scratch_postgres  # noqa: E402
+from controller.orgs.auth_service import create_api_key  # noqa: E402
 from controller.portfolio import service  # noqa: E402
-from controller.services.auth import create_api_key  # noqa: E402
 from controller.settings import load_settings  # noqa: E402
 from controller.store import migrate  # noqa: E402
 from controller.store.db import Database  # noqa: E402

@@ -87,8 +87,8 @@ if str(ROOT) not in sys.path:
 from sqlalchemy import create_engine, func, insert, select, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
-from controller.policy import PRESETS  # noqa: E402
-from controller.services.auth import create_api_key  # noqa: E402
+from controller.agents.policy import PRESETS  # noqa: E402
+from controller.orgs.auth_service import create_api_key  # noqa: E402
 from controller.settings import Settings  # noqa: E402
 from controller.store import migrate  # noqa: E402
 from controller.store.db import Database  # noqa: E402

@@ -36,8 +36,7 @@ if str(ROOT) not in sys.path:
 from sqlalchemy import create_engine, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
-from controller import jobs  # noqa: E402
-from controller.store import migrate  # noqa: E402
+from controller.store import jobs, migrate  # noqa: E402
 from controller.store.db import Database  # noqa: E402
 
 

@@ -32,8 +32,8 @@ from sqlalchemy import create_engine, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
 from controller.crypto import load_secret_box  # noqa: E402
-from controller.reconcile import Reconciler  # noqa: E402
-from controller.services import orgs as org_service  # noqa: E402
+from controller.gitsources.reconcile import Reconciler  # noqa: E402
+from controller.orgs import service as org_service  # noqa: E402
 from controller.settings import load_settings  # noqa: E402
 from controller.store import migrate  # noqa: E402
 from controller.store.db import Database  # noqa: E402

@@ -31,8 +31,8 @@ if str(ROOT) not in sys.path:
 import httpx  # noqa: E402
 
 from bench import preflight_bench as harness  # noqa: E402
-from controller.services import auth as auth_service  # noqa: E402
-from controller.services import orgs as org_service  # noqa: E402
+from controller.orgs import auth_service  # noqa: E402
+from controller.orgs import service as org_service  # noqa: E402
 from controller.settings import Settings  # noqa: E402
 from controller.store import migrate  # noqa: E402
 from controller.store.db import Database  # noqa: E402

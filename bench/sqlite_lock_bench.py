@@ -42,7 +42,7 @@ if str(ROOT) not in sys.path:
 
 from bench.preflight_bench import free_port, seed, start_server, stop_server  # noqa: E402
 from controller.accounts import service as accounts  # noqa: E402
-from controller.services.orgs import get_org  # noqa: E402
+from controller.orgs.service import get_org  # noqa: E402
 from controller.store import migrate  # noqa: E402
 from controller.store.db import Database  # noqa: E402
 from controller.store.types import utcnow  # noqa: E402

@@ -44,9 +44,9 @@ import jsonschema_rs  # noqa: E402
 from bench import preflight_bench as harness  # noqa: E402
 from controller.ingress.validator import compile_profile, validate  # noqa: E402
 from controller.model.ingress_profiles import check_profile  # noqa: E402
-from controller.services import auth as auth_service  # noqa: E402
-from controller.services import orgs as org_service  # noqa: E402
-from controller.services.auth import Principal  # noqa: E402
+from controller.model.principal import Principal  # noqa: E402
+from controller.orgs import auth_service  # noqa: E402
+from controller.orgs import service as org_service  # noqa: E402
 from controller.settings import Settings  # noqa: E402
 from controller.store import migrate  # noqa: E402
 from controller.store.db import Database  # noqa: E402

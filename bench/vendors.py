@@ -89,7 +89,7 @@ def pairs(vendor: Path) -> list[Pair]:
 
 def run_pair(pair: Pair) -> PairResult:
     """The pair's grouped JSON report, as `driftgate diff --format json` writes it."""
-    from controller.services.diffing import InputError, diff_contracts, render_report
+    from controller.diffruns.offline_service import InputError, diff_contracts, render_report
 
     result = PairResult(pair)
     start = time.process_time()

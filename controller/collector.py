@@ -8,7 +8,7 @@ Reference counting frees those objects anyway, so the work runs with the collect
 The switch is process-wide, and the controller runs checks and reconciles on several
 threads, so pauses are counted: the collector is off while any pause is open and is switched
 back on by the last one to close, and only if it was on when the first one opened. Pure code
-(`controller/diffs`, `controller/policy.py`) never uses this; the job that runs it does.
+(`controller/diffs`, `controller/agents/policy.py`) never uses this; the job that runs it does.
 """
 
 from __future__ import annotations

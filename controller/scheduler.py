@@ -4,7 +4,7 @@ The ticker (APScheduler 3.x, in memory, never a shared job store) runs every few
 (between ticks, a queue watch starts work asked for now as soon as a worker is free):
 it enqueues a `check:<watch>` job for every watch whose next check is due, requeues jobs of
 crashed workers, and delivers due outbox messages. Worker threads claim jobs from the job
-table (see `controller.jobs`) with bounded concurrency and run each by its kind: the
+table (see `controller.store.jobs`) with bounded concurrency and run each by its kind: the
 controller registers `check` and `reconcile` in its `JobKinds` registry, and a new kind is
 one more entry there, not a new branch here; what it does on its clock (reap, enqueue due
 sources and checks, deliver the outbox, the hourly prune) is its `Routines` registry. Each
@@ -39,8 +39,8 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy import Table, and_, bindparam, func, literal, or_, select
 from sqlalchemy.orm import Session
 
-from controller import jobs
-from controller.checks import (
+from controller.checks import heartbeats_service as heartbeats
+from controller.checks.engine import (
     CheckInput,
     CheckResult,
     Fetcher,
@@ -52,14 +52,14 @@ from controller.checks import (
 from controller.crypto import SecretBox
 from controller.draftpr import service as draftpr
 from controller.events.workers import DeliveryWorkers
-from controller.jobs import CHECK, RECONCILE
 from controller.logs import log
 from controller.model.watch import DriftStatus
 from controller.retention import service as retention
-from controller.services import heartbeats
 from controller.settings import Settings
 from controller.sources.http import configured_client
+from controller.store import jobs
 from controller.store.db import Database
+from controller.store.jobs import CHECK, RECONCILE
 from controller.store.lockfile import ControllerLock, acquire_controller_lock
 from controller.store.models import Job, Watch
 from controller.summary import service as summary
@@ -494,7 +494,7 @@ class Controller:
 
     def execute_reconcile(self, job: jobs.Claimed, prepared: Any = None) -> None:
         """Run one source's reconcile; its own transaction applies it, the job ends after."""
-        from controller.reconcile import Reconciler
+        from controller.gitsources.reconcile import Reconciler
 
         name = str(job.payload.get("source", job.key.split(":", 1)[-1]))
         spec = self.settings.source(name)

@@ -501,7 +501,7 @@ class Settings(BaseModel):
     def _smtp_host(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        from controller.model.targets import host_problem
+        from controller.targets import host_problem
 
         problem = host_problem(value)
         if problem is not None:
@@ -511,7 +511,7 @@ class Settings(BaseModel):
     @field_validator("smtp_from_address")
     @classmethod
     def _smtp_from_address(cls, value: str | None) -> str | None:
-        from controller.model.targets import EMAIL_PATTERN
+        from controller.targets import EMAIL_PATTERN
 
         if value is not None and not re.fullmatch(EMAIL_PATTERN, value):
             raise ValueError("must be an e-mail address such as driftgate@example.com")

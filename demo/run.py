@@ -40,7 +40,9 @@ import yaml
 from controller.accounts import service as accounts
 from controller.crypto import load_secret_box
 from controller.errors import ConfigError
-from controller.services import auth, notifications, orgs
+from controller.notifications import service as notifications
+from controller.orgs import auth_service as auth
+from controller.orgs import service as orgs
 from controller.settings import Settings, load_settings
 from controller.store import migrate
 from controller.store.db import Database

@@ -22,10 +22,10 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from controller.crypto import load_secret_box
-from controller.reconcile import Reconciler
+from controller.gitsources.reconcile import Reconciler
+from controller.orgs import auth_service
+from controller.orgs import service as org_service
 from controller.scheduler import Controller
-from controller.services import auth as auth_service
-from controller.services import orgs as org_service
 from controller.settings import Settings, load_settings
 from controller.store import migrate
 from controller.store.db import Database

@@ -9,7 +9,7 @@ from typing import Any
 
 from flask.testing import FlaskClient
 
-from controller.reconcile import Reconciler, RunResult
+from controller.gitsources.reconcile import Reconciler, RunResult
 from controller.settings import Settings
 from controller.store.db import Database
 from controller.store.models import Incident, Watch

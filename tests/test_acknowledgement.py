@@ -366,8 +366,8 @@ def test_the_console_names_the_rules_before_the_acknowledgement_is_sent(world: W
 
 # By construction: the decision is the only writer of an acknowledgement.
 
-WRITER = "controller/services/acknowledgement.py"
-STORE = "controller/incidents.py"
+WRITER = "controller/drift/acknowledgement_service.py"
+STORE = "controller/drift/incidents.py"
 ACK_COLUMNS = {"acknowledged_at", "acknowledged_by", "ack_note"}
 
 
@@ -428,7 +428,7 @@ def test_only_the_decision_writes_an_acknowledgement() -> None:
 @pytest.mark.parametrize(
     ("sample", "expected"),
     [
-        ("from controller.incidents import acknowledge_incident", (True, False)),
+        ("from controller.drift.incidents import acknowledge_incident", (True, False)),
         ("incidents.acknowledge_incident(s, b, w, i, now, by='x', note=None)", (True, False)),
         ("incident.acknowledged_at = now", (False, True)),
         ("update(Incident).values(acknowledged_by='x')", (False, True)),

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from controller import runtime
-from controller.actions import (
+from controller.agents import runtime
+from controller.agents.actions import (
     ACTIONS,
     BLOCK_NEW_RUNS,
     DRAFT_PR,
@@ -21,13 +21,13 @@ from controller.actions import (
     PolicyAction,
     PolicyActions,
 )
+from controller.agents.policy import resolve_policy
 from controller.crypto import load_secret_box
+from controller.model.principal import Principal
 from controller.model.watch import WatchCreate
-from controller.policy import resolve_policy
-from controller.services import watches as watch_service
-from controller.services.auth import Principal
 from controller.store.db import Database
 from controller.store.models import Agent, AgentWatch, Incident, OutboxMessage, Watch
+from controller.watches import service as watch_service
 from tests.conftest import OrgKey, make_settings
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)

@@ -48,11 +48,28 @@ def test_only_the_http_source_imports_httpx() -> None:
     assert set(users) <= {"controller/sources/http.py"}
 
 
-# The layers (docs/architecture.md): shells (web, cli) -> controller.services -> the rest of
-# controller (domain: diffs, policy, model; adapters: store, sources, events, jobs; the check
-# and reconcile engines). controller.scheduler is the controller process: only the CLI starts it.
+# The layers (docs/architecture.md), from the top: the shells (web, cli, demo, and
+# controller.scheduler, the controller process); the use cases (every capability package's
+# `service` and `<topic>_service` modules); the rest of each capability package (its pure logic,
+# its engine, its adapter); the adapters (store, sources, events); the domain every layer reads
+# (model, diffs); the base (settings, errors, logs, crypto, registry, collector, loopback).
+# A module's layer follows from its name, so a new module needs no list to be placed.
 
 PACKAGES = ("controller", "web", "cli", "demo")
+BASE = {
+    "controller",
+    "controller.settings",
+    "controller.errors",
+    "controller.logs",
+    "controller.crypto",
+    "controller.registry",
+    "controller.collector",
+    "controller.loopback",
+    "controller.targets",
+}
+DOMAIN_PACKAGES = ("controller.model", "controller.diffs")
+ADAPTER_PACKAGES = ("controller.store", "controller.sources", "controller.events")
+LAYERS = ("base", "domain", "adapter", "capability", "service", "shell")
 
 
 def module_graph() -> dict[str, set[str]]:
@@ -70,31 +87,99 @@ def module_graph() -> dict[str, set[str]]:
     }
 
 
-# Capability packages (ARCHITECTURE.md: `controller/<capability>/`) hold their pure logic,
-# their adapter and their `service`; the service is a service like those in
-# `controller.services`, the rest sits below the services.
-CAPABILITIES = (
-    "draftpr",
-    "ingress",
-    "discovery",
-    "replay",
-    "portfolio",
-    "summary",
-    "accounts",
-    "compat",
-    "diffruns",
-    "agentmanifest",
-    "retention",
-)
-CAPABILITY_SERVICES = tuple(f"controller.{name}.service" for name in CAPABILITIES)
+def within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
 
 
 def is_service(module: str) -> bool:
-    return (
-        module == "controller.services"
-        or module.startswith("controller.services.")
-        or module in CAPABILITY_SERVICES
+    """A use case: a capability package's `service` or `<topic>_service` module."""
+    leaf = module.rsplit(".", 1)[-1]
+    return module.startswith("controller.") and (leaf == "service" or leaf.endswith("_service"))
+
+
+def layer_of(module: str) -> str:
+    if not module.startswith("controller") or module == "controller.scheduler":
+        return "shell"
+    if module in BASE:
+        return "base"
+    if within(module, DOMAIN_PACKAGES):
+        return "domain"
+    if within(module, ADAPTER_PACKAGES):
+        return "adapter"
+    return "service" if is_service(module) else "capability"
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    rank = {name: index for index, name in enumerate(LAYERS)}
+    return sorted(
+        f"{module} ({layer_of(module)}) imports {target} ({layer_of(target)})"
+        for module, targets in graph.items()
+        for target in targets
+        if rank[layer_of(target)] > rank[layer_of(module)]
     )
+
+
+def test_no_import_runs_up_a_layer() -> None:
+    """Every arrow points down or stays in its layer; there is no list of exceptions."""
+    assert upward_imports(module_graph()) == []
+
+
+def test_the_layer_test_sees_an_upward_import() -> None:
+    graph = {
+        "controller.diffs.core": {"controller.store.db"},
+        "controller.store.db": {"controller.settings"},
+        "controller.checks.engine": {"controller.drift.service"},
+    }
+    assert upward_imports(graph) == [
+        "controller.checks.engine (capability) imports controller.drift.service (service)",
+        "controller.diffs.core (domain) imports controller.store.db (adapter)",
+    ]
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The circles of imports: strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_circle_of_imports() -> None:
+    graph = module_graph()
+    # A package's __init__ that imports its own modules is not a circle of design.
+    graph = {m: {t for t in ts if not m.startswith(t + ".")} for m, ts in graph.items()}
+    assert cycles(graph) == []
+
+
+def test_the_circle_finder_sees_a_circle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
 def test_nothing_below_the_services_imports_a_service_or_the_scheduler() -> None:
@@ -148,7 +233,7 @@ def path_of(module: str) -> Path:
 
 def test_the_graph_sees_from_imports() -> None:
     graph = module_graph()
-    assert "controller.services.drift" in graph["web.api.watches"]  # `from ... import drift`
+    assert "controller.drift.service" in graph["web.api.watches"]  # `from ... import drift`
     assert "controller.model.watch" in graph["web.api.watches"]  # `from ...watch import ...`
 
 
@@ -157,8 +242,6 @@ def test_the_graph_sees_from_imports() -> None:
 # handle it opens sessions on, and two names of the store (the request id generator and the
 # trial row a handler is given).
 WEB_MAY_IMPORT = (
-    "controller.services",
-    *CAPABILITY_SERVICES,
     "controller.model",
     "controller.errors",
     "controller.settings",
@@ -171,7 +254,7 @@ WEB_STORE_NAMES = {"controller.store.models.request_id", "controller.store.model
 
 def controller_imports(path: Path) -> set[str]:
     """What a file takes from `controller`: each imported module, or `module.name` for each
-    name imported from a module (`from controller import jobs` is `controller.jobs`)."""
+    name imported from a module (`from controller.store import jobs` is `controller.store.jobs`)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     taken: set[str] = set()
     for node in ast.walk(tree):
@@ -188,6 +271,7 @@ def web_offenders(root: Path) -> list[str]:
     for path in sorted(root.rglob("*.py")):
         for name in sorted(controller_imports(path)):
             allowed = name in WEB_STORE_NAMES or name == "controller.__version__"
+            allowed = allowed or is_service(name) or is_service(name.rsplit(".", 1)[0])
             allowed = allowed or any(
                 name == prefix or name.startswith(prefix + ".") for prefix in WEB_MAY_IMPORT
             )
@@ -199,20 +283,24 @@ def web_offenders(root: Path) -> list[str]:
 def test_the_web_shell_goes_through_the_services(tmp_path: Path) -> None:
     assert web_offenders(ROOT / "web") == []
     (tmp_path / "sample.py").write_text(
-        "from controller import jobs\nfrom controller.store.models import Watch, request_id\n"
-        "from controller.services import drift\nimport controller.checks\n"
+        "from controller.store import jobs\nfrom controller.store.models import Watch, request_id\n"
+        "from controller.drift import service\nimport controller.checks.engine\n"
     )
     assert web_offenders(tmp_path) == [
-        "sample.py imports controller.checks",
-        "sample.py imports controller.jobs",
+        "sample.py imports controller.checks.engine",
+        "sample.py imports controller.store.jobs",
         "sample.py imports controller.store.models.Watch",
     ]
 
 
 # The domain decides; it does not encode. Wire formats and HTTP statuses belong to the services
-# and the shells (`controller.services.preflight` encodes the run gate's rows, `web.api` picks
+# and the shells (`controller.gate.service` encodes the run gate's rows, `web.api` picks
 # the status).
-DOMAIN = ("controller/policy.py", "controller/status.py", "controller/actions.py")
+DOMAIN = (
+    "controller/agents/policy.py",
+    "controller/watches/status.py",
+    "controller/agents/actions.py",
+)
 WIRE_LIBRARIES = ("orjson", "json", "flask", "werkzeug", "http")
 
 
@@ -230,7 +318,11 @@ def test_cli_commands_go_through_the_services_and_not_through_each_other() -> No
     """Each group's module under cli/commands/ stands alone (shared pieces are in
     cli/common.py), and no command reaches past the services into the reconcile engine, the
     store's rows or the report renderer."""
-    engines = ("controller.reconcile", "controller.store.models", "controller.reports")
+    engines = (
+        "controller.gitsources.reconcile",
+        "controller.store.models",
+        "controller.diffs.reports",
+    )
     offenders = []
     for path in sorted((ROOT / "cli").rglob("*.py")):
         name = path.relative_to(ROOT)
@@ -250,7 +342,11 @@ def test_the_demo_is_a_shell_of_its_own() -> None:
     for path in sorted((ROOT / "demo").rglob("*.py")):
         for module in imported_modules(path):
             if module.split(".")[0] in ("web", "cli", "flask", "click") or module.startswith(
-                ("controller.reconcile", "controller.store.models", "controller.scheduler")
+                (
+                    "controller.gitsources.reconcile",
+                    "controller.store.models",
+                    "controller.scheduler",
+                )
             ):
                 offenders.append(f"{path.relative_to(ROOT)} imports {module}")
     for package in ("web", "cli"):

@@ -19,11 +19,11 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
-from controller import checks
+from controller.checks import engine as checks
 from controller.crypto import load_secret_box
 from controller.diffs.loader import MAX_NESTING
+from controller.notifications import service as notifications
 from controller.scheduler import Controller
-from controller.services import notifications
 from controller.settings import Settings
 from controller.store.db import Database
 from controller.store.models import Job, OutboxMessage

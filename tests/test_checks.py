@@ -10,18 +10,18 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from controller import checks as checks_module
-from controller.checks import CheckResult, Fetched, decode_changes, http_fetcher, run_check
+from controller.checks import engine as checks_module
+from controller.checks.engine import CheckResult, Fetched, decode_changes, http_fetcher, run_check
 from controller.crypto import load_secret_box
 from controller.diffs.loader import MAX_NESTING
 from controller.diffs.rules import CATALOG
+from controller.model.principal import Principal
 from controller.model.watch import WatchCreate
-from controller.services import watches as watch_service
-from controller.services.auth import Principal
 from controller.settings import Settings
 from controller.sources.http import make_client
 from controller.store.db import Database
 from controller.store.models import DriftEvent, Incident, OutboxMessage, Snapshot, Watch
+from controller.watches import service as watch_service
 from tests.conftest import OrgKey, make_settings
 from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
@@ -255,7 +255,7 @@ def test_headers_are_sent_decrypted(harness: Harness) -> None:
 
 
 def test_mcp_watch_drifts_when_a_tool_is_removed(harness: Harness, tmp_path: Path) -> None:
-    from controller.checks import contract_fetcher
+    from controller.checks.engine import contract_fetcher
     from tests.mcp_servers import SdkServer
     from tests.sources.test_mcp_client import COUNT, SEARCH, full_surface
 

@@ -1,10 +1,10 @@
-"""The key a per-client limit counts under (`controller.services.clients.client_key`)."""
+"""The key a per-client limit counts under (`controller.model.clients.client_key`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from controller.services.clients import client_key
+from controller.model.clients import client_key
 
 
 @pytest.mark.parametrize(

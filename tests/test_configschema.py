@@ -7,7 +7,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from controller.configschema import all_schemas, render
+from controller.gitsources.configschema import all_schemas, render
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -15,12 +15,12 @@ import pytest
 from sqlalchemy import func, select
 
 from controller.crypto import load_secret_box
+from controller.model.principal import Principal
 from controller.model.watch import WatchCreate
 from controller.scheduler import enqueue_due_checks, jitter_seconds, slot
-from controller.services import watches as watch_service
-from controller.services.auth import Principal
 from controller.store.db import Database
 from controller.store.models import Job, Snapshot, Watch
+from controller.watches import service as watch_service
 from tests.conftest import ON_POSTGRES, OrgKey
 from tests.processes import driftgate_env, wait_until
 from tests.servers import SpecServer
@@ -161,7 +161,7 @@ def test_a_check_asked_for_now_starts_without_waiting_for_the_next_tick(
     """A controller ticking once a minute still runs a check asked for through the API at
     once: its queue watch finds the job between ticks, and `wait_for` sees the end within
     milliseconds (a loopback check; a loose bound, not a benchmark)."""
-    from controller import jobs
+    from controller.store import jobs
 
     server.set("/charges.json", as_json(charges_spec()))
     (watch_id,) = make_watches(database, acme, tmp_path, [server.url("/charges.json")])

@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from controller import jobs
 from controller.crypto import load_secret_box
+from controller.model.principal import Principal
 from controller.model.watch import WatchCreate
 from controller.scheduler import Controller, enqueue_due_checks
-from controller.services import watches as watch_service
-from controller.services.auth import Principal
+from controller.store import jobs
 from controller.store.db import Database
 from controller.store.models import Job, Watch
+from controller.watches import service as watch_service
 from tests.conftest import ON_POSTGRES, OrgKey, make_settings
 from tests.dbproxy import DatabaseProxy
 from tests.processes import wait_until

@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from controller.crypto import SecretBox, hash_token, load_secret_box, new_token
 from controller.errors import ConfigError, PermanentError
-from controller.services.secrets import rotate_all
+from controller.orgs.secrets_service import rotate_all
 from controller.store.db import Database
 from controller.store.models import Watch
 from tests.conftest import OrgKey, make_settings
@@ -81,7 +81,7 @@ def test_rotate_all_rewrites_stored_headers(
 def test_rotation_covers_every_encrypted_column() -> None:
     # A column named `*_ciphertext` that `rotate_all` forgot would stay under the old key, and
     # become unreadable once that key is dropped (a template's headers once were).
-    from controller.services.secrets import ENCRYPTED
+    from controller.orgs.secrets_service import ENCRYPTED
     from controller.store.models import Base
 
     stored = {

@@ -25,12 +25,12 @@ from flask.testing import FlaskClient
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
+from controller.agents import service as agent_service
 from controller.crypto import load_secret_box
 from controller.draftpr import changelog
 from controller.draftpr import service as draftpr
+from controller.model.principal import Principal
 from controller.scheduler import Controller
-from controller.services import agents as agent_service
-from controller.services.auth import Principal
 from controller.settings import Settings
 from controller.store.db import Database
 from controller.store.models import (

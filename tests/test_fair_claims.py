@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select, update
 
-from controller import jobs
-from controller.checks import slow_vendor_deadline
+from controller.checks.engine import slow_vendor_deadline
 from controller.crypto import load_secret_box
 from controller.scheduler import Controller, enqueue_due_checks
 from controller.settings import Settings
+from controller.store import jobs
 from controller.store.db import Database
 from controller.store.models import Job, Watch
 from tests.conftest import OrgKey, make_settings

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Dialect, bindparam, insert, select
 
-from controller.services import orgs as org_service
+from controller.orgs import service as org_service
 from controller.store.db import SQLITE_BUSY_TIMEOUT_MS, Database
 from controller.store.fastpath import Prepared, autocommit_cursor, json_processor
 from controller.store.models import PreflightDecision, Watch, new_id
@@ -33,7 +33,7 @@ def org_id(database: Database) -> str:
 
 
 def record_statement(dialect: Dialect) -> Prepared:
-    """The run gate's decision insert, as `controller.services.preflight` prepares it."""
+    """The run gate's decision insert, as `controller.gate.service` prepares it."""
     as_json = json_processor(dialect)
     return Prepared(insert(PreflightDecision), dialect, {"inputs": as_json, "result": as_json})
 

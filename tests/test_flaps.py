@@ -18,16 +18,16 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
-from controller import jobs
 from controller.crypto import load_secret_box
 from controller.events.grouping import Decision, Facts, decide
+from controller.model.principal import Principal
 from controller.model.watch import WatchCreate
 from controller.scheduler import Controller
-from controller.services import watches as watch_service
-from controller.services.auth import Principal
 from controller.settings import Settings
+from controller.store import jobs
 from controller.store.db import Database
 from controller.store.models import AuditEntry, Incident, Job, OutboxMessage, Watch
+from controller.watches import service as watch_service
 from tests.conftest import OrgKey, make_settings
 from tests.receivers import Receiver
 from tests.servers import SpecServer

@@ -1,4 +1,4 @@
-"""The run gate's in-memory view (`controller.services.gate_cache`) on a real store.
+"""The run gate's in-memory view (`controller.gate.readmodel`) on a real store.
 
 Every change is written through a second `Database` (its own connections, as another process
 would: a check in the controller, an ack in another worker), and the view must show it on
@@ -17,16 +17,11 @@ import pytest
 from sqlalchemy import delete, func, insert, select, update
 
 from controller.errors import NotFound
-from controller.services import orgs as org_service
-from controller.services.auth import Principal
-from controller.services.gate_cache import GateCache, OrgView, gate_cache
-from controller.services.preflight import (
-    PreflightRequest,
-    PreflightResult,
-    answer_status,
-    preflight,
-)
-from controller.services.preflight import _statements as preflight_statements
+from controller.gate.readmodel import GateCache, OrgView, gate_cache
+from controller.gate.service import PreflightRequest, PreflightResult, answer_status, preflight
+from controller.gate.service import _statements as preflight_statements
+from controller.model.principal import Principal
+from controller.orgs import service as org_service
 from controller.store.db import Database
 from controller.store.fastpath import autocommit_cursor
 from controller.store.models import (
@@ -269,7 +264,7 @@ def test_a_second_cache_of_the_same_store_agrees(
 
 
 def test_gate_events_are_pruned_after_a_day(database: Database, acme: str) -> None:
-    from controller.services.gate_cache import prune_events
+    from controller.gate.readmodel import prune_events
 
     add_agent(database, acme, "bot", [])
     with database.transaction() as session:
@@ -283,7 +278,7 @@ def test_gate_events_are_pruned_after_a_day(database: Database, acme: str) -> No
 def test_a_cache_left_unchecked_for_an_hour_starts_again(database: Database, acme: str) -> None:
     """Gate events are pruned after a day; a cache that has not looked for an hour may have
     missed some, so it reads its views again whole."""
-    from controller.services.gate_cache import STALE_SECONDS
+    from controller.gate.readmodel import STALE_SECONDS
 
     add_watch(database, acme, "w")
     first = settled(database, acme)
@@ -445,7 +440,7 @@ def test_a_cached_allow_turns_into_a_stale_block_as_time_passes_without_any_writ
     once the last check is older than twice the interval plus the grace, the same view
     answers `check_failed:stale`. A check recorded after that (which stamps nothing for an
     `ok` watch) opens the gate again once the last checks are read again."""
-    from controller.services.gate_cache import RECHECK_SECONDS
+    from controller.gate.readmodel import RECHECK_SECONDS
 
     watch = add_watch(other, acme, "charges")
     with other.transaction() as session:

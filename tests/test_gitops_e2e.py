@@ -31,7 +31,7 @@ import yaml
 from sqlalchemy import select
 
 from controller.crypto import load_secret_box
-from controller.reconcile import Reconciler
+from controller.gitsources.reconcile import Reconciler
 from controller.settings import load_settings
 from controller.store.db import Database
 from controller.store.models import Agent, Base, Source, Watch
@@ -382,14 +382,14 @@ import json, os, re, signal, sys
 from sqlalchemy import Engine, event, func, select
 from sqlalchemy.orm import Session
 
-import controller.reconcile as reconcile
+import controller.gitsources.reconcile as reconcile
 from cli.main import main
 from controller.store.models import Agent, Template, Watch, WatchSet
 
 mode, marker, source, revision, *args = sys.argv[1:]
 real_apply = getattr(reconcile.Reconciler, "apply", None)
 if not callable(real_apply):
-    sys.exit("controller.reconcile.Reconciler.apply is gone: update tests/test_gitops_e2e.py")
+    sys.exit("Reconciler.apply is gone: update tests/test_gitops_e2e.py")
 AGENTS_WRITE = re.compile(r'\s*(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+"?agents\b', re.I)
 state = {"inside": False, "dying": False}
 

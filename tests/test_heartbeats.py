@@ -12,9 +12,9 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
+from controller.checks import heartbeats_service as heartbeats
 from controller.crypto import load_secret_box
 from controller.scheduler import Controller
-from controller.services import heartbeats
 from controller.settings import Settings
 from controller.store.db import Database
 from controller.store.models import ControllerHeartbeat, Watch

@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import update
 
 from controller.accounts import service as accounts
-from controller.services.orgs import get_org
+from controller.orgs.service import get_org
 from controller.store.db import Database
 from controller.store.models import ApiKey, ConsoleSession
 from controller.store.types import utcnow

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from controller import jobs
 from controller.crypto import load_secret_box
 from controller.logs import configure_logging
 from controller.scheduler import Controller
 from controller.settings import Settings
+from controller.store import jobs
 from controller.store.db import Database
 from controller.store.models import Job
 

@@ -15,9 +15,10 @@ from sqlalchemy import update
 
 from controller.crypto import hash_token
 from controller.errors import Unauthorized
-from controller.services import auth as auth_service
-from controller.services import orgs as org_service
-from controller.services.auth import KEY_CACHE, KeyCache, Principal
+from controller.model.principal import Principal
+from controller.orgs import auth_service
+from controller.orgs import service as org_service
+from controller.orgs.auth_service import KEY_CACHE, KeyCache
 from controller.store.db import Database
 from controller.store.models import ApiKey
 from tests.conftest import OrgKey, make_settings

@@ -4,7 +4,7 @@ For every registered vendor fake (tests/vendor_fakes.py: each watch type, MCP ov
 transport) and every misbehaviour that applies to it (5,000-deep JSON, a body over the
 configured byte limit, trickle, hang, an HTML page with 200, a redirect loop, HTTP 500,
 invalid JSON or YAML, truncated, empty, a JSON-RPC error, endless pagination, a crash
-mid-handshake, missing result fields), the check, run through `controller.checks` with the
+mid-handshake, missing result fields), the check, run through `controller.checks.engine` with the
 controller's fetcher, ends `error` with a failure class (never `internal_error`: a misbehaving
 vendor is not a defect of driftgate), stores no baseline, and preflight through the API blocks
 the watch's `production-guard` agent with a `check_failed:` reason: both on the watch's first
@@ -28,18 +28,18 @@ import pytest
 from flask import Flask
 from sqlalchemy import update
 
-from controller.checks import CheckResult, Fetcher, contract_fetcher, run_check
+from controller.agents import service as agent_service
+from controller.checks.engine import CheckResult, Fetcher, contract_fetcher, run_check
 from controller.crypto import load_secret_box
+from controller.model.principal import Principal
 from controller.model.watch import WatchCreate, WatchType
-from controller.services import agents as agent_service
-from controller.services import auth as auth_service
-from controller.services import orgs as org_service
-from controller.services import watches as watch_service
-from controller.services.auth import Principal
+from controller.orgs import auth_service
+from controller.orgs import service as org_service
 from controller.sources import mcp as mcp_source
 from controller.sources.http import configured_client
 from controller.store.db import Database
 from controller.store.models import Watch
+from controller.watches import service as watch_service
 from tests.conftest import OrgKey, empty_database, make_settings
 from tests.logrecords import Records
 from tests.servers import SpecServer, spec_server

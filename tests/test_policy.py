@@ -6,13 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from controller.policy import (
-    PRESETS,
-    AgentState,
-    WatchState,
-    decide,
-    resolve_policy,
-)
+from controller.agents.policy import PRESETS, AgentState, WatchState, decide, resolve_policy
 
 NOW = datetime(2026, 11, 22, tzinfo=UTC)
 

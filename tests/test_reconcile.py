@@ -13,7 +13,7 @@ from pygit2.enums import FileMode
 from sqlalchemy import select
 
 from controller.crypto import load_secret_box
-from controller.reconcile import Reconciler, RunResult
+from controller.gitsources.reconcile import Reconciler, RunResult
 from controller.store.db import Database
 from controller.store.models import Agent, Source, Template, Watch, WatchSet
 from tests.conftest import OrgKey
@@ -265,7 +265,7 @@ def test_an_unresolved_reference_is_a_condition_of_that_agent_only(
     )
     reconciler, settings = make_reconciler({"name": "fleet", "org": "acme", "url": repo.url})
     assert run(reconciler, settings).result == "applied"
-    from controller.services.agents import agent_out, get_agent
+    from controller.agents.service import agent_out, get_agent
 
     with database.session() as session:
         billing = agent_out(get_agent(session, acme.org_id, "billing-agent"))
@@ -444,7 +444,7 @@ def test_an_apply_that_dies_halfway_leaves_the_previous_state(
     database: Database,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import controller.reconcile as module
+    import controller.gitsources.reconcile as module
 
     good = repo.commit(FILES)
     reconciler, settings = make_reconciler({"name": "fleet", "org": "acme", "url": repo.url})
@@ -483,7 +483,7 @@ def test_an_apply_that_dies_halfway_leaves_the_previous_state(
 @pytest.fixture
 def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The base names of the files the loader parses (rather than takes as checked)."""
-    from controller.gitops import load as loader
+    from controller.gitsources import load as loader
 
     names: list[str] = []
     parse = loader._parse

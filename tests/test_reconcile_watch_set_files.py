@@ -7,8 +7,8 @@ from typing import Any
 
 from sqlalchemy import select
 
+from controller.gitsources import service as sources
 from controller.model.gitops import describe_size
-from controller.services import sources
 from controller.store.db import Database
 from controller.store.models import Agent, Source, Watch, WatchSet
 from tests.conftest import OrgKey

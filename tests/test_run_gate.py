@@ -23,9 +23,9 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from controller.crypto import load_secret_box
-from controller.reconcile import Reconciler
+from controller.gitsources.reconcile import Reconciler
+from controller.notifications import service as notifications
 from controller.scheduler import Controller
-from controller.services import notifications
 from controller.settings import Settings
 from controller.store.db import Database
 from controller.store.models import Agent, AuditEntry, Incident, OutboxMessage, Watch

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select, text, update
 
-from controller import jobs
 from controller.crypto import load_secret_box
 from controller.events.outbox import emit
 from controller.scheduler import Controller, enqueue_due_checks, slot
+from controller.store import jobs
 from controller.store.db import Database
 from controller.store.models import Job, OutboxMessage, Watch
 from tests.conftest import ON_POSTGRES, OrgKey, make_settings
@@ -26,9 +26,9 @@ from tests.specs import as_json, charges_spec
 
 def make_watches(database: Database, org: OrgKey, tmp_path: Path, urls: list[str]) -> list[str]:
     """Watches on `urls`, named by their URL (unique in the org)."""
+    from controller.model.principal import Principal
     from controller.model.watch import WatchCreate
-    from controller.services import watches as watch_service
-    from controller.services.auth import Principal
+    from controller.watches import service as watch_service
 
     box = load_secret_box(make_settings(tmp_path, database_url=database.url))
     principal = Principal(org.org_id, org.org_name, "pro", frozenset(), "api_key", org.key_id)

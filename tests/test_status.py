@@ -1,5 +1,5 @@
 """The driftStatus state machine: every row of CONTRACT.md's table, its edge rules, and what the
-code did beyond the table before the machine moved into controller/status.py."""
+code did beyond the table before the machine moved into controller/watches/status.py."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from controller.status import (
+from controller.watches.status import (
     INITIAL,
     BaselineAccepted,
     CheckFailed,

@@ -18,8 +18,8 @@ from flask.testing import FlaskClient
 from sqlalchemy import select, text
 
 from controller.crypto import load_secret_box
+from controller.notifications import service as notifications
 from controller.scheduler import Controller
-from controller.services import notifications
 from controller.settings import Settings
 from controller.store.db import Database
 from controller.store.models import OutboxMessage, ValidationMeter, ValidationSource

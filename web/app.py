@@ -9,7 +9,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from controller.crypto import load_secret_box
 from controller.logs import configure_logging
-from controller.services.auth import KEY_CACHE
+from controller.orgs.auth_service import KEY_CACHE
 from controller.settings import Settings, load_settings
 from controller.store.db import Database
 from controller.store.models import request_id

@@ -2,7 +2,7 @@
 and the console's signed-in sessions (cookie) on the routes a browser calls.
 
 Routes declare what they accept; this module reads the headers, resolves the principal
-through `controller.services.auth`, and raises `Unauthorized` with a message that never
+through `controller.orgs.auth_service`, and raises `Unauthorized` with a message that never
 echoes the credential.
 """
 
@@ -18,8 +18,8 @@ from controller.accounts.service import SignedIn
 from controller.compat import service as compat
 from controller.crypto import hash_token
 from controller.errors import StoreUnavailable, Unauthorized
-from controller.services import auth as auth_service
-from controller.services.auth import Principal
+from controller.model.principal import Principal
+from controller.orgs import auth_service
 from controller.store.models import TrialSession
 from web.db import database, request_session
 from web.routes import Auth

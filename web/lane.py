@@ -44,7 +44,8 @@ from werkzeug.wsgi import get_current_url
 
 from controller.crypto import hash_token
 from controller.errors import Unauthorized
-from controller.services.auth import KEY_CACHE, Principal
+from controller.model.principal import Principal
+from controller.orgs.auth_service import KEY_CACHE
 from controller.settings import Settings
 from controller.store.db import Database
 from web.auth import api_key_from

@@ -3,7 +3,7 @@
 Each gunicorn worker keeps its own buckets, so the effective limit is per worker; that is
 enough to stop a single client from flooding an unauthenticated route. A client is its
 address as the app sees it (behind a trusted proxy, the address the proxy saw:
-`trusted_proxy_hops`), counted as `controller.services.clients.client_key` says (an IPv6
+`trusted_proxy_hops`), counted as `controller.model.clients.client_key` says (an IPv6
 client by its /64), so one noisy client empties its own bucket and no one else's. The table
 holds at most `MAX_KEYS` buckets; beyond that the least recently used go first (a bucket idle
 that long has refilled, or nearly: dropping it changes little), never the busy ones.
@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from controller.errors import TooManyRequests
-from controller.services.clients import client_key
+from controller.model.clients import client_key
 
 
 class RateLimiter:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from importlib import import_module
 from typing import Any, Literal, get_args, get_origin
 
 from flask import Flask, Response, current_app, g, request
@@ -24,8 +25,8 @@ from werkzeug.routing import BaseConverter, Map
 from controller import __version__
 from controller.crypto import SecretBox
 from controller.errors import NotFound, PayloadTooLarge
-from controller.services.auth import Principal
-from controller.services.orgs import plan_at_least, plan_required, product_required
+from controller.model.principal import Principal
+from controller.orgs.service import plan_at_least, plan_required, product_required
 from controller.settings import Settings
 from controller.store.db import Database
 from controller.store.models import TrialSession
@@ -449,6 +450,7 @@ def build_openapi(routes: list[Route], settings: Settings) -> dict[str, Any]:
         models, ref_template="#/components/schemas/{model}", by_alias=True
     )
     schemas: dict[str, Any] = top.get("$defs", {})
+    refs, schemas = _published_names(refs, schemas)
     for component in schemas.values():
         _tighten(component)
     header = {CORRELATION_HEADER: {"$ref": "#/components/headers/CorrelationId"}}
@@ -589,6 +591,50 @@ def build_openapi(routes: list[Route], settings: Settings) -> dict[str, Any]:
             },
         },
     }
+
+
+def _published_names(
+    refs: dict[Any, Any], schemas: dict[str, Any]
+) -> tuple[dict[Any, Any], dict[str, Any]]:
+    """Component names that do not move with the code. Pydantic names a model whose class name
+    another model shares by its module path (`controller__drift__service__IncidentOut`); a
+    client generated from this document uses that name as a type, so a model that moved keeps
+    the name it was published under (its `published_name`), and the document stays the same."""
+    renames: dict[str, str] = {}
+    for name in schemas:
+        qualified, _, suffix = name.partition("-")
+        module, _, class_name = qualified.replace("__", ".").rpartition(".")
+        if not module.startswith("controller."):
+            continue
+        published = getattr(
+            getattr(import_module(module), class_name, None), "published_name", None
+        )
+        if isinstance(published, str):
+            renames[name] = published + (f"-{suffix}" if suffix else "")
+    if not renames:
+        return refs, schemas
+    targets = {
+        f"#/components/schemas/{old}": f"#/components/schemas/{new}" for old, new in renames.items()
+    }
+
+    def renamed(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                k: targets.get(v, v) if k == "$ref" and isinstance(v, str) else renamed(v)
+                for k, v in value.items()
+            }
+        if isinstance(value, list):
+            return [renamed(item) for item in value]
+        return value
+
+    return (
+        {key: renamed(ref) for key, ref in refs.items()},
+        dict(
+            sorted(
+                ((renames.get(n, n), renamed(b)) for n, b in schemas.items()), key=lambda i: i[0]
+            )
+        ),
+    )
 
 
 def _tighten(schema: Any) -> None:

@@ -21,7 +21,7 @@ def audit() -> None:
 def audit_verify(obj: Context, path: str) -> None:
     """Check the signature of an audit export; exit 1 when it does not verify."""
     from controller.crypto import load_secret_box
-    from controller.services.export import AuditVerificationError, verify_audit
+    from controller.drift.export_service import AuditVerificationError, verify_audit
 
     box = load_secret_box(obj.settings())
     try:

@@ -68,7 +68,7 @@ def _emit(
     annotations: int,
     line: Progress,
 ) -> None:
-    from controller.services.diffing import render_report
+    from controller.diffruns.offline_service import render_report
 
     line.say(f"writing the {fmt} report of {sum(report.counts.values())} changes")
     text = render_report(
@@ -126,7 +126,7 @@ def diff(
     Exit 0 when nothing reaches --fail-on, 1 when something does, 2 when an input cannot be
     read or parsed.
     """
-    from controller.services.diffing import diff_contracts, load_rules
+    from controller.diffruns.offline_service import diff_contracts, load_rules
 
     rules_file = load_rules(rules) if rules else None
     with progress(f"diffing {base} and {revision}", shown=fmt == "text") as line:
@@ -165,7 +165,7 @@ def compare(
     output: str | None,
 ) -> None:
     """Compare two JSON payloads by their inferred schemas (the offline `compare_json`)."""
-    from controller.services.diffing import compare_payloads, load_rules
+    from controller.diffruns.offline_service import compare_payloads, load_rules
 
     rules_file = load_rules(rules) if rules else None
     with progress(f"comparing {base} and {revision}", shown=fmt == "text") as line:

@@ -27,7 +27,7 @@ def reconcile(obj: Context, source_name: str | None, dry_run: bool, force: bool)
     Exit 0 when every source is applied (or unchanged), 1 when one is invalid or failed.
     """
     from controller.crypto import load_secret_box
-    from controller.services.sources import reconcile_now
+    from controller.gitsources.service import reconcile_now
     from controller.settings import process_environment
 
     settings = obj.settings()
@@ -113,8 +113,8 @@ def sources_list(
             listed = api.call(http, "GET", "/api/sources")
         emit(listed, output_format, lambda d: _source_rows(d.get("sources", [])))
         return
-    from controller.services import sources as source_service
-    from controller.services.orgs import get_org
+    from controller.gitsources import service as source_service
+    from controller.orgs.service import get_org
 
     settings = obj.settings()
     _say_local(obj, url)
@@ -156,8 +156,8 @@ def sources_status(
             found = api.call(http, "GET", f"/api/sources/{quote(name, safe='')}")
         click.echo(json.dumps(found, indent=2))
         return
-    from controller.services import sources as source_service
-    from controller.services.orgs import get_org
+    from controller.gitsources import service as source_service
+    from controller.orgs.service import get_org
 
     settings = obj.settings()
     _say_local(obj, url)

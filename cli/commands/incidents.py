@@ -19,7 +19,7 @@ from cli.remote import emit, server, server_command, table
 if TYPE_CHECKING:  # for annotations only: `--help` loads no HTTP client
     import httpx
 
-PAGE = 50  # the API's page size (controller.services.drift.PAGE_LIMIT)
+PAGE = 50  # the API's page size (controller.drift.service.PAGE_LIMIT)
 
 
 @click.group()

@@ -20,8 +20,8 @@ def keys() -> None:
 @click.pass_obj
 def keys_create(obj: Context, org_name: str, name: str) -> None:
     """Create an API key; the key alone goes to stdout, once."""
-    from controller.services import auth
-    from controller.services import orgs as org_service
+    from controller.orgs import auth_service as auth
+    from controller.orgs import service as org_service
 
     with obj.transaction() as session:
         issued = auth.create_api_key(
@@ -40,8 +40,8 @@ def keys_create(obj: Context, org_name: str, name: str) -> None:
 @click.pass_obj
 def keys_list(obj: Context, org_name: str) -> None:
     """List an org's keys: id, hint, name, created, last used, revoked."""
-    from controller.services import auth
-    from controller.services import orgs as org_service
+    from controller.orgs import auth_service as auth
+    from controller.orgs import service as org_service
 
     with obj.transaction() as session:
         for key in auth.list_api_keys(session, org_service.get_org(session, org_name)):
@@ -69,8 +69,8 @@ def keys_list(obj: Context, org_name: str) -> None:
 @click.pass_obj
 def keys_revoke(obj: Context, key_id: str, org_name: str | None) -> None:
     """Revoke a key by id (or a unique prefix of it); it stops working at once."""
-    from controller.services import auth
-    from controller.services import orgs as org_service
+    from controller.orgs import auth_service as auth
+    from controller.orgs import service as org_service
 
     with obj.transaction() as session:
         org_id = org_service.get_org(session, org_name).id if org_name else None

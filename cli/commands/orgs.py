@@ -28,7 +28,7 @@ def orgs() -> None:
 @click.pass_obj
 def orgs_create(obj: Context, name: str, plan: str) -> None:
     """Create an org."""
-    from controller.services import orgs as service
+    from controller.orgs import service
 
     with obj.transaction() as session:
         org = service.create_org(session, name, plan, actor=CLI_ACTOR)
@@ -39,7 +39,7 @@ def orgs_create(obj: Context, name: str, plan: str) -> None:
 @click.pass_obj
 def orgs_list(obj: Context) -> None:
     """List orgs with their plans and products."""
-    from controller.services import orgs as service
+    from controller.orgs import service
 
     with obj.transaction() as session:
         for org in service.list_orgs(session):
@@ -53,7 +53,7 @@ def orgs_list(obj: Context) -> None:
 @click.pass_obj
 def orgs_set_plan(obj: Context, name: str, plan: str) -> None:
     """Change an org's plan (moving to free switches overlay products off)."""
-    from controller.services import orgs as service
+    from controller.orgs import service
 
     with obj.transaction() as session:
         org = service.set_plan(session, service.get_org(session, name), plan, actor=CLI_ACTOR)
@@ -67,7 +67,7 @@ def _product_command(enabled: bool) -> Callable[..., None]:
     )  # the hosted SKU names too: `mockdrift_cloud` is `replay_cloud`
     @click.pass_obj
     def command(obj: Context, name: str, product: str) -> None:
-        from controller.services import orgs as service
+        from controller.orgs import service
 
         with obj.transaction() as session:
             org = service.set_product(
@@ -91,7 +91,7 @@ orgs.command("disable-product", help="Disable an overlay product for an org.")(
 @click.pass_obj
 def orgs_products(obj: Context, name: str) -> None:
     """An org's overlay products, on or off (paid plans can enable them)."""
-    from controller.services import orgs as service
+    from controller.orgs import service
 
     with obj.transaction() as session:
         org = service.get_org(session, name)
@@ -110,8 +110,8 @@ def orgs_products(obj: Context, name: str) -> None:
 def orgs_webhook_secret(obj: Context, name: str, rotate: bool) -> None:
     """Print the org's webhook signing secret (whsec_...), creating or rotating it."""
     from controller.crypto import load_secret_box
-    from controller.services import notifications
-    from controller.services import orgs as org_service
+    from controller.notifications import service as notifications
+    from controller.orgs import service as org_service
 
     box = load_secret_box(obj.settings())
     with obj.transaction() as session:
@@ -130,7 +130,7 @@ def orgs_installations(obj: Context, name: str | None) -> None:
     """GitHub App installations linked to an org (or to every org), with how each link was
     proven (`legacy`: linked before ownership was checked; review those)."""
     from controller.draftpr import service as draftpr
-    from controller.services import orgs as service
+    from controller.orgs import service
 
     with obj.transaction() as session:
         org = service.get_org(session, name) if name else None
@@ -149,7 +149,7 @@ def orgs_link_installation(obj: Context, name: str, installation_id: int) -> Non
     """Link a GitHub App installation to an org as the server's admin, vouching that it is
     the org's (GitHub confirms the App has it; the App credentials are needed)."""
     from controller.draftpr import service as draftpr
-    from controller.services import orgs as service
+    from controller.orgs import service
 
     # GitHub first: the store's transaction never waits on it.
     with draftpr.app_for(obj.settings()) as app:
@@ -167,7 +167,7 @@ def orgs_link_installation(obj: Context, name: str, installation_id: int) -> Non
 def orgs_unlink_installation(obj: Context, name: str, installation_id: int) -> None:
     """Remove an org's link of a GitHub App installation (pull requests stop using it)."""
     from controller.draftpr import service as draftpr
-    from controller.services import orgs as service
+    from controller.orgs import service
 
     with obj.transaction() as session:
         org = service.get_org(session, name)

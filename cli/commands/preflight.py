@@ -27,7 +27,7 @@ from cli.common import fail
 if TYPE_CHECKING:
     import httpx
 
-WATCH_ID_LIMIT = 100  # the API's limit (controller.policy.WATCH_ID_LIMIT)
+WATCH_ID_LIMIT = 100  # the API's limit (controller.agents.policy.WATCH_ID_LIMIT)
 PATH = "/api/preflight"
 NEVER_CHECKED = "never_checked"
 EXIT_ALLOWED, EXIT_BLOCKED, EXIT_ERROR = 0, 1, 2

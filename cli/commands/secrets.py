@@ -17,7 +17,7 @@ def secrets() -> None:
 def secrets_rotate(obj: Context) -> None:
     """Re-encrypt every stored secret with the first key of DRIFTGATE_SECRET_KEY."""
     from controller.crypto import load_secret_box
-    from controller.services.secrets import rotate_all
+    from controller.orgs.secrets_service import rotate_all
 
     box = load_secret_box(obj.settings())
     with obj.transaction() as session:

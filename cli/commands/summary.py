@@ -30,7 +30,7 @@ def summary(obj: Context, org_name: str, send: bool, output_format: str) -> None
     from controller.crypto import load_secret_box
     from controller.errors import Unprocessable
     from controller.events.delivery import deliver_due
-    from controller.services.orgs import get_org
+    from controller.orgs.service import get_org
     from controller.sources.http import configured_client
     from controller.store.types import utcnow
     from controller.summary import compose, service

@@ -32,7 +32,7 @@ def _base(obj: Context) -> str:
 def users_create(obj: Context, org_name: str, email: str, role: str) -> None:
     """Create a user and print the one-time link that sets their password (72 hours)."""
     from controller.accounts import service
-    from controller.services.orgs import get_org
+    from controller.orgs.service import get_org
     from controller.store.types import utcnow
 
     with obj.transaction() as session:
@@ -63,7 +63,7 @@ def users_reset(obj: Context, email: str) -> None:
 def users_list(obj: Context, org_name: str) -> None:
     """List an org's users with their roles and last sign-in."""
     from controller.accounts import service
-    from controller.services.orgs import get_org
+    from controller.orgs.service import get_org
 
     with obj.transaction() as session:
         org = get_org(session, org_name)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, NoReturn
 import click
 
 if TYPE_CHECKING:  # imported when the command runs: `driftgate validate --help` loads none
-    from controller.gitops import Bundle, Problem
+    from controller.gitsources.load import Bundle, Problem
     from controller.model.gitops import Unreadable, UnreadableKind
 
 
@@ -49,8 +49,7 @@ def validate(directory: Path, output_format: str, templates: tuple[str, ...]) ->
     DIRECTORY is the .driftgate directory itself or a repository root that contains one
     (a .driftguard/agents.yaml beside it is checked too), or a .driftguard directory.
     """
-    from controller.gitops import FILES, load_bundle
-    from controller.gitops.load import HOSTED_AGENTS, WATCH_SETS
+    from controller.gitsources.load import FILES, HOSTED_AGENTS, WATCH_SETS, load_bundle
     from controller.model.catalog import SYSTEM_TEMPLATES
 
     target, hosted = _directories(directory)
@@ -128,7 +127,7 @@ def summarize(bundle: Bundle) -> dict[str, int]:
 def _directories(directory: Path) -> tuple[Path, Path | None]:
     """The `.driftgate` directory to read (it may be absent when only the hosted one is
     there) and the hosted `.driftguard` directory beside it, if any."""
-    from controller.gitops.load import HOSTED_DIRECTORY
+    from controller.gitsources.load import HOSTED_DIRECTORY
 
     if directory.name == HOSTED_DIRECTORY and directory.is_dir():
         return directory.parent / ".driftgate", directory
@@ -160,7 +159,7 @@ def _read_files(directory: Path) -> tuple[dict[str, bytes], dict[str, Unreadable
     a symbolic link, a directory, a FIFO or other special file, a file over the per-file limit
     or past the total is a problem at its path, never followed, opened for a blocking read or
     read whole."""
-    from controller.gitops.load import PROFILES, WATCH_SETS, is_read
+    from controller.gitsources.load import PROFILES, WATCH_SETS, is_read
     from controller.model.gitops import MAX_REVISION_BYTES, Unreadable
 
     files: dict[str, bytes] = {}

@@ -18,15 +18,15 @@ import httpx
 from pydantic import BaseModel, Field, JsonValue, StringConstraints, model_validator
 
 from cli import api
+from controller.agents.service import AckOut, AffectedAgents, AgentStatus
 from controller.discovery.service import CandidateOut, MissingOut, SuggestOut
+from controller.drift.explain_service import ExplainOut
+from controller.drift.service import CheckOut, DriftPage, IncidentOut, WatchStatus
+from controller.gate.service import PreflightResult
 from controller.ingress.service import ValidateOut
 from controller.model.base import ApiModel, RequestModel
 from controller.model.change import ChangeOut
 from controller.model.watch import WatchList, WatchOut
-from controller.services.agents import AckOut, AffectedAgents, AgentStatus
-from controller.services.drift import CheckOut, DriftPage, IncidentOut, WatchStatus
-from controller.services.explain import ExplainOut
-from controller.services.preflight import PreflightResult
 
 Id = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$")]
 NoteText = Annotated[str, StringConstraints(max_length=2000)]

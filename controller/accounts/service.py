@@ -15,7 +15,7 @@
   many clients and accounts) does the same for every client: wrong passwords answer 429, a
   right one still signs in. A locked account or pair answers 429 without checking the
   password. Attempts are rows, so every replica counts them; a client is its
-  `controller.services.clients.client_key` (an IPv6 client by its /64).
+  `controller.model.clients.client_key` (an IPv6 client by its /64).
 - A session is a random token in a cookie; the store keeps its SHA-256 only, with the user,
   a CSRF token, the time it ends (`SESSION_TTL` after sign-in, or `IDLE_TTL` after its last
   use) and the address. Every sign-in makes a new session (the token a browser held before
@@ -43,10 +43,10 @@ from controller.errors import (
     Unauthorized,
     Unprocessable,
 )
-from controller.services import audit
-from controller.services.auth import Principal
-from controller.services.clients import client_key
+from controller.model.clients import client_key
+from controller.model.principal import Principal
 from controller.settings import Settings
+from controller.store import audit
 from controller.store.models import ConsoleSession, Org, SignInAttempt, User
 
 ROLES = ("admin", "viewer")

@@ -2,5 +2,5 @@
 already holds (the audit log, drift events, incidents, deliveries, git source runs).
 
 `timeline` is the pure part (entries, kinds, the keyset cursor, the merge);
-`controller.services.activity` reads the store. Nothing here writes, and nothing here knows
+`controller.activity.service` reads the store. Nothing here writes, and nothing here knows
 about pages or URLs."""

@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from controller.configschema import gitops_schema
-from controller.gitops.load import HOSTED_AGENTS, Bundle, Problem, load_bundle
+from controller.gitsources.configschema import gitops_schema
+from controller.gitsources.load import HOSTED_AGENTS, Bundle, Problem, load_bundle
 from controller.model.gitops import InlineWatch
 from controller.model.watch import WatchType
 

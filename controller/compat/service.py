@@ -19,10 +19,10 @@ from controller.draftpr import service as draftpr
 from controller.errors import NotFound
 from controller.model.base import ApiModel, RequestModel
 from controller.model.hosted import HEADER_ALIASES, HOSTED_ONLY, header
+from controller.model.principal import Principal
 from controller.replay import service as replay
 from controller.replay.fixtures import Fixture
 from controller.replay.service import CatalogPage, CatalogRow, FixtureOut, InstalledOut
-from controller.services.auth import Principal
 
 __all__ = ["HEADER_ALIASES", "HOSTED_ONLY", "header"]
 

@@ -3,7 +3,7 @@ the result for `GET /api/openapi/diffs/<id>` and the console's page of it.
 
 The documents come from the caller, so nothing outside them is read: a `$ref` to another file
 or URL is refused (the server would otherwise read its own files or fetch on the caller's
-behalf). The diff is `controller.services.diffing.diff_contracts`, the one behind
+behalf). The diff is `controller.diffruns.offline_service.diff_contracts`, the one behind
 `driftgate diff`, through a reader that serves only the two documents. See docs/api.md.
 """
 
@@ -17,15 +17,15 @@ from pydantic import Field, StringConstraints
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from controller.checks import count_changes, decode_changes, encode_changes
+from controller.checks.engine import count_changes, decode_changes, encode_changes
+from controller.diffruns.offline_service import InputError, Reader, diff_contracts
 from controller.diffs.explain import with_hints
 from controller.errors import NotFound, Unprocessable
 from controller.model.base import ApiModel, RequestModel
 from controller.model.change import ChangeOut
 from controller.model.jsonvalue import JsonValue
+from controller.model.principal import Principal
 from controller.model.watch import ChangeCounts
-from controller.services.auth import Principal
-from controller.services.diffing import InputError, Reader, diff_contracts
 from controller.store.models import DiffRun
 
 CONSOLE_PATH = "/console/diffs/"

@@ -3,7 +3,7 @@ server or the skills of an A2A agent card, each with its line of description, an
 baseline's surface and a snapshot's compare once the diff engine has classified their changes.
 
 Pure: documents and changes in, a view out. The changes come from the engine
-(`controller.checks.diff_documents`); this module only places them on the operations and
+(`controller.checks.engine.diff_documents`); this module only places them on the operations and
 tools they touch, it never compares contracts itself.
 """
 

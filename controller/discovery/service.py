@@ -24,12 +24,12 @@ from controller.discovery.scan import MAX_FILES, MAX_TOTAL_BYTES, ScanResult, sc
 from controller.errors import PayloadTooLarge, Unprocessable
 from controller.model.base import ApiModel, BodyBool, BodyFloat, RequestModel
 from controller.model.coverage import ACK_FILE
+from controller.model.principal import Principal
 from controller.model.problems import compose
 from controller.model.watch import TEXT_PATTERN, WatchCreate
-from controller.services import watches as watch_service
-from controller.services.auth import Principal
-from controller.services.notifications import default_interval
+from controller.notifications.service import default_interval
 from controller.store.models import Watch
+from controller.watches import service as watch_service
 
 MAX_TEXT = 256 * 1024
 MAX_URLS = 200

@@ -10,7 +10,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from controller.reports import fit_rows
+from controller.diffs.reports import fit_rows
 
 BRANCH_PREFIX = "driftgate/drift/"
 CHANGELOG_DIR = ".driftgate/changes"

@@ -28,10 +28,11 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from controller import jobs
-from controller.actions import ACTIONS, Drift
-from controller.actions import DRAFT_PR as DRAFT_PR_ACTION
-from controller.checks import decode_changes, decode_snapshot
+from controller.agents.actions import ACTIONS, Drift
+from controller.agents.actions import DRAFT_PR as DRAFT_PR_ACTION
+from controller.agents.policy import resolve_policy
+from controller.agents.runtime import bound_agents, unblock
+from controller.checks.engine import decode_changes, decode_snapshot
 from controller.crypto import SecretBox
 from controller.diffs.explain import cause_text, hint_for
 from controller.diffs.fails import what_fails
@@ -44,6 +45,7 @@ from controller.draftpr.github import (
     GitHubRateLimited,
     Installation,
 )
+from controller.drift.service import accept_baseline
 from controller.errors import (
     Conflict,
     Forbidden,
@@ -62,14 +64,12 @@ from controller.model.base import (
 )
 from controller.model.gitops import VendoredPath
 from controller.model.hosted import product_name
-from controller.policy import resolve_policy
-from controller.runtime import bound_agents, unblock
-from controller.services import audit, orgs
-from controller.services.auth import Principal
-from controller.services.drift import accept_baseline
-from controller.services.orgs import PRODUCTS, plan_at_least
+from controller.model.principal import Principal
+from controller.orgs import service as orgs
+from controller.orgs.service import PRODUCTS, plan_at_least
 from controller.settings import Settings
 from controller.sources.http import configured_client
+from controller.store import audit, jobs
 from controller.store.db import Database
 from controller.store.models import (
     Agent,

@@ -1,7 +1,7 @@
 """The org's webhook signing secret (`whsec_...`), stored encrypted, created on first use.
 
 Delivery signs with it and the shells show it; rotating it is a use case with an audit entry
-(`controller.services.notifications.rotate_signing_secret`).
+(`controller.notifications.service.rotate_signing_secret`).
 """
 
 from __future__ import annotations

@@ -40,10 +40,11 @@ from controller.model.ingress_profiles import (
     content_hash,
     profile_of,
 )
-from controller.services import audit, orgs
-from controller.services.auth import Principal
+from controller.model.principal import Principal
+from controller.orgs import service as orgs
 from controller.settings import Settings
 from controller.sources.addresses import is_public_address
+from controller.store import audit
 from controller.store.models import IngressProfile, TrialSession
 
 MAX_BODY_BYTES = 256 * 1024

@@ -2,12 +2,12 @@
 
 Git is the source of truth: these pydantic models define what `agents.yaml`,
 `templates.yaml` and `watch-sets.yaml` may contain, `config-schema/*.schema.json` is generated
-from them, and `controller.gitops.load` reads the files against both. Keys are spelled as in
+from them, and `controller.gitsources.load` reads the files against both. Keys are spelled as in
 SPEC.md (`runtime_webhook`, `repoRef`, `watchType`, `on_breaking`, ...).
 
 Secrets never live in git: a header value for a sensitive header (see `is_sensitive_header`)
 must reference the controller's environment as `${env:NAME}`, which the controller resolves.
-URLs and header values must also be ones the fetcher can send (`controller.model.targets`,
+URLs and header values must also be ones the fetcher can send (`controller.targets`,
 shared with the API); what the schema cannot say about them, the models refuse.
 """
 
@@ -31,7 +31,6 @@ from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
 from controller.model.dashboard import PANELS, Panel
-from controller.model.targets import check_header_value, check_url, check_url_template
 from controller.model.watch import (
     LABEL_PATTERN,
     NOTE_PATTERN,
@@ -46,6 +45,7 @@ from controller.model.watch import (
     explain_bad_url,
     read_hosted_api,
 )
+from controller.targets import check_header_value, check_url, check_url_template
 
 VERSION = 1
 POLICY_PRESETS = ("notify-only", "staging-strict", "production-guard")
@@ -285,7 +285,7 @@ class ApprovalRule(FileModel):
 class InlineWatch(CamelFileModel):
     """A watch declared in place in an agent's `watches:` list. Without a `name` (the hosted
     form), the loader names it: the watch these files declare with the same URL and type, else
-    a name derived from the URL (`controller.gitops.load.derived_name`)."""
+    a name derived from the URL (`controller.gitsources.load.derived_name`)."""
 
     name: WatchName | SkipJsonSchema[None] = Field(
         default=None, description="default: the declared watch of that URL, else from the URL"

@@ -1,5 +1,5 @@
 """The result of an offline diff (`driftgate diff`, `driftgate compare`): a domain value that
-the diff service builds and `controller.reports` renders."""
+the diff service builds and `controller.diffs.reports` renders."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from controller.model.base import ApiModel, BodyBool, BodyInt, RequestModel
-from controller.model.targets import EMAIL_PATTERN
+from controller.targets import EMAIL_PATTERN
 
 Weekday = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 WEEKDAYS: tuple[Weekday, ...] = (

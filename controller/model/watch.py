@@ -393,7 +393,7 @@ def read_hosted_api(
 # completed check is older than twice its interval (the hosted product's `isStaleCheck`) plus a
 # grace that covers the controller's tick, a claim's lease and one check's fetch deadline, so a
 # check that is merely late is not stale. One rule for the health field, the console, the
-# portfolio's stale tile and the run gate (`controller.policy`).
+# portfolio's stale tile and the run gate (`controller.agents.policy`).
 STALE_FACTOR = 2
 STALE_GRACE_SECONDS = 120
 

@@ -18,17 +18,17 @@ from controller.discovery import service as discovery
 from controller.discovery.service import MissingOut
 from controller.errors import Conflict, NotFound, ValidationFailed
 from controller.model.base import ApiModel, RequestModel
+from controller.model.managed import ensure_unmanaged, managed_by
+from controller.model.principal import Principal
 from controller.model.watch import WatchType
+from controller.notifications.alerts_service import AlertStats, alert_stats
+from controller.orgs.service import plan_at_least
 from controller.portfolio import answers, dashboards, views
 from controller.portfolio.answers import AskIn, AskOut
 from controller.portfolio.ask import EXAMPLES, INTENTS, Reading, read
 from controller.portfolio.dashboards import DashboardIn, DashboardList, DashboardOut
-from controller.services import audit
-from controller.services.alerts import AlertStats, alert_stats
-from controller.services.audit import Caller
-from controller.services.auth import Principal
-from controller.services.managed import ensure_unmanaged, managed_by
-from controller.services.orgs import plan_at_least
+from controller.store import audit
+from controller.store.audit import Caller
 from controller.store.models import Dashboard
 
 Label = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$")]

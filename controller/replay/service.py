@@ -19,15 +19,15 @@ from pydantic import Field, StringConstraints, model_validator
 from sqlalchemy import ColumnElement, or_, select
 from sqlalchemy.orm import Session, defer
 
-from controller.checks import decode_changes, decode_snapshot
+from controller.checks.engine import decode_changes, decode_snapshot
 from controller.diffs.rules import order_actions
 from controller.errors import NotFound, Unprocessable
 from controller.model.base import ApiModel, RequestModel, utc_iso
 from controller.model.watch import TEXT_PATTERN
 from controller.replay import catalog
 from controller.replay.fixtures import DISCLAIMER, Fixture, build_fixture, digest_of
-from controller.services import audit
-from controller.services.audit import Caller
+from controller.store import audit
+from controller.store.audit import Caller
 from controller.store.models import DriftEvent, Incident, ReplayPublication, Snapshot, Watch
 
 PRODUCT = "replay_cloud"

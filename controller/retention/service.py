@@ -30,11 +30,11 @@ from typing import Any
 from sqlalchemy import ColumnElement, Delete, delete, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
-from controller import jobs
 from controller.accounts import service as accounts
+from controller.gate.readmodel import prune_events
 from controller.logs import log
-from controller.services.gate_cache import prune_events
 from controller.settings import Settings
+from controller.store import jobs
 from controller.store.db import Database
 from controller.store.models import (
     DeliveryAttempt,

@@ -13,7 +13,7 @@ origin (scheme, host, port) of the URL it was configured for. It is never part o
 request as the caller builds it; a request hook attaches it to each hop whose origin is
 that one and removes it from every other hop, so a redirect to another host carries none of
 it (httpx itself strips only `Authorization`). Before anything is sent, the URL's host and
-the headers are checked with `controller.model.targets`, and whatever still goes wrong while
+the headers are checked with `controller.targets`, and whatever still goes wrong while
 sending ends as a `FetchError` with a failure class, never as another exception; messages
 never contain a configured header value.
 
@@ -41,10 +41,10 @@ import httpx
 
 from controller import __version__
 from controller.errors import DriftgateError
-from controller.model.targets import header_problems, header_value_problem, host_problem
 from controller.settings import Settings, Target, split_target
 from controller.sources import deadlines
 from controller.sources.addresses import is_public_address as is_public_address  # the default
+from controller.targets import header_problems, header_value_problem, host_problem
 
 DEFAULT_MAX_BYTES = 25 * 1024 * 1024
 

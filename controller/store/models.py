@@ -148,7 +148,7 @@ class Watch(Base):
     org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(200))
     # Written by the database's triggers only (migration 0005): when the run gate's view of
-    # this watch changed. See `controller/services/gate_cache.py`.
+    # this watch changed. See `controller/gate/readmodel.py`.
     gate_stamp: Mapped[int] = mapped_column(
         BigInteger, default=0, server_default=text("0"), deferred=True
     )
@@ -541,7 +541,7 @@ class ConsoleSession(Base):
 
 class SignInAttempt(Base):
     """One sign-in attempt, counted for the rate limits per account, per account and client,
-    and per client; `address` is the client's key (`controller.services.clients`: an IPv6 /64)."""
+    and per client; `address` is the client's key (`controller.model.clients`: an IPv6 /64)."""
 
     __tablename__ = "sign_in_attempts"
     __table_args__ = (
@@ -935,7 +935,7 @@ class DiffRun(Base):
     source: Mapped[str] = mapped_column(String(32))
     contract_type: Mapped[str] = mapped_column(String(16))
     counts: Mapped[dict[str, Any]] = mapped_column(JSONType)
-    # The changes as drift events keep theirs (`controller.checks.encode_changes`).
+    # The changes as drift events keep theirs (`controller.checks.engine.encode_changes`).
     changes: Mapped[bytes] = mapped_column(LargeBinary)
     actor: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -943,7 +943,7 @@ class DiffRun(Base):
 
 class ControllerHeartbeat(Base):
     """One controller process, alive as of `beat_at`: each one writes its row every tick and
-    deletes it when it stops cleanly (`controller.services.heartbeats`); a row that stops
+    deletes it when it stops cleanly (`controller.checks.heartbeats_service`); a row that stops
     moving is a controller that died or is stuck."""
 
     __tablename__ = "controller_heartbeats"

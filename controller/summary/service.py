@@ -21,7 +21,6 @@ from pydantic import Field, StringConstraints
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from controller import jobs
 from controller.crypto import SecretBox
 from controller.errors import Conflict, NotFound, Unprocessable
 from controller.events import outbox
@@ -30,16 +29,16 @@ from controller.events.channels.webhook import WEBHOOK
 from controller.logs import log
 from controller.model import summary_schedule as schedule
 from controller.model.base import ApiModel, BodyInt, RequestModel
-from controller.model.targets import host_problem
+from controller.model.principal import Principal
 from controller.portfolio import views
-from controller.services import audit
-from controller.services.auth import Principal
 from controller.settings import Settings
 from controller.sources.http import FetchError
+from controller.store import audit, jobs
 from controller.store.db import Database
 from controller.store.models import NotificationDefaults, Org, OutboxMessage, SmtpSettings
 from controller.summary import compose, smtp
 from controller.summary.compose import WeeklyFigures as WeeklyFigures  # for the shells
+from controller.targets import host_problem
 
 logger = logging.getLogger("driftgate.summary")
 

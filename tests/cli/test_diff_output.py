@@ -318,7 +318,7 @@ def test_hints_on_the_real_pairs_fit_their_side(base: str, revision: str) -> Non
 
 def test_the_cli_defaults_are_the_renderers() -> None:
     from cli.commands.diff import diff
-    from controller.reports import ANNOTATIONS, MARKDOWN_MAX_CHARS
+    from controller.diffs.reports import ANNOTATIONS, MARKDOWN_MAX_CHARS
 
     defaults = {p.name: p.default for p in diff.params}
     assert defaults["markdown_max_chars"] == MARKDOWN_MAX_CHARS < 65_536

@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 from sqlalchemy import update
 
 from cli.main import main
-from controller.checks import encode_changes
+from controller.checks.engine import encode_changes
 from controller.store.db import Database
 from controller.store.models import ApiKey, DriftEvent, Watch
 from tests.conftest import SECRET, OrgKey

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cli.commands.validate import _github, validate
-from controller.gitops import FILES, Problem
+from controller.gitsources.load import FILES, Problem
 from controller.model.gitops import MAX_FILE_BYTES
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,8 +15,8 @@ import httpx
 import pytest
 import yaml
 
-from controller.services import auth as auth_service
-from controller.services import orgs as org_service
+from controller.orgs import auth_service
+from controller.orgs import service as org_service
 from controller.store import migrate
 from controller.store.db import Database
 from tests.compat.tlsfront import TlsFront, tls_front

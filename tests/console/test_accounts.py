@@ -15,7 +15,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import delete, select, update
 
 from controller.accounts import service as accounts
-from controller.services.orgs import get_org
+from controller.orgs.service import get_org
 from controller.store.db import Database
 from controller.store.models import ApiKey, ConsoleSession, PreflightDecision, SignInAttempt
 from controller.store.types import utcnow

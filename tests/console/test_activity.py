@@ -189,8 +189,8 @@ def test_the_live_strip_follows_a_check_and_fails_closed(
     def down(*_args: Any, **_kwargs: Any) -> Any:
         raise StoreUnavailable("unreachable")
 
-    monkeypatch.setattr("controller.services.activity.get_watch", down)
-    monkeypatch.setattr("controller.services.activity.read", down)
+    monkeypatch.setattr("controller.activity.service.get_watch", down)
+    monkeypatch.setattr("controller.activity.service.read", down)
     failed = admin.get(again)
     assert failed.status_code == 200
     body = failed.get_data(as_text=True)

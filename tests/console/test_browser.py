@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from controller.accounts import service as accounts
-from controller.services.orgs import get_org
+from controller.orgs.service import get_org
 from controller.store.db import Database
 from controller.store.types import utcnow
 from tests.conftest import SECRET, OrgKey

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from controller.accounts import service as accounts
 from controller.errors import Conflict
-from controller.services import orgs as org_service
+from controller.orgs import service as org_service
 from controller.store.db import Database
 from controller.store.models import User
 from controller.store.types import utcnow

@@ -11,8 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import main
-from controller.gitops import load_bundle
-from controller.gitops.load import HOSTED_AGENTS, derived_name
+from controller.gitsources.load import HOSTED_AGENTS, derived_name, load_bundle
 from controller.model.gitops import InlineWatch
 
 HERE = Path(__file__).parent / "hosted"

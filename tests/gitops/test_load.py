@@ -8,7 +8,7 @@ from textwrap import dedent
 import pytest
 import yaml
 
-from controller.gitops import FILES, Bundle, Problem, load_bundle
+from controller.gitsources.load import FILES, Bundle, Problem, load_bundle
 from controller.model.gitops import (
     POLICY_PRESETS,
     AgentsFile,
@@ -739,7 +739,7 @@ def test_the_examples_load_without_problems() -> None:
 
 
 def test_a_file_that_could_not_be_read_is_a_problem_and_never_counts_as_absent() -> None:
-    from controller.gitops.load import is_read
+    from controller.gitsources.load import is_read
     from controller.model.gitops import Unreadable
 
     sets = (

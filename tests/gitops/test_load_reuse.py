@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from controller.gitops import Bundle, load_bundle
-from controller.gitops import load as loader
+from controller.gitsources import load as loader
+from controller.gitsources.load import Bundle, load_bundle
 
 AGENTS = """\
 version: 1

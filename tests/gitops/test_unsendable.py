@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from textwrap import dedent
 
-from controller.gitops import load_bundle
+from controller.gitsources.load import load_bundle
 
 
 def problems(**files: str) -> list[str]:
@@ -133,7 +133,7 @@ def test_text_no_store_can_hold_is_a_problem_at_its_line() -> None:
 
 
 def test_a_profile_file_with_nul_is_a_problem_at_its_file() -> None:
-    from controller.gitops import load_bundle
+    from controller.gitsources.load import load_bundle
 
     bundle = load_bundle(
         {"profiles/order.json": b'{"id": "order", "version": 1, "schema": {"title": "a\\u0000"}}'}

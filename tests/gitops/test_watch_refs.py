@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from cli.main import main
-from controller.gitops import load_bundle
+from controller.gitsources.load import load_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = {p.name: p.read_bytes() for p in (ROOT / "examples").glob("*.yaml")}

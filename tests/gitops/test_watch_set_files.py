@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from textwrap import dedent
 
-from controller.gitops import load_bundle
-from controller.gitops.load import is_read
+from controller.gitsources.load import is_read, load_bundle
 from controller.model.gitops import InlineWatch, Unreadable
 
 TEMPLATES = """\

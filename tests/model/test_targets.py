@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from controller.errors import Unprocessable
-from controller.model.targets import (
+from controller.targets import (
     check_url_template,
     header_name_problem,
     header_value_problem,

@@ -17,9 +17,9 @@ import pytest
 from flask.testing import FlaskClient
 
 from controller.diffs import diff_mcp
+from controller.orgs import auth_service as auth
 from controller.replay.catalog import CATALOG_DIR
 from controller.replay.fixtures import build_fixture
-from controller.services import auth
 from tests.conftest import OrgKey
 
 ROOT = Path(__file__).resolve().parents[2]

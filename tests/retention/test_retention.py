@@ -9,10 +9,10 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from controller import jobs
 from controller.crypto import load_secret_box
 from controller.retention import service as retention
 from controller.scheduler import Controller
+from controller.store import jobs
 from controller.store.db import Database
 from controller.store.models import (
     DeliveryAttempt,

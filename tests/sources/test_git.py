@@ -15,7 +15,7 @@ import pytest
 from pygit2.enums import FileMode
 
 from controller.errors import PermanentError, TemporaryError
-from controller.gitops.load import is_read
+from controller.gitsources.load import is_read
 from controller.model.gitops import Unreadable, UnreadableKind
 from controller.sources import git as git_source
 from controller.sources.git import (

@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 from pydantic import BaseModel
 from sqlalchemy import select
 
-from controller.services import auth as auth_service
+from controller.orgs import auth_service
 from controller.store.db import Database
 from controller.store.models import ApiKey, TrialSession
 from tests.conftest import OrgKey
@@ -176,7 +176,7 @@ def test_product_guard(guarded_client: FlaskClient, make_org: Callable[..., OrgK
 
 
 def test_a_product_refused_on_the_free_plan_names_the_plan_to_set_first() -> None:
-    from controller.services.orgs import product_required
+    from controller.orgs.service import product_required
 
     refused = product_required("acme", "free", "draftpr_repo")
     assert (refused.status, refused.code) == (403, "PRODUCT_REQUIRED: draftpr_repo")

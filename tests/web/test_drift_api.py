@@ -19,8 +19,8 @@ from controller.crypto import SecretBox, load_secret_box
 from controller.diffs.rules import CATALOG
 from controller.events.delivery import deliver_due
 from controller.events.outbox import emit
+from controller.notifications import service as notifications
 from controller.scheduler import Controller
-from controller.services import notifications
 from controller.settings import Settings
 from controller.sources.http import make_client
 from controller.store.db import Database

@@ -15,8 +15,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
+from controller.fuse import service as fuse_service
 from controller.scheduler import Controller
-from controller.services import fuse as fuse_service
 from controller.store.db import Database
 from controller.store.models import AuditEntry, FuseSnapshot, FuseTrip
 from tests.conftest import OrgKey

@@ -131,7 +131,7 @@ def test_agent_config(client: FlaskClient) -> None:
 def test_funnel_events_are_counted_without_personal_data(
     client: FlaskClient, database: Database
 ) -> None:
-    from controller.services.funnel import totals
+    from controller.orgs.funnel_service import totals
 
     assert client.post("/api/funnel/events", json={"event": "cli.install"}).status_code == 202
     batch = client.post(

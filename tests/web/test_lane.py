@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 
 from controller.errors import TemporaryError
 from controller.model.base import RequestModel
-from controller.services.auth import KEY_CACHE
+from controller.orgs.auth_service import KEY_CACHE
 from controller.store.db import Database
 from controller.store.models import PreflightDecision
 from tests.conftest import OrgKey, make_settings

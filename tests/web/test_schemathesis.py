@@ -48,10 +48,10 @@ from schemathesis.core.parameters import ParameterLocation
 from schemathesis.generation.stateful.state_machine import StepInput, StepOutput
 from werkzeug.serving import WSGIRequestHandler, make_server
 
-from controller.checks import CheckInput, Fetched, contract_fetcher, run_check
+from controller.checks.engine import CheckInput, Fetched, contract_fetcher, run_check
 from controller.crypto import SecretBox, load_secret_box
 from controller.draftpr import service as draftpr
-from controller.reconcile import Reconciler
+from controller.gitsources.reconcile import Reconciler
 from controller.scheduler import Controller
 from controller.settings import Settings, load_settings
 from controller.sources.http import FetchError, make_client

@@ -3,7 +3,7 @@ agents a watch affects (org-scoped)."""
 
 from __future__ import annotations
 
-from controller.services import agents as agent_service
+from controller.agents import service as agent_service
 from web.api import REGISTRY
 from web.routes import Call
 

@@ -13,8 +13,8 @@ from controller.compat import service as compat
 from controller.diffruns import service as diffruns
 from controller.draftpr import service as draftpr
 from controller.errors import NotSelfHosted
+from controller.fuse import service as fuse
 from controller.replay import service as replay
-from controller.services import fuse
 from web.api import REGISTRY
 from web.api.replay import PRODUCT, fixture_catalog
 from web.routes import Call, Reply, requires_plan, requires_product

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from controller.draftpr import service
 from controller.errors import UpstreamError, ValidationFailed
-from controller.services import sources as source_service
+from controller.gitsources import service as source_service
 from web.api import REGISTRY
 from web.body import read_json
 from web.routes import Call, Reply, requires_product

@@ -7,8 +7,9 @@ from collections.abc import Callable, Iterator
 from flask import Response
 from sqlalchemy.orm import Session
 
-from controller.services import drift as drift_service
-from controller.services import explain, export
+from controller.drift import explain_service as explain
+from controller.drift import export_service as export
+from controller.drift import service as drift_service
 from controller.store.db import Database
 from web.api import REGISTRY
 from web.routes import CORRELATION_HEADER, Call

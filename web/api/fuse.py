@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controller.services import fuse as service
+from controller.fuse import service
 from web.api import REGISTRY
 from web.routes import Call, Reply
 

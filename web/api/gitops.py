@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from controller.errors import ValidationFailed
-from controller.services import sources as source_service
+from controller.gitsources import service as source_service
 from web.api import REGISTRY
 from web.body import read_json
 from web.routes import Call, Reply

@@ -13,8 +13,8 @@ from typing import Literal
 from pydantic import Field
 
 from controller import __version__
+from controller.checks.heartbeats_service import ControllerHealth, controller_health
 from controller.model.base import ApiModel
-from controller.services.heartbeats import ControllerHealth, controller_health
 from web.api import REGISTRY
 from web.db import database
 from web.routes import Call

@@ -3,7 +3,10 @@ status."""
 
 from __future__ import annotations
 
-from controller.services import alerts, auth, notifications, portfolio
+from controller.notifications import alerts_service as alerts
+from controller.notifications import service as notifications
+from controller.orgs import auth_service as auth
+from controller.portfolio import status_service as portfolio
 from web.api import REGISTRY
 from web.routes import Call
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from controller.services import preflight as service
+from controller.gate import service
 from web.api import REGISTRY
 from web.routes import Call, Reply
 

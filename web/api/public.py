@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from controller.services import agent_config as config_service
-from controller.services import funnel
+from controller.agents import config_service
+from controller.orgs import funnel_service as funnel
 from web.api import REGISTRY
 from web.routes import Call, Reply
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from controller.services import agents as agent_service
-from controller.services import drift, notifications, watch_sets
-from controller.services import templates as service
+from controller.agents import service as agent_service
+from controller.agents import templates_service as service
+from controller.drift import service as drift
+from controller.notifications import service as notifications
+from controller.watches import sets_service as watch_sets
 from web.api import REGISTRY
 from web.routes import Call, Reply
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controller.services import auth as auth_service
+from controller.orgs import auth_service
 from web.api import REGISTRY
 from web.routes import Call, Reply
 

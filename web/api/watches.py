@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from controller.drift import service as drift
 from controller.model.watch import WatchCreate, WatchList, WatchListQuery, WatchOut, WatchUpdate
-from controller.services import drift, notifications, watch_types
-from controller.services import watches as service
+from controller.notifications import service as notifications
+from controller.watches import service
+from controller.watches import types_service as watch_types
 from web.api import REGISTRY
 from web.routes import Call, Reply
 

@@ -37,6 +37,7 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from controller.accounts import service as accounts
 from controller.accounts.service import SignedIn
+from controller.checks.heartbeats_service import ControllerHealth, controller_health
 from controller.errors import (
     DriftgateError,
     Forbidden,
@@ -44,7 +45,6 @@ from controller.errors import (
     StoreUnavailable,
     ValidationFailed,
 )
-from controller.services.heartbeats import ControllerHealth, controller_health
 from web.db import database, request_session
 from web.errors import unavailable_page
 

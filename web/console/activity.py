@@ -1,6 +1,6 @@
 """The activity timeline and the live parts of the console's pages.
 
-The timeline (`controller.services.activity`) is a page of its own, `/console/activity`,
+The timeline (`controller.activity.service`) is a page of its own, `/console/activity`,
 filterable by kind, object and time, and a part each page that shows an object includes: the
 overview (the org), a watch, an agent, a source. The part is loaded by htmx after the page,
 and again whenever the page's live strip sees the object change; without script it is a link
@@ -21,9 +21,9 @@ from typing import Any
 from flask import Response, request, url_for
 
 from controller.accounts.service import SignedIn
+from controller.activity import service as activity
+from controller.activity.service import KINDS, BadFilter, Entry, parse_filters
 from controller.errors import ValidationFailed
-from controller.services import activity
-from controller.services.activity import KINDS, BadFilter, Entry, parse_filters
 from web.console import blueprint, current, now, page, signed_in
 from web.db import database, request_session
 from web.errors import store_unavailable

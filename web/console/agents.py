@@ -8,11 +8,11 @@ from flask import current_app, redirect, request, url_for
 from werkzeug.wrappers import Response
 
 from controller.accounts.service import SignedIn
+from controller.agents import service
 from controller.errors import Unprocessable
+from controller.fuse import service as fuse
 from controller.model.watch import WatchListQuery
-from controller.services import agents as service
-from controller.services import fuse
-from controller.services import watches as watch_service
+from controller.watches import service as watch_service
 from web.body import validate
 from web.console import action, blueprint, now, page, signed_in
 from web.db import request_session

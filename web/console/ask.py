@@ -12,9 +12,9 @@ from flask import redirect, request, url_for
 from werkzeug.wrappers import Response
 
 from controller.accounts.service import SignedIn
+from controller.drift import service as drift
+from controller.orgs.service import plan_at_least
 from controller.portfolio import service as portfolio
-from controller.services import drift
-from controller.services.orgs import plan_at_least
 from web.body import validate
 from web.console import blueprint, now, page, signed_in
 from web.db import request_session

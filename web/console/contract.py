@@ -1,6 +1,6 @@
 """A watch's contract in the console: the operations (OpenAPI), tools (MCP) or skills (A2A
 agent card) of its last snapshot and of its baseline, browsable, with the added, removed and
-changed ones marked (`controller.services.contract_view`)."""
+changed ones marked (`controller.watches.view_service`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from werkzeug.wrappers import Response
 
 from controller.accounts.service import SignedIn
 from controller.errors import ValidationFailed
-from controller.services.contract_view import MARKS, Marked, contract_view
+from controller.watches.view_service import MARKS, Marked, contract_view
 from web.console import blueprint, now, page, signed_in
 from web.db import request_session
 

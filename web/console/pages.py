@@ -8,9 +8,9 @@ from werkzeug.wrappers import Response
 from controller.accounts import service as accounts
 from controller.accounts.service import SignedIn
 from controller.errors import NotFound, TooManyRequests, Unauthorized, Unprocessable
+from controller.orgs import auth_service as key_service
+from controller.orgs.service import get_org
 from controller.portfolio import service as portfolio
-from controller.services import auth as key_service
-from controller.services.orgs import get_org
 from web.console import (
     CSRF_FIELD,
     PRESESSION_COOKIE,

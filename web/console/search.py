@@ -1,5 +1,5 @@
 """Search in the console: the navigation's one box finds watches, agents, git sources and
-incidents of the org by name or id prefix (`controller.services.search`, bounded)."""
+incidents of the org by name or id prefix (`controller.orgs.search_service`, bounded)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from flask import current_app, request, url_for
 from werkzeug.wrappers import Response
 
 from controller.accounts.service import SignedIn
-from controller.services import search as service
+from controller.orgs import search_service as service
 from web.console import blueprint, page, signed_in
 from web.db import request_session
 

@@ -16,10 +16,10 @@ from controller.accounts import service as accounts
 from controller.accounts.service import SignedIn
 from controller.draftpr import service as products
 from controller.errors import Conflict, NotFound, Unprocessable
-from controller.services import notifications
-from controller.services.orgs import get_org
-from controller.services.watches import DEFAULT_INTERVAL_MINUTES
+from controller.notifications import service as notifications
+from controller.orgs.service import get_org
 from controller.summary import service as summary
+from controller.watches.service import DEFAULT_INTERVAL_MINUTES
 from web.body import validate
 from web.console import action, admin, blueprint, now, page, signed_in
 from web.db import request_session

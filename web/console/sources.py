@@ -7,7 +7,7 @@ from flask import current_app, request, url_for
 from werkzeug.wrappers import Response
 
 from controller.accounts.service import SignedIn
-from controller.services import sources as service
+from controller.gitsources import service
 from controller.settings import Settings
 from web.console import action, blueprint, now, page, signed_in
 from web.db import request_session

@@ -6,8 +6,9 @@ from flask import current_app, redirect, request, url_for
 from werkzeug.wrappers import Response
 
 from controller.accounts.service import SignedIn
-from controller.services import notifications, watch_sets
-from controller.services import templates as service
+from controller.agents import templates_service as service
+from controller.notifications import service as notifications
+from controller.watches import sets_service as watch_sets
 from web.body import validate
 from web.console import action, blueprint, page, signed_in
 from web.db import request_session

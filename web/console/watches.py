@@ -11,11 +11,14 @@ from flask import current_app, redirect, request, url_for
 from werkzeug.wrappers import Response
 
 from controller.accounts.service import SignedIn
+from controller.drift import acknowledgement_service as acknowledgement
+from controller.drift import service as drift
 from controller.errors import NotFound, RequestError
 from controller.model.watch import WatchCreate, WatchListQuery
+from controller.notifications import service as notifications
 from controller.portfolio import service as portfolio
-from controller.services import acknowledgement, drift, notifications, watch_types
-from controller.services import watches as service
+from controller.watches import service
+from controller.watches import types_service as watch_types
 from web.body import validate
 from web.console import action, admin, blueprint, now, page, signed_in
 from web.console.settings import service_interval

@@ -1,0 +1,984 @@
+"""One check of one watch: fetch, fingerprint, diff against the baseline, record, notify.
+
+A check reads what it needs in a short transaction, fetches and diffs outside any
+transaction (network and CPU), then writes everything it learned in one transaction: the
+snapshot (compressed, one row per distinct fingerprint), the drift event, the watch's status
+and counts, the incident, and the outbox events. A failure leaves the baseline and the last
+good snapshot untouched. `driftStatus` moves as `controller.watches.status` decides (CONTRACT.md's
+table); this module persists what the decision says.
+
+A check either completes and yields a contract, or fails; there is no third outcome (a
+listing that did not finish is no contract: `controller.sources.mcp`). Whatever goes wrong
+in any stage (fetch, parse, fingerprint, diff, persist), in a way no stage foresaw (a bug, a
+value stored before today's input rules), the check still ends as a failed check: `error`
+with failure class `internal_error` (reason `check_failed:internal_error`), the stage and the
+exception's type recorded, `drift.check_failed` announced. A `RecursionError` in any stage is
+a contract nested too deep to read: `invalid_contract`, logged in one line. A check never
+ends as a crash that leaves the watch, and the run gate that reads it, as they were.
+
+Flap damping (`flap_window_seconds`): a contract back at its baseline is a revert, found by
+fingerprint without a diff. So is one back at the baseline that an automatic (info-only)
+advance replaced within the window: that baseline is restored, so a vendor that served a
+superset for a while and went back does not leave the watch `drifted` against the superset.
+Breaking drift within the window after a revert reopens the reverted incident
+(`controller.drift.incidents.reopenable_incident`). A failed check is never damped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Any, Literal, cast
+
+from sqlalchemy import String, Table, bindparam, func, select
+from sqlalchemy.orm import Session, lazyload
+
+from controller.agents import runtime
+from controller.collector import collector_paused
+from controller.crypto import SecretBox
+from controller.diffs import (
+    ContractParseError,
+    DiffOptions,
+    diff_agent_card,
+    diff_json_samples,
+    diff_mcp,
+    diff_openapi,
+    fingerprint,
+    load_agent_card,
+    load_document,
+)
+from controller.diffs.explain import with_hints
+from controller.diffs.grouping import group_changes
+from controller.diffs.loader import MAX_NESTING, check_nesting, load_json
+from controller.diffs.rules import order_actions
+from controller.drift.incidents import (
+    close_incident,
+    current_incident,
+    emit_incident,
+    reopen_incident,
+    reopenable_incident,
+)
+from controller.events.outbox import emit
+from controller.model.change import Change, Severity
+from controller.model.ingress_impact import affected_profiles
+from controller.model.watch import DriftStatus, FailureClass
+from controller.settings import Settings
+from controller.sources import deadlines
+from controller.sources.http import FetchError, fetch
+from controller.sources.mcp import McpLimits, fetch_mcp_snapshot, redact_url
+from controller.store.models import (
+    AuditEntry,
+    DriftEvent,
+    Incident,
+    IngressProfile,
+    Snapshot,
+    Watch,
+)
+from controller.store.outage import store_fault
+from controller.store.watch_rows import decrypted_headers
+from controller.watches.status import CheckFailed, CheckSucceeded, Counts, facts_of, transition
+
+logger = logging.getLogger("driftgate.checks")
+
+EVENT_CHANGES_IN_ALERTS = 50
+# The `flap_window_seconds` setting's default, for callers without settings at hand.
+FLAP_WINDOW_SECONDS = 3600.0
+# A vendor whose last check timed out gets a quarter of the fetch deadline (never under the
+# floor) for its scheduled checks until one completes, so a vendor that trickles holds a
+# worker for 15 s a check rather than 60 (issue 40, point 5). Its state is the watch's
+# `failure_class`, so a restart keeps it.
+SLOW_VENDOR_SHARE = 0.25
+SLOW_VENDOR_FLOOR_SECONDS = 1.0
+
+
+def slow_vendor_deadline(deadline: float) -> float:
+    """The fetch budget of a vendor that has timed out, for a fetch deadline of `deadline`."""
+    return min(deadline, max(SLOW_VENDOR_FLOOR_SECONDS, deadline * SLOW_VENDOR_SHARE))
+
+
+# The most frequent write of all, a healthy watch whose contract did not change, is one Core
+# statement built once (no ORM unit of work, no statement construction per check).
+_WATCHES = cast(Table, Watch.__table__)
+_NOW = bindparam("b_now", type_=_WATCHES.c.last_checked_at.type)
+_RECORD_HEALTHY_UNCHANGED = (
+    _WATCHES.update()
+    .where(
+        _WATCHES.c.id == bindparam("b_id"),
+        _WATCHES.c.drift_status.in_((DriftStatus.OK.value, DriftStatus.DRIFTED.value)),
+    )
+    .values(
+        last_checked_at=_NOW,
+        last_success_at=_NOW,
+        updated_at=_NOW,
+        last_check_status="ok",
+        failure_class=None,
+        last_error=None,
+        etag=bindparam("b_etag"),
+        last_modified=bindparam("b_last_modified"),
+        protocol_version=func.coalesce(
+            bindparam("b_protocol_version", type_=String), _WATCHES.c.protocol_version
+        ),
+        source_hash=func.coalesce(bindparam("b_source_hash", type_=String), _WATCHES.c.source_hash),
+    )
+    .returning(_WATCHES.c.drift_status)
+)
+
+
+@dataclass
+class Fetched:
+    """What a fetcher returns: raw bytes (None when the server said 304) and validators."""
+
+    content: bytes | None
+    etag: str | None = None
+    last_modified: str | None = None
+    document: Any = None  # set by fetchers that parse themselves (MCP)
+    protocol_version: str | None = None
+
+
+Fetcher = Callable[["CheckInput"], Fetched]
+
+
+@dataclass
+class CheckInput:
+    """What a check knows about its watch before it touches the network."""
+
+    watch_id: str
+    org_id: str
+    watch_type: str
+    url: str
+    method: str | None
+    body: Any
+    headers: dict[str, str]
+    etag: str | None
+    last_modified: str | None
+    source_hash: str | None
+    baseline_snapshot_id: str | None
+    last_snapshot_id: str | None
+    baseline_fingerprint: str | None = None
+    baseline_accepted_at: datetime | None = None
+    baseline_accepted_by: str | None = None
+    prior_baseline_fingerprint: str | None = None
+    # The watch's last check timed out (its vendor has not answered since).
+    timed_out: bool = False
+
+
+@dataclass
+class CheckResult:
+    watch_id: str
+    outcome: str  # unchanged | baseline | changed | error | skipped
+    status: str | None = None
+    drift_event_id: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    failure_class: str | None = None
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v not in (None, {})}
+
+
+OnCommit = Callable[[Session, "CheckResult"], None]
+
+
+def run_check(
+    database: Any,
+    watch_id: str,
+    *,
+    box: SecretBox,
+    fetcher: Fetcher,
+    now: datetime,
+    on_commit: OnCommit | None = None,
+    prepared: dict[str, CheckInput] | None = None,
+    flap_window_seconds: float = FLAP_WINDOW_SECONDS,
+    slow_deadline: float | None = None,
+) -> CheckResult:
+    """Check one watch now and record the result.
+
+    `on_commit(session, result)` runs inside the transaction that records the result (the
+    controller finishes its job there, so the check and its job commit together; raising
+    rolls the check back). `prepared` holds inputs read in bulk by `read_checks`; a watch
+    missing from it (paused or deleted meanwhile) is read again here. `flap_window_seconds`
+    is the flap damping window (the setting; 0: off). `slow_deadline` bounds the fetch when
+    the watch's last check timed out (None: the fetcher's own deadline).
+    """
+    check = (prepared or {}).get(watch_id)
+    if check is None:
+        with database.session() as session:
+            check = _read(session, watch_id, box)
+    if check is None:
+        return _commit(database, on_commit, lambda s: CheckResult(watch_id, "skipped"))
+    if check.timed_out and slow_deadline is not None:
+        fetcher = _within(fetcher, slow_deadline)
+    try:
+        write = _evaluate(database, check, box, fetcher, now, flap_window_seconds)
+    except _Crashed as crashed:
+        write = _crash_recorder(box, check, crashed, now)
+    try:
+        return _commit(database, on_commit, _persisting(write))
+    except _Crashed as crashed:
+        # The outcome could not be written (its transaction rolled back): record the failure
+        # in a transaction of its own.
+        return _commit(database, on_commit, _crash_recorder(box, check, crashed, now))
+
+
+Write = Callable[[Session], CheckResult]
+
+
+def _within(fetcher: Fetcher, seconds: float) -> Fetcher:
+    """`fetcher` bounded to `seconds` overall (the earlier of that and its own deadline)."""
+
+    def bounded(check: CheckInput) -> Fetched:
+        with deadlines.within(seconds):
+            return fetcher(check)
+
+    return bounded
+
+
+class _Crashed(Exception):
+    """A stage of a check raised what it did not foresee; the check fails as `internal_error`."""
+
+    def __init__(self, stage: str, error: BaseException) -> None:
+        super().__init__(stage, type(error).__name__)
+        self.stage = stage
+        self.error = error
+
+
+def _commit(database: Any, on_commit: OnCommit | None, write: Write) -> CheckResult:
+    with database.transaction() as session:
+        result = write(session)
+        if on_commit is not None:
+            on_commit(session, result)
+        return result
+
+
+def _persisting(write: Write) -> Write:
+    def persist(session: Session) -> CheckResult:
+        try:
+            result = write(session)
+            # What the store refuses surfaces here, not at the commit after the job's end.
+            session.flush()
+            return result
+        except Exception as exc:  # noqa: BLE001 - any failure to record is a failed check
+            if store_fault(exc) is not None:
+                raise  # the store's outage, not the check's: nothing can be recorded now
+            raise _Crashed("persist", exc) from exc
+
+    return persist
+
+
+def _crash_recorder(box: SecretBox, check: CheckInput, crashed: _Crashed, now: datetime) -> Write:
+    if isinstance(crashed.error, RecursionError):
+        return _too_deep_recorder(box, check, crashed, now)
+    logger.error(
+        "check.crashed",
+        exc_info=crashed.error,
+        extra={"fields": {"watchId": check.watch_id, "stage": crashed.stage}},
+    )
+    # The exception's own text may quote a header value or a URL's credentials: only its type
+    # is recorded where users read it.
+    message = (
+        f"{redact_url(check.url)}: the check failed unexpectedly while it "
+        f"{_STAGE_WORDS[crashed.stage]} ({type(crashed.error).__name__}); "
+        "the controller's log has the details"
+    )
+    failure = FailureClass.INTERNAL_ERROR.value
+    return lambda s: _record_failure(s, box, check, failure, message, now)
+
+
+def _too_deep_recorder(
+    box: SecretBox, check: CheckInput, crashed: _Crashed, now: datetime
+) -> Write:
+    """A contract nested deeper than Python's recursion limit, found in any stage, is a
+    contract driftgate does not read (`invalid_contract`), not a defect: one log line, no
+    trace."""
+    logger.warning(
+        "check.too_deep",
+        extra={"fields": {"watchId": check.watch_id, "stage": crashed.stage}},
+    )
+    message = (
+        f"{redact_url(check.url)}: the contract nests too deep to be read (past the "
+        f"recursion limit while the check {_STAGE_WORDS[crashed.stage]}); driftgate does not "
+        f"read contracts nested deeper than {MAX_NESTING} levels of objects and arrays"
+    )
+    failure = FailureClass.INVALID_CONTRACT.value
+    return lambda s: _record_failure(s, box, check, failure, message, now)
+
+
+_STAGE_WORDS = {
+    "fetch": "fetched the contract",
+    "parse": "read the contract",
+    "fingerprint": "fingerprinted the contract",
+    "baseline": "read the stored baseline",
+    "diff": "compared the contract with its baseline",
+    "persist": "recorded the outcome",
+}
+
+
+def _stage(name: str, step: Callable[[], Any]) -> Any:
+    """Run one stage of a check; what it did not foresee becomes `_Crashed(name)`."""
+    try:
+        return step()
+    except (FetchError, ContractParseError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a crash in any stage is a failed check
+        if store_fault(exc) is not None:
+            raise  # the store did not answer: the check is not the watch's to fail
+        raise _Crashed(name, exc) from exc
+
+
+def _evaluate(
+    database: Any,
+    check: CheckInput,
+    box: SecretBox,
+    fetcher: Fetcher,
+    now: datetime,
+    flap_window_seconds: float = FLAP_WINDOW_SECONDS,
+) -> Write:
+    """Fetch and diff outside any transaction; return the write that records the outcome.
+
+    Stored snapshots are read only when the fetched contract is new: an unchanged contract
+    (a 304, the same bytes) costs no decompression and no parsing of the baseline. Raises
+    `_Crashed` when a stage fails in a way it does not foresee.
+    """
+    try:
+        fetched: Fetched = _stage("fetch", lambda: fetcher(check))
+    except FetchError as exc:
+        failure = (exc.failure_class, exc.message)
+        return lambda s: _record_failure(s, box, check, failure[0], failure[1], now)
+    if fetched.content is None and fetched.document is None:
+        return lambda s: _record_unchanged(s, box, check, fetched, None, now)
+    source_hash = (
+        hashlib.sha256(fetched.content).hexdigest() if fetched.content is not None else None
+    )
+    if source_hash is not None and source_hash == check.source_hash:
+        return lambda s: _record_unchanged(s, box, check, fetched, source_hash, now)
+    try:
+        document = _stage("parse", lambda: _document(check, fetched))
+        print_: str = _stage("fingerprint", lambda: fingerprint(document))
+        revert = revert_of(check, print_, now, flap_window_seconds)
+        baseline_document, last_fingerprint = _stage(
+            "baseline", lambda: _stored(database, check, with_baseline=revert is None)
+        )
+        if print_ == last_fingerprint:
+            return lambda s: _record_unchanged(s, box, check, fetched, source_hash, now)
+        changes: list[Change] = []
+        if baseline_document is not None:
+            changes = _stage(
+                "diff",
+                lambda: diff_documents(check.watch_type, baseline_document, document, now.date()),
+            )
+    except ContractParseError as exc:
+        message = str(exc)
+        return lambda s: _record_failure(s, box, check, "invalid_contract", message, now)
+    found = NewSnapshot(document, print_, changes, revert)
+    return lambda s: _record_new_snapshot(
+        s, box, check, fetched, source_hash, found, now, flap_window_seconds
+    )
+
+
+Revert = Literal["baseline", "prior"]
+
+
+def revert_of(
+    check: CheckInput, print_: str, now: datetime, window_seconds: float
+) -> Revert | None:
+    """Whether the fetched contract is a revert: `baseline` when it is the baseline's,
+    `prior` when it is the baseline's that an automatic advance replaced within the flap
+    window (the one before a superset the vendor served for a while), else None."""
+    if check.baseline_fingerprint is not None and print_ == check.baseline_fingerprint:
+        return "baseline"
+    if (
+        window_seconds > 0
+        and check.prior_baseline_fingerprint == print_
+        and (check.baseline_accepted_by or "").startswith("auto:")
+        and check.baseline_accepted_at is not None
+        and now - check.baseline_accepted_at <= timedelta(seconds=window_seconds)
+    ):
+        return "prior"
+    return None
+
+
+@dataclass(frozen=True)
+class NewSnapshot:
+    """What a check found that differs from the last snapshot."""
+
+    document: Any
+    fingerprint: str
+    changes: list[Change]
+    revert: Revert | None = None
+
+
+def _document(check: CheckInput, fetched: Fetched) -> Any:
+    """The fetched contract as a document: parsed from its bytes, or as the fetcher parsed it
+    (MCP), bounded in nesting either way."""
+    if fetched.document is None:
+        return _parse(check, fetched.content)
+    check_nesting(fetched.document, redact_url(check.url))
+    return fetched.document
+
+
+def contract_fetcher(settings: Settings, client: Any) -> Fetcher:
+    """The fetcher of every watch type: HTTP for `openapi`, `rest` and `a2a_card`, an MCP
+    client for `mcp`.
+    Either ends within `fetch_deadline_seconds` (the whole MCP session, every redirect and the
+    whole body), else as a `timeout` failure."""
+    over_http = http_fetcher(settings, client)
+    mcp_limits = McpLimits(
+        total_timeout=settings.fetch_deadline_seconds, max_bytes=settings.fetch_max_bytes
+    )
+
+    def fetch_contract(check: CheckInput) -> Fetched:
+        if check.watch_type != "mcp":
+            return over_http(check)
+        snapshot = fetch_mcp_snapshot(
+            check.url,
+            client=client,
+            headers=check.headers,
+            allow_stdio=settings.allow_stdio_mcp,
+            limits=mcp_limits,
+        )
+        # How the server was reached is not part of its contract.
+        snapshot.pop("transport", None)
+        return Fetched(None, document=snapshot, protocol_version=snapshot.get("protocol_version"))
+
+    return fetch_contract
+
+
+def http_fetcher(settings: Settings, client: Any) -> Fetcher:
+    """The fetcher of `openapi` and `rest` watches (conditional GET, or the watch's method)."""
+
+    def fetch_contract(check: CheckInput) -> Fetched:
+        result = fetch(
+            client,
+            check.url,
+            method=check.method or "GET",
+            headers=check.headers,
+            body=check.body,
+            etag=check.etag if check.method in (None, "GET") else None,
+            last_modified=check.last_modified if check.method in (None, "GET") else None,
+            max_bytes=settings.fetch_max_bytes,
+            deadline=settings.fetch_deadline_seconds,
+        )
+        if result.not_modified:
+            return Fetched(
+                None, result.etag or check.etag, result.last_modified or check.last_modified
+            )
+        return Fetched(result.content, result.etag, result.last_modified)
+
+    return fetch_contract
+
+
+# -- reading and diffing -------------------------------------------------------------------
+
+
+def read_checks(database: Any, watch_ids: list[str], box: SecretBox) -> dict[str, CheckInput]:
+    """The inputs of several checks in one query (the controller reads a claimed batch)."""
+    if not watch_ids:
+        return {}
+    with database.session() as session:
+        watches = session.scalars(
+            select(Watch).where(Watch.id.in_(watch_ids)).options(lazyload(Watch.tag_rows))
+        )
+        inputs = (_input(w, box) for w in watches if w.drift_status != DriftStatus.DISABLED)
+        return {check.watch_id: check for check in inputs}
+
+
+def _read(session: Session, watch_id: str, box: SecretBox) -> CheckInput | None:
+    watch = session.scalar(
+        select(Watch).where(Watch.id == watch_id).options(lazyload(Watch.tag_rows))
+    )
+    if watch is None or watch.drift_status == DriftStatus.DISABLED:
+        return None
+    return _input(watch, box)
+
+
+def _input(watch: Watch, box: SecretBox) -> CheckInput:
+    return CheckInput(
+        watch_id=watch.id,
+        org_id=watch.org_id,
+        watch_type=watch.watch_type,
+        url=watch.url,
+        method=watch.method,
+        body=watch.request_body,
+        headers=decrypted_headers(watch, box),
+        etag=watch.etag,
+        last_modified=watch.last_modified,
+        source_hash=watch.source_hash,
+        baseline_snapshot_id=watch.baseline_snapshot_id,
+        last_snapshot_id=watch.last_snapshot_id,
+        baseline_fingerprint=watch.baseline_fingerprint,
+        baseline_accepted_at=watch.baseline_accepted_at,
+        baseline_accepted_by=watch.baseline_accepted_by,
+        prior_baseline_fingerprint=watch.prior_baseline_fingerprint,
+        timed_out=watch.failure_class == FailureClass.TIMEOUT,
+    )
+
+
+def _stored(database: Any, check: CheckInput, *, with_baseline: bool) -> tuple[Any, str | None]:
+    """The baseline document (unless not needed: None) and the last snapshot's fingerprint."""
+    with database.session() as session:
+        baseline_document = None
+        if with_baseline and check.baseline_snapshot_id is not None:
+            baseline = session.get(Snapshot, check.baseline_snapshot_id)
+            if baseline is not None:
+                baseline_document = decode_snapshot(baseline)
+        last_fingerprint = None
+        if check.last_snapshot_id is not None:
+            last_fingerprint = session.scalar(
+                select(Snapshot.fingerprint).where(Snapshot.id == check.last_snapshot_id)
+            )
+    return baseline_document, last_fingerprint
+
+
+# How each watch type reads the bytes its fetch returned (an `mcp` fetch parses itself); each
+# raises `ContractParseError` for an answer that is not its contract.
+_PARSERS: dict[str, Callable[[bytes, str], Any]] = {
+    "openapi": lambda content, url: load_document(content, url, kind="openapi"),
+    # A REST endpoint answers JSON: an HTML page with status 200 is not a sample of it.
+    "rest": lambda content, url: load_json(content, url),
+    "a2a_card": lambda content, url: load_agent_card(content, redact_url(url)),
+}
+
+
+def _parse(check: CheckInput, content: bytes | None) -> Any:
+    return _PARSERS[check.watch_type](content or b"", check.url)
+
+
+def diff_documents(watch_type: str, baseline: Any, document: Any, today: date) -> list[Change]:
+    """One change per cause (a schema many operations reach is one change with the
+    operations it affects: drift events are read by people); `today` (the check's clock,
+    UTC) decides sunset windows."""
+    if watch_type == "openapi":
+        with collector_paused():  # a large spec's diff (controller/collector.py)
+            options = DiffOptions(today=today, grouped=True)
+            return diff_openapi(baseline, document, options=options)
+    if watch_type == "mcp":
+        return group_changes(diff_mcp(baseline, document))
+    if watch_type == "a2a_card":
+        return group_changes(diff_agent_card(baseline, document))
+    # A REST endpoint shows one sample per check; an optional field that is absent from one
+    # response is a warning (the lenient profile), not breaking.
+    return group_changes(diff_json_samples(baseline, document, profile="hosted"))
+
+
+def encode_document(document: Any) -> bytes:
+    return zlib.compress(json.dumps(document, sort_keys=True, separators=(",", ":")).encode(), 6)
+
+
+def _affected_profiles(session: Session, watch: Watch, changes: list[Change]) -> list[str]:
+    """The consumer profiles that name this watch and whose schema the breaking changes touch
+    (`controller.model.ingress_impact`)."""
+    rows = session.execute(
+        select(IngressProfile.profile_id, IngressProfile.content).where(
+            IngressProfile.org_id == watch.org_id, IngressProfile.watch_id == watch.id
+        )
+    ).all()
+    if not rows:
+        return []
+    return affected_profiles(
+        [{"path": c.path, "severity": c.severity.value, "ignored": c.ignored} for c in changes],
+        [(pid, (content or {}).get("schema")) for pid, content in rows],
+    )
+
+
+def decode_snapshot(snapshot: Snapshot) -> Any:
+    return json.loads(zlib.decompress(snapshot.content))
+
+
+def encode_changes(changes: list[Change]) -> bytes:
+    return zlib.compress(json.dumps([c.to_json() for c in changes], default=str).encode(), 6)
+
+
+def decode_changes(blob: bytes) -> list[dict[str, Any]]:
+    result: list[dict[str, Any]] = json.loads(zlib.decompress(blob))
+    return result
+
+
+def count_changes(changes: list[Change]) -> dict[str, int]:
+    counts = {s.value: 0 for s in Severity}
+    for change in changes:
+        if not change.ignored:
+            counts[change.severity.value] += 1
+    return counts
+
+
+# -- recording -----------------------------------------------------------------------------
+
+
+def _locked_watch(session: Session, watch_id: str) -> Watch | None:
+    # A check never needs the tags; loading them would cost a second query per check.
+    stmt = select(Watch).where(Watch.id == watch_id).options(lazyload(Watch.tag_rows))
+    if session.get_bind().dialect.name != "sqlite":
+        stmt = stmt.with_for_update()
+    return session.scalar(stmt)
+
+
+def _record_failure(
+    session: Session,
+    box: SecretBox,
+    check: CheckInput,
+    failure_class: str,
+    message: str,
+    now: datetime,
+) -> CheckResult:
+    watch = _locked_watch(session, check.watch_id)
+    if watch is None:
+        return CheckResult(check.watch_id, "skipped")
+    decided = transition(facts_of(watch), CheckFailed(failure_class))
+    watch.last_checked_at = now
+    watch.last_check_status = "error"
+    watch.failure_class = failure_class
+    watch.last_error = message[:2000]
+    watch.drift_status = decided.status.value
+    if decided.announce_failure:
+        emit(
+            session,
+            box,
+            org_id=watch.org_id,
+            event_type="drift.check_failed",
+            data={
+                "watchId": watch.id,
+                "watchName": watch.name,
+                "failureClass": failure_class,
+                "error": watch.last_error,
+                "reason": decided.reason,
+                "affectedAgentIds": runtime.affected_agent_ids(session, watch.id),
+            },
+            now=now,
+            watch=watch,
+        )
+    return CheckResult(
+        watch.id, "error", watch.drift_status, failure_class=failure_class, error=message
+    )
+
+
+def _record_unchanged(
+    session: Session,
+    box: SecretBox,
+    check: CheckInput,
+    fetched: Fetched,
+    source_hash: str | None,
+    now: datetime,
+) -> CheckResult:
+    # The common case, one statement: a healthy watch whose contract did not change.
+    healthy = (
+        session.connection()
+        .execute(
+            _RECORD_HEALTHY_UNCHANGED,
+            {
+                "b_id": check.watch_id,
+                "b_now": now,
+                "b_etag": fetched.etag,
+                "b_last_modified": fetched.last_modified,
+                "b_protocol_version": fetched.protocol_version or None,
+                "b_source_hash": source_hash,
+            },
+        )
+        .scalar()
+    )
+    if healthy is not None:
+        return CheckResult(check.watch_id, "unchanged", healthy)
+    watch = _locked_watch(session, check.watch_id)
+    if watch is None:
+        return CheckResult(check.watch_id, "skipped")
+    # The statement above only skips watches whose status this decision leaves as it is.
+    decided = transition(facts_of(watch), CheckSucceeded(None))
+    _mark_success(watch, fetched, source_hash, now)
+    watch.drift_status = decided.status.value
+    return CheckResult(watch.id, "unchanged", watch.drift_status)
+
+
+def _set_open_changes(watch: Watch, counts: Counts | None) -> None:
+    if counts is not None:
+        watch.open_breaking, watch.open_warning, watch.open_info = (
+            counts.breaking,
+            counts.warning,
+            counts.info,
+        )
+
+
+def _success_values(fetched: Fetched, source_hash: str | None, now: datetime) -> dict[str, Any]:
+    """The columns a successful fetch sets on its watch."""
+    values: dict[str, Any] = {
+        "last_checked_at": now,
+        "last_success_at": now,
+        "last_check_status": "ok",
+        "failure_class": None,
+        "last_error": None,
+        "etag": fetched.etag,
+        "last_modified": fetched.last_modified,
+        "updated_at": now,
+    }
+    if fetched.protocol_version:
+        values["protocol_version"] = fetched.protocol_version
+    if source_hash is not None:
+        values["source_hash"] = source_hash
+    return values
+
+
+def _mark_success(watch: Watch, fetched: Fetched, source_hash: str | None, now: datetime) -> None:
+    for column, value in _success_values(fetched, source_hash, now).items():
+        setattr(watch, column, value)
+
+
+def _record_new_snapshot(
+    session: Session,
+    box: SecretBox,
+    check: CheckInput,
+    fetched: Fetched,
+    source_hash: str | None,
+    found: NewSnapshot,
+    now: datetime,
+    flap_window_seconds: float = FLAP_WINDOW_SECONDS,
+) -> CheckResult:
+    watch = _locked_watch(session, check.watch_id)
+    if watch is None:
+        return CheckResult(check.watch_id, "skipped")
+    if watch.baseline_snapshot_id != check.baseline_snapshot_id or (
+        found.revert == "prior" and watch.prior_baseline_fingerprint != found.fingerprint
+    ):
+        # A new baseline was accepted while we fetched (or the same one again, which forgets
+        # the baseline a revert would restore); the next check diffs against it.
+        _mark_success(watch, fetched, None, now)
+        return CheckResult(watch.id, "unchanged", watch.drift_status)
+    changes = found.changes
+    snapshot = session.scalar(
+        select(Snapshot).where(
+            Snapshot.watch_id == watch.id, Snapshot.fingerprint == found.fingerprint
+        )
+    )
+    if snapshot is None:
+        content = encode_document(found.document)
+        snapshot = Snapshot(
+            watch_id=watch.id,
+            fingerprint=found.fingerprint,
+            content=content,
+            size=len(content),
+            created_at=now,
+        )
+        session.add(snapshot)
+        session.flush()
+    _mark_success(watch, fetched, source_hash, now)
+    watch.last_snapshot_id = snapshot.id
+    replaced = watch.baseline_snapshot_id
+    if found.revert == "prior":
+        _restore_prior_baseline(watch)
+    counts = count_changes(changes)
+    decided = transition(
+        facts_of(watch), CheckSucceeded(Counts(**counts), at_baseline=found.revert is not None)
+    )
+
+    if decided.row == "first_good_check":
+        assert decided.advance_baseline is not None
+        _set_baseline(watch, snapshot, now, decided.advance_baseline)
+        watch.drift_status = decided.status.value
+        return CheckResult(watch.id, "baseline", watch.drift_status)
+
+    event = None
+    if changes:
+        event = DriftEvent(
+            org_id=watch.org_id,
+            watch_id=watch.id,
+            detected_at=now,
+            base_snapshot_id=watch.baseline_snapshot_id,
+            snapshot_id=snapshot.id,
+            breaking_count=counts["breaking"],
+            warning_count=counts["warning"],
+            info_count=counts["info"],
+            changes=encode_changes(changes),
+            agent_actions=order_actions(c.agentAction for c in changes if not c.ignored),
+            affected_profiles=_affected_profiles(session, watch, changes)
+            if counts["breaking"]
+            else [],
+        )
+        session.add(event)
+        session.flush()
+
+    incident = current_incident(session, watch.id)
+    if decided.open_incident:
+        _set_open_changes(watch, decided.open_changes)
+        watch.drift_status = decided.status.value
+        if incident is None:
+            incident = _open_or_reopen(
+                session, box, watch, event, counts["breaking"], now, flap_window_seconds
+            )
+            if decided.notify_agents:
+                # Never damped: an enforcing policy acts on every return of breaking drift.
+                runtime.on_drift(
+                    session, box, watch, incident, event.agent_actions if event else [], now
+                )
+        else:
+            incident.breaking_count = counts["breaking"]
+            incident.drift_event_id = event.id if event else incident.drift_event_id
+        watch.incident_id = incident.id
+        if event is not None:
+            event.incident_id = incident.id
+    else:
+        closed = None
+        if incident is not None and decided.resolve_incident is not None:
+            close_incident(
+                session, box, watch, incident, now, resolution=decided.resolve_incident, by="system"
+            )
+            closed = incident.id
+        if decided.announce_cleared:
+            emit(
+                session,
+                box,
+                org_id=watch.org_id,
+                event_type="drift.cleared",
+                data={
+                    "watchId": watch.id,
+                    "watchName": watch.name,
+                    "counts": counts,
+                    "incidentId": closed,
+                },
+                now=now,
+                watch=watch,
+            )
+        if decided.advance_baseline is not None and snapshot.id != watch.baseline_snapshot_id:
+            # Info-only (or no semantic change): the baseline advances by itself, and the one
+            # it replaces stays restorable for the flap window.
+            _remember_prior_baseline(watch)
+            _set_baseline(watch, snapshot, now, decided.advance_baseline)
+        _set_open_changes(watch, decided.open_changes)
+        watch.drift_status = decided.status.value
+        if found.revert is not None and (decided.changed or closed or found.revert == "prior"):
+            _audit_revert(session, watch, found.revert, replaced, closed, decided.before.value, now)
+
+    if event is not None and decided.announce_drift is not None:
+        emit(
+            session,
+            box,
+            org_id=watch.org_id,
+            event_type="drift.detected",
+            data={
+                "watchId": watch.id,
+                "watchName": watch.name,
+                "watchUrl": watch.url,
+                "driftEventId": event.id,
+                "incidentId": event.incident_id,
+                "counts": counts,
+                "agentActions": event.agent_actions,
+                "affectedAgentIds": runtime.affected_agent_ids(session, watch.id),
+                "changes": with_hints(
+                    [c.to_json() for c in changes if not c.ignored][:EVENT_CHANGES_IN_ALERTS]
+                ),
+            },
+            now=now,
+            watch=watch,
+            severity=decided.announce_drift,
+        )
+    return CheckResult(
+        watch.id,
+        "changed",
+        watch.drift_status,
+        drift_event_id=event.id if event else None,
+        counts=counts,
+    )
+
+
+def _open_or_reopen(
+    session: Session,
+    box: SecretBox,
+    watch: Watch,
+    event: DriftEvent | None,
+    breaking: int,
+    now: datetime,
+    flap_window_seconds: float,
+) -> Incident:
+    """The incident of breaking drift found now: the one it reverted from within the flap
+    window, reopened (one more flap), else a new one."""
+    event_id = event.id if event else None
+    flapping = reopenable_incident(session, watch, now, flap_window_seconds)
+    if flapping is not None:
+        reopen_incident(
+            session, box, watch, flapping, now, breaking_count=breaking, drift_event_id=event_id
+        )
+        return flapping
+    incident = Incident(
+        org_id=watch.org_id,
+        watch_id=watch.id,
+        status="open",
+        opened_at=now,
+        breaking_count=breaking,
+        drift_event_id=event_id,
+        flap_count=0,
+    )
+    session.add(incident)
+    session.flush()
+    emit_incident(session, box, watch, incident, "incident.open", now)
+    return incident
+
+
+def _set_baseline(watch: Watch, snapshot: Snapshot, now: datetime, by: str) -> None:
+    watch.baseline_snapshot_id = snapshot.id
+    watch.baseline_fingerprint = snapshot.fingerprint
+    watch.baseline_accepted_at = now
+    watch.baseline_accepted_by = by
+
+
+def _remember_prior_baseline(watch: Watch) -> None:
+    watch.prior_baseline_snapshot_id = watch.baseline_snapshot_id
+    watch.prior_baseline_fingerprint = watch.baseline_fingerprint
+    watch.prior_baseline_accepted_at = watch.baseline_accepted_at
+    watch.prior_baseline_accepted_by = watch.baseline_accepted_by
+
+
+def _restore_prior_baseline(watch: Watch) -> None:
+    """The baseline an automatic advance replaced is the baseline again, as it was accepted."""
+    watch.baseline_snapshot_id = watch.prior_baseline_snapshot_id
+    watch.baseline_fingerprint = watch.prior_baseline_fingerprint
+    watch.baseline_accepted_at = watch.prior_baseline_accepted_at
+    watch.baseline_accepted_by = watch.prior_baseline_accepted_by
+    forget_prior_baseline(watch)
+
+
+def forget_prior_baseline(watch: Watch) -> None:
+    """No baseline to restore (a person accepted one: what came before is not a revert)."""
+    watch.prior_baseline_snapshot_id = None
+    watch.prior_baseline_fingerprint = None
+    watch.prior_baseline_accepted_at = None
+    watch.prior_baseline_accepted_by = None
+
+
+def _audit_revert(
+    session: Session,
+    watch: Watch,
+    revert: Revert,
+    replaced: str | None,
+    incident_id: str | None,
+    before: str,
+    now: datetime,
+) -> None:
+    """The audit log's entry (actor `system`) for a contract back at its baseline."""
+    details: dict[str, Any] = {
+        "snapshotId": watch.baseline_snapshot_id,
+        "fingerprint": watch.baseline_fingerprint,
+        "from": before,
+        "to": watch.drift_status,
+        "incidentId": incident_id,
+    }
+    if revert == "prior":
+        details["restoredBaseline"] = {
+            "replaced": replaced,
+            "acceptedBy": watch.baseline_accepted_by,
+        }
+    session.add(
+        AuditEntry(
+            org_id=watch.org_id,
+            actor="system",
+            action="watch.revert",
+            target_type="watch",
+            target_id=watch.id,
+            details=details,
+            created_at=now,
+        )
+    )
+    logger.info(
+        "check.reverted",
+        extra={"fields": {"watchId": watch.id, "revert": revert, "incidentId": incident_id}},
+    )

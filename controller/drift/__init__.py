@@ -1,0 +1,2 @@
+"""Drift on a watch: incidents and their moves, baselines, acknowledgements, explanations
+and the drift history export."""

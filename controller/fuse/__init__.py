@@ -1,0 +1,1 @@
+"""The fuse: payload snapshots an agent sends, checked against the watched contract."""

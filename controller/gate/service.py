@@ -1,0 +1,394 @@
+"""`POST /api/preflight`: the org's gate view (one indexed read says whether the process's
+copy is current; see `controller.gate.readmodel`), the pure decision of
+`controller.agents.policy`, and one insert that records the decision for audit.
+
+No fetch, diff or lock happens here; the view is one consistent state of the store, the
+latest committed, so an answer never mixes two moments even while checks change statuses.
+Staleness is judged against the request's clock on every answer (`controller.agents.policy`); only
+an answer that would block on it reads the org's last checks again (`GateCache.recheck`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Any
+
+import orjson
+from pydantic import Field, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
+from sqlalchemy import Dialect, Select, bindparam, insert, or_, select
+from sqlalchemy.orm import Session
+
+from controller.agents.policy import WATCH_ID_LIMIT, AgentState, Decision, Row, WatchState, decide
+from controller.errors import NotFound, agent_not_found
+from controller.gate.readmodel import (
+    Json,
+    OrgView,
+    agents_from,
+    binding_columns,
+    elements,
+    gate_cache,
+    state,
+    unchanged_since,
+)
+from controller.logs import log
+from controller.model.base import ApiModel, BodyBool, RequestModel, utc_iso
+from controller.model.principal import Principal
+from controller.model.watch import Label, ObjectId, ShortNote, refuse_null
+from controller.store.db import Database
+from controller.store.fastpath import Prepared, autocommit_cursor, json_processor
+from controller.store.models import (
+    Agent,
+    AgentWatch,
+    DriftEvent,
+    Incident,
+    PreflightDecision,
+    Watch,
+    ordered_id,
+)
+
+logger = logging.getLogger("driftgate.preflight")
+
+WatchId = ObjectId
+
+
+class IgnoreEntry(RequestModel):
+    watch_id: WatchId
+    reason: ShortNote
+
+
+class PreflightRequest(RequestModel):
+    """`{watchIds}` (at most 100; `[]` is allowed) or `{agentId}`, plus `ignore` and `dryRun`."""
+
+    model_config = RequestModel.model_config | {
+        "json_schema_extra": {"oneOf": [{"required": ["watchIds"]}, {"required": ["agentId"]}]}
+    }
+
+    watch_ids: Annotated[list[WatchId], Field(max_length=WATCH_ID_LIMIT)] | SkipJsonSchema[None] = (
+        None
+    )
+    agent_id: Label | SkipJsonSchema[None] = None
+    ignore: Annotated[list[IgnoreEntry], Field(max_length=WATCH_ID_LIMIT)] = Field(
+        default_factory=list, description="watches not to block on, each with a reason"
+    )
+    dry_run: BodyBool = Field(default=False, description="evaluate and record; never answer 409")
+
+    @field_validator("watch_ids", "agent_id", mode="before")
+    @classmethod
+    def _not_null(cls, value: object) -> object:
+        return refuse_null(value)
+
+    @model_validator(mode="after")
+    def _one_of(self) -> PreflightRequest:
+        if (self.watch_ids is None) == (self.agent_id is None):
+            raise ValueError("send `watchIds` or `agentId` (one of them)")
+        return self
+
+
+class BlockedRow(ApiModel):
+    watch_id: str
+    name: str | None = Field(description="null for `not_found`")
+    drift_status: str | None = Field(description="null for `not_found`")
+    reasons: list[str]
+    agent_actions: list[str]
+    last_checked_at: datetime | None
+    incident_id: str | None
+
+
+class IgnoredRow(BlockedRow):
+    ignore_reason: str
+
+
+class AgentGate(ApiModel):
+    id: str
+    slug: str
+    policy: str
+    runtime_state: str
+    reasons: list[str] = Field(description="`agent_killed`, `unresolved_reference`")
+    agent_actions: list[str]
+    unresolved_references: list[str]
+
+
+class PreflightResult(ApiModel):
+    allowed: bool
+    blocked: list[BlockedRow]
+    ignored: list[IgnoredRow]
+    duration_ms: int
+    policy_blocked: bool = Field(description="true exactly when the status is 409")
+    would_policy_block: bool = Field(description="an enforcing policy blocks (also in dryRun)")
+    dry_run: bool
+    decision_id: str
+    evaluated_at: datetime
+    agent: AgentGate | None
+
+
+def _by_agent(json: Json) -> Select[Any]:
+    """The agents whose id or slug is `agent`, one element per binding (or one when none)."""
+    row = json.array(*binding_columns(json), json.watch())
+    return (
+        select(json.agg(row))
+        .select_from(Agent)
+        .outerjoin(AgentWatch, AgentWatch.agent_id == Agent.id)
+        .outerjoin(Watch, Watch.id == AgentWatch.watch_id)
+        .outerjoin(Incident, Incident.id == Watch.incident_id)
+        .outerjoin(DriftEvent, DriftEvent.id == Incident.drift_event_id)
+        .where(
+            Agent.org_id == bindparam("org"),
+            or_(Agent.key == bindparam("agent"), Agent.slug == bindparam("agent")),
+        )
+    )
+
+
+class _Statements:
+    """The gate's statements, compiled once for one dialect."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.agent_statement = _by_agent(Json(dialect))
+        as_json = json_processor(dialect)
+        processors = {"inputs": as_json, "result": as_json}
+        self.record = Prepared(insert(PreflightDecision), dialect, processors)
+        # The same row, inserted only while the gate view it was decided on is current: the
+        # view's check and the audit write in one statement (`GateCache.peek`).
+        columns = list(PreflightDecision.__table__.columns)
+        values = select(*(bindparam(c.key, type_=c.type) for c in columns))
+        self.record_if_current = Prepared(
+            insert(PreflightDecision).from_select(
+                [c.key for c in columns], values.where(unchanged_since(dialect))
+            ),
+            dialect,
+            processors,
+        )
+
+
+_COMPILED: dict[tuple[str, str], _Statements] = {}
+
+
+def _statements(dialect: Dialect) -> _Statements:
+    key = (dialect.name, dialect.driver)
+    statements = _COMPILED.get(key)
+    if statements is None:
+        statements = _COMPILED[key] = _Statements(dialect)
+    return statements
+
+
+def _agent_input(value: Any, agent_id: str) -> tuple[AgentState, list[str], dict[str, WatchState]]:
+    """The status view's read, decoded as the gate view decodes an org (rows carry each
+    binding's watch as a ninth element)."""
+    rows = elements(value)
+    agents, slugs = agents_from(rows)
+    states = {row[7]: state(row[8])[1] for row in rows if row[8] is not None}
+    view = OrgView(states, agents, slugs)
+    agent = view.agent(agent_id)
+    if agent is None:
+        raise agent_not_found(agent_id)
+    gate, ids = view.agent_input(agent)
+    return gate, ids, states
+
+
+def agent_gate_input(
+    session: Session, org_id: str, agent_id: str
+) -> tuple[AgentState, list[str], dict[str, WatchState]]:
+    """The agent (by id, else slug), its bound watch ids in order, and their states, read in
+    the session's transaction (the agent status view)."""
+    statement = _statements(session.get_bind().dialect).agent_statement
+    value = session.connection().execute(statement, {"org": org_id, "agent": agent_id}).scalar()
+    return _agent_input(value, agent_id)
+
+
+def _inputs(view: OrgView, request: PreflightRequest) -> tuple[AgentState | None, list[str]]:
+    """The agent with its bound watch ids, or the requested watch ids, in `view`."""
+    if request.agent_id is not None:
+        agent = view.agent(request.agent_id)
+        if agent is None:
+            raise agent_not_found(request.agent_id)
+        return view.agent_input(agent)
+    return None, list(request.watch_ids or ())
+
+
+def answer_status(decision: Decision) -> int:
+    """The HTTP status that answers `decision` (409 exactly when an enforcing policy blocks),
+    recorded with the decision for the audit export and answered by the route."""
+    return 409 if decision.policy_blocked else 200
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One preflight as decided and recorded."""
+
+    decision: Decision
+    agent: AgentState | None
+    request: PreflightRequest
+    decision_id: str
+    duration_ms: int
+    evaluated_at: datetime
+    blocked: list[orjson.Fragment]  # the decision's rows, encoded as recorded
+    ignored: list[orjson.Fragment]
+
+    def answer(self) -> dict[str, Any]:
+        """The answer in the `PreflightResult` shape, for orjson: built directly (this is the
+        hot path) around the rows encoded once (`_encoded`); the OpenAPI document publishes
+        `PreflightResult`, and the suite checks every answer against it."""
+        decision = self.decision
+        return {
+            "allowed": decision.allowed,
+            "blocked": self.blocked,
+            "ignored": self.ignored,
+            "durationMs": self.duration_ms,
+            "policyBlocked": decision.policy_blocked,
+            "wouldPolicyBlock": decision.would_policy_block,
+            "dryRun": self.request.dry_run,
+            "decisionId": self.decision_id,
+            "evaluatedAt": utc_iso(self.evaluated_at),
+            "agent": _agent_json(self.agent, decision),
+        }
+
+
+def _row_json(row: Row) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "watchId": row.watch_id,
+        "name": row.name,
+        "driftStatus": row.drift_status,
+        "reasons": row.reasons,
+        "agentActions": row.agent_actions,
+        "lastCheckedAt": utc_iso(row.last_checked_at) if row.last_checked_at else None,
+        "incidentId": row.incident_id,
+    }
+    if row.ignore_reason is not None:
+        out["ignoreReason"] = row.ignore_reason
+    return out
+
+
+def _encoded(row: Row, view: OrgView) -> orjson.Fragment:
+    """A blocked or ignored row as JSON bytes, embedded in both the answer and the decision
+    record. A row that shows its watch's state as it is (`Row.as_stated`) is encoded once per
+    gate view and shared by every decision on that view."""
+    if row.as_stated:
+        fragment = view.encoded_rows.get(row.watch_id)
+        if fragment is None:
+            fragment = view.encoded_rows[row.watch_id] = orjson.Fragment(
+                orjson.dumps(_row_json(row))
+            )
+        return fragment
+    return orjson.Fragment(orjson.dumps(_row_json(row)))
+
+
+def preflight(
+    database: Database,
+    principal: Principal,
+    request: PreflightRequest,
+    now: datetime,
+    started: float,
+) -> Outcome:
+    """Decide on one state of the store, record the decision, log `preflight.complete`.
+
+    The decision comes from the org's gate view as this process last read it, and one
+    statement records it only if the view is still current: the view's check and the audit
+    write are one atomic statement, so the common answer costs one statement. When the store
+    changed since (or the process has no view of the org yet), the view is read again
+    (`GateCache.view`), the decision made again, and recorded. An unknown agent is confirmed
+    on a current view before the 404.
+    """
+    statements = _statements(database.engine.dialect)
+    cache = gate_cache(database)
+    ignore = {entry.watch_id: entry.reason for entry in request.ignore}
+    decision_id = ordered_id()
+    with autocommit_cursor(database) as cursor:
+        peeked = cache.peek(principal.org_id)
+        while True:
+            if peeked is None:
+                low, view = None, cache.view(cursor, principal.org_id)
+            else:
+                low, view = peeked
+            try:
+                agent, ids = _inputs(view, request)
+            except NotFound:
+                if low is None:
+                    raise
+                peeked = None  # perhaps an agent this view has not seen yet
+                continue
+            decision = decide(
+                ids, view.watches, now=now, agent=agent, ignore=ignore, dry_run=request.dry_run
+            )
+            if decision.stale and view.needs_recheck(now):
+                # The view's last checks of `ok` watches may be older than the store's.
+                view = cache.recheck(cursor, principal.org_id, view, now)
+                decision = decide(
+                    ids, view.watches, now=now, agent=agent, ignore=ignore, dry_run=request.dry_run
+                )
+            blocked = [_encoded(row, view) for row in decision.blocked]
+            ignored = [_encoded(row, view) for row in decision.ignored]
+            duration_ms = max(0, round((time.perf_counter() - started) * 1000))
+            values = {
+                "id": decision_id,
+                "org_id": principal.org_id,
+                "actor": principal.actor,
+                "agent_key": agent.key if agent else None,
+                "watch_count": len(ids),
+                "allowed": decision.allowed,
+                "policy_blocked": decision.policy_blocked,
+                "dry_run": request.dry_run,
+                "status_code": answer_status(decision),
+                "duration_ms": duration_ms,
+                "evaluated_at": now,
+                "inputs": {
+                    "watchIds": None if request.watch_ids is None else ids,
+                    "agentId": request.agent_id,
+                    "ignore": [{"watchId": k, "reason": v} for k, v in ignore.items()],
+                    "dryRun": request.dry_run,
+                },
+                "result": {
+                    "allowed": decision.allowed,
+                    "policyBlocked": decision.policy_blocked,
+                    "wouldPolicyBlock": decision.would_policy_block,
+                    "blocked": blocked,
+                    "ignored": ignored,
+                    "agentReasons": decision.agent_reasons,
+                },
+            }
+            if low is None:
+                statements.record.execute(cursor, values)
+                break
+            values["gate_low"] = low
+            if statements.record_if_current.execute(cursor, values).rowcount == 1:
+                cache.confirmed()
+                break
+            peeked = None  # the store changed since the view was read
+    log(
+        logger,
+        logging.INFO,
+        "preflight.complete",
+        org=principal.org_id,
+        agent=agent.key if agent else None,
+        watchCount=len(ids),
+        outcome=_outcome(decision),
+        status=answer_status(decision),
+        blocked=len(decision.blocked),
+        ignored=len(decision.ignored),
+        dryRun=request.dry_run,
+        decisionId=decision_id,
+        durationMs=duration_ms,
+    )
+    return Outcome(decision, agent, request, decision_id, duration_ms, now, blocked, ignored)
+
+
+def _outcome(decision: Decision) -> str:
+    if decision.allowed:
+        return "allowed"
+    return "policy_blocked" if decision.would_policy_block else "blocked"
+
+
+def _agent_json(agent: AgentState | None, decision: Decision) -> dict[str, Any] | None:
+    if agent is None:
+        return None
+    return {
+        "id": agent.key,
+        "slug": agent.slug,
+        "policy": agent.policy.name,
+        "runtimeState": agent.runtime_state,
+        "reasons": decision.agent_reasons,
+        "agentActions": decision.agent_actions,
+        "unresolvedReferences": list(agent.unresolved),
+    }

@@ -1,0 +1,262 @@
+"""Watch use cases: create, list, read, update, delete, pause and resume, scoped to one org.
+
+Every function takes the caller's org id; a watch of another org is indistinguishable from
+a missing one. Header values are encrypted before they reach the session and never leave
+this module in clear text except through `decrypted_headers` for the fetchers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import ColumnElement
+
+from controller.crypto import SecretBox
+from controller.errors import Conflict, NotFound, Unprocessable
+from controller.model import managed, paging
+from controller.model.principal import Principal
+from controller.model.watch import (
+    REDACTED,
+    Baseline,
+    ChangeCounts,
+    DriftStatus,
+    FailureClass,
+    WatchCreate,
+    WatchList,
+    WatchListQuery,
+    WatchOut,
+    WatchType,
+    WatchUpdate,
+    compute_health,
+    infer_watch_type,
+)
+from controller.store import audit
+from controller.store.models import Watch, WatchTag
+from controller.store.watch_rows import set_headers, set_tags
+from controller.targets import refuse_unsendable
+from controller.watches.status import INITIAL, Paused, Resumed, facts_of, transition
+
+DEFAULT_INTERVAL_MINUTES = 15
+
+
+def create_watch(
+    session: Session,
+    principal: Principal,
+    data: WatchCreate,
+    box: SecretBox,
+    *,
+    default_interval: int | None = None,
+) -> Watch:
+    refuse_unsendable(
+        urls={"/url": data.url, "/webhookUrl": data.webhook_url}, headers=data.headers
+    )
+    watch_type = data.watch_type or infer_watch_type(data.url)
+    if watch_type is None:
+        raise Unprocessable(
+            "cannot infer watchType from the URL; send watchType (openapi, rest, mcp or a2a_card)",
+            details=[{"path": "/watchType", "message": "required when the URL does not tell"}],
+        )
+    name = data.effective_name
+    _ensure_name_free(session, principal.org_id, name)
+    watch = Watch(
+        org_id=principal.org_id,
+        name=name,
+        watch_type=watch_type.value,
+        url=data.url,
+        interval_minutes=data.interval_minutes or default_interval or DEFAULT_INTERVAL_MINUTES,
+        webhook_url=data.webhook_url,
+        method=data.method,
+        request_body=data.body,
+        drift_status=INITIAL.value,
+    )
+    set_headers(watch, data.headers, box)
+    set_tags(watch, data.tags)
+    session.add(watch)
+    _flush_unique(session, name)
+    audit.by(
+        session,
+        principal,
+        "watch.create",
+        watch.id,
+        {"name": name, "watchType": watch.watch_type, "url": watch.url},
+    )
+    return watch
+
+
+def get_watch(session: Session, org_id: str, watch_id: str) -> Watch:
+    watch = session.scalar(select(Watch).where(Watch.id == watch_id, Watch.org_id == org_id))
+    if watch is None:
+        raise NotFound("Watch not found")
+    return watch
+
+
+def list_watches(
+    session: Session,
+    org_id: str,
+    query: WatchListQuery,
+    where: Sequence[ColumnElement[bool]] = (),
+) -> tuple[list[Watch], str | None]:
+    """A page of the org's watches, oldest first; `where` narrows further (the console's
+    health and incident filters)."""
+    stmt = select(Watch).where(Watch.org_id == org_id, *where)
+    if query.drift_status is not None:
+        stmt = stmt.where(Watch.drift_status == query.drift_status.value)
+    if query.watch_type is not None:
+        stmt = stmt.where(Watch.watch_type == query.watch_type.value)
+    if query.vendor is not None:
+        stmt = stmt.where(Watch.vendor == query.vendor.lower())
+    for tag in query.tag:
+        stmt = stmt.where(
+            select(WatchTag.watch_id)
+            .where(WatchTag.watch_id == Watch.id, WatchTag.tag == tag)
+            .exists()
+        )
+    return paging.oldest_first(session, stmt, Watch.created_at, Watch.id, query.cursor, query.limit)
+
+
+def update_watch(
+    session: Session, principal: Principal, watch_id: str, data: WatchUpdate, box: SecretBox
+) -> Watch:
+    watch = get_watch(session, principal.org_id, watch_id)
+    ensure_unmanaged(watch)
+    fields = data.model_fields_set
+    refuse_unsendable(
+        urls={"/url": data.url, "/webhookUrl": data.webhook_url}, headers=data.headers
+    )
+    changed: list[str] = sorted(f for f in fields if f != "headers")
+    if "name" in fields and data.name is not None and data.name != watch.name:
+        _ensure_name_free(session, principal.org_id, data.name)
+        watch.name = data.name
+    if "url" in fields and data.url is not None:
+        watch.url = data.url
+    if "interval_minutes" in fields and data.interval_minutes not in (None, watch.interval_minutes):
+        watch.interval_minutes = data.interval_minutes
+        watch.next_check_at = None  # scheduled again on the new interval, from now
+    if "tags" in fields and data.tags is not None:
+        set_tags(watch, data.tags)
+    if "headers" in fields:
+        set_headers(watch, data.headers, box)
+        changed.append("headers")
+    if "webhook_url" in fields:
+        watch.webhook_url = data.webhook_url
+    if "method" in fields:
+        watch.method = data.method
+    if "body" in fields:
+        watch.request_body = data.body
+    _flush_unique(session, watch.name)
+    audit.by(session, principal, "watch.update", watch.id, {"fields": sorted(changed)})
+    return watch
+
+
+def delete_watch(session: Session, principal: Principal, watch_id: str) -> None:
+    watch = get_watch(session, principal.org_id, watch_id)
+    ensure_unmanaged(watch)
+    session.delete(watch)
+    audit.by(session, principal, "watch.delete", watch_id, {"name": watch.name})
+
+
+# A change of a watch's state asked for by a caller (pause, resume).
+Move = Callable[[Session, Principal, str], Watch]
+
+
+def pause_watch(session: Session, principal: Principal, watch_id: str) -> Watch:
+    """`disabled`: not checked, and blocking preflight, until resumed."""
+    return _move(session, principal, watch_id, Paused(), "watch.pause")
+
+
+def resume_watch(session: Session, principal: Principal, watch_id: str) -> Watch:
+    """The status the last check gave (never_run, ok, drifted or error)."""
+    return _move(session, principal, watch_id, Resumed(), "watch.resume")
+
+
+def _move(
+    session: Session, principal: Principal, watch_id: str, event: Paused | Resumed, action: str
+) -> Watch:
+    """Apply a pause or resume to an API-managed watch of the org, audited when it changed."""
+    watch = get_watch(session, principal.org_id, watch_id)
+    ensure_unmanaged(watch)
+    decided = transition(facts_of(watch), event)
+    if decided.changed:
+        watch.drift_status = decided.status.value
+        audit.by(
+            session,
+            principal,
+            action,
+            watch.id,
+            {"status": watch.drift_status} if isinstance(event, Resumed) else None,
+        )
+    return watch
+
+
+def ensure_unmanaged(watch: Watch) -> None:
+    """Watches declared in git are read-only through the API; git is the source of truth."""
+    managed.ensure_unmanaged(watch, "watch", watch.name)
+
+
+def watch_out(watch: Watch, now: datetime) -> WatchOut:
+    """The API view of a watch: header values redacted, health computed for `now`."""
+    baseline = None
+    if watch.baseline_snapshot_id is not None:
+        baseline = Baseline(
+            snapshot_id=watch.baseline_snapshot_id,
+            fingerprint=watch.baseline_fingerprint,
+            accepted_at=watch.baseline_accepted_at,
+            accepted_by=watch.baseline_accepted_by,
+        )
+    return WatchOut(
+        id=watch.id,
+        name=watch.name,
+        watch_type=WatchType(watch.watch_type),
+        url=watch.url,
+        drift_status=DriftStatus(watch.drift_status),
+        interval_minutes=watch.interval_minutes,
+        tags=watch.tags,
+        headers={name: REDACTED for name in watch.header_names},
+        webhook_url=watch.webhook_url,
+        method=watch.method,
+        body=watch.request_body,
+        health=compute_health(
+            status=watch.drift_status,
+            last_checked_at=watch.last_checked_at,
+            interval_minutes=watch.interval_minutes,
+            now=now,
+        ),
+        last_checked_at=watch.last_checked_at,
+        last_check_status=watch.last_check_status,
+        last_error=watch.last_error,
+        failure_class=FailureClass(watch.failure_class) if watch.failure_class else None,
+        # Incidents are recorded by the checks of the controller; none exist before a check.
+        incident=None,
+        open_changes=ChangeCounts(
+            breaking=watch.open_breaking, warning=watch.open_warning, info=watch.open_info
+        ),
+        baseline=baseline,
+        managed_by=managed.managed_by(watch),
+        watch_set_id=watch.watch_set_id,
+        created_at=watch.created_at,
+        updated_at=watch.updated_at,
+    )
+
+
+def to_list(watches: list[Watch], next_cursor: str | None, now: datetime) -> WatchList:
+    return WatchList(watches=[watch_out(w, now) for w in watches], next_cursor=next_cursor)
+
+
+def _ensure_name_free(session: Session, org_id: str, name: str) -> None:
+    if (
+        session.scalar(select(Watch.id).where(Watch.org_id == org_id, Watch.name == name))
+        is not None
+    ):
+        raise Conflict(f"a watch named {name!r} already exists", code="duplicate_name")
+
+
+def _flush_unique(session: Session, name: str) -> None:
+    # Two concurrent creates can both pass the pre-check; the unique index decides.
+    try:
+        session.flush()
+    except IntegrityError:
+        raise Conflict(f"a watch named {name!r} already exists", code="duplicate_name") from None
