@@ -51,6 +51,7 @@ from controller.checks.engine import (
 )
 from controller.crypto import SecretBox
 from controller.draftpr import service as draftpr
+from controller.events.channels import delivering
 from controller.events.workers import DeliveryWorkers
 from controller.logs import log
 from controller.model.watch import DriftStatus
@@ -285,7 +286,9 @@ class Controller:
         )
         # Where the outbox goes: webhooks, Slack, and e-mail through each org's relay, sent
         # by a lane of its own (never in the tick, never on the checks' workers or client).
-        self.channels = summary.delivery_channels(settings, database, box)
+        self.channels = delivering(
+            summary.channels(settings, database, box), settings.delivery_deadline_seconds
+        )
         self.deliveries = DeliveryWorkers(
             database,
             box,

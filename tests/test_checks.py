@@ -485,3 +485,28 @@ def test_a_missing_hash_takes_the_full_path(
     assert again.outcome == "unchanged" and parser.calls == 2  # parsed, same fingerprint
     assert harness.get(watch_id).source_hash is not None
     assert harness.check(watch_id).outcome == "unchanged" and parser.calls == 2
+
+
+def test_a_new_incident_asks_for_the_bound_agents_once(harness: Harness) -> None:
+    """`incident.open` and `drift.detected` both name the affected agents; the check asks the
+    store for them once."""
+    from sqlalchemy import event
+
+    serve(harness)
+    watch_id = harness.watch(webhookUrl="https://hooks.example.com/drift")
+    harness.check(watch_id)
+    serve(harness, required=("id",), refunds=False)
+    asked: list[str] = []
+
+    def seen(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        if statement.startswith("SELECT DISTINCT agents.") and "agent_watches" in statement:
+            asked.append(statement)
+
+    event.listen(harness.database.engine, "before_cursor_execute", seen)
+    try:
+        drifted = harness.check(watch_id)
+    finally:
+        event.remove(harness.database.engine, "before_cursor_execute", seen)
+    assert drifted.status == "drifted"
+    assert harness.events() == ["incident.open", "drift.detected"]
+    assert len(asked) == 1, asked

@@ -29,6 +29,7 @@ def summary(obj: Context, org_name: str, send: bool, output_format: str) -> None
     The controller sends it on its own once a week when the org opted in."""
     from controller.crypto import load_secret_box
     from controller.errors import Unprocessable
+    from controller.events.channels import delivering
     from controller.events.delivery import deliver_due
     from controller.orgs.service import get_org
     from controller.sources.http import configured_client
@@ -58,7 +59,9 @@ def summary(obj: Context, org_name: str, send: bool, output_format: str) -> None
             click.echo(compose.render_text(figures, link), nl=False)
         return
     database = obj.database()
-    channels = service.delivery_channels(settings, database, box)
+    channels = delivering(
+        service.channels(settings, database, box), settings.delivery_deadline_seconds
+    )
     with configured_client(settings) as client:
         deliver_due(database, box, client, now, ids=ids, channels=channels)
     failed = 0

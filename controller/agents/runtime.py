@@ -24,7 +24,8 @@ from controller.agents.actions import ACTIONS, KILL_IN_FLIGHT, Drift, PolicyActi
 from controller.agents.policy import resolve_policy
 from controller.crypto import SecretBox
 from controller.events.outbox import emit
-from controller.store.models import Agent, AgentWatch, AuditEntry, Incident, Watch
+from controller.store import audit
+from controller.store.models import Agent, AgentWatch, Incident, Watch
 
 RUNNING = "running"
 KILLED = "killed"
@@ -151,21 +152,20 @@ def kill_on_drift(drift: Drift, agent: Agent) -> bool:
         agent_actions=drift.agent_actions,
     )
     if killed:
-        drift.session.add(
-            AuditEntry(
-                org_id=agent.org_id,
-                actor="system",
-                action="agent.kill",
-                target_type="agent",
-                target_id=agent.key,
-                details={
-                    "cause": "breaking_drift",
-                    "watchId": drift.watch.id,
-                    "incidentId": drift.incident.id,
-                    "runtimeState": agent.runtime_state,
-                },
-                created_at=drift.now,
-            )
+        audit.record(
+            drift.session,
+            actor="system",
+            action="agent.kill",
+            target_type="agent",
+            target_id=agent.key,
+            org_id=agent.org_id,
+            details={
+                "cause": "breaking_drift",
+                "watchId": drift.watch.id,
+                "incidentId": drift.incident.id,
+                "runtimeState": agent.runtime_state,
+            },
+            at=drift.now,
         )
     return killed
 

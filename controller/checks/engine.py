@@ -33,6 +33,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from functools import cache, partial
 from typing import Any, Literal, cast
 
 from sqlalchemy import String, Table, bindparam, func, select
@@ -71,8 +72,8 @@ from controller.settings import Settings
 from controller.sources import deadlines
 from controller.sources.http import FetchError, fetch
 from controller.sources.mcp import McpLimits, fetch_mcp_snapshot, redact_url
+from controller.store import audit
 from controller.store.models import (
-    AuditEntry,
     DriftEvent,
     Incident,
     IngressProfile,
@@ -798,13 +799,22 @@ def _record_new_snapshot(
         session.add(event)
         session.flush()
 
+    # The watch's bound agents, asked once for every message this check sends.
+    agent_ids = cache(partial(runtime.affected_agent_ids, session, watch.id))
     incident = current_incident(session, watch.id)
     if decided.open_incident:
         _set_open_changes(watch, decided.open_changes)
         watch.drift_status = decided.status.value
         if incident is None:
             incident = _open_or_reopen(
-                session, box, watch, event, counts["breaking"], now, flap_window_seconds
+                session,
+                box,
+                watch,
+                event,
+                counts["breaking"],
+                now,
+                flap_window_seconds,
+                agent_ids(),
             )
             if decided.notify_agents:
                 # Never damped: an enforcing policy acts on every return of breaking drift.
@@ -863,7 +873,7 @@ def _record_new_snapshot(
                 "incidentId": event.incident_id,
                 "counts": counts,
                 "agentActions": event.agent_actions,
-                "affectedAgentIds": runtime.affected_agent_ids(session, watch.id),
+                "affectedAgentIds": agent_ids(),
                 "changes": with_hints(
                     [c.to_json() for c in changes if not c.ignored][:EVENT_CHANGES_IN_ALERTS]
                 ),
@@ -889,6 +899,7 @@ def _open_or_reopen(
     breaking: int,
     now: datetime,
     flap_window_seconds: float,
+    agent_ids: list[str],
 ) -> Incident:
     """The incident of breaking drift found now: the one it reverted from within the flap
     window, reopened (one more flap), else a new one."""
@@ -896,7 +907,14 @@ def _open_or_reopen(
     flapping = reopenable_incident(session, watch, now, flap_window_seconds)
     if flapping is not None:
         reopen_incident(
-            session, box, watch, flapping, now, breaking_count=breaking, drift_event_id=event_id
+            session,
+            box,
+            watch,
+            flapping,
+            now,
+            breaking_count=breaking,
+            drift_event_id=event_id,
+            agent_ids=agent_ids,
         )
         return flapping
     incident = Incident(
@@ -910,7 +928,7 @@ def _open_or_reopen(
     )
     session.add(incident)
     session.flush()
-    emit_incident(session, box, watch, incident, "incident.open", now)
+    emit_incident(session, box, watch, incident, "incident.open", now, agent_ids=agent_ids)
     return incident
 
 
@@ -967,16 +985,15 @@ def _audit_revert(
             "replaced": replaced,
             "acceptedBy": watch.baseline_accepted_by,
         }
-    session.add(
-        AuditEntry(
-            org_id=watch.org_id,
-            actor="system",
-            action="watch.revert",
-            target_type="watch",
-            target_id=watch.id,
-            details=details,
-            created_at=now,
-        )
+    audit.record(
+        session,
+        actor="system",
+        action="watch.revert",
+        target_type="watch",
+        target_id=watch.id,
+        org_id=watch.org_id,
+        details=details,
+        at=now,
     )
     logger.info(
         "check.reverted",

@@ -63,6 +63,7 @@ def reopen_incident(
     *,
     breaking_count: int,
     drift_event_id: str | None,
+    agent_ids: list[str] | None = None,
 ) -> None:
     """Resolved (`reverted`) -> open again, one more flap, and say so with `incident.open`.
 
@@ -78,7 +79,7 @@ def reopen_incident(
     incident.breaking_count = breaking_count
     incident.drift_event_id = drift_event_id or incident.drift_event_id
     watch.incident_id = incident.id
-    emit_incident(session, box, watch, incident, "incident.open", now)
+    emit_incident(session, box, watch, incident, "incident.open", now, agent_ids=agent_ids)
 
 
 def close_incident(
@@ -122,8 +123,17 @@ def acknowledge_incident(
 
 
 def emit_incident(
-    session: Session, box: SecretBox, watch: Watch, incident: Incident, kind: str, now: datetime
+    session: Session,
+    box: SecretBox,
+    watch: Watch,
+    incident: Incident,
+    kind: str,
+    now: datetime,
+    *,
+    agent_ids: list[str] | None = None,
 ) -> None:
+    """Say what happened to an incident; `agent_ids`, when the caller has them already (a
+    check that also says `drift.detected`), are the watch's bound agents (one query a check)."""
     emit(
         session,
         box,
@@ -138,7 +148,9 @@ def emit_incident(
             "resolution": incident.resolution,
             "flapCount": incident.flap_count or 0,
             "reopenedAt": incident.reopened_at.isoformat() if incident.reopened_at else None,
-            "affectedAgentIds": affected_agent_ids(session, watch.id),
+            "affectedAgentIds": (
+                agent_ids if agent_ids is not None else affected_agent_ids(session, watch.id)
+            ),
         },
         now=now,
         watch=watch,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Protocol
 
 from sqlalchemy.orm import Session
@@ -18,22 +19,25 @@ def record(
     target_id: str | None,
     org_id: str | None,
     details: dict[str, Any] | None = None,
+    at: datetime | None = None,
 ) -> None:
-    """Add an audit entry in the caller's transaction; never pass secret values in details."""
-    session.add(
-        AuditEntry(
-            org_id=org_id,
-            actor=actor,
-            action=action,
-            target_type=target_type,
-            target_id=target_id,
-            details=details or {},
-        )
+    """Add an audit entry in the caller's transaction; never pass secret values in details.
+    `at` is the time of the work that acted (a check's clock), else the current time."""
+    entry = AuditEntry(
+        org_id=org_id,
+        actor=actor,
+        action=action,
+        target_type=target_type,
+        target_id=target_id,
+        details=details or {},
     )
+    if at is not None:
+        entry.created_at = at
+    session.add(entry)
 
 
 class Caller(Protocol):
-    """Who acts: an authenticated principal (`services.auth.Principal`) or the like."""
+    """Who acts: an authenticated principal (`controller.model.principal.Principal`) or the like."""
 
     @property
     def actor(self) -> str: ...

@@ -24,8 +24,7 @@ from sqlalchemy.orm import Session
 from controller.crypto import SecretBox
 from controller.errors import Conflict, NotFound, Unprocessable
 from controller.events import outbox
-from controller.events.channels import CHANNELS, Channel, Channels, Event, Outgoing
-from controller.events.channels.webhook import WEBHOOK
+from controller.events.channels import Channel, Event, Outgoing
 from controller.logs import log
 from controller.model import summary_schedule as schedule
 from controller.model.base import ApiModel, BodyInt, RequestModel
@@ -506,11 +505,10 @@ def unsubscribe(session: Session, box: SecretBox, token: str) -> UnsubscribeOut:
     )
 
 
-def delivery_channels(settings: Settings, database: Database, box: SecretBox) -> Channels:
-    """The channels a process delivers the outbox with: the shared ones and `email`, each
-    attempt bounded by `delivery_deadline_seconds`."""
-    channels = Channels([*CHANNELS, email_channel(settings, database, box)], fallback=WEBHOOK.name)
-    return channels.within(settings.delivery_deadline_seconds)
+def channels(settings: Settings, database: Database, box: SecretBox) -> list[Channel]:
+    """The delivery channels of this capability (`email`, through each org's relay), for
+    `controller.events.channels.delivering`."""
+    return [email_channel(settings, database, box)]
 
 
 def delivered(database: Database, ids: list[str]) -> list[tuple[str, str, str | None]]:

@@ -18,8 +18,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
-from controller.crypto import load_secret_box
-from controller.events.channels import Event, Outgoing
+from controller.crypto import SecretBox, load_secret_box
+from controller.events.channels import Channels, Event, Outgoing, delivering
 from controller.events.delivery import deliver_due
 from controller.events.outbox import emit
 from controller.settings import Settings
@@ -27,8 +27,8 @@ from controller.sources import deadlines
 from controller.sources.http import FetchError, configured_client
 from controller.store.db import Database
 from controller.store.models import DeliveryAttempt, OutboxMessage
+from controller.summary import service as summary
 from controller.summary import smtp
-from controller.summary.service import delivery_channels
 from tests.conftest import OrgKey, make_settings
 from tests.servers import TRICKLED_HEADERS, stalling
 
@@ -161,3 +161,8 @@ def test_the_email_channel_gives_up_on_the_org_relay_at_the_deadline(
             email.transport(None, "ops@example.com", Outgoing(b"Subject: hi\r\n\r\n", {}), event)
     assert caught.value.failure_class == "timeout" and WITHIN in caught.value.message
     assert deadlines.current() is None  # the attempt's deadline ended with it
+
+
+def delivery_channels(settings: Settings, database: Database, box: SecretBox) -> Channels:
+    """The channels the controller delivers with (controller/scheduler.py)."""
+    return delivering(summary.channels(settings, database, box), settings.delivery_deadline_seconds)

@@ -2,10 +2,15 @@
 
 An outbox message names its channel (`webhook` or `slack`, chosen by `outbox.channel_of` or
 the org's destination kind); delivery looks the name up in `CHANNELS` and sends what that
-channel renders. E-mail and GitHub plug in as one more module here and one more entry below.
+channel renders. A shared channel is one more module here and one more entry below; a channel
+that needs a capability's store or settings (the weekly summary's `email`) is built by that
+capability (`controller.summary.service.channels`), and the process that delivers (the
+controller, `driftgate summary send`) adds it with `delivering`, as it adds job kinds.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from controller.events.channels.base import Channel, Channels, Event, Outgoing, Transport
 from controller.events.channels.slack import SLACK
@@ -13,4 +18,11 @@ from controller.events.channels.webhook import WEBHOOK
 
 CHANNELS = Channels([WEBHOOK, SLACK], fallback=WEBHOOK.name)
 
-__all__ = ["CHANNELS", "Channel", "Channels", "Event", "Outgoing", "Transport"]
+
+def delivering(extra: Iterable[Channel], deadline_seconds: float) -> Channels:
+    """The channels a process delivers the outbox with: the shared ones and the capabilities'
+    `extra`, every attempt bounded by `deadline_seconds` (`delivery_deadline_seconds`)."""
+    return Channels([*CHANNELS, *extra], fallback=WEBHOOK.name).within(deadline_seconds)
+
+
+__all__ = ["CHANNELS", "Channel", "Channels", "Event", "Outgoing", "Transport", "delivering"]
