@@ -19,7 +19,7 @@ from sqlalchemy import delete, func, insert, select, update
 from controller.errors import NotFound
 from controller.gate.readmodel import GateCache, OrgView, gate_cache
 from controller.gate.service import PreflightRequest, PreflightResult, answer_status, preflight
-from controller.gate.service import _statements as preflight_statements
+from controller.gate.statements import _statements as preflight_statements
 from controller.model.principal import Principal
 from controller.orgs import service as org_service
 from controller.store.db import Database

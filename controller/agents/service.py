@@ -23,7 +23,7 @@ from controller.drift import acknowledgement_service as acknowledgement
 from controller.drift.incidents import ACTIVE
 from controller.drift.service import incident_summary
 from controller.errors import Conflict, NotFound, Unprocessable, agent_not_found
-from controller.gate import service as preflight
+from controller.gate.statements import agent_gate_input
 from controller.gitsources.reconcile import binding_conditions
 from controller.model.base import ApiModel, RequestModel
 from controller.model.conditions import Condition
@@ -273,7 +273,7 @@ def agent_status(
     clock's when not given)."""
     now = now or datetime.now(UTC)
     agent = get_agent(session, org_id, id_or_slug)
-    gate, ids, states = preflight.agent_gate_input(session, org_id, agent.key)
+    gate, ids, states = agent_gate_input(session, org_id, agent.key)
     decision = decide(ids, states, now=now, agent=gate, dry_run=True)
     blocking = {row.watch_id for row in decision.blocked}
     refs = {b.watch_id: b.ref for b in agent.bindings if b.watch_id is not None}

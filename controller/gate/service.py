@@ -19,34 +19,17 @@ from typing import Annotated, Any
 import orjson
 from pydantic import Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
-from sqlalchemy import Dialect, Select, bindparam, insert, or_, select
-from sqlalchemy.orm import Session
 
-from controller.agents.policy import WATCH_ID_LIMIT, AgentState, Decision, Row, WatchState, decide
+from controller.agents.policy import WATCH_ID_LIMIT, AgentState, Decision, Row, decide
 from controller.errors import NotFound, agent_not_found
-from controller.gate.readmodel import (
-    Json,
-    OrgView,
-    agents_from,
-    binding_columns,
-    elements,
-    gate_cache,
-    state,
-    unchanged_since,
-)
+from controller.gate.readmodel import OrgView, gate_cache
+from controller.gate.statements import gate_cursor, record_decision
 from controller.logs import log
 from controller.model.base import ApiModel, BodyBool, RequestModel, utc_iso
 from controller.model.principal import Principal
 from controller.model.watch import Label, ObjectId, ShortNote, refuse_null
 from controller.store.db import Database
-from controller.store.fastpath import Prepared, autocommit_cursor, json_processor
 from controller.store.models import (
-    Agent,
-    AgentWatch,
-    DriftEvent,
-    Incident,
-    PreflightDecision,
-    Watch,
     ordered_id,
 )
 
@@ -123,79 +106,6 @@ class PreflightResult(ApiModel):
     decision_id: str
     evaluated_at: datetime
     agent: AgentGate | None
-
-
-def _by_agent(json: Json) -> Select[Any]:
-    """The agents whose id or slug is `agent`, one element per binding (or one when none)."""
-    row = json.array(*binding_columns(json), json.watch())
-    return (
-        select(json.agg(row))
-        .select_from(Agent)
-        .outerjoin(AgentWatch, AgentWatch.agent_id == Agent.id)
-        .outerjoin(Watch, Watch.id == AgentWatch.watch_id)
-        .outerjoin(Incident, Incident.id == Watch.incident_id)
-        .outerjoin(DriftEvent, DriftEvent.id == Incident.drift_event_id)
-        .where(
-            Agent.org_id == bindparam("org"),
-            or_(Agent.key == bindparam("agent"), Agent.slug == bindparam("agent")),
-        )
-    )
-
-
-class _Statements:
-    """The gate's statements, compiled once for one dialect."""
-
-    def __init__(self, dialect: Dialect) -> None:
-        self.agent_statement = _by_agent(Json(dialect))
-        as_json = json_processor(dialect)
-        processors = {"inputs": as_json, "result": as_json}
-        self.record = Prepared(insert(PreflightDecision), dialect, processors)
-        # The same row, inserted only while the gate view it was decided on is current: the
-        # view's check and the audit write in one statement (`GateCache.peek`).
-        columns = list(PreflightDecision.__table__.columns)
-        values = select(*(bindparam(c.key, type_=c.type) for c in columns))
-        self.record_if_current = Prepared(
-            insert(PreflightDecision).from_select(
-                [c.key for c in columns], values.where(unchanged_since(dialect))
-            ),
-            dialect,
-            processors,
-        )
-
-
-_COMPILED: dict[tuple[str, str], _Statements] = {}
-
-
-def _statements(dialect: Dialect) -> _Statements:
-    key = (dialect.name, dialect.driver)
-    statements = _COMPILED.get(key)
-    if statements is None:
-        statements = _COMPILED[key] = _Statements(dialect)
-    return statements
-
-
-def _agent_input(value: Any, agent_id: str) -> tuple[AgentState, list[str], dict[str, WatchState]]:
-    """The status view's read, decoded as the gate view decodes an org (rows carry each
-    binding's watch as a ninth element)."""
-    rows = elements(value)
-    agents, slugs = agents_from(rows)
-    states = {row[7]: state(row[8])[1] for row in rows if row[8] is not None}
-    view = OrgView(states, agents, slugs)
-    agent = view.agent(agent_id)
-    if agent is None:
-        raise agent_not_found(agent_id)
-    gate, ids = view.agent_input(agent)
-    return gate, ids, states
-
-
-def agent_gate_input(
-    session: Session, org_id: str, agent_id: str
-) -> tuple[AgentState, list[str], dict[str, WatchState]]:
-    """The agent (by id, else slug), its bound watch ids in order, and their states, read in
-    the session's transaction (the agent status view)."""
-    statement = _statements(session.get_bind().dialect).agent_statement
-    value = session.connection().execute(statement, {"org": org_id, "agent": agent_id}).scalar()
-    return _agent_input(value, agent_id)
 
 
 def _inputs(view: OrgView, request: PreflightRequest) -> tuple[AgentState | None, list[str]]:
@@ -291,11 +201,10 @@ def preflight(
     (`GateCache.view`), the decision made again, and recorded. An unknown agent is confirmed
     on a current view before the 404.
     """
-    statements = _statements(database.engine.dialect)
     cache = gate_cache(database)
     ignore = {entry.watch_id: entry.reason for entry in request.ignore}
     decision_id = ordered_id()
-    with autocommit_cursor(database) as cursor:
+    with gate_cursor(database) as cursor:
         peeked = cache.peek(principal.org_id)
         while True:
             if peeked is None:
@@ -348,12 +257,7 @@ def preflight(
                     "agentReasons": decision.agent_reasons,
                 },
             }
-            if low is None:
-                statements.record.execute(cursor, values)
-                break
-            values["gate_low"] = low
-            if statements.record_if_current.execute(cursor, values).rowcount == 1:
-                cache.confirmed()
+            if record_decision(database, cursor, values, low):
                 break
             peeked = None  # the store changed since the view was read
     log(
