@@ -510,3 +510,24 @@ def test_a_new_incident_asks_for_the_bound_agents_once(harness: Harness) -> None
     assert drifted.status == "drifted"
     assert harness.events() == ["incident.open", "drift.detected"]
     assert len(asked) == 1, asked
+
+
+def test_another_url_is_fetched_and_parsed_in_full(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hash of the last body stands for one contract: pointed elsewhere, even at the same
+    bytes, the watch parses what it fetches again."""
+    from controller.model.watch import WatchUpdate
+
+    parser = CountingParser(monkeypatch)
+    serve_plain(harness)
+    harness.server.set("/mirror.json", as_json(charges_spec()), etag=False)
+    watch_id = harness.watch()
+    harness.check(watch_id)
+    assert harness.check(watch_id).outcome == "unchanged" and parser.calls == 1
+    with harness.database.transaction() as session:
+        update = WatchUpdate.model_validate({"url": harness.server.url("/mirror.json")})
+        watch_service.update_watch(session, harness.principal, watch_id, update, harness.box)
+    assert harness.get(watch_id).source_hash is None
+    assert harness.check(watch_id).outcome == "unchanged" and parser.calls == 2
+    assert harness.check(watch_id).outcome == "unchanged" and parser.calls == 2

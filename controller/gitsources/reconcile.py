@@ -82,7 +82,7 @@ from controller.store.models import (
     WatchSet,
 )
 from controller.store.types import utcnow
-from controller.store.watch_rows import set_headers, set_tags
+from controller.store.watch_rows import set_contract, set_headers, set_tags
 from controller.targets import header_value_problem
 from controller.watches.status import INITIAL as INITIAL_DRIFT_STATUS
 
@@ -793,14 +793,7 @@ class Reconciler:
         watch_set.description = values["description"]
 
     def _write_watch(self, applying: _Applying, watch: Watch, values: Values) -> None:
-        existing = watch.name in applying.plan.current["watches"]
-        if existing and watch.url != values["url"]:
-            # A different contract: the next check compares against a fresh baseline.
-            watch.etag = None
-            watch.last_modified = None
-            watch.source_hash = None
-        watch.watch_type = values["watch_type"]
-        watch.url = values["url"]
+        set_contract(watch, values["url"], values["watch_type"])
         interval = values["interval_minutes"] or DEFAULT_INTERVAL_MINUTES
         if watch.interval_minutes != interval:
             watch.interval_minutes = interval

@@ -24,6 +24,18 @@ def set_headers(watch: Watch, headers: dict[str, str] | None, box: SecretBox) ->
     watch.header_names = sorted(headers)
 
 
+def set_contract(watch: Watch, url: str, watch_type: str) -> None:
+    """Point a watch at a contract. Another URL or another type is another reading of what
+    is fetched: the validators and the hash of the last body (which let a check skip the
+    parse) are forgotten, so the next check fetches and parses in full."""
+    if watch.url is not None and (watch.url != url or watch.watch_type != watch_type):
+        watch.etag = None
+        watch.last_modified = None
+        watch.source_hash = None
+    watch.url = url
+    watch.watch_type = watch_type
+
+
 def set_tags(watch: Watch, tags: list[str]) -> None:
     current = {row.tag: row for row in watch.tag_rows}
     rows = []

@@ -36,7 +36,7 @@ from controller.model.watch import (
 )
 from controller.store import audit
 from controller.store.models import Watch, WatchTag
-from controller.store.watch_rows import set_headers, set_tags
+from controller.store.watch_rows import set_contract, set_headers, set_tags
 from controller.targets import refuse_unsendable
 from controller.watches.status import INITIAL, Paused, Resumed, facts_of, transition
 
@@ -132,7 +132,7 @@ def update_watch(
         _ensure_name_free(session, principal.org_id, data.name)
         watch.name = data.name
     if "url" in fields and data.url is not None:
-        watch.url = data.url
+        set_contract(watch, data.url, watch.watch_type)
     if "interval_minutes" in fields and data.interval_minutes not in (None, watch.interval_minutes):
         watch.interval_minutes = data.interval_minutes
         watch.next_check_at = None  # scheduled again on the new interval, from now
