@@ -1,6 +1,7 @@
 # ruff: noqa: E501 (a markdown table: one row a line)
 """The principle every schema verdict follows, with a real example per case (issue 41): the
-opening section of docs/rules.md. Text only; the rules themselves live in `rules.py`, and
+opening section of docs/rules.md; and the spellings it is applied across, stated again before
+the reasons. Text only; the rules themselves live in `rules.py`, and
 `tests/diffs/test_vendor_patterns.py`, `test_value_sets.py` and `test_certain_refusals.py`
 hold each case below as a test."""
 
@@ -56,4 +57,42 @@ the request now refused, or the response value a reader cannot take. Where the e
 cannot tell, the labelled corpus says so: `tests/diffs/vendor-labels/` marks such labels
 `known_miss` with the reason, and `bench/vendors.py` prints, per rule, the findings it makes
 and the labels it breaks.
+"""
+
+
+# The principle with the spellings it is applied across (issue 41, point 2): docs/rules.md
+# states it again before the reasons of each severity.
+SPELLINGS_MARKDOWN = """\
+## Direction by the set of values
+
+A schema is judged by the set of values it allows, on both sides. A **response** change is
+breaking when the new contract allows a value the old one could not produce (readers must
+accept more), and safe when the new set is a subset of the old (readers get fewer
+values). A **request** change is breaking when the new contract refuses a value the old
+one accepted, and safe when it accepts more. Schemas written differently but allowing the
+same values are compared in one normal form first, so one meaning gets one verdict:
+
+- **Nullability, in every spelling**: 3.0 `nullable: true` (also beside a one-member
+  `allOf`), Swagger's `x-nullable`, 3.1 `type: [X, 'null']`, and a `oneOf`/`anyOf` with a
+  null member (`{type: 'null'}`, `{const: null}`, `{enum: [null]}`). Null is taken out,
+  reported as one finding (`became-nullable`, `became-not-nullable`), and what is left
+  is compared as usual, so a change below the wrapper is still seen. Example (the issue's
+  most frequent pattern): `oneOf: [{type: 'null'}, {$ref: Mandate}]` -> `$ref: Mandate` is
+  `response-body-became-not-nullable`, info (null no longer comes); if `Mandate` also lost
+  its required `id`, `response-property-removed-required` (breaking) is reported too. The
+  reverse on a response is `became-nullable`, breaking (a reader must now accept null);
+  on a request, adding null is info (one more value accepted) and removing it breaking
+  (a client that sent null is refused). A schema with no constraint at all allows null
+  anyway, so `nullable` on it changes nothing; a schema of null alone that gains a type
+  is a change of type.
+- **Enums written as constants**: a `oneOf`/`anyOf` whose members are all `const` (with
+  titles, descriptions or the same `type`) is the `enum` of those values. Example (the
+  issue's pattern): `oneOf: [{const: card, title: Card}, {const: sepa, title: SEPA}]`
+  gaining `{const: ideal, title: iDEAL}` is `response-property-enum-value-added`, a
+  warning, exactly as `enum: [card, sepa]` -> `enum: [card, sepa, ideal]` is (it was
+  `one-of-added`, breaking); rewriting one spelling as the other is no change.
+- **One-member alternatives**: a `oneOf`/`anyOf` of one member is that member (an `allOf`
+  of it beside other keywords) when the other side has no alternatives. Example (Box):
+  `partner_item: {oneOf: [$ref: ...Slack]}` -> `{allOf: [$ref: ...Slack]}` is no change
+  (it was `response-property-restructured`, breaking).
 """

@@ -5,7 +5,9 @@ one severity per direction (request = data we send, response = data we read, CON
 expand into concrete, stable rule ids by subject: `request-property-max-length-decreased`,
 `response-body-max-length-decreased`, `tool-input-property-...` and so on. Contract-level
 rules (operations, parameters, tools, prompts ...) are listed one by one. Rule ids are never
-renamed; `docs/rules.md` is generated from this module by `render_rules_markdown`.
+renamed. Each declaration carries its reason, why it has its severity (who breaks, and how):
+one per side for a family, one for a contract rule. `docs/rules.md` is rendered from this
+module by `controller/diffs/rulesdoc.py`.
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ def order_actions(actions: Iterable[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class Rule:
-    """One concrete rule: a stable id, its severity, and how to explain a finding."""
+    """One concrete rule: a stable id, its severity, how to explain a finding, and why it
+    has that severity (who breaks, and how)."""
 
     id: str
     severity: Severity
@@ -69,6 +72,7 @@ class Rule:
     hint: str
     family: str = ""
     direction: Direction | None = None
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -91,11 +95,18 @@ class SchemaFamily:
     # A hint of a side's own, where `hint` does not fit it (see `HINT_WORDS`).
     request_hint: str | None = None
     response_hint: str | None = None
+    # Why each side has its severity: who breaks, and how (docs/rules.md).
+    request_reason: str = ""
+    response_reason: str = ""
 
     def hint_for(self, direction: Direction) -> str:
         """The hint of a rule of this family on one side: the side's own, else `hint`."""
         own = self.request_hint if direction is Direction.REQUEST else self.response_hint
         return own or self.hint
+
+    def reason_for(self, direction: Direction) -> str:
+        """Why a rule of this family has its severity on one side."""
+        return self.request_reason if direction is Direction.REQUEST else self.response_reason
 
     def severity_for(self, direction: Direction, prefix: str) -> Severity:
         """Return the severity of this aspect for a subject prefix in a direction."""
@@ -179,10 +190,13 @@ def _f(
     summary: str,
     hint: str,
     response_hint: str | None = None,
+    *,
+    reasons: tuple[str, str],
     **kw: object,
 ) -> SchemaFamily:
     """A family; `hint` serves every side without a hint of its own (`response_hint`, or
-    `request_hint` among `kw`)."""
+    `request_hint` among `kw`); `reasons` says why each side (request, response) has its
+    severity."""
     return SchemaFamily(
         aspect,
         request,
@@ -190,8 +204,23 @@ def _f(
         summary,
         hint,
         response_hint=response_hint,
+        request_reason=reasons[0],
+        response_reason=reasons[1],
         **kw,  # type: ignore[arg-type]
     )
+
+
+# Reason phrases shared by families (why a side breaks or not, docs/rules.md).
+_SAFE_SEND = "Senders are unaffected: everything they sent is still accepted."
+_SAFE_READ = "Readers are unaffected: they get nothing they did not get before."
+_REFUSED = "Senders break: values they sent before are refused now."
+_UNEXPECTED = "Readers break: they may get values their code does not expect."
+_NEW_LIMIT = (
+    "Senders may break: values outside the new limit are refused (a warning: what they send "
+    "may already fit, CONTRACT.md)."
+)
+_LIMIT_LOST = "Readers break: values outside the old limit may come now."
+_NOTHING = "Nobody breaks: the values allowed are the same."
 
 
 # Bound hints per side: what the sender must do, what the reader may now get.
@@ -224,10 +253,38 @@ def _bound_families(name: str, label: str) -> list[SchemaFamily]:
     tighter, looser = ("decreased", "increased") if upper else ("increased", "decreased")
     loose = W if name in _SIZE_BOUNDS else B
     return [
-        _f(f"{name}-{tighter}", B, I, f"{label} tightened from {{before}} to {{after}}", *_TIGHTER),
-        _f(f"{name}-{looser}", I, loose, f"{label} relaxed from {{before}} to {{after}}", *_LOOSER),
-        _f(f"{name}-set", W, I, f"{label} set to {{after}}", *_NEW_BOUND),
-        _f(f"{name}-unset", I, loose, f"{label} {{before}} removed", *_DROPPED_BOUND),
+        _f(
+            f"{name}-{tighter}",
+            B,
+            I,
+            f"{label} tightened from {{before}} to {{after}}",
+            *_TIGHTER,
+            reasons=(_REFUSED, _SAFE_READ),
+        ),
+        _f(
+            f"{name}-{looser}",
+            I,
+            loose,
+            f"{label} relaxed from {{before}} to {{after}}",
+            *_LOOSER,
+            reasons=(_SAFE_SEND, _UNEXPECTED),
+        ),
+        _f(
+            f"{name}-set",
+            W,
+            I,
+            f"{label} set to {{after}}",
+            *_NEW_BOUND,
+            reasons=(_NEW_LIMIT, _SAFE_READ),
+        ),
+        _f(
+            f"{name}-unset",
+            I,
+            loose,
+            f"{label} {{before}} removed",
+            *_DROPPED_BOUND,
+            reasons=(_SAFE_SEND, _LIMIT_LOST),
+        ),
     ]
 
 
@@ -237,9 +294,21 @@ def _bound_families(name: str, label: str) -> list[SchemaFamily]:
 _SIZE_BOUNDS = frozenset({"max-length", "max-items", "max-properties"})
 
 
-def _pair(aspect: str, label: str, added_request: Severity = B) -> list[SchemaFamily]:
+# Why a keyword that restricts values (contains, if, not ...) has its severity per side when
+# added, and when removed.
+_RESTRICTED = (_REFUSED, _SAFE_READ)
+_UNRESTRICTED = (_SAFE_SEND, _UNEXPECTED)
+
+
+def _pair(
+    aspect: str,
+    label: str,
+    added_request: Severity = B,
+    reasons: tuple[tuple[str, str], tuple[str, str]] = (_RESTRICTED, _UNRESTRICTED),
+) -> list[SchemaFamily]:
     """Families for a keyword that restricts values when added (contains, if, ...); the hint
-    of each side follows its severity (a change that is information needs no action)."""
+    of each side follows its severity (a change that is information needs no action).
+    `reasons` are the added family's and the removed family's (request, response)."""
     removed_request = I if added_request is B else B
     return [
         _f(
@@ -248,6 +317,7 @@ def _pair(aspect: str, label: str, added_request: Severity = B) -> list[SchemaFa
             I if added_request is B else B,
             f"{label} added",
             *_restriction_hints(added_request, I if added_request is B else B),
+            reasons=reasons[0],
         ),
         _f(
             f"{aspect}-removed",
@@ -255,6 +325,7 @@ def _pair(aspect: str, label: str, added_request: Severity = B) -> list[SchemaFa
             B if added_request is B else I,
             f"{label} removed",
             *_restriction_hints(removed_request, B if added_request is B else I),
+            reasons=reasons[1],
         ),
     ]
 
@@ -282,6 +353,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         request_action=SEND_REQUIRED,
         nested_only=True,
         response_hint="Responses always carry the new field now; use it when useful.",
+        reasons=(
+            "Senders break: calls without the new field are refused.",
+            "Readers are unaffected: they get one field more.",
+        ),
     ),
     _f(
         "added-required-with-default",
@@ -293,6 +368,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         request_action=SEND_REQUIRED,
         nested_only=True,
         response_hint="Responses always carry the new field now; use it when useful.",
+        reasons=(
+            "Senders break: a required field must be sent, whatever its default.",
+            "Readers are unaffected: they get one field more.",
+        ),
     ),
     _f(
         "added-optional",
@@ -302,6 +381,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Backward compatible; use the new field when useful.",
         action=ACCEPT,
         nested_only=True,
+        reasons=(
+            "Senders are unaffected: the field may be left out.",
+            "Readers are unaffected: they may get one field more.",
+        ),
     ),
     _f(
         "removed",
@@ -311,6 +394,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Stop sending the field; it is ignored or rejected now.",
         nested_only=True,
         response_hint="Stop reading the field; responses no longer carry it.",
+        reasons=(
+            "Senders may break: the field is ignored or refused now (a warning, CONTRACT.md).",
+            "Readers may break: an optional field they read no longer comes (a warning).",
+        ),
     ),
     _f(
         "removed-required",
@@ -320,6 +407,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Readers that relied on the field break; update the client model.",
         nested_only=True,
         request_hint="Stop sending the field; it is ignored or rejected now.",
+        reasons=(
+            "Senders may break: the field is ignored or refused now (a warning, CONTRACT.md).",
+            "Readers break: a field they were promised no longer comes.",
+        ),
     ),
     _f(
         "removed-closed-schema",
@@ -329,6 +420,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Calls that still send the field are rejected; stop sending it.",
         nested_only=True,
         response_hint="Stop reading the field; responses no longer carry it.",
+        reasons=(
+            "Senders break: the schema refuses unknown fields, so calls that send it are refused.",
+            "Readers may break: the field no longer comes (a warning).",
+        ),
     ),
     _f(
         "became-required",
@@ -340,6 +435,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         request_action=SEND_REQUIRED,
         nested_only=True,
         response_hint="Responses always carry the field now; nothing to do.",
+        reasons=(
+            "Senders break: calls without the field are refused.",
+            "Readers are unaffected: the field now always comes.",
+        ),
     ),
     _f(
         "became-required-with-default",
@@ -351,6 +450,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         request_action=SEND_REQUIRED,
         nested_only=True,
         response_hint="Responses always carry the field now; nothing to do.",
+        reasons=(
+            "Senders break: a required field must be sent, whatever its default.",
+            "Readers are unaffected: the field now always comes.",
+        ),
     ),
     _f(
         "became-optional",
@@ -360,6 +463,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Readers must handle the field being absent.",
         nested_only=True,
         request_hint="Backward compatible; you may leave the field out now.",
+        reasons=(
+            "Senders are unaffected: they may still send it.",
+            "Readers break: a field they relied on may be missing.",
+        ),
     ),
     # Types.
     _f(
@@ -368,6 +475,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         B,
         "type changed from {before} to {after}",
         "The value has an incompatible type now; update the client model.",
+        reasons=(
+            "Senders break: values of the old type are refused.",
+            "Readers break: values come in a type their code does not parse.",
+        ),
     ),
     _f(
         "type-generalized",
@@ -376,6 +487,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "type widened from {before} to {after}",
         "Readers get values they may not parse (for example decimals where integers were).",
         request_hint="Backward compatible; the old values are still accepted.",
+        reasons=(
+            "Senders are unaffected: the old type is still accepted.",
+            "Readers break: values of the wider type (decimals where integers were) may come.",
+        ),
     ),
     _f(
         "type-specialized",
@@ -384,6 +499,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "type narrowed from {before} to {after}",
         "Senders must restrict their values to the narrower type.",
         response_hint="Responses carry a subset of the old values; nothing to do.",
+        reasons=(
+            "Senders break: values outside the narrower type are refused.",
+            "Readers are unaffected: the narrower type is one they already parse.",
+        ),
     ),
     _f(
         "list-of-types-widened",
@@ -392,6 +511,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "list of types widened from {before} to {after}",
         "Readers may get values of a type they do not handle.",
         request_hint="Backward compatible; the old types are still accepted.",
+        reasons=(
+            "Senders are unaffected: every old type is still accepted.",
+            "Readers break: values of a type they do not handle may come.",
+        ),
     ),
     _f(
         "list-of-types-narrowed",
@@ -400,6 +523,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "list of types narrowed from {before} to {after}",
         "Senders may no longer send some of the old types.",
         response_hint="Responses carry fewer types than before; nothing to do.",
+        reasons=(
+            "Senders break: values of the dropped types are refused.",
+            "Readers are unaffected: they get fewer types.",
+        ),
     ),
     _f(
         "became-nullable",
@@ -408,6 +535,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "became nullable",
         "Readers must handle null values.",
         request_hint="Backward compatible; null is accepted now.",
+        reasons=(
+            "Senders are unaffected: null is one more value accepted.",
+            "Readers break: null may come where a value always came.",
+        ),
     ),
     _f(
         "became-not-nullable",
@@ -416,6 +547,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "is no longer nullable",
         "Senders may no longer send null.",
         response_hint="Responses no longer carry null; nothing to do.",
+        reasons=(
+            "Senders break: null is refused now.",
+            "Readers are unaffected: null no longer comes.",
+        ),
     ),
     _f(
         "format-added",
@@ -424,6 +559,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "format {after} added",
         "Values must now follow the format; check what you send.",
         response_hint="Responses follow the format now; nothing to do.",
+        reasons=(_NEW_LIMIT, _SAFE_READ),
     ),
     _f(
         "format-removed",
@@ -432,6 +568,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "format {before} removed",
         "Readers may receive values that do not follow the old format.",
         request_hint="Backward compatible; the format is no longer checked.",
+        reasons=(
+            _SAFE_SEND,
+            "Readers may break: values may no longer follow the format.",
+        ),
     ),
     _f(
         "format-changed",
@@ -440,6 +580,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "format changed from {before} to {after}",
         "The value representation changed; update serialisation.",
         response_hint="The value representation changed; update parsing.",
+        reasons=(
+            "Senders break: values in the old format are refused.",
+            "Readers break: values come in a format their parsing does not expect.",
+        ),
     ),
     _f(
         "format-widened",
@@ -448,6 +592,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "format widened from {before} to {after}",
         "Readers may get values their old type cannot hold; widen the field's type.",
         request_hint="Backward compatible: every value sent before still fits.",
+        reasons=(
+            "Senders are unaffected: every old value still fits (int32 -> int64).",
+            "Readers break: values their old type cannot hold may come (int64 into an int32).",
+        ),
     ),
     _f(
         "format-narrowed",
@@ -456,6 +604,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "format narrowed from {before} to {after}",
         "Send only values the narrower format holds.",
         response_hint="Backward compatible: every value received still fits the old format.",
+        reasons=(
+            "Senders break: values only the old format holds are refused.",
+            "Readers are unaffected: the values fit the old format too.",
+        ),
     ),
     _f(
         "keyword-no-effect",
@@ -464,6 +616,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "changed from {before} to {after}, which allows the same values",
         "Nothing to do: the values allowed are the same.",
         action=ACCEPT,
+        reasons=(_NOTHING, _NOTHING),
     ),
     # Enums and constants.
     _f(
@@ -475,6 +628,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         action=NEW_ENUM,
         request_action=ACCEPT,
         request_hint="Backward compatible; the new value is accepted.",
+        reasons=(
+            "Senders are unaffected: one more value is accepted.",
+            "Readers may break: a value their code does not know may come (a warning).",
+        ),
     ),
     _f(
         "enum-value-corrected",
@@ -483,6 +640,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "enum value {before} corrected to {after} (documentation markup removed)",
         "Backward compatible; the value a server took is listed as it is sent now.",
         response_hint="The value readers get is listed as it comes now; nothing to do.",
+        reasons=(
+            "Senders are unaffected: the marked-up text was never a value a server took; the "
+            "value it meant is still listed.",
+            "Readers are unaffected: the value that comes is the one listed now.",
+        ),
     ),
     _f(
         "enum-value-removed",
@@ -491,6 +653,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "enum value {before} removed",
         "Stop sending the removed value.",
         response_hint="Responses no longer carry the removed value; nothing to do.",
+        reasons=(
+            "Senders break: the removed value is refused.",
+            "Readers are unaffected: one value fewer comes.",
+        ),
     ),
     _f(
         "xml-changed",
@@ -499,6 +665,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "XML representation changed from {before} to {after}",
         "XML bodies name, wrap or namespace this value another way now; JSON is unaffected.",
         action=UPDATE_CLIENT,
+        reasons=(
+            "Senders of XML may break: the element is named, wrapped or namespaced another way.",
+            "Readers of XML may break: the element is named, wrapped or namespaced another way.",
+        ),
     ),
     _f(
         "x-extensible-enum-value-added",
@@ -508,6 +678,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Known values grew; readers of an extensible enum already accept unknown values.",
         action=ACCEPT,
         request_hint="Backward compatible; the new value is accepted.",
+        reasons=(
+            "Senders are unaffected: one more value is known.",
+            "Readers are unaffected: an extensible enum promised unknown values from the start.",
+        ),
     ),
     _f(
         "x-extensible-enum-value-removed",
@@ -516,6 +690,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "extensible enum value {before} removed",
         "Stop sending the removed value.",
         response_hint="Readers of an extensible enum already accept unknown values; nothing to do.",
+        reasons=(
+            "Senders break: the value is no longer accepted.",
+            "Readers are unaffected: one value fewer comes.",
+        ),
     ),
     _f(
         "became-enum",
@@ -524,6 +702,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "became an enum of {after}",
         "Only the listed values are accepted now.",
         response_hint="Responses carry only the listed values now; nothing to do.",
+        reasons=(
+            "Senders break: values outside the list are refused.",
+            "Readers are unaffected: they get fewer values.",
+        ),
     ),
     _f(
         "enum-removed",
@@ -534,6 +716,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         action=NEW_ENUM,
         request_action=ACCEPT,
         request_hint="Backward compatible; any value is accepted now.",
+        reasons=(
+            "Senders are unaffected: every value is accepted now.",
+            "Readers may break: values outside the old list may come (a warning).",
+        ),
     ),
     _f(
         "const-added",
@@ -542,6 +728,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "constant {after} imposed",
         "Only the constant value is accepted now.",
         response_hint="Responses carry only the constant now; nothing to do.",
+        reasons=(
+            "Senders break: only the constant is accepted.",
+            "Readers are unaffected: they always get the same value.",
+        ),
     ),
     _f(
         "const-removed",
@@ -550,6 +740,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "constant {before} removed",
         "Readers may receive other values than the old constant.",
         request_hint="Backward compatible; other values are accepted now.",
+        reasons=(
+            "Senders are unaffected: any value is accepted.",
+            "Readers break: other values than the constant may come.",
+        ),
     ),
     _f(
         "const-changed",
@@ -557,6 +751,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         B,
         "constant changed from {before} to {after}",
         "The fixed value changed; update the client.",
+        reasons=(
+            "Senders break: the old constant is refused.",
+            "Readers break: another value than the one they check for comes.",
+        ),
     ),
     # Numeric and size bounds.
     *_bound_families("max", "maximum"),
@@ -579,6 +777,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Every value you sent before is refused now; send values in the new range.",
         response_hint="Every value comes from a range the old contract excluded; check "
         "what your code does with them.",
+        reasons=(
+            "Senders break: no value the old bounds allowed is accepted now.",
+            "Readers break: every value now lies where the old bounds said none would.",
+        ),
     ),
     _f(
         "known-value-refused",
@@ -588,6 +790,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "A value the contract offered (an enum value, default or example) is refused now; "
         "stop sending it.",
         response_hint="Responses no longer carry that value; nothing to do.",
+        reasons=(
+            "Senders break: a value the schema itself offered (enum, default, example) is refused.",
+            "Readers are unaffected: that value no longer comes.",
+        ),
     ),
     _f(
         "multiple-of-changed",
@@ -595,6 +801,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         B,
         "multipleOf changed from {before} to {after}",
         "Allowed steps changed; check values on both sides.",
+        reasons=(
+            "Senders break: some multiples of the old step are refused.",
+            "Readers break: values between the old steps may come.",
+        ),
     ),
     _f(
         "type-compatible",
@@ -605,6 +815,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "the values you parse.",
         request_hint="XML, form and header values are text; nothing on the wire enforces the "
         "type. Check the values you send.",
+        reasons=(
+            "Nobody is refused: in XML, forms and plain text nothing on the wire tells the "
+            "types apart.",
+            "Readers parse the same text either way: nothing on the wire tells the types apart.",
+        ),
     ),
     _f(
         "multiple-of-generalized",
@@ -613,6 +828,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "multipleOf relaxed from {before} to {after}",
         "Every old multiple is still valid; readers may now receive values between them.",
         request_hint="Backward compatible; every old multiple is still accepted.",
+        reasons=(_SAFE_SEND, _UNEXPECTED),
     ),
     _f(
         "multiple-of-specialized",
@@ -621,9 +837,27 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "multipleOf tightened from {before} to {after}",
         "Send multiples of the new step.",
         response_hint="Responses carry multiples of the new step; nothing to do.",
+        reasons=(_REFUSED, _SAFE_READ),
     ),
-    _f("multiple-of-set", W, I, "multipleOf {after} set", *_NEW_BOUND),
-    _f("multiple-of-unset", I, W, "multipleOf {before} removed", *_DROPPED_BOUND),
+    _f(
+        "multiple-of-set",
+        W,
+        I,
+        "multipleOf {after} set",
+        *_NEW_BOUND,
+        reasons=(_NEW_LIMIT, _SAFE_READ),
+    ),
+    _f(
+        "multiple-of-unset",
+        I,
+        W,
+        "multipleOf {before} removed",
+        *_DROPPED_BOUND,
+        reasons=(
+            _SAFE_SEND,
+            "Readers may break: values between the old steps may come.",
+        ),
+    ),
     _f(
         "unique-items-set",
         W,
@@ -631,6 +865,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "items must be unique now",
         "Do not send duplicate items.",
         response_hint="Responses carry no duplicate items now; nothing to do.",
+        reasons=(
+            "Senders may break: lists with duplicates are refused (a warning: theirs may have "
+            "none).",
+            _SAFE_READ,
+        ),
     ),
     _f(
         "unique-items-unset",
@@ -639,6 +878,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "items are no longer guaranteed unique",
         "Readers may receive duplicates.",
         request_hint="Backward compatible; duplicates are accepted now.",
+        reasons=(
+            _SAFE_SEND,
+            "Readers may break: duplicates may come (a warning).",
+        ),
     ),
     # Patterns.
     _f(
@@ -648,6 +891,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "pattern {after} added",
         "Values must now match the pattern; check what you send.",
         response_hint="Responses match the pattern now; nothing to do.",
+        reasons=(_NEW_LIMIT, _SAFE_READ),
     ),
     _f(
         "pattern-changed",
@@ -656,6 +900,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "pattern changed from {before} to {after}",
         "Check that the values you send match the new pattern.",
         response_hint="Responses match the new pattern; check code that relies on the old one.",
+        reasons=(
+            "Senders may break: values that matched the old pattern may not match the new one "
+            "(patterns are not compared as languages: a warning).",
+            "Readers are unaffected unless they validate against the old pattern.",
+        ),
     ),
     _f(
         "pattern-generalized",
@@ -663,6 +912,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "pattern relaxed from {before} to {after}",
         "The new pattern accepts any string.",
+        reasons=(
+            _SAFE_SEND,
+            "Readers are unaffected unless they validated the value.",
+        ),
     ),
     _f(
         "pattern-removed",
@@ -670,6 +923,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "pattern {before} removed",
         "Values are no longer checked against the pattern.",
+        reasons=(
+            _SAFE_SEND,
+            "Readers are unaffected unless they validated the value.",
+        ),
     ),
     # Defaults.
     _f(
@@ -679,6 +936,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "default {after} added",
         "Behaviour when the field is omitted may change.",
         overrides={"request-parameter": W},
+        reasons=(
+            "Senders that leave the field out get the default applied; for a request parameter "
+            "(breaking) the server now acts as if they had sent it.",
+            "Readers are unaffected: a default documents what comes when nothing is said.",
+        ),
     ),
     _f(
         "default-value-changed",
@@ -689,6 +951,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         overrides={"request-parameter": W},
         response_hint="The value the server assumes when the field is omitted changed; check "
         "code that relies on the old default.",
+        reasons=(
+            "Senders that leave the field out get another behaviour; for a request parameter "
+            "(breaking) silently.",
+            "Readers are unaffected: a default documents what comes when nothing is said.",
+        ),
     ),
     _f(
         "default-value-removed",
@@ -697,6 +964,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "default {before} removed",
         "Behaviour when the field is omitted may change.",
         overrides={"request-parameter": W},
+        reasons=(
+            "Senders that leave the field out no longer know what applies; for a request "
+            "parameter (breaking) the behaviour may change silently.",
+            "Readers are unaffected: a default documents what comes when nothing is said.",
+        ),
     ),
     # Object shape.
     _f(
@@ -706,6 +978,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "additional properties are forbidden now",
         "Calls with extra keys are rejected now; send only documented fields.",
         response_hint="Responses carry only documented keys now; nothing to do.",
+        reasons=(
+            "Senders may break: calls with undocumented keys are refused (a warning: theirs may "
+            "have none).",
+            _SAFE_READ,
+        ),
     ),
     _f(
         "additional-properties-unconstrained",
@@ -715,6 +992,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Backward compatible; values of undocumented keys are not checked now.",
         response_hint="Code that reads keys it does not know by name (iterating the map) may "
         "get values of any shape; documented properties are compared on their own.",
+        reasons=(
+            "Senders are unaffected: more values are accepted.",
+            "Readers need a look, no more: only code iterating undocumented keys meets a new "
+            "shape (a warning).",
+        ),
     ),
     _f(
         "additional-properties-constrained",
@@ -724,6 +1006,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Calls whose extra keys do not match the new schema are refused; check what you "
         "send beyond the documented fields.",
         response_hint="Values under undocumented keys are described now; nothing to do.",
+        reasons=(
+            "Senders may break: undocumented keys they send must match the new schema (a "
+            "warning: few send undocumented keys).",
+            "Readers are unaffected: those values are described now.",
+        ),
     ),
     _f(
         "additional-properties-allowed",
@@ -732,6 +1019,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "additional properties are allowed now",
         "Backward compatible; extra keys are accepted now.",
         response_hint="Readers may see unknown keys; ignore the ones you do not know.",
+        reasons=(
+            _SAFE_SEND,
+            "Readers are unaffected: unknown keys are ignored by tolerant readers.",
+        ),
     ),
     # Composition.
     _f(
@@ -741,6 +1032,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "oneOf alternative {after} added",
         "Readers must handle the new alternative.",
         request_hint="Backward compatible; the new alternative is accepted.",
+        reasons=(
+            "Senders are unaffected: one more shape is accepted.",
+            "Readers break: a shape their code does not handle may come.",
+        ),
     ),
     _f(
         "one-of-removed",
@@ -749,6 +1044,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "oneOf alternative {before} removed",
         "Stop sending the removed alternative.",
         response_hint="Responses no longer carry the removed alternative; nothing to do.",
+        reasons=(
+            "Senders break: values of the removed shape are refused.",
+            "Readers are unaffected: one shape fewer comes.",
+        ),
     ),
     _f(
         "any-of-added",
@@ -757,6 +1056,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "anyOf alternative {after} added",
         "A new alternative is accepted.",
         response_hint="Readers may get the new alternative.",
+        reasons=(
+            "Senders are unaffected: one more shape is accepted.",
+            "Readers are unaffected as the field's reference reads it (info): the new shape may "
+            "overlap ones they handle.",
+        ),
     ),
     _f(
         "any-of-removed",
@@ -765,6 +1069,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "anyOf alternative {before} removed",
         "Stop sending the removed alternative.",
         response_hint="Responses no longer carry the removed alternative; nothing to do.",
+        reasons=(
+            "Senders break: values of the removed shape are refused.",
+            "Readers are unaffected: one shape fewer comes.",
+        ),
     ),
     _f(
         "all-of-added",
@@ -773,6 +1081,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "allOf subschema {after} added",
         "Data must satisfy an additional subschema.",
         response_hint="Responses satisfy an additional subschema; nothing to do.",
+        reasons=(
+            "Senders break: values must satisfy one more subschema.",
+            "Readers are unaffected: what comes satisfies more.",
+        ),
     ),
     _f(
         "all-of-removed",
@@ -780,6 +1092,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "allOf subschema {before} removed",
         "A subschema no longer applies; review the fields it defined.",
+        reasons=(
+            "Senders may break: what the subschema defined may be ignored now (a warning).",
+            "Readers are unaffected as far as the shape goes (info).",
+        ),
     ),
     _f(
         "all-of-added-annotation-only",
@@ -787,6 +1103,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "allOf subschema {after} with annotations only added",
         "Documentation only; no effect on data.",
+        reasons=(_NOTHING, _NOTHING),
     ),
     _f(
         "all-of-removed-annotation-only",
@@ -794,6 +1111,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "allOf subschema {before} with annotations only removed",
         "Documentation only; no effect on data.",
+        reasons=(_NOTHING, _NOTHING),
     ),
     _f(
         "any-of-became-one-of",
@@ -803,6 +1121,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "A value that matches more than one alternative is rejected now; send values that "
         "match exactly one.",
         response_hint="Responses match exactly one alternative now; nothing to do.",
+        reasons=(
+            "Senders may break: a value that matches two alternatives is refused now (a warning).",
+            "Readers are unaffected: what comes matches exactly one alternative.",
+        ),
     ),
     _f(
         "one-of-became-any-of",
@@ -810,6 +1132,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         W,
         "oneOf became anyOf over the same alternatives",
         "A value may now match several alternatives; do not rely on exactly one matching.",
+        reasons=(
+            "Senders are unaffected: more values are accepted.",
+            "Readers may break: a value may match several alternatives now (a warning).",
+        ),
     ),
     _f(
         "wrapped-in-one-of-original-preserved",
@@ -819,6 +1145,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Old data still fits unless it also matches another alternative (oneOf rejects that); "
         "check what you send.",
         response_hint="Readers may get the new alternatives; the old shape is one of them.",
+        reasons=(
+            "Senders may break: an old value that also matches another alternative is refused "
+            "(a warning).",
+            "Readers break: values of the new alternatives may come.",
+        ),
     ),
     _f(
         "wrapped-in-any-of",
@@ -827,6 +1158,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "schema became anyOf with {after} alternatives, the old shape kept as one",
         "Old data still fits; readers may get the new alternatives.",
         request_hint="Backward compatible; the old shape is still accepted.",
+        reasons=(
+            "Senders are unaffected: the old shape is one of the alternatives.",
+            "Readers break: values of the new alternatives may come.",
+        ),
     ),
     _f(
         "restructured",
@@ -835,6 +1170,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "schema restructured ({before} -> {after}); the old shape is not kept as an alternative",
         "Review the new shape against what you send.",
         response_hint="Review the new shape against what you read.",
+        reasons=(
+            "Senders may break: the old shape is not kept as an alternative (a warning: it may "
+            "still fit).",
+            "Readers break: values come in a shape their model does not describe.",
+        ),
     ),
     _f(
         "undeclared-became-required",
@@ -843,6 +1183,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "{name}, a property the schema does not define, became required",
         "Send the newly required field (its shape is not described; ask the vendor).",
         response_hint="Responses carry the field now; nothing to do.",
+        reasons=(
+            "Senders break: a call without the field is refused, and nothing says what to send.",
+            "Readers are unaffected: one more field always comes.",
+        ),
     ),
     _f(
         "undeclared-became-optional",
@@ -852,6 +1196,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Backward compatible; the field need not be sent.",
         response_hint="No client model has this field (it is not defined); code that reads "
         "it by name should allow it to be missing.",
+        reasons=(
+            "Senders are unaffected: the field need not be sent.",
+            "Readers need a look, no more: no model has the field, so only code reading it by "
+            "name can miss it (a warning).",
+        ),
     ),
     _f(
         "type-made-explicit",
@@ -860,6 +1209,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "type {after} written out where the schema implied {before}",
         "Backward compatible; the values accepted are the same.",
         response_hint="The values are the same; nothing to do.",
+        reasons=(
+            "Senders are unaffected: the properties, alternatives or values already implied the "
+            "type.",
+            "Readers are unaffected: the values were of that type already.",
+        ),
     ),
     _f(
         "type-left-implied",
@@ -868,6 +1222,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "type {before} no longer written; the schema still implies {after}",
         "Backward compatible; the values accepted are the same.",
         response_hint="The values are the same; nothing to do.",
+        reasons=(
+            "Senders are unaffected: the properties, alternatives or values still imply the type.",
+            "Readers are unaffected: generated models read the same type.",
+        ),
     ),
     _f(
         "rewritten-as-alternatives",
@@ -876,6 +1234,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "schema written as {after} alternatives that change nothing a client sees on this side",
         "Backward compatible; the alternatives accept what the schema accepted.",
         response_hint="Every alternative is a value the old schema allowed; nothing to do.",
+        reasons=(
+            "Senders are unaffected: every value they sent fits an alternative (and with oneOf, "
+            "only one).",
+            "Readers are unaffected: every alternative is a value the old schema allowed.",
+        ),
     ),
     _f(
         "alternatives-folded",
@@ -885,6 +1248,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "this side",
         "Backward compatible; the schema accepts every value an alternative accepted.",
         response_hint="The schema allows only values an alternative allowed; nothing to do.",
+        reasons=(
+            "Senders are unaffected: the one schema accepts every value an alternative accepted.",
+            "Readers are unaffected: the one schema allows only values an alternative allowed.",
+        ),
     ),
     _f(
         "wrapped-in-one-of",
@@ -892,6 +1259,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         B,
         "schema wrapped in a oneOf",
         "The shape is now one of several alternatives; update the client model.",
+        reasons=(
+            "Senders break: the shape they send is not one of the alternatives.",
+            "Readers break: values come in shapes their model does not describe.",
+        ),
     ),
     _f(
         "discriminator-added",
@@ -899,6 +1270,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "discriminator added",
         "Polymorphic values are tagged now.",
+        reasons=(
+            "Senders are unaffected: the tag property was part of the values already.",
+            "Readers are unaffected: values are tagged now.",
+        ),
     ),
     _f(
         "discriminator-removed",
@@ -906,6 +1281,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "discriminator removed",
         "Polymorphic values are no longer tagged.",
+        reasons=(
+            "Senders are unaffected: the tag may still be sent.",
+            "Readers that dispatch on the tag should check (info): the values are the same.",
+        ),
     ),
     _f(
         "discriminator-property-name-changed",
@@ -914,6 +1293,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "discriminator property changed from {before} to {after}",
         "Read the type tag under its new property name.",
         request_hint="Send the type tag under its new property name.",
+        reasons=(
+            "Senders break: the server reads the type from another property.",
+            "Readers break: generated deserialisers dispatch on a property that no longer tags.",
+        ),
     ),
     _f(
         "discriminator-mapping-added",
@@ -921,6 +1304,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "discriminator mapping {after} added",
         "A new tag value exists.",
+        reasons=(
+            "Senders are unaffected: one more tag value is known.",
+            "Readers are unaffected as far as the mapping goes (a new subtype is its own change).",
+        ),
     ),
     _f(
         "discriminator-mapping-deleted",
@@ -928,6 +1315,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "discriminator mapping {before} removed",
         "A tag value is gone.",
+        reasons=(
+            "Senders should check (info): the tag value may still be accepted by schema.",
+            "Readers are unaffected: one tag value fewer comes.",
+        ),
     ),
     _f(
         "discriminator-mapping-changed",
@@ -935,10 +1326,28 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "discriminator mapping changed for {name}",
         "A tag value maps to another schema.",
+        reasons=(
+            "Senders should check (info): the tag value maps to another schema.",
+            "Readers should check (info): the tag value maps to another schema.",
+        ),
     ),
     # JSON Schema 2019-09 / 2020-12 keywords.
     *_pair("contains", "contains"),
-    *_pair("prefix-items", "prefixItems", added_request=I),
+    *_pair(
+        "prefix-items",
+        "prefixItems",
+        added_request=I,
+        reasons=(
+            (
+                "Senders are unaffected as far as the position goes (info): items were any before.",
+                "Readers break: items at those positions follow other schemas now.",
+            ),
+            (
+                "Senders break: positions lose their own schemas, the items schema applies to all.",
+                "Readers are unaffected: what comes satisfies less.",
+            ),
+        ),
+    ),
     # The position's values are compared with what `items` (or `maxItems`) allowed there:
     # those findings carry the direction, this one says where.
     _f(
@@ -947,6 +1356,12 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "prefixItems entry {after} added",
         "The position has its own schema now; see the findings at that position.",
+        reasons=(
+            "Nobody breaks by the entry itself (info): the findings at its position say how the "
+            "values allowed there changed.",
+            "Nobody breaks by the entry itself (info): the findings at its position say how the "
+            "values allowed there changed.",
+        ),
     ),
     _f(
         "prefix-item-removed",
@@ -954,6 +1369,12 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         I,
         "prefixItems entry {before} removed",
         "The position follows `items` now; see the findings at that position.",
+        reasons=(
+            "Nobody breaks by the entry itself (info): the position follows `items` now, and "
+            "the findings there say how.",
+            "Nobody breaks by the entry itself (info): the position follows `items` now, and "
+            "the findings there say how.",
+        ),
     ),
     # Boolean schemas: `false` allows no value, `true` (or a schema) allows some.
     _f(
@@ -963,6 +1384,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "became the false schema (no value allowed)",
         "Every value is refused here now; stop sending it.",
         response_hint="No value comes here any more; nothing to do.",
+        reasons=(
+            "Senders break: the false schema refuses every value they sent before.",
+            "Readers are unaffected: nothing comes where something came before (a narrowing).",
+        ),
     ),
     _f(
         "no-longer-false",
@@ -971,6 +1396,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "was the false schema (no value allowed), allows values now",
         "Backward compatible; values are accepted here now.",
         response_hint="Readers may get values here that could never come before; handle them.",
+        reasons=(
+            _SAFE_SEND,
+            "Readers break: values come where none could come before.",
+        ),
     ),
     *_pair("unevaluated-items", "unevaluatedItems"),
     *_pair("unevaluated-properties", "unevaluatedProperties"),
@@ -982,6 +1411,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "dependentRequired changed for {name}",
         "Co-required fields changed; check what you send.",
         response_hint="Co-required fields changed; check what you read.",
+        reasons=(
+            "Senders break: other fields are required together now.",
+            "Readers break: fields they relied on coming together may not.",
+        ),
     ),
     *_pair("dependent-schema", "dependentSchemas"),
     *_pair("pattern-property", "patternProperties"),
@@ -993,6 +1426,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         B,
         "contentMediaType changed from {before} to {after}",
         "The embedded content has another media type.",
+        reasons=(
+            "Senders break: the embedded content must be of another media type.",
+            "Readers break: the embedded content comes in another media type.",
+        ),
     ),
     _f(
         "content-encoding-changed",
@@ -1000,6 +1437,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         B,
         "contentEncoding changed from {before} to {after}",
         "The embedded content is encoded differently.",
+        reasons=(
+            "Senders break: the embedded content must be encoded another way.",
+            "Readers break: the embedded content comes encoded another way.",
+        ),
     ),
     *_pair("if", "if"),
     *_pair("then", "then"),
@@ -1012,6 +1453,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "value {after} excluded now (listed under not)",
         "Calls sending this value are refused now.",
         response_hint="Responses no longer carry this value; nothing to do.",
+        reasons=(
+            "Senders break: the value newly listed under not is refused.",
+            "Readers are unaffected: one value fewer comes.",
+        ),
     ),
     _f(
         "not-value-removed",
@@ -1020,6 +1465,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "value {before} no longer excluded (removed from not)",
         "Backward compatible; the value is accepted now.",
         response_hint="Readers may now receive this value; handle it.",
+        reasons=(
+            "Senders are unaffected: one more value is accepted.",
+            "Readers break: a value the old contract excluded may come.",
+        ),
     ),
     _f(
         "not-changed",
@@ -1029,6 +1478,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "listed values)",
         "Other values are excluded now; check what you send against it.",
         response_hint="Other values are excluded now; check what you read against it.",
+        reasons=(
+            "Senders may break: other values are excluded now (a warning: findings inside a not "
+            "read inverted).",
+            "Readers may break: values excluded before may come (a warning).",
+        ),
     ),
     # Lifecycle and documentation.
     _f(
@@ -1039,6 +1493,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Plan a migration away from the field.",
         action=ACCEPT,
         nested_only=True,
+        reasons=(
+            "Nobody breaks yet: the field still works; migrate before it goes.",
+            "Nobody breaks yet: the field still comes; stop relying on it.",
+        ),
     ),
     _f(
         "deprecated-with-sunset",
@@ -1048,6 +1506,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Migrate away from the field before the sunset date.",
         action=ACCEPT,
         nested_only=True,
+        reasons=(
+            "Nobody breaks yet: the field works until the sunset date.",
+            "Nobody breaks yet: the field comes until the sunset date.",
+        ),
     ),
     _f(
         "deprecated-sunset-invalid",
@@ -1057,6 +1519,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Plan a migration away from the field; ask the vendor for the real sunset date.",
         action=ACCEPT,
         nested_only=True,
+        reasons=(
+            "Nobody breaks yet: the field still works; the sunset date is unreadable.",
+            "Nobody breaks yet: the field still comes; the sunset date is unreadable.",
+        ),
     ),
     _f(
         "reactivated",
@@ -1066,6 +1532,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Nothing to do.",
         action=ACCEPT,
         nested_only=True,
+        reasons=(_NOTHING, _NOTHING),
     ),
     _f(
         "stability-decreased",
@@ -1075,6 +1542,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "The field may change without notice now.",
         action=ACK,
         nested_only=True,
+        reasons=(
+            "Senders break on the vendor's word: the field may change without notice now.",
+            "Readers break on the vendor's word: the field may change without notice now.",
+        ),
     ),
     _f(
         "stability-increased",
@@ -1084,6 +1555,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Nothing to do.",
         action=ACCEPT,
         nested_only=True,
+        reasons=(_NOTHING, _NOTHING),
     ),
     _f(
         "stability-invalid",
@@ -1093,6 +1565,12 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Valid levels: draft, alpha, beta, stable.",
         action=CHECK_CONFIG,
         nested_only=True,
+        reasons=(
+            "Nobody knows what the vendor promises: the level is not one of draft, alpha, beta, "
+            "stable.",
+            "Nobody knows what the vendor promises: the level is not one of draft, alpha, beta, "
+            "stable.",
+        ),
     ),
     _f(
         "became-not-write-only",
@@ -1102,6 +1580,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Readers now receive a field that was never returned before; check your model.",
         nested_only=True,
         request_hint="Nothing changes for what you send.",
+        reasons=(
+            "Senders are unaffected: writeOnly does not restrict what is sent.",
+            "Readers may break: a required field that was never returned comes now (a warning).",
+        ),
     ),
     _f(
         "became-write-only",
@@ -1111,6 +1593,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Responses stop carrying the field; readers that use it break.",
         nested_only=True,
         request_hint="Backward compatible; the field is still accepted.",
+        reasons=(
+            "Senders are unaffected: writeOnly does not restrict what is sent.",
+            "Readers break: the field is never returned now.",
+        ),
     ),
     _f(
         "became-not-write-only-optional",
@@ -1120,6 +1606,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Responses may carry the field now; use it when useful.",
         action=ACCEPT,
         nested_only=True,
+        reasons=(
+            "Senders are unaffected: writeOnly does not restrict what is sent.",
+            "Readers are unaffected: an optional field may come now.",
+        ),
     ),
     _f(
         "became-write-only-optional",
@@ -1129,6 +1619,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Responses stop carrying the field; readers that use it break.",
         nested_only=True,
         request_hint="Backward compatible; the field is still accepted.",
+        reasons=(
+            "Senders are unaffected: writeOnly does not restrict what is sent.",
+            "Readers break: a field they got is never returned now.",
+        ),
     ),
     _f(
         "became-read-only",
@@ -1138,6 +1632,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Stop sending the field: the server sets it and may refuse it in requests.",
         "Backward compatible; responses still carry the field.",
         nested_only=True,
+        reasons=(
+            "Senders break: the server sets the field and may refuse it in requests.",
+            "Readers are unaffected: readOnly does not restrict what is returned.",
+        ),
     ),
     _f(
         "became-read-only-optional",
@@ -1147,6 +1645,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Stop sending the field: the server sets it and may refuse it in requests.",
         "Backward compatible; responses still carry the field.",
         nested_only=True,
+        reasons=(
+            "Senders break: the server sets the field and may refuse it in requests.",
+            "Readers are unaffected: readOnly does not restrict what is returned.",
+        ),
     ),
     _f(
         "became-not-read-only",
@@ -1158,6 +1660,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         action=ACCEPT,
         request_action=SEND_REQUIRED,
         nested_only=True,
+        reasons=(
+            "Senders break: the field is required in requests now and was never sent.",
+            "Readers are unaffected: readOnly does not restrict what is returned.",
+        ),
     ),
     _f(
         "became-not-read-only-optional",
@@ -1168,6 +1674,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Backward compatible; responses carry the field as before.",
         action=ACCEPT,
         nested_only=True,
+        reasons=(
+            "Senders are unaffected: they may send the field now.",
+            "Readers are unaffected: readOnly does not restrict what is returned.",
+        ),
     ),
     # Polymorphism named by a discriminator only (Swagger 2.0 `allOf` subtypes).
     _f(
@@ -1179,6 +1689,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         request_hint="Backward compatible; objects of the new subtype may be sent too.",
         action=NEW_ENUM,
         request_action=ACCEPT,
+        reasons=(
+            "Senders are unaffected: one more subtype is accepted.",
+            "Readers may break: objects of a subtype they do not know may come (a warning, like "
+            "an enum value).",
+        ),
     ),
     _f(
         "subtype-removed",
@@ -1187,6 +1702,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "subtype {before} removed",
         "Stop sending objects of the removed subtype.",
         "Backward compatible; responses no longer carry objects of that subtype.",
+        reasons=(
+            "Senders break: objects of the removed subtype are refused.",
+            "Readers are unaffected: one subtype fewer comes.",
+        ),
     ),
     # The root spelling of the nested-only lifecycle aspects (`ROOT_ASPECTS`).
     _f(
@@ -1197,6 +1716,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Plan a migration away from this schema.",
         action=ACCEPT,
         root_only=True,
+        reasons=(
+            "Nobody breaks yet: the schema still works; migrate before it goes.",
+            "Nobody breaks yet: the schema still comes; stop relying on it.",
+        ),
     ),
     _f(
         "schema-deprecated-with-sunset",
@@ -1206,6 +1729,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Migrate away from this schema before the sunset date.",
         action=ACCEPT,
         root_only=True,
+        reasons=(
+            "Nobody breaks yet: the schema works until the sunset date.",
+            "Nobody breaks yet: the schema comes until the sunset date.",
+        ),
     ),
     _f(
         "schema-deprecated-sunset-invalid",
@@ -1215,6 +1742,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Plan a migration; ask the vendor for the real sunset date.",
         action=ACCEPT,
         root_only=True,
+        reasons=(
+            "Nobody breaks yet: the schema still works; the sunset date is unreadable.",
+            "Nobody breaks yet: the schema still comes; the sunset date is unreadable.",
+        ),
     ),
     _f(
         "schema-reactivated",
@@ -1224,6 +1755,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Nothing to do.",
         action=ACCEPT,
         root_only=True,
+        reasons=(_NOTHING, _NOTHING),
     ),
     _f(
         "schema-stability-decreased",
@@ -1233,6 +1765,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "The schema may change without notice now.",
         action=ACK,
         root_only=True,
+        reasons=(
+            "Senders break on the vendor's word: the schema may change without notice now.",
+            "Readers break on the vendor's word: the schema may change without notice now.",
+        ),
     ),
     _f(
         "schema-stability-increased",
@@ -1242,6 +1778,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Nothing to do.",
         action=ACCEPT,
         root_only=True,
+        reasons=(_NOTHING, _NOTHING),
     ),
     _f(
         "schema-stability-invalid",
@@ -1251,6 +1788,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Valid levels: draft, alpha, beta, stable.",
         action=CHECK_CONFIG,
         root_only=True,
+        reasons=(
+            "Nobody knows what the vendor promises: the level is not valid.",
+            "Nobody knows what the vendor promises: the level is not valid.",
+        ),
     ),
     # Never silent: a schema keyword no rule reads (or a finding no rule names).
     _f(
@@ -1261,6 +1802,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "driftgate has no rule for this difference; compare the two schemas at this path "
         "and decide whether it matters to you.",
         action=CHECK_CONFIG,
+        reasons=(
+            "Unknown: no rule reads this keyword, so it is at least a warning, never silence.",
+            "Unknown: no rule reads this keyword, so it is at least a warning, never silence.",
+        ),
     ),
     _f(
         "description-changed",
@@ -1269,12 +1814,32 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "description changed",
         "Review the new description; it may change how the field is used.",
         action=ACCEPT,
+        reasons=(
+            "Nobody breaks: the text changed (reported only when asked for).",
+            "Nobody breaks: the text changed (reported only when asked for).",
+        ),
     ),
 )
 
 
-def _r(rule_id: str, severity: Severity, summary: str, action: str, hint: str, family: str) -> Rule:
-    return Rule(rule_id, severity, summary, action, hint, family)
+# Reason phrases shared by contract rules.
+_OPERATION_GONE = "Callers break: requests to the operation fail."
+_VENDOR_CLOCK = "Callers break on the vendor's schedule: the grace period they planned on changed."
+_META = "Callers cannot tell when it goes: the deprecation metadata is unreadable."
+
+
+def _r(
+    rule_id: str,
+    severity: Severity,
+    summary: str,
+    action: str,
+    hint: str,
+    family: str,
+    *,
+    reason: str,
+) -> Rule:
+    """A contract rule; `reason` says why it has its severity (who breaks, and how)."""
+    return Rule(rule_id, severity, summary, action, hint, family, reason=reason)
 
 
 # Contract-level rules: operations, parameters, media types, statuses, security, MCP surface.
@@ -1288,6 +1853,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "driftgate has no rule for this difference; compare the two documents at this path "
         "and decide whether it matters to you.",
         "openapi",
+        reason="Unknown: no rule reads this place, so it is at least a warning, never silence.",
     ),
     # OpenAPI paths and operations.
     _r(
@@ -1297,6 +1863,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Backward compatible.",
         "openapi",
+        reason="Nobody breaks: a new operation is there to use.",
     ),
     _r(
         "endpoint-removed",
@@ -1305,6 +1872,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "Migrate to a replacement operation.",
         "openapi",
+        reason=_OPERATION_GONE,
     ),
     _r(
         "endpoint-removed-deprecated",
@@ -1313,6 +1881,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "The operation was deprecated first; a consumer that did not migrate still breaks.",
         "openapi",
+        reason="Callers that did not migrate break; deprecation gave notice (a warning, "
+        "CONTRACT.md).",
     ),
     _r(
         "endpoint-removed-before-sunset",
@@ -1321,6 +1891,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "The vendor removed the operation earlier than announced.",
         "openapi",
+        reason=_OPERATION_GONE + " Earlier than announced.",
     ),
     _r(
         "endpoint-removed-unstable",
@@ -1329,6 +1900,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "The vendor marked the operation unstable; it could go away without notice.",
         "openapi",
+        reason="Callers of a draft/alpha operation were promised nothing.",
     ),
     _r(
         "endpoint-unstable-changed",
@@ -1337,6 +1909,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "The vendor promises no compatibility for draft/alpha operations; review before use.",
         "openapi",
+        reason="Callers of a draft/alpha operation were promised nothing.",
     ),
     _r(
         "endpoint-sunset-missing",
@@ -1345,6 +1918,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACK,
         "The grace period before removal is unknown; ask the vendor.",
         "openapi",
+        reason="Callers cannot plan: the operation is going without a date (the policy asks for "
+        "one).",
     ),
     _r(
         "request-parameter-sunset-missing",
@@ -1353,6 +1928,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACK,
         "The grace period before removal is unknown.",
         "openapi",
+        reason="Callers cannot plan: the parameter is going without a date (the policy asks for "
+        "one).",
     ),
     _r(
         "endpoint-deprecated",
@@ -1361,6 +1938,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Plan a migration away from the operation.",
         "openapi",
+        reason="Nobody breaks yet: the operation still works.",
     ),
     _r(
         "endpoint-deprecated-with-sunset",
@@ -1369,6 +1947,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Migrate away from the operation before the sunset date.",
         "openapi",
+        reason="Nobody breaks yet: the operation works until the date.",
     ),
     _r(
         "endpoint-reactivated",
@@ -1377,6 +1956,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Nothing to do.",
         "openapi",
+        reason="Nobody breaks: the operation stays.",
     ),
     _r(
         "endpoint-sunset-deleted",
@@ -1385,6 +1965,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACK,
         "The deprecation schedule is unknown now; ask the vendor.",
         "openapi",
+        reason=_VENDOR_CLOCK,
     ),
     _r(
         "endpoint-sunset-invalid",
@@ -1393,6 +1974,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "The vendor's deprecation metadata is malformed.",
         "openapi",
+        reason=_META,
     ),
     _r(
         "endpoint-sunset-moved-earlier",
@@ -1401,6 +1983,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACK,
         "The operation goes away sooner than announced.",
         "openapi",
+        reason=_VENDOR_CLOCK,
     ),
     _r(
         "endpoint-stability-decreased",
@@ -1409,6 +1992,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACK,
         "The operation may change without notice now.",
         "openapi",
+        reason="Callers break on the vendor's word: the operation may change without notice now.",
     ),
     _r(
         "endpoint-stability-increased",
@@ -1417,6 +2001,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Nothing to do.",
         "openapi",
+        reason="Nobody breaks: the vendor promises more.",
     ),
     _r(
         "endpoint-stability-invalid",
@@ -1425,6 +2010,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "Valid levels: draft, alpha, beta, stable.",
         "openapi",
+        reason="Nobody knows what the vendor promises: the level is not valid.",
     ),
     _r(
         "endpoint-operation-id-changed",
@@ -1433,6 +2019,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Generated clients may rename the method.",
         "openapi",
+        reason="Nobody breaks on the wire; generated clients may rename the method.",
     ),
     _r(
         "server-added",
@@ -1441,6 +2028,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Backward compatible.",
         "openapi",
+        reason="Nobody breaks: one more base URL.",
     ),
     _r(
         "server-removed",
@@ -1449,6 +2037,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "Clients configured with this base URL may stop working.",
         "openapi",
+        reason="Callers configured with that base URL may break (a warning: servers lists are "
+        "often edited).",
     ),
     # An operation's own base URLs (its `servers`, else its path's, else the document's),
     # where the operation or its path overrides them: the same severities as the document's.
@@ -1459,6 +2049,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Backward compatible.",
         "openapi",
+        reason="Nobody breaks: one more base URL for the operation.",
     ),
     _r(
         "endpoint-server-removed",
@@ -1467,6 +2058,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "Clients calling this operation at this base URL may stop working.",
         "openapi",
+        reason="Callers of the operation at that base URL may break (a warning, as for the "
+        "document's servers: servers lists are often edited).",
     ),
     # Parameters.
     _r(
@@ -1476,6 +2069,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         SEND_REQUIRED,
         "Send the new parameter on every call.",
         "openapi",
+        reason="Callers break: requests without the parameter are refused.",
     ),
     _r(
         "request-parameter-added-optional",
@@ -1484,6 +2078,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Backward compatible.",
         "openapi",
+        reason="Nobody breaks: the parameter may be left out.",
     ),
     _r(
         "request-parameter-removed",
@@ -1492,6 +2087,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "Stop sending the parameter; it is ignored or rejected now.",
         "openapi",
+        reason="Callers may break: the parameter is ignored or refused now (a warning, "
+        "CONTRACT.md).",
     ),
     _r(
         "request-parameter-removed-deprecated",
@@ -1500,6 +2097,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "Stop sending the parameter.",
         "openapi",
+        reason="Callers were told to stop sending it.",
     ),
     _r(
         "request-parameter-removed-before-sunset",
@@ -1508,6 +2106,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "The vendor removed the parameter earlier than announced.",
         "openapi",
+        reason="Callers break: the parameter went earlier than announced.",
     ),
     _r(
         "request-parameter-became-required",
@@ -1516,6 +2115,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         SEND_REQUIRED,
         "Always send the parameter now.",
         "openapi",
+        reason="Callers break: requests without it are refused.",
     ),
     _r(
         "request-parameter-became-optional",
@@ -1524,6 +2124,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Backward compatible.",
         "openapi",
+        reason="Nobody breaks: it may still be sent.",
     ),
     _r(
         "request-parameter-deprecated",
@@ -1532,6 +2133,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Plan to stop sending the parameter.",
         "openapi",
+        reason="Nobody breaks yet: the parameter still works.",
     ),
     _r(
         "request-parameter-reactivated",
@@ -1540,6 +2142,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Nothing to do.",
         "openapi",
+        reason="Nobody breaks: the parameter stays.",
     ),
     _r(
         "request-parameter-sunset-deleted",
@@ -1548,6 +2151,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACK,
         "The deprecation schedule is unknown now.",
         "openapi",
+        reason=_VENDOR_CLOCK,
     ),
     _r(
         "request-parameter-sunset-invalid",
@@ -1556,6 +2160,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "The vendor's deprecation metadata is malformed.",
         "openapi",
+        reason=_META,
     ),
     _r(
         "request-parameter-sunset-moved-earlier",
@@ -1564,6 +2169,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACK,
         "The parameter goes away sooner than announced.",
         "openapi",
+        reason=_VENDOR_CLOCK,
     ),
     _r(
         "request-parameter-style-changed",
@@ -1572,6 +2178,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "Serialise the parameter the new way.",
         "openapi",
+        reason="Callers break: the value is written another way on the wire (style, explode, "
+        "collectionFormat).",
     ),
     _r(
         "request-parameter-style-no-effect",
@@ -1581,6 +2189,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Nothing to do: the value is written the same way (explode does not apply to it).",
         "openapi",
+        reason="Nobody breaks: the value is written the same way (explode has no effect on a "
+        "primitive).",
     ),
     _r(
         "request-parameter-empty-value-allowed",
@@ -1589,6 +2199,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Backward compatible.",
         "openapi",
+        reason="Nobody breaks: an empty value is accepted too.",
     ),
     _r(
         "request-parameter-empty-value-refused",
@@ -1597,6 +2208,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "Calls that send the parameter empty are refused; send a value or leave it out.",
         "openapi",
+        reason="Callers that send the parameter empty break: `?name=` is refused now.",
     ),
     # Request bodies and media types.
     _r(
@@ -1606,6 +2218,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         SEND_REQUIRED,
         "Send a body on every call.",
         "openapi",
+        reason="Callers break: requests without a body are refused.",
     ),
     _r(
         "request-body-added-optional",
@@ -1614,6 +2227,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Backward compatible.",
         "openapi",
+        reason="Nobody breaks: the body may be left out.",
     ),
     _r(
         "request-body-removed",
@@ -1622,6 +2236,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "Stop sending a body.",
         "openapi",
+        reason="Callers may break: the body is ignored or refused now (a warning).",
     ),
     _r(
         "request-body-became-required",
@@ -1630,6 +2245,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         SEND_REQUIRED,
         "Send a body on every call.",
         "openapi",
+        reason="Callers break: requests without a body are refused.",
     ),
     _r(
         "request-body-became-optional",
@@ -1638,6 +2254,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Backward compatible.",
         "openapi",
+        reason="Nobody breaks: the body may still be sent.",
     ),
     _r(
         "request-body-media-type-added",
@@ -1646,6 +2263,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Backward compatible.",
         "openapi",
+        reason="Nobody breaks: one more media type is accepted.",
     ),
     _r(
         "request-body-media-type-removed",
@@ -1654,6 +2272,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "Send the body in one of the remaining media types.",
         "openapi",
+        reason="Callers break: bodies in that media type are refused.",
     ),
     _r(
         "response-media-type-added",
@@ -1662,6 +2281,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Backward compatible unless you negotiate content loosely.",
         "openapi",
+        reason="Readers are unaffected unless they negotiate content loosely.",
     ),
     _r(
         "response-media-type-removed-placeholder",
@@ -1671,6 +2291,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Do not parse a body here: the one described was an empty placeholder (an object "
         "without properties, or null).",
         "openapi",
+        reason="Readers need a look, no more: the schema gone declared nothing to read (a "
+        "warning).",
     ),
     _r(
         "response-body-placeholder-changed",
@@ -1679,6 +2301,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Nothing to do: neither declares anything to read.",
         "openapi",
+        reason="Readers are unaffected: neither schema declares anything to read.",
     ),
     _r(
         "response-media-type-removed",
@@ -1687,6 +2310,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "Request and parse one of the remaining media types.",
         "openapi",
+        reason="Readers break: responses in that media type no longer come.",
     ),
     _r(
         "request-body-encoding-changed",
@@ -1696,6 +2320,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "The field is serialised another way in the body (content type, style or headers); "
         "send it the new way.",
         "openapi",
+        reason="Callers may break: a form or multipart field is serialised another way (a "
+        "warning).",
     ),
     _r(
         "response-body-encoding-changed",
@@ -1704,6 +2330,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "The field is serialised another way in the body; parse it the new way.",
         "openapi",
+        reason="Readers may break: a form or multipart field comes serialised another way (a "
+        "warning).",
     ),
     _r(
         "request-body-media-type-schema-added",
@@ -1712,6 +2340,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "What you send is checked against a schema now; make it fit.",
         "openapi",
+        reason="Callers may break: what they send is checked against a schema now (a warning: it "
+        "may fit).",
     ),
     _r(
         "request-body-media-type-schema-removed",
@@ -1720,6 +2350,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Anything is accepted now; nothing to do.",
         "openapi",
+        reason="Nobody breaks: anything is accepted now.",
     ),
     _r(
         "request-body-media-type-item-schema-added",
@@ -1728,6 +2359,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "What you send is checked against a schema now; make it fit.",
         "openapi",
+        reason="Callers may break: streamed items are checked against a schema now (a warning).",
     ),
     _r(
         "request-body-media-type-item-schema-removed",
@@ -1736,6 +2368,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Anything is accepted now; nothing to do.",
         "openapi",
+        reason="Nobody breaks: any item is accepted now.",
     ),
     _r(
         "response-body-media-type-schema-added",
@@ -1744,6 +2377,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Readers know the shape now; nothing breaks.",
         "openapi",
+        reason="Readers are unaffected: the shape is promised now where anything could come.",
     ),
     _r(
         "response-body-media-type-schema-removed",
@@ -1752,6 +2386,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "The shape is no longer promised; read defensively.",
         "openapi",
+        reason="Readers may break: the shape is no longer promised (a warning).",
     ),
     _r(
         "response-body-media-type-item-schema-added",
@@ -1760,6 +2395,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Readers know the shape now; nothing breaks.",
         "openapi",
+        reason="Readers are unaffected: streamed items are promised a shape now.",
     ),
     _r(
         "response-body-media-type-item-schema-removed",
@@ -1768,6 +2404,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "The shape is no longer promised; read defensively.",
         "openapi",
+        reason="Readers may break: streamed items are no longer promised a shape (a warning).",
     ),
     _r(
         "response-body-media-type-item-schema-removed-untyped",
@@ -1776,6 +2413,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "Nothing describes the streamed items now; read defensively.",
         "openapi",
+        reason="Readers may break: nothing describes the streamed items now (a warning).",
     ),
     # The document's version against what changed.
     _r(
@@ -1785,6 +2423,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACK,
         "The vendor did not signal the break; do not rely on the version number to detect it.",
         "openapi",
+        reason="Readers of the version number are misled: a break shipped under the same version.",
     ),
     _r(
         "api-version-decreased",
@@ -1793,6 +2432,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACK,
         "The version number moved backwards; pin the contract by its content, not its version.",
         "openapi",
+        reason="Readers of the version number are misled: it went backwards.",
     ),
     _r(
         "api-major-version-not-bumped",
@@ -1801,6 +2441,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACK,
         "The vendor shipped a break in a minor release; review the breaking changes.",
         "openapi",
+        reason="Readers of the version number are misled: a break shipped in a minor release.",
     ),
     # Responses and headers.
     _r(
@@ -1810,6 +2451,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Handle the new status where you branch on status codes.",
         "openapi",
+        reason="Readers are unaffected unless they branch on exact status codes.",
     ),
     _r(
         "response-success-status-removed-covered",
@@ -1820,6 +2462,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Code that branches on this status no longer runs; the answers that remain are ones "
         "a reader already handled.",
         "openapi",
+        reason="Readers need a look, no more: the statuses left were documented already (or carry "
+        "no body either); code branching on the gone one is dead (a warning).",
     ),
     _r(
         "response-success-status-removed",
@@ -1828,6 +2472,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "Code that expects this status no longer sees it.",
         "openapi",
+        reason="Readers break: the operation may answer with a success status they never saw "
+        "documented.",
     ),
     _r(
         "response-non-success-status-added",
@@ -1836,6 +2482,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Handle the new error status.",
         "openapi",
+        reason="Readers are unaffected: an error they may handle generically.",
     ),
     _r(
         "response-non-success-status-removed",
@@ -1844,6 +2491,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Nothing to do.",
         "openapi",
+        reason="Readers are unaffected: one error fewer comes.",
     ),
     _r(
         "response-header-added",
@@ -1852,6 +2500,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Backward compatible.",
         "openapi",
+        reason="Readers are unaffected: one more header.",
     ),
     _r(
         "response-header-removed-required",
@@ -1860,6 +2509,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "Code that reads the header breaks.",
         "openapi",
+        reason="Readers break: a header they were promised no longer comes.",
     ),
     _r(
         "response-header-removed-optional",
@@ -1868,6 +2518,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "Code that reads the header gets nothing now.",
         "openapi",
+        reason="Readers may break: an optional header no longer comes (a warning).",
     ),
     _r(
         "response-header-became-optional",
@@ -1876,6 +2527,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "Handle the header being absent.",
         "openapi",
+        reason="Readers break: a header they relied on may be missing.",
     ),
     _r(
         "response-header-became-required",
@@ -1884,6 +2536,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Backward compatible.",
         "openapi",
+        reason="Readers are unaffected: the header now always comes.",
     ),
     _r(
         "response-header-deprecated",
@@ -1892,6 +2545,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Plan to stop reading the header.",
         "openapi",
+        reason="Nobody breaks yet: the header still comes.",
     ),
     _r(
         "response-header-reactivated",
@@ -1900,6 +2554,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Nothing to do.",
         "openapi",
+        reason="Nobody breaks: the header stays.",
     ),
     _r(
         "response-header-style-changed",
@@ -1908,6 +2563,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "Parse the header value the new way.",
         "openapi",
+        reason="Readers break: the header value is written another way.",
     ),
     _r(
         "response-header-style-no-effect",
@@ -1917,6 +2573,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Nothing to do: the value is written the same way.",
         "openapi",
+        reason="Nobody breaks: the value is written the same way.",
     ),
     # Security.
     _r(
@@ -1927,6 +2584,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Nothing to do: clients send the same header, query or cookie value as before.",
         "openapi",
+        reason="Senders are unaffected: the credential was a required parameter in the same place "
+        "already.",
     ),
     _r(
         "security-requirement-added",
@@ -1935,6 +2594,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "Calls without credentials are refused; configure the new credentials.",
         "openapi",
+        reason="Callers without credentials break: they are refused now.",
     ),
     _r(
         "security-requirement-removed",
@@ -1943,6 +2603,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Calls without credentials are accepted now; nothing to do.",
         "openapi",
+        reason="Nobody breaks: credentials are not needed any more.",
     ),
     _r(
         "security-scope-added",
@@ -1951,6 +2612,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "Tokens issued without the new scope are refused; request it.",
         "openapi",
+        reason="Callers break: tokens issued without the new scope are refused.",
     ),
     _r(
         "security-scope-removed",
@@ -1959,6 +2621,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Nothing to do.",
         "openapi",
+        reason="Nobody breaks: tokens need fewer scopes.",
     ),
     _r(
         "security-alternative-added",
@@ -1967,6 +2630,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Existing credentials keep working; the new alternative is optional.",
         "openapi",
+        reason="Nobody breaks: one more way to authenticate (requirements are alternatives).",
     ),
     _r(
         "security-alternative-removed",
@@ -1975,6 +2639,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "Clients that authenticate this way are refused; switch to a remaining alternative.",
         "openapi",
+        reason="Callers that authenticate that way break: they are refused.",
     ),
     _r(
         "security-requirement-relaxed",
@@ -1983,6 +2648,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Existing credentials keep working.",
         "openapi",
+        reason="Nobody breaks: the credentials clients hold are more than enough.",
     ),
     _r(
         "security-scheme-openid-connect-url-changed",
@@ -1991,6 +2657,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "Discover the provider at the new URL.",
         "openapi",
+        reason="Callers break: they discover the provider at the old URL.",
     ),
     _r(
         "security-scheme-oauth-flow-added",
@@ -1999,6 +2666,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "A new way to obtain tokens; existing flows keep working.",
         "openapi",
+        reason="Nobody breaks: one more way to get tokens.",
     ),
     _r(
         "security-scheme-oauth-flow-removed",
@@ -2007,6 +2675,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "Clients that obtain tokens with this flow cannot any more; use a remaining flow.",
         "openapi",
+        reason="Callers that get tokens with that flow break.",
     ),
     _r(
         "webhook-added",
@@ -2015,6 +2684,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "A new event the vendor can send; subscribe if you need it.",
         "openapi",
+        reason="Nobody breaks: one more event may be sent to consumers.",
     ),
     _r(
         "webhook-removed",
@@ -2023,6 +2693,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "The vendor no longer describes this event; check that you still receive it.",
         "openapi",
+        reason="Consumers may miss the event (a warning: they should check it still comes).",
     ),
     _r(
         "security-scheme-added",
@@ -2031,6 +2702,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "A new way to authenticate; nothing changes for existing credentials.",
         "openapi",
+        reason="Nobody breaks: a scheme is only a definition until required.",
     ),
     _r(
         "security-scheme-removed",
@@ -2039,6 +2711,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "Check that the operations you call still accept your credentials.",
         "openapi",
+        reason="Callers may break: operations that used it changed (a warning; the operations' "
+        "own changes say how).",
     ),
     _r(
         "security-scheme-type-changed",
@@ -2047,6 +2721,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "Credentials are sent another way now; update how the client authenticates.",
         "openapi",
+        reason="Callers break: credentials are sent another way.",
     ),
     _r(
         "security-scheme-oauth-url-changed",
@@ -2055,6 +2730,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "Send users to the new authorization URL.",
         "openapi",
+        reason="Callers break: users are sent to the old authorization URL.",
     ),
     _r(
         "security-scheme-oauth-token-url-changed",
@@ -2063,6 +2739,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "Fetch and refresh tokens at the new URL.",
         "openapi",
+        reason="Callers break: tokens are fetched or refreshed at the old URL.",
     ),
     _r(
         "security-scheme-oauth-scope-added",
@@ -2071,6 +2748,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "A new scope exists; request it only if you need it.",
         "openapi",
+        reason="Nobody breaks: a scope exists that nobody must ask for yet.",
     ),
     _r(
         "security-scheme-oauth-scope-removed",
@@ -2079,6 +2757,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "Stop requesting the scope; token requests that name it may fail.",
         "openapi",
+        reason="Callers that request the scope may be refused (a warning).",
     ),
     _r(
         "global-security-requirement-added",
@@ -2087,6 +2766,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "Configure the new credentials.",
         "openapi",
+        reason="Callers without the credentials break.",
     ),
     _r(
         "global-security-requirement-removed",
@@ -2095,6 +2775,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Nothing to do.",
         "openapi",
+        reason="Nobody breaks: fewer credentials are needed.",
     ),
     # MCP surface.
     _r(
@@ -2104,8 +2785,17 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         REMOVE_TOOL,
         "Calls and saved agent workflows that name the tool fail; remove or replace it.",
         "mcp",
+        reason="Agents break: calls that name the tool fail.",
     ),
-    _r("tool-added", I, "tool {name} added", ACCEPT, "Backward compatible.", "mcp"),
+    _r(
+        "tool-added",
+        I,
+        "tool {name} added",
+        ACCEPT,
+        "Backward compatible.",
+        "mcp",
+        reason="Nobody breaks: one more tool.",
+    ),
     _r(
         "tool-description-changed",
         W,
@@ -2113,6 +2803,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         REVIEW_DESCRIPTION,
         "The text the model reads changed (rug-pull risk); review it before trusting the tool.",
         "mcp",
+        reason="Agents may change behaviour: the model reads the new text (rug-pull risk; a "
+        "warning).",
     ),
     _r(
         "tool-title-changed",
@@ -2121,6 +2813,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Cosmetic.",
         "mcp",
+        reason="Nobody breaks: a display name.",
     ),
     _r(
         "tool-annotation-risk-increased",
@@ -2129,6 +2822,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         REVIEW_DESCRIPTION,
         "The tool may now modify or destroy data; review the permissions you give it.",
         "mcp",
+        reason="Agents may do more harm: the tool may modify or destroy data now (a warning).",
     ),
     _r(
         "tool-annotations-changed",
@@ -2137,6 +2831,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "No risk increase.",
         "mcp",
+        reason="Nobody breaks: no risk increase.",
     ),
     _r(
         "tool-execution-changed",
@@ -2145,6 +2840,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Informational.",
         "mcp",
+        reason="Nobody breaks: execution hints.",
     ),
     _r(
         "tool-metadata-changed",
@@ -2153,6 +2849,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Informational.",
         "mcp",
+        reason="Nobody breaks: metadata.",
     ),
     _r(
         "tool-input-schema-invalid",
@@ -2161,6 +2858,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_TOOL,
         "Strict clients reject the tool list; report it to the server's maintainers.",
         "mcp",
+        reason="Agents break: strict clients refuse the tool list.",
     ),
     _r(
         "tool-schema-dialect-changed",
@@ -2169,6 +2867,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Informational.",
         "mcp",
+        reason="Nobody breaks: the schema keywords are compared as they are.",
     ),
     _r(
         "tool-output-schema-added",
@@ -2177,6 +2876,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Structured output is described now.",
         "mcp",
+        reason="Nobody breaks: structured output is described now.",
     ),
     _r(
         "tool-output-schema-removed",
@@ -2185,6 +2885,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_TOOL,
         "Consumers of structuredContent lose their contract.",
         "mcp",
+        reason="Consumers of structuredContent lose their contract (a warning: text content still "
+        "comes).",
     ),
     _r(
         "prompt-removed",
@@ -2193,8 +2895,17 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         REMOVE_TOOL,
         "Stop using the prompt.",
         "mcp",
+        reason="Agents break: requests for the prompt fail.",
     ),
-    _r("prompt-added", I, "prompt {name} added", ACCEPT, "Backward compatible.", "mcp"),
+    _r(
+        "prompt-added",
+        I,
+        "prompt {name} added",
+        ACCEPT,
+        "Backward compatible.",
+        "mcp",
+        reason="Nobody breaks: one more prompt.",
+    ),
     _r(
         "prompt-description-changed",
         I,
@@ -2202,6 +2913,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Informational.",
         "mcp",
+        reason="Nobody breaks: the text shown changed.",
     ),
     _r(
         "prompt-argument-added-required",
@@ -2210,6 +2922,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         SEND_REQUIRED,
         "Pass the new argument.",
         "mcp",
+        reason="Agents break: requests without the argument fail.",
     ),
     _r(
         "prompt-argument-added-optional",
@@ -2218,6 +2931,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Backward compatible.",
         "mcp",
+        reason="Nobody breaks: the argument may be left out.",
     ),
     _r(
         "prompt-argument-became-required",
@@ -2226,6 +2940,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         SEND_REQUIRED,
         "Always pass the argument now.",
         "mcp",
+        reason="Agents break: requests without the argument fail.",
     ),
     _r(
         "prompt-argument-became-optional",
@@ -2234,6 +2949,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Backward compatible.",
         "mcp",
+        reason="Nobody breaks.",
     ),
     _r(
         "prompt-argument-removed",
@@ -2242,6 +2958,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_TOOL,
         "Stop passing the argument.",
         "mcp",
+        reason="Agents may break: the argument is ignored or refused (a warning).",
     ),
     _r(
         "resource-template-removed",
@@ -2250,6 +2967,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         REMOVE_TOOL,
         "Stop reading resources through this template.",
         "mcp",
+        reason="Agents break: reads through the template fail.",
     ),
     _r(
         "resource-template-added",
@@ -2258,6 +2976,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Backward compatible.",
         "mcp",
+        reason="Nobody breaks.",
     ),
     _r(
         "resource-template-changed",
@@ -2266,6 +2985,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Informational.",
         "mcp",
+        reason="Nobody breaks: metadata of the template.",
     ),
     _r(
         "resource-removed",
@@ -2274,8 +2994,17 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_TOOL,
         "Resource lists are often data-driven; check that you still need it.",
         "mcp",
+        reason="Agents may break: resource lists are often data-driven (a warning).",
     ),
-    _r("resource-added", I, "resource {name} added", ACCEPT, "Backward compatible.", "mcp"),
+    _r(
+        "resource-added",
+        I,
+        "resource {name} added",
+        ACCEPT,
+        "Backward compatible.",
+        "mcp",
+        reason="Nobody breaks.",
+    ),
     _r(
         "resource-metadata-changed",
         I,
@@ -2283,6 +3012,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Informational.",
         "mcp",
+        reason="Nobody breaks: metadata.",
     ),
     _r(
         "capability-removed",
@@ -2291,6 +3021,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         REMOVE_TOOL,
         "Everything behind the capability is unavailable now.",
         "mcp",
+        reason="Agents break: everything behind the capability is gone.",
     ),
     _r(
         "capability-removed-minor",
@@ -2299,6 +3030,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "An optional feature of the server is gone.",
         "mcp",
+        reason="Agents may miss an optional feature (a warning).",
     ),
     _r(
         "capability-added",
@@ -2307,6 +3039,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Backward compatible.",
         "mcp",
+        reason="Nobody breaks.",
     ),
     _r(
         "capability-flags-changed",
@@ -2315,6 +3048,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Informational.",
         "mcp",
+        reason="Nobody breaks: notification flags.",
     ),
     _r(
         "instructions-changed",
@@ -2323,6 +3057,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         REVIEW_DESCRIPTION,
         "The text the model reads changed; review it.",
         "mcp",
+        reason="Agents may change behaviour: the model reads the new text (a warning).",
     ),
     _r(
         "server-name-changed",
@@ -2331,6 +3066,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "Check that the watch still points at the intended server.",
         "mcp",
+        reason="The watch may point at another server now (a warning).",
     ),
     _r(
         "server-version-changed",
@@ -2339,6 +3075,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Informational.",
         "mcp",
+        reason="Nobody breaks: a version label.",
     ),
     _r(
         "server-info-metadata-changed",
@@ -2347,6 +3084,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Informational.",
         "mcp",
+        reason="Nobody breaks: metadata.",
     ),
     _r(
         "protocol-version-changed",
@@ -2355,6 +3093,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Informational; the tool surface is compared separately.",
         "mcp",
+        reason="Nobody breaks: the surface is compared on its own.",
     ),
     # A2A agent card (skills diff like MCP tools; schema findings use the tool-input/-output ids).
     _r(
@@ -2365,6 +3104,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Delegations that ask the agent for this skill fail; route the task to another skill or "
         "agent.",
         "a2a",
+        reason="Agents break: delegations that ask for the skill fail.",
     ),
     _r(
         "skill-added",
@@ -2373,6 +3113,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Backward compatible.",
         "a2a",
+        reason="Nobody breaks: one more skill.",
     ),
     _r(
         "skill-name-changed",
@@ -2381,6 +3122,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Cosmetic; the skill id is unchanged.",
         "a2a",
+        reason="Nobody breaks: a display name; the skill id is the same.",
     ),
     _r(
         "skill-description-changed",
@@ -2390,6 +3132,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Informational; an orchestrator that picks skills by their description may choose "
         "differently.",
         "a2a",
+        reason="Nobody breaks: the skill is the same; an orchestrator may route differently.",
     ),
     _r(
         "skill-tags-changed",
@@ -2398,6 +3141,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Informational.",
         "a2a",
+        reason="Nobody breaks: labels for discovery.",
     ),
     _r(
         "skill-examples-changed",
@@ -2406,6 +3150,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Informational.",
         "a2a",
+        reason="Nobody breaks: sample requests.",
     ),
     _r(
         "skill-input-mode-removed",
@@ -2414,6 +3159,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "Messages with parts of this media type are refused now; send one the skill still accepts.",
         "a2a",
+        reason="Callers break: messages in the removed media type are refused.",
     ),
     _r(
         "skill-input-mode-added",
@@ -2422,6 +3168,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Backward compatible.",
         "a2a",
+        reason="Nobody breaks: one more media type is accepted.",
     ),
     _r(
         "skill-output-mode-removed",
@@ -2430,6 +3177,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_CLIENT,
         "Results no longer come in this media type; accept one the skill still produces.",
         "a2a",
+        reason="Callers break: results no longer come in the removed media type.",
     ),
     _r(
         "skill-output-mode-added",
@@ -2438,6 +3186,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Backward compatible.",
         "a2a",
+        reason="Nobody breaks: one more media type is produced.",
     ),
     _r(
         "skill-security-requirement-added",
@@ -2446,6 +3195,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "Configure the new credentials before delegating to the skill.",
         "a2a",
+        reason="Callers break: calls without the new credentials are refused.",
     ),
     _r(
         "skill-security-requirement-removed",
@@ -2454,6 +3204,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Nothing to do.",
         "a2a",
+        reason="Nobody breaks: fewer credentials are asked for.",
     ),
     _r(
         "skill-schema-dialect-changed",
@@ -2462,6 +3213,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Informational.",
         "a2a",
+        reason="Nobody breaks: the schema is compared on its own.",
     ),
     _r(
         "skill-input-schema-invalid",
@@ -2471,6 +3223,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Callers that build the skill's input from its schema break; report it to the agent's "
         "maintainers.",
         "a2a",
+        reason="Callers break: the input cannot be built from the schema.",
     ),
     _r(
         "skill-output-schema-added",
@@ -2479,6 +3232,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "The skill's result is described now.",
         "a2a",
+        reason="Nobody breaks: the result is described now.",
     ),
     _r(
         "skill-output-schema-removed",
@@ -2487,6 +3241,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         UPDATE_TOOL,
         "Consumers of the skill's structured result lose their contract.",
         "a2a",
+        reason="Callers may break: the result has no contract any more (a warning, as for MCP "
+        "tools).",
     ),
     _r(
         "agent-default-input-mode-removed",
@@ -2496,6 +3252,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Skills without modes of their own refuse parts of this media type now; send one the agent"
         " still accepts.",
         "a2a",
+        reason="Callers break: skills without modes of their own refuse the removed media type.",
     ),
     _r(
         "agent-default-input-mode-added",
@@ -2504,6 +3261,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Backward compatible.",
         "a2a",
+        reason="Nobody breaks: one more media type is accepted.",
     ),
     _r(
         "agent-default-output-mode-removed",
@@ -2513,6 +3271,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Skills without modes of their own no longer answer in this media type; accept one the "
         "agent still produces.",
         "a2a",
+        reason="Callers break: skills without modes of their own no longer answer in the removed "
+        "media type.",
     ),
     _r(
         "agent-default-output-mode-added",
@@ -2521,6 +3281,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Backward compatible.",
         "a2a",
+        reason="Nobody breaks: one more media type is produced.",
     ),
     _r(
         "agent-url-changed",
@@ -2530,6 +3291,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Calls to the old endpoint may fail; check that the watch and your client still point at "
         "the intended agent.",
         "a2a",
+        reason="Callers may break: those that call the old endpoint (a warning: it may still "
+        "answer).",
     ),
     _r(
         "agent-transport-changed",
@@ -2538,6 +3301,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "Check that your A2A client speaks the new transport.",
         "a2a",
+        reason="Callers may break: those that speak only the old transport (a warning: it may "
+        "still be offered).",
     ),
     _r(
         "agent-security-requirement-added",
@@ -2546,6 +3311,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "Configure the new credentials before calling the agent.",
         "a2a",
+        reason="Callers break: calls without the new credentials are refused.",
     ),
     _r(
         "agent-security-requirement-removed",
@@ -2554,6 +3320,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Nothing to do.",
         "a2a",
+        reason="Nobody breaks: fewer credentials are asked for.",
     ),
     _r(
         "agent-capability-removed",
@@ -2563,6 +3330,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Fall back to polling the task (streaming) or stop registering webhooks (push "
         "notifications).",
         "a2a",
+        reason="Callers that stream or register push webhooks must fall back to polling (a "
+        "warning).",
     ),
     _r(
         "agent-capability-added",
@@ -2571,6 +3340,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Backward compatible.",
         "a2a",
+        reason="Nobody breaks.",
     ),
     _r(
         "agent-capabilities-changed",
@@ -2579,6 +3349,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Informational.",
         "a2a",
+        reason="Nobody breaks: extensions and other flags.",
     ),
     _r(
         "agent-name-changed",
@@ -2587,6 +3358,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         CHECK_CONFIG,
         "Check that the watch still points at the intended agent.",
         "a2a",
+        reason="The watch may point at another agent now (a warning).",
     ),
     _r(
         "agent-version-changed",
@@ -2595,6 +3367,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Informational.",
         "a2a",
+        reason="Nobody breaks: a version label.",
     ),
     _r(
         "agent-protocol-version-changed",
@@ -2603,6 +3376,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Informational; the skills are compared separately.",
         "a2a",
+        reason="Nobody breaks: the skills are compared on their own.",
     ),
     _r(
         "agent-description-changed",
@@ -2611,6 +3385,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Informational.",
         "a2a",
+        reason="Nobody breaks: text about the agent.",
     ),
     _r(
         "agent-metadata-changed",
@@ -2619,6 +3394,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         ACCEPT,
         "Informational.",
         "a2a",
+        reason="Nobody breaks: metadata.",
     ),
 )
 
@@ -2683,6 +3459,7 @@ def build_catalog() -> dict[str, Rule]:
                         hint=fam.hint_for(direction),
                         family=fam.aspect,
                         direction=direction,
+                        reason=fam.reason_for(direction),
                     )
     for rule in CONTRACT_RULES:
         if rule.id in catalog:

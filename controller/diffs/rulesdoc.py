@@ -1,12 +1,11 @@
 """docs/rules.md: the principle, the schema families with per-direction severities, the
 contract rules and the reasons, rendered from the catalog (`python -m tests.diffs.gen_rules_doc`).
-Apart from `rules.py` so that the catalog and the reasons (which read it) import nothing of
-each other."""
+Every row, reasons included, comes from a declaration in `rules.py`; the text around the
+tables from `principle.py`."""
 
 from __future__ import annotations
 
-from controller.diffs.principle import PRINCIPLE_MARKDOWN
-from controller.diffs.reasons import render_reasons
+from controller.diffs.principle import PRINCIPLE_MARKDOWN, SPELLINGS_MARKDOWN
 from controller.diffs.rules import CONTRACT_RULES, SCHEMA_FAMILIES, SUBJECTS, Direction
 
 
@@ -65,9 +64,35 @@ def render_rules_markdown() -> str:
             f"| `{rule.id}` | {rule.family} | {rule.severity.value} | `{rule.agent_action}` "
             f"| {rule.summary} | {rule.hint} |"
         )
-    lines += render_reasons()
+    lines += ["", *SPELLINGS_MARKDOWN.rstrip("\n").split("\n")]
+    lines += _reasons()
     lines.append("")
     return "\n".join(lines)
+
+
+def _reasons() -> list[str]:
+    """The "why" section: per schema family and side, per contract rule."""
+    lines = [
+        "",
+        "## Why each severity",
+        "",
+        "Who breaks, and how: a request is data the consumer sends, a response data it reads.",
+        "Subject overrides (a request parameter's default, MCP tool inputs and outputs) are",
+        "named in the tables above and in [decisions.md](decisions.md).",
+        "",
+        "| aspect | request | why | response | why |",
+        "|---|---|---|---|---|",
+    ]
+    for fam in SCHEMA_FAMILIES:
+        lines.append(
+            f"| `{fam.aspect}` | {fam.severity_for(Direction.REQUEST, '').value} "
+            f"| {fam.request_reason} "
+            f"| {fam.severity_for(Direction.RESPONSE, '').value} | {fam.response_reason} |"
+        )
+    lines += ["", "| rule | severity | why |", "|---|---|---|"]
+    for rule in CONTRACT_RULES:
+        lines.append(f"| `{rule.id}` | {rule.severity.value} | {rule.reason} |")
+    return lines
 
 
 def _subjects_text(direction: Direction) -> str:
