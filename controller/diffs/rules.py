@@ -6,8 +6,9 @@ expand into concrete, stable rule ids by subject: `request-property-max-length-d
 `response-body-max-length-decreased`, `tool-input-property-...` and so on. Contract-level
 rules (operations, parameters, tools, prompts ...) are listed one by one. Rule ids are never
 renamed. Each declaration carries its reason, why it has its severity (who breaks, and how):
-one per side for a family, one for a contract rule. `docs/rules.md` is rendered from this
-module by `controller/diffs/rulesdoc.py`.
+one per side for a family, one for a contract rule; a breaking one also carries what a client
+sees fail (`fails`, filled by `controller/diffs/fails.py`). `docs/rules.md` is rendered from
+this module by `controller/diffs/rulesdoc.py`.
 """
 
 from __future__ import annotations
@@ -62,8 +63,8 @@ def order_actions(actions: Iterable[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class Rule:
-    """One concrete rule: a stable id, its severity, how to explain a finding, and why it
-    has that severity (who breaks, and how)."""
+    """One concrete rule: a stable id, its severity, how to explain a finding, why it has
+    that severity (who breaks, and how) and, when it breaks, what a client sees fail."""
 
     id: str
     severity: Severity
@@ -73,6 +74,7 @@ class Rule:
     family: str = ""
     direction: Direction | None = None
     reason: str = ""
+    fails: str = ""
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,9 @@ class SchemaFamily:
     # Why each side has its severity: who breaks, and how (docs/rules.md).
     request_reason: str = ""
     response_reason: str = ""
+    # What a client sees fail on a side where the family breaks ("" elsewhere).
+    request_fails: str = ""
+    response_fails: str = ""
 
     def hint_for(self, direction: Direction) -> str:
         """The hint of a rule of this family on one side: the side's own, else `hint`."""
@@ -107,6 +112,10 @@ class SchemaFamily:
     def reason_for(self, direction: Direction) -> str:
         """Why a rule of this family has its severity on one side."""
         return self.request_reason if direction is Direction.REQUEST else self.response_reason
+
+    def fails_for(self, direction: Direction) -> str:
+        """What a client sees fail through a rule of this family on one side ("" if none)."""
+        return self.request_fails if direction is Direction.REQUEST else self.response_fails
 
     def severity_for(self, direction: Direction, prefix: str) -> Severity:
         """Return the severity of this aspect for a subject prefix in a direction."""
@@ -192,11 +201,12 @@ def _f(
     response_hint: str | None = None,
     *,
     reasons: tuple[str, str],
+    fails: tuple[str, str] = ("", ""),
     **kw: object,
 ) -> SchemaFamily:
     """A family; `hint` serves every side without a hint of its own (`response_hint`, or
     `request_hint` among `kw`); `reasons` says why each side (request, response) has its
-    severity."""
+    severity, `fails` what a client sees fail on each side where it breaks."""
     return SchemaFamily(
         aspect,
         request,
@@ -206,6 +216,8 @@ def _f(
         response_hint=response_hint,
         request_reason=reasons[0],
         response_reason=reasons[1],
+        request_fails=fails[0],
+        response_fails=fails[1],
         **kw,  # type: ignore[arg-type]
     )
 
@@ -221,6 +233,41 @@ _NEW_LIMIT = (
 )
 _LIMIT_LOST = "Readers break: values outside the old limit may come now."
 _NOTHING = "Nobody breaks: the values allowed are the same."
+
+
+# What a client sees fail (`fails=`), shared by families. Request-side texts open with {call}
+# (`A request to POST /v1/charges`), response-side ones with {reader} (`A reader of GET
+# /v1/refunds/{id} 200`); {field} is the property, parameter or header; {before}/{after} the
+# old and new value (`{before:fallback words}` when absent); controller/diffs/fails.py fills them.
+_REFUSED_BOUND = (
+    "{call} whose {field} is outside the new {label} {after:} (was {before:}) is now refused."
+)
+_WIDER_BOUND = (
+    "{reader} that relies on {field} staying within {label} {before:} may now get a value "
+    "beyond it ({after:no limit} now)."
+)
+_LOST_BOUND = (
+    "{reader} that relies on {field} staying within {label} {before:} may now get any value: "
+    "the limit is gone."
+)
+_REQUIRED = "{call} that leaves out {field} is now refused: it is required."
+_REQUIRED_DEFAULT = "{call} that leaves out {field} is now refused: it is required, default or not."
+_SHAPE = "{reader} that expects {field} in the old shape may now get a value of another shape."
+_READ_ONLY = "{call} that sends {field} may now be refused: only the server sets it."
+_STABILITY = (
+    "{call} that relies on {field} may fail without notice: its stability went from "
+    "{before:a stable level} to {after:a lower one}."
+)
+_STABILITY_READ = (
+    "{reader} that relies on {field} may fail without notice: its stability went from "
+    "{before:a stable level} to {after:a lower one}."
+)
+_BAD_STABILITY = "{call} cannot trust {field}: its stability level {after:} is not valid."
+_BAD_STABILITY_READ = "{reader} cannot trust {field}: its stability level {after:} is not valid."
+_DEFAULT = (
+    "{call} that leaves out {field} now gets other behaviour: the default went from "
+    "{before!v:none} to {after!v:none}."
+)
 
 
 # Bound hints per side: what the sender must do, what the reader may now get.
@@ -260,6 +307,7 @@ def _bound_families(name: str, label: str) -> list[SchemaFamily]:
             f"{label} tightened from {{before}} to {{after}}",
             *_TIGHTER,
             reasons=(_REFUSED, _SAFE_READ),
+            fails=(_REFUSED_BOUND.replace("{label}", label), ""),
         ),
         _f(
             f"{name}-{looser}",
@@ -268,6 +316,7 @@ def _bound_families(name: str, label: str) -> list[SchemaFamily]:
             f"{label} relaxed from {{before}} to {{after}}",
             *_LOOSER,
             reasons=(_SAFE_SEND, _UNEXPECTED),
+            fails=("", _WIDER_BOUND.replace("{label}", label)),
         ),
         _f(
             f"{name}-set",
@@ -284,6 +333,7 @@ def _bound_families(name: str, label: str) -> list[SchemaFamily]:
             f"{label} {{before}} removed",
             *_DROPPED_BOUND,
             reasons=(_SAFE_SEND, _LIMIT_LOST),
+            fails=("", _LOST_BOUND.replace("{label}", label)),
         ),
     ]
 
@@ -308,8 +358,14 @@ def _pair(
 ) -> list[SchemaFamily]:
     """Families for a keyword that restricts values when added (contains, if, ...); the hint
     of each side follows its severity (a change that is information needs no action).
-    `reasons` are the added family's and the removed family's (request, response)."""
+    `reasons` are the added family's and the removed family's (request, response); what
+    fails follows the side that breaks."""
     removed_request = I if added_request is B else B
+    refused = f"{{call}} whose {{field}} does not satisfy the {label} now in force is now refused."
+    wider = (
+        f"{{reader}} that relies on {{field}} satisfying the old {label} may now get values "
+        "that do not."
+    )
     return [
         _f(
             f"{aspect}-added",
@@ -318,6 +374,7 @@ def _pair(
             f"{label} added",
             *_restriction_hints(added_request, I if added_request is B else B),
             reasons=reasons[0],
+            fails=(refused, "") if added_request is B else ("", wider),
         ),
         _f(
             f"{aspect}-removed",
@@ -326,6 +383,7 @@ def _pair(
             f"{label} removed",
             *_restriction_hints(removed_request, B if added_request is B else I),
             reasons=reasons[1],
+            fails=("", wider) if added_request is B else (refused, ""),
         ),
     ]
 
@@ -357,6 +415,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders break: calls without the new field are refused.",
             "Readers are unaffected: they get one field more.",
         ),
+        fails=(_REQUIRED, ""),
     ),
     _f(
         "added-required-with-default",
@@ -372,6 +431,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders break: a required field must be sent, whatever its default.",
             "Readers are unaffected: they get one field more.",
         ),
+        fails=(_REQUIRED_DEFAULT, ""),
     ),
     _f(
         "added-optional",
@@ -411,6 +471,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders may break: the field is ignored or refused now (a warning, CONTRACT.md).",
             "Readers break: a field they were promised no longer comes.",
         ),
+        fails=(
+            "",
+            "{reader} that expects {field} finds it missing: it no longer comes.",
+        ),
     ),
     _f(
         "removed-closed-schema",
@@ -423,6 +487,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         reasons=(
             "Senders break: the schema refuses unknown fields, so calls that send it are refused.",
             "Readers may break: the field no longer comes (a warning).",
+        ),
+        fails=(
+            "{call} that sends {field} is now refused: the schema forbids unknown properties.",
+            "",
         ),
     ),
     _f(
@@ -439,6 +507,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders break: calls without the field are refused.",
             "Readers are unaffected: the field now always comes.",
         ),
+        fails=(_REQUIRED, ""),
     ),
     _f(
         "became-required-with-default",
@@ -454,6 +523,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders break: a required field must be sent, whatever its default.",
             "Readers are unaffected: the field now always comes.",
         ),
+        fails=(_REQUIRED_DEFAULT, ""),
     ),
     _f(
         "became-optional",
@@ -467,6 +537,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders are unaffected: they may still send it.",
             "Readers break: a field they relied on may be missing.",
         ),
+        fails=(
+            "",
+            "{reader} that expects {field} on every response may find it missing.",
+        ),
     ),
     # Types.
     _f(
@@ -478,6 +552,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         reasons=(
             "Senders break: values of the old type are refused.",
             "Readers break: values come in a type their code does not parse.",
+        ),
+        fails=(
+            "{call} that sends {field} as {before:the old type} is now refused: it must be "
+            "{after:another type}.",
+            "{reader} that expects {field} as {before:the old type} now gets {after:another type}.",
         ),
     ),
     _f(
@@ -491,6 +570,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders are unaffected: the old type is still accepted.",
             "Readers break: values of the wider type (decimals where integers were) may come.",
         ),
+        fails=(
+            "",
+            "{reader} that expects {field} as {before:the old type} may now get "
+            "{after:a wider type}.",
+        ),
     ),
     _f(
         "type-specialized",
@@ -502,6 +586,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         reasons=(
             "Senders break: values outside the narrower type are refused.",
             "Readers are unaffected: the narrower type is one they already parse.",
+        ),
+        fails=(
+            "{call} that sends {field} as {before:the old type} is now refused unless it is "
+            "{after:the narrower type}.",
+            "",
         ),
     ),
     _f(
@@ -515,6 +604,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders are unaffected: every old type is still accepted.",
             "Readers break: values of a type they do not handle may come.",
         ),
+        fails=(
+            "",
+            "{reader} that expects {field} as {before:the old types} may now get "
+            "{after:other types}.",
+        ),
     ),
     _f(
         "list-of-types-narrowed",
@@ -526,6 +620,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         reasons=(
             "Senders break: values of the dropped types are refused.",
             "Readers are unaffected: they get fewer types.",
+        ),
+        fails=(
+            "{call} that sends {field} as {before:one of the old types} is now refused unless "
+            "it is {after:one of the remaining types}.",
+            "",
         ),
     ),
     _f(
@@ -539,6 +638,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders are unaffected: null is one more value accepted.",
             "Readers break: null may come where a value always came.",
         ),
+        fails=(
+            "",
+            "{reader} that expects {field} to hold a value may now get null.",
+        ),
     ),
     _f(
         "became-not-nullable",
@@ -550,6 +653,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         reasons=(
             "Senders break: null is refused now.",
             "Readers are unaffected: null no longer comes.",
+        ),
+        fails=(
+            "{call} that sends {field} as null is now refused.",
+            "",
         ),
     ),
     _f(
@@ -584,6 +691,12 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders break: values in the old format are refused.",
             "Readers break: values come in a format their parsing does not expect.",
         ),
+        fails=(
+            "{call} that sends {field} in format {before:the old one} is now refused: it must "
+            "be {after:another format}.",
+            "{reader} that parses {field} as {before:the old format} now gets "
+            "{after:another format}.",
+        ),
     ),
     _f(
         "format-widened",
@@ -596,6 +709,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders are unaffected: every old value still fits (int32 -> int64).",
             "Readers break: values their old type cannot hold may come (int64 into an int32).",
         ),
+        fails=(
+            "",
+            "{reader} that holds {field} in {before:the old format} may now get values only "
+            "{after:the wider format} holds.",
+        ),
     ),
     _f(
         "format-narrowed",
@@ -607,6 +725,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         reasons=(
             "Senders break: values only the old format holds are refused.",
             "Readers are unaffected: the values fit the old format too.",
+        ),
+        fails=(
+            "{call} that sends {field} beyond {after:the narrower format} (was {before:}) is "
+            "now refused.",
+            "",
         ),
     ),
     _f(
@@ -657,6 +780,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders break: the removed value is refused.",
             "Readers are unaffected: one value fewer comes.",
         ),
+        fails=(
+            "{call} that sends {field} = {before!v:the removed value} is now refused: the enum "
+            "no longer has it.",
+            "",
+        ),
     ),
     _f(
         "xml-changed",
@@ -694,6 +822,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders break: the value is no longer accepted.",
             "Readers are unaffected: one value fewer comes.",
         ),
+        fails=(
+            "{call} that sends {field} = {before!v:the removed value} is now refused: the "
+            "extensible enum no longer has it.",
+            "",
+        ),
     ),
     _f(
         "became-enum",
@@ -705,6 +838,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         reasons=(
             "Senders break: values outside the list are refused.",
             "Readers are unaffected: they get fewer values.",
+        ),
+        fails=(
+            "{call} that sends {field} outside {after!v:the new list} is now refused.",
+            "",
         ),
     ),
     _f(
@@ -732,6 +869,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders break: only the constant is accepted.",
             "Readers are unaffected: they always get the same value.",
         ),
+        fails=(
+            "{call} that sends {field} other than {after!v:the constant} is now refused.",
+            "",
+        ),
     ),
     _f(
         "const-removed",
@@ -744,6 +885,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders are unaffected: any value is accepted.",
             "Readers break: other values than the constant may come.",
         ),
+        fails=(
+            "",
+            "{reader} that expects {field} = {before!v:the constant} may now get other values.",
+        ),
     ),
     _f(
         "const-changed",
@@ -754,6 +899,12 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         reasons=(
             "Senders break: the old constant is refused.",
             "Readers break: another value than the one they check for comes.",
+        ),
+        fails=(
+            "{call} that sends {field} = {before!v:the old constant} is now refused: only "
+            "{after!v:the new one} is accepted.",
+            "{reader} that checks {field} = {before!v:the old constant} now gets "
+            "{after!v:another value}.",
         ),
     ),
     # Numeric and size bounds.
@@ -781,6 +932,12 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders break: no value the old bounds allowed is accepted now.",
             "Readers break: every value now lies where the old bounds said none would.",
         ),
+        fails=(
+            "{call} whose {field} lies in the old range is now refused: the ranges do not meet "
+            "({after:}).",
+            "{reader} that relies on {field} staying in the old range gets only values outside "
+            "it now ({after:}).",
+        ),
     ),
     _f(
         "known-value-refused",
@@ -794,6 +951,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders break: a value the schema itself offered (enum, default, example) is refused.",
             "Readers are unaffected: that value no longer comes.",
         ),
+        fails=(
+            "{call} that sends {field} as {before:the value the schema offered} is now refused "
+            "({after:}).",
+            "",
+        ),
     ),
     _f(
         "multiple-of-changed",
@@ -804,6 +966,12 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         reasons=(
             "Senders break: some multiples of the old step are refused.",
             "Readers break: values between the old steps may come.",
+        ),
+        fails=(
+            "{call} that sends {field} as a multiple of {before:the old step} is refused unless "
+            "it is a multiple of {after:the new step}.",
+            "{reader} that expects {field} in steps of {before:the old step} now gets steps of "
+            "{after:the new one}.",
         ),
     ),
     _f(
@@ -829,6 +997,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Every old multiple is still valid; readers may now receive values between them.",
         request_hint="Backward compatible; every old multiple is still accepted.",
         reasons=(_SAFE_SEND, _UNEXPECTED),
+        fails=(
+            "",
+            "{reader} that expects {field} in steps of {before:the old step} may now get values "
+            "between them (steps of {after:}).",
+        ),
     ),
     _f(
         "multiple-of-specialized",
@@ -838,6 +1011,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         "Send multiples of the new step.",
         response_hint="Responses carry multiples of the new step; nothing to do.",
         reasons=(_REFUSED, _SAFE_READ),
+        fails=(
+            "{call} that sends {field} as a multiple of {before:the old step} is refused unless "
+            "it is a multiple of {after:the new step}.",
+            "",
+        ),
     ),
     _f(
         "multiple-of-set",
@@ -941,6 +1119,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "(breaking) the server now acts as if they had sent it.",
             "Readers are unaffected: a default documents what comes when nothing is said.",
         ),
+        fails=(_DEFAULT, ""),
     ),
     _f(
         "default-value-changed",
@@ -956,6 +1135,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "(breaking) silently.",
             "Readers are unaffected: a default documents what comes when nothing is said.",
         ),
+        fails=(_DEFAULT, ""),
     ),
     _f(
         "default-value-removed",
@@ -969,6 +1149,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "parameter (breaking) the behaviour may change silently.",
             "Readers are unaffected: a default documents what comes when nothing is said.",
         ),
+        fails=(_DEFAULT, ""),
     ),
     # Object shape.
     _f(
@@ -1036,6 +1217,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders are unaffected: one more shape is accepted.",
             "Readers break: a shape their code does not handle may come.",
         ),
+        fails=(
+            "",
+            "{reader} of {field} may now get the new alternative {after:}.",
+        ),
     ),
     _f(
         "one-of-removed",
@@ -1047,6 +1232,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         reasons=(
             "Senders break: values of the removed shape are refused.",
             "Readers are unaffected: one shape fewer comes.",
+        ),
+        fails=(
+            "{call} that sends {field} as alternative {before:the removed one} is now refused.",
+            "",
         ),
     ),
     _f(
@@ -1073,6 +1262,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders break: values of the removed shape are refused.",
             "Readers are unaffected: one shape fewer comes.",
         ),
+        fails=(
+            "{call} that sends {field} as alternative {before:the removed one} is now refused.",
+            "",
+        ),
     ),
     _f(
         "all-of-added",
@@ -1084,6 +1277,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         reasons=(
             "Senders break: values must satisfy one more subschema.",
             "Readers are unaffected: what comes satisfies more.",
+        ),
+        fails=(
+            "{call} whose {field} does not satisfy the added subschema {after:} is now refused.",
+            "",
         ),
     ),
     _f(
@@ -1150,6 +1347,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "(a warning).",
             "Readers break: values of the new alternatives may come.",
         ),
+        fails=(
+            "",
+            "{reader} that expects {field} in the old shape may now get one of the other "
+            "alternatives.",
+        ),
     ),
     _f(
         "wrapped-in-any-of",
@@ -1161,6 +1363,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         reasons=(
             "Senders are unaffected: the old shape is one of the alternatives.",
             "Readers break: values of the new alternatives may come.",
+        ),
+        fails=(
+            "",
+            "{reader} that expects {field} in the old shape may now get one of the other "
+            "alternatives.",
         ),
     ),
     _f(
@@ -1175,6 +1382,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "still fit).",
             "Readers break: values come in a shape their model does not describe.",
         ),
+        fails=("", _SHAPE),
     ),
     _f(
         "undeclared-became-required",
@@ -1187,6 +1395,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders break: a call without the field is refused, and nothing says what to send.",
             "Readers are unaffected: one more field always comes.",
         ),
+        fails=(_REQUIRED, ""),
     ),
     _f(
         "undeclared-became-optional",
@@ -1263,6 +1472,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders break: the shape they send is not one of the alternatives.",
             "Readers break: values come in shapes their model does not describe.",
         ),
+        fails=(
+            "{call} that sends {field} in the old shape may be refused: it is now one of "
+            "several alternatives.",
+            "{reader} that expects {field} in the old shape may now get another alternative.",
+        ),
     ),
     _f(
         "discriminator-added",
@@ -1296,6 +1510,12 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         reasons=(
             "Senders break: the server reads the type from another property.",
             "Readers break: generated deserialisers dispatch on a property that no longer tags.",
+        ),
+        fails=(
+            "{call} that tags {field} with property {before:the old name} is now refused: the "
+            "tag is {after:another property} now.",
+            "{reader} that picks the type of {field} by {before:the old tag property} now finds "
+            "the tag under {after:another property}.",
         ),
     ),
     _f(
@@ -1388,6 +1608,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders break: the false schema refuses every value they sent before.",
             "Readers are unaffected: nothing comes where something came before (a narrowing).",
         ),
+        fails=(
+            "{call} that sends {field} at all is now refused: it allows no value.",
+            "",
+        ),
     ),
     _f(
         "no-longer-false",
@@ -1399,6 +1623,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         reasons=(
             _SAFE_SEND,
             "Readers break: values come where none could come before.",
+        ),
+        fails=(
+            "",
+            "{reader} that expects no {field} may now get one.",
         ),
     ),
     *_pair("unevaluated-items", "unevaluatedItems"),
@@ -1415,6 +1643,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders break: other fields are required together now.",
             "Readers break: fields they relied on coming together may not.",
         ),
+        fails=(
+            "{call} that sends {field} without its newly co-required properties is now refused.",
+            "{reader} that expects the old co-required properties with {field} may find them "
+            "missing.",
+        ),
     ),
     *_pair("dependent-schema", "dependentSchemas"),
     *_pair("pattern-property", "patternProperties"),
@@ -1430,6 +1663,12 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders break: the embedded content must be of another media type.",
             "Readers break: the embedded content comes in another media type.",
         ),
+        fails=(
+            "{call} that embeds {field} as {before:the old media type} is now refused: it must "
+            "be {after:another}.",
+            "{reader} that decodes {field} as {before:the old media type} now gets "
+            "{after:another}.",
+        ),
     ),
     _f(
         "content-encoding-changed",
@@ -1440,6 +1679,11 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         reasons=(
             "Senders break: the embedded content must be encoded another way.",
             "Readers break: the embedded content comes encoded another way.",
+        ),
+        fails=(
+            "{call} that encodes {field} as {before:the old encoding} is now refused: it must "
+            "be {after:another}.",
+            "{reader} that decodes {field} as {before:the old encoding} now gets {after:another}.",
         ),
     ),
     *_pair("if", "if"),
@@ -1457,6 +1701,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders break: the value newly listed under not is refused.",
             "Readers are unaffected: one value fewer comes.",
         ),
+        fails=(
+            "{call} that sends {field} as {after:that value} is now refused.",
+            "",
+        ),
     ),
     _f(
         "not-value-removed",
@@ -1468,6 +1716,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         reasons=(
             "Senders are unaffected: one more value is accepted.",
             "Readers break: a value the old contract excluded may come.",
+        ),
+        fails=(
+            "",
+            "{reader} of {field} may now get {before:a value} the old contract excluded.",
         ),
     ),
     _f(
@@ -1546,6 +1798,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders break on the vendor's word: the field may change without notice now.",
             "Readers break on the vendor's word: the field may change without notice now.",
         ),
+        fails=(_STABILITY, _STABILITY_READ),
     ),
     _f(
         "stability-increased",
@@ -1571,6 +1824,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Nobody knows what the vendor promises: the level is not one of draft, alpha, beta, "
             "stable.",
         ),
+        fails=(_BAD_STABILITY, _BAD_STABILITY_READ),
     ),
     _f(
         "became-not-write-only",
@@ -1596,6 +1850,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         reasons=(
             "Senders are unaffected: writeOnly does not restrict what is sent.",
             "Readers break: the field is never returned now.",
+        ),
+        fails=(
+            "",
+            "{reader} that expects {field} finds it missing: it is write-only.",
         ),
     ),
     _f(
@@ -1623,6 +1881,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders are unaffected: writeOnly does not restrict what is sent.",
             "Readers break: a field they got is never returned now.",
         ),
+        fails=(
+            "",
+            "{reader} that uses {field} no longer gets it: it is write-only.",
+        ),
     ),
     _f(
         "became-read-only",
@@ -1636,6 +1898,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders break: the server sets the field and may refuse it in requests.",
             "Readers are unaffected: readOnly does not restrict what is returned.",
         ),
+        fails=(_READ_ONLY, ""),
     ),
     _f(
         "became-read-only-optional",
@@ -1649,6 +1912,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders break: the server sets the field and may refuse it in requests.",
             "Readers are unaffected: readOnly does not restrict what is returned.",
         ),
+        fails=(_READ_ONLY, ""),
     ),
     _f(
         "became-not-read-only",
@@ -1664,6 +1928,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders break: the field is required in requests now and was never sent.",
             "Readers are unaffected: readOnly does not restrict what is returned.",
         ),
+        fails=(_REQUIRED, ""),
     ),
     _f(
         "became-not-read-only-optional",
@@ -1705,6 +1970,10 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
         reasons=(
             "Senders break: objects of the removed subtype are refused.",
             "Readers are unaffected: one subtype fewer comes.",
+        ),
+        fails=(
+            "{call} that sends {field} as subtype {before:the removed one} is now refused.",
+            "",
         ),
     ),
     # The root spelling of the nested-only lifecycle aspects (`ROOT_ASPECTS`).
@@ -1769,6 +2038,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Senders break on the vendor's word: the schema may change without notice now.",
             "Readers break on the vendor's word: the schema may change without notice now.",
         ),
+        fails=(_STABILITY, _STABILITY_READ),
     ),
     _f(
         "schema-stability-increased",
@@ -1792,6 +2062,7 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
             "Nobody knows what the vendor promises: the level is not valid.",
             "Nobody knows what the vendor promises: the level is not valid.",
         ),
+        fails=(_BAD_STABILITY, _BAD_STABILITY_READ),
     ),
     # Never silent: a schema keyword no rule reads (or a finding no rule names).
     _f(
@@ -1822,6 +2093,9 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
 )
 
 
+# What a client sees fail, shared by contract rules.
+_SUNSET = "{call} may stop working at any time: "
+
 # Reason phrases shared by contract rules.
 _OPERATION_GONE = "Callers break: requests to the operation fail."
 _VENDOR_CLOCK = "Callers break on the vendor's schedule: the grace period they planned on changed."
@@ -1837,9 +2111,11 @@ def _r(
     family: str,
     *,
     reason: str,
+    fails: str = "",
 ) -> Rule:
-    """A contract rule; `reason` says why it has its severity (who breaks, and how)."""
-    return Rule(rule_id, severity, summary, action, hint, family, reason=reason)
+    """A contract rule; `reason` says why it has its severity (who breaks, and how), `fails`
+    what a client sees fail when it breaks."""
+    return Rule(rule_id, severity, summary, action, hint, family, reason=reason, fails=fails)
 
 
 # Contract-level rules: operations, parameters, media types, statuses, security, MCP surface.
@@ -1873,6 +2149,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Migrate to a replacement operation.",
         "openapi",
         reason=_OPERATION_GONE,
+        fails="{call} now fails: the operation no longer exists (404 or 405).",
     ),
     _r(
         "endpoint-removed-deprecated",
@@ -1892,6 +2169,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "The vendor removed the operation earlier than announced.",
         "openapi",
         reason=_OPERATION_GONE + " Earlier than announced.",
+        fails="{call} now fails: the operation was removed before its announced sunset "
+        "{before:date}.",
     ),
     _r(
         "endpoint-removed-unstable",
@@ -1920,6 +2199,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "openapi",
         reason="Callers cannot plan: the operation is going without a date (the policy asks for "
         "one).",
+        fails=_SUNSET + "it is deprecated with no removal date.",
     ),
     _r(
         "request-parameter-sunset-missing",
@@ -1930,6 +2210,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "openapi",
         reason="Callers cannot plan: the parameter is going without a date (the policy asks for "
         "one).",
+        fails="{call} that sends {field} may break at any time: it is deprecated with no removal "
+        "date.",
     ),
     _r(
         "endpoint-deprecated",
@@ -1966,6 +2248,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "The deprecation schedule is unknown now; ask the vendor.",
         "openapi",
         reason=_VENDOR_CLOCK,
+        fails=_SUNSET + "its deprecation lost the removal date.",
     ),
     _r(
         "endpoint-sunset-invalid",
@@ -1975,6 +2258,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "The vendor's deprecation metadata is malformed.",
         "openapi",
         reason=_META,
+        fails=_SUNSET + "its removal date {after:} is no date.",
     ),
     _r(
         "endpoint-sunset-moved-earlier",
@@ -1984,6 +2268,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "The operation goes away sooner than announced.",
         "openapi",
         reason=_VENDOR_CLOCK,
+        fails="{call} stops working sooner: removal moved from {before:} to {after:}.",
     ),
     _r(
         "endpoint-stability-decreased",
@@ -1993,6 +2278,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "The operation may change without notice now.",
         "openapi",
         reason="Callers break on the vendor's word: the operation may change without notice now.",
+        fails="{call} may fail without notice: stability went from {before:} to {after:}.",
     ),
     _r(
         "endpoint-stability-increased",
@@ -2011,6 +2297,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Valid levels: draft, alpha, beta, stable.",
         "openapi",
         reason="Nobody knows what the vendor promises: the level is not valid.",
+        fails="{call} cannot trust the operation: stability {after:} is not valid.",
     ),
     _r(
         "endpoint-operation-id-changed",
@@ -2070,6 +2357,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Send the new parameter on every call.",
         "openapi",
         reason="Callers break: requests without the parameter are refused.",
+        fails="{call} without {field} is now refused: it is required.",
     ),
     _r(
         "request-parameter-added-optional",
@@ -2107,6 +2395,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "The vendor removed the parameter earlier than announced.",
         "openapi",
         reason="Callers break: the parameter went earlier than announced.",
+        fails="{call} that sends {field} may now be refused: it was removed before its sunset "
+        "{before:date}.",
     ),
     _r(
         "request-parameter-became-required",
@@ -2116,6 +2406,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Always send the parameter now.",
         "openapi",
         reason="Callers break: requests without it are refused.",
+        fails="{call} without {field} is now refused: it is required.",
     ),
     _r(
         "request-parameter-became-optional",
@@ -2152,6 +2443,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "The deprecation schedule is unknown now.",
         "openapi",
         reason=_VENDOR_CLOCK,
+        fails="{call} that sends {field} may break at any time: its removal date is gone.",
     ),
     _r(
         "request-parameter-sunset-invalid",
@@ -2161,6 +2453,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "The vendor's deprecation metadata is malformed.",
         "openapi",
         reason=_META,
+        fails="{call} that sends {field} may break at any time: its removal date {after:} is no "
+        "date.",
     ),
     _r(
         "request-parameter-sunset-moved-earlier",
@@ -2170,6 +2464,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "The parameter goes away sooner than announced.",
         "openapi",
         reason=_VENDOR_CLOCK,
+        fails="{call} that sends {field} breaks sooner: removal moved from {before:} to {after:}.",
     ),
     _r(
         "request-parameter-style-changed",
@@ -2180,6 +2475,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "openapi",
         reason="Callers break: the value is written another way on the wire (style, explode, "
         "collectionFormat).",
+        fails="{call} that serialises {field} as {before:before} is now misread: it must be "
+        "{after:serialised the new way}.",
     ),
     _r(
         "request-parameter-style-no-effect",
@@ -2209,6 +2506,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Calls that send the parameter empty are refused; send a value or leave it out.",
         "openapi",
         reason="Callers that send the parameter empty break: `?name=` is refused now.",
+        fails="{call} that sends {field} empty is now refused.",
     ),
     # Request bodies and media types.
     _r(
@@ -2219,6 +2517,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Send a body on every call.",
         "openapi",
         reason="Callers break: requests without a body are refused.",
+        fails="{call} without a body is now refused.",
     ),
     _r(
         "request-body-added-optional",
@@ -2246,6 +2545,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Send a body on every call.",
         "openapi",
         reason="Callers break: requests without a body are refused.",
+        fails="{call} without a body is now refused.",
     ),
     _r(
         "request-body-became-optional",
@@ -2273,6 +2573,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Send the body in one of the remaining media types.",
         "openapi",
         reason="Callers break: bodies in that media type are refused.",
+        fails="{call} with its body in `{name}` is now refused (415).",
     ),
     _r(
         "response-media-type-added",
@@ -2311,6 +2612,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Request and parse one of the remaining media types.",
         "openapi",
         reason="Readers break: responses in that media type no longer come.",
+        fails="{call} that asks for {name} no longer gets it (406, or another media type).",
     ),
     _r(
         "request-body-encoding-changed",
@@ -2474,6 +2776,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "openapi",
         reason="Readers break: the operation may answer with a success status they never saw "
         "documented.",
+        fails="{call} that expects status {name} on success no longer gets it, and may get a "
+        "success status it never saw documented.",
     ),
     _r(
         "response-non-success-status-added",
@@ -2510,6 +2814,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Code that reads the header breaks.",
         "openapi",
         reason="Readers break: a header they were promised no longer comes.",
+        fails="{call} that reads header {name} from the response finds it missing.",
     ),
     _r(
         "response-header-removed-optional",
@@ -2528,6 +2833,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Handle the header being absent.",
         "openapi",
         reason="Readers break: a header they relied on may be missing.",
+        fails="{call} that reads header {name} from every response may find it missing.",
     ),
     _r(
         "response-header-became-required",
@@ -2564,6 +2870,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Parse the header value the new way.",
         "openapi",
         reason="Readers break: the header value is written another way.",
+        fails="{call} that parses header {name} as {before:before} now gets it "
+        "{after:another way}.",
     ),
     _r(
         "response-header-style-no-effect",
@@ -2595,6 +2903,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Calls without credentials are refused; configure the new credentials.",
         "openapi",
         reason="Callers without credentials break: they are refused now.",
+        fails="{call} without credentials ({after:the new scheme}) is now refused (401).",
     ),
     _r(
         "security-requirement-removed",
@@ -2613,6 +2922,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Tokens issued without the new scope are refused; request it.",
         "openapi",
         reason="Callers break: tokens issued without the new scope are refused.",
+        fails="{call} with a token lacking scope {after:the new scope} is now refused (403).",
     ),
     _r(
         "security-scope-removed",
@@ -2640,6 +2950,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Clients that authenticate this way are refused; switch to a remaining alternative.",
         "openapi",
         reason="Callers that authenticate that way break: they are refused.",
+        fails="{call} that authenticates with {before:the removed scheme} is now refused (401).",
     ),
     _r(
         "security-requirement-relaxed",
@@ -2658,6 +2969,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Discover the provider at the new URL.",
         "openapi",
         reason="Callers break: they discover the provider at the old URL.",
+        fails="A client that discovers {name} at {before:the old URL} gets no valid tokens: it "
+        "moved to {after:a new URL}.",
     ),
     _r(
         "security-scheme-oauth-flow-added",
@@ -2676,6 +2989,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Clients that obtain tokens with this flow cannot any more; use a remaining flow.",
         "openapi",
         reason="Callers that get tokens with that flow break.",
+        fails="A client that gets tokens through the {name} flow can no longer get any.",
     ),
     _r(
         "webhook-added",
@@ -2722,6 +3036,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Credentials are sent another way now; update how the client authenticates.",
         "openapi",
         reason="Callers break: credentials are sent another way.",
+        fails="A client that authenticates with {name} as {before:before} is now refused: it is "
+        "{after:another type}.",
     ),
     _r(
         "security-scheme-oauth-url-changed",
@@ -2731,6 +3047,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Send users to the new authorization URL.",
         "openapi",
         reason="Callers break: users are sent to the old authorization URL.",
+        fails="A client that sends users to {before:the old authorization URL} gets no tokens: it "
+        "is {after:a new URL} now.",
     ),
     _r(
         "security-scheme-oauth-token-url-changed",
@@ -2740,6 +3058,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Fetch and refresh tokens at the new URL.",
         "openapi",
         reason="Callers break: tokens are fetched or refreshed at the old URL.",
+        fails="A client that fetches tokens at {before:the old URL} gets none: it is "
+        "{after:a new URL} now.",
     ),
     _r(
         "security-scheme-oauth-scope-added",
@@ -2767,6 +3087,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Configure the new credentials.",
         "openapi",
         reason="Callers without the credentials break.",
+        fails="A request without credentials ({after:the new scheme}) is now refused on every "
+        "operation (401).",
     ),
     _r(
         "global-security-requirement-removed",
@@ -2786,6 +3108,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Calls and saved agent workflows that name the tool fail; remove or replace it.",
         "mcp",
         reason="Agents break: calls that name the tool fail.",
+        fails="{call} now fails: the server no longer lists the tool.",
     ),
     _r(
         "tool-added",
@@ -2859,6 +3182,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Strict clients reject the tool list; report it to the server's maintainers.",
         "mcp",
         reason="Agents break: strict clients refuse the tool list.",
+        fails="A strict client refuses the whole tool list: {op} has no object input schema.",
     ),
     _r(
         "tool-schema-dialect-changed",
@@ -2896,6 +3220,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Stop using the prompt.",
         "mcp",
         reason="Agents break: requests for the prompt fail.",
+        fails="A request for prompt `{name}` now fails: the server no longer lists it.",
     ),
     _r(
         "prompt-added",
@@ -2923,6 +3248,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Pass the new argument.",
         "mcp",
         reason="Agents break: requests without the argument fail.",
+        fails="A request for prompt `{name}` without argument {after:the new one} is now refused.",
     ),
     _r(
         "prompt-argument-added-optional",
@@ -2941,6 +3267,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Always pass the argument now.",
         "mcp",
         reason="Agents break: requests without the argument fail.",
+        fails="A request for prompt `{name}` without argument {after:the required one} is now "
+        "refused.",
     ),
     _r(
         "prompt-argument-became-optional",
@@ -2968,6 +3296,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Stop reading resources through this template.",
         "mcp",
         reason="Agents break: reads through the template fail.",
+        fails="A read of resources through template `{name}` now fails: the template is gone.",
     ),
     _r(
         "resource-template-added",
@@ -3022,6 +3351,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Everything behind the capability is unavailable now.",
         "mcp",
         reason="Agents break: everything behind the capability is gone.",
+        fails="A call that uses the `{name}` capability now fails: it is not advertised.",
     ),
     _r(
         "capability-removed-minor",
@@ -3105,6 +3435,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "agent.",
         "a2a",
         reason="Agents break: delegations that ask for the skill fail.",
+        fails="{call} now fails: the agent no longer has the skill.",
     ),
     _r(
         "skill-added",
@@ -3160,6 +3491,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Messages with parts of this media type are refused now; send one the skill still accepts.",
         "a2a",
         reason="Callers break: messages in the removed media type are refused.",
+        fails="{call} with {before:parts of the removed media type} is now refused.",
     ),
     _r(
         "skill-input-mode-added",
@@ -3178,6 +3510,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Results no longer come in this media type; accept one the skill still produces.",
         "a2a",
         reason="Callers break: results no longer come in the removed media type.",
+        fails="{call} that expects results as {before:the removed media type} no longer gets them.",
     ),
     _r(
         "skill-output-mode-added",
@@ -3196,6 +3529,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Configure the new credentials before delegating to the skill.",
         "a2a",
         reason="Callers break: calls without the new credentials are refused.",
+        fails="{call} without credentials ({after:the new requirement}) is now refused.",
     ),
     _r(
         "skill-security-requirement-removed",
@@ -3224,6 +3558,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "maintainers.",
         "a2a",
         reason="Callers break: the input cannot be built from the schema.",
+        fails="A caller that builds input from the schema of {op} breaks: it is no object schema.",
     ),
     _r(
         "skill-output-schema-added",
@@ -3253,6 +3588,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         " still accepts.",
         "a2a",
         reason="Callers break: skills without modes of their own refuse the removed media type.",
+        fails="A task with {before:parts of the removed media type} is now refused by skills "
+        "without modes of their own.",
     ),
     _r(
         "agent-default-input-mode-added",
@@ -3273,6 +3610,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "a2a",
         reason="Callers break: skills without modes of their own no longer answer in the removed "
         "media type.",
+        fails="A task that expects results as {before:the removed media type} no longer gets them "
+        "from skills without modes of their own.",
     ),
     _r(
         "agent-default-output-mode-added",
@@ -3312,6 +3651,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Configure the new credentials before calling the agent.",
         "a2a",
         reason="Callers break: calls without the new credentials are refused.",
+        fails="A task sent without credentials ({after:the new requirement}) is now refused.",
     ),
     _r(
         "agent-security-requirement-removed",
@@ -3460,6 +3800,7 @@ def build_catalog() -> dict[str, Rule]:
                         family=fam.aspect,
                         direction=direction,
                         reason=fam.reason_for(direction),
+                        fails=fam.fails_for(direction),
                     )
     for rule in CONTRACT_RULES:
         if rule.id in catalog:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from controller.diffs import diff_agent_card, diff_mcp, diff_openapi, explain_changes
-from controller.diffs.fails import short, template_of, what_fails
+from controller.diffs.fails import short, what_fails
 from controller.diffs.rules import CATALOG, hint_misfits, side_of
 from controller.draftpr import changelog
 from controller.draftpr.service import _line, _requested
@@ -23,8 +23,10 @@ BREAKING = sorted(rule.id for rule in CATALOG.values() if rule.severity is Sever
 def test_every_breaking_rule_says_what_fails_from_its_side() -> None:
     """A new breaking rule without a client-side text fails here, not in a reader's head."""
     assert len(BREAKING) > 500
-    missing = [rule_id for rule_id in BREAKING if not template_of(CATALOG[rule_id])]
-    assert missing == []
+    missing = [rule_id for rule_id in BREAKING if not CATALOG[rule_id].fails]
+    assert missing == [], (
+        "give each a `fails=` text on its declaration in controller/diffs/rules.py"
+    )
     for rule_id in BREAKING:
         rule = CATALOG[rule_id]
         bare = what_fails({"path": "", "severity": "breaking", "rule": rule_id})
@@ -32,7 +34,7 @@ def test_every_breaking_rule_says_what_fails_from_its_side() -> None:
         # One sentence: no full stop inside but the one that ends it.
         assert not re.search(r"\.\s+[A-Z]", bare), (rule_id, bare)
         assert not hint_misfits(bare, side_of(rule.id, rule.direction)), (rule_id, bare)
-        template = template_of(rule)
+        template = rule.fails
         assert template.startswith(("{call}", "{reader}", "A ")), (rule_id, template)
 
 
