@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import pytest
 from flask.testing import FlaskClient
+from sqlalchemy import String
 
 from controller.events.channels import CHANNELS, Channel
 from controller.events.outbox import channel_of
 from controller.notifications.service import DESTINATION_KINDS
 from controller.store.db import Database
+from controller.store.models import NotificationDefaults, OutboxMessage
 from tests.conftest import OrgKey
 from tests.console.test_accounts import csrf_of, make_user, sign_in
 from tests.gen_openapi_doc import document
@@ -39,6 +41,16 @@ def test_the_destination_kinds_are_the_registrys() -> None:
     assert DESTINATION_KINDS == tuple(channel.name for channel in DESTINATIONS)
     # The shared channels as they were hand-listed, first among them.
     assert DESTINATION_KINDS[:2] == ("webhook", "slack")
+
+
+def test_every_channels_name_fits_the_stores_columns() -> None:
+    # SQLite keeps a longer name whole; Postgres refuses it when the first message is queued.
+    for column in (
+        OutboxMessage.__table__.c.channel,
+        NotificationDefaults.__table__.c.destination_kind,
+    ):
+        assert isinstance(column.type, String) and column.type.length is not None, column
+        assert all(len(channel.name) <= column.type.length for channel in CHANNELS), column
 
 
 def test_the_published_description_lists_every_destination_kind() -> None:
