@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from sqlalchemy.orm import Session
 
 from controller.crypto import SecretBox
+from controller.events.channels import CHANNELS
 from controller.events.grouping import topic_of
 from controller.store.models import NotificationDefaults, OutboxMessage, Watch
 
@@ -38,9 +39,9 @@ SEVERITY_RANK = {"breaking": 3, "warning": 2, "info": 1}
 
 
 def channel_of(url: str) -> str:
-    """`slack` for Slack incoming webhooks, `webhook` for everything else."""
-    host = (urlsplit(url).hostname or "").lower()
-    return "slack" if host == "hooks.slack.com" or host.endswith(".slack.com") else "webhook"
+    """The channel whose hosts claim `url` (`slack` for Slack's incoming webhooks), else
+    `webhook`."""
+    return CHANNELS.for_url(url).name
 
 
 def emit(

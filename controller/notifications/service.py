@@ -15,9 +15,11 @@ from sqlalchemy.orm import Session
 
 from controller.crypto import SecretBox
 from controller.errors import Unprocessable
+from controller.events.channels import CHANNELS
 from controller.events.secrets import signing_secret as signing_secret  # for the shells
 from controller.events.signing import new_secret
 from controller.model.base import ApiModel, RequestModel
+from controller.model.choice import OneOf
 from controller.model.principal import Principal
 from controller.model.summary_schedule import (
     WeeklySummaryIn,
@@ -35,8 +37,12 @@ Severity = Literal["breaking", "warning", "info"]
 DEFAULT_SEVERITIES: list[Severity] = ["breaking", "warning"]
 
 
+DESTINATION_KINDS = CHANNELS.destination_kinds()
+"""The channels an org may choose for its default destination (`webhook`, `slack`, ...)."""
+
+
 class DestinationIn(RequestModel):
-    kind: Literal["webhook", "slack"]
+    kind: Annotated[str, OneOf(DESTINATION_KINDS)]
     url: HttpUrl
 
 

@@ -66,6 +66,7 @@ def _settings_page(
         code=status,
         defaults=notifications.get_defaults(session, user.org_id),
         destination=shown_url(destination.url) if destination is not None else None,
+        destination_kinds=notifications.DESTINATION_KINDS,
         default_interval=service_interval(session, user.org_id),
         product_notes=PRODUCTS,
         invited=invited,
@@ -113,7 +114,9 @@ def save_notifications(user: SignedIn) -> str:
         data["intervalMinutes"] = _number(form["interval"])
     url = form.get("destinationUrl", "").strip()
     if url:
-        data["destination"] = {"kind": form.get("destinationKind", "webhook"), "url": url}
+        # Without a kind, the select's first option (what a browser sends when none is chosen).
+        kind = form.get("destinationKind", notifications.DESTINATION_KINDS[0])
+        data["destination"] = {"kind": kind, "url": url}
     elif form.get("keepDestination"):
         kept = notifications.current_destination(session, user.org_id, box)
         if kept is not None:

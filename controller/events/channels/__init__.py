@@ -1,9 +1,13 @@
 """Delivery channels: the registry that says how each outbox message goes out.
 
-An outbox message names its channel (`webhook` or `slack`, chosen by `outbox.channel_of` or
-the org's destination kind); delivery looks the name up in `CHANNELS` and sends what that
-channel renders. A shared channel is one more module here and one more entry below; a channel
-that needs a capability's store or settings (the weekly summary's `email`) is built by that
+An outbox message names its channel (`webhook` or `slack`: the org's destination kind, or the
+channel whose hosts claim the URL, `outbox.channel_of`); delivery looks the name up in
+`CHANNELS` and sends what that channel renders. Every list of channels derives from `CHANNELS`:
+the kinds the API's notification defaults accept and the console's select offers
+(`Channels.destination_kinds`), and the channel a URL goes out by (`Channels.for_url`).
+
+A shared channel is its module here, its entry below and its test, nothing else. A channel that
+needs a capability's store or settings (the weekly summary's `email`) is built by that
 capability (`controller.summary.service.channels`), and the process that delivers (the
 controller, `driftgate summary send`) adds it with `delivering`, as it adds job kinds.
 """

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from controller.registry import Registry
 from controller.sources import deadlines
@@ -58,12 +59,27 @@ def post(client: Any, url: str, outgoing: Outgoing, _event: Event) -> int:
 @dataclass(frozen=True)
 class Channel:
     """A named way to deliver events: `render` builds the request, `send` sends it, and
-    `transport` sends it within the channel's deadline."""
+    `transport` sends it within the channel's deadline.
+
+    What the lists of channels show is said here too: `is_destination_kind` offers the channel
+    as the kind of an org's default destination (the API's `destination.kind`, the console's
+    select), and `hosts` claims the URLs it delivers to (`hooks.slack.com`, or `*.slack.com`
+    for every host under it), so that a webhook URL there goes out by this channel.
+    """
 
     name: str
     render: Callable[[Event], Outgoing]
     send: Transport = post
     deadline_seconds: float = DEFAULT_CALL_DEADLINE
+    is_destination_kind: bool = False
+    hosts: tuple[str, ...] = ()
+
+    def claims(self, host: str) -> bool:
+        """Whether a URL on `host` (lower case) is this channel's."""
+        return any(
+            host.endswith(pattern[1:]) if pattern.startswith("*.") else host == pattern
+            for pattern in self.hosts
+        )
 
     def transport(self, client: Any, destination: str, outgoing: Outgoing, event: Event) -> int:
         """Send one attempt; `FetchError` (`timeout`) when it is not over within
@@ -94,6 +110,17 @@ class Channels(Registry[Channel]):
     def for_message(self, name: str) -> Channel:
         """The channel that delivers a message of channel `name`."""
         return self.get(name) or self._fallback
+
+    def for_url(self, url: str) -> Channel:
+        """The channel a destination URL is delivered by: the first whose `hosts` claim its
+        host, else the fallback (a signed webhook)."""
+        host = (urlsplit(url).hostname or "").lower()
+        return next((channel for channel in self if channel.claims(host)), self._fallback)
+
+    def destination_kinds(self) -> tuple[str, ...]:
+        """The names an org may choose as its default destination's kind, in registration
+        order."""
+        return tuple(channel.name for channel in self if channel.is_destination_kind)
 
     def within(self, seconds: float) -> Channels:
         """These channels with every attempt bounded by `seconds` (the operator's

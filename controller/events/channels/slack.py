@@ -47,7 +47,9 @@ def slack_text(payload: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-SLACK = Channel("slack", render_slack)
+SLACK = Channel(
+    "slack", render_slack, is_destination_kind=True, hosts=("hooks.slack.com", "*.slack.com")
+)
 
 
 def _told(change: dict[str, Any]) -> str:

@@ -16,4 +16,4 @@ def render_webhook(event: Event) -> Outgoing:
     return Outgoing(body, signing.headers(event.secret, event.message_id, timestamp, body))
 
 
-WEBHOOK = Channel("webhook", render_webhook)
+WEBHOOK = Channel("webhook", render_webhook, is_destination_kind=True)
