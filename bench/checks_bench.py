@@ -17,8 +17,9 @@ It counts fetches per spec per round from the server's own log, so duplicate and
 are measured, not assumed. Controller CPU per check is printed twice: over the whole round
 (from `wait4`, process start-up included) and steady (the controllers' CPU from the first
 finished check to the last, from /proc/<pid>/stat, divided by the checks in between).
-Run: `python bench/checks_bench.py [--watches N] [--postgres URL]`.
-Figures go to docs/performance.md; nothing here fails on a time.
+Run: `python bench/checks_bench.py [--watches N] [--postgres URL]` (`--smoke`: 5 watches on
+SQLite). Figures go to docs/performance.md; nothing here fails on a time (a controller that
+dies does fail it).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ if str(ROOT) not in sys.path:
 from sqlalchemy import create_engine, func, insert, select, text, update  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
+from bench import smoke  # noqa: E402
 from bench.vendor_server import SameDocument, serve, start  # noqa: E402
 from controller.store import jobs, migrate  # noqa: E402
 from controller.store.db import Database  # noqa: E402
@@ -147,6 +149,7 @@ def run_round(
     count: int,
     log_file: str,
     concurrency: int,
+    settle: float,
 ) -> dict[str, Any]:
     offset = Path(log_file).stat().st_size
     env = {
@@ -185,13 +188,16 @@ def run_round(
     checked_now = 0
     while checked_now < count and time.monotonic() < deadline:
         time.sleep(0.05)
+        for process in processes:
+            if process.poll() is not None:
+                raise SystemExit(f"round {label}: a controller exited with {process.returncode}")
         checked_now = checked_since(database, since)
         if steady_from is None and checked_now > 0:
             steady_from = (checked_now, process_cpu(pids))
     steady_cpu = process_cpu(pids)
     elapsed = time.perf_counter() - started
     busy_after, total_after = machine_cpu()
-    time.sleep(1.0)  # anything fetched twice would show up now
+    time.sleep(settle)  # anything fetched twice would show up now
     for process in processes:
         process.send_signal(signal.SIGTERM)
     cpu = 0.0
@@ -251,22 +257,25 @@ def bench_store(
     log_file: str,
     count: int,
     concurrency: int,
+    settle: float,
     replicas_too: bool,
 ) -> list[dict[str, Any]]:
     database = Database(url)
     migrate.upgrade(database)
     seed(database, port, count)
-    Path(version_file).write_text("v1")
-    results = [
-        run_round("first", database, url, 1, count, log_file, concurrency),
-        run_round("unchanged", database, url, 1, count, log_file, concurrency),
-    ]
-    if replicas_too:
-        results.append(run_round("unchanged x3", database, url, 3, count, log_file, concurrency))
-    Path(version_file).write_text("v1 plain")
-    results.append(run_round("unchanged, no ETag", database, url, 1, count, log_file, concurrency))
-    Path(version_file).write_text("v2")
-    results.append(run_round("changed", database, url, 1, count, log_file, concurrency))
+    rounds = (
+        ("first", "v1", 1),
+        ("unchanged", "v1", 1),
+        *((("unchanged x3", "v1", 3),) if replicas_too else ()),
+        ("unchanged, no ETag", "v1 plain", 1),
+        ("changed", "v2", 1),
+    )
+    results = []
+    for name, version, replicas in rounds:
+        Path(version_file).write_text(version)
+        results.append(
+            run_round(name, database, url, replicas, count, log_file, concurrency, settle)
+        )
     database.dispose()
     for result in results:
         result["store"] = label
@@ -285,7 +294,15 @@ def main() -> None:
         default=0.0,
         help="the spec server answers after this delay, like a vendor across the internet",
     )
-    args = parser.parse_args()
+    parser.add_argument(
+        "--settle-seconds",
+        type=float,
+        default=1.0,
+        help="after a round's last check, how long duplicate fetches have to show up",
+    )
+    args = smoke.parse(
+        parser, {"watches": 5, "concurrency": 4, "stores": "sqlite", "settle_seconds": 0.2}
+    )
     stores = set(args.stores.split(","))
     work = Path(tempfile.mkdtemp(prefix="driftgate-bench-"))
     version_file, log_file = (str(work / n) for n in ("version", "fetches.log"))
@@ -302,6 +319,7 @@ def main() -> None:
             log_file,
             args.watches,
             args.concurrency,
+            args.settle_seconds,
             replicas_too=False,
         )
     if "postgres" in stores:
@@ -327,6 +345,7 @@ def postgres_rounds(
             log_file,
             args.watches,
             args.concurrency,
+            args.settle_seconds,
             replicas_too=True,
         )
     finally:

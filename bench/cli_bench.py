@@ -8,7 +8,8 @@ With `--compare DIR` (another checkout, e.g. `git worktree add /tmp/before main`
 runs the other checkout's command right after this one's, so both meet the same load; the
 other checkout's code runs with this interpreter (`python -m cli` from that directory).
 Goal (issue 34, point 4): help under 0.3 s, store commands under 0.7 s. Figures go to
-docs/performance.md. Run: `python bench/cli_bench.py [--rounds N] [--compare DIR]`.
+docs/performance.md. Run: `python bench/cli_bench.py [--rounds N] [--compare DIR]` (`--smoke`:
+one round).
 """
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ from pathlib import Path
 from statistics import median
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench import smoke  # noqa: E402
+
 SECRET = "bench-secret-key-for-the-cli-benchmark"
 HELP = [
     ["--help"],
@@ -75,7 +81,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--compare", type=Path, help="another checkout to measure alongside")
-    options = parser.parse_args()
+    options = smoke.parse(parser, {"rounds": 1})
     checkouts = {"this": ROOT}
     if options.compare:
         checkouts["other"] = options.compare.resolve()

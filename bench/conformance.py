@@ -1,6 +1,6 @@
 """Conformance runner: driftgate's engines against the OpenAPI (oasdiff), MCP and peers' corpora.
 
-Usage: python bench/conformance.py [--corpus DIR] [--verbose]
+Usage: python bench/conformance.py [--corpus DIR] [--verbose] [--smoke]
 
 `--corpus` (or `DRIFTGATE_CONFORMANCE`) names the directory holding `openapi/` and `mcp/`; the
 default is `../shared/conformance` beside the clone. docs/performance.md names where the
@@ -11,7 +11,8 @@ Prints the agreement per corpus and every disagreement. Documented intentional d
 corpus (`peers/`: other diff tools' test suites, each case with the peer's asserted verdict
 and a reviewer's `judged` one) is scored as its own `run.py` scores a checkout, in process;
 each departure is listed in `PEER_DIFFERENCES` (docs/peer-conformance.md).
-It reads files; the engines it calls do not.
+It reads files; the engines it calls do not. `--smoke` runs a corpus of one case per part
+that it builds from contracts the repository holds (`smoke_corpus`), unless given `--corpus`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import shutil
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -30,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench import smoke  # noqa: E402
 from controller.diffs.loader import load_document  # noqa: E402
 from controller.diffs.mcp import diff_mcp  # noqa: E402
 from controller.diffs.openapi import DiffOptions, diff_openapi, normalize_path  # noqa: E402
@@ -653,11 +656,67 @@ def per_rule(outcomes: list[Outcome]) -> dict[str, dict[str, int]]:
     return figures
 
 
+def smoke_corpus(root: Path) -> Path:
+    """A corpus of one case per part under `root`, from contracts the repository holds: the CLI
+    tests' shop API (v1 -> v2 removes `DELETE /orders/{id}`) for OpenAPI and the peers, and a
+    shipped replay fixture's MCP server with one tool taken away."""
+    from controller.replay.catalog import CATALOG_DIR
+
+    shop = ROOT / "tests" / "cli" / "fixtures"
+    for folder in ("openapi", "mcp/tool-removed", "peers/shop-endpoint-removed"):
+        (root / folder).mkdir(parents=True)
+    for version in ("v1", "v2"):
+        shutil.copyfile(shop / f"shop-{version}.json", root / "openapi" / f"shop-{version}.json")
+    shutil.copyfile(shop / "shop-v1.json", root / "peers/shop-endpoint-removed/old.json")
+    shutil.copyfile(shop / "shop-v2.json", root / "peers/shop-endpoint-removed/new.json")
+    removed = {
+        "rule": "api-removed-without-deprecation",
+        "level": "ERR",
+        "severity": "breaking",
+        "method": "DELETE",
+        "path": "/orders/{id}",
+    }
+    case = {
+        "id": "shop-endpoint-removed",
+        "base": "shop-v1.json",
+        "revision": "shop-v2.json",
+        "expect": [removed],
+        "exhaustive": False,
+        "min_level": "INFO",
+        "scope": {},
+    }
+    _write_json(root / "openapi" / "cases.json", {"cases": [case]})
+    fixture = json.loads(min(CATALOG_DIR.glob("*.json")).read_text(encoding="utf-8"))
+    before = json.loads(fixture["files"]["before.schema.json"])
+    after = json.loads(json.dumps(before))
+    tool = after["tools"].pop()["name"]
+    _write_json(root / "mcp/tool-removed/before.json", before)
+    _write_json(root / "mcp/tool-removed/after.json", after)
+    finding = {"rule": "tool-removed", "tool": tool, "severity": "breaking"}
+    mcp_case = {
+        "id": "tool-removed",
+        "dir": "tool-removed",
+        "findings": [finding],
+        "expected_max_severity": "breaking",
+    }
+    _write_json(root / "mcp" / "cases.json", {"cases": [mcp_case]})
+    verdict = {"expected": "incompatible", "judged": "incompatible"}
+    _write_json(root / "peers/shop-endpoint-removed/expected.json", verdict)
+    return root
+
+
+def _write_json(path: Path, value: Any) -> None:
+    path.write_text(json.dumps(value, indent=1), encoding="utf-8")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--verbose", action="store_true")
-    args = parser.parse_args()
+    args = smoke.parse(parser, {"corpus": None})
+    if args.corpus is None:
+        args.corpus = smoke_corpus(smoke.scratch())
+        print("corpus: one case per part, built from contracts the repository holds")
     run(args.corpus, args.verbose)
 
 

@@ -6,7 +6,7 @@ per page is printed. Goal (issue 26): every page under 300 ms server time. Figur
 docs/performance.md.
 
 Run: `python bench/console_bench.py [--watches N] [--events N] [--incidents N] [--rounds N]
-[--postgres URL]`.
+[--postgres URL]` (`--smoke`: portfolio_bench's smoke size).
 """
 
 from __future__ import annotations

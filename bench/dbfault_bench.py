@@ -16,7 +16,9 @@ non-200, the time from the database's return to the first 200, the slots of the 
 the outage with more than one check (duplicates after recovery) and the most checks one watch
 got in the 30 s after it, and the `store.*` lines and stack traces in the processes' logs.
 
-Run: `python bench/dbfault_bench.py` (about 3 minutes). Prints figures; never fails on one.
+Run: `python bench/dbfault_bench.py` (about 3 minutes; `--smoke`: 5 watches, 1 s faults, on
+`--postgres` or the suite's `DRIFTGATE_TEST_DATABASE_URL`, skipped without either). Prints
+figures; never fails on one.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench import smoke  # noqa: E402
 from bench.scale_bench import (  # noqa: E402
     INTERVAL,
     SECRET,
@@ -197,10 +200,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--watches", type=int, default=300)
     parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--workers", type=int, default=2, help="driftgate serve's workers")
     parser.add_argument("--fault-seconds", type=float, default=30.0)
     parser.add_argument("--recovery-seconds", type=float, default=40.0)
+    parser.add_argument(
+        "--warm-seconds", type=float, default=15.0, help="load before the first fault"
+    )
     parser.add_argument("--postgres", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
-    args = parser.parse_args()
+    args = smoke.parse(
+        parser,
+        {
+            "watches": 5,
+            "clients": 2,
+            "workers": 1,
+            "fault_seconds": 1.0,
+            "recovery_seconds": 1.5,
+            "warm_seconds": 1.0,
+            "postgres": smoke.SUITE_POSTGRES,
+        },
+    )
+    if args.postgres is None:
+        smoke.skip(smoke.NO_POSTGRES)
 
     work = Path(tempfile.mkdtemp(prefix="driftgate-dbfault-"))
     fetch_log = str(work / "fetches.log")
@@ -225,7 +245,7 @@ def main() -> None:
         }
         logs = {"serve": work / "serve.log", "controller": work / "controller.log"}
         for role, command in (
-            ("serve", ["serve", "--port", str(port)]),
+            ("serve", ["serve", "--port", str(port), "--workers", str(args.workers)]),
             ("controller", ["controller"]),
         ):
             with logs[role].open("w") as log:
@@ -239,12 +259,16 @@ def main() -> None:
                     )
                 )
         base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
         while True:
             try:
                 if httpx.get(f"{base}/health/ready", timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
+            exited = [p.args[3] for p in processes if p.poll() is not None]
+            if exited or time.monotonic() > deadline:
+                raise SystemExit(f"not ready ({', '.join(exited) or 'timed out'}): see {work}")
             time.sleep(0.2)
         calls = Calls()
         stop = threading.Event()
@@ -256,7 +280,7 @@ def main() -> None:
         threads.append(threading.Thread(target=health, args=(base, calls, stop)))
         for thread in threads:
             thread.start()
-        time.sleep(15)  # warm: keys cached, first checks done
+        time.sleep(args.warm_seconds)  # warm: keys cached, first checks done
         results = []
         for fault in ("down", "freeze"):
             offset = Path(fetch_log).stat().st_size
@@ -296,8 +320,8 @@ def report(args: argparse.Namespace, results: list[dict[str, Any]], lines: dict[
 
     print(
         f"{args.watches} watches every minute, {args.clients} API clients without pause, "
-        f"{args.fault_seconds:g} s per fault, default settings (2 workers x 8 threads, "
-        "statement timeout 4 s + 1 s, connect timeout 5 s)"
+        f"{args.fault_seconds:g} s per fault, default settings ({args.workers} workers x 8 "
+        "threads, statement timeout 4 s + 1 s, connect timeout 5 s)"
     )
     print(
         "fault | requests | statuses | first 503 (s) | in flight at fault: n, answered by (s) "

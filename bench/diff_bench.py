@@ -1,13 +1,14 @@
 """Benchmark of the OpenAPI engine on large real specs.
 
-Usage: python bench/diff_bench.py [--dir DIR] [--formats [--repeat N]]
+Usage: python bench/diff_bench.py [--dir DIR] [--formats [--repeat N]] [--smoke]
 
 The six files (three pairs) are public: `python bench/get_data.py DIR` downloads them from
 the GitHub and Stripe OpenAPI repositories at fixed commits and checks their digests
 (docs/performance.md lists the sources). `--dir` (or `DRIFTGATE_BENCH_DATA`) names the
 directory; the default is `../shared/bench/openapi` beside the clone.
 
-`--formats` runs only `driftgate diff` end to end in each output format (text, markdown,
+`--smoke` measures the small shop API of the CLI's tests (`tests/cli/fixtures`) instead, one
+run each. `--formats` runs only `driftgate diff` end to end in each output format (text, markdown,
 github, sarif, json; grouped), the best of `--repeat` runs, with the report's size.
 
 Per pair: `driftgate diff --format json` end to end in a child process (interpreter start to
@@ -36,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench import smoke  # noqa: E402
 from controller.collector import collector_paused  # noqa: E402
 from controller.diffs.canonical import fingerprint  # noqa: E402
 from controller.diffs.loader import load_document  # noqa: E402
@@ -49,6 +51,8 @@ PAIRS = (
     ("stripe-2021-10-19.json", "stripe-2022-04-12.json"),
     ("stripe-2023-03-11.yaml", "stripe-2023-09-12.yaml"),
 )
+SMOKE_DIR = ROOT / "tests" / "cli" / "fixtures"
+SMOKE_PAIRS = (("shop-v1.json", "shop-v2.json"),)
 
 
 def _timed(fn, *args, **kw):  # type: ignore[no-untyped-def]
@@ -119,10 +123,10 @@ def bench_end_to_end(
 FORMATS = ("text", "markdown", "github", "sarif", "json")
 
 
-def bench_formats(folder: Path, repeat: int) -> None:
+def bench_formats(folder: Path, repeat: int, pairs: tuple[tuple[str, str], ...] = PAIRS) -> None:
     """Each output format, grouped, end to end: the best of `repeat` runs per pair."""
     print(f"end to end, grouped, per format (best of {repeat}): pair | format | s | RSS MB | chars")
-    for base_name, rev_name in PAIRS:
+    for base_name, rev_name in pairs:
         for fmt in FORMATS:
             runs = [
                 bench_end_to_end(folder, base_name, rev_name, flat=False, fmt=fmt)
@@ -163,29 +167,30 @@ def bench_unchanged(folder: Path, name: str) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR)
-    parser.add_argument("--pair", type=int, help=argparse.SUPPRESS)  # child process mode
+    parser.add_argument("--pair", nargs=2, help=argparse.SUPPRESS)  # child process mode
     parser.add_argument(
         "--formats",
         action="store_true",
         help="only the end-to-end runs of every output format (grouped)",
     )
     parser.add_argument("--repeat", type=int, default=3, help="runs per format (--formats)")
-    args = parser.parse_args()
+    args = smoke.parse(parser, {"dir": SMOKE_DIR, "repeat": 1})
+    pairs = SMOKE_PAIRS if args.smoke else PAIRS
     if args.formats:
-        bench_formats(args.dir, args.repeat)
+        bench_formats(args.dir, args.repeat, pairs)
         return
     if args.pair is not None:
-        result = bench_pair(args.dir, *PAIRS[args.pair])
+        result = bench_pair(args.dir, *args.pair)
         print(json.dumps(result))
         return
     print(
         "pair | parse s | fingerprint s | diff s | parse+diff s | peak MB (tracemalloc) "
         "| peak RSS MB (own process) | changes"
     )
-    for index in range(len(PAIRS)):
+    for pair in pairs:
         # Each pair in a fresh interpreter, so the peak RSS is that pair's alone.
         child = subprocess.run(
-            [sys.executable, __file__, "--dir", str(args.dir), "--pair", str(index)],
+            [sys.executable, __file__, "--dir", str(args.dir), "--pair", *pair],
             check=True,
             capture_output=True,
             text=True,
@@ -201,7 +206,7 @@ def main() -> None:
         "end to end: `driftgate diff A B --format json` (interpreter start to last byte) "
         "| grouped s | grouped RSS MB | --flat s | --flat RSS MB"
     )
-    for base_name, rev_name in PAIRS:
+    for base_name, rev_name in pairs:
         grouped = bench_end_to_end(args.dir, base_name, rev_name, flat=False)
         flat = bench_end_to_end(args.dir, base_name, rev_name, flat=True)
         print(
@@ -210,7 +215,7 @@ def main() -> None:
         )
     print()
     print("unchanged spec | parse+fingerprint s | fingerprint only s | equal | diff(doc, doc) s")
-    for base_name, _ in PAIRS:
+    for base_name, _ in pairs:
         u = bench_unchanged(args.dir, base_name)
         print(
             f"{u['spec']} | {u['unchanged_total_s']:.2f} | {u['fingerprint_only_s']:.2f} | "

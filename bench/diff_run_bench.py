@@ -1,12 +1,13 @@
 """Benchmark of diff runs (`POST /api/openapi/diffs`) on large real specs.
 
-Usage: python bench/diff_run_bench.py [--dir DIR] [--repeat N]
+Usage: python bench/diff_run_bench.py [--dir DIR] [--repeat N] [--smoke]
 
 Per JSON pair of `--dir` (default `../shared/bench/openapi`, or `DRIFTGATE_BENCH_DATA`; see
 bench/diff_bench.py for the files): the request through the app (Flask's client, a SQLite file,
 `max_body_bytes` raised to 64 MB: the 1 MB default admits smaller documents only), from the
 body's bytes to the stored run's answer, best and median of `--repeat` runs, with the body's
-size and the change counts. Prints figures only.
+size and the change counts; `--smoke`: diff_bench's small pair from the repository, once.
+Prints figures only.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench import smoke  # noqa: E402
+from bench.diff_bench import SMOKE_DIR, SMOKE_PAIRS  # noqa: E402
 from controller.orgs import auth_service as auth  # noqa: E402
 from controller.orgs import service as orgs  # noqa: E402
 from controller.store import migrate  # noqa: E402
@@ -42,7 +45,7 @@ def main() -> None:
     default = os.environ.get("DRIFTGATE_BENCH_DATA", str(ROOT.parent / "shared/bench/openapi"))
     parser.add_argument("--dir", default=default)
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    args = smoke.parse(parser, {"dir": str(SMOKE_DIR), "repeat": 1})
     data = Path(args.dir)
     tmp = Path(tempfile.mkdtemp())
     database = Database(f"sqlite:///{tmp / 'bench.db'}")
@@ -55,7 +58,7 @@ def main() -> None:
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     print("| pair | body MB | best s | median s | changes (breaking / warning / info) |")
     print("|---|---|---|---|---|")
-    for before, after in PAIRS:
+    for before, after in SMOKE_PAIRS if args.smoke else PAIRS:
         if not (data / before).exists():
             print(f"| {before} | missing in {data} | | | |")
             continue

@@ -1,20 +1,29 @@
 """Download the public OpenAPI pairs `bench/diff_bench.py` measures, and check their digests.
 
-Usage: python bench/get_data.py DIR
+Usage: python bench/get_data.py DIR [--smoke]
 
 Each file is a byte-for-byte copy of a public blob at a fixed commit (GitHub's REST API
 description as republished by octokit/openapi, and Stripe's stripe/openapi; both MIT). The
 script fetches what DIR does not hold yet from raw.githubusercontent.com, refuses a file
 whose SHA-256 differs from the one below, and prints the `diff_bench.py` command to run.
-It needs the internet; nothing in the test suite calls it.
+It needs the internet; the test suite runs only `--smoke`, which never downloads: it checks
+the digests of the files DIR holds (default `../shared/bench/openapi`, where diff_bench.py reads
+them) and is skipped when DIR holds none.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import sys
 import urllib.request
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench import smoke  # noqa: E402
 
 RAW = "https://raw.githubusercontent.com"
 FILES = {
@@ -46,13 +55,25 @@ FILES = {
 
 
 def main() -> int:
-    if len(sys.argv) != 2:
-        print(__doc__.strip().splitlines()[2], file=sys.stderr)
-        return 2
-    target = Path(sys.argv[1])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("dir", nargs="?", type=Path, help="where the files go")
+    args = smoke.parse(parser, {"dir": ROOT.parent / "shared" / "bench" / "openapi"})
+    if args.dir is None:
+        parser.error("DIR is required")
+    target: Path = args.dir
+    if args.smoke:
+        missing = [name for name in FILES if not (target / name).exists()]
+        if len(missing) == len(FILES):
+            smoke.skip(f"no benchmark data in {target} (smoke size never downloads)")
+        for name in missing:
+            print(f"{name}: not in {target}, not fetched (smoke size)")
     target.mkdir(parents=True, exist_ok=True)
     for name, (path, digest) in FILES.items():
         file = target / name
+        if args.smoke and not file.exists():
+            continue
         if not file.exists():
             print(f"fetching {name} ...", flush=True)
             with urllib.request.urlopen(f"{RAW}/{path}", timeout=60) as response:  # noqa: S310

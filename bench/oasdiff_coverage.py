@@ -1,12 +1,13 @@
 """Coverage of oasdiff's rule catalog by driftgate's: one row per oasdiff rule id.
 
-Usage: python bench/oasdiff_coverage.py [--write]
+Usage: python bench/oasdiff_coverage.py [--write] [--smoke]
 
 Reads `bench/data/oasdiff-rule-ids.txt` (oasdiff's ids at a fixed commit) and says for each id
 which driftgate rule reports the same thing (the names map as the conformance runner maps
 them, `bench/conformance.py`), or why none does: `not applicable`, `differs` (reported another
 way, reasoned) or `missing` (not built yet). `--write` regenerates `docs/oasdiff-coverage.md`;
-`tests/diffs/test_oasdiff_coverage.py` keeps that file current.
+`tests/diffs/test_oasdiff_coverage.py` keeps that file current. It reads only the repository;
+`--smoke` is the same run, and with `--write` writes the page into a temporary directory.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench import smoke  # noqa: E402
 from bench.conformance import _RENAMES  # noqa: E402
 from controller.diffs.rules import CATALOG  # noqa: E402
 
@@ -168,10 +170,12 @@ def render() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--write", action="store_true", help="regenerate the docs page")
-    args = parser.parse_args()
+    args = smoke.parse(parser, {})
     text = render()
     if args.write:
-        DOC.write_text(text, encoding="utf-8")
+        target = smoke.scratch() / DOC.name if args.smoke else DOC
+        target.write_text(text, encoding="utf-8")
+        print(f"wrote {target}")
     print(text.splitlines()[4])
 
 

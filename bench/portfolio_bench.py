@@ -10,7 +10,8 @@ and the peak of memory allocated while it is answered (tracemalloc, one separate
 (issue 33, point 9). Figures go to docs/performance.md.
 
 Run: `python bench/portfolio_bench.py [--watches N] [--events N] [--incidents N]
-[--rounds N] [--postgres URL] [--only views|status]`.
+[--rounds N] [--postgres URL] [--only views|status]` (`--smoke`: 250 watches, so two pages of
+status, and one round).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench import smoke  # noqa: E402
 from bench.preflight_bench import scratch_postgres  # noqa: E402
 from controller.orgs.auth_service import create_api_key  # noqa: E402
 from controller.portfolio import service  # noqa: E402
@@ -175,7 +177,8 @@ def status_route(database: Database, org_id: str, args: argparse.Namespace) -> N
 
 
 def arguments() -> argparse.Namespace:
-    """The sizes of the seeded portfolio, the rounds, and an optional Postgres admin URL."""
+    """The sizes of the seeded portfolio, the rounds, and an optional Postgres admin URL (also
+    console_bench's)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--watches", type=int, default=10_000)
     parser.add_argument("--events", type=int, default=200_000)
@@ -186,7 +189,8 @@ def arguments() -> argparse.Namespace:
     parser.add_argument(
         "--only", choices=("views", "status"), default=None, help="time only these (both)"
     )
-    return parser.parse_args()
+    sizes = {"watches": 250, "events": 300, "incidents": 30, "jobs": 50, "rounds": 1}
+    return smoke.parse(parser, sizes)
 
 
 def main() -> None:

@@ -47,8 +47,9 @@ their number with the preflight answers it received, as a sanity check.
 not written; INFO is the product's default and measures it too). Run:
 `python bench/preflight_bench.py [--watches N] [--agents N] [--duration S] [--warmup S]
 [--rounds N] [--concurrency C] [--clients N] [--workers W] [--threads T] [--log-level L]
-[--postgres URL [--skip-sqlite]]`. With Postgres on the same machine, the table also gives
-the CPU its processes used per request.
+[--postgres URL [--skip-sqlite]] [--smoke]`. With Postgres on the same machine, the table also
+gives the CPU its processes used per request. `--smoke` (`SMOKE`): 50 watches, 5 agents, one
+gunicorn worker, half a second per scenario.
 Figures go to docs/performance.md; nothing here fails on a time.
 """
 
@@ -87,6 +88,7 @@ if str(ROOT) not in sys.path:
 from sqlalchemy import create_engine, func, insert, select, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
+from bench import smoke  # noqa: E402
 from controller.agents.policy import PRESETS  # noqa: E402
 from controller.orgs.auth_service import create_api_key  # noqa: E402
 from controller.settings import Settings  # noqa: E402
@@ -117,6 +119,17 @@ CHANGE_ACTIONS = (
 WATCH_IDS_PER_REQUEST = 100
 BODIES = 512  # distinct pre-built watchIds requests (agents: one per agent)
 SUCCESS = (200, 409)
+# The load's smoke size, also slow_clients_bench's and validate_bench's: one worker, two
+# connections from one client process, half a second of each scenario.
+SMOKE_LOAD = {
+    "duration": 0.5,
+    "warmup": 0.2,
+    "concurrency": 2,
+    "clients": 1,
+    "workers": 1,
+    "threads": 2,
+    "rounds": 1,
+}
 
 
 # Seeding ------------------------------------------------------------------------------------
@@ -843,7 +856,7 @@ def main() -> None:
     parser.add_argument(
         "--skip-sqlite", action="store_true", help="with --postgres: benchmark Postgres only"
     )
-    args = parser.parse_args()
+    args = smoke.parse(parser, {"watches": 50, "agents": 5, **SMOKE_LOAD})
     if args.skip_sqlite and not args.postgres:
         parser.error("--skip-sqlite needs --postgres")
     work = Path(tempfile.mkdtemp(prefix="driftgate-preflight-bench-"))

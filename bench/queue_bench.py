@@ -10,7 +10,8 @@ process's CPU time per job is the figure (load on the machine changes the wall t
 less the CPU a job takes). procrastinate is not a dependency of driftgate: install it into the
 venv to run its side (`pip install procrastinate`); without it, only the job table runs.
 
-Run: `python bench/queue_bench.py [--jobs N] [--postgres URL]`. Figures in
+Run: `python bench/queue_bench.py [--jobs N] [--postgres URL]` (`--smoke`: 20 jobs, on
+`--postgres` or the suite's `DRIFTGATE_TEST_DATABASE_URL`, skipped without either). Figures in
 docs/performance.md and the decision in docs/decisions.md; nothing here fails on a number.
 """
 
@@ -36,6 +37,7 @@ if str(ROOT) not in sys.path:
 from sqlalchemy import create_engine, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
+from bench import smoke  # noqa: E402
 from controller.store import jobs, migrate  # noqa: E402
 from controller.store.db import Database  # noqa: E402
 
@@ -127,7 +129,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=3000)
     parser.add_argument("--threads", type=int, default=10)
     parser.add_argument("--postgres", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
-    args = parser.parse_args()
+    args = smoke.parse(parser, {"jobs": 20, "threads": 2, "postgres": smoke.SUITE_POSTGRES})
+    if args.postgres is None:
+        smoke.skip(smoke.NO_POSTGRES)
     admin = create_engine(args.postgres, isolation_level="AUTOCOMMIT")
     sides = [("job table", job_table)]
     if importlib.util.find_spec("procrastinate") is not None:

@@ -10,8 +10,8 @@ The watch sets go to one `watch-sets.yaml`, or with `--split N` to N files
 limit; `--max-file-bytes` raises that limit to time one large file).
 
 Run: `python bench/reconcile_bench.py [--agents N] [--watches N] [--split N]
-[--max-file-bytes N] [--postgres URL] [--stores sqlite,postgres]`.
-Figures go to docs/performance.md; nothing here fails on a time.
+[--max-file-bytes N] [--postgres URL] [--stores sqlite,postgres]` (`--smoke`: 5 agents, 50
+watches, SQLite). Figures go to docs/performance.md; nothing here fails on a time.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ if str(ROOT) not in sys.path:
 from sqlalchemy import create_engine, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
+from bench import smoke  # noqa: E402
 from controller.crypto import load_secret_box  # noqa: E402
 from controller.gitsources.reconcile import Reconciler  # noqa: E402
 from controller.orgs import service as org_service  # noqa: E402
@@ -135,6 +136,9 @@ def bench(label: str, url: str, work: Path, args: argparse.Namespace) -> list[Ro
             outcome += f" {result.problems[0]}"
         rows.append((name, elapsed, outcome))
         print(f"  {label} | {name} | {elapsed * 1000:.0f} ms | {outcome}", flush=True)
+        if result.result not in ("applied", "unchanged"):
+            # The generated repository no longer reconciles: the figures would time a failure.
+            raise SystemExit(f"{label} {name}: the reconcile {outcome}")
     database.dispose()
     return rows
 
@@ -147,7 +151,7 @@ def main() -> None:
     parser.add_argument("--max-file-bytes", type=int, default=0, help="git_max_file_bytes")
     parser.add_argument("--postgres", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     parser.add_argument("--stores", default="sqlite,postgres")
-    args = parser.parse_args()
+    args = smoke.parse(parser, {"agents": 5, "watches": 50, "stores": "sqlite"})
     work = Path(tempfile.mkdtemp(prefix="driftgate-reconcile-bench-"))
     results: list[tuple[str, str, float, str]] = []
     with isolated_git_config(work / "gitconfig"):

@@ -3,7 +3,8 @@ Stripe's and GitHub's OpenAPI documents (../shared/bench/openapi), served on 127
 requests through httpx: the time to build the fixture, to start the server (openapi-core
 reading the document included), and per request (a valid one answered with its mock, and one
 that does not fit, answered 400/401). A small fixture is the reference. Figures go to
-docs/performance.md. Run: `python bench/replay_serve_bench.py [--requests N]`.
+docs/performance.md. Run: `python bench/replay_serve_bench.py [--requests N]` (`--smoke`: the
+small fixture only, 5 requests each).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench import smoke  # noqa: E402
 from controller.replay import serve  # noqa: E402
 from controller.replay.fixtures import build_fixture  # noqa: E402
 from tests.replay.test_serve import payments_spec, write  # noqa: E402
@@ -69,11 +71,12 @@ def timed(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--requests", type=int, default=200)
-    args = parser.parse_args()
+    args = smoke.parse(parser, {"requests": 5})
+    cases = CASES[:1] if args.smoke else CASES
     print(f"{'fixture':24} {'ops':>5} {'build s':>8} {'start s':>8} {'ok ms':>7} {'bad ms':>7}")
-    for name, load_document, good, bad in CASES:
+    for name, load_document, good, bad in cases:
         document = load_document()
         started = time.perf_counter()
         fixture = build_fixture(
@@ -103,6 +106,8 @@ def main() -> None:
             f"{name:24} {len(fixture.mock_responses):>5} {build:>8.2f} {start:>8.2f} "
             f"{ok_ms:>7.2f} {bad_ms:>7.2f}   (answers {ok_status} / {bad_status})"
         )
+    if args.smoke:
+        print(f"not run in smoke size: {', '.join(name for name, *_ in CASES[1:])} ({SHARED})")
 
 
 if __name__ == "__main__":

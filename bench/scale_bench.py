@@ -11,7 +11,7 @@ the slot's start (each watch's slots are offset by its jitter, as the controller
 them).
 
 Scenarios (`--scenario`, several may be given):
-- `steady`: 1 controller, then 3; checks/s and the ratio between the two.
+- `steady`: 1 controller, then 3 (`--controllers`); checks/s and the ratio between the two.
 - `faults`: 3 controllers; a share of the watches drift every minute and notify a webhook
   receiver that answers after 40 s, and 10 more watches point at vendors that trickle one
   byte every 2 s or never answer. Reports the missed-slot share of the healthy watches
@@ -20,7 +20,10 @@ Scenarios (`--scenario`, several may be given):
   whose checks it held waited for their next check.
 
 Run: `python bench/scale_bench.py --watches 10000 --minutes 4`. Prints figures and ratios
-(docs/performance.md has them); nothing here fails on a number.
+(docs/performance.md has them); nothing here fails on a number. `--smoke`: every scenario with
+5 watches and one controller, each run half a second past the first check (no whole slot to
+judge), a 1 s fetch deadline, on `--postgres` or the suite's `DRIFTGATE_TEST_DATABASE_URL`,
+skipped without either.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ if str(ROOT) not in sys.path:
 from sqlalchemy import create_engine, func, insert, select, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
+from bench import smoke  # noqa: E402
 from bench.vendor_server import DistinctDocuments, serve, start  # noqa: E402
 from controller.scheduler import jitter_seconds  # noqa: E402
 from controller.store import migrate  # noqa: E402
@@ -158,7 +162,9 @@ def machine_cpu() -> tuple[float, float]:
     return ((sum(ticks) - idle) / hz, sum(ticks) / hz)
 
 
-def controllers(url: str, count: int, concurrency: int) -> list[subprocess.Popen[bytes]]:
+def controllers(
+    url: str, count: int, concurrency: int, fetch_deadline: float | None = None
+) -> list[subprocess.Popen[bytes]]:
     env = {
         **os.environ,
         "DRIFTGATE_DATABASE_URL": url,
@@ -169,6 +175,8 @@ def controllers(url: str, count: int, concurrency: int) -> list[subprocess.Popen
         # to a 40 s receiver); delivery grouping would hold nearly all of them back.
         "DRIFTGATE_DELIVERY_GROUP_SECONDS": "0",
     }
+    if fetch_deadline is not None:  # a stopping controller waits as long for its checks
+        env["DRIFTGATE_FETCH_DEADLINE_SECONDS"] = str(fetch_deadline)
     return [
         subprocess.Popen(
             [sys.executable, "-m", "cli", "controller", "--concurrency", str(concurrency)],
@@ -273,14 +281,16 @@ def run(
         offset = Path(log_file).stat().st_size
         busy0, total0 = machine_cpu()
         started = time.time()
-        processes = controllers(url, replicas, args.concurrency)
+        processes = controllers(url, replicas, args.concurrency, args.fetch_deadline)
+        if args.smoke:  # a run of seconds: start-up is most of it, so wait for the first check
+            first_fetch(log_file, offset, processes, timeout=60)
         result: dict[str, Any] = {"scenario": scenario, "controllers": replicas}
         if kill_after is not None:
             time.sleep(kill_after)
             victim = processes[0]
             held = victims_checks(database, victim.pid)
             waited = time.time()
-            while not held and time.time() - waited < 20:  # kill it while it holds checks
+            while not held and time.time() - waited < args.kill_wait:  # while it holds checks
                 time.sleep(0.02)
                 held = victims_checks(database, victim.pid)
             killed_at = time.time()
@@ -305,6 +315,19 @@ def run(
     finally:
         database.dispose()
         drop_database(args.postgres, name)
+
+
+def first_fetch(
+    log_file: str, offset: int, processes: list[subprocess.Popen[bytes]], timeout: float
+) -> None:
+    """Return once the vendor has logged a fetch past `offset`; fail if a controller exits or
+    `timeout` seconds pass first."""
+    deadline = time.monotonic() + timeout
+    while Path(log_file).stat().st_size <= offset:
+        if any(p.poll() is not None for p in processes) or time.monotonic() > deadline:
+            stop(processes)
+            raise SystemExit("no check reached the vendor (a controller exited, or timed out)")
+        time.sleep(0.05)
 
 
 def victims_checks(database: Database, pid: int) -> set[str]:
@@ -357,7 +380,31 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=100.0)
     parser.add_argument("--postgres", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     parser.add_argument("--scenario", action="append", choices=("steady", "faults", "kill"))
-    args = parser.parse_args()
+    parser.add_argument(
+        "--controllers", type=int, default=3, help="of faults, kill and steady's second run"
+    )
+    parser.add_argument("--receiver-delay", type=float, default=40.0, help="webhook answer (s)")
+    parser.add_argument("--kill-after", type=float, default=INTERVAL * 1.5, help="seconds (kill)")
+    parser.add_argument(
+        "--kill-wait", type=float, default=20.0, help="at most, for the victim to hold checks"
+    )
+    parser.add_argument("--fetch-deadline", type=float, help="the controllers' (default theirs)")
+    args = smoke.parse(
+        parser,
+        {
+            "watches": 5,
+            "minutes": 0.5 / INTERVAL,
+            "concurrency": 4,
+            "controllers": 1,
+            "receiver_delay": 1.0,
+            "kill_after": 0.2,
+            "kill_wait": 1.0,
+            "fetch_deadline": 1.0,
+            "postgres": smoke.SUITE_POSTGRES,
+        },
+    )
+    if args.postgres is None:
+        smoke.skip(smoke.NO_POSTGRES)
     scenarios = args.scenario or ["steady", "faults", "kill"]
     work = Path(tempfile.mkdtemp(prefix="driftgate-scale-"))
     log_file = str(work / "fetches.log")
@@ -366,17 +413,17 @@ def main() -> None:
     results = []
     try:
         if "steady" in scenarios:
-            results.append(run(args, "steady", 1, port, log_file))
-            results.append(run(args, "steady", 3, port, log_file))
+            for replicas in sorted({1, args.controllers}):
+                results.append(run(args, "steady", replicas, port, log_file))
         if "faults" in scenarios:
             count_file = str(work / "received")
-            receiver_process, receiver_port = start(receiver, count_file, 40.0)
+            receiver_process, receiver_port = start(receiver, count_file, args.receiver_delay)
             try:
                 results.append(
                     run(
                         args,
                         "faults",
-                        3,
+                        args.controllers,
                         port,
                         log_file,
                         hook=f"http://127.0.0.1:{receiver_port}/hook",
@@ -385,7 +432,9 @@ def main() -> None:
             finally:
                 receiver_process.terminate()
         if "kill" in scenarios:
-            results.append(run(args, "kill", 3, port, log_file, kill_after=INTERVAL * 1.5))
+            results.append(
+                run(args, "kill", args.controllers, port, log_file, kill_after=args.kill_after)
+            )
     finally:
         vendor_process.terminate()
     report(args, results)
@@ -413,12 +462,13 @@ def report(args: argparse.Namespace, results: list[dict[str, Any]]) -> None:
         if "recovery" in r:
             print(f"  killed controller held {r['held_by_killed']} checks: {r['recovery']}")
     steady = {r["controllers"]: r for r in results if r["scenario"] == "steady"}
-    if 1 in steady and 3 in steady:
-        ratio = steady[3]["checks_per_second"] / max(0.001, steady[1]["checks_per_second"])
-        print(f"throughput 1 -> 3 controllers: {ratio:.2f}x")
+    many = args.controllers
+    if 1 in steady and many in steady and many != 1:
+        ratio = steady[many]["checks_per_second"] / max(0.001, steady[1]["checks_per_second"])
+        print(f"throughput 1 -> {many} controllers: {ratio:.2f}x")
     faults = next((r for r in results if r["scenario"] == "faults"), None)
-    if faults is not None and 3 in steady:
-        points = 100 * (faults["missed_share"] - steady[3]["missed_share"])
+    if faults is not None and many in steady:
+        points = 100 * (faults["missed_share"] - steady[many]["missed_share"])
         print(f"faults moved the healthy watches' missed-slot share by {points:+.2f} points")
 
 

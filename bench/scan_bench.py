@@ -8,7 +8,8 @@ and YAML files (some of them OpenAPI documents), MCP client configurations at th
 configs and a binary file or two. The server runs with `max_body_bytes` raised to 32 MB (the
 default, 1 MB, would refuse such a request: see docs/discovery.md). Goal (issue 22): under
 2 s for either, memory bounded by the request cap. Figures go to docs/performance.md.
-Run: `python bench/scan_bench.py [--files N] [--rounds N]`.
+Run: `python bench/scan_bench.py [--files N] [--rounds N]` (`--smoke`: 50 files, one round, one
+gunicorn worker).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ if str(ROOT) not in sys.path:
 import httpx  # noqa: E402
 
 from bench import preflight_bench as harness  # noqa: E402
+from bench import smoke  # noqa: E402
 from controller.orgs import auth_service  # noqa: E402
 from controller.orgs import service as org_service  # noqa: E402
 from controller.settings import Settings  # noqa: E402
@@ -93,7 +95,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=defaults["workers"].default)
     parser.add_argument("--threads", type=int, default=defaults["threads"].default)
     parser.add_argument("--log-level", default="WARNING")
-    args = parser.parse_args()
+    args = smoke.parse(parser, {"files": 50, "rounds": 1, "workers": 1, "threads": 2})
     work = Path(tempfile.mkdtemp(prefix="driftgate-scan-bench-"))
     try:
         checkout = work / "repo"

@@ -18,8 +18,8 @@ half-open connections held, `/health` p99 under 100 ms, and preflight keeping at
 its throughput. `--root DIR` serves from another checkout (for example the commit before the
 server front, in a `git worktree`) to measure the defect itself. Run:
 `python bench/slow_clients_bench.py [--half-open N] [--duration S] [--warmup S] [--rounds N]
-[--concurrency C] [--watches N] [--agents N] [--root DIR]`. Figures go to
-docs/performance.md; nothing here fails on a time.
+[--concurrency C] [--watches N] [--agents N] [--root DIR]` (`--smoke`: 4 half-open connections,
+preflight_bench's smoke load). Figures go to docs/performance.md; nothing here fails on a time.
 """
 
 from __future__ import annotations
@@ -39,8 +39,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench import smoke  # noqa: E402
 from bench.preflight_bench import (  # noqa: E402
     HOST,
+    SMOKE_LOAD,
     build_request,
     free_port,
     request_once,
@@ -151,7 +153,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=defaults["threads"].default)
     parser.add_argument("--log-level", default="WARNING")
     parser.add_argument("--root", type=Path, default=ROOT, help="checkout to serve from")
-    args = parser.parse_args()
+    sizes = {"half_open": 4, "trickle": 0.5, "watches": 50, "agents": 5, **SMOKE_LOAD}
+    args = smoke.parse(parser, sizes)
 
     work = Path(tempfile.mkdtemp(prefix="driftgate-slowbench-"))
     try:

@@ -18,7 +18,8 @@ the median, 95th percentile and longest wait of the client, and how many answere
 lock was released; and the same medians for the requests sent before the lock (the baseline).
 `--root DIR` serves from another checkout (the commit before the fix, in a `git worktree`) to
 measure the defect itself. Run: `python bench/sqlite_lock_bench.py [--rate R] [--hold S]`
-(about 40 s). Figures go to docs/performance.md; nothing here fails on a time.
+(about 40 s; `--smoke`: a 1 s hold between 1 s of load on each side, one worker). Figures go to
+docs/performance.md; nothing here fails on a time.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench import smoke  # noqa: E402
 from bench.preflight_bench import free_port, seed, start_server, stop_server  # noqa: E402
 from controller.accounts import service as accounts  # noqa: E402
 from controller.orgs.service import get_org  # noqa: E402
@@ -185,7 +187,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--log-level", default="warning")
     parser.add_argument("--root", type=Path, default=ROOT, help="serve from this checkout")
-    args = parser.parse_args()
+    sizes = {"hold": 1.0, "warmup": 1.0, "after": 1.0, "watches": 20, "agents": 3, "workers": 1}
+    args = smoke.parse(parser, sizes)
 
     work = Path(tempfile.mkdtemp(prefix="driftgate-sqlitelock-"))
     path = work / "driftgate.db"

@@ -20,7 +20,8 @@ the same schema (`is_valid` for the valid order, `iter_errors` for the invalid o
 Goals (issue 21): throughput at least 0.5x `/health` on each store, p99 at most 2x
 `/health`'s; the core within 2x of raw `jsonschema_rs`. Figures go to docs/performance.md;
 nothing here fails on a time. Run: `python bench/validate_bench.py [--duration S]
-[--warmup S] [--rounds N] [--concurrency C] [--clients N] [--postgres URL [--skip-sqlite]]`.
+[--warmup S] [--rounds N] [--concurrency C] [--clients N] [--postgres URL [--skip-sqlite]]`
+(`--smoke`: preflight_bench's smoke load, 20 core repeats).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ if str(ROOT) not in sys.path:
 import jsonschema_rs  # noqa: E402
 
 from bench import preflight_bench as harness  # noqa: E402
+from bench import smoke  # noqa: E402
 from controller.ingress.validator import compile_profile, validate  # noqa: E402
 from controller.model.ingress_profiles import check_profile  # noqa: E402
 from controller.model.principal import Principal  # noqa: E402
@@ -233,7 +235,7 @@ def main() -> None:
     parser.add_argument("--core-repeat", type=int, default=2000)
     parser.add_argument("--postgres")
     parser.add_argument("--skip-sqlite", action="store_true")
-    args = parser.parse_args()
+    args = smoke.parse(parser, {"core_repeat": 20, **harness.SMOKE_LOAD})
     harness.SUCCESS = (200, 422)  # an invalid payload's answer is a success here
     print("validator core (per payload, median of 5 runs):")
     print("case | driftgate validate µs | raw jsonschema_rs µs | ratio")

@@ -83,10 +83,13 @@ def serve(port_file: str, log_file: str, latency: float, documents: Documents) -
                 self.send_response(200)
                 self.send_header("Content-Length", "1000000")
                 self.end_headers()
-                for _ in range(1800):
-                    self.wfile.write(b" ")
-                    self.wfile.flush()
-                    time.sleep(2)
+                try:
+                    for _ in range(1800):
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                        time.sleep(2)
+                except OSError:
+                    pass  # the client gave up (its fetch deadline), as it should
                 return
             if latency:
                 time.sleep(latency)

@@ -1,7 +1,7 @@
 """Real vendors' histories: per-rule noise, labels and coverage of the breaking verdicts.
 
 Usage: python bench/vendors.py [--corpus DIR] [--vendor NAME ...] [--unlabelled] [--failing]
-                               [--json FILE]
+                               [--json FILE] [--smoke]
 
 Every consecutive pair of every vendor folder of `../shared/conformance/vendors` (or
 `--corpus DIR/vendors`, or `DRIFTGATE_CONFORMANCE`) is diffed in process exactly as
@@ -20,7 +20,8 @@ label may carry `known_miss` (why the engine cannot get it right yet): it is cou
 any other, and reported apart when it holds after all.
 `--unlabelled` lists each breaking finding no label covers; `--failing` each label that does
 not hold. Prints figures only; it never fails on a number (tests/diffs/test_vendor_labels.py
-holds the assertions).
+holds the assertions). `--smoke` scores a corpus of one vendor it builds from the CLI tests'
+shop API (`smoke_corpus`), unless given `--corpus`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from collections import Counter
@@ -40,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench import smoke  # noqa: E402
 from bench.conformance import DEFAULT_CORPUS  # noqa: E402
 
 LABELS = ROOT / "tests" / "diffs" / "vendor-labels"
@@ -277,6 +280,32 @@ def _print(s: Score, unlabelled: bool, failing: bool) -> None:
     )
 
 
+def smoke_corpus(root: Path) -> Path:
+    """A corpus under `root` of one vendor, `shop`, whose one pair is the CLI tests' shop API
+    (v1 -> v2 removes `DELETE /orders/{id}`), with a breaking and a not-breaking label."""
+    shop = ROOT / "tests" / "cli" / "fixtures"
+    vendor = root / "vendors" / "shop"
+    vendor.mkdir(parents=True)
+    for version in ("v1", "v2"):
+        shutil.copyfile(shop / f"shop-{version}.json", vendor / f"{version}.json")
+    labels = [
+        {
+            "pair": "v1-v2",
+            "operation": "DELETE /orders/{id}",
+            "where": "/orders/{id}",
+            "truth": "breaking",
+        },
+        {
+            "pair": "v1-v2",
+            "operation": "GET /customers",
+            "where": "#/components/schemas/Customer/properties/email",
+            "truth": "not-breaking",
+        },
+    ]
+    (vendor / "labels.json").write_text(json.dumps(labels, indent=1), encoding="utf-8")
+    return root
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
@@ -284,7 +313,10 @@ def main() -> None:
     parser.add_argument("--unlabelled", action="store_true")
     parser.add_argument("--failing", action="store_true")
     parser.add_argument("--json", type=Path, help="also write every pair's changes here")
-    args = parser.parse_args()
+    args = smoke.parse(parser, {"corpus": None})
+    if args.corpus is None:
+        args.corpus = smoke_corpus(smoke.scratch())
+        print("corpus: one vendor, built from contracts the repository holds")
     if not (args.corpus / "vendors").is_dir():
         sys.exit(f"no vendors' corpus at {args.corpus / 'vendors'}")
     s = score(args.corpus, args.vendor)
