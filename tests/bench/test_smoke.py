@@ -4,10 +4,11 @@ runs rots (an import moves, a fixture or a route changes), and its full size tak
 Each script (a `bench/*.py` with a `__main__` block; the helper modules have none) runs as a
 child process with this interpreter and `--smoke`, which `bench/smoke.py` gives every script:
 it must exit 0, say its smoke size on its first line (a script without `--smoke` fails here)
-and print its figures. A script that needs what this clone lacks (the corpora under
-`../shared`, a PostgreSQL server) says `skipped: <what>` and is skipped here with that reason.
-The scripts that write into the repository in a full run also run their write, which smoke
-size sends to a temporary directory.
+and print its figures. A script that needs what this clone lacks says `skipped: <what>` and is
+skipped here with that reason. One whose smoke size needs the suite's PostgreSQL (it reads
+`smoke.SUITE_POSTGRES`) runs only when `DRIFTGATE_TEST_DATABASE_URL` is set, as the suite's
+other Postgres-only tests do. The scripts that write into the repository in a full run also
+run their write, which smoke size sends to a temporary directory.
 """
 
 from __future__ import annotations
@@ -19,11 +20,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ON_POSTGRES
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(
     path
     for path in (ROOT / "bench").glob("*.py")
     if 'if __name__ == "__main__":' in path.read_text(encoding="utf-8")
+)
+NEEDS_POSTGRES = pytest.mark.skipif(
+    not ON_POSTGRES, reason="its smoke size needs PostgreSQL (DRIFTGATE_TEST_DATABASE_URL)"
 )
 WRITERS = {"oasdiff_coverage.py": ["--write"], "replay_catalog.py": ["--write"]}
 
@@ -31,7 +37,17 @@ WRITERS = {"oasdiff_coverage.py": ["--write"], "replay_catalog.py": ["--write"]}
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: path.name)
+@pytest.mark.parametrize(
+    "script",
+    [
+        pytest.param(
+            path,
+            id=path.name,
+            marks=[NEEDS_POSTGRES] if "smoke.SUITE_POSTGRES" in path.read_text() else [],
+        )
+        for path in SCRIPTS
+    ],
+)
 def test_the_benchmark_runs_in_smoke_size(script: Path, tmp_path: Path) -> None:
     paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     # The temporary files a benchmark leaves (its store, its servers' logs) go under tmp_path.
