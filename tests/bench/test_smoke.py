@@ -33,7 +33,7 @@ NEEDS_POSTGRES = pytest.mark.skipif(
 )
 WRITERS = {"oasdiff_coverage.py": ["--write"], "replay_catalog.py": ["--write"]}
 
-# Real processes (servers, controllers), about a minute in all: left out of `make check`.
+# Real processes (servers, controllers): about 75 s of CPU in all. Left out of `make check`.
 pytestmark = pytest.mark.slow
 
 
