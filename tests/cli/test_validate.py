@@ -317,7 +317,8 @@ def test_every_file_read_in_either_directory_that_cannot_be_read_exits_2(
     hosted = repo / ".driftguard"
     hosted.mkdir()
     shutil.copy(
-        ROOT / "tests" / "gitops" / "hosted" / "valid" / "plain-apis.yaml", hosted / "agents.yaml"
+        ROOT / "tests" / "gitsources" / "hosted" / "valid" / "plain-apis.yaml",
+        hosted / "agents.yaml",
     )
     (repo / ".driftgate" / "watch-sets").mkdir()
     shutil.copy(
@@ -348,7 +349,7 @@ def test_every_file_read_in_either_directory_that_cannot_be_read_exits_2(
 def test_a_linked_hosted_directory_exits_2(repo: Path) -> None:
     (repo / "shared").mkdir()
     shutil.copy(
-        ROOT / "tests" / "gitops" / "hosted" / "valid" / "plain-apis.yaml",
+        ROOT / "tests" / "gitsources" / "hosted" / "valid" / "plain-apis.yaml",
         repo / "shared" / "agents.yaml",
     )
     (repo / ".driftguard").symlink_to(repo / "shared")

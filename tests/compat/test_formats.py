@@ -1,6 +1,6 @@
 """The hosted product's own file examples, read by driftgate as they are: its consumer
 profiles (`examples/profiles/`) stored and used to validate payloads through the API. (Its
-`agents.yaml` examples: tests/gitops/test_hosted_agents.py.) Skips without the snapshot."""
+`agents.yaml` examples: tests/gitsources/test_hosted_agents.py.) Skips without the snapshot."""
 
 from __future__ import annotations
 
