@@ -189,7 +189,7 @@ def controller(live_settings: Settings, database: Database) -> Iterator[Controll
     running.stop(grace=5)
 
 
-# Reconcile fixtures (tests/test_reconcile.py, tests/web/test_templates.py).
+# Reconcile fixtures (tests/gitsources/test_reconcile.py, tests/web/test_templates.py).
 
 
 @pytest.fixture

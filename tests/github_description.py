@@ -8,8 +8,9 @@ cut of it (`tests/fixtures/github/`, source and licence in the README there): th
 component they and `COMPONENTS` reference, transitively, verbatim.
 
 Regenerate after changing what the fake uses:
-`python -m tests.github_description --write [--source PATH]`; `tests/test_github_description.py`
-keeps the cut complete, and equal to a new cut when the whole document is beside the clone.
+`python -m tests.github_description --write [--source PATH]`;
+`tests/draftpr/test_github_description.py` keeps the cut complete, and equal to a new cut when
+the whole document is beside the clone.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ initialize handshake, the stateless 2026-07-28 revision (`modern`), or the legac
 transport (`legacy_sse`); `raw_stdio_command` runs the same replies over stdio in a child.
 `misbehave` makes one JSON-RPC method answer with an `Answer` instead (a body, a stall, a
 crash, a redirect loop, a templated reply): the misbehaving vendors of
-tests/test_misbehaving_vendors.py.
+tests/checks/test_misbehaving_vendors.py.
 """
 
 from __future__ import annotations

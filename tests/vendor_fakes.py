@@ -1,5 +1,5 @@
 """Misbehaving vendors for every watch type and MCP transport: the registry behind
-tests/test_misbehaving_vendors.py.
+tests/checks/test_misbehaving_vendors.py.
 
 A vendor fake serves a good contract (`serve_good`) and then one misbehaviour of
 `MISBEHAVIOURS` (`misbehave`). Each fake says which features it speaks (`http`, `yaml`,

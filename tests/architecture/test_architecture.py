@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FORBIDDEN_IN_CONTROLLER = ("web", "cli", "demo", "flask", "click", "werkzeug", "gunicorn")
 
 

@@ -28,11 +28,11 @@ from controller.store import jobs
 from controller.store.db import Database
 from controller.store.models import AuditEntry, Incident, Job, OutboxMessage, Watch
 from controller.watches import service as watch_service
+from tests.checks.test_checks import Harness, serve
 from tests.conftest import OrgKey, make_settings
 from tests.receivers import Receiver
 from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
-from tests.test_checks import Harness, serve
 
 # Now, not a fixed date: the app's gate judges staleness on the real clock (issue 40, point 4).
 START = datetime.now(UTC).replace(microsecond=0)

@@ -95,7 +95,7 @@ def test_missing_config_file(tmp_path: Path) -> None:
 def test_every_setting_is_documented() -> None:
     from controller.settings import FIELDS, FILE_ONLY, env_name
 
-    text = (Path(__file__).resolve().parents[1] / "docs" / "operations.md").read_text(
+    text = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text(
         encoding="utf-8"
     )
     missing = [

@@ -72,7 +72,7 @@ def test_the_comment_lists_findings_with_hints() -> None:
 
 
 def test_the_rules_page_is_current() -> None:
-    page = Path(__file__).resolve().parents[1] / "docs" / "tool-lint.md"
+    page = Path(__file__).resolve().parents[2] / "docs" / "tool-lint.md"
     assert page.read_text(encoding="utf-8") == render_rules_markdown(), (
         "docs/tool-lint.md is stale: run make generate"
     )

@@ -34,7 +34,7 @@ from tests.factories import make_watch, set_state
 from tests.processes import DRIFTGATE
 from tests.servers import serving
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 AGENT = "ruled-bot"
 RULE = {"repository": "acme/ruled-bot", "branches": ["main", "release/*"]}
 RIGHT = {"repository": "ACME/ruled-bot", "branch": "release/7"}

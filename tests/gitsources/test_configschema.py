@@ -9,7 +9,7 @@ import yaml
 
 from controller.gitsources.configschema import all_schemas, render
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_committed_schemas_match_the_models() -> None:

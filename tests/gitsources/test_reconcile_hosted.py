@@ -13,7 +13,7 @@ from tests.conftest import OrgKey
 from tests.factories import Make, run
 from tests.gitrepos import RepoBuilder
 
-FIXTURES = Path(__file__).parent / "gitsources" / "hosted"
+FIXTURES = Path(__file__).parent / "hosted"
 
 OURS = """\
 version: 1

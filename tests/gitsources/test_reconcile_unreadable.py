@@ -27,8 +27,8 @@ from controller.store.models import (
 from tests.conftest import OrgKey
 from tests.factories import FILES, Make, run, set_state
 from tests.gitrepos import RepoBuilder
-from tests.test_reconcile import ORDER_PROFILE
-from tests.test_reconcile_hosted import FIXTURES
+from tests.gitsources.test_reconcile import ORDER_PROFILE
+from tests.gitsources.test_reconcile_hosted import FIXTURES
 
 SUBMODULE = "0123456789abcdef0123456789abcdef01234567"
 LEDGER = """\

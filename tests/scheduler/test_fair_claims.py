@@ -27,9 +27,9 @@ from controller.store.db import Database
 from controller.store.models import Job, Watch
 from tests.conftest import OrgKey, make_settings
 from tests.processes import wait_until
+from tests.scheduler.test_scheduling import make_watches
 from tests.servers import SpecServer, spec_server, stalling
 from tests.specs import as_json, charges_spec
-from tests.test_scheduling import make_watches
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 WORKER = "controller-1"

@@ -42,7 +42,7 @@ from tests.processes import DRIFTGATE, free_port
 # Real processes end to end: left out of `make check`, run by `make test`.
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 EXAMPLE_FILES = ("agents.yaml", "templates.yaml", "watch-sets.yaml")
 
@@ -389,7 +389,7 @@ from controller.store.models import Agent, Template, Watch, WatchSet
 mode, marker, source, revision, *args = sys.argv[1:]
 real_apply = getattr(reconcile.Reconciler, "apply", None)
 if not callable(real_apply):
-    sys.exit("Reconciler.apply is gone: update tests/test_gitops_e2e.py")
+    sys.exit("Reconciler.apply is gone: update tests/system/test_gitops_e2e.py")
 AGENTS_WRITE = re.compile(r'\s*(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+"?agents\b', re.I)
 state = {"inside": False, "dying": False}
 

@@ -36,7 +36,7 @@ from tests.processes import free_port
 # Real processes end to end: left out of `make check`, run by `make test`.
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 MARKER = re.compile(r"<!-- walkthrough: (begin|end|start|stop|run)\b(?: (\w+))?")
 # What a shown line's wildcards stand for (the README's comment lists them).

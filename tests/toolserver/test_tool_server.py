@@ -22,9 +22,9 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 
 from cli.toolserver.tools import TOOLS
 from tests.conftest import OrgKey
+from tests.gate.test_run_gate import BREAKING, CASES, GOOD, SLUG, WATCH, Gate
 from tests.processes import DRIFTGATE, stop_process
 from tests.servers import serving
-from tests.test_run_gate import BREAKING, CASES, GOOD, SLUG, WATCH, Gate
 
 # Real processes end to end: left out of `make check`, run by `make test`.
 pytestmark = pytest.mark.slow

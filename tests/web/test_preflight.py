@@ -1,6 +1,6 @@
 """`POST /api/preflight` through the app on a real store: tokens, statuses, limits, org scope,
 the recorded decision and its log line. (The full story with real checks and a signed kill is
-in tests/test_run_gate.py.)"""
+in tests/gate/test_run_gate.py.)"""
 
 from __future__ import annotations
 
