@@ -6,7 +6,7 @@ those agents accept the evidence given (`repository` and `branch`). One refusal 
 whole acknowledgement (403 `approval_refused`, naming each agent, rule and the part that
 failed) and nothing is stored. The API's agent and watch routes, the console's forms, the MCP
 tools and the CLI all come here: this module is the only caller of
-`controller.drift.incidents.acknowledge_incident` (tests/test_acknowledgement.py holds this).
+`controller.drift.incidents.acknowledge_incident` (tests/drift/test_acknowledgement.py holds this).
 """
 
 from __future__ import annotations
