@@ -28,7 +28,7 @@ from controller.store import jobs
 from controller.store.db import Database
 from controller.store.models import AuditEntry, Incident, Job, OutboxMessage, Watch
 from controller.watches import service as watch_service
-from tests.checks.test_checks import Harness, serve
+from tests.checks.conftest import Harness, serve
 from tests.conftest import OrgKey, make_settings
 from tests.receivers import Receiver
 from tests.servers import SpecServer
@@ -358,16 +358,6 @@ def test_damping_off_opens_an_incident_per_cycle_and_sends_every_webhook(
 
 
 # -- a superset served for a while, then reverted (the watch stayed `drifted` for good) --------
-
-
-@pytest.fixture
-def harness(
-    tmp_path: Path, database: Database, acme: OrgKey, server: SpecServer
-) -> Iterator[Harness]:
-    settings = make_settings(tmp_path, database_url=database.url, allow_private_targets=True)
-    made = Harness(database, settings, acme, server)
-    yield made
-    made.client.close()
 
 
 def test_a_superset_served_briefly_and_reverted_leaves_the_watch_ok(harness: Harness) -> None:
