@@ -5,15 +5,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from flask.testing import FlaskClient
 
+from controller.crypto import load_secret_box
 from controller.gitsources.reconcile import Reconciler, RunResult
+from controller.model.principal import Principal
+from controller.model.watch import WatchCreate
 from controller.settings import Settings
 from controller.store.db import Database
 from controller.store.models import Incident, Watch
-from tests.conftest import OrgKey
+from controller.watches import service as watch_service
+from tests.conftest import OrgKey, make_settings
 
 
 def make_watch(client: FlaskClient, who: OrgKey, name: str) -> str:
@@ -24,6 +29,32 @@ def make_watch(client: FlaskClient, who: OrgKey, name: str) -> str:
     )
     assert response.status_code == 201
     return str(response.get_json()["id"])
+
+
+def make_watches(
+    database: Database, org: OrgKey, tmp_path: Path, urls: list[str], **fields: Any
+) -> list[str]:
+    """OpenAPI watches on `urls` made in the store (no app), named by their URL (unique in the
+    org, so a test may make more later); `fields` are more of `WatchCreate`'s."""
+    box = load_secret_box(make_settings(tmp_path, database_url=database.url))
+    principal = Principal(org.org_id, org.org_name, "pro", frozenset(), "api_key", org.key_id)
+    with database.transaction() as session:
+        return [
+            watch_service.create_watch(
+                session,
+                principal,
+                WatchCreate.model_validate(
+                    {
+                        "name": url.split("//")[1].replace("/", "-"),
+                        "url": url,
+                        "watchType": "openapi",
+                        **fields,
+                    }
+                ),
+                box,
+            ).id
+            for url in urls
+        ]
 
 
 def set_state(

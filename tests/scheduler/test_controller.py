@@ -14,32 +14,14 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from controller.crypto import load_secret_box
-from controller.model.principal import Principal
-from controller.model.watch import WatchCreate
 from controller.scheduler import enqueue_due_checks, jitter_seconds, slot
 from controller.store.db import Database
 from controller.store.models import Job, Snapshot, Watch
-from controller.watches import service as watch_service
 from tests.conftest import ON_POSTGRES, OrgKey
+from tests.factories import make_watches
 from tests.processes import driftgate_env, wait_until
 from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
-
-
-def make_watches(database: Database, org: OrgKey, tmp_path: Path, urls: list[str]) -> list[str]:
-    from tests.conftest import make_settings
-
-    box = load_secret_box(make_settings(tmp_path, database_url=database.url))
-    principal = Principal(org.org_id, org.org_name, "pro", frozenset(), "api_key", org.key_id)
-    ids = []
-    with database.transaction() as session:
-        for index, url in enumerate(urls):
-            data = WatchCreate.model_validate(
-                {"name": f"w{index}", "url": url, "watchType": "openapi"}
-            )
-            ids.append(watch_service.create_watch(session, principal, data, box).id)
-    return ids
 
 
 def controller_process(

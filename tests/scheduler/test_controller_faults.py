@@ -17,15 +17,13 @@ import pytest
 from sqlalchemy import func, select
 
 from controller.crypto import load_secret_box
-from controller.model.principal import Principal
-from controller.model.watch import WatchCreate
 from controller.scheduler import Controller, enqueue_due_checks
 from controller.store import jobs
 from controller.store.db import Database
 from controller.store.models import Job, Watch
-from controller.watches import service as watch_service
 from tests.conftest import ON_POSTGRES, OrgKey, make_settings
 from tests.dbproxy import DatabaseProxy
+from tests.factories import make_watches
 from tests.processes import wait_until
 from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
@@ -77,27 +75,12 @@ def every_log() -> Iterator[Records]:
     driftgate.setLevel(level)
 
 
-def make_watches(database: Database, org: OrgKey, tmp_path: Path, urls: list[str]) -> list[str]:
-    box = load_secret_box(make_settings(tmp_path, database_url=database.url))
-    principal = Principal(org.org_id, org.org_name, "pro", frozenset(), "api_key", org.key_id)
-    with database.transaction() as session:
-        return [
-            watch_service.create_watch(
-                session,
-                principal,
-                WatchCreate.model_validate(
-                    {"name": f"w{i}", "url": url, "watchType": "openapi", "intervalMinutes": 1}
-                ),
-                box,
-            ).id
-            for i, url in enumerate(urls)
-        ]
-
-
 def test_a_check_handed_on_after_an_outage_is_its_slots_only_check(
     database: Database, acme: OrgKey, tmp_path: Path
 ) -> None:
-    (watch_id,) = make_watches(database, acme, tmp_path, ["https://x.example/openapi.json"])
+    (watch_id,) = make_watches(
+        database, acme, tmp_path, ["https://x.example/openapi.json"], intervalMinutes=1
+    )
     assert enqueue_due_checks(database, NOW) == 1
     (cut_off,) = jobs.claim(database, worker="cut-off", kinds=("check",), now=NOW)
     # The check could not be recorded: the store was away for two minutes. When it is back,
@@ -149,7 +132,9 @@ def test_the_controller_rides_out_an_outage_and_checks_each_watch_once_after_it(
 ) -> None:
     paths = [f"/v{i}.json" for i in range(WATCHES)]
     spec = as_json(charges_spec())
-    make_watches(database, acme, tmp_path, [server.set(path, spec) for path in paths])
+    make_watches(
+        database, acme, tmp_path, [server.set(path, spec) for path in paths], intervalMinutes=1
+    )
     bounded = Database(
         proxy.url(database.url), pool_size=12, connect_timeout=2, statement_timeout=0.5
     )

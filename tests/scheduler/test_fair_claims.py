@@ -26,8 +26,8 @@ from controller.store import jobs
 from controller.store.db import Database
 from controller.store.models import Job, Watch
 from tests.conftest import OrgKey, make_settings
+from tests.factories import make_watches
 from tests.processes import wait_until
-from tests.scheduler.test_scheduling import make_watches
 from tests.servers import SpecServer, spec_server, stalling
 from tests.specs import as_json, charges_spec
 

@@ -20,35 +20,9 @@ from controller.store import jobs
 from controller.store.db import Database
 from controller.store.models import Job, OutboxMessage, Watch
 from tests.conftest import ON_POSTGRES, OrgKey, make_settings
+from tests.factories import make_watches
 from tests.servers import Loopback, SpecServer
 from tests.specs import as_json, charges_spec
-
-
-def make_watches(database: Database, org: OrgKey, tmp_path: Path, urls: list[str]) -> list[str]:
-    """Watches on `urls`, named by their URL (unique in the org)."""
-    from controller.model.principal import Principal
-    from controller.model.watch import WatchCreate
-    from controller.watches import service as watch_service
-
-    box = load_secret_box(make_settings(tmp_path, database_url=database.url))
-    principal = Principal(org.org_id, org.org_name, "pro", frozenset(), "api_key", org.key_id)
-    with database.transaction() as session:
-        return [
-            watch_service.create_watch(
-                session,
-                principal,
-                WatchCreate.model_validate(
-                    {
-                        "name": url.split("//")[1].replace("/", "-"),
-                        "url": url,
-                        "watchType": "openapi",
-                    }
-                ),
-                box,
-            ).id
-            for url in urls
-        ]
-
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
