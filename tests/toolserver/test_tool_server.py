@@ -22,7 +22,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 
 from cli.toolserver.tools import TOOLS
 from tests.conftest import OrgKey
-from tests.gate.test_run_gate import BREAKING, CASES, GOOD, SLUG, WATCH, Gate
+from tests.gate.conftest import BREAKING, CASES, GOOD, SLUG, WATCH, Gate
 from tests.processes import DRIFTGATE, stop_process
 from tests.servers import serving
 
