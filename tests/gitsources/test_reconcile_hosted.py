@@ -3,8 +3,6 @@ repository: its agents and inline watches are applied as driftgate's own."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from sqlalchemy import select
 
 from controller.store.db import Database
@@ -12,8 +10,7 @@ from controller.store.models import Agent, Watch
 from tests.conftest import OrgKey
 from tests.factories import Make, run
 from tests.gitrepos import RepoBuilder
-
-FIXTURES = Path(__file__).parent / "hosted"
+from tests.gitsources.conftest import HOSTED
 
 OURS = """\
 version: 1
@@ -30,7 +27,7 @@ def test_the_hosted_file_is_applied_beside_driftgates_own(
     repo.commit(
         {
             ".driftgate/watch-sets.yaml": OURS,
-            ".driftguard/agents.yaml": (FIXTURES / "valid" / "plain-apis.yaml").read_text(),
+            ".driftguard/agents.yaml": (HOSTED / "valid" / "plain-apis.yaml").read_text(),
             ".driftguard/gates.yaml": "not: [driftgate's",  # the hosted harness's: not read
         }
     )
@@ -54,7 +51,7 @@ def test_the_hosted_file_is_applied_beside_driftgates_own(
 def test_an_a2a_card_watch_is_declared_and_a_bad_hosted_file_stalls(
     repo: RepoBuilder, make_reconciler: Make, acme: OrgKey, database: Database
 ) -> None:
-    card = (FIXTURES / "valid" / "card-and-tools.yaml").read_text()
+    card = (HOSTED / "valid" / "card-and-tools.yaml").read_text()
     repo.commit({".driftguard/agents.yaml": card})
     reconciler, settings = make_reconciler({"name": "fleet", "org": "acme", "url": repo.url})
     assert run(reconciler, settings).result == "applied"

@@ -4,12 +4,19 @@ revision stalls, and the agents, watches and their history stay as they were.
 
 Before, a link, a directory or a submodule at `.driftguard/agents.yaml` was skipped in
 silence and the revision pruned its agents and watches.
+
+So is a file over `git_max_file_bytes`, or one that takes the revision over
+`git_max_revision_bytes` (issue 31, points 4 and 7); a file the loader does not read is never
+read, however large, and a revision refused as too large is validated again when the limit is
+raised.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import pygit2
 import pytest
 from pygit2.enums import FileMode
 from sqlalchemy import func, select
@@ -25,10 +32,16 @@ from controller.store.models import (
     Watch,
 )
 from tests.conftest import OrgKey
-from tests.factories import FILES, Make, run, set_state
+from tests.factories import AGENTS, FILES, TEMPLATES, Make, run, set_state
 from tests.gitrepos import RepoBuilder
-from tests.gitsources.test_reconcile import ORDER_PROFILE
-from tests.gitsources.test_reconcile_hosted import FIXTURES
+from tests.gitsources.conftest import (
+    HOSTED,
+    ORDER_PROFILE,
+    condition,
+    profiles,
+    snapshot,
+    source_row,
+)
 
 SUBMODULE = "0123456789abcdef0123456789abcdef01234567"
 LEDGER = """\
@@ -49,7 +62,7 @@ GOOD = {
     ".driftgate/dashboards.yaml": DASHBOARDS,
     ".driftgate/watch-sets/ledger.yaml": LEDGER,
     ".driftgate/profiles/order.yaml": ORDER_PROFILE,
-    ".driftguard/agents.yaml": (FIXTURES / "valid" / "plain-apis.yaml").read_text(),
+    ".driftguard/agents.yaml": (HOSTED / "valid" / "plain-apis.yaml").read_text(),
 }
 LIMIT = 4096  # git_max_file_bytes: every good file is well within it
 
@@ -154,3 +167,133 @@ def test_a_file_that_cannot_be_read_stalls_in_either_directory_and_prunes_nothin
     assert state(database) == before
     with database.session() as session:
         assert session.get_one(Source, "fleet").last_applied_revision == fixed
+
+
+# In `.driftgate/` alone, and over the limits (issue 31, points 4 and 7).
+
+PROFILED = {**FILES, ".driftgate/profiles/order.yaml": ORDER_PROFILE}
+
+
+@pytest.mark.parametrize(
+    ("files", "modes", "where", "needle"),
+    [
+        (
+            {".driftgate/agents.yaml": "../shared/agents.yaml"},
+            {".driftgate/agents.yaml": FileMode.LINK},
+            ".driftgate/agents.yaml:1:1",
+            "cannot read: it is a symbolic link",
+        ),
+        (
+            {".driftgate/watch-sets.yaml": SUBMODULE},
+            {".driftgate/watch-sets.yaml": FileMode.COMMIT},
+            ".driftgate/watch-sets.yaml:1:1",
+            "it is a submodule",
+        ),
+        (
+            {".driftgate/templates.yaml": None, ".driftgate/templates.yaml/a.yaml": TEMPLATES},
+            {},
+            ".driftgate/templates.yaml:1:1",
+            "it is a directory, not a file",
+        ),
+        (
+            {".driftgate/profiles/order.yaml": None, ".driftgate/profiles": "../shared-profiles"},
+            {".driftgate/profiles": FileMode.LINK},
+            ".driftgate/profiles:1:1",
+            "symbolic link",
+        ),
+        (
+            {".driftgate/agents.yaml": AGENTS + "# padding\n" * 61},
+            {},
+            ".driftgate/agents.yaml:1:1",
+            "the file has 1,033 bytes (1 KiB), more than the limit of 1 KiB per file",
+        ),
+        (
+            {".driftgate/profiles/zz.json": json.dumps({"id": "zz", "x": "z" * 400})},
+            {},
+            ".driftgate/profiles/zz.json:1:1",
+            "would take more than 1.2 KiB in all (git_max_revision_bytes)",
+        ),
+    ],
+    ids=["symlink", "submodule", "directory", "linked-profiles", "too-large", "over-total"],
+)
+def test_a_file_that_cannot_be_read_stalls_and_keeps_what_was_applied(
+    repo: RepoBuilder,
+    make_reconciler: Make,
+    acme: OrgKey,
+    database: Database,
+    files: dict[str, str | None],
+    modes: dict[str, FileMode],
+    where: str,
+    needle: str,
+) -> None:
+    good = repo.commit(PROFILED)
+    reconciler, settings = make_reconciler(
+        {"name": "fleet", "org": "acme", "url": repo.url},
+        git_max_file_bytes=1024,
+        git_max_revision_bytes=1250,
+    )
+    assert run(reconciler, settings).result == "applied"
+    before = snapshot(database), profiles(database)
+    assert [agent[0] for agent in before[0]["agents"]] == ["billing-agent", "triage-bot"]
+    bad = repo.commit(files, message="cannot be read", modes=modes)
+    result = run(reconciler, settings)
+    assert result.result == "stalled", result.as_dict()
+    # Nothing pruned: the agents (and every other object) the source owned are still there.
+    assert (snapshot(database), profiles(database)) == before
+    row = source_row(database)
+    assert row.last_applied_revision == good and row.last_attempted_revision == bad
+    rendered = [f"{p['file']}:{p['line']}:{p['column']}: {p['message']}" for p in row.problems]
+    assert any(line.startswith(where) and needle in line for line in rendered), rendered
+    ready = condition(row, "Ready")
+    assert ready["status"] == "False" and ready["reason"] == "ValidationFailed"
+    assert where in ready["message"]
+    assert condition(row, "Stalled")["status"] == "True"
+    again = run(reconciler, settings)
+    assert again.result == "stalled" and again.repeat  # not read again until a new revision
+    removed = {path: None for path in files if path not in PROFILED}
+    fixed = repo.commit({**removed, **PROFILED}, message="fix")
+    assert run(reconciler, settings).result == "applied"
+    assert source_row(database).last_applied_revision == fixed
+
+
+def test_a_large_file_the_loader_does_not_read_is_never_read(
+    repo: RepoBuilder,
+    make_reconciler: Make,
+    acme: OrgKey,
+    database: Database,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from controller.sources import git as git_source
+
+    repo.commit({**FILES, ".driftgate/backup.bin": b"\0" * 4096, ".driftgate/NOTES": "../x"})
+    reconciler, settings = make_reconciler(
+        {"name": "fleet", "org": "acme", "url": repo.url}, git_max_file_bytes=1024
+    )
+    sizes: list[int] = []
+    real_data = git_source._blob_data
+
+    def recording_data(git: pygit2.Repository, item: pygit2.Object) -> bytes:
+        data = real_data(git, item)
+        sizes.append(len(data))
+        return data
+
+    monkeypatch.setattr(git_source, "_blob_data", recording_data)
+    result = run(reconciler, settings)
+    assert result.result == "applied", result.as_dict()
+    assert sorted(sizes) == sorted(len(text.encode()) for text in FILES.values())
+
+
+def test_a_revision_refused_as_too_large_is_validated_again_under_a_raised_limit(
+    repo: RepoBuilder, make_reconciler: Make, acme: OrgKey, database: Database
+) -> None:
+    repo.commit(FILES)
+    source = {"name": "fleet", "org": "acme", "url": repo.url}
+    small, settings = make_reconciler(source, git_max_file_bytes=1024)
+    assert run(small, settings).result == "applied"
+    big = repo.commit({".driftgate/agents.yaml": AGENTS + "# padding\n" * 61})
+    assert run(small, settings).result == "stalled"
+    assert run(small, settings).repeat
+    raised, settings = make_reconciler(source, git_max_file_bytes=2048)
+    result = run(raised, settings)
+    assert result.result == "applied", result.as_dict()
+    assert source_row(database).last_applied_revision == big
