@@ -1,93 +1,35 @@
-"""The `.driftgate/` loader: every problem at its exact line and column, all of them at once."""
+"""The `.driftgate/` loader: a valid bundle builds the models, every problem of each file's schema
+is at its exact line and column, and which files it reads (misnamed, unreadable, over the limit,
+the shipped examples). YAML itself, secrets and what spans entries and files are in
+test_load_yaml.py, test_load_secrets.py and test_load_references.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from textwrap import dedent
 
-import pytest
-import yaml
-
-from controller.gitsources.load import FILES, Bundle, Problem, load_bundle
+from controller.gitsources.load import FILES, Problem, load_bundle
 from controller.model.gitops import (
     POLICY_PRESETS,
     AgentsFile,
     InlineWatch,
     Policy,
-    env_reference,
-    is_sensitive_header,
 )
 from controller.model.watch import WatchType
+from tests.gitsources.conftest import (
+    SECRET_SETS,
+    VALID_AGENTS,
+    VALID_TEMPLATES,
+    VALID_WATCH_SETS,
+    load,
+    only,
+    problems,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
-AGENTS = """\
-version: 1
-policies:
-  review-first:
-    on_breaking: [notify, draft_pr]
-    require_ack_to_unblock: true
-agents:
-  - id: billing-agent
-    name: Billing agent
-    environment: production
-    policy: production-guard
-    watches:
-      - stripe-api
-      - {name: petstore, url: "https://petstore.example.com/openapi.json", type: openapi}
-    runtime_webhook: https://orchestrator.example.com/hooks/driftgate
-    repoRef: acme/billing-agent@main
-  - id: triage-bot
-    slug: triage
-    policy: review-first
-"""
-
-TEMPLATES = """\
-version: 1
-templates:
-  - name: stripe
-    watchType: openapi
-    urlPattern: https://stripe.example.com/openapi.json
-    policyPreset: production-guard
-    headers:
-      Authorization: ${env:STRIPE_AUTHORIZATION}
-      Stripe-Version: "2024-06-20"
-    tags: [vendor:stripe]
-"""
-
-WATCH_SETS = """\
-version: 1
-watchSets:
-  - name: production
-    environment: production
-    watches:
-      - name: stripe-api
-        template: stripe
-        intervalMinutes: 5
-      - name: github-mcp
-        url: https://mcp.example.com/mcp
-        watchType: mcp
-"""
-
-
-def load(**texts: str) -> Bundle:
-    """Load files given as keyword arguments: agents=..., templates=..., watch_sets=..."""
-    files = {f"{key.replace('_', '-')}.yaml": dedent(text).encode() for key, text in texts.items()}
-    return load_bundle(files)
-
-
-def problems(**texts: str) -> list[tuple[str, int, int, str]]:
-    return [(p.file, p.line, p.column, p.message) for p in load(**texts).problems]
-
-
-def only(**texts: str) -> Problem:
-    found = load(**texts).problems
-    assert len(found) == 1, found
-    return found[0]
-
 
 def test_a_valid_bundle_builds_the_models() -> None:
-    bundle = load(agents=AGENTS, templates=TEMPLATES, watch_sets=WATCH_SETS)
+    bundle = load(agents=VALID_AGENTS, templates=VALID_TEMPLATES, watch_sets=VALID_WATCH_SETS)
     assert bundle.problems == [] and bundle.ok
     assert bundle.agents is not None and bundle.templates is not None
     assert bundle.watch_sets is not None
@@ -126,7 +68,7 @@ def test_a_single_action_is_a_list_of_one() -> None:
 
 
 def test_model_dump_by_alias_round_trips() -> None:
-    bundle = load(agents=AGENTS)
+    bundle = load(agents=VALID_AGENTS)
     assert bundle.agents is not None
     dumped = bundle.agents.model_dump(by_alias=True, exclude_none=True)
     assert dumped["agents"][0]["repoRef"] == "acme/billing-agent@main"
@@ -140,7 +82,7 @@ def test_problems_are_formatted_file_line_column() -> None:
 
 
 def test_locate_finds_values_keys_and_ancestors() -> None:
-    bundle = load(agents=AGENTS)
+    bundle = load(agents=VALID_AGENTS)
     assert bundle.locate("agents.yaml", ("agents", 0, "policy")) == (10, 13)
     assert bundle.locate(".driftgate/agents.yaml", ("agents", 0, "policy"), key=True) == (10, 5)
     assert bundle.locate("agents.yaml", ("agents", 0, "watches", 1, "url")) == (13, 31)
@@ -149,123 +91,6 @@ def test_locate_finds_values_keys_and_ancestors() -> None:
 
 
 # Step 1: YAML
-
-
-def test_invalid_yaml_reports_the_parser_position() -> None:
-    text = "version: 1\nagents:\n  - id: a\n    policy: [unclosed\n"
-    (problem,) = load(agents=text).problems
-    assert problem.file == ".driftgate/agents.yaml"
-    assert (problem.line, problem.column) == (5, 1)
-    assert problem.message.startswith("invalid YAML: ")
-
-
-def test_a_tab_indentation_is_invalid_yaml_with_its_position() -> None:
-    assert problems(agents="version: 1\nagents:\n\t- id: a\n") == [
-        (
-            ".driftgate/agents.yaml",
-            3,
-            1,
-            "invalid YAML: found character that cannot start any token"
-            if yaml.__with_libyaml__
-            else "invalid YAML: found character '\\t' that cannot start any token",
-        )
-    ]
-
-
-def test_duplicate_keys_name_both_lines() -> None:
-    text = "version: 1\nagents:\n  - id: a\n    policy: notify-only\n    policy: staging-strict\n"
-    problem = only(agents=text)
-    assert (problem.line, problem.column) == (5, 5)
-    assert problem.message == "duplicate key 'policy' (first at line 4)"
-    assert problem.path == "agents[0].policy"
-    assert load(agents=text).agents is None
-
-
-def test_merge_keys_are_not_duplicates() -> None:
-    text = """\
-        version: 1
-        agents:
-          - &base
-            id: a
-            policy: staging-strict
-          - <<: *base
-            id: b
-        """
-    bundle = load(agents=text)
-    assert bundle.problems == []
-    assert bundle.agents is not None
-    assert [(a.id, a.policy) for a in bundle.agents.agents] == [
-        ("a", "staging-strict"),
-        ("b", "staging-strict"),
-    ]
-
-
-def test_alias_expansion_is_bounded() -> None:
-    lines = ["version: 1", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
-    for i in range(1, 8):
-        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
-    problem = only(agents="\n".join(lines) + "\n")
-    assert problem.message == "too many values (more than 100000)"
-    assert (problem.line, problem.column) == (6, 1)  # a4 is the first to expand past the limit
-
-
-def test_recursive_aliases_and_deep_nesting_are_refused() -> None:
-    problem = only(agents="version: 1\nagents: &loop [*loop]\n")
-    assert (problem.line, problem.column) == (2, 1)
-    assert problem.message == "nested deeper than 64 levels"
-    assert only(agents="version: 1\nagents: " + "[" * 70 + "]" * 70 + "\n").line == 2
-
-
-def test_empty_file_and_non_mapping() -> None:
-    assert problems(agents="# nothing yet\n") == [
-        (".driftgate/agents.yaml", 1, 1, "the file is empty: start it with `version: 1`")
-    ]
-    assert problems(agents="- id: a\n") == [
-        (
-            ".driftgate/agents.yaml",
-            1,
-            1,
-            "the file must be a mapping that starts with `version: 1`",
-        )
-    ]
-
-
-def test_not_utf8() -> None:
-    bundle = load_bundle({"agents.yaml": b"version: 1\nagents:\n  - id: caf\xe9\n"})
-    assert [(p.line, p.column, p.message) for p in bundle.problems] == [
-        (3, 12, "the file is not UTF-8 text: save it as UTF-8")
-    ]
-
-
-def test_control_characters_and_unsafe_tags() -> None:
-    assert problems(agents="version: 1\nagents:\n  - id: a\x07b\n") == [
-        (".driftgate/agents.yaml", 3, 10, "invalid YAML: a control character is not allowed")
-    ]
-    problem = only(agents="version: 1\nagents:\n  - id: !!python/name:os.system x\n")
-    assert (problem.line, problem.column) == (3, 9)
-    assert problem.message.startswith("invalid YAML: could not determine a constructor")
-
-
-def test_unquoted_dates_and_numbers_ask_for_quotes() -> None:
-    assert problems(agents="version: 1\nagents:\n  - id: a\n    environment: 2024-01-01\n") == [
-        (
-            ".driftgate/agents.yaml",
-            4,
-            18,
-            "environment must be a string, not a date (quote the value)",
-        )
-    ]
-
-
-def test_multiple_documents_are_refused() -> None:
-    problem = only(agents="version: 1\nagents: []\n---\nversion: 1\n")
-    assert (problem.line, problem.column) == (3, 1)
-    assert problem.message == (
-        "invalid YAML: expected a single document in the stream, but found another document"
-    )
-
-
-# Step 2: schema
 
 
 def test_version() -> None:
@@ -402,7 +227,7 @@ def test_watch_set_entries_need_a_template_or_url_and_type() -> None:
                 url: https://c.example.com/mcp
                 intervalMinutes: 0
         """
-    assert problems(templates=TEMPLATES, watch_sets=text) == [
+    assert problems(templates=VALID_TEMPLATES, watch_sets=text) == [
         (
             ".driftgate/watch-sets.yaml",
             5,
@@ -419,75 +244,6 @@ def test_watch_set_entries_need_a_template_or_url_and_type() -> None:
         (".driftgate/watch-sets.yaml", 11, 9, "unknown key 'type': did you mean 'watchType'?"),
         (".driftgate/watch-sets.yaml", 13, 26, "intervalMinutes must be at least 1"),
     ]
-
-
-SECRET_SETS = """\
-version: 1
-watchSets:
-  - name: prod
-    watches:
-      - name: a
-        url: https://a.example.com/openapi.json
-        watchType: openapi
-        headers:
-          Authorization: Bearer sk_live_0123456789abcdef
-          X-Api-Key: sk_live_0123456789abcdef
-          X-Session-Token: ${env:lower_case}
-          Cookie: ${env:SESSION_COOKIE}
-          Accept-Language: en
-          Bad Header: x
-"""
-
-
-def test_plain_secrets_are_refused_without_being_echoed() -> None:
-    found = load(watch_sets=SECRET_SETS).problems
-    assert [(p.line, p.column, p.message) for p in found] == [
-        (9, 26, "header Authorization: plain secrets in git are refused: use ${env:NAME}"),
-        (10, 22, "header X-Api-Key: plain secrets in git are refused: use ${env:NAME}"),
-        (
-            11,
-            28,
-            "header X-Session-Token: write ${env:NAME} with NAME in A-Z, 0-9 and _ "
-            "(the whole value)",
-        ),
-        (14, 11, "'Bad Header' is not a valid header name"),
-    ]
-    assert found[0].path == "watchSets[0].watches[0].headers.Authorization"
-    assert found[3].path == 'watchSets[0].watches[0].headers["Bad Header"]'
-    assert not any("sk_live" in str(p) or "lower_case" in str(p) for p in found)
-
-
-def test_env_references_and_plain_ordinary_headers_are_accepted() -> None:
-    bundle = load(templates=TEMPLATES)
-    assert bundle.problems == []
-    assert bundle.templates is not None
-    headers = bundle.templates.templates[0].headers
-    assert env_reference(headers["Authorization"]) == "STRIPE_AUTHORIZATION"
-    assert env_reference(headers["Stripe-Version"]) is None
-
-
-@pytest.mark.parametrize(
-    ("name", "sensitive"),
-    [
-        ("Authorization", True),
-        ("proxy-authorization", True),
-        ("Cookie", True),
-        ("X-API-Key", True),
-        ("X-Auth-Token", True),
-        ("X-Client-Secret", True),
-        ("Db-Password", True),
-        ("Accept", False),
-        ("Stripe-Version", False),
-        ("Set-Cookie-Policy", False),
-    ],
-)
-def test_sensitive_header_names(name: str, sensitive: bool) -> None:
-    assert is_sensitive_header(name) is sensitive
-    text = (
-        "version: 1\ntemplates:\n  - name: t\n    watchType: rest\n"
-        f"    urlPattern: https://x.example.com/v1\n    headers:\n      {name}: plain\n"
-    )
-    assert load(templates=text).ok is not sensitive
 
 
 def test_templates() -> None:
@@ -524,175 +280,6 @@ def test_templates() -> None:
         (".driftgate/templates.yaml", 8, 5, "missing required key 'urlPattern'"),
         (".driftgate/templates.yaml", 8, 5, "missing required key 'watchType'"),
     ]
-
-
-def test_every_error_of_every_file_is_reported_at_once() -> None:
-    found = problems(
-        agents="version: 1\nagents:\n  - id: A\n  - {}\n",
-        templates="version: 1\ntemplates: {}\n",
-        watch_sets="version: 1\nwatchSets:\n  - name: ''\n",
-    )
-    assert [(file.rsplit("/")[-1], line, column) for file, line, column, _ in found] == [
-        ("agents.yaml", 3, 9),
-        ("agents.yaml", 4, 5),
-        ("templates.yaml", 2, 12),
-        ("watch-sets.yaml", 3, 11),
-    ]
-    assert found[2][3] == "templates must be a list, not a mapping"
-    assert found[3][3] == "name must not be empty"
-
-
-# Step 4: semantics
-
-
-def test_duplicate_agent_ids_and_slugs() -> None:
-    text = """\
-        version: 1
-        agents:
-          - id: billing
-          - id: billing
-          - id: triage
-            slug: billing-v2
-          - id: billing-v2
-        """
-    assert problems(agents=text) == [
-        (".driftgate/agents.yaml", 4, 9, "duplicate agent id or slug 'billing' (first at line 3)"),
-        (
-            ".driftgate/agents.yaml",
-            7,
-            9,
-            "duplicate agent id or slug 'billing-v2' (first at line 6)",
-        ),
-    ]
-
-
-def test_an_agent_policy_must_be_a_preset_or_declared() -> None:
-    text = """\
-        version: 1
-        policies:
-          review-first: {}
-        agents:
-          - id: a
-            policy: review-frist
-          - id: b
-            policy: review-first
-        """
-    problem = only(agents=text)
-    assert (problem.line, problem.column) == (6, 13)
-    assert problem.message == (
-        "unknown policy 'review-frist': use a preset (notify-only, staging-strict, "
-        "production-guard) or declare it under policies; did you mean 'review-first'?"
-    )
-    assert problem.path == "agents[0].policy"
-
-
-def test_an_agent_lists_a_watch_once() -> None:
-    text = "version: 1\nagents:\n  - id: a\n    watches: [x, y, x]\n"
-    problem = only(agents=text)
-    assert (problem.line, problem.column) == (4, 21)
-    assert problem.message == "duplicate watch 'x' (first at line 4)"
-
-
-def test_unknown_templates() -> None:
-    text = """\
-        version: 1
-        watchSets:
-          - name: prod
-            watches:
-              - name: a
-                template: strpe
-              - name: b
-                template: system/stripe-openapi
-        """
-    assert problems(templates=TEMPLATES, watch_sets=text) == [
-        (
-            ".driftgate/watch-sets.yaml",
-            6,
-            19,
-            "unknown template 'strpe': not in templates.yaml; did you mean 'stripe'?",
-        ),
-        (
-            ".driftgate/watch-sets.yaml",
-            8,
-            19,
-            "unknown template 'system/stripe-openapi': not in templates.yaml",
-        ),
-    ]
-    bundle = load_bundle(
-        {"templates.yaml": TEMPLATES.encode(), "watch-sets.yaml": dedent(text).encode()},
-        known_templates={"system/stripe-openapi"},
-    )
-    assert [p.message for p in bundle.problems] == [
-        "unknown template 'strpe': not in templates.yaml or the catalog; did you mean 'stripe'?"
-    ]
-
-
-def test_a_template_with_placeholders_needs_a_url() -> None:
-    templates = (
-        "version: 1\ntemplates:\n  - name: any-openapi\n    watchType: openapi\n"
-        "    urlPattern: https://{host}/openapi.json\n"
-    )
-    sets = """\
-        version: 1
-        watchSets:
-          - name: prod
-            watches:
-              - name: a
-                template: any-openapi
-              - name: b
-                template: any-openapi
-                url: https://b.example.com/openapi.json
-        """
-    problem = only(templates=templates, watch_sets=sets)
-    assert (problem.line, problem.column) == (6, 19)
-    assert problem.message == (
-        "template 'any-openapi' has {placeholders} in its urlPattern: give url"
-    )
-
-
-def test_duplicate_names_in_templates_and_watch_sets() -> None:
-    templates = TEMPLATES + (
-        "  - name: stripe\n    watchType: openapi\n    urlPattern: https://s.example.com/x\n"
-    )
-    sets = """\
-        version: 1
-        watchSets:
-          - name: prod
-            watches:
-              - {name: a, url: "https://a.example.com/openapi.json", watchType: openapi}
-          - name: prod
-            watches:
-              - {name: a, url: "https://a.example.com/openapi.json", watchType: openapi}
-        """
-    assert problems(templates=templates, watch_sets=sets) == [
-        (".driftgate/templates.yaml", 11, 11, "duplicate template name 'stripe' (first at line 3)"),
-        (".driftgate/watch-sets.yaml", 6, 11, "duplicate watch set 'prod' (first at line 3)"),
-        (".driftgate/watch-sets.yaml", 8, 16, "duplicate watch 'a' (first at line 5)"),
-    ]
-
-
-def test_an_inline_watch_may_repeat_a_declaration_but_not_contradict_it() -> None:
-    agents = """\
-        version: 1
-        agents:
-          - id: a
-            watches:
-              - {name: github-mcp, url: "https://mcp.example.com/mcp", type: mcp}
-              - {name: petstore, url: "https://petstore.example.com/v3.json", type: openapi}
-          - id: b
-            watches:
-              - {name: github-mcp, url: "https://other.example.com/mcp", type: mcp}
-              - {name: petstore, url: "https://petstore.example.com/v3.json", type: openapi}
-        """
-    problem = only(agents=agents, templates=TEMPLATES, watch_sets=WATCH_SETS)
-    assert (problem.file, problem.line, problem.column) == (".driftgate/agents.yaml", 9, 16)
-    assert problem.message == (
-        "watch 'github-mcp' is declared with another URL or type in watch-sets.yaml (line 9); "
-        "refer to it by name"
-    )
-
-
-# Files
 
 
 def test_misnamed_files_are_pointed_out_and_others_ignored() -> None:
