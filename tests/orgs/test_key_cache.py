@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,8 +24,28 @@ from tests.conftest import OrgKey, make_settings
 from web.auth import authenticate
 from web.routes import Call, Registry
 
-# Long enough that a few requests on a loaded machine fit in it; the tests wait it out.
-SHORT_TTL = 0.5
+TTL = 60.0  # on the test's clock, which moves only when the test moves it
+
+
+class Clock:
+    """The key cache's clock (`time.monotonic` as `controller.orgs.auth_service` reads it),
+    standing still until the test moves it on: expiry without waiting for it."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    made = Clock()
+    monkeypatch.setattr(auth_service, "time", made)
+    return made
 
 
 @pytest.fixture(autouse=True)
@@ -66,11 +85,6 @@ def revoke_in_database(database: Database, key_id: str) -> None:
         )
 
 
-def wait_for_expiry(key: str) -> None:
-    expires_at = KEY_CACHE._entries[hash_token(key)][0]
-    time.sleep(max(0.0, expires_at - time.monotonic()) + 0.05)
-
-
 def principal(name: str) -> Principal:
     return Principal(f"id-{name}", name, "pro", frozenset(), "api_key", f"key-{name}")
 
@@ -86,13 +100,15 @@ def test_create_app_sets_the_ttl_from_the_setting(tmp_path: Path, database: Data
 
 
 def test_a_key_revoked_elsewhere_works_until_the_ttl_passes(
-    client: FlaskClient, acme: OrgKey, database: Database
+    client: FlaskClient, acme: OrgKey, database: Database, clock: Clock
 ) -> None:
-    KEY_CACHE.ttl = SHORT_TTL
+    KEY_CACHE.ttl = TTL
     assert client.get("/api/watches", headers=acme.headers).status_code == 200
     revoke_in_database(database, acme.key_id)
     assert client.get("/api/watches", headers=acme.headers).status_code == 200
-    wait_for_expiry(acme.key)
+    clock.advance(TTL - 1)
+    assert client.get("/api/watches", headers=acme.headers).status_code == 200
+    clock.advance(1)  # the TTL has passed since the key was read
     response = client.get("/api/watches", headers=acme.headers)
     assert response.status_code == 401
     assert response.json is not None and response.json["error"] == "invalid_api_key"
@@ -197,12 +213,12 @@ def test_the_least_recently_used_key_is_evicted() -> None:
     assert list(cache._entries) == ["a", "c"]
 
 
-def test_an_expired_entry_is_dropped_on_read() -> None:
+def test_an_expired_entry_is_dropped_on_read(clock: Clock) -> None:
     cache = KeyCache()
-    cache.ttl = 0.05
+    cache.ttl = TTL
     cache.put("a", principal("a"))
     assert cache.get("a") == principal("a")
-    time.sleep(0.1)
+    clock.advance(TTL)
     assert cache.get("a") is None
     assert cache._entries == {}
 
