@@ -1,4 +1,5 @@
-"""driftgate as a real process in tests: a free port, and waiting until it answers `/health`."""
+"""driftgate as a real process in tests: a free port, waiting until it answers `/health`, and
+waiting until it has taken the connections a test holds open."""
 
 from __future__ import annotations
 
@@ -63,6 +64,35 @@ def wait_until_healthy(
         if process.poll() is not None or time.monotonic() > deadline:
             raise AssertionError(log.read_text())
         time.sleep(0.1)
+
+
+def wait_until_taken(*connections: socket.socket, timeout: float = 30.0) -> None:
+    """Return once the server at the other end of each of `connections` has accepted it and
+    read every byte sent on it so far, or has closed it: the moment a test may count on the
+    server holding them (half a request, an idle keep-alive). Read from the kernel's table of
+    TCP sockets (Linux's /proc/net/tcp), as the server process gives no sign of its own."""
+    wait_until(lambda: all(_taken(connection) for connection in connections), timeout)
+
+
+def _taken(connection: socket.socket) -> bool:
+    """The server's end of `connection`: accepted (a socket not yet accepted has no inode),
+    its receive queue empty, or no longer established."""
+    server, client = (
+        _tcp_address(*connection.getpeername()),
+        _tcp_address(*connection.getsockname()),
+    )
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if (fields[1], fields[2]) == (server, client):
+            state, queues, inode = fields[3], fields[4], fields[9]
+            established = state == "01"
+            return not established or (inode != "0" and int(queues.split(":")[1], 16) == 0)
+    return True  # gone: the server closed it and the kernel is done with it
+
+
+def _tcp_address(host: str, port: int) -> str:
+    """An IPv4 address and port as /proc/net/tcp writes them (the address in host order)."""
+    return f"{int.from_bytes(socket.inet_aton(host), sys.byteorder):08X}:{port:04X}"
 
 
 def stop_process(process: subprocess.Popen[Any], timeout: float = 30) -> int:

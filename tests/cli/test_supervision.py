@@ -17,7 +17,14 @@ import pytest
 from controller.store.db import Database
 from controller.store.lockfile import acquire_controller_lock, sqlite_file
 from tests.conftest import ON_POSTGRES
-from tests.processes import DRIFTGATE, driftgate_env, free_port, wait_until, wait_until_healthy
+from tests.processes import (
+    DRIFTGATE,
+    driftgate_env,
+    free_port,
+    wait_until,
+    wait_until_healthy,
+    wait_until_taken,
+)
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="reads processes from /proc"
@@ -110,7 +117,7 @@ def test_the_children_of_up_die_within_two_seconds_of_a_kill_9(
     idle = socket.create_connection(("127.0.0.1", port))
     partial = socket.create_connection(("127.0.0.1", port))
     partial.sendall(b"GET /health HTTP/1.1\r\nHost: driftgate\r\n")
-    time.sleep(0.3)
+    wait_until_taken(idle, partial)
     try:
         up.kill()
         killed = time.monotonic()

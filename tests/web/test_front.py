@@ -19,7 +19,13 @@ from gunicorn.config import Config
 
 from controller import __version__
 from controller.store.db import Database
-from tests.processes import DRIFTGATE, driftgate_env, free_port, wait_until_healthy
+from tests.processes import (
+    DRIFTGATE,
+    driftgate_env,
+    free_port,
+    wait_until_healthy,
+    wait_until_taken,
+)
 from web.front import (
     MAX_HEADER_BYTES,
     Framing,
@@ -205,7 +211,7 @@ def test_half_open_connections_do_not_hold_threads(served: int) -> None:
             else:
                 sock.sendall(b"POST /api/preflight HTTP/1.1\r\nContent-Length: 500\r\n\r\n{")
             holders.append(sock)
-        time.sleep(0.2)
+        wait_until_taken(*holders)  # the server holds all twenty
         with httpx.Client(base_url=f"http://127.0.0.1:{served}", timeout=2) as http:
             for _ in range(20):
                 started = time.monotonic()
@@ -295,7 +301,7 @@ def test_a_stop_does_not_wait_for_requests_that_never_finish(
     try:
         for sock in held:
             sock.sendall(b"POST /api/preflight HTTP/1.1\r\nContent-Length: 500\r\n\r\n{")
-        time.sleep(0.3)
+        wait_until_taken(*held)  # the server is reading five bodies that never finish
         started = time.monotonic()
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=90) == 0
