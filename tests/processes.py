@@ -1,5 +1,6 @@
-"""driftgate as a real process in tests: a free port, waiting until it answers `/health`, and
-waiting until it has taken the connections a test holds open."""
+"""driftgate as a real process in tests: a free port, waiting until it answers `/health`, until
+it has taken the connections a test holds open, and until controllers have gone round again
+and their work is done."""
 
 from __future__ import annotations
 
@@ -10,10 +11,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
+from sqlalchemy import func, select
+
+from controller.store.db import Database
+from controller.store.models import ControllerHeartbeat, Job, OutboxMessage
 
 # The `driftgate` command as a child process runs it (the installed entry point's module).
 DRIFTGATE = [sys.executable, "-m", "cli"]
@@ -93,6 +99,50 @@ def _taken(connection: socket.socket) -> bool:
 def _tcp_address(host: str, port: int) -> str:
     """An IPv4 address and port as /proc/net/tcp writes them (the address in host order)."""
     return f"{int.from_bytes(socket.inet_aton(host), sys.byteorder):08X}:{port:04X}"
+
+
+def controllers_ticked(database: Database, count: int, ticks: int = 2) -> Callable[[], bool]:
+    """A condition for `wait_until`: `count` controllers have each written `ticks` heartbeats
+    since this call (one a tick, the tick's first routine: `controller.checks.heartbeats_service`),
+    so a round under way at the call has ended and each has gone round again since."""
+    before = _beats(database)
+    since: dict[str, set[datetime]] = {}
+
+    def ticked() -> bool:
+        for worker, beat_at in _beats(database).items():
+            if beat_at != before.get(worker):
+                since.setdefault(worker, set()).add(beat_at)
+        return len(since) >= count and all(len(beats) >= ticks for beats in since.values())
+
+    return ticked
+
+
+def _beats(database: Database) -> dict[str, datetime]:
+    with database.session() as session:
+        rows = session.execute(select(ControllerHeartbeat.worker, ControllerHeartbeat.beat_at))
+        return {worker: beat_at for worker, beat_at in rows}
+
+
+def jobs_done(database: Database, kind: str) -> bool:
+    """No job of `kind` is queued or running."""
+    with database.session() as session:
+        waiting = session.scalar(
+            select(func.count())
+            .select_from(Job)
+            .where(Job.kind == kind, Job.status.in_(("queued", "running")))
+        )
+    return waiting == 0
+
+
+def outbox_delivered(database: Database) -> bool:
+    """No outbox message waits for a delivery (pending, or retrying after a failed one)."""
+    with database.session() as session:
+        waiting = session.scalar(
+            select(func.count())
+            .select_from(OutboxMessage)
+            .where(OutboxMessage.status.in_(("pending", "retrying")))
+        )
+    return waiting == 0
 
 
 def stop_process(process: subprocess.Popen[Any], timeout: float = 30) -> int:

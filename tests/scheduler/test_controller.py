@@ -19,7 +19,7 @@ from controller.store.db import Database
 from controller.store.models import Job, Snapshot, Watch
 from tests.conftest import ON_POSTGRES, OrgKey
 from tests.factories import make_watches
-from tests.processes import driftgate_env, wait_until
+from tests.processes import controllers_ticked, driftgate_env, jobs_done, wait_until
 from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
 
@@ -85,7 +85,10 @@ def test_three_replicas_check_each_watch_exactly_once(
     processes = [controller_process(database, tmp_path, "--concurrency", "4") for _ in range(3)]
     try:
         wait_until(lambda: checked(database) == 40)
-        time.sleep(1.0)  # let any duplicate show up
+        # Any duplicate shows up: every replica goes round twice more, and every check job
+        # queued by then has run.
+        ticked = controllers_ticked(database, 3)
+        wait_until(lambda: ticked() and jobs_done(database, "check"))
     finally:
         for process in processes:
             process.send_signal(signal.SIGTERM)

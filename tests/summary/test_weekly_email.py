@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -26,7 +25,13 @@ from controller.store.db import Database
 from controller.store.models import Base, Job
 from controller.summary import service
 from tests.conftest import ON_POSTGRES, OrgKey, make_settings
-from tests.processes import driftgate_env, wait_until
+from tests.processes import (
+    controllers_ticked,
+    driftgate_env,
+    jobs_done,
+    outbox_delivered,
+    wait_until,
+)
 from tests.servers import SpecServer
 from tests.smtp_server import SmtpServer, smtp_server
 from tests.specs import as_json, charges_spec
@@ -186,7 +191,11 @@ def test_the_weekly_summary_goes_out_once_and_can_be_unsubscribed(
     # More rounds of the routine, as every replica and every minute runs it: nothing more.
     for _ in range(3):
         controller.run_routine(routine)
-    time.sleep(1.0)
+    # Whatever those rounds queued has run and gone out.
+    wait_until(
+        lambda: jobs_done(database, service.WEEKLY_SUMMARY) and outbox_delivered(database),
+        timeout=30,
+    )
     assert len(relay.messages()) == 3
     week = schedule.iso_week(datetime.now(UTC))
     assert sorted(summary_jobs(database)) == sorted(
@@ -392,7 +401,17 @@ def test_two_controller_processes_send_a_week_once(
                 )
         try:
             wait_until(lambda: len(relay.messages()) >= 3, timeout=60)
-            time.sleep(2.0)  # both processes have run the routine and ticked since
+            # Both processes have gone round twice since (each ran the routine when it
+            # started), and whatever they queued has run and gone out.
+            ticked = controllers_ticked(database, 2)
+            wait_until(
+                lambda: (
+                    ticked()
+                    and jobs_done(database, service.WEEKLY_SUMMARY)
+                    and outbox_delivered(database)
+                ),
+                timeout=60,
+            )
         finally:
             for process in processes:
                 process.terminate()
