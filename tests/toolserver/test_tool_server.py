@@ -23,8 +23,8 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from cli.toolserver.tools import TOOLS
 from tests.conftest import OrgKey
 from tests.gate.conftest import BREAKING, CASES, GOOD, SLUG, WATCH, Gate
-from tests.processes import DRIFTGATE, stop_process
-from tests.servers import serving
+from tests.processes import DRIFTGATE, stop_process, wait_until
+from tests.servers import WsgiServer, serving
 
 # Real processes end to end: left out of `make check`, run by `make test`.
 pytestmark = pytest.mark.slow
@@ -57,6 +57,12 @@ def stdio(url: str | None, key: str | None) -> StdioServerParameters:
         env=env,
         cwd=str(ROOT),
     )
+
+
+def polls(server: WsgiServer) -> int:
+    """How many looks the tool server's poller has begun at the org's watches (nothing else of
+    it lists them)."""
+    return sum(request["path"] == "/api/watches" for request in list(server.requests))
 
 
 def structured(tool: str, result: Any) -> dict[str, Any]:
@@ -370,7 +376,8 @@ def test_a_legacy_session_subscribed_to_a_watch_hears_of_its_drift(
                 # The SDK marks its own subscribe deprecated; handshake-era clients still send it.
                 with pytest.warns(MCPDeprecationWarning):
                     await mcp_client.subscribe_resource(uri)
-                await anyio.sleep(1.0)  # the poller's first look
+                # The poller has looked (its look ended before the next one began).
+                await anyio.to_thread.run_sync(lambda: wait_until(lambda: polls(running) >= 2))
                 server.set("/openapi.json", BREAKING)
                 await anyio.to_thread.run_sync(check)
                 with anyio.fail_after(20):
