@@ -3,6 +3,7 @@ module needs them (test modules never import each other)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,13 +11,16 @@ from typing import Any
 
 from flask.testing import FlaskClient
 
+from controller.accounts import service as accounts
 from controller.crypto import load_secret_box
 from controller.gitsources.reconcile import Reconciler, RunResult
 from controller.model.principal import Principal
 from controller.model.watch import WatchCreate
+from controller.orgs.service import get_org
 from controller.settings import Settings
 from controller.store.db import Database
 from controller.store.models import Incident, Watch
+from controller.store.types import utcnow
 from controller.watches import service as watch_service
 from tests.conftest import OrgKey, make_settings
 
@@ -79,6 +83,37 @@ def set_state(
         watch.incident_id = row.id
         watch.open_breaking = 2
         return row.id
+
+
+# The console's people: a user with a password, signed in through the form with its CSRF token.
+
+PASSWORD = "correct horse battery staple"
+
+
+def make_user(database: Database, org: str, email: str, role: str = "admin") -> str:
+    """A user with a password set through its one-time link's service."""
+    with database.transaction() as session:
+        _user, token = accounts.create_user(
+            session, get_org(session, org), email, role, actor="test", now=utcnow()
+        )
+        accounts.set_password(session, token, PASSWORD, utcnow())
+    return email
+
+
+def csrf_of(page: str) -> str:
+    found = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    assert found, page
+    return found.group(1)
+
+
+def sign_in(client: FlaskClient, email: str, password: str = PASSWORD) -> FlaskClient:
+    form = client.get("/console/sign-in").get_data(as_text=True)
+    answer = client.post(
+        "/console/sign-in",
+        data={"email": email, "password": password, "csrf_token": csrf_of(form)},
+    )
+    assert answer.status_code == 302, answer.get_data(as_text=True)
+    return client
 
 
 # A fleet repository for reconcile tests: three .driftgate/ files, the env they read.

@@ -318,7 +318,7 @@ def test_an_acknowledged_incident_that_flaps_back_is_open_again(rig: Rig) -> Non
 
 
 def test_the_console_shows_the_flaps(rig: Rig) -> None:
-    from tests.console.test_accounts import make_user, sign_in
+    from tests.factories import make_user, sign_in
 
     rig.serve(A)
     rig.check()

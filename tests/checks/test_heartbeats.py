@@ -19,7 +19,7 @@ from controller.settings import Settings
 from controller.store.db import Database
 from controller.store.models import ControllerHeartbeat, Watch
 from tests.conftest import OrgKey
-from tests.console.test_accounts import make_user, sign_in
+from tests.factories import make_user, sign_in
 
 
 class Clock:

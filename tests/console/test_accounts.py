@@ -20,34 +20,7 @@ from controller.store.db import Database
 from controller.store.models import ApiKey, ConsoleSession, PreflightDecision, SignInAttempt
 from controller.store.types import utcnow
 from tests.conftest import OrgKey, make_settings
-
-PASSWORD = "correct horse battery staple"
-
-
-def make_user(database: Database, org: str, email: str, role: str = "admin") -> str:
-    """A user with a password set through its one-time link's service."""
-    with database.transaction() as session:
-        _user, token = accounts.create_user(
-            session, get_org(session, org), email, role, actor="test", now=utcnow()
-        )
-        accounts.set_password(session, token, PASSWORD, utcnow())
-    return email
-
-
-def csrf_of(page: str) -> str:
-    found = re.search(r'name="csrf_token" value="([^"]+)"', page)
-    assert found, page
-    return found.group(1)
-
-
-def sign_in(client: FlaskClient, email: str, password: str = PASSWORD) -> FlaskClient:
-    form = client.get("/console/sign-in").get_data(as_text=True)
-    answer = client.post(
-        "/console/sign-in",
-        data={"email": email, "password": password, "csrf_token": csrf_of(form)},
-    )
-    assert answer.status_code == 302, answer.get_data(as_text=True)
-    return client
+from tests.factories import PASSWORD, csrf_of, make_user, sign_in
 
 
 def test_a_user_sets_a_password_once_and_signs_in(

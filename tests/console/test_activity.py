@@ -18,9 +18,8 @@ from controller.errors import StoreUnavailable
 from controller.scheduler import Controller
 from controller.store.db import Database
 from tests.conftest import OrgKey
-from tests.console.test_accounts import make_user, sign_in
-from tests.console.test_pages import post
-from tests.factories import AGENTS, run
+from tests.console.conftest import post
+from tests.factories import AGENTS, make_user, run, sign_in
 from tests.gitrepos import RepoBuilder
 from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec

@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 
 from controller.store.db import Database
 from tests.conftest import OrgKey
-from tests.console.test_accounts import PASSWORD, csrf_of, make_user, sign_in
+from tests.factories import PASSWORD, csrf_of, make_user, sign_in
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from controller.store.db import Database
 from controller.store.models import User
 from controller.store.types import utcnow
 from tests.conftest import OrgKey
-from tests.console.test_accounts import csrf_of, make_user, sign_in
+from tests.factories import csrf_of, make_user, sign_in
 
 RACES = 20
 Change = Callable[..., None]

@@ -17,17 +17,11 @@ from controller.scheduler import Controller
 from controller.store.db import Database
 from controller.store.types import utcnow
 from tests.conftest import OrgKey
-from tests.console.test_accounts import csrf_of, make_user, sign_in
-from tests.factories import run
+from tests.console.conftest import post
+from tests.factories import csrf_of, make_user, run, sign_in
 from tests.gitrepos import RepoBuilder
 from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
-
-
-def post(client: FlaskClient, path: str, page: str = "/console/", **form: str) -> int:
-    token = csrf_of(client.get(page).get_data(as_text=True))
-    answer = client.post(path, data={"csrf_token": token, **form})
-    return answer.status_code
 
 
 def test_a_drift_is_acknowledged_and_an_agent_killed_and_unblocked_from_the_console(

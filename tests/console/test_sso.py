@@ -16,7 +16,7 @@ from flask.testing import FlaskClient
 
 from controller.store.db import Database
 from tests.conftest import OrgKey, make_settings
-from tests.console.test_accounts import make_user
+from tests.factories import make_user
 from tests.oidc_provider import Provider, oidc_provider
 
 

@@ -29,8 +29,7 @@ from cli.main import main
 from controller.store.db import Database
 from controller.store.models import Agent, AgentWatch, AuditEntry, Incident, OutboxMessage
 from tests.conftest import OrgKey
-from tests.console.test_accounts import csrf_of, make_user, sign_in
-from tests.factories import make_watch, set_state
+from tests.factories import csrf_of, make_user, make_watch, set_state, sign_in
 from tests.processes import DRIFTGATE
 from tests.servers import serving
 

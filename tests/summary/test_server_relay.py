@@ -20,7 +20,7 @@ from controller.sources.http import FetchError
 from controller.store.db import Database
 from controller.summary import service, smtp
 from tests.conftest import OrgKey, make_settings
-from tests.console.test_accounts import csrf_of, make_user, sign_in
+from tests.factories import csrf_of, make_user, sign_in
 from tests.processes import driftgate_env
 from tests.smtp_server import SmtpServer, smtp_server
 from tests.summary.test_weekly_email import stored_text

@@ -19,7 +19,7 @@ from controller.store.db import Database
 from controller.store.models import DiffRun
 from controller.store.types import utcnow
 from tests.conftest import OrgKey, make_settings
-from tests.console.test_accounts import make_user, sign_in
+from tests.factories import make_user, sign_in
 from tests.specs import charges_spec
 
 
