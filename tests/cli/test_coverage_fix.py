@@ -13,7 +13,7 @@ import pygit2
 import pytest
 from click.testing import Result
 
-from tests.cli.test_watches import api_server, cli  # noqa: F401 - the fixture
+from tests.cli.conftest import cli
 from tests.conftest import OrgKey
 from tests.gitrepos import isolated_git_config
 from tests.servers import WsgiServer
@@ -77,7 +77,7 @@ def fix_of(result: Result) -> list[list[str]]:
 
 
 def test_following_the_printed_fix_makes_coverage_green(
-    api_server: WsgiServer,  # noqa: F811
+    api_server: WsgiServer,
     acme: OrgKey,
     checkout: pygit2.Repository,
     tmp_path: Path,
@@ -140,7 +140,7 @@ def test_following_the_printed_fix_makes_coverage_green(
 
 
 def test_an_acknowledgement_holds_for_its_command_line_only(
-    api_server: WsgiServer,  # noqa: F811
+    api_server: WsgiServer,
     acme: OrgKey,
     checkout: pygit2.Repository,
     monkeypatch: pytest.MonkeyPatch,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.cli.test_watches import api_server, cli  # noqa: F401 - the fixture
+from tests.cli.conftest import cli
 from tests.conftest import OrgKey
 from tests.servers import WsgiServer
 
@@ -16,7 +16,7 @@ REMOTE = json.dumps(
 
 
 def test_coverage_fails_until_suggest_creates_the_watch(
-    api_server: WsgiServer,  # noqa: F811
+    api_server: WsgiServer,
     acme: OrgKey,
     tmp_path: Path,
 ) -> None:

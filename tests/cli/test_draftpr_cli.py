@@ -10,14 +10,14 @@ from click.testing import Result
 
 from controller.draftpr.changelog import stub_number
 from controller.scheduler import Controller
-from tests.cli.test_watches import api_server, cli  # noqa: F401 - the fixture
+from tests.cli.conftest import cli
 from tests.conftest import OrgKey
 from tests.servers import SpecServer, WsgiServer
 from tests.specs import as_json, charges_spec
 
 
 def test_a_drift_event_to_a_merged_stub_pull_request(
-    api_server: WsgiServer,  # noqa: F811
+    api_server: WsgiServer,
     server: SpecServer,
     controller: Controller,
     make_org: Callable[..., OrgKey],
@@ -62,7 +62,7 @@ def test_a_drift_event_to_a_merged_stub_pull_request(
 
 
 def test_the_product_off_is_an_error_exit(
-    api_server: WsgiServer,  # noqa: F811
+    api_server: WsgiServer,
     server: SpecServer,
     controller: Controller,
     acme: OrgKey,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from cli.main import main
-from tests.cli.test_watches import api_server, cli  # noqa: F401 - the fixture
+from tests.cli.conftest import cli
 from tests.conftest import OrgKey
 from tests.servers import WsgiServer
 
@@ -21,7 +21,7 @@ def test_a_mistyped_command_gets_a_suggestion() -> None:
 
 
 def test_a_product_that_is_off_names_the_command_that_enables_it(
-    api_server: WsgiServer,  # noqa: F811
+    api_server: WsgiServer,
     acme: OrgKey,
 ) -> None:
     refused = cli(api_server.url, acme.key, "replay", "published")

@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner, Result
 
 from cli.main import main
-from tests.cli.test_watches import api_server, cli  # noqa: F401 - the fixture
+from tests.cli.conftest import cli
 from tests.conftest import OrgKey
 from tests.servers import WsgiServer
 
@@ -78,7 +78,7 @@ def test_check_payload_bad_input_is_exit_2(tmp_path: Path) -> None:
 
 
 def test_profiles_push_list_delete(
-    api_server: WsgiServer,  # noqa: F811
+    api_server: WsgiServer,
     acme: OrgKey,
     tmp_path: Path,
 ) -> None:

@@ -9,7 +9,7 @@ import json
 from click.testing import Result
 
 from controller.scheduler import Controller
-from tests.cli.test_watches import api_server, cli  # noqa: F401 - the fixture
+from tests.cli.conftest import cli
 from tests.conftest import OrgKey
 from tests.factories import Make
 from tests.gitrepos import RepoBuilder
@@ -40,7 +40,7 @@ def watch_sets(url: str) -> str:
 
 
 def test_from_drift_to_a_killed_agent_and_back_without_curl(
-    api_server: WsgiServer,  # noqa: F811
+    api_server: WsgiServer,
     server: SpecServer,
     controller: Controller,
     acme: OrgKey,

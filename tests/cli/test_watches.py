@@ -4,32 +4,14 @@
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Iterator
 
-import pytest
-from click.testing import CliRunner, Result
-from flask import Flask
+from click.testing import Result
 
-from cli.main import main
 from controller.scheduler import Controller
+from tests.cli.conftest import cli
 from tests.conftest import OrgKey
-from tests.servers import SpecServer, WsgiServer, serving
+from tests.servers import SpecServer, WsgiServer
 from tests.specs import as_json, charges_spec
-
-
-@pytest.fixture
-def api_server(live_app: Flask, monkeypatch: pytest.MonkeyPatch) -> Iterator[WsgiServer]:
-    # CliRunner swaps the process's stdout and stderr while a command runs, and the server
-    # thread logs there: its log lines are kept out of the command's output.
-    monkeypatch.setattr(logging.getLogger("driftgate"), "handlers", [logging.NullHandler()])
-    with serving(live_app) as running:
-        yield running
-
-
-def cli(base: str | None, key: str | None, *args: str) -> Result:
-    env = {"DRIFTGATE_URL": base, "DRIFTGATE_API_KEY": key, "DRIFTGATE_CONFIG": None}
-    return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
 
 
 def test_a_watch_from_creation_to_drift_and_back_without_copying_ids(

@@ -9,14 +9,14 @@ import json
 from click.testing import Result
 
 from controller.scheduler import Controller
-from tests.cli.test_watches import api_server, cli  # noqa: F401 - the fixture
+from tests.cli.conftest import cli
 from tests.conftest import OrgKey
 from tests.servers import SpecServer, WsgiServer
 from tests.specs import as_json, charges_spec
 
 
 def test_drift_fails_the_gate_at_breaking_and_shows_the_open_changes(
-    api_server: WsgiServer,  # noqa: F811
+    api_server: WsgiServer,
     server: SpecServer,
     controller: Controller,
     acme: OrgKey,
@@ -61,7 +61,7 @@ def test_drift_fails_the_gate_at_breaking_and_shows_the_open_changes(
 
 
 def test_a_failed_check_prints_its_reason_and_fails_every_gate_but_never(
-    api_server: WsgiServer,  # noqa: F811
+    api_server: WsgiServer,
     server: SpecServer,
     controller: Controller,
     acme: OrgKey,
@@ -84,7 +84,7 @@ def test_a_failed_check_prints_its_reason_and_fails_every_gate_but_never(
         assert result.exit_code == code, (gate, result.output, result.stderr)
 
 
-def test_a_gate_without_a_result_is_a_usage_error(api_server: WsgiServer, acme: OrgKey) -> None:  # noqa: F811
+def test_a_gate_without_a_result_is_a_usage_error(api_server: WsgiServer, acme: OrgKey) -> None:
     result = cli(
         api_server.url, acme.key, "watches", "check", "x", "--wait", "0", "--fail-on", "info"
     )
