@@ -43,6 +43,40 @@ def write_surface(path: Path, **surface: Any) -> Path:
     return path
 
 
+# A catalog server with every list: three tools (one destructive), a prompt, a resource and a
+# template, two tools a page.
+
+SEARCH = {
+    "name": "search",
+    "description": "Search the catalog",
+    "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+    "_meta": {"vendor/flag": True},
+}
+DELETE = {
+    "name": "delete_item",
+    "description": "Delete one item",
+    "inputSchema": {"type": "object", "properties": {"id": {"type": "integer"}}},
+    "annotations": {"destructiveHint": True, "readOnlyHint": False},
+}
+COUNT = {"name": "count", "inputSchema": {"type": "object"}}
+
+
+def full_surface(path: Path, **overrides: Any) -> Path:
+    """The catalog's surface file at `path`, with `overrides`."""
+    surface: dict[str, Any] = {
+        "name": "catalog",
+        "version": "1.4.0",
+        "instructions": "Use search before delete_item.",
+        "tools": [SEARCH, DELETE, COUNT],
+        "prompts": [{"name": "summarise", "arguments": [{"name": "topic", "required": True}]}],
+        "resources": [{"uri": "file:///catalog.json", "name": "catalog"}],
+        "resource_templates": [{"uriTemplate": "file:///items/{id}", "name": "item"}],
+        "page_size": 2,  # three tools: the fetcher must follow nextCursor
+    }
+    surface.update(overrides)
+    return write_surface(path, **surface)
+
+
 def stdio_command(surface: Path) -> list[str]:
     """The argv that runs the SDK test server over stdio."""
     # The script path, not `-m`: the fetcher starts it from whatever directory pytest runs in.

@@ -198,8 +198,7 @@ def test_headers_are_sent_decrypted(harness: Harness) -> None:
 
 def test_mcp_watch_drifts_when_a_tool_is_removed(harness: Harness, tmp_path: Path) -> None:
     from controller.checks.engine import contract_fetcher
-    from tests.mcp_servers import SdkServer
-    from tests.sources.test_mcp_client import COUNT, SEARCH, full_surface
+    from tests.mcp_servers import COUNT, SEARCH, SdkServer, full_surface
 
     surface = full_surface(tmp_path / "surface.json")
     with SdkServer("streamable", surface) as mcp_server:

@@ -25,37 +25,16 @@ from controller.sources.mcp import (
     fetch_mcp_snapshot,
     fetch_stdio_mcp_snapshot,
 )
-from tests.mcp_servers import Answer, RawMcpServer, SdkServer, stdio_command, write_surface
+from tests.mcp_servers import (
+    COUNT,
+    SEARCH,
+    Answer,
+    RawMcpServer,
+    SdkServer,
+    full_surface,
+    stdio_command,
+)
 from tests.servers import spec_server
-
-SEARCH = {
-    "name": "search",
-    "description": "Search the catalog",
-    "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
-    "_meta": {"vendor/flag": True},
-}
-DELETE = {
-    "name": "delete_item",
-    "description": "Delete one item",
-    "inputSchema": {"type": "object", "properties": {"id": {"type": "integer"}}},
-    "annotations": {"destructiveHint": True, "readOnlyHint": False},
-}
-COUNT = {"name": "count", "inputSchema": {"type": "object"}}
-
-
-def full_surface(path: Path, **overrides: Any) -> Path:
-    surface: dict[str, Any] = {
-        "name": "catalog",
-        "version": "1.4.0",
-        "instructions": "Use search before delete_item.",
-        "tools": [SEARCH, DELETE, COUNT],
-        "prompts": [{"name": "summarise", "arguments": [{"name": "topic", "required": True}]}],
-        "resources": [{"uri": "file:///catalog.json", "name": "catalog"}],
-        "resource_templates": [{"uriTemplate": "file:///items/{id}", "name": "item"}],
-        "page_size": 2,  # three tools: the fetcher must follow nextCursor
-    }
-    surface.update(overrides)
-    return write_surface(path, **surface)
 
 
 @pytest.fixture(scope="module")
