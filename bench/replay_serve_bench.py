@@ -27,7 +27,7 @@ if str(ROOT) not in sys.path:
 from bench import smoke  # noqa: E402
 from controller.replay import serve  # noqa: E402
 from controller.replay.fixtures import build_fixture  # noqa: E402
-from tests.replay.test_serve import payments_spec, write  # noqa: E402
+from tests.replay.conftest import payments_spec, write  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "bench" / "openapi"
 # (name, document, a valid request, a request that does not fit)

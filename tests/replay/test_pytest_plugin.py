@@ -11,7 +11,7 @@ import pytest
 
 from controller.replay import catalog
 from controller.replay.fixtures import build_fixture
-from tests.replay.test_serve import payments_spec, write
+from tests.replay.conftest import payments_spec, write
 
 pytest_plugins = ["pytester"]
 
