@@ -10,34 +10,7 @@ import pytest
 from controller.diffs import ContractParseError, diff_agent_card, load_agent_card
 from controller.diffs.explain import with_hints
 from controller.diffs.rules import CATALOG, order_actions
-
-
-def skill(skill_id: str, **kw: Any) -> dict[str, Any]:
-    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
-    return {
-        "id": skill_id,
-        "name": skill_id.title(),
-        "description": f"{skill_id} skill",
-        "tags": ["billing"],
-        "examples": ["refund order 42"],
-        "inputSchema": schema,
-        **kw,
-    }
-
-
-def card(skills: list[dict[str, Any]], **kw: Any) -> dict[str, Any]:
-    base = {
-        "protocolVersion": "0.3.0",
-        "name": "Billing agent",
-        "description": "Refunds and invoices",
-        "url": "https://billing.example/a2a",
-        "version": "1.0.0",
-        "capabilities": {"streaming": True, "pushNotifications": True},
-        "defaultInputModes": ["text/plain", "application/json"],
-        "defaultOutputModes": ["application/json"],
-        "skills": skills,
-    }
-    return {**base, **kw}
+from tests.diffs.conftest import card, skill
 
 
 def rules(before: Any, after: Any) -> dict[tuple[str, str | None], str]:

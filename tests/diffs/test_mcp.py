@@ -5,21 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from controller.diffs import diff_mcp
-
-
-def snap(tools: list[dict[str, Any]], **kw: Any) -> dict[str, Any]:
-    base = {
-        "server_info": {"name": "s", "version": "1"},
-        "protocol_version": "2025-06-18",
-        "capabilities": {"tools": {}},
-        "tools": tools,
-    }
-    return {**base, **kw}
-
-
-def tool(name: str, **kw: Any) -> dict[str, Any]:
-    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
-    return {"name": name, "description": f"{name} tool", "inputSchema": schema, **kw}
+from tests.diffs.conftest import snap, tool
 
 
 def rules(before: Any, after: Any) -> dict[tuple[str, str | None], str]:

@@ -14,8 +14,7 @@ from controller.diffs.rules import CATALOG, hint_misfits, side_of
 from controller.draftpr import changelog
 from controller.draftpr.service import _line, _requested
 from controller.model.change import Change, Severity
-from tests.diffs.test_a2a import card, skill
-from tests.diffs.test_mcp import snap, tool
+from tests.diffs.conftest import card, skill, snap, tool
 
 BREAKING = sorted(rule.id for rule in CATALOG.values() if rule.severity is Severity.BREAKING)
 
