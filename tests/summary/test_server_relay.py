@@ -23,7 +23,7 @@ from tests.conftest import OrgKey, make_settings
 from tests.factories import csrf_of, make_user, sign_in
 from tests.processes import driftgate_env
 from tests.smtp_server import SmtpServer, smtp_server
-from tests.summary.test_weekly_email import stored_text
+from tests.summary.conftest import stored_text
 from tests.tls import self_signed_certificate
 
 SERVER_PASSWORD = "operator-relay-pw-5d2e9a"

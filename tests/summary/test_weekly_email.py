@@ -22,7 +22,7 @@ from controller.model import summary_schedule as schedule
 from controller.scheduler import Controller
 from controller.settings import Settings
 from controller.store.db import Database
-from controller.store.models import Base, Job
+from controller.store.models import Job
 from controller.summary import service
 from tests.conftest import ON_POSTGRES, OrgKey, make_settings
 from tests.processes import (
@@ -35,6 +35,7 @@ from tests.processes import (
 from tests.servers import SpecServer
 from tests.smtp_server import SmtpServer, smtp_server
 from tests.specs import as_json, charges_spec
+from tests.summary.conftest import stored_text
 from tests.tls import self_signed_certificate
 
 PASSWORD = "s3cret-relay-password-7f1c"
@@ -155,16 +156,6 @@ def summary_jobs(database: Database) -> list[tuple[str, str, str]]:
             select(Job.key, Job.period, Job.status).where(Job.kind == service.WEEKLY_SUMMARY)
         ).all()
     return [tuple(r) for r in rows]  # type: ignore[misc]
-
-
-def stored_text(database: Database) -> str:
-    """Every value of every table, as text: what a database dump would show."""
-    dump = []
-    with database.engine.connect() as conn:
-        for table in Base.metadata.sorted_tables:
-            for row in conn.execute(table.select()):
-                dump.append(" ".join(str(value) for value in row))
-    return "\n".join(dump)
 
 
 def test_the_weekly_summary_goes_out_once_and_can_be_unsubscribed(
