@@ -11,107 +11,31 @@ it these tests skip, unless DRIFTGATE_REQUIRE_BROWSER=1 (CI sets it), where they
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import yaml
 
 from controller.accounts import service as accounts
 from controller.orgs.service import get_org
 from controller.store.db import Database
 from controller.store.types import utcnow
-from tests.conftest import SECRET, OrgKey
-from tests.factories import AGENTS
-from tests.gitrepos import RepoBuilder, isolated_git_config
-from tests.processes import free_port, stop_process, wait_until_healthy
-from tests.servers import SpecServer, spec_server
+from tests.conftest import OrgKey
+from tests.console.browser import (  # noqa: F401 - the fixtures
+    PASSWORD,
+    browser,
+    repo,
+    server,
+    shot,
+    spec,
+)
+from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
 
 # Real processes end to end: left out of `make check`, run by `make test`.
 pytestmark = pytest.mark.slow
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "console"
-PASSWORD = "a long enough password 42"
-
-if CHROMIUM is None and os.environ.get("DRIFTGATE_REQUIRE_BROWSER") != "1":
-    pytest.skip("Chromium is not installed (apt-get install chromium)", allow_module_level=True)
-
-sync_api = pytest.importorskip("playwright.sync_api")
-
-
-@pytest.fixture
-def spec() -> Iterator[SpecServer]:
-    with spec_server() as running:
-        yield running
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Iterator[RepoBuilder]:
-    with isolated_git_config(tmp_path / "gitconfig"):
-        builder = RepoBuilder(tmp_path / "fleet.git")
-        # A bad commit from the start: `polcy` is not a key of an agent.
-        builder.commit({".driftgate/agents.yaml": AGENTS.replace("policy:", "polcy:", 1)})
-        yield builder
-
-
-@pytest.fixture
-def server(tmp_path: Path, database: Database, repo: RepoBuilder, acme: OrgKey) -> Iterator[str]:
-    port = free_port()
-    config = {
-        "database_url": database.url,
-        "data_dir": str(tmp_path / "data"),
-        "port": port,
-        "workers": 1,
-        "threads": 4,
-        "allow_private_targets": True,
-        "sources": [{"name": "fleet", "org": "acme", "url": repo.url, "interval": "10s"}],
-    }
-    config_file = tmp_path / "driftgate.yaml"
-    config_file.write_text(yaml.safe_dump(config))
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("DRIFTGATE_")},
-        "DRIFTGATE_SECRET_KEY": SECRET,
-        "GIT_CONFIG_GLOBAL": str(tmp_path / "gitconfig"),
-    }
-    log = tmp_path / "up.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "cli", "--config", str(config_file), "up"],
-            env=env,
-            stdout=out,
-            stderr=out,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_healthy(base, process, log, timeout=60)
-        yield base
-    finally:
-        stop_process(process)
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    assert CHROMIUM is not None, "DRIFTGATE_REQUIRE_BROWSER=1 but Chromium is not installed"
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield launched
-        launched.close()
-
-
-def shot(page: Any, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-
 
 # Every page at a desktop's and a phone's size: nothing clips. A table either fits its box or
 # sits in a box that scrolls sideways with a visible cue (class `scroll`: edge shadows); the
@@ -145,7 +69,11 @@ CLIPPED = """() => {
 
 
 def test_every_page_fits_a_desktop_and_a_phone(
-    server: str, browser: Any, acme: OrgKey, database: Database, spec: SpecServer
+    server: str,  # noqa: F811
+    browser: Any,  # noqa: F811
+    acme: OrgKey,
+    database: Database,
+    spec: SpecServer,  # noqa: F811
 ) -> None:
     with database.transaction() as session:
         _user, token = accounts.create_user(
@@ -223,11 +151,11 @@ def test_every_page_fits_a_desktop_and_a_phone(
 
 
 def test_the_console_tour(
-    server: str,
-    browser: Any,
+    server: str,  # noqa: F811
+    browser: Any,  # noqa: F811
     acme: OrgKey,
     database: Database,
-    spec: SpecServer,
+    spec: SpecServer,  # noqa: F811
     request: pytest.FixtureRequest,
 ) -> None:
     with database.transaction() as session:

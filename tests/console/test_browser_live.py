@@ -1,8 +1,7 @@
-"""The console's history, live and contract parts in Chromium (the fixtures of
-`test_browser.py`: `driftgate up` on a loopback port, a spec server, a git source): a status
-change shows without a reload, an acknowledgement shows in the timeline, the contract view
-marks what changed; at a desktop's and a phone's width, with screenshots of each page in
-`test-artifacts/console/`."""
+"""The console's history, live and contract parts in Chromium (tests/console/browser.py:
+`driftgate up` on a loopback port, a spec server, a git source): a status change shows without
+a reload, an acknowledgement shows in the timeline, the contract view marks what changed; at a
+desktop's and a phone's width, with screenshots of each page in `test-artifacts/console/`."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ from controller.orgs.service import get_org
 from controller.store.db import Database
 from controller.store.types import utcnow
 from tests.conftest import OrgKey
-from tests.console.test_browser import (  # noqa: F401  (fixtures)
+from tests.console.browser import (  # noqa: F401 - the fixtures
     PASSWORD,
     browser,
     repo,
