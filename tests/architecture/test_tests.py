@@ -19,8 +19,9 @@ def modules_of_tests() -> list[Path]:
 
 
 def mirrors_the_code(name: str) -> bool:
-    """A package or module `name` of the code: at the top, or in controller/, web/ or cli/."""
-    return (ROOT / name / "__init__.py").is_file() or any(
+    """A directory of code `name` at the top (`bench/` has no `__init__.py`), or a package or
+    module `name` in controller/, web/ or cli/."""
+    return any((ROOT / name).glob("*.py")) or any(
         (ROOT / top / name / "__init__.py").is_file() or (ROOT / top / f"{name}.py").is_file()
         for top in ("controller", "web", "cli")
     )

@@ -15,7 +15,7 @@ from controller.notifications.service import DESTINATION_KINDS
 from controller.store.db import Database
 from controller.store.models import NotificationDefaults, OutboxMessage
 from tests.conftest import OrgKey
-from tests.console.test_accounts import csrf_of, make_user, sign_in
+from tests.factories import csrf_of, make_user, sign_in
 from tests.gen_openapi_doc import document
 
 DESTINATIONS = [channel for channel in CHANNELS if channel.is_destination_kind]
