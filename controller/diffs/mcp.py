@@ -15,10 +15,10 @@ snapshots stored before that rule is ignored.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from controller.diffs.core import changes_from_findings, compare_keys, escape_pointer, make_change
-from controller.diffs.jsonschema import SchemaDiffer
+from controller.diffs.jsonschema import Finding, SchemaDiffer
 from controller.diffs.refs import Document
 from controller.diffs.rules import Direction
 from controller.model.change import Change, Location
@@ -246,15 +246,7 @@ def diff_io_schemas(
         findings = differ.diff(bin_, rin)
         if invalid:
             findings = [f for f in findings if f.path]
-        out += changes_from_findings(
-            findings,
-            direction=Direction.REQUEST,
-            root_prefix="tool-input",
-            nested_prefix="tool-input-property",
-            pointer=ptr + "/inputSchema",
-            location=loc,
-            label=f"{label} input",
-        )
+        out += _schema_changes(findings, "input", loc, ptr, label)
     bout, rout = before.get("outputSchema"), after.get("outputSchema")
     if bout is None and rout is not None:
         out.append(make_change(rules.output_added, ptr + "/outputSchema", location=loc, name=name))
@@ -264,15 +256,22 @@ def diff_io_schemas(
         )
     elif isinstance(bout, dict) and isinstance(rout, dict) and bout != rout:
         differ = SchemaDiffer(Document(bout), Document(rout), Direction.RESPONSE)
-        out += changes_from_findings(
-            differ.diff(bout, rout),
-            direction=Direction.RESPONSE,
-            root_prefix="tool-output",
-            nested_prefix="tool-output-property",
-            pointer=ptr + "/outputSchema",
-            location=loc,
-            label=f"{label} output",
-        )
+        out += _schema_changes(differ.diff(bout, rout), "output", loc, ptr, label)
+
+
+def _schema_changes(
+    findings: list[Finding], side: Literal["input", "output"], loc: Location, ptr: str, label: str
+) -> list[Change]:
+    """The changes of a unit's `inputSchema` (a request) or `outputSchema` (a response)."""
+    return changes_from_findings(
+        findings,
+        direction=Direction.REQUEST if side == "input" else Direction.RESPONSE,
+        root_prefix=f"tool-{side}",
+        nested_prefix=f"tool-{side}-property",
+        pointer=f"{ptr}/{side}Schema",
+        location=loc,
+        label=f"{label} {side}",
+    )
 
 
 def _annotations(

@@ -8,10 +8,10 @@ recorded and queued (202). See docs/draft-prs.md.
 from __future__ import annotations
 
 from controller.draftpr import service
-from controller.errors import UpstreamError, ValidationFailed
+from controller.errors import UpstreamError
 from controller.gitsources import service as source_service
 from web.api import REGISTRY
-from web.body import read_json
+from web.api.gitops import github_delivery
 from web.routes import Call, Reply, requires_product
 
 PRODUCT = requires_product(service.PRODUCT)
@@ -247,14 +247,7 @@ def github_app_webhook(call: Call) -> Reply:
     """Verifies `X-Hub-Signature-256` with `github_webhook_secret` (401 otherwise), ignores a
     repeated `X-GitHub-Delivery`, queues `pull_request` and `installation` events for the
     controller and answers 202 at once; other events are acknowledged and ignored."""
-    body = call.read_body()
-    secret = call.settings.github_webhook_secret
-    source_service.verify_github_signature(
-        secret.get_secret_value() if secret else None, body, call.headers.get("X-Hub-Signature-256")
-    )
-    payload = read_json(body)
-    if not isinstance(payload, dict):
-        raise ValidationFailed("the webhook body must be a JSON object")
+    payload = github_delivery(call)
     delivery = call.headers.get("X-GitHub-Delivery")
     if source_service.seen_delivery(call.session, delivery, call.now):
         return Reply(202, source_service.HookAccepted(queued=[], duplicate=True))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from controller.errors import ValidationFailed
 from controller.gitsources import service as source_service
 from web.api import REGISTRY
@@ -62,16 +64,7 @@ def reconcile_source(call: Call) -> Reply:
 def github_hook(call: Call) -> Reply:
     """Verifies `X-Hub-Signature-256`, ignores a repeated `X-GitHub-Delivery`, queues the
     sources of the pushed repository and branch, and answers 202 without touching git."""
-    body = call.read_body()
-    secret = call.settings.github_webhook_secret
-    source_service.verify_github_signature(
-        secret.get_secret_value() if secret else None,
-        body,
-        call.headers.get("X-Hub-Signature-256"),
-    )
-    payload = read_json(body)
-    if not isinstance(payload, dict):
-        raise ValidationFailed("the webhook body must be a JSON object")
+    payload = github_delivery(call)
     accepted = source_service.accept_push(
         call.session,
         call.settings,
@@ -81,3 +74,17 @@ def github_hook(call: Call) -> Reply:
         call.now,
     )
     return Reply(202, accepted)
+
+
+def github_delivery(call: Call) -> dict[str, Any]:
+    """The JSON object GitHub delivered to a webhook, once `X-Hub-Signature-256` shows it was
+    signed with `github_webhook_secret` (401 otherwise; 400 when it is not an object)."""
+    body = call.read_body()
+    secret = call.settings.github_webhook_secret
+    source_service.verify_github_signature(
+        secret.get_secret_value() if secret else None, body, call.headers.get("X-Hub-Signature-256")
+    )
+    payload = read_json(body)
+    if not isinstance(payload, dict):
+        raise ValidationFailed("the webhook body must be a JSON object")
+    return payload
