@@ -93,7 +93,7 @@ def ask_question(call: Call) -> service.AskOut:
 def list_dashboards(call: Call) -> service.DashboardList:
     """The system starters (`system: true`) and the org's own dashboards (from the API and
     from git), by name."""
-    return service.dashboards_list(call.session, call.org_id)
+    return service.list_dashboards(call.session, call.org_id)
 
 
 @route(
@@ -106,13 +106,13 @@ def list_dashboards(call: Call) -> service.DashboardList:
 def create_dashboard(call: Call) -> service.DashboardOut:
     """A named view: filters (`tag`, `vendor`, `watchType`, `environment`) and the panels
     shown. Names are unique in the org (409 `duplicate_name`)."""
-    return service.dashboard_save(call.session, call.principal_required, call.body, call.now)
+    return service.save_dashboard(call.session, call.principal_required, call.body, call.now)
 
 
 @route("GET /api/portfolio/dashboards/<dashboard_id>", "A dashboard template")
 def get_dashboard(call: Call) -> service.DashboardOut:
     """One of the org's dashboards, or a starter (`system....`)."""
-    return service.dashboard_get(call.session, call.org_id, call.path["dashboard_id"])
+    return service.get_dashboard(call.session, call.org_id, call.path["dashboard_id"])
 
 
 @route(
@@ -123,7 +123,7 @@ def get_dashboard(call: Call) -> service.DashboardOut:
 )
 def replace_dashboard(call: Call) -> service.DashboardOut:
     """Replaces one of the org's dashboards; starters and dashboards from git answer 409."""
-    return service.dashboard_save(
+    return service.save_dashboard(
         call.session, call.principal_required, call.body, call.now, call.path["dashboard_id"]
     )
 
@@ -133,5 +133,5 @@ def replace_dashboard(call: Call) -> service.DashboardOut:
 )
 def delete_dashboard(call: Call) -> Reply:
     """Deletes one of the org's dashboards (audited); starters and git's answer 409."""
-    service.dashboard_delete(call.session, call.principal_required, call.path["dashboard_id"])
+    service.delete_dashboard(call.session, call.principal_required, call.path["dashboard_id"])
     return Reply(204)

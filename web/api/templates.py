@@ -89,7 +89,7 @@ def create_watch_set(call: Call) -> Reply:
     watch_set = watch_sets.create_set(call.session, call.principal_required, call.body)
     return Reply(
         201,
-        watch_sets.set_out(call.session, watch_set),
+        watch_sets.watch_set_out(call.session, watch_set),
         {"Location": f"/api/org/watch-sets/{watch_set.id}"},
     )
 
@@ -97,7 +97,7 @@ def create_watch_set(call: Call) -> Reply:
 @route("GET /api/org/watch-sets/<set_id>", "Read a watch set")
 def get_watch_set(call: Call) -> watch_sets.WatchSetOut:
     """One watch set of the org; another org's id answers 404."""
-    return watch_sets.set_out(
+    return watch_sets.watch_set_out(
         call.session, watch_sets.get_set(call.session, call.org_id, call.path["set_id"])
     )
 
@@ -114,7 +114,7 @@ def replace_watch_set(call: Call) -> watch_sets.WatchSetOut:
     watch_set = watch_sets.replace_set(
         call.session, call.principal_required, call.path["set_id"], call.body
     )
-    return watch_sets.set_out(call.session, watch_set)
+    return watch_sets.watch_set_out(call.session, watch_set)
 
 
 @route("DELETE /api/org/watch-sets/<set_id>", "Delete a watch set", errors=(409,))

@@ -17,7 +17,7 @@ route = REGISTRY.tagged("watches")
 def list_watches(call: Call) -> WatchList:
     """Watches of the caller's org, oldest first, filtered by tag (all given), status and type."""
     rows, cursor = service.list_watches(call.session, call.org_id, call.query)
-    listing = service.to_list(rows, cursor, call.now)
+    listing = service.watch_list_out(rows, cursor, call.now)
     incidents = drift.incidents_by_watch(call.session, [w.id for w in rows])
     for item in listing.watches:
         item.incident = incidents.get(item.id)
