@@ -378,6 +378,8 @@ class Router:
     ) -> Callable[[Handler], Handler]:
         """Declare the route of `pattern` (`METHOD /rule`)."""
         method, _, rule = pattern.partition(" ")
+        if not rule.startswith("/"):
+            raise ValueError(f"{pattern!r}: a route is `METHOD /rule`")
         options.setdefault("tag", self.tag)
         return self.registry.route(method, rule, summary=summary, **options)
 
