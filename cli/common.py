@@ -94,6 +94,18 @@ def options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
+def format_option(*formats: str, help: str) -> Callable[[F], F]:
+    """`--format` (the command's `output_format`): one of `formats`, the first by default."""
+    return click.option(
+        "--format",
+        "output_format",
+        type=click.Choice(formats),
+        default=formats[0],
+        show_default=True,
+        help=help,
+    )
+
+
 def pages(fetch: Callable[[str | None], Any]) -> Iterator[Any]:
     """The pages of an API listing, first to last: `fetch(cursor)` gets one (the first with
     None), then each page's `nextCursor` the next, until a page has none. Lazy: a caller that

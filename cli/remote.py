@@ -11,18 +11,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cli import api, style
-from cli.common import fail, options
+from cli.common import fail, format_option, options
 
 if TYPE_CHECKING:
     import httpx
 
-output_format = click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text: a table for people; json: the server's answer.",
+output_format = format_option(
+    "text", "json", help="text: a table for people; json: the server's answer."
 )
 server_command = options(api.server_options, output_format)
 

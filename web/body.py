@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from controller.errors import ValidationFailed
-from controller.model.problems import problems_of, summary_of
+from controller.model.problems import validated
 
 MAX_NESTING = 200
 """jiter's fixed recursion limit: deeper bodies are refused as invalid JSON."""
@@ -67,13 +67,7 @@ def parse_body(model: type[M], raw: bytes) -> M:
 
 def validate(model: type[M], data: Any, where: str) -> M:
     """`data` as `model`, or `ValidationFailed` with one JSON pointer and message per place."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        details = problems_of(exc, data)
-        raise ValidationFailed(
-            f"invalid request {where}: {summary_of(details)}", details=details
-        ) from None
+    return validated(model, data, ValidationFailed, f"invalid request {where}")
 
 
 def _invalid(reason: str) -> str:

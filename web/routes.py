@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import import_module
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal, TypedDict, Unpack, get_args, get_origin, get_type_hints
 
 from flask import Flask, Response, current_app, g, request
 from pydantic import BaseModel, ValidationError
@@ -228,12 +228,19 @@ class Route:
         return sorted(statuses)
 
 
+Responses = dict[int, type[BaseModel] | None]
+
+
 class Registry:
     """Collects routes from the API modules and installs them on a Flask app."""
 
     def __init__(self) -> None:
         self.routes: list[Route] = []
         self._openapi: dict[str | None, dict[str, Any]] = {}
+
+    def tagged(self, tag: str) -> Router:
+        """Declares the routes of one API module, published under `tag` (`Router`)."""
+        return Router(self, tag)
 
     def route(
         self,
@@ -242,7 +249,9 @@ class Registry:
         *,
         summary: str,
         tag: str,
-        responses: dict[int, type[BaseModel] | None],
+        out: type[BaseModel] | None = None,
+        status: int | None = None,
+        responses: Responses | None = None,
         body: type[BaseModel] | None = None,
         query: type[BaseModel] | None = None,
         auth: Auth = "key",
@@ -253,11 +262,15 @@ class Registry:
         max_body: int | None = None,
         compat: dict[str, str] | None = None,
     ) -> Callable[[Handler], Handler]:
-        """Declare a route. `lane=True` lets `web.lane` serve it in front of Flask's
-        per-request machinery (for a hot path): the handler is the same in both paths, so it
-        must return a model or a `Reply`, never a Flask `Response`; only routes authenticated
-        by API key (a trial session, where the route takes one, goes through Flask), without
-        guards, path values or query can opt in."""
+        """Declare a route. Its success answer is `out` (by default the model the handler is
+        annotated to return, if any) with `status` (200 with a model, 204 without); or
+        `responses` lists them (status: model or None). `lane=True` lets `web.lane` serve it
+        in front of Flask's per-request machinery (for a hot path): the handler is the same
+        in both paths, so it must return a model or a `Reply`, never a Flask `Response`; only
+        routes authenticated by API key (a trial session, where the route takes one, goes
+        through Flask), without guards, path values or query can opt in."""
+        if responses is not None and (out is not None or status is not None):
+            raise ValueError(f"{method} {rule}: `responses`, or `out` and `status`, not both")
 
         def register(handler: Handler) -> Handler:
             if lane and (
@@ -271,7 +284,7 @@ class Registry:
                     handler=handler,
                     summary=summary,
                     tag=tag,
-                    responses=responses,
+                    responses=_answer(handler, out, status) if responses is None else responses,
                     body=body,
                     query=query,
                     auth=auth,
@@ -332,6 +345,45 @@ class Registry:
         return self._openapi[key]
 
 
+class RouteOptions(TypedDict, total=False):
+    """What a route declares besides its method, rule and summary (`Registry.route`)."""
+
+    tag: str
+    out: type[BaseModel] | None
+    status: int
+    responses: Responses
+    body: type[BaseModel] | None
+    query: type[BaseModel] | None
+    auth: Auth
+    guards: Iterable[Guard]
+    errors: Iterable[int]
+    raw_response: dict[str, Any] | None
+    lane: bool
+    max_body: int | None
+    compat: dict[str, str] | None
+
+
+class Router:
+    """Declares the routes of one API module, each published under the module's tag unless
+    it names another: `route = REGISTRY.tagged("watches")`, then
+    `@route("GET /api/watches/<watch_id>", "Read a watch")` over a handler annotated to
+    return the answer's model (`Registry.route` says the rest)."""
+
+    def __init__(self, registry: Registry, tag: str) -> None:
+        self.registry = registry
+        self.tag = tag
+
+    def __call__(
+        self, pattern: str, summary: str, **options: Unpack[RouteOptions]
+    ) -> Callable[[Handler], Handler]:
+        """Declare the route of `pattern` (`METHOD /rule`)."""
+        method, _, rule = pattern.partition(" ")
+        if not rule.startswith("/"):
+            raise ValueError(f"{pattern!r}: a route is `METHOD /rule`")
+        options.setdefault("tag", self.tag)
+        return self.registry.route(method, rule, summary=summary, **options)
+
+
 def _make_view(
     route: Route, authenticate: Callable[[Auth], tuple[Principal | None, TrialSession | None]]
 ) -> Callable[..., Response]:
@@ -379,6 +431,15 @@ def _make_view(
 
     view.__name__ = route.operation_id
     return view
+
+
+def _answer(handler: Handler, out: type[BaseModel] | None, status: int | None) -> Responses:
+    """A route's one success answer: `out`, else the model its handler is annotated to
+    return (none for a `Reply` or a `Response`), with `status` (200 with a model, else 204)."""
+    model = out if out is not None else get_type_hints(handler).get("return")
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        model = None
+    return {status or (204 if model is None else 200): model}
 
 
 def as_reply(route: Route, result: BaseModel | Reply) -> Reply:

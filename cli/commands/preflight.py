@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 import click
 
 from cli import api, style
-from cli.common import fail
+from cli.common import fail, format_option
 
 if TYPE_CHECKING:
     import httpx
@@ -82,12 +82,9 @@ def _ignore_entry(value: str) -> dict[str, str]:
     help="Do not block on watch ID (the REASON is recorded); repeatable. A policy block "
     "cannot be ignored.",
 )
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
+@format_option(
+    "text",
+    "json",
     help="text: a verdict line and one line per blocked watch; json: the server's answer.",
 )
 @api.server_options

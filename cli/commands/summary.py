@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cli.common import Context, fail
+from cli.common import Context, fail, format_option
 
 
 @click.command()
@@ -14,14 +14,7 @@ from cli.common import Context, fail
     is_flag=True,
     help="queue it for every recipient and deliver it now (else print it)",
 )
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "html", "json"]),
-    default="text",
-    show_default=True,
-    help="how to print it (without --send)",
-)
+@format_option("text", "html", "json", help="how to print it (without --send)")
 @click.pass_obj
 def summary(obj: Context, org_name: str, send: bool, output_format: str) -> None:
     """Print this week's summary e-mail of an org, or `--send` it to its recipients now

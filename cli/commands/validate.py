@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from cli.common import format_option
+
 if TYPE_CHECKING:  # imported when the command runs: `driftgate validate --help` loads none
     from controller.gitsources.load import Bundle, Problem
     from controller.model.gitops import Unreadable, UnreadableKind
@@ -28,12 +30,10 @@ if TYPE_CHECKING:  # imported when the command runs: `driftgate validate --help`
 
 @click.command()
 @click.argument("directory", default=".driftgate", type=click.Path(path_type=Path))
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json", "github"]),
-    default="text",
-    show_default=True,
+@format_option(
+    "text",
+    "json",
+    "github",
     help="text: file:line:column: message; json: one document; github: workflow annotations.",
 )
 @click.option(

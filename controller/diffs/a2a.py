@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.diffs.core import escape_pointer, make_change
+from controller.diffs.core import compare_keys, escape_pointer, make_change
 from controller.diffs.errors import ContractParseError
 from controller.diffs.loader import MAX_NESTING, check_nesting
 from controller.diffs.mcp import SchemaRules, diff_io_schemas
@@ -205,19 +205,14 @@ def _capabilities(b: AgentCard, r: AgentCard, out: list[Change]) -> None:
 
 
 def _skills(b: AgentCard, r: AgentCard, out: list[Change]) -> None:
-    for rule, present, absent in (
-        ("skill-removed", b.skills, r.skills),
-        ("skill-added", r.skills, b.skills),
-    ):
-        out.extend(
-            make_change(rule, _skill_ptr(skill_id), location=Location(tool=skill_id), name=skill_id)
-            for skill_id in present
-            if skill_id not in absent
-        )
-    for skill_id, bs in b.skills.items():
-        rs = r.skills.get(skill_id)
-        if rs is not None and bs != rs:
-            _skill(skill_id, bs, rs, b, r, out)
+    for presence, skill_id in compare_keys(b.skills, r.skills, kept_last=True):
+        if presence != "kept":
+            loc = Location(tool=skill_id)
+            out.append(
+                make_change(f"skill-{presence}", _skill_ptr(skill_id), location=loc, name=skill_id)
+            )
+        elif b.skills[skill_id] != r.skills[skill_id]:
+            _skill(skill_id, b.skills[skill_id], r.skills[skill_id], b, r, out)
 
 
 def _skill(
@@ -272,15 +267,14 @@ def _modes_diff(
     """One change per media type removed (narrowed: breaking) or added (widened)."""
     name, ptr = skill if skill is not None else (None, "/" + _camel(stem))
     loc = Location(tool=name) if name is not None else None
-    for mode in before:
-        if mode not in after:
+    for presence, mode in compare_keys(before, after):
+        if presence == "removed":
             out.append(
                 make_change(
                     f"{stem}-removed", ptr, location=loc, name=name, detail=mode, before=mode
                 )
             )
-    for mode in after:
-        if mode not in before:
+        elif presence == "added":
             out.append(
                 make_change(f"{stem}-added", ptr, location=loc, name=name, detail=mode, after=mode)
             )

@@ -7,9 +7,9 @@ worded, so every engine produces the same change object (CONTRACT.md).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Iterator
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 from controller.diffs.jsonschema import Finding, pointer_suffix
 from controller.diffs.rules import CATALOG, FAMILIES, ROOT_ASPECTS, Direction
@@ -22,11 +22,37 @@ _CHANGE_TYPES = (
     ("added", "added"),
     ("set", "added"),
 )
+K = TypeVar("K")
+# What a revision did with a key of a keyed surface; "removed" and "added" are also the last
+# word of the rules that report it (`tool-removed`, `skill-added`).
+Presence = Literal["removed", "kept", "added"]
 
 
 def escape_pointer(segment: str) -> str:
     """Escape one JSON Pointer segment (RFC 6901)."""
     return segment.replace("~", "~0").replace("/", "~1")
+
+
+def compare_keys(
+    before: Collection[K], after: Collection[K], *, kept_last: bool = False
+) -> Iterator[tuple[Presence, K]]:
+    """The keys of a keyed surface (operations, parameters, tools, skills ...) on both sides,
+    each with what the revision did with it: `before`'s keys in its order, removed or kept,
+    then the keys only `after` has. With `kept_last`, the kept keys come after the added
+    ones: every key removed or added is reported before what changed in the others."""
+    kept: list[K] = []
+    for key in before:
+        if key not in after:
+            yield "removed", key
+        elif kept_last:
+            kept.append(key)
+        else:
+            yield "kept", key
+    for key in after:
+        if key not in before:
+            yield "added", key
+    for key in kept:
+        yield "kept", key
 
 
 def make_change(

@@ -626,15 +626,7 @@ class SchemaDiffer:
             self._compare_folded(plain, resolved, r_alts is not None, out)
             if bt == rt:
                 return True
-            widened = all(_accepts(rt, t) for t in bt)
-            narrowed = all(_accepts(bt, t) for t in rt)
-            aspect = (
-                "list-of-types-widened"
-                if widened
-                else "list-of-types-narrowed"
-                if narrowed
-                else "type-changed"
-            )
+            aspect = type_change_aspect(bt, rt, _accepts, multi=True)
             out.append(Finding(aspect, (), _type_text(bt), _type_text(rt)))
             return True
         wrapping = r_alts is not None
@@ -822,15 +814,8 @@ class SchemaDiffer:
             elif rt is None:
                 out.append(Finding("type-generalized", (), before, after))
             else:
-                widened = all(_accepts(rt, t) for t in bt)
-                narrowed = all(_accepts(bt, t) for t in rt)
-                multi = len(bt) > 1 or len(rt) > 1
-                if widened:
-                    aspect = "list-of-types-widened" if multi else "type-generalized"
-                elif narrowed:
-                    aspect = "list-of-types-narrowed" if multi else "type-specialized"
-                else:
-                    aspect = "type-changed"
+                aspect = type_change_aspect(bt, rt, _accepts, multi=len(bt) > 1 or len(rt) > 1)
+                if aspect == "type-changed":
                     compatible = bool(bt & rt) or _structural(bt) == _structural(rt)
                 out.append(Finding(aspect, (), before, after))
         if bnull != rnull and not (bt is None and rt is None):
@@ -1889,6 +1874,29 @@ def _json_type(value: Any) -> str:
 def _type_meet(a: frozenset[str], b: frozenset[str]) -> frozenset[str]:
     """The types both `a` and `b` allow (an integer is a number)."""
     return frozenset(t for t in a | b if _accepts(a, t) and _accepts(b, t))
+
+
+def type_change_aspect(
+    before: frozenset[str],
+    after: frozenset[str],
+    accepts: Callable[[frozenset[str], str], bool],
+    *,
+    multi: bool,
+    equivalent: str | None = None,
+) -> str:
+    """The aspect of a value's types changing from `before` to `after`: widened when the new
+    types accept every old one (`accepts(types, t)`), narrowed when the old ones accept every
+    new one, else changed; `multi` for lists of types. `equivalent` names the aspect when each
+    side accepts the other (otherwise widened)."""
+    widened = all(accepts(after, t) for t in before)
+    narrowed = all(accepts(before, t) for t in after)
+    if widened and narrowed and equivalent is not None:
+        return equivalent
+    if widened:
+        return "list-of-types-widened" if multi else "type-generalized"
+    if narrowed:
+        return "list-of-types-narrowed" if multi else "type-specialized"
+    return "type-changed"
 
 
 def _accepts(types: frozenset[str], t: str) -> bool:

@@ -15,10 +15,10 @@ snapshots stored before that rule is ignored.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from controller.diffs.core import changes_from_findings, escape_pointer, make_change
-from controller.diffs.jsonschema import SchemaDiffer
+from controller.diffs.core import changes_from_findings, compare_keys, escape_pointer, make_change
+from controller.diffs.jsonschema import Finding, SchemaDiffer
 from controller.diffs.refs import Document
 from controller.diffs.rules import Direction
 from controller.model.change import Change, Location
@@ -124,24 +124,22 @@ def _server(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
 def _capabilities(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
     if b.capabilities is None or r.capabilities is None:
         return
-    for name in b.capabilities:
-        if name not in r.capabilities:
+    for presence, name in compare_keys(b.capabilities, r.capabilities):
+        ptr = f"/capabilities/{escape_pointer(name)}"
+        if presence == "removed":
             rule = "capability-removed" if name in CORE_CAPABILITIES else "capability-removed-minor"
-            out.append(make_change(rule, f"/capabilities/{escape_pointer(name)}", name=name))
+            out.append(make_change(rule, ptr, name=name))
+        elif presence == "added":
+            out.append(make_change("capability-added", ptr, name=name))
         elif b.capabilities[name] != r.capabilities[name]:
             out.append(
                 make_change(
                     "capability-flags-changed",
-                    f"/capabilities/{escape_pointer(name)}",
+                    ptr,
                     name=name,
                     before=b.capabilities[name],
                     after=r.capabilities[name],
                 )
-            )
-    for name in r.capabilities:
-        if name not in b.capabilities:
-            out.append(
-                make_change("capability-added", f"/capabilities/{escape_pointer(name)}", name=name)
             )
 
 
@@ -150,21 +148,12 @@ def _tools(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
     rtools = r.tools if r.tools is not None else ({} if _capability_gone(b, r, "tools") else None)
     if rtools is None:
         return  # tools not listed this time (not advertised or failed): not drift by itself
-    for name in btools:
-        if name not in rtools:
-            out.append(
-                make_change(
-                    "tool-removed", _tool_ptr(name), location=Location(tool=name), name=name
-                )
-            )
-    for name in rtools:
-        if name not in btools:
-            out.append(
-                make_change("tool-added", _tool_ptr(name), location=Location(tool=name), name=name)
-            )
-    for name, bt in btools.items():
-        if name in rtools and bt != rtools[name]:
-            _tool(name, bt, rtools[name], out)
+    for presence, name in compare_keys(btools, rtools, kept_last=True):
+        if presence != "kept":
+            loc = Location(tool=name)
+            out.append(make_change(f"tool-{presence}", _tool_ptr(name), location=loc, name=name))
+        elif btools[name] != rtools[name]:
+            _tool(name, btools[name], rtools[name], out)
 
 
 def _capability_gone(b: McpSnapshot, r: McpSnapshot, cap: str) -> bool:
@@ -257,15 +246,7 @@ def diff_io_schemas(
         findings = differ.diff(bin_, rin)
         if invalid:
             findings = [f for f in findings if f.path]
-        out += changes_from_findings(
-            findings,
-            direction=Direction.REQUEST,
-            root_prefix="tool-input",
-            nested_prefix="tool-input-property",
-            pointer=ptr + "/inputSchema",
-            location=loc,
-            label=f"{label} input",
-        )
+        out += _schema_changes(findings, "input", loc, ptr, label)
     bout, rout = before.get("outputSchema"), after.get("outputSchema")
     if bout is None and rout is not None:
         out.append(make_change(rules.output_added, ptr + "/outputSchema", location=loc, name=name))
@@ -275,15 +256,22 @@ def diff_io_schemas(
         )
     elif isinstance(bout, dict) and isinstance(rout, dict) and bout != rout:
         differ = SchemaDiffer(Document(bout), Document(rout), Direction.RESPONSE)
-        out += changes_from_findings(
-            differ.diff(bout, rout),
-            direction=Direction.RESPONSE,
-            root_prefix="tool-output",
-            nested_prefix="tool-output-property",
-            pointer=ptr + "/outputSchema",
-            location=loc,
-            label=f"{label} output",
-        )
+        out += _schema_changes(differ.diff(bout, rout), "output", loc, ptr, label)
+
+
+def _schema_changes(
+    findings: list[Finding], side: Literal["input", "output"], loc: Location, ptr: str, label: str
+) -> list[Change]:
+    """The changes of a unit's `inputSchema` (a request) or `outputSchema` (a response)."""
+    return changes_from_findings(
+        findings,
+        direction=Direction.REQUEST if side == "input" else Direction.RESPONSE,
+        root_prefix=f"tool-{side}",
+        nested_prefix=f"tool-{side}-property",
+        pointer=f"{ptr}/{side}Schema",
+        location=loc,
+        label=f"{label} {side}",
+    )
 
 
 def _annotations(
@@ -328,77 +316,66 @@ def _prompts(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
     rp = r.prompts if r.prompts is not None else ({} if _capability_gone(b, r, "prompts") else None)
     if rp is None:
         return
-    for name in bp:
+    for presence, name in compare_keys(bp, rp):
         ptr = f"/prompts/{escape_pointer(name)}"
-        if name not in rp:
-            out.append(make_change("prompt-removed", ptr, name=name))
+        if presence != "kept":
+            out.append(make_change(f"prompt-{presence}", ptr, name=name))
             continue
         if (bp[name].get("description") or "") != (rp[name].get("description") or ""):
             out.append(make_change("prompt-description-changed", ptr + "/description", name=name))
-        bargs = {
-            str(a.get("name")): a for a in bp[name].get("arguments") or [] if isinstance(a, dict)
-        }
-        rargs = {
-            str(a.get("name")): a for a in rp[name].get("arguments") or [] if isinstance(a, dict)
-        }
-        for arg in bargs:
-            if arg not in rargs:
-                out.append(make_change("prompt-argument-removed", ptr, name=name, detail=arg))
-            elif not bargs[arg].get("required") and rargs[arg].get("required"):
-                out.append(
-                    make_change("prompt-argument-became-required", ptr, name=name, detail=arg)
-                )
-            elif bargs[arg].get("required") and not rargs[arg].get("required"):
-                out.append(
-                    make_change("prompt-argument-became-optional", ptr, name=name, detail=arg)
-                )
-        for arg in rargs:
-            if arg not in bargs:
-                rule = (
-                    "prompt-argument-added-required"
-                    if rargs[arg].get("required")
-                    else "prompt-argument-added-optional"
-                )
-                out.append(make_change(rule, ptr, name=name, detail=arg))
-    for name in rp:
-        if name not in bp:
-            out.append(make_change("prompt-added", f"/prompts/{escape_pointer(name)}", name=name))
+        _arguments(
+            name, ptr, _by_name(bp[name].get("arguments")), _by_name(rp[name].get("arguments")), out
+        )
+
+
+def _arguments(
+    name: str, ptr: str, bargs: dict[str, Any], rargs: dict[str, Any], out: list[Change]
+) -> None:
+    for presence, arg in compare_keys(bargs, rargs):
+        if presence == "removed":
+            rule = "prompt-argument-removed"
+        elif presence == "added":
+            rule = (
+                "prompt-argument-added-required"
+                if rargs[arg].get("required")
+                else "prompt-argument-added-optional"
+            )
+        elif not bargs[arg].get("required") and rargs[arg].get("required"):
+            rule = "prompt-argument-became-required"
+        elif bargs[arg].get("required") and not rargs[arg].get("required"):
+            rule = "prompt-argument-became-optional"
+        else:
+            continue
+        out.append(make_change(rule, ptr, name=name, detail=arg))
+
+
+def _by_name(arguments: Any) -> dict[str, Any]:
+    return {str(a.get("name")): a for a in arguments or [] if isinstance(a, dict)}
+
+
+# A resource kind's snapshot field (also its pointer's first step), its rules' stem and the
+# rule of a changed entry.
+_RESOURCE_KINDS = (
+    ("resource_templates", "resource-template", "resource-template-changed"),
+    ("resources", "resource", "resource-metadata-changed"),
+)
 
 
 def _resources(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
     gone = _capability_gone(b, r, "resources")
-    bt = b.resource_templates or {}
-    rt = r.resource_templates if r.resource_templates is not None else ({} if gone else None)
-    if rt is not None:
-        for uri in bt:
-            ptr = f"/resource_templates/{escape_pointer(uri)}"
-            if uri not in rt:
-                out.append(make_change("resource-template-removed", ptr, name=uri))
-            elif bt[uri] != rt[uri]:
-                out.append(make_change("resource-template-changed", ptr, name=uri))
-        for uri in rt:
-            if uri not in bt:
-                out.append(
-                    make_change(
-                        "resource-template-added",
-                        f"/resource_templates/{escape_pointer(uri)}",
-                        name=uri,
-                    )
-                )
-    br = b.resources or {}
-    rr = r.resources if r.resources is not None else ({} if gone else None)
-    if rr is not None:
-        for uri in br:
-            ptr = f"/resources/{escape_pointer(uri)}"
-            if uri not in rr:
-                out.append(make_change("resource-removed", ptr, name=uri))
-            elif br[uri] != rr[uri]:
-                out.append(make_change("resource-metadata-changed", ptr, name=uri))
-        for uri in rr:
-            if uri not in br:
-                out.append(
-                    make_change("resource-added", f"/resources/{escape_pointer(uri)}", name=uri)
-                )
+    for field_name, stem, changed in _RESOURCE_KINDS:
+        before: dict[str, Any] = getattr(b, field_name) or {}
+        after: dict[str, Any] | None = getattr(r, field_name)
+        if after is None:
+            if not gone:
+                continue
+            after = {}
+        for presence, uri in compare_keys(before, after):
+            ptr = f"/{field_name}/{escape_pointer(uri)}"
+            if presence != "kept":
+                out.append(make_change(f"{stem}-{presence}", ptr, name=uri))
+            elif before[uri] != after[uri]:
+                out.append(make_change(changed, ptr, name=uri))
 
 
 def _tool_ptr(name: str) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 from controller.diffs.core import (
     Causes,
     changes_from_findings,
+    compare_keys,
     escape_pointer,
     make_change,
     with_causes,
@@ -30,6 +31,7 @@ from controller.diffs.jsonschema import (
     SchemaDiffer,
     UnchangedRefs,
     parse_date,
+    type_change_aspect,
 )
 from controller.diffs.loader import check_openapi
 from controller.diffs.refs import Document, DocumentStore, Resolver
@@ -210,16 +212,16 @@ class _OpenAPIDiff:
     def run(self) -> list[Change]:
         base_ops = _operations(self.base.root)
         rev_ops = _operations(self.rev.root)
-        for key, (raw_path, method, op, item) in base_ops.items():
-            name = f"{method.upper()} {raw_path}"
-            loc = Location(operation=name)
-            pointer = f"/paths/{escape_pointer(raw_path)}/{method}"
-            if key not in rev_ops:
-                self._operation_removed(op, name, loc, pointer)
+        for presence, key in compare_keys(base_ops, rev_ops):
+            if presence == "added":
+                loc, pointer = _operation_place(*rev_ops[key][:2])
+                self._add("endpoint-added", pointer, loc, loc.operation or "")
+                continue
+            raw_path, method, op, item = base_ops[key]
+            if presence == "removed":
+                self._operation_removed(op, *_operation_place(raw_path, method))
                 continue
             rev_path, _, rop, ritem = rev_ops[key]
-            rname = f"{method.upper()} {rev_path}"
-            rpointer = f"/paths/{escape_pointer(rev_path)}/{method}"
             if (
                 op == rop
                 and item == ritem
@@ -230,20 +232,9 @@ class _OpenAPIDiff:
                     continue
             self._operation(
                 OperationPair(
-                    raw_path, op, item, rev_path, rop, ritem, Location(operation=rname), rpointer
+                    raw_path, op, item, rev_path, rop, ritem, *_operation_place(rev_path, method)
                 )
             )
-        for key, (raw_path, method, _op, _item) in rev_ops.items():
-            if key not in base_ops:
-                name = f"{method.upper()} {raw_path}"
-                self.changes.append(
-                    make_change(
-                        "endpoint-added",
-                        f"/paths/{escape_pointer(raw_path)}/{method}",
-                        location=Location(operation=name),
-                        name=name,
-                    )
-                )
         self._servers()
         self._security_schemes()
         self._webhooks()
@@ -266,7 +257,7 @@ class _OpenAPIDiff:
 
     # -- operations -------------------------------------------------------------------------
 
-    def _operation_removed(self, op: dict[str, Any], name: str, loc: Location, ptr: str) -> None:
+    def _operation_removed(self, op: dict[str, Any], loc: Location, ptr: str) -> None:
         rule = "endpoint-removed"
         if op.get("x-stability-level") in UNSTABLE_LEVELS:
             rule = "endpoint-removed-unstable"
@@ -277,7 +268,7 @@ class _OpenAPIDiff:
             today = self.options.today
             if day is not None and today is not None and day > today:
                 rule = "endpoint-removed-before-sunset"
-        self.changes.append(make_change(rule, ptr, location=loc, name=name, before=sunset))
+        self._add(rule, ptr, loc, loc.operation or "", before=sunset)
 
     def _operation(self, pair: OperationPair) -> None:
         op, rop, loc, ptr = pair.base, pair.revision, pair.location, pair.pointer
@@ -640,9 +631,19 @@ class _OpenAPIDiff:
         loc, ptr = pair.location, pair.pointer
         bparams = self._collect_params(self.base, pair.base_path, pair.base_item, pair.base)
         rparams = self._collect_params(self.rev, pair.rev_path, pair.rev_item, pair.revision)
-        for key, (bp, bdoc) in bparams.items():
-            label = f"{bp.get('in')} parameter '{bp.get('name')}'"
-            if key not in rparams:
+        for presence, key in compare_keys(bparams, rparams):
+            if presence == "added":
+                rp = rparams[key][0]
+                rule = (
+                    "request-parameter-added-required"
+                    if rp.get("required")
+                    else "request-parameter-added-optional"
+                )
+                self._add(rule, _param_pointer(ptr, rp), loc, _param_label(rp))
+                continue
+            bp, bdoc = bparams[key]
+            label = _param_label(bp)
+            if presence == "removed":
                 rule = "request-parameter-removed"
                 if bp.get("deprecated"):
                     rule = "request-parameter-removed-deprecated"
@@ -652,23 +653,10 @@ class _OpenAPIDiff:
                         rule = "request-parameter-sunset-invalid"
                     elif day is not None and today is not None and day > today:
                         rule = "request-parameter-removed-before-sunset"
-                pptr = f"{ptr}/parameters/{escape_pointer(str(bp.get('name')))}"
-                self._add(rule, pptr, loc, label, before=bp.get("x-sunset"))
+                self._add(rule, _param_pointer(ptr, bp), loc, label, before=bp.get("x-sunset"))
                 continue
             rp, rdoc = rparams[key]
-            pptr = f"{ptr}/parameters/{escape_pointer(str(rp.get('name')))}"
-            self._parameter(bp, bdoc, rp, rdoc, loc, pptr, label)
-        for key, (rp, _) in rparams.items():
-            if key in bparams:
-                continue
-            label = f"{rp.get('in')} parameter '{rp.get('name')}'"
-            rule = (
-                "request-parameter-added-required"
-                if rp.get("required")
-                else "request-parameter-added-optional"
-            )
-            pptr = f"{ptr}/parameters/{escape_pointer(str(rp.get('name')))}"
-            self._add(rule, pptr, loc, label)
+            self._parameter(bp, bdoc, rp, rdoc, loc, _param_pointer(ptr, rp), label)
 
     def _collect_params(
         self, doc: Document, path: str, item: dict[str, Any], op: dict[str, Any]
@@ -894,21 +882,22 @@ class _OpenAPIDiff:
         bmap = _media_types(bcontent)
         rmap = _media_types(rcontent)
         request = direction is Direction.REQUEST
-        for mt, (raw_mt, bmedia) in bmap.items():
-            if mt not in rmap:
+        for presence, mt in compare_keys(bmap, rmap, kept_last=True):
+            if presence == "removed":
+                raw_mt, bmedia = bmap[mt]
                 rule = (
                     "request-body-media-type-removed" if request else "response-media-type-removed"
                 )
                 if not request and _describes_nothing(_dict(bmedia).get("schema"), bdoc):
                     rule = "response-media-type-removed-placeholder"
                 self._add(rule, f"{ptr}/{escape_pointer(raw_mt)}", loc, raw_mt)
-        for mt, (raw_mt, _) in rmap.items():
-            if mt not in bmap:
+                continue
+            if presence == "added":
+                raw_mt = rmap[mt][0]
                 rule = "request-body-media-type-added" if request else "response-media-type-added"
                 self._add(rule, f"{ptr}/{escape_pointer(raw_mt)}", loc, raw_mt)
-        for mt, (_, bmedia) in bmap.items():
-            if mt not in rmap:
                 continue
+            bmedia = bmap[mt][1]
             raw_mt, rmedia = rmap[mt]
             bmedia, rmedia = _dict(bmedia), _dict(rmedia)
             self._unread(bmedia, rmedia, _MEDIA_READ, f"{ptr}/{escape_pointer(raw_mt)}", loc)
@@ -1001,10 +990,10 @@ class _OpenAPIDiff:
         rres = {str(k): v for k, v in (rop.get("responses") or {}).items()}
         swagger_b = "swagger" in self.base.root
         swagger_r = "swagger" in self.rev.root
-        for code, braw in bres.items():
+        for presence, code in compare_keys(bres, rres):
             rptr = f"{ptr}/responses/{escape_pointer(code)}"
             success = code.startswith("2") or code.upper() == "2XX"
-            if code not in rres:
+            if presence == "removed":
                 rule = (
                     self._success_removed(bres, rres, code)
                     if success
@@ -1012,7 +1001,15 @@ class _OpenAPIDiff:
                 )
                 self._add(rule, rptr, loc, code)
                 continue
-            bresp, bdoc = _deref(braw, self.base)
+            if presence == "added":
+                rule = (
+                    "response-success-status-added"
+                    if success
+                    else "response-non-success-status-added"
+                )
+                self._add(rule, rptr, loc, code)
+                continue
+            bresp, bdoc = _deref(bres[code], self.base)
             rresp, rdoc = _deref(rres[code], self.rev)
             if not isinstance(bresp, dict) or not isinstance(rresp, dict):
                 continue
@@ -1030,15 +1027,6 @@ class _OpenAPIDiff:
             self._content(
                 bcontent, bdoc, rcontent, rdoc, Direction.RESPONSE, loc, rptr + "/content", label
             )
-        for code in rres:
-            if code not in bres:
-                success = code.startswith("2") or code.upper() == "2XX"
-                rule = (
-                    "response-success-status-added"
-                    if success
-                    else ("response-non-success-status-added")
-                )
-                self._add(rule, f"{ptr}/responses/{escape_pointer(code)}", loc, code)
 
     def _success_removed(self, bres: dict[str, Any], rres: dict[str, Any], code: str) -> str:
         """The rule for a success status gone from an operation. Breaking when the operation
@@ -1076,11 +1064,16 @@ class _OpenAPIDiff:
     ) -> None:
         bh = {str(k).lower(): (str(k), v) for k, v in (bresp.get("headers") or {}).items()}
         rh = {str(k).lower(): (str(k), v) for k, v in (rresp.get("headers") or {}).items()}
-        for key, (raw, bval) in bh.items():
+        for presence, key in compare_keys(bh, rh):
+            if presence == "added":
+                raw = rh[key][0]
+                self._add("response-header-added", f"{ptr}/headers/{escape_pointer(raw)}", loc, raw)
+                continue
+            raw, bval = bh[key]
             hptr = f"{ptr}/headers/{escape_pointer(raw)}"
             bhead, bhdoc = _deref(bval, bdoc)
             bhead = bhead if isinstance(bhead, dict) else {}
-            if key not in rh:
+            if presence == "removed":
                 rule = (
                     "response-header-removed-required"
                     if bhead.get("required")
@@ -1130,9 +1123,6 @@ class _OpenAPIDiff:
                     label=f"{label} header '{raw}'",
                     causes=self.causes,
                 )
-        for key, (raw, _) in rh.items():
-            if key not in bh:
-                self._add("response-header-added", f"{ptr}/headers/{escape_pointer(raw)}", loc, raw)
 
 
 # -- document helpers ----------------------------------------------------------------------
@@ -1178,18 +1168,20 @@ def _type_as_text(finding: Finding, loose: bool) -> Finding:
         if loose and finding.aspect == "type-changed":
             return replace(finding, aspect="type-compatible")
         return finding
-    widened = all(_TEXT_SUPERTYPES.get(t, {t}) & after for t in before)
-    narrowed = all(_TEXT_SUPERTYPES.get(t, {t}) & before for t in after)
-    multi = len(before) > 1 or len(after) > 1
-    if widened and narrowed:
-        aspect = "type-compatible"  # the same texts either way
-    elif widened:
-        aspect = "list-of-types-widened" if multi else "type-generalized"
-    elif narrowed:
-        aspect = "list-of-types-narrowed" if multi else "type-specialized"
-    else:
-        aspect = "type-changed"
+    aspect = type_change_aspect(
+        before,
+        after,
+        _accepts_text,
+        multi=len(before) > 1 or len(after) > 1,
+        equivalent="type-compatible",  # the same texts either way
+    )
     return replace(finding, aspect=aspect)
+
+
+def _accepts_text(types: frozenset[str], t: str) -> bool:
+    """Whether one of `types` accepts every text of type `t` (an integer's texts are also a
+    number's and a string's)."""
+    return bool(_TEXT_SUPERTYPES.get(t, {t}) & types)
 
 
 def _parse_types(text: Any) -> frozenset[str] | None:
@@ -1230,12 +1222,27 @@ def _operations(
     return ops
 
 
+def _operation_place(raw_path: str, method: str) -> tuple[Location, str]:
+    """Where an operation's changes are reported: its location (`GET /pets`) and pointer."""
+    return Location(operation=f"{method.upper()} {raw_path}"), (
+        f"/paths/{escape_pointer(raw_path)}/{method}"
+    )
+
+
 def _deref(node: Any, doc: Document) -> tuple[Any, Document]:
     hops = 0
     while isinstance(node, dict) and isinstance(node.get("$ref"), str) and hops < 32:
         _, node, doc = doc.resolve(node["$ref"])
         hops += 1
     return node, doc
+
+
+def _param_label(param: dict[str, Any]) -> str:
+    return f"{param.get('in')} parameter '{param.get('name')}'"
+
+
+def _param_pointer(operation_pointer: str, param: dict[str, Any]) -> str:
+    return f"{operation_pointer}/parameters/{escape_pointer(str(param.get('name')))}"
 
 
 def _param_schema(param: dict[str, Any]) -> Any:

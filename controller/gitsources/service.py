@@ -99,7 +99,9 @@ def _org_sources(settings: Settings, session: Session, org_id: str) -> list[Sour
 
 def list_sources(session: Session, settings: Settings, org_id: str) -> SourceList:
     return SourceList(
-        sources=[_out(session, spec, org_id) for spec in _org_sources(settings, session, org_id)]
+        sources=[
+            _source_out(session, spec, org_id) for spec in _org_sources(settings, session, org_id)
+        ]
     )
 
 
@@ -107,7 +109,7 @@ def get_source(session: Session, settings: Settings, org_id: str, name: str) -> 
     spec = next((s for s in _org_sources(settings, session, org_id) if s.name == name), None)
     if spec is None:
         raise NotFound("Source not found")
-    return _out(session, spec, org_id)
+    return _source_out(session, spec, org_id)
 
 
 def queue_reconcile(
@@ -117,7 +119,7 @@ def queue_reconcile(
     return ReconcileQueued(source=name, job_id=request_reconcile(session, name, now, "api"))
 
 
-def _out(session: Session, spec: SourceSpec, org_id: str) -> SourceOut:
+def _source_out(session: Session, spec: SourceSpec, org_id: str) -> SourceOut:
     row = session.get(Source, spec.name)
     inventory = {}
     for kind, model in (

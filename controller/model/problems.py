@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from controller.errors import Unprocessable
+from controller.errors import RequestError, Unprocessable
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -38,16 +38,20 @@ def summary_of(details: list[dict[str, str]]) -> str:
     return "; ".join(f"{d['path']}: {d['message']}" for d in details[:5])
 
 
-def compose(model: type[M], data: dict[str, Any], *, what: str = "the request") -> M:
-    """`data` as `model`, or 422 `Unprocessable` with a pointer and message per problem (the
-    pointers of `data`, which callers keep the same as the request's where they can)."""
+def validated(model: type[M], data: Any, error: type[RequestError], context: str) -> M:
+    """`data` as `model`, or `error` saying `context`, then the first problems, with a pointer
+    and message per problem in its details."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         details = problems_of(exc, data)
-        raise Unprocessable(
-            f"{what} cannot be made: {summary_of(details)}", details=details
-        ) from None
+        raise error(f"{context}: {summary_of(details)}", details=details) from None
+
+
+def compose(model: type[M], data: dict[str, Any], *, what: str = "the request") -> M:
+    """`data` as `model`, or 422 `Unprocessable` with a pointer and message per problem (the
+    pointers of `data`, which callers keep the same as the request's where they can)."""
+    return validated(model, data, Unprocessable, f"{what} cannot be made")
 
 
 def json_path(data: Any, loc: tuple[int | str, ...], *, missing: bool) -> str:

@@ -138,7 +138,7 @@ def overview(session: Session, org_id: str, query: PortfolioQuery, now: datetime
                 "checks": views.checks(session, org_id, filters, now),
             },
             "alertStats": alert_stats(session, org_id),
-            "dashboardTemplates": dashboards_listed(session, org_id),
+            "dashboardTemplates": _every_dashboard(session, org_id),
             "window": {"days": query.days, "since": since, "until": now},
         }
     )
@@ -320,7 +320,7 @@ def dashboard_out(row: Dashboard) -> dashboards.DashboardOut:
     )
 
 
-def dashboards_listed(session: Session, org_id: str) -> list[dashboards.DashboardOut]:
+def _every_dashboard(session: Session, org_id: str) -> list[dashboards.DashboardOut]:
     """The starters, then the org's own by name."""
     rows = session.scalars(
         select(Dashboard).where(Dashboard.org_id == org_id).order_by(Dashboard.name)
@@ -328,8 +328,8 @@ def dashboards_listed(session: Session, org_id: str) -> list[dashboards.Dashboar
     return [*dashboards.STARTERS, *(dashboard_out(row) for row in rows)]
 
 
-def dashboards_list(session: Session, org_id: str) -> dashboards.DashboardList:
-    return dashboards.DashboardList(dashboards=dashboards_listed(session, org_id))
+def list_dashboards(session: Session, org_id: str) -> dashboards.DashboardList:
+    return dashboards.DashboardList(dashboards=_every_dashboard(session, org_id))
 
 
 def _dashboard(session: Session, org_id: str, dashboard_id: str) -> Dashboard:
@@ -341,14 +341,14 @@ def _dashboard(session: Session, org_id: str, dashboard_id: str) -> Dashboard:
     return row
 
 
-def dashboard_get(session: Session, org_id: str, dashboard_id: str) -> dashboards.DashboardOut:
+def get_dashboard(session: Session, org_id: str, dashboard_id: str) -> dashboards.DashboardOut:
     for starter in dashboards.STARTERS:
         if starter.id == dashboard_id:
             return starter
     return dashboard_out(_dashboard(session, org_id, dashboard_id))
 
 
-def dashboard_save(
+def save_dashboard(
     session: Session,
     caller: Caller,
     data: dashboards.DashboardIn,
@@ -383,7 +383,7 @@ def dashboard_save(
     return dashboard_out(row)
 
 
-def dashboard_delete(session: Session, caller: Caller, dashboard_id: str) -> None:
+def delete_dashboard(session: Session, caller: Caller, dashboard_id: str) -> None:
     row = _dashboard(session, caller.org_id, dashboard_id)
     ensure_unmanaged(row, "dashboard", row.name)
     audit.by(session, caller, "dashboard.delete", row.id, {"name": row.name})

@@ -242,7 +242,7 @@ def watch_out(watch: Watch, now: datetime) -> WatchOut:
     )
 
 
-def to_list(watches: list[Watch], next_cursor: str | None, now: datetime) -> WatchList:
+def watch_list_out(watches: list[Watch], next_cursor: str | None, now: datetime) -> WatchList:
     return WatchList(watches=[watch_out(w, now) for w in watches], next_cursor=next_cursor)
 
 

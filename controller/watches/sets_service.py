@@ -74,7 +74,7 @@ def list_sets(session: Session, org_id: str) -> WatchSetList:
     )
     for set_id, watch_id in rows:
         members[str(set_id)].append(watch_id)
-    return WatchSetList(watch_sets=[_out(s, members[s.id]) for s in sets])
+    return WatchSetList(watch_sets=[_watch_set_out(s, members[s.id]) for s in sets])
 
 
 def get_set(session: Session, org_id: str, set_id: str) -> WatchSet:
@@ -86,13 +86,14 @@ def get_set(session: Session, org_id: str, set_id: str) -> WatchSet:
     return watch_set
 
 
-def set_out(session: Session, watch_set: WatchSet) -> WatchSetOut:
+def watch_set_out(session: Session, watch_set: WatchSet) -> WatchSetOut:
+    """The API model of a watch set, with its watches' ids (oldest first)."""
     ids = session.scalars(
         select(Watch.id)
         .where(Watch.watch_set_id == watch_set.id)
         .order_by(Watch.created_at, Watch.id)
     )
-    return _out(watch_set, list(ids))
+    return _watch_set_out(watch_set, list(ids))
 
 
 def create_set(session: Session, principal: Principal, data: WatchSetIn) -> WatchSet:
@@ -177,7 +178,7 @@ def join(
     session.flush()
 
 
-def _out(watch_set: WatchSet, watch_ids: list[str]) -> WatchSetOut:
+def _watch_set_out(watch_set: WatchSet, watch_ids: list[str]) -> WatchSetOut:
     return WatchSetOut(
         id=watch_set.id,
         name=watch_set.name,

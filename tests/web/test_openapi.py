@@ -10,10 +10,12 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from openapi_spec_validator import validate
+from pydantic import BaseModel
 
 from controller.model.jsonvalue import json_value_problem
 from tests.conftest import OrgKey
 from web.api import REGISTRY
+from web.routes import Call, Registry, Reply
 
 
 def test_document_is_valid_openapi_310(client: FlaskClient) -> None:
@@ -231,3 +233,37 @@ def test_request_text_that_is_kept_refuses_nul(client: FlaskClient) -> None:
         walk(schemas[name], name)
     assert len(inputs) > 40  # the walk sees the registry
     assert sorted(found) == sorted(KNOWN_FINDINGS)
+
+
+class _Thing(BaseModel):
+    name: str
+
+
+def test_a_route_declares_its_answer_by_its_handler() -> None:
+    """A module's routes: its tag unless one names another, the model the handler is annotated
+    to return with 200 (or the status given), 204 for a handler without one."""
+    registry = Registry()
+    route = registry.tagged("things")
+
+    @route("GET /api/things/<thing_id>", "Read a thing")
+    def get_thing(call: Call) -> _Thing:
+        return _Thing(name="x")
+
+    @route("POST /api/things", "Create a thing", status=201, tag="other")
+    def create_thing(call: Call) -> _Thing:
+        return _Thing(name="x")
+
+    @route("DELETE /api/things/<thing_id>", "Delete a thing")
+    def delete_thing(call: Call) -> Reply:
+        return Reply(204)
+
+    declared = {(r.method, r.rule): (r.tag, r.responses) for r in registry.routes}
+    assert declared == {
+        ("GET", "/api/things/<thing_id>"): ("things", {200: _Thing}),
+        ("POST", "/api/things"): ("other", {201: _Thing}),
+        ("DELETE", "/api/things/<thing_id>"): ("things", {204: None}),
+    }
+    with pytest.raises(ValueError, match="METHOD /rule"):
+        route("/api/things", "No method")
+    with pytest.raises(ValueError, match="not both"):
+        route("GET /api/things", "Both", out=_Thing, responses={200: _Thing})

@@ -1,4 +1,5 @@
-"""The HTTP API, one module per resource family; each registers its routes on `REGISTRY`."""
+"""The HTTP API, one module per resource family; each declares its routes on `REGISTRY`
+through its `route = REGISTRY.tagged(tag)`."""
 
 from web.routes import Registry
 

@@ -7,26 +7,16 @@ from controller.agents import service as agent_service
 from web.api import REGISTRY
 from web.routes import Call
 
+route = REGISTRY.tagged("agents")
 
-@REGISTRY.route(
-    "GET",
-    "/api/agents",
-    summary="List agents",
-    tag="agents",
-    responses={200: agent_service.AgentList},
-)
+
+@route("GET /api/agents", "List agents")
 def list_agents(call: Call) -> agent_service.AgentList:
     """Agent bindings of the org: policy, watch references and whether each resolved."""
     return agent_service.list_agents(call.session, call.org_id)
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/agents/<agent_id>",
-    summary="One agent binding",
-    tag="agents",
-    responses={200: agent_service.AgentOut},
-)
+@route("GET /api/agents/<agent_id>", "One agent binding")
 def get_agent(call: Call) -> agent_service.AgentOut:
     """The binding of the agent with this id or slug."""
     return agent_service.agent_out(
@@ -34,13 +24,7 @@ def get_agent(call: Call) -> agent_service.AgentOut:
     )
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/agents/<agent_id>/status",
-    summary="Agent status",
-    tag="agents",
-    responses={200: agent_service.AgentStatus},
-)
+@route("GET /api/agents/<agent_id>/status", "Agent status")
 def agent_status(call: Call) -> agent_service.AgentStatus:
     """Composite status: the bound watches with their status and whether each blocks, the
     policy, the runtime state, open incidents, unresolved references, agentActions and what a
@@ -48,13 +32,10 @@ def agent_status(call: Call) -> agent_service.AgentStatus:
     return agent_service.agent_status(call.session, call.org_id, call.path["agent_id"], call.now)
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/agents/<agent_id>/kill",
-    summary="Kill an agent's in-flight runs",
-    tag="agents",
+@route(
+    "POST /api/agents/<agent_id>/kill",
+    "Kill an agent's in-flight runs",
     body=agent_service.AgentNote,
-    responses={200: agent_service.AgentStatus},
 )
 def kill_agent(call: Call) -> agent_service.AgentStatus:
     """Runtime state `killed`; a signed `agent.contract.blocked` (action `kill_in_flight`)
@@ -62,13 +43,10 @@ def kill_agent(call: Call) -> agent_service.AgentStatus:
     return _runtime_changed(call, agent_service.kill_agent)
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/agents/<agent_id>/unblock",
-    summary="Unblock an agent",
-    tag="agents",
+@route(
+    "POST /api/agents/<agent_id>/unblock",
+    "Unblock an agent",
     body=agent_service.AgentNote,
-    responses={200: agent_service.AgentStatus},
     errors=(409,),
 )
 def unblock_agent(call: Call) -> agent_service.AgentStatus:
@@ -77,13 +55,10 @@ def unblock_agent(call: Call) -> agent_service.AgentStatus:
     return _runtime_changed(call, agent_service.unblock_agent)
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/agents/<agent_id>/ack",
-    summary="Acknowledge an agent's incidents",
-    tag="agents",
+@route(
+    "POST /api/agents/<agent_id>/ack",
+    "Acknowledge an agent's incidents",
     body=agent_service.AgentAck,
-    responses={200: agent_service.AckOut},
     errors=(403,),
 )
 def ack_agent(call: Call) -> agent_service.AckOut:
@@ -106,13 +81,7 @@ def ack_agent(call: Call) -> agent_service.AckOut:
     )
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/watches/<watch_id>/affected-agents",
-    summary="Agents a watch affects",
-    tag="agents",
-    responses={200: agent_service.AffectedAgents},
-)
+@route("GET /api/watches/<watch_id>/affected-agents", "Agents a watch affects")
 def affected_agents(call: Call) -> agent_service.AffectedAgents:
     """The agents bound to the watch, with their policy's enforcing actions and runtime state."""
     return agent_service.affected_agents(call.session, call.org_id, call.path["watch_id"])

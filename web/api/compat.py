@@ -19,20 +19,17 @@ from web.api import REGISTRY
 from web.api.replay import PRODUCT, fixture_catalog
 from web.routes import Call, Reply, requires_plan, requires_product
 
-TAG = "compat"
+route = REGISTRY.tagged("compat")
 
 
 def alias(client: str, route: str) -> dict[str, str]:
     return {"client": client, "aliasOf": route}
 
 
-@REGISTRY.route(
-    "POST",
-    "/v1/fuseguard/events/batch",
-    summary="fuseguard: record trip events in a batch",
-    tag=TAG,
+@route(
+    "POST /v1/fuseguard/events/batch",
+    "fuseguard: record trip events in a batch",
     body=fuse.TripBatchIn,
-    responses={200: fuse.TripBatchOut},
     compat=alias("fuseguard", "POST /v1/fuse/trips/batch"),
 )
 def fuseguard_events_batch(call: Call) -> fuse.TripBatchOut:
@@ -41,13 +38,10 @@ def fuseguard_events_batch(call: Call) -> fuse.TripBatchOut:
     return fuse.record_trip_batch(call.session, call.principal_required, call.body, call.now)
 
 
-@REGISTRY.route(
-    "POST",
-    "/v1/mockdrift/fixtures/from-watch",
-    summary="mockdrift: a replay fixture of one of the org's drifts",
-    tag=TAG,
+@route(
+    "POST /v1/mockdrift/fixtures/from-watch",
+    "mockdrift: a replay fixture of one of the org's drifts",
     body=replay.FromWatchIn,
-    responses={200: compat.HostedFixture},
     guards=(PRODUCT,),
     errors=(404, 422),
     compat=alias("mockdrift", "POST /v1/replay/fixtures/from-watch"),
@@ -58,14 +52,11 @@ def mockdrift_from_watch(call: Call) -> compat.HostedFixture:
     return compat.from_watch(call.session, call.org_id, call.body)
 
 
-@REGISTRY.route(
-    "GET",
-    "/v1/mockdrift/fixtures/catalog",
-    summary="mockdrift: browse the replay catalog",
-    tag=TAG,
+@route(
+    "GET /v1/mockdrift/fixtures/catalog",
+    "mockdrift: browse the replay catalog",
     auth="optional_key",
     query=replay.CatalogQuery,
-    responses={200: compat.HostedCatalog},
     errors=(429,),
     compat=alias("mockdrift", "GET /v1/replay/fixtures/catalog"),
 )
@@ -77,13 +68,10 @@ def mockdrift_catalog(call: Call) -> compat.HostedCatalog:
     return compat.hosted_catalog(page)
 
 
-@REGISTRY.route(
-    "POST",
-    "/v1/mockdrift/fixtures/install",
-    summary="mockdrift: install a catalog fixture",
-    tag=TAG,
+@route(
+    "POST /v1/mockdrift/fixtures/install",
+    "mockdrift: install a catalog fixture",
     body=replay.InstallIn,
-    responses={200: compat.HostedFixture},
     guards=(requires_plan("pro"), PRODUCT),
     errors=(404,),
     compat=alias("mockdrift", "POST /v1/replay/fixtures/install"),
@@ -94,11 +82,9 @@ def mockdrift_install(call: Call) -> compat.HostedFixture:
     return compat.install(call.session, call.body, call.org_id)
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/watches/<watch_id>/trigger_remediation",
-    summary="driftguard MCP server: open a watch's remediation draft pull requests",
-    tag=TAG,
+@route(
+    "POST /api/watches/<watch_id>/trigger_remediation",
+    "driftguard MCP server: open a watch's remediation draft pull requests",
     body=compat.TriggerRemediationIn,
     responses={200: draftpr.RemediationOut, 202: draftpr.RemediationOut},
     guards=(requires_product(draftpr.PRODUCT),),
@@ -113,20 +99,18 @@ def trigger_remediation(call: Call) -> Reply:
     return Reply(202 if made else 200, answer)
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/openapi/diff/remote",
-    summary="driftguard CLI: diff two OpenAPI documents and keep the result",
-    tag=TAG,
+@route(
+    "POST /api/openapi/diff/remote",
+    "driftguard CLI: diff two OpenAPI documents and keep the result",
     body=diffruns.DiffRunIn,
-    responses={201: compat.HostedDiffRun},
+    status=201,
     errors=(413, 422),
     compat=alias("driftguard-cli", "POST /api/openapi/diffs"),
 )
-def openapi_diff_remote(call: Call) -> Reply:
+def openapi_diff_remote(call: Call) -> compat.HostedDiffRun:
     """`POST /api/openapi/diffs` under the name `openapi-diff --remote` calls, with `runId`."""
     run = diffruns.create(call.session, call.principal_required, call.body, call.base_url, call.now)
-    return Reply(201, compat.hosted_diff_run(run))
+    return compat.hosted_diff_run(run)
 
 
 def _hosted_only(method: str, path: str, client: str, name: str) -> None:
@@ -138,11 +122,9 @@ def _hosted_only(method: str, path: str, client: str, name: str) -> None:
 
     refuse.__name__ = name
     refuse.__doc__ = f"Refused by design (501 `not_self_hosted`): {compat.HOSTED_ONLY[path]}."
-    REGISTRY.route(
-        method,
-        path,
-        summary=f"{client}: refused by design on a self-hosted driftgate",
-        tag=TAG,
+    route(
+        f"{method} {path}",
+        f"{client}: refused by design on a self-hosted driftgate",
         auth="none",
         responses={},
         errors=(501,),

@@ -9,6 +9,8 @@ from controller.discovery import service
 from web.api import REGISTRY
 from web.routes import Call, ErrorEnvelope, Reply, requires_plan
 
+route = REGISTRY.tagged("discovery")
+
 PREVIEW_BURST = 10
 
 
@@ -17,13 +19,10 @@ class CoverageRefusal(RootModel[service.CoverageMissing | ErrorEnvelope]):
     cannot be read (the error envelope: `config_invalid`, naming the file and line)."""
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/watches/suggest",
-    summary="Suggest watches from URLs, text or an MCP client configuration",
-    tag="discovery",
+@route(
+    "POST /api/watches/suggest",
+    "Suggest watches from URLs, text or an MCP client configuration",
     body=service.SuggestIn,
-    responses={200: service.SuggestOut},
     errors=(409, 422),
 )
 def suggest_watches(call: Call) -> service.SuggestOut:
@@ -37,11 +36,9 @@ def suggest_watches(call: Call) -> service.SuggestOut:
     return service.suggest(call.session, call.principal_required, call.body, call.secret_box)
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/coverage/assert",
-    summary="Fail when a contract found is not watched",
-    tag="discovery",
+@route(
+    "POST /api/coverage/assert",
+    "Fail when a contract found is not watched",
     body=service.CoverageIn,
     responses={200: service.CoverageOk, 422: CoverageRefusal},
     guards=(requires_plan("pro"),),
@@ -57,14 +54,11 @@ def coverage_assert(call: Call) -> Reply:
     return Reply(200 if ok else 422, answer)
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/coverage/preview",
-    summary="What coverage would assert, without a key",
-    tag="discovery",
+@route(
+    "POST /api/coverage/preview",
+    "What coverage would assert, without a key",
     auth="none",
     body=service.CoverageIn,
-    responses={200: service.PreviewOut},
     errors=(422, 429),
 )
 def coverage_preview(call: Call) -> service.PreviewOut:
@@ -78,13 +72,8 @@ def coverage_preview(call: Call) -> service.PreviewOut:
     return service.preview(call.body, service.scanned(call.body.files))
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/repo/scan",
-    summary="Find the contracts a repository's files depend on",
-    tag="discovery",
-    body=service.ScanIn,
-    responses={200: service.ScanOut},
+@route(
+    "POST /api/repo/scan", "Find the contracts a repository's files depend on", body=service.ScanIn
 )
 def repo_scan(call: Call) -> service.ScanOut:
     """`files: [{path, content}]` (at most 5,000 files and 20 MB: 413 beyond): MCP client

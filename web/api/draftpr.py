@@ -8,11 +8,13 @@ recorded and queued (202). See docs/draft-prs.md.
 from __future__ import annotations
 
 from controller.draftpr import service
-from controller.errors import UpstreamError, ValidationFailed
+from controller.errors import UpstreamError
 from controller.gitsources import service as source_service
 from web.api import REGISTRY
-from web.body import read_json
+from web.api.gitops import github_delivery
 from web.routes import Call, Reply, requires_product
+
+route = REGISTRY.tagged("draftpr")
 
 PRODUCT = requires_product(service.PRODUCT)
 
@@ -20,26 +22,18 @@ PRODUCT = requires_product(service.PRODUCT)
 # -- overlay products ----------------------------------------------------------------------
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/org/products",
-    summary="Overlay products of the org",
-    tag="org",
-    responses={200: service.ProductsOut},
-)
+@route("GET /api/org/products", "Overlay products of the org", tag="org")
 def list_products(call: Call) -> service.ProductsOut:
     """`replay_cloud`, `draftpr_repo` and `toolmanifest_org`, each enabled or not; `canEnable`
     is false on the free plan."""
     return service.products(call.session, call.org_id)
 
 
-@REGISTRY.route(
-    "PUT",
-    "/api/org/products/<product>",
-    summary="Enable or disable an overlay product",
+@route(
+    "PUT /api/org/products/<product>",
+    "Enable or disable an overlay product",
     tag="org",
     body=service.ProductIn,
-    responses={200: service.ProductsOut},
     errors=(403,),
 )
 def put_product(call: Call) -> service.ProductsOut:
@@ -53,11 +47,9 @@ def put_product(call: Call) -> service.ProductsOut:
 # -- draft pull requests -------------------------------------------------------------------
 
 
-@REGISTRY.route(
-    "POST",
-    "/v1/draftpr/webhook",
-    summary="Open a draft pull request for a drift event",
-    tag="draftpr",
+@route(
+    "POST /v1/draftpr/webhook",
+    "Open a draft pull request for a drift event",
     body=service.DraftPrWebhookIn,
     responses={200: service.DraftPrOut, 201: service.DraftPrOut, 202: service.DraftPrAccepted},
     errors=(404, 502),
@@ -92,11 +84,9 @@ def draftpr_webhook(call: Call) -> Reply:
     return Reply(201 if created else 200, service.draft_pr_out(row))
 
 
-@REGISTRY.route(
-    "POST",
-    "/v1/draftpr/remediate",
-    summary="Open the draft pull requests a watch's draft_pr policies ask for",
-    tag="draftpr",
+@route(
+    "POST /v1/draftpr/remediate",
+    "Open the draft pull requests a watch's draft_pr policies ask for",
     body=service.RemediateIn,
     responses={200: service.RemediationOut, 202: service.RemediationOut},
     guards=(requires_product(service.PRODUCT),),
@@ -114,25 +104,13 @@ def remediate(call: Call) -> Reply:
     return Reply(202 if made else 200, answer)
 
 
-@REGISTRY.route(
-    "GET",
-    "/v1/draftpr/draft-prs",
-    summary="List draft pull requests",
-    tag="draftpr",
-    responses={200: service.DraftPrList},
-)
+@route("GET /v1/draftpr/draft-prs", "List draft pull requests")
 def list_draft_prs(call: Call) -> service.DraftPrList:
     """The org's pull requests, newest first (at most 500)."""
     return service.list_draft_prs(call.session, call.org_id)
 
 
-@REGISTRY.route(
-    "GET",
-    "/v1/draftpr/draft-prs/<draft_pr_id>",
-    summary="Show a draft pull request",
-    tag="draftpr",
-    responses={200: service.DraftPrOut},
-)
+@route("GET /v1/draftpr/draft-prs/<draft_pr_id>", "Show a draft pull request")
 def get_draft_pr(call: Call) -> service.DraftPrOut:
     """One pull request record of the org."""
     return service.draft_pr_out(
@@ -140,13 +118,10 @@ def get_draft_pr(call: Call) -> service.DraftPrOut:
     )
 
 
-@REGISTRY.route(
-    "POST",
-    "/v1/draftpr/draft-pr/merged",
-    summary="Record a merge by hand",
-    tag="draftpr",
+@route(
+    "POST /v1/draftpr/draft-pr/merged",
+    "Record a merge by hand",
     body=service.MergedIn,
-    responses={200: service.MergedOut},
     guards=(PRODUCT,),
     errors=(404,),
 )
@@ -163,30 +138,22 @@ def record_merged(call: Call) -> service.MergedOut:
 # -- installations -----------------------------------------------------------------------
 
 
-@REGISTRY.route(
-    "GET",
-    "/v1/draftpr/installations",
-    summary="GitHub App installations of the org",
-    tag="draftpr",
-    responses={200: service.InstallationList},
-)
+@route("GET /v1/draftpr/installations", "GitHub App installations of the org")
 def list_installations(call: Call) -> service.InstallationList:
     """The installations linked to the org, and the install link (when `github_app_slug` is
     set) carrying a signed state that names the org."""
     return service.list_installations(call.session, call.org_id, call.settings, call.secret_box)
 
 
-@REGISTRY.route(
-    "POST",
-    "/v1/draftpr/installations",
-    summary="Link an installation by its id",
-    tag="draftpr",
+@route(
+    "POST /v1/draftpr/installations",
+    "Link an installation by its id",
     body=service.InstallationLinkIn,
-    responses={201: service.InstallationOut},
+    status=201,
     guards=(PRODUCT,),
     errors=(403, 409, 502),
 )
-def link_installation(call: Call) -> Reply:
+def link_installation(call: Call) -> service.InstallationOut:
     """Links the App installation with this numeric id (an integer or its digits) to the
     org, verified against the App's installations (502 when GitHub does not know it). Only
     an installation on a GitHub account the org has proven (through the install flow, or
@@ -203,17 +170,14 @@ def link_installation(call: Call) -> Reply:
         call.now,
         how=service.BY_ACCOUNT,
     )
-    return Reply(201, service.installation_out(link))
+    return service.installation_out(link)
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/account/draftpr/github/callback",
-    summary="Return address of the App install flow",
-    tag="draftpr",
+@route(
+    "GET /api/account/draftpr/github/callback",
+    "Return address of the App install flow",
     auth="none",
     query=service.CallbackQuery,
-    responses={200: service.InstallationOut},
     errors=(401, 403, 404, 409, 502),
 )
 def install_callback(call: Call) -> service.InstallationOut:
@@ -234,31 +198,22 @@ def install_callback(call: Call) -> service.InstallationOut:
         return service.installation_out(link)
 
 
-@REGISTRY.route(
-    "POST",
-    "/v1/draftpr/github/webhook",
-    summary="GitHub App deliveries",
-    tag="draftpr",
+@route(
+    "POST /v1/draftpr/github/webhook",
+    "GitHub App deliveries",
     auth="none",
-    responses={202: source_service.HookAccepted},
+    status=202,
     errors=(401,),
 )
-def github_app_webhook(call: Call) -> Reply:
+def github_app_webhook(call: Call) -> source_service.HookAccepted:
     """Verifies `X-Hub-Signature-256` with `github_webhook_secret` (401 otherwise), ignores a
     repeated `X-GitHub-Delivery`, queues `pull_request` and `installation` events for the
     controller and answers 202 at once; other events are acknowledged and ignored."""
-    body = call.read_body()
-    secret = call.settings.github_webhook_secret
-    source_service.verify_github_signature(
-        secret.get_secret_value() if secret else None, body, call.headers.get("X-Hub-Signature-256")
-    )
-    payload = read_json(body)
-    if not isinstance(payload, dict):
-        raise ValidationFailed("the webhook body must be a JSON object")
+    payload = github_delivery(call)
     delivery = call.headers.get("X-GitHub-Delivery")
     if source_service.seen_delivery(call.session, delivery, call.now):
-        return Reply(202, source_service.HookAccepted(queued=[], duplicate=True))
+        return source_service.HookAccepted(queued=[], duplicate=True)
     queued = service.queue_delivery(
         call.session, delivery, call.headers.get("X-GitHub-Event"), payload, call.now
     )
-    return Reply(202, source_service.HookAccepted(queued=["draftpr"] if queued else []))
+    return source_service.HookAccepted(queued=["draftpr"] if queued else [])

@@ -14,15 +14,14 @@ from controller.store.db import Database
 from web.api import REGISTRY
 from web.routes import CORRELATION_HEADER, Call
 
+route = REGISTRY.tagged("drift")
 
-@REGISTRY.route(
-    "POST",
-    "/api/drift/explain",
-    summary="Explain changes",
-    tag="drift",
+
+@route(
+    "POST /api/drift/explain",
+    "Explain changes",
     auth="none",
     body=explain.ExplainRequest,
-    responses={200: explain.ExplainOut},
     errors=(429,),
 )
 def explain_drift(call: Call) -> explain.ExplainOut:
@@ -32,39 +31,19 @@ def explain_drift(call: Call) -> explain.ExplainOut:
     return explain.explain(call.body)
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/drift",
-    summary="List drift events",
-    tag="drift",
-    query=drift_service.DriftQuery,
-    responses={200: drift_service.DriftPage},
-)
+@route("GET /api/drift", "List drift events", query=drift_service.DriftQuery)
 def list_drift(call: Call) -> drift_service.DriftPage:
     """Drift events of the org, newest first, at most 50 a page; filter by `watchId`."""
     return drift_service.list_events(call.session, call.org_id, call.query)
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/drift/events/<event_id>",
-    summary="One drift event with its changes",
-    tag="drift",
-    responses={200: drift_service.DriftEventOut},
-)
+@route("GET /api/drift/events/<event_id>", "One drift event with its changes")
 def get_drift_event(call: Call) -> drift_service.DriftEventOut:
     """The event, its counts and every change object."""
     return drift_service.get_event(call.session, call.org_id, call.path["event_id"])
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/incidents",
-    summary="List incidents",
-    tag="drift",
-    query=drift_service.IncidentQuery,
-    responses={200: drift_service.IncidentPage},
-)
+@route("GET /api/incidents", "List incidents", query=drift_service.IncidentQuery)
 def list_incidents(call: Call) -> drift_service.IncidentPage:
     """Incidents of the org, newest opened first, at most 50 a page: open and acknowledged
     ones unless `status` says otherwise; filter by `watchId`. Acknowledge or resolve one with
@@ -72,23 +51,15 @@ def list_incidents(call: Call) -> drift_service.IncidentPage:
     return drift_service.list_incidents(call.session, call.org_id, call.query)
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/incidents/<incident_id>",
-    summary="One incident",
-    tag="drift",
-    responses={200: drift_service.IncidentListed},
-)
+@route("GET /api/incidents/<incident_id>", "One incident")
 def get_incident(call: Call) -> drift_service.IncidentListed:
     """The incident with its watch's name, who acknowledged or resolved it, and how."""
     return drift_service.get_incident(call.session, call.org_id, call.path["incident_id"])
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/drift/export",
-    summary="Export the drift history",
-    tag="drift",
+@route(
+    "GET /api/drift/export",
+    "Export the drift history",
     query=export.ExportQuery,
     responses={200: None},
     raw_response={

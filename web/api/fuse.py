@@ -6,16 +6,16 @@ from controller.fuse import service
 from web.api import REGISTRY
 from web.routes import Call, Reply
 
+route = REGISTRY.tagged("fuse")
+
 # Each snapshot runs a check against the vendor, so the route is throttled per org and client.
 SNAPSHOTS_PER_MINUTE = 30
 SNAPSHOT_BURST = 10
 
 
-@REGISTRY.route(
-    "POST",
-    "/v1/fuse/trips",
-    summary="Record a fleet-guard trip",
-    tag="fuse",
+@route(
+    "POST /v1/fuse/trips",
+    "Record a fleet-guard trip",
     body=service.TripIn,
     responses={200: service.TripOut, 201: service.TripOut},
     errors=(409, 413, 422),
@@ -37,14 +37,7 @@ def record_trip(call: Call) -> Reply:
     return Reply(200, service.trip_out(trip), {"Idempotent-Replayed": "true"})
 
 
-@REGISTRY.route(
-    "POST",
-    "/v1/fuse/trips/batch",
-    summary="Record fleet-guard trips in a batch",
-    tag="fuse",
-    body=service.TripBatchIn,
-    responses={200: service.TripBatchOut},
-)
+@route("POST /v1/fuse/trips/batch", "Record fleet-guard trips in a batch", body=service.TripBatchIn)
 def record_trip_batch(call: Call) -> service.TripBatchOut:
     """Records 1-100 trips (`events`), each as `POST /v1/fuse/trips` records one, keyed by its
     `idempotencyKey` (else `tripId`): 200 with one result per event, in order: `created`,
@@ -55,30 +48,21 @@ def record_trip_batch(call: Call) -> service.TripBatchOut:
     return service.record_trip_batch(call.session, call.principal_required, call.body, call.now)
 
 
-@REGISTRY.route(
-    "GET",
-    "/v1/fuse/trips",
-    summary="List fleet-guard trips",
-    tag="fuse",
-    query=service.TripListQuery,
-    responses={200: service.TripList},
-)
+@route("GET /v1/fuse/trips", "List fleet-guard trips", query=service.TripListQuery)
 def list_trips(call: Call) -> service.TripList:
     """The org's trips, newest first, filtered by `reason` and `agentId`; `limit` 1-200 (50),
     `cursor` from `nextCursor`."""
     return service.list_trips(call.session, call.org_id, call.query)
 
 
-@REGISTRY.route(
-    "POST",
-    "/v1/fuse/snapshots",
-    summary="Snapshot a watch now",
-    tag="fuse",
+@route(
+    "POST /v1/fuse/snapshots",
+    "Snapshot a watch now",
     body=service.SnapshotIn,
-    responses={201: service.SnapshotOut},
+    status=201,
     errors=(404, 409, 429),
 )
-def create_snapshot(call: Call) -> Reply:
+def create_snapshot(call: Call) -> service.SnapshotOut:
     """Runs a check of the watch now and waits up to `waitSeconds` (0-30, default 10) for it;
     answers 201 with the snapshot: `completed`, `failed` (the check could not fetch or parse the
     contract) or `pending` (still running; follow the watch). Rate limited per org and client
@@ -87,20 +71,12 @@ def create_snapshot(call: Call) -> Reply:
     call.rate_limit(
         f"fuse.snapshots:{call.org_id}", per_minute=SNAPSHOTS_PER_MINUTE, burst=SNAPSHOT_BURST
     )
-    out = service.take_snapshot(
+    return service.take_snapshot(
         call.database, call.session, call.principal_required, call.body, call.now
     )
-    return Reply(201, out)
 
 
-@REGISTRY.route(
-    "GET",
-    "/v1/fuse/snapshots",
-    summary="List fleet-guard snapshots",
-    tag="fuse",
-    query=service.SnapshotListQuery,
-    responses={200: service.SnapshotList},
-)
+@route("GET /v1/fuse/snapshots", "List fleet-guard snapshots", query=service.SnapshotListQuery)
 def list_snapshots(call: Call) -> service.SnapshotList:
     """The org's snapshots, newest first, optionally of one watch; `limit` 1-200 (50),
     `cursor` from `nextCursor`."""

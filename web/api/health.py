@@ -19,6 +19,8 @@ from web.api import REGISTRY
 from web.db import database
 from web.routes import Call
 
+route = REGISTRY.tagged("health")
+
 # Readiness answers within a second whatever the store does: a ping that has not answered by
 # then is a 503 (a SQLite write lock held by another process is not: reads go on meanwhile).
 READY_BUDGET_SECONDS = 0.5
@@ -39,23 +41,13 @@ class ReadyOut(ApiModel):
     )
 
 
-@REGISTRY.route(
-    "GET", "/health", summary="Liveness", tag="health", auth="none", responses={200: HealthOut}
-)
+@route("GET /health", "Liveness", auth="none")
 def health(call: Call) -> HealthOut:
     """Answers as long as the process serves HTTP; touches neither the database nor the disk."""
     return HealthOut(status="ok", version=__version__)
 
 
-@REGISTRY.route(
-    "GET",
-    "/health/ready",
-    summary="Readiness",
-    tag="health",
-    auth="none",
-    responses={200: ReadyOut},
-    errors=(503,),
-)
+@route("GET /health/ready", "Readiness", auth="none", errors=(503,))
 def health_ready(call: Call) -> ReadyOut:
     """Answers 200 when the database answers a query, else 503 `store_unavailable` with
     `Retry-After`: at once while an outage lasts, otherwise within `READY_BUDGET_SECONDS`.

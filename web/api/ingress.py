@@ -10,6 +10,8 @@ from controller.ingress import service
 from web.api import REGISTRY
 from web.routes import Call, ErrorEnvelope, Reply
 
+route = REGISTRY.tagged("ingress")
+
 REMAINING_HEADER = "X-Service-Validations-Remaining"
 SOURCE_HEADER = "X-Service-Source"
 
@@ -19,11 +21,9 @@ class ValidateRefusal(RootModel[service.ValidateOut | ErrorEnvelope]):
     request cannot be acted on (the error envelope: `profile_invalid`, a private webhook)."""
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/validate",
-    summary="Validate a payload against a consumer profile",
-    tag="ingress",
+@route(
+    "POST /api/validate",
+    "Validate a payload against a consumer profile",
     auth="key_or_trial",
     body=service.ValidateIn,
     responses={200: service.ValidateOut, 422: ValidateRefusal},
@@ -69,23 +69,15 @@ def validate(call: Call) -> Reply:
     return Reply(status, answer, headers)
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/ingress-profiles",
-    summary="List consumer profiles",
-    tag="ingress",
-    responses={200: service.ProfileList},
-)
+@route("GET /api/ingress-profiles", "List consumer profiles")
 def list_profiles(call: Call) -> service.ProfileList:
     """The org's consumer profiles, by id."""
     return service.list_profiles(call.session, call.org_id)
 
 
-@REGISTRY.route(
-    "PUT",
-    "/api/ingress-profiles/<profile_id>",
-    summary="Store a consumer profile",
-    tag="ingress",
+@route(
+    "PUT /api/ingress-profiles/<profile_id>",
+    "Store a consumer profile",
     body=service.ProfileIn,
     responses={200: service.ProfileOut, 201: service.ProfileOut},
     errors=(409, 422),
@@ -102,13 +94,7 @@ def put_profile(call: Call) -> Reply:
     return Reply(201 if created else 200, service.profile_out(row))
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/ingress-profiles/<profile_id>",
-    summary="Show a consumer profile",
-    tag="ingress",
-    responses={200: service.ProfileOut},
-)
+@route("GET /api/ingress-profiles/<profile_id>", "Show a consumer profile")
 def get_profile(call: Call) -> service.ProfileOut:
     """One profile of the org's registry."""
     return service.profile_out(
@@ -116,14 +102,7 @@ def get_profile(call: Call) -> service.ProfileOut:
     )
 
 
-@REGISTRY.route(
-    "DELETE",
-    "/api/ingress-profiles/<profile_id>",
-    summary="Delete a consumer profile",
-    tag="ingress",
-    responses={204: None},
-    errors=(409,),
-)
+@route("DELETE /api/ingress-profiles/<profile_id>", "Delete a consumer profile", errors=(409,))
 def delete_profile(call: Call) -> Reply:
     """Removes a profile (409 `managed_by_source` for one from git)."""
     service.delete_profile(call.session, call.principal_required, call.path["profile_id"])

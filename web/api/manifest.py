@@ -9,17 +9,17 @@ from controller.agentmanifest import service
 from web.api import REGISTRY
 from web.routes import Call, ErrorEnvelope, Reply, requires_plan
 
+route = REGISTRY.tagged("discovery")
+
 
 class A2aCoverageRefusal(RootModel[service.A2aCoverageMissing | ErrorEnvelope]):
     """422: manifest watches the org does not have (`missing_watches`), or a manifest that
     matches the schema but fails a check no schema states (`validation_error`, with details)."""
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/a2a/coverage/assert",
-    summary="Fail when a watch of an agents manifest is not a watch of the org",
-    tag="discovery",
+@route(
+    "POST /api/a2a/coverage/assert",
+    "Fail when a watch of an agents manifest is not a watch of the org",
     body=service.A2aCoverageIn,
     responses={200: service.A2aCoverageOk, 422: A2aCoverageRefusal},
     guards=(requires_plan("pro"),),

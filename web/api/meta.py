@@ -9,16 +9,16 @@ from pydantic import RootModel
 from web.api import REGISTRY
 from web.routes import Call
 
+route = REGISTRY.tagged("meta")
+
 
 class JsonDocument(RootModel[dict[str, Any]]):
     pass
 
 
-@REGISTRY.route(
-    "GET",
-    "/openapi.json",
-    summary="OpenAPI 3.1 description of this API",
-    tag="meta",
+@route(
+    "GET /openapi.json",
+    "OpenAPI 3.1 description of this API",
     auth="none",
     responses={200: None},
     raw_response={"application/json": {"schema": {"type": "object"}}},

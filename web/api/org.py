@@ -10,40 +10,26 @@ from controller.portfolio import status_service as portfolio
 from web.api import REGISTRY
 from web.routes import Call
 
+route = REGISTRY.tagged("org")
 
-@REGISTRY.route(
-    "GET",
-    "/api/me",
-    summary="The caller: org, plan and products",
-    tag="org",
-    auth="key_or_trial",
-    responses={200: auth.MeOut},
-)
+
+@route("GET /api/me", "The caller: org, plan and products", auth="key_or_trial")
 def whoami(call: Call) -> auth.MeOut:
     """Whom the credential belongs to: a way to check a key (the hosted CLI's `login` calls
     it). Never the key itself."""
     return auth.whoami(call.principal_required)
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/org/notification-defaults",
-    summary="Notification defaults",
-    tag="org",
-    responses={200: notifications.NotificationDefaultsOut},
-)
+@route("GET /api/org/notification-defaults", "Notification defaults")
 def get_notification_defaults(call: Call) -> notifications.NotificationDefaultsOut:
     """The org's default destination (host only), interval and alert policy."""
     return notifications.get_defaults(call.session, call.org_id)
 
 
-@REGISTRY.route(
-    "PUT",
-    "/api/org/notification-defaults",
-    summary="Replace the notification defaults",
-    tag="org",
+@route(
+    "PUT /api/org/notification-defaults",
+    "Replace the notification defaults",
     body=notifications.NotificationDefaultsIn,
-    responses={200: notifications.NotificationDefaultsOut},
     errors=(422,),
 )
 def put_notification_defaults(call: Call) -> notifications.NotificationDefaultsOut:
@@ -58,26 +44,17 @@ def put_notification_defaults(call: Call) -> notifications.NotificationDefaultsO
     )
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/alerts/stats",
-    summary="Alert delivery statistics",
-    tag="org",
-    responses={200: alerts.AlertStats},
-)
+@route("GET /api/alerts/stats", "Alert delivery statistics")
 def alert_stats(call: Call) -> alerts.AlertStats:
     """Deliveries by channel and event type (successful, failed, retrying, pending) and the
     last attempts with their status, latency and error."""
     return alerts.alert_stats(call.session, call.org_id)
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/portfolio/status",
-    summary="Per-watch drift status, a page at a time",
-    tag="org",
+@route(
+    "GET /api/portfolio/status",
+    "Per-watch drift status, a page at a time",
     query=portfolio.PortfolioStatusQuery,
-    responses={200: portfolio.PortfolioStatus},
 )
 def portfolio_status(call: Call) -> portfolio.PortfolioStatus:
     """A page of watches (oldest first, `limit` 1-200, default 50; `cursor` from

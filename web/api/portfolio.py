@@ -9,6 +9,8 @@ from controller.portfolio import service
 from web.api import REGISTRY
 from web.routes import Call, Reply
 
+route = REGISTRY.tagged("portfolio")
+
 CSV = {"text/csv": {"schema": {"type": "string"}}}
 
 
@@ -20,13 +22,11 @@ def _csv(rows: list[dict[str, object]], name: str) -> Response:
     )
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/portfolio/overview",
-    summary="Portfolio overview",
-    tag="portfolio",
+@route(
+    "GET /api/portfolio/overview",
+    "Portfolio overview",
     query=service.OverviewQuery,
-    responses={200: service.OverviewOut},
+    out=service.OverviewOut,
     raw_response=CSV,
 )
 def portfolio_overview(call: Call) -> Reply | Response:
@@ -41,13 +41,11 @@ def portfolio_overview(call: Call) -> Reply | Response:
     return Reply(200, out)
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/portfolio/compass",
-    summary="Portfolio compass",
-    tag="portfolio",
+@route(
+    "GET /api/portfolio/compass",
+    "Portfolio compass",
     query=service.CompassQuery,
-    responses={200: service.CompassOut},
+    out=service.CompassOut,
     raw_response=CSV,
 )
 def portfolio_compass(call: Call) -> Reply | Response:
@@ -61,14 +59,11 @@ def portfolio_compass(call: Call) -> Reply | Response:
     return Reply(200, out)
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/portfolio/compass",
-    summary="Portfolio compass with what a discovery found",
-    tag="portfolio",
+@route(
+    "POST /api/portfolio/compass",
+    "Portfolio compass with what a discovery found",
     query=service.CompassQuery,
     body=service.CompassFoundIn,
-    responses={200: service.CompassOut},
     errors=(422,),
 )
 def portfolio_compass_found(call: Call) -> service.CompassOut:
@@ -81,15 +76,7 @@ def portfolio_compass_found(call: Call) -> service.CompassOut:
     )
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/ask",
-    summary="Ask about the portfolio",
-    tag="portfolio",
-    auth="key_or_trial",
-    body=service.AskIn,
-    responses={200: service.AskOut},
-)
+@route("POST /api/ask", "Ask about the portfolio", auth="key_or_trial", body=service.AskIn)
 def ask_question(call: Call) -> service.AskOut:
     """Read-only answers about breaking drift, MCP health, mean time to repair, vendor
     hotspots and coverage gaps, with time windows and vendor, tag or type filters (the
@@ -102,72 +89,49 @@ def ask_question(call: Call) -> service.AskOut:
     )
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/portfolio/dashboards",
-    summary="List dashboard templates",
-    tag="portfolio",
-    responses={200: service.DashboardList},
-)
+@route("GET /api/portfolio/dashboards", "List dashboard templates")
 def list_dashboards(call: Call) -> service.DashboardList:
     """The system starters (`system: true`) and the org's own dashboards (from the API and
     from git), by name."""
-    return service.dashboards_list(call.session, call.org_id)
+    return service.list_dashboards(call.session, call.org_id)
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/portfolio/dashboards",
-    summary="Save a dashboard template",
-    tag="portfolio",
+@route(
+    "POST /api/portfolio/dashboards",
+    "Save a dashboard template",
     body=service.DashboardIn,
-    responses={201: service.DashboardOut},
+    status=201,
     errors=(409,),
 )
-def create_dashboard(call: Call) -> Reply:
+def create_dashboard(call: Call) -> service.DashboardOut:
     """A named view: filters (`tag`, `vendor`, `watchType`, `environment`) and the panels
     shown. Names are unique in the org (409 `duplicate_name`)."""
-    saved = service.dashboard_save(call.session, call.principal_required, call.body, call.now)
-    return Reply(201, saved)
+    return service.save_dashboard(call.session, call.principal_required, call.body, call.now)
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/portfolio/dashboards/<dashboard_id>",
-    summary="A dashboard template",
-    tag="portfolio",
-    responses={200: service.DashboardOut},
-)
+@route("GET /api/portfolio/dashboards/<dashboard_id>", "A dashboard template")
 def get_dashboard(call: Call) -> service.DashboardOut:
     """One of the org's dashboards, or a starter (`system....`)."""
-    return service.dashboard_get(call.session, call.org_id, call.path["dashboard_id"])
+    return service.get_dashboard(call.session, call.org_id, call.path["dashboard_id"])
 
 
-@REGISTRY.route(
-    "PUT",
-    "/api/portfolio/dashboards/<dashboard_id>",
-    summary="Replace a dashboard template",
-    tag="portfolio",
+@route(
+    "PUT /api/portfolio/dashboards/<dashboard_id>",
+    "Replace a dashboard template",
     body=service.DashboardIn,
-    responses={200: service.DashboardOut},
     errors=(409,),
 )
 def replace_dashboard(call: Call) -> service.DashboardOut:
     """Replaces one of the org's dashboards; starters and dashboards from git answer 409."""
-    return service.dashboard_save(
+    return service.save_dashboard(
         call.session, call.principal_required, call.body, call.now, call.path["dashboard_id"]
     )
 
 
-@REGISTRY.route(
-    "DELETE",
-    "/api/portfolio/dashboards/<dashboard_id>",
-    summary="Delete a dashboard template",
-    tag="portfolio",
-    responses={204: None},
-    errors=(409,),
+@route(
+    "DELETE /api/portfolio/dashboards/<dashboard_id>", "Delete a dashboard template", errors=(409,)
 )
 def delete_dashboard(call: Call) -> Reply:
     """Deletes one of the org's dashboards (audited); starters and git's answer 409."""
-    service.dashboard_delete(call.session, call.principal_required, call.path["dashboard_id"])
+    service.delete_dashboard(call.session, call.principal_required, call.path["dashboard_id"])
     return Reply(204)

@@ -8,16 +8,16 @@ from controller.gate import service
 from web.api import REGISTRY
 from web.routes import Call, Reply
 
+route = REGISTRY.tagged("preflight")
 
-@REGISTRY.route(
-    "POST",
-    "/api/preflight",
-    summary="Preflight: may this run start?",
-    tag="preflight",
+
+@route(
+    "POST /api/preflight",
+    "Preflight: may this run start?",
     body=service.PreflightRequest,
     responses={200: service.PreflightResult, 409: service.PreflightResult},
     errors=(404,),
-    lane=True,  # the hot path: served in front of Flask's per-request machinery (`web.lane`)
+    lane=True,
 )
 def preflight(call: Call) -> Reply:
     """`allowed`, or the blocked watches with stable reason tokens and `agentActions`.

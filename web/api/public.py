@@ -5,35 +5,28 @@ from __future__ import annotations
 from controller.agents import config_service
 from controller.orgs import funnel_service as funnel
 from web.api import REGISTRY
-from web.routes import Call, Reply
+from web.routes import Call
+
+route = REGISTRY.tagged("public")
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/public/agent-config",
-    summary="Install metadata for agents",
-    tag="public",
-    auth="none",
-    responses={200: config_service.AgentConfig},
-)
+@route("GET /api/public/agent-config", "Install metadata for agents", auth="none")
 def agent_config(call: Call) -> config_service.AgentConfig:
     """How an agent or CI job installs the CLI and the MCP tool server and reaches this service."""
     return config_service.agent_config(call.settings.public_base_url)
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/funnel/events",
-    summary="Record usage micro-events",
-    tag="public",
+@route(
+    "POST /api/funnel/events",
+    "Record usage micro-events",
     auth="none",
     body=funnel.FunnelBody,
-    responses={202: funnel.FunnelAccepted},
+    status=202,
     errors=(429,),
 )
-def funnel_events(call: Call) -> Reply:
+def funnel_events(call: Call) -> funnel.FunnelAccepted:
     """Counts events per name and day; no identifiers, addresses or properties are stored."""
     call.rate_limit("funnel", per_minute=120, burst=60)
     names = call.body.names()
     funnel.count_events(call.session, names, call.now)
-    return Reply(202, funnel.FunnelAccepted(accepted=len(names)))
+    return funnel.FunnelAccepted(accepted=len(names))

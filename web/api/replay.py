@@ -8,16 +8,15 @@ from controller.replay import service
 from web.api import REGISTRY
 from web.routes import Call, Reply, requires_plan, requires_product
 
+route = REGISTRY.tagged("replay")
+
 PRODUCT = requires_product(service.PRODUCT)
 
 
-@REGISTRY.route(
-    "POST",
-    "/v1/replay/fixtures/from-watch",
-    summary="A replay fixture of one of the org's drifts",
-    tag="replay",
+@route(
+    "POST /v1/replay/fixtures/from-watch",
+    "A replay fixture of one of the org's drifts",
     body=service.FromWatchIn,
-    responses={200: service.FixtureOut},
     guards=(PRODUCT,),
     errors=(404, 422),
 )
@@ -30,14 +29,11 @@ def fixture_from_watch(call: Call) -> service.FixtureOut:
     return service.from_watch(call.session, call.org_id, call.body)
 
 
-@REGISTRY.route(
-    "GET",
-    "/v1/replay/fixtures/catalog",
-    summary="Browse the replay catalog",
-    tag="replay",
+@route(
+    "GET /v1/replay/fixtures/catalog",
+    "Browse the replay catalog",
     auth="optional_key",
     query=service.CatalogQuery,
-    responses={200: service.CatalogPage},
     errors=(429,),
 )
 def fixture_catalog(call: Call) -> service.CatalogPage:
@@ -51,13 +47,11 @@ def fixture_catalog(call: Call) -> service.CatalogPage:
     return service.catalog_page(call.session, call.query, org_id)
 
 
-@REGISTRY.route(
-    "POST",
-    "/v1/replay/fixtures/install",
-    summary="Install a catalog fixture",
-    tag="replay",
+@route(
+    "POST /v1/replay/fixtures/install",
+    "Install a catalog fixture",
     body=service.InstallIn,
-    responses={200: service.InstalledOut},
+    out=service.InstalledOut,
     guards=(requires_plan("pro"), PRODUCT),
     errors=(404,),
 )
@@ -71,13 +65,10 @@ def fixture_install(call: Call) -> Reply | Response:
     return Reply(200, installed)
 
 
-@REGISTRY.route(
-    "POST",
-    "/v1/replay/fixtures/publish",
-    summary="Publish a drift's fixture to the catalog",
-    tag="replay",
+@route(
+    "POST /v1/replay/fixtures/publish",
+    "Publish a drift's fixture to the catalog",
     body=service.PublishIn,
-    responses={200: service.PublishedOut},
     guards=(PRODUCT,),
     errors=(404, 422),
 )
@@ -88,25 +79,15 @@ def fixture_publish(call: Call) -> service.PublishedOut:
     return service.publish(call.session, call.principal_required, call.body, call.now)
 
 
-@REGISTRY.route(
-    "GET",
-    "/v1/replay/fixtures/published",
-    summary="The org's published fixtures",
-    tag="replay",
-    responses={200: service.PublishedList},
-    guards=(PRODUCT,),
-)
+@route("GET /v1/replay/fixtures/published", "The org's published fixtures", guards=(PRODUCT,))
 def fixtures_published(call: Call) -> service.PublishedList:
     """The fixtures the org published, newest first, public or not."""
     return service.published(call.session, call.org_id)
 
 
-@REGISTRY.route(
-    "DELETE",
-    "/v1/replay/fixtures/published/<row_id>",
-    summary="Withdraw a published fixture",
-    tag="replay",
-    responses={204: None},
+@route(
+    "DELETE /v1/replay/fixtures/published/<row_id>",
+    "Withdraw a published fixture",
     guards=(PRODUCT,),
 )
 def fixture_unpublish(call: Call) -> Reply:

@@ -16,15 +16,10 @@ from controller.summary import service
 from web.api import REGISTRY
 from web.routes import Call, Reply
 
+route = REGISTRY.tagged("org")
 
-@REGISTRY.route(
-    "GET",
-    "/api/org/smtp",
-    summary="The SMTP relay the org's e-mail goes through",
-    tag="org",
-    responses={200: service.SmtpOut},
-    errors=(404,),
-)
+
+@route("GET /api/org/smtp", "The SMTP relay the org's e-mail goes through", errors=(404,))
 def get_smtp(call: Call) -> service.SmtpOut:
     """Host, port, security, user and sender of the relay the weekly summary is sent through:
     the org's own (`source: org`), else the server's (`source: server`, the operator's
@@ -33,15 +28,7 @@ def get_smtp(call: Call) -> service.SmtpOut:
     return service.get_smtp(call.session, call.org_id, call.settings)
 
 
-@REGISTRY.route(
-    "PUT",
-    "/api/org/smtp",
-    summary="Set the org's SMTP relay",
-    tag="org",
-    body=service.SmtpIn,
-    responses={200: service.SmtpOut},
-    errors=(422,),
-)
+@route("PUT /api/org/smtp", "Set the org's SMTP relay", body=service.SmtpIn, errors=(422,))
 def put_smtp(call: Call) -> service.SmtpOut:
     """Replaces the relay (audited). The password is stored encrypted; omitted, the stored one
     is kept while host and user are unchanged, and dropped otherwise."""
@@ -50,14 +37,7 @@ def put_smtp(call: Call) -> service.SmtpOut:
     )
 
 
-@REGISTRY.route(
-    "DELETE",
-    "/api/org/smtp",
-    summary="Remove the org's SMTP relay",
-    tag="org",
-    responses={204: None},
-    errors=(404, 409),
-)
+@route("DELETE /api/org/smtp", "Remove the org's SMTP relay", errors=(404, 409))
 def delete_smtp(call: Call) -> Reply:
     """Removes the org's relay and its password; the server's relay applies from then on, if
     it has one (409 while the weekly summary is on and the server has none)."""
@@ -65,13 +45,7 @@ def delete_smtp(call: Call) -> Reply:
     return Reply(204)
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/summary/weekly",
-    summary="This week's summary, as the e-mail would say it",
-    tag="org",
-    responses={200: service.WeeklyFigures},
-)
+@route("GET /api/summary/weekly", "This week's summary, as the e-mail would say it")
 def weekly_preview(call: Call) -> service.WeeklyFigures:
     """The figures of the weekly summary e-mail computed now: drift of the last 7 days, open
     and acknowledged incidents, MTTR over 30 days, hotspots."""
@@ -82,11 +56,9 @@ class TokenQuery(RequestModel):
     token: Annotated[str, StringConstraints(max_length=2000, pattern=TEXT_PATTERN)]
 
 
-@REGISTRY.route(
-    "GET",
-    service.UNSUBSCRIBE_PATH,
-    summary="The unsubscribe page of a weekly summary e-mail",
-    tag="org",
+@route(
+    f"GET {service.UNSUBSCRIBE_PATH}",
+    "The unsubscribe page of a weekly summary e-mail",
     query=TokenQuery,
     auth="none",
     responses={200: None},
@@ -109,14 +81,11 @@ def unsubscribe_page(call: Call) -> Response:
     return Response(page, mimetype="text/html")
 
 
-@REGISTRY.route(
-    "POST",
-    service.UNSUBSCRIBE_PATH,
-    summary="Unsubscribe from the weekly summary (one click)",
-    tag="org",
+@route(
+    f"POST {service.UNSUBSCRIBE_PATH}",
+    "Unsubscribe from the weekly summary (one click)",
     query=TokenQuery,
     auth="none",
-    responses={200: service.UnsubscribeOut},
     errors=(404,),
 )
 def unsubscribe(call: Call) -> service.UnsubscribeOut:

@@ -10,46 +10,34 @@ from controller.watches import sets_service as watch_sets
 from web.api import REGISTRY
 from web.routes import Call, Reply
 
+route = REGISTRY.tagged("org")
 
-@REGISTRY.route(
-    "GET",
-    "/api/templates",
-    summary="List templates",
-    tag="templates",
-    responses={200: service.TemplateList},
-)
+
+@route("GET /api/templates", "List templates", tag="templates")
 def list_templates(call: Call) -> service.TemplateList:
     """System starter templates (`system: true`) beside the org's own, from git and the API.
     Header values are never shown."""
     return service.list_templates(call.session, call.org_id)
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/templates",
-    summary="Create a template",
+@route(
+    "POST /api/templates",
+    "Create a template",
     tag="templates",
     body=service.TemplateCreate,
-    responses={201: service.TemplateOut},
+    status=201,
     errors=(409, 422),
 )
-def create_template(call: Call) -> Reply:
+def create_template(call: Call) -> service.TemplateOut:
     """An org template; headers are encrypted at rest. Names are unique in the org and
     `system/` is reserved."""
     template = service.create_template(
         call.session, call.principal_required, call.body, call.secret_box
     )
-    return Reply(201, service.template_out(template))
+    return service.template_out(template)
 
 
-@REGISTRY.route(
-    "DELETE",
-    "/api/templates/<template_id>",
-    summary="Delete a template",
-    tag="templates",
-    responses={204: None},
-    errors=(409,),
-)
+@route("DELETE /api/templates/<template_id>", "Delete a template", tag="templates", errors=(409,))
 def delete_template(call: Call) -> Reply:
     """Removes an org template (by id or name); watches launched from it keep their values.
     Templates from git answer 409 `managed_by_source`; system templates are not the org's (404)."""
@@ -57,13 +45,13 @@ def delete_template(call: Call) -> Reply:
     return Reply(204)
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/watches/from-template",
-    summary="Launch a watch from a template",
+@route(
+    "POST /api/watches/from-template",
+    "Launch a watch from a template",
     tag="templates",
     body=service.LaunchFromTemplate,
-    responses={201: service.LaunchOut},
+    out=service.LaunchOut,
+    status=201,
     errors=(404, 409, 422),
 )
 def launch_from_template(call: Call) -> Reply:
@@ -82,25 +70,18 @@ def launch_from_template(call: Call) -> Reply:
     return Reply(201, out, {"Location": f"/api/watches/{watch.id}"})
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/org/watch-sets",
-    summary="List watch sets",
-    tag="org",
-    responses={200: watch_sets.WatchSetList},
-)
+@route("GET /api/org/watch-sets", "List watch sets")
 def list_watch_sets(call: Call) -> watch_sets.WatchSetList:
     """The org's watch sets, from git (`managedBy`) and the API, with their watch ids."""
     return watch_sets.list_sets(call.session, call.org_id)
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/org/watch-sets",
-    summary="Create a watch set",
-    tag="org",
+@route(
+    "POST /api/org/watch-sets",
+    "Create a watch set",
     body=watch_sets.WatchSetIn,
-    responses={201: watch_sets.WatchSetOut},
+    out=watch_sets.WatchSetOut,
+    status=201,
     errors=(409, 422),
 )
 def create_watch_set(call: Call) -> Reply:
@@ -108,32 +89,23 @@ def create_watch_set(call: Call) -> Reply:
     watch_set = watch_sets.create_set(call.session, call.principal_required, call.body)
     return Reply(
         201,
-        watch_sets.set_out(call.session, watch_set),
+        watch_sets.watch_set_out(call.session, watch_set),
         {"Location": f"/api/org/watch-sets/{watch_set.id}"},
     )
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/org/watch-sets/<set_id>",
-    summary="Read a watch set",
-    tag="org",
-    responses={200: watch_sets.WatchSetOut},
-)
+@route("GET /api/org/watch-sets/<set_id>", "Read a watch set")
 def get_watch_set(call: Call) -> watch_sets.WatchSetOut:
     """One watch set of the org; another org's id answers 404."""
-    return watch_sets.set_out(
+    return watch_sets.watch_set_out(
         call.session, watch_sets.get_set(call.session, call.org_id, call.path["set_id"])
     )
 
 
-@REGISTRY.route(
-    "PUT",
-    "/api/org/watch-sets/<set_id>",
-    summary="Replace a watch set",
-    tag="org",
+@route(
+    "PUT /api/org/watch-sets/<set_id>",
+    "Replace a watch set",
     body=watch_sets.WatchSetIn,
-    responses={200: watch_sets.WatchSetOut},
     errors=(409, 422),
 )
 def replace_watch_set(call: Call) -> watch_sets.WatchSetOut:
@@ -142,17 +114,10 @@ def replace_watch_set(call: Call) -> watch_sets.WatchSetOut:
     watch_set = watch_sets.replace_set(
         call.session, call.principal_required, call.path["set_id"], call.body
     )
-    return watch_sets.set_out(call.session, watch_set)
+    return watch_sets.watch_set_out(call.session, watch_set)
 
 
-@REGISTRY.route(
-    "DELETE",
-    "/api/org/watch-sets/<set_id>",
-    summary="Delete a watch set",
-    tag="org",
-    responses={204: None},
-    errors=(409,),
-)
+@route("DELETE /api/org/watch-sets/<set_id>", "Delete a watch set", errors=(409,))
 def delete_watch_set(call: Call) -> Reply:
     """Removes the set; its watches stay, in no set. Sets from git answer 409."""
     watch_sets.delete_set(call.session, call.principal_required, call.path["set_id"])

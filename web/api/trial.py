@@ -6,14 +6,15 @@ from controller.orgs import auth_service
 from web.api import REGISTRY
 from web.routes import Call, Reply
 
+route = REGISTRY.tagged("auth")
 
-@REGISTRY.route(
-    "POST",
-    "/api/trial/session",
-    summary="Start a trial session",
-    tag="auth",
+
+@route(
+    "POST /api/trial/session",
+    "Start a trial session",
     auth="none",
-    responses={201: auth_service.TrialOut},
+    out=auth_service.TrialOut,
+    status=201,
     errors=(429,),
 )
 def create_trial_session(call: Call) -> Reply:

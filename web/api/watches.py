@@ -10,33 +10,26 @@ from controller.watches import types_service as watch_types
 from web.api import REGISTRY
 from web.routes import Call, Reply
 
+route = REGISTRY.tagged("watches")
 
-@REGISTRY.route(
-    "GET",
-    "/api/watches",
-    summary="List watches",
-    tag="watches",
-    auth="key_or_trial",
-    query=WatchListQuery,
-    responses={200: WatchList},
-)
+
+@route("GET /api/watches", "List watches", auth="key_or_trial", query=WatchListQuery)
 def list_watches(call: Call) -> WatchList:
     """Watches of the caller's org, oldest first, filtered by tag (all given), status and type."""
     rows, cursor = service.list_watches(call.session, call.org_id, call.query)
-    listing = service.to_list(rows, cursor, call.now)
+    listing = service.watch_list_out(rows, cursor, call.now)
     incidents = drift.incidents_by_watch(call.session, [w.id for w in rows])
     for item in listing.watches:
         item.incident = incidents.get(item.id)
     return listing
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/watches",
-    summary="Create a watch",
-    tag="watches",
+@route(
+    "POST /api/watches",
+    "Create a watch",
     body=WatchCreate,
-    responses={201: WatchOut},
+    out=WatchOut,
+    status=201,
     errors=(409, 422),
 )
 def create_watch(call: Call) -> Reply:
@@ -56,13 +49,7 @@ def create_watch(call: Call) -> Reply:
     )
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/watches/<watch_id>",
-    summary="Read a watch",
-    tag="watches",
-    responses={200: WatchOut},
-)
+@route("GET /api/watches/<watch_id>", "Read a watch")
 def get_watch(call: Call) -> WatchOut:
     """One watch of the caller's org; another org's id answers 404."""
     return drift.watch_out(
@@ -70,15 +57,7 @@ def get_watch(call: Call) -> WatchOut:
     )
 
 
-@REGISTRY.route(
-    "PATCH",
-    "/api/watches/<watch_id>",
-    summary="Update a watch",
-    tag="watches",
-    body=WatchUpdate,
-    responses={200: WatchOut},
-    errors=(409, 422),
-)
+@route("PATCH /api/watches/<watch_id>", "Update a watch", body=WatchUpdate, errors=(409, 422))
 def update_watch(call: Call) -> WatchOut:
     """Changes only the fields sent; `headers: null` removes the stored headers."""
     watch = service.update_watch(
@@ -87,41 +66,20 @@ def update_watch(call: Call) -> WatchOut:
     return drift.watch_out(call.session, watch, call.now)
 
 
-@REGISTRY.route(
-    "DELETE",
-    "/api/watches/<watch_id>",
-    summary="Delete a watch",
-    tag="watches",
-    responses={204: None},
-    errors=(409,),
-)
+@route("DELETE /api/watches/<watch_id>", "Delete a watch", errors=(409,))
 def delete_watch(call: Call) -> Reply:
     """Deletes the watch; git-managed watches answer 409 `managed_by_source`."""
     service.delete_watch(call.session, call.principal_required, call.path["watch_id"])
     return Reply(204)
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/watches/<watch_id>/pause",
-    summary="Pause a watch",
-    tag="watches",
-    responses={200: WatchOut},
-    errors=(409,),
-)
+@route("POST /api/watches/<watch_id>/pause", "Pause a watch", errors=(409,))
 def pause_watch(call: Call) -> WatchOut:
     """Sets `driftStatus` to `disabled`; paused watches are not checked and block preflight."""
     return _moved(call, service.pause_watch)
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/watches/<watch_id>/resume",
-    summary="Resume a watch",
-    tag="watches",
-    responses={200: WatchOut},
-    errors=(409,),
-)
+@route("POST /api/watches/<watch_id>/resume", "Resume a watch", errors=(409,))
 def resume_watch(call: Call) -> WatchOut:
     """Recomputes `driftStatus` from the last check (never_run, ok, drifted or error)."""
     return _moved(call, service.resume_watch)
@@ -132,11 +90,9 @@ def _moved(call: Call, move: service.Move) -> WatchOut:
     return drift.watch_out(call.session, watch, call.now)
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/watches/<watch_id>/check",
-    summary="Check a watch now",
-    tag="watches",
+@route(
+    "POST /api/watches/<watch_id>/check",
+    "Check a watch now",
     query=drift.CheckQuery,
     responses={200: drift.CheckOut, 202: drift.CheckOut},
     errors=(409,),
@@ -150,25 +106,16 @@ def check_watch(call: Call) -> Reply:
     return Reply(200 if out.watch is not None else 202, out)
 
 
-@REGISTRY.route(
-    "GET",
-    "/api/watches/<watch_id>/status",
-    summary="Status of a watch",
-    tag="watches",
-    responses={200: drift.WatchStatus},
-)
+@route("GET /api/watches/<watch_id>/status", "Status of a watch")
 def watch_status(call: Call) -> drift.WatchStatus:
     """The watch, its preflight reason tokens, its last drift event and the agentActions."""
     return drift.watch_status(call.session, call.org_id, call.path["watch_id"], call.now)
 
 
-@REGISTRY.route(
-    "POST",
-    "/api/watches/<watch_id>/baseline",
-    summary="Accept the current snapshot as baseline",
-    tag="watches",
+@route(
+    "POST /api/watches/<watch_id>/baseline",
+    "Accept the current snapshot as baseline",
     body=drift.BaselineIn,
-    responses={200: WatchOut},
     errors=(409,),
 )
 def accept_baseline(call: Call) -> WatchOut:
@@ -205,13 +152,10 @@ def _incident_route(
 
     handler.__name__ = name
     handler.__doc__ = doc
-    REGISTRY.route(
-        "POST",
-        f"/api/watches/<watch_id>/incident/{action}",
-        summary=summary,
-        tag="watches",
+    route(
+        f"POST /api/watches/<watch_id>/incident/{action}",
+        summary,
         body=drift.INCIDENT_ACTIONS[action].body,
-        responses={200: drift.IncidentOut},
         errors=errors,
     )(handler)
 

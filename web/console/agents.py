@@ -104,16 +104,19 @@ def unbind(user: SignedIn, agent_id: str, watch_id: str) -> str:
 @blueprint.post("/agents/<agent_id>/kill")
 @action
 def kill(user: SignedIn, agent_id: str) -> str:
-    box = current_app.extensions["driftgate.secret_box"]
-    service.kill_agent(request_session(), user.principal(), agent_id, _note().note, box, now())
-    return url_for("console.agent", agent_id=agent_id)
+    return _runtime_changed(user, agent_id, service.kill_agent)
 
 
 @blueprint.post("/agents/<agent_id>/unblock")
 @action
 def unblock(user: SignedIn, agent_id: str) -> str:
+    return _runtime_changed(user, agent_id, service.unblock_agent)
+
+
+def _runtime_changed(user: SignedIn, agent_id: str, change: service.RuntimeChange) -> str:
+    """Kill or unblock the agent with the note of the form; back to the agent's page."""
     box = current_app.extensions["driftgate.secret_box"]
-    service.unblock_agent(request_session(), user.principal(), agent_id, _note().note, box, now())
+    change(request_session(), user.principal(), agent_id, _note().note, box, now())
     return url_for("console.agent", agent_id=agent_id)
 
 

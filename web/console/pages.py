@@ -162,7 +162,7 @@ def _dashboard_filters(user: SignedIn) -> tuple[object, dict[str, object]]:
     chosen = request.args.get("dashboard", "")
     if not chosen:
         return None, {}
-    dashboard = portfolio.dashboard_get(request_session(), user.org_id, chosen)
+    dashboard = portfolio.get_dashboard(request_session(), user.org_id, chosen)
     return dashboard, dashboard.filters.model_dump(by_alias=True, exclude_none=True)
 
 

@@ -55,7 +55,7 @@ def _list_page(
         query,
         portfolio.tile_conditions(args.get("health"), args.get("incident"), now()),
     )
-    listing = service.to_list(rows, cursor, now())
+    listing = service.watch_list_out(rows, cursor, now())
     incidents = drift.incidents_by_watch(request_session(), [w.id for w in rows])
     vendors = {w.id: w.vendor for w in rows}
     return page(
