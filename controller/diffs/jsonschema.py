@@ -1847,7 +1847,14 @@ def _types(schema: dict[str, Any]) -> tuple[frozenset[str] | None, bool]:
     nullable = bool(schema.get("nullable") or schema.get("x-nullable"))
     if raw is None:
         return None, nullable
-    names = [raw] if isinstance(raw, str) else [str(t) for t in raw if t is not None]
+    if isinstance(raw, str):
+        names = [raw]
+    elif isinstance(raw, list):
+        names = [str(t) for t in raw if t is not None]
+    else:
+        # Not a JSON Schema type (`true`, `3`): a name of its own, so a change to or from it
+        # is reported as a change of type instead of failing the whole diff.
+        names = [repr(raw)]
     if "null" in names:
         nullable = True
         names = [n for n in names if n != "null"]

@@ -293,3 +293,14 @@ def _large_docs() -> tuple[dict[str, Any], ...]:
         _load(BENCH_DIR / "github-2022-07-18.json"),
         _load(BENCH_DIR / "stripe-2022-04-12.json"),
     )
+
+
+@pytest.mark.parametrize("odd", [True, 3, {"x": 1}])
+def test_a_type_that_is_not_a_json_schema_type_is_a_change_not_a_crash(odd: object) -> None:
+    """A vendor's schema with `type: true` is read as a type of its own: a change to a real
+    type is reported (the check records it), never an exception that fails the diff."""
+    from controller.diffs.jsonschema import diff_schemas
+
+    findings = diff_schemas({"type": odd}, {"type": "string"}, "response")
+    assert findings, odd
+    assert diff_schemas({"type": odd}, {"type": odd}, "response") == []
