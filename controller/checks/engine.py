@@ -27,9 +27,7 @@ Breaking drift within the window after a revert reopens the reverted incident
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
@@ -65,7 +63,7 @@ from controller.drift.incidents import (
     reopenable_incident,
 )
 from controller.events.outbox import emit
-from controller.model.change import Change, Severity
+from controller.model.change import Change
 from controller.model.ingress_impact import affected_profiles
 from controller.model.watch import DriftStatus, FailureClass
 from controller.settings import Settings
@@ -81,6 +79,12 @@ from controller.store.models import (
     Watch,
 )
 from controller.store.outage import store_fault
+from controller.store.snapshots import (
+    count_changes,
+    decode_snapshot,
+    encode_changes,
+    encode_document,
+)
 from controller.store.watch_rows import decrypted_headers
 from controller.watches.status import CheckFailed, CheckSucceeded, Counts, facts_of, transition
 
@@ -566,10 +570,6 @@ def diff_documents(watch_type: str, baseline: Any, document: Any, today: date) -
     return group_changes(diff_json_samples(baseline, document, profile="hosted"))
 
 
-def encode_document(document: Any) -> bytes:
-    return zlib.compress(json.dumps(document, sort_keys=True, separators=(",", ":")).encode(), 6)
-
-
 def _affected_profiles(session: Session, watch: Watch, changes: list[Change]) -> list[str]:
     """The consumer profiles that name this watch and whose schema the breaking changes touch
     (`controller.model.ingress_impact`)."""
@@ -584,27 +584,6 @@ def _affected_profiles(session: Session, watch: Watch, changes: list[Change]) ->
         [{"path": c.path, "severity": c.severity.value, "ignored": c.ignored} for c in changes],
         [(pid, (content or {}).get("schema")) for pid, content in rows],
     )
-
-
-def decode_snapshot(snapshot: Snapshot) -> Any:
-    return json.loads(zlib.decompress(snapshot.content))
-
-
-def encode_changes(changes: list[Change]) -> bytes:
-    return zlib.compress(json.dumps([c.to_json() for c in changes], default=str).encode(), 6)
-
-
-def decode_changes(blob: bytes) -> list[dict[str, Any]]:
-    result: list[dict[str, Any]] = json.loads(zlib.decompress(blob))
-    return result
-
-
-def count_changes(changes: list[Change]) -> dict[str, int]:
-    counts = {s.value: 0 for s in Severity}
-    for change in changes:
-        if not change.ignored:
-            counts[change.severity.value] += 1
-    return counts
 
 
 # -- recording -----------------------------------------------------------------------------

@@ -13,9 +13,10 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from controller.checks.engine import decode_snapshot, diff_documents
+from controller.checks.engine import diff_documents
 from controller.diffs.surface import MARKS, Marked, SurfaceView, compare, surface_of
 from controller.store.models import Snapshot, Watch
+from controller.store.snapshots import decode_snapshot
 from controller.watches.service import get_watch
 
 
