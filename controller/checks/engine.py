@@ -39,21 +39,12 @@ from sqlalchemy.orm import Session, lazyload
 
 from controller.agents import runtime
 from controller.collector import collector_paused
+from controller.contracts.base import HTTP_DOCUMENT, MCP_SESSION, DiffContext
+from controller.contracts.kinds import CONTRACT_KINDS
 from controller.crypto import SecretBox
-from controller.diffs import (
-    ContractParseError,
-    DiffOptions,
-    diff_agent_card,
-    diff_json_samples,
-    diff_mcp,
-    diff_openapi,
-    fingerprint,
-    load_agent_card,
-    load_document,
-)
+from controller.diffs import ContractParseError, fingerprint
 from controller.diffs.explain import with_hints
-from controller.diffs.grouping import group_changes
-from controller.diffs.loader import MAX_NESTING, check_nesting, load_json
+from controller.diffs.loader import MAX_NESTING, check_nesting
 from controller.diffs.rules import order_actions
 from controller.drift.incidents import (
     close_incident,
@@ -427,24 +418,32 @@ def _document(check: CheckInput, fetched: Fetched) -> Any:
 
 
 def contract_fetcher(settings: Settings, client: Any) -> Fetcher:
-    """The fetcher of every watch type: HTTP for `openapi`, `rest` and `a2a_card`, an MCP
-    client for `mcp`.
-    Either ends within `fetch_deadline_seconds` (the whole MCP session, every redirect and the
-    whole body), else as a `timeout` failure."""
-    over_http = http_fetcher(settings, client)
-    mcp_limits = McpLimits(
+    """The fetcher of every watch type: its kind's fetch adapter (`FETCH_ADAPTERS`), one
+    document over HTTP or an MCP session. Each ends within `fetch_deadline_seconds` (the whole
+    MCP session, every redirect and the whole body), else as a `timeout` failure."""
+    adapters = {name: build(settings, client) for name, build in FETCH_ADAPTERS.items()}
+    by_type = {kind.name: adapters[kind.fetch] for kind in CONTRACT_KINDS}
+
+    def fetch_contract(check: CheckInput) -> Fetched:
+        return by_type[check.watch_type](check)
+
+    return fetch_contract
+
+
+def mcp_fetcher(settings: Settings, client: Any) -> Fetcher:
+    """The fetcher of kinds read over an MCP session: the server's tools, resources and
+    prompts, parsed by the client."""
+    limits = McpLimits(
         total_timeout=settings.fetch_deadline_seconds, max_bytes=settings.fetch_max_bytes
     )
 
     def fetch_contract(check: CheckInput) -> Fetched:
-        if check.watch_type != "mcp":
-            return over_http(check)
         snapshot = fetch_mcp_snapshot(
             check.url,
             client=client,
             headers=check.headers,
             allow_stdio=settings.allow_stdio_mcp,
-            limits=mcp_limits,
+            limits=limits,
         )
         # How the server was reached is not part of its contract.
         snapshot.pop("transport", None)
@@ -454,7 +453,8 @@ def contract_fetcher(settings: Settings, client: Any) -> Fetcher:
 
 
 def http_fetcher(settings: Settings, client: Any) -> Fetcher:
-    """The fetcher of `openapi` and `rest` watches (conditional GET, or the watch's method)."""
+    """The fetcher of kinds read as one document over HTTP (conditional GET, or the watch's
+    method)."""
 
     def fetch_contract(check: CheckInput) -> Fetched:
         result = fetch(
@@ -475,6 +475,14 @@ def http_fetcher(settings: Settings, client: Any) -> Fetcher:
         return Fetched(result.content, result.etag, result.last_modified)
 
     return fetch_contract
+
+
+# How a kind's contract is fetched (`ContractKind.fetch`), each adapter built once per
+# controller from its settings and HTTP client.
+FETCH_ADAPTERS: dict[str, Callable[[Settings, Any], Fetcher]] = {
+    HTTP_DOCUMENT: http_fetcher,
+    MCP_SESSION: mcp_fetcher,
+}
 
 
 # -- reading and diffing -------------------------------------------------------------------
@@ -539,35 +547,18 @@ def _stored(database: Any, check: CheckInput, *, with_baseline: bool) -> tuple[A
     return baseline_document, last_fingerprint
 
 
-# How each watch type reads the bytes its fetch returned (an `mcp` fetch parses itself); each
-# raises `ContractParseError` for an answer that is not its contract.
-_PARSERS: dict[str, Callable[[bytes, str], Any]] = {
-    "openapi": lambda content, url: load_document(content, url, kind="openapi"),
-    # A REST endpoint answers JSON: an HTML page with status 200 is not a sample of it.
-    "rest": lambda content, url: load_json(content, url),
-    "a2a_card": lambda content, url: load_agent_card(content, redact_url(url)),
-}
-
-
 def _parse(check: CheckInput, content: bytes | None) -> Any:
-    return _PARSERS[check.watch_type](content or b"", check.url)
+    # Each kind raises `ContractParseError` for an answer that is not its contract.
+    return CONTRACT_KINDS.of(check.watch_type).load(content or b"", check.url)
 
 
 def diff_documents(watch_type: str, baseline: Any, document: Any, today: date) -> list[Change]:
     """One change per cause (a schema many operations reach is one change with the
-    operations it affects: drift events are read by people); `today` (the check's clock,
-    UTC) decides sunset windows."""
-    if watch_type == "openapi":
-        with collector_paused():  # a large spec's diff (controller/collector.py)
-            options = DiffOptions(today=today, grouped=True)
-            return diff_openapi(baseline, document, options=options)
-    if watch_type == "mcp":
-        return group_changes(diff_mcp(baseline, document))
-    if watch_type == "a2a_card":
-        return group_changes(diff_agent_card(baseline, document))
-    # A REST endpoint shows one sample per check; an optional field that is absent from one
-    # response is a warning (the lenient profile), not breaking.
-    return group_changes(diff_json_samples(baseline, document, profile="hosted"))
+    operations it affects: drift events are read by people), by the watch type's engine;
+    `today` (the check's clock, UTC) decides sunset windows."""
+    kind = CONTRACT_KINDS.of(watch_type)
+    with collector_paused():  # a large contract's diff (controller/collector.py)
+        return kind.diff(baseline, document, DiffContext(today=today))
 
 
 def _affected_profiles(session: Session, watch: Watch, changes: list[Change]) -> list[str]:

@@ -320,18 +320,18 @@ def test_a_drift_event_holds_one_change_per_cause(harness: Harness) -> None:
 
 
 class CountingParser:
-    """The real OpenAPI loader, counting its calls: a check that recognises the bytes it
+    """The check's real parse step, counting its calls: a check that recognises the bytes it
     fetched does not parse them."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls = 0
-        real = checks_module.load_document
+        real = checks_module._parse
 
-        def load(*args: Any, **kwargs: Any) -> Any:
+        def parse(*args: Any, **kwargs: Any) -> Any:
             self.calls += 1
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(checks_module, "load_document", load)
+        monkeypatch.setattr(checks_module, "_parse", parse)
 
 
 def serve_plain(h: Harness, **knobs: object) -> None:
