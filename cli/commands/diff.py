@@ -13,8 +13,9 @@ import click
 from cli import style
 from cli.common import options
 from cli.progress import Progress, progress
+from controller.contracts.kinds import CONTRACT_KINDS
 
-_TYPES = click.Choice(["auto", "openapi", "mcp", "a2a_card", "json"])
+_TYPES = click.Choice(["auto", *CONTRACT_KINDS.diff_types()])
 _THRESHOLDS = click.Choice(["breaking", "warning", "info", "never"])
 _FORMATS = click.Choice(["text", "json", "markdown", "github", "sarif", "junit"])
 
@@ -133,7 +134,7 @@ def diff(
         report = diff_contracts(
             base,
             revision,
-            contract_type=contract_type,  # type: ignore[arg-type]
+            contract_type=contract_type,
             rules=rules_file,
             today=today.date() if today else None,
             flat=flat,

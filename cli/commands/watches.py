@@ -18,6 +18,7 @@ from click.core import ParameterSource
 from cli import api, style
 from cli.common import pages
 from cli.remote import emit, server, server_command, table
+from controller.contracts.kinds import CONTRACT_KINDS
 
 
 def _watch_rows(watches: Sequence[dict[str, Any]]) -> list[str]:
@@ -124,7 +125,7 @@ def watches_list(
 @click.option(
     "--type",
     "watch_type",
-    type=click.Choice(["openapi", "rest", "mcp", "a2a_card"]),
+    type=click.Choice(CONTRACT_KINDS.names()),
     help="Else inferred.",
 )
 @click.option("--interval", type=int, help="Minutes between checks (default: the org's).")

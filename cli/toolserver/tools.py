@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, JsonValue, StringConstraints, model_valid
 
 from cli import api
 from controller.agents.service import AckOut, AffectedAgents, AgentStatus
+from controller.contracts.kinds import CONTRACT_KINDS
 from controller.discovery.service import CandidateOut, MissingOut, SuggestOut
 from controller.drift.explain_service import ExplainOut
 from controller.drift.service import CheckOut, DriftPage, IncidentOut, WatchStatus
@@ -26,6 +27,7 @@ from controller.gate.service import PreflightResult
 from controller.ingress.service import ValidateOut
 from controller.model.base import ApiModel, RequestModel
 from controller.model.change import ChangeOut
+from controller.model.choice import OneOf
 from controller.model.watch import WatchList, WatchOut
 
 Id = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$")]
@@ -597,8 +599,10 @@ class RegisterIn(RequestModel):
         "(/.well-known/agent-card.json) or a JSON endpoint",
         examples=["https://raw.githubusercontent.com/stripe/openapi/master/openapi/spec3.json"],
     )
-    watch_type: Literal["openapi", "rest", "api", "mcp", "a2a_card"] | None = Field(
-        default=None, description="inferred from the URL when left out; `api` means `rest`"
+    watch_type: Annotated[str, OneOf(CONTRACT_KINDS.spellings())] | None = Field(
+        default=None,
+        description="inferred from the URL when left out; "
+        + "; ".join(f"`{a}` means `{k.name}`" for k in CONTRACT_KINDS for a in k.aliases),
     )
     interval_minutes: int | None = Field(default=None, ge=1, le=10080)
     tags: list[Annotated[str, StringConstraints(max_length=100)]] = Field(

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
+from controller.contracts.kinds import CONTRACT_KINDS
 from controller.gitsources.configschema import gitops_schema
 from controller.gitsources.load import HOSTED_AGENTS, Bundle, Problem, load_bundle
 from controller.model.gitops import InlineWatch
@@ -79,9 +80,11 @@ def normalized(url: str) -> str:
 
 
 def family(watch_type: str) -> str:
-    """Types that watch the same kind of contract: `openapi` and `rest` (the hosted `api`) are
-    both an HTTP API, whichever way driftgate reads it; `mcp` and `a2a_card` stand alone."""
-    return "http" if watch_type in (WatchType.OPENAPI.value, WatchType.REST.value) else watch_type
+    """Types that watch the same kind of contract (`ContractKind.family`): `openapi` and
+    `rest` (the hosted `api`) are both an HTTP API, whichever way driftgate reads it; `mcp`
+    and `a2a_card` stand alone."""
+    kind = CONTRACT_KINDS.read(watch_type)
+    return kind.family if kind is not None else watch_type
 
 
 def match(bundle: Bundle, watches: Iterable[OrgWatch]) -> list[AgentCoverage]:

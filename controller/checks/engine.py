@@ -27,9 +27,7 @@ Breaking drift within the window after a revert reopens the reverted incident
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
@@ -41,21 +39,12 @@ from sqlalchemy.orm import Session, lazyload
 
 from controller.agents import runtime
 from controller.collector import collector_paused
+from controller.contracts.base import HTTP_DOCUMENT, MCP_SESSION, DiffContext
+from controller.contracts.kinds import CONTRACT_KINDS
 from controller.crypto import SecretBox
-from controller.diffs import (
-    ContractParseError,
-    DiffOptions,
-    diff_agent_card,
-    diff_json_samples,
-    diff_mcp,
-    diff_openapi,
-    fingerprint,
-    load_agent_card,
-    load_document,
-)
+from controller.diffs import ContractParseError, fingerprint
 from controller.diffs.explain import with_hints
-from controller.diffs.grouping import group_changes
-from controller.diffs.loader import MAX_NESTING, check_nesting, load_json
+from controller.diffs.loader import MAX_NESTING, check_nesting
 from controller.diffs.rules import order_actions
 from controller.drift.incidents import (
     close_incident,
@@ -65,7 +54,7 @@ from controller.drift.incidents import (
     reopenable_incident,
 )
 from controller.events.outbox import emit
-from controller.model.change import Change, Severity
+from controller.model.change import Change
 from controller.model.ingress_impact import affected_profiles
 from controller.model.watch import DriftStatus, FailureClass
 from controller.settings import Settings
@@ -81,6 +70,12 @@ from controller.store.models import (
     Watch,
 )
 from controller.store.outage import store_fault
+from controller.store.snapshots import (
+    count_changes,
+    decode_snapshot,
+    encode_changes,
+    encode_document,
+)
 from controller.store.watch_rows import decrypted_headers
 from controller.watches.status import CheckFailed, CheckSucceeded, Counts, facts_of, transition
 
@@ -423,24 +418,32 @@ def _document(check: CheckInput, fetched: Fetched) -> Any:
 
 
 def contract_fetcher(settings: Settings, client: Any) -> Fetcher:
-    """The fetcher of every watch type: HTTP for `openapi`, `rest` and `a2a_card`, an MCP
-    client for `mcp`.
-    Either ends within `fetch_deadline_seconds` (the whole MCP session, every redirect and the
-    whole body), else as a `timeout` failure."""
-    over_http = http_fetcher(settings, client)
-    mcp_limits = McpLimits(
+    """The fetcher of every watch type: its kind's fetch adapter (`FETCH_ADAPTERS`), one
+    document over HTTP or an MCP session. Each ends within `fetch_deadline_seconds` (the whole
+    MCP session, every redirect and the whole body), else as a `timeout` failure."""
+    adapters = {name: build(settings, client) for name, build in FETCH_ADAPTERS.items()}
+    by_type = {kind.name: adapters[kind.fetch] for kind in CONTRACT_KINDS}
+
+    def fetch_contract(check: CheckInput) -> Fetched:
+        return by_type[check.watch_type](check)
+
+    return fetch_contract
+
+
+def mcp_fetcher(settings: Settings, client: Any) -> Fetcher:
+    """The fetcher of kinds read over an MCP session: the server's tools, resources and
+    prompts, parsed by the client."""
+    limits = McpLimits(
         total_timeout=settings.fetch_deadline_seconds, max_bytes=settings.fetch_max_bytes
     )
 
     def fetch_contract(check: CheckInput) -> Fetched:
-        if check.watch_type != "mcp":
-            return over_http(check)
         snapshot = fetch_mcp_snapshot(
             check.url,
             client=client,
             headers=check.headers,
             allow_stdio=settings.allow_stdio_mcp,
-            limits=mcp_limits,
+            limits=limits,
         )
         # How the server was reached is not part of its contract.
         snapshot.pop("transport", None)
@@ -450,7 +453,8 @@ def contract_fetcher(settings: Settings, client: Any) -> Fetcher:
 
 
 def http_fetcher(settings: Settings, client: Any) -> Fetcher:
-    """The fetcher of `openapi` and `rest` watches (conditional GET, or the watch's method)."""
+    """The fetcher of kinds read as one document over HTTP (conditional GET, or the watch's
+    method)."""
 
     def fetch_contract(check: CheckInput) -> Fetched:
         result = fetch(
@@ -471,6 +475,14 @@ def http_fetcher(settings: Settings, client: Any) -> Fetcher:
         return Fetched(result.content, result.etag, result.last_modified)
 
     return fetch_contract
+
+
+# How a kind's contract is fetched (`ContractKind.fetch`), each adapter built once per
+# controller from its settings and HTTP client.
+FETCH_ADAPTERS: dict[str, Callable[[Settings, Any], Fetcher]] = {
+    HTTP_DOCUMENT: http_fetcher,
+    MCP_SESSION: mcp_fetcher,
+}
 
 
 # -- reading and diffing -------------------------------------------------------------------
@@ -535,39 +547,18 @@ def _stored(database: Any, check: CheckInput, *, with_baseline: bool) -> tuple[A
     return baseline_document, last_fingerprint
 
 
-# How each watch type reads the bytes its fetch returned (an `mcp` fetch parses itself); each
-# raises `ContractParseError` for an answer that is not its contract.
-_PARSERS: dict[str, Callable[[bytes, str], Any]] = {
-    "openapi": lambda content, url: load_document(content, url, kind="openapi"),
-    # A REST endpoint answers JSON: an HTML page with status 200 is not a sample of it.
-    "rest": lambda content, url: load_json(content, url),
-    "a2a_card": lambda content, url: load_agent_card(content, redact_url(url)),
-}
-
-
 def _parse(check: CheckInput, content: bytes | None) -> Any:
-    return _PARSERS[check.watch_type](content or b"", check.url)
+    # Each kind raises `ContractParseError` for an answer that is not its contract.
+    return CONTRACT_KINDS.of(check.watch_type).load(content or b"", check.url)
 
 
 def diff_documents(watch_type: str, baseline: Any, document: Any, today: date) -> list[Change]:
     """One change per cause (a schema many operations reach is one change with the
-    operations it affects: drift events are read by people); `today` (the check's clock,
-    UTC) decides sunset windows."""
-    if watch_type == "openapi":
-        with collector_paused():  # a large spec's diff (controller/collector.py)
-            options = DiffOptions(today=today, grouped=True)
-            return diff_openapi(baseline, document, options=options)
-    if watch_type == "mcp":
-        return group_changes(diff_mcp(baseline, document))
-    if watch_type == "a2a_card":
-        return group_changes(diff_agent_card(baseline, document))
-    # A REST endpoint shows one sample per check; an optional field that is absent from one
-    # response is a warning (the lenient profile), not breaking.
-    return group_changes(diff_json_samples(baseline, document, profile="hosted"))
-
-
-def encode_document(document: Any) -> bytes:
-    return zlib.compress(json.dumps(document, sort_keys=True, separators=(",", ":")).encode(), 6)
+    operations it affects: drift events are read by people), by the watch type's engine;
+    `today` (the check's clock, UTC) decides sunset windows."""
+    kind = CONTRACT_KINDS.of(watch_type)
+    with collector_paused():  # a large contract's diff (controller/collector.py)
+        return kind.diff(baseline, document, DiffContext(today=today))
 
 
 def _affected_profiles(session: Session, watch: Watch, changes: list[Change]) -> list[str]:
@@ -584,27 +575,6 @@ def _affected_profiles(session: Session, watch: Watch, changes: list[Change]) ->
         [{"path": c.path, "severity": c.severity.value, "ignored": c.ignored} for c in changes],
         [(pid, (content or {}).get("schema")) for pid, content in rows],
     )
-
-
-def decode_snapshot(snapshot: Snapshot) -> Any:
-    return json.loads(zlib.decompress(snapshot.content))
-
-
-def encode_changes(changes: list[Change]) -> bytes:
-    return zlib.compress(json.dumps([c.to_json() for c in changes], default=str).encode(), 6)
-
-
-def decode_changes(blob: bytes) -> list[dict[str, Any]]:
-    result: list[dict[str, Any]] = json.loads(zlib.decompress(blob))
-    return result
-
-
-def count_changes(changes: list[Change]) -> dict[str, int]:
-    counts = {s.value: 0 for s in Severity}
-    for change in changes:
-        if not change.ignored:
-            counts[change.severity.value] += 1
-    return counts
 
 
 # -- recording -----------------------------------------------------------------------------

@@ -16,29 +16,24 @@ from typing import Any, Literal, cast
 import yaml
 
 from controller.collector import collector_paused
+from controller.contracts.base import ContractKind, DiffContext
+from controller.contracts.kinds import CONTRACT_KINDS
 from controller.diffs import (
     ContractParseError,
-    DiffOptions,
     RulesFile,
     RulesFileError,
     apply_rules_file,
-    diff_agent_card,
     diff_json_samples,
-    diff_mcp,
-    diff_openapi,
-    load_agent_card,
     load_document,
 )
-from controller.diffs.a2a import looks_like_agent_card
 from controller.diffs.grouping import group_changes, occurrences, totals
-from controller.diffs.overlap import Overlap, overlap, title_of
+from controller.diffs.overlap import Overlap, title_of
 from controller.diffs.overrides import parse_rules_file
 from controller.diffs.reports import ANNOTATIONS, MARKDOWN_MAX_CHARS, RenderOptions, render
 from controller.errors import DriftgateError
-from controller.model.change import Change
 from controller.model.report import DiffReport, Source, Threshold
 
-ContractType = Literal["auto", "openapi", "mcp", "a2a_card", "json"]
+AUTO = "auto"  # `--type auto`: each input's kind told from its shape
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
@@ -82,29 +77,17 @@ class Reader:
 
 
 def detect_type(document: Any) -> str:
-    """`openapi` for OpenAPI/Swagger documents, `mcp` for MCP snapshots, `a2a_card` for A2A
-    agent cards, else `json`."""
-    if looks_like_agent_card(document):
-        return "a2a_card"
-    if isinstance(document, dict):
-        if "openapi" in document or "swagger" in document:
-            return "openapi"
-        if "tools" in document and (
-            "server_info" in document
-            or "serverInfo" in document
-            or "protocol_version" in document
-            or "protocolVersion" in document
-            or "capabilities" in document
-        ):
-            return "mcp"
-    return "json"
+    """The diff type of a document by its shape (`controller.contracts`): `openapi` for
+    OpenAPI/Swagger documents, `mcp` for MCP snapshots, `a2a_card` for A2A agent cards, else
+    `json`."""
+    return (CONTRACT_KINDS.detect(document) or CONTRACT_KINDS.catch_all).diff_type
 
 
 def diff_contracts(
     base: str,
     revision: str,
     *,
-    contract_type: ContractType = "auto",
+    contract_type: str = AUTO,
     rules: RulesFile | None = None,
     reader: Reader | None = None,
     today: date | None = None,
@@ -117,30 +100,33 @@ def diff_contracts(
     under a version number that did not go up (`api-version-*`)."""
     with _inputs(reader, base, revision, contract_type) as (base_doc, rev_doc, reader, data):
         resolved = contract_type
-        if resolved == "auto":
-            resolved = detect_type(base_doc)  # type: ignore[assignment]
+        if resolved == AUTO:
+            resolved = detect_type(base_doc)
             other = detect_type(rev_doc)
             if other != resolved:
                 raise InputError(
                     f"{base} looks like {resolved} but {revision} looks like {other}; "
                     "pass --type to compare them anyway"
                 )
+        kind = _kind(resolved)
         today = today or datetime.now(UTC).date()
         # The engine groups as it goes unless a rules file must see every occurrence first.
-        grouped_by_engine = not flat and rules is None and resolved == "openapi"
-        changes = _run(
-            resolved,
-            base,
-            revision,
-            base_doc,
-            rev_doc,
-            _resolver(reader),
-            DiffOptions(today=today, grouped=grouped_by_engine, check_version=check_version),
+        grouped_by_engine = not flat and rules is None
+        context = DiffContext(
+            today=today,
+            grouped=grouped_by_engine,
+            check_version=check_version,
+            profile="cli",
+            resolver=_resolver(reader),
+            base_uri=_uri(base),
+            revision_uri=_uri(revision),
         )
+        with collector_paused():  # a large contract's diff (controller/collector.py)
+            changes = kind.diff(base_doc, rev_doc, context)
         if rules is not None:
             changes = apply_rules_file(changes, rules)
-        common = overlap(base_doc, rev_doc, str(resolved))
-        context: dict[str, Any] = {
+        common = kind.overlap(base_doc, rev_doc) if kind.overlap is not None else None
+        report: dict[str, Any] = {
             "overlap": common.to_json() if common is not None else None,
             "warnings": _warnings(common, base_doc, rev_doc),
             "base_source": Source(_display_path(base), data[0]),
@@ -150,22 +136,30 @@ def diff_contracts(
             return DiffReport(
                 base,
                 revision,
-                str(resolved),
+                resolved,
                 changes,
                 totals=totals(group_changes(changes)),
-                **context,
+                **report,
             )
         if not grouped_by_engine:
             changes = group_changes(changes)
         return DiffReport(
             base,
             revision,
-            str(resolved),
+            resolved,
             changes,
             occurrences=occurrences(changes),
             totals=totals(changes),
-            **context,
+            **report,
         )
+
+
+def _kind(diff_type: str) -> ContractKind:
+    kind = CONTRACT_KINDS.by_diff_type(diff_type)
+    if kind is None:
+        choices = ", ".join((AUTO, *CONTRACT_KINDS.diff_types()))
+        raise InputError(f"unknown contract type {diff_type!r}; use one of {choices}")
+    return kind
 
 
 def _warnings(common: Overlap | None, base_doc: Any, rev_doc: Any) -> list[dict[str, str]]:
@@ -216,7 +210,7 @@ def compare_payloads(
 
 @contextmanager
 def _inputs(
-    reader: Reader | None, base: str, revision: str, contract_type: ContractType
+    reader: Reader | None, base: str, revision: str, contract_type: str
 ) -> Iterator[tuple[Any, Any, Reader, tuple[bytes, bytes]]]:
     """Both inputs read and parsed (with `reader`, else one of its own, closed after), with
     their bytes (kept for line numbers); a contract that cannot be parsed, here or in the
@@ -256,10 +250,10 @@ def load_rules(path: str) -> RulesFile:
         raise InputError(f"{path}: {exc}") from None
 
 
-def _parse(data: bytes, location: str, kind: str) -> Any:
-    if kind == "a2a_card":
-        return load_agent_card(data, location)
-    return load_document(data, location, kind=kind)  # type: ignore[arg-type]
+def _parse(data: bytes, location: str, contract_type: str) -> Any:
+    if contract_type == AUTO:
+        return load_document(data, location, kind="auto")
+    return _kind(contract_type).read_file(data, location)
 
 
 def _resolver(reader: Reader) -> Callable[[str], Any]:
@@ -267,32 +261,6 @@ def _resolver(reader: Reader) -> Callable[[str], Any]:
         return load_document(reader.read(uri), uri, kind="json")
 
     return resolve
-
-
-def _run(
-    kind: str,
-    base: str,
-    revision: str,
-    base_doc: Any,
-    rev_doc: Any,
-    resolver: Callable[[str], Any],
-    options: DiffOptions,
-) -> list[Change]:
-    if kind == "openapi":
-        with collector_paused():  # a large spec's diff (controller/collector.py)
-            return diff_openapi(
-                base_doc,
-                rev_doc,
-                resolver=resolver,
-                base_uri=_uri(base),
-                revision_uri=_uri(revision),
-                options=options,
-            )
-    if kind == "mcp":
-        return diff_mcp(base_doc, rev_doc)
-    if kind == "a2a_card":
-        return diff_agent_card(base_doc, rev_doc)
-    return diff_json_samples(base_doc, rev_doc, profile="cli")
 
 
 def _uri(location: str) -> str:

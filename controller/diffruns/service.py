@@ -17,7 +17,6 @@ from pydantic import Field, StringConstraints
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from controller.checks.engine import count_changes, decode_changes, encode_changes
 from controller.diffruns.offline_service import InputError, Reader, diff_contracts
 from controller.diffs.explain import with_hints
 from controller.errors import NotFound, Unprocessable
@@ -27,6 +26,7 @@ from controller.model.jsonvalue import JsonValue
 from controller.model.principal import Principal
 from controller.model.watch import ChangeCounts
 from controller.store.models import DiffRun
+from controller.store.snapshots import count_changes, decode_changes, encode_changes
 
 CONSOLE_PATH = "/console/diffs/"
 BASE, TARGET = "before", "after"

@@ -2,7 +2,8 @@
 
 Diffing two unrelated APIs (GitHub's against Stripe's) is a mistake of the inputs, not a
 drift: every operation is removed and another added, hundreds of breaking changes that say
-nothing. `overlap` counts what the documents share so that the report can say so. Pure: no
+nothing. Each contract kind with something to count names its function here
+(`controller.contracts.kinds`); what the documents share lets the report say so. Pure: no
 I/O.
 """
 
@@ -66,19 +67,23 @@ class Overlap:
         }
 
 
-def overlap(base: Any, revision: Any, kind: str) -> Overlap | None:
-    """The overlap of two parsed contracts of `kind` (`openapi`, `mcp` or `a2a_card`); None
-    for other kinds (JSON payloads have no operations)."""
-    if kind == "openapi":
-        left, right = _operations(base), _operations(revision)
-        return Overlap("operations", len(left), len(right), len(left & right))
-    if kind == "mcp":
-        tools, others = _tools(base), _tools(revision)
-        return Overlap("tools", len(tools), len(others), len(tools & others))
-    if kind == "a2a_card":
-        skills, others = _skills(base), _skills(revision)
-        return Overlap("skills", len(skills), len(others), len(skills & others))
-    return None
+def operations_overlap(base: Any, revision: Any) -> Overlap:
+    """The operations two OpenAPI documents share."""
+    return _overlap("operations", _operations(base), _operations(revision))
+
+
+def tools_overlap(base: Any, revision: Any) -> Overlap:
+    """The tools two MCP snapshots share."""
+    return _overlap("tools", _tools(base), _tools(revision))
+
+
+def skills_overlap(base: Any, revision: Any) -> Overlap:
+    """The skills two A2A agent cards share."""
+    return _overlap("skills", _skills(base), _skills(revision))
+
+
+def _overlap(kind: str, left: set[Any], right: set[Any]) -> Overlap:
+    return Overlap(kind, len(left), len(right), len(left & right))
 
 
 def title_of(document: Any) -> str | None:

@@ -2,7 +2,8 @@
 server or the skills of an A2A agent card, each with its line of description, and how a
 baseline's surface and a snapshot's compare once the diff engine has classified their changes.
 
-Pure: documents and changes in, a view out. The changes come from the engine
+Pure: documents and changes in, a view out. Each contract kind names its surface function
+(`controller.contracts.kinds`). The changes come from the engine
 (`controller.checks.engine.diff_documents`); this module only places them on the operations and
 tools they touch, it never compares contracts itself.
 """
@@ -55,18 +56,21 @@ class SurfaceView:
 MARKS = ("added", "removed", "changed", "same")
 
 
-def surface_of(watch_type: str, document: Any) -> list[Item]:
-    """The operations (OpenAPI), tools (MCP) or skills (A2A agent card) of a stored document,
-    in document order; a REST sample has none."""
-    if watch_type == "openapi":
-        return list(_operations(document))
-    if watch_type == "mcp":
-        tools = normalize_mcp_snapshot(document).tools or {}
-        return [Item(name, _line(tool.get("description"))) for name, tool in tools.items()]
-    if watch_type == "a2a_card":
-        skills = normalize_agent_card(document).skills
-        return [Item(name, _line(skill.get("description"))) for name, skill in skills.items()]
-    return []
+def operation_items(document: Any) -> list[Item]:
+    """The operations of an OpenAPI document, in document order."""
+    return list(_operations(document))
+
+
+def tool_items(document: Any) -> list[Item]:
+    """The tools of an MCP snapshot, in document order."""
+    tools = normalize_mcp_snapshot(document).tools or {}
+    return [Item(name, _line(tool.get("description"))) for name, tool in tools.items()]
+
+
+def skill_items(document: Any) -> list[Item]:
+    """The skills of an A2A agent card, in document order."""
+    skills = normalize_agent_card(document).skills
+    return [Item(name, _line(skill.get("description"))) for name, skill in skills.items()]
 
 
 def compare(baseline: list[Item], current: list[Item], changes: Iterable[Change]) -> SurfaceView:

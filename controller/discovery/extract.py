@@ -22,21 +22,16 @@ from urllib.parse import urlsplit
 import json5
 import yaml
 
+from controller.contracts.base import MCP_SESSION
+from controller.contracts.kinds import CONTRACT_KINDS, MCP
 from controller.errors import Unprocessable
-from controller.model.watch import AGENT_CARD_PATHS
-from controller.model.watch import infer_watch_type as watch_type_of_url
 
 REDACTED = "<redacted>"
 PLACEHOLDER = re.compile(
     r"^(?:.*?)(\$\{(?:env:|input:|file:)?[A-Za-z_][A-Za-z0-9_.:-]*(?::-[^}]*)?\}|\$[A-Za-z_][A-Za-z0-9_]*)"
 )
 _URL = re.compile(r"https?://[^\s\"'<>`)\]}]+", re.IGNORECASE)
-_SPEC_PATHS = re.compile(
-    r"(openapi|swagger)[^/]*\.(json|ya?ml)$|/v[23]/api-docs(/|$)|/api-docs(\.json|\.ya?ml)?$|"
-    r"/openapi$|/swagger$",
-    re.IGNORECASE,
-)
-_MCP_PATHS = re.compile(r"/(mcp|sse)/?$", re.IGNORECASE)
+_UNTOLD = "an HTTP endpoint that is not a spec document or an MCP endpoint"
 
 
 class ConfigInvalid(Unprocessable):
@@ -49,7 +44,7 @@ class ConfigInvalid(Unprocessable):
 @dataclass
 class Candidate:
     name: str
-    watch_type: str  # openapi, mcp, rest, a2a_card
+    watch_type: str  # a contract kind's name (`controller.contracts.kinds`)
     url: str | None = None
     command: str | None = None  # a stdio server: the command line (secrets redacted)
     transport: str | None = None  # stdio, http, sse (MCP)
@@ -77,20 +72,11 @@ class Candidate:
 def infer_watch_type(url: str) -> tuple[str, str]:
     """(watch type, reason) of a URL by its shape: the type a watch created from the URL
     without `watchType` gets (`controller.model.watch.infer_watch_type`) wherever that tells,
-    so a candidate and its watch never disagree."""
-    path = urlsplit(url).path
-    if path.rstrip("/").lower().endswith(AGENT_CARD_PATHS):
-        return "a2a_card", "the path is an A2A agent card (/.well-known/agent-card.json)"
-    if _SPEC_PATHS.search(path):
-        return "openapi", "the path names an OpenAPI or Swagger document"
-    if _MCP_PATHS.search(path):
-        return "mcp", "the path is an MCP endpoint (/mcp, /sse)"
-    inferred = watch_type_of_url(url)
-    if inferred is not None:
-        if inferred.value == "openapi":
-            return "openapi", "the path names an OpenAPI, Swagger or API-docs document"
-        return inferred.value, "the host or path names an MCP server"
-    return "rest", "an HTTP endpoint that is not a spec document or an MCP endpoint"
+    so a candidate and its watch never disagree; else the catch-all (`rest`)."""
+    found = CONTRACT_KINDS.infer(url)
+    if found is not None:
+        return found[0].name, found[1]
+    return CONTRACT_KINDS.catch_all.name, _UNTOLD
 
 
 def _parses(url: str) -> bool:
@@ -109,15 +95,17 @@ def from_urls(urls: list[str], *, file: str | None = None) -> list[Candidate]:
         if not _parses(url):
             continue
         watch_type, reason = infer_watch_type(url)
+        # A session's transport; a URL that names no kind is a guess.
         transport = "sse" if urlsplit(url).path.rstrip("/").endswith("/sse") else "http"
+        is_session = CONTRACT_KINDS.of(watch_type).fetch == MCP_SESSION
         out.append(
             Candidate(
                 name=_name_of(url),
                 watch_type=watch_type,
                 url=url,
-                transport=transport if watch_type == "mcp" else None,
+                transport=transport if is_session else None,
                 file=file,
-                confidence=0.9 if watch_type != "rest" else 0.6,
+                confidence=0.9 if reason != _UNTOLD else 0.6,
                 reasons=[reason],
             )
         )
@@ -302,7 +290,7 @@ def _server(name: str, entry: dict[str, Any], kind: str) -> Candidate:
         transport = _transport(entry, kind, url)
         return Candidate(
             name=name,
-            watch_type="mcp",
+            watch_type=MCP.name,
             url=url,
             transport=transport,
             confidence=0.95,
@@ -321,7 +309,7 @@ def _server(name: str, entry: dict[str, Any], kind: str) -> Candidate:
         )
     return Candidate(
         name=name,
-        watch_type="mcp",
+        watch_type=MCP.name,
         command=line or None,
         transport="stdio",
         confidence=0.8,

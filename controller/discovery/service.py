@@ -17,12 +17,14 @@ from pydantic.alias_generators import to_snake
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from controller.contracts.kinds import CONTRACT_KINDS
 from controller.crypto import SecretBox
 from controller.discovery.acknowledgements import acknowledged
 from controller.discovery.extract import Candidate, from_mcp_config, from_text, from_urls
 from controller.discovery.scan import MAX_FILES, MAX_TOTAL_BYTES, ScanResult, scan_files
 from controller.errors import PayloadTooLarge, Unprocessable
 from controller.model.base import ApiModel, BodyBool, BodyFloat, RequestModel
+from controller.model.choice import OneOf
 from controller.model.coverage import ACK_FILE
 from controller.model.principal import Principal
 from controller.model.problems import compose
@@ -46,7 +48,8 @@ class SourceOut(ApiModel):
 
 class CandidateOut(ApiModel):
     name: str
-    watch_type: Literal["openapi", "mcp", "rest", "a2a_card"]
+    # In the order people pick from, as published since discovery began.
+    watch_type: Annotated[str, OneOf(kind.name for kind in CONTRACT_KINDS.shown())]
     url: str | None = None
     command: str | None = Field(default=None, description="a stdio server's command (redacted)")
     transport: str | None = Field(default=None, description="stdio, http or sse (MCP)")

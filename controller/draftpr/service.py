@@ -32,7 +32,7 @@ from controller.agents.actions import ACTIONS, Drift
 from controller.agents.actions import DRAFT_PR as DRAFT_PR_ACTION
 from controller.agents.policy import resolve_policy
 from controller.agents.runtime import bound_agents, unblock
-from controller.checks.engine import decode_changes, decode_snapshot
+from controller.contracts.kinds import CONTRACT_KINDS
 from controller.crypto import SecretBox
 from controller.diffs.explain import cause_text, hint_for
 from controller.diffs.fails import what_fails
@@ -81,6 +81,7 @@ from controller.store.models import (
     Snapshot,
     Watch,
 )
+from controller.store.snapshots import decode_changes, decode_snapshot
 
 DRAFT_PR = "draft_pr"
 GITHUB_DELIVERY = "github_delivery"
@@ -468,7 +469,7 @@ def open_record(
         branch=changelog.branch_name(event.id),
         state="pending",
         stub=False,
-        request={**request, "lint": lint and watch.watch_type == "mcp"},
+        request={**request, "lint": lint and CONTRACT_KINDS.of(watch.watch_type).lints_tools},
         created_at=now,
         updated_at=now,
     )

@@ -21,13 +21,13 @@ from typing import Any, Literal
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from controller.checks.engine import decode_changes
 from controller.crypto import SecretBox
 from controller.diffs.explain import with_hints
 from controller.drift.service import ack_trail, iter_events
 from controller.model.base import RequestModel, utc_iso
 from controller.store.models import DriftEvent, Incident, PreflightDecision, Watch
 from controller.store.models import vendor_of as store_vendor_of
+from controller.store.snapshots import decode_changes
 
 JSON_SCHEMA = "driftgate-drift-export-v1"
 AUDIT_SCHEMA = "driftgate-drift-audit-v1"

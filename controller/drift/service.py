@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from controller.agents.policy import ACTIONS_STALE, STALE, reasons_for
-from controller.checks.engine import decode_changes, forget_prior_baseline
+from controller.checks.engine import forget_prior_baseline
 from controller.crypto import SecretBox
 from controller.diffs.explain import with_hints
 from controller.diffs.rules import ACK, order_actions
@@ -43,6 +43,7 @@ from controller.model.watch import (
 from controller.store import audit, jobs
 from controller.store.db import Database
 from controller.store.models import DriftEvent, Incident, Snapshot, Watch
+from controller.store.snapshots import decode_changes
 from controller.watches import service as watches
 from controller.watches.service import get_watch
 from controller.watches.status import BaselineAccepted, Counts, facts_of, transition

@@ -33,6 +33,7 @@ from jsonschema.exceptions import ValidationError as SchemaError  # type: ignore
 from pydantic import BaseModel
 from pydantic import ValidationError as ModelError
 
+from controller.contracts.kinds import A2A_CARD, MCP
 from controller.gitsources.configschema import gitops_schema
 from controller.model.gitops import (
     ALL_PRESETS,
@@ -1148,7 +1149,7 @@ class _Checks:
         watches = [self._kind_of(watch) for watch in agent.watches]
         if agent.a2a is not None:
             card = agent.a2a.card_url
-            if (card, WatchType.A2A_CARD.value) not in watches:
+            if (card, A2A_CARD.name) not in watches:
                 document.report(
                     ("agents", i, "a2a", "cardUrl"),
                     "a2a.cardUrl needs a watch of type a2a_card with the same URL in this "
@@ -1161,7 +1162,7 @@ class _Checks:
                 )
         if document.hosted and agent.mcp is None:
             for j, (_, kind) in enumerate(watches):
-                if kind == WatchType.MCP.value:
+                if kind == MCP.name:
                     document.report(
                         ("agents", i, "watches", j),
                         "an mcp watch needs mcp.configPath (the agent's MCP client "

@@ -30,6 +30,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
+from controller.contracts.kinds import CONTRACT_KINDS
 from controller.model.dashboard import PANELS, Panel
 from controller.model.watch import (
     LABEL_PATTERN,
@@ -215,7 +216,7 @@ FileWatchType = Annotated[
     WithJsonSchema(
         {
             "type": "string",
-            "enum": [*(kind.value for kind in WatchType), "api"],
+            "enum": list(CONTRACT_KINDS.spellings()),
             "description": "`api` (the hosted product's name of an HTTP API) is read as "
             "`openapi` where the watch's URL names a spec (openapi, swagger, api-docs, .yaml), "
             "else `rest`",

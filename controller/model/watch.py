@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -24,6 +24,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from controller.contracts.kinds import CONTRACT_KINDS
 from controller.model.base import ApiModel, JsonNumber, RequestModel
 from controller.model.jsonvalue import JsonValue
 
@@ -34,16 +35,24 @@ REDACTED = "<redacted>"
 CURSOR_PATTERN = r"^[0-9]{1,16}\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 
 
-class WatchType(StrEnum):
-    OPENAPI = "openapi"
-    REST = "rest"
-    MCP = "mcp"
-    A2A_CARD = "a2a_card"
-
+class _KindEnum(StrEnum):
     @classmethod
-    def _missing_(cls, value: object) -> WatchType | None:
-        # `api` is the hosted product's name for a REST watch: read wherever a type is read.
-        return cls.REST if isinstance(value, str) and value.lower() == "api" else None
+    def _missing_(cls, value: object) -> Any:
+        # An alias (the hosted product's `api` for a REST watch) is read wherever a type is.
+        kind = CONTRACT_KINDS.read(value) if isinstance(value, str) else None
+        return None if kind is None else cls(kind.name)
+
+
+# A watch type: one member per contract kind (`controller.contracts.kinds`), in registration
+# order; mypy sees a string enum without members, so no code names a kind by member.
+if TYPE_CHECKING:
+
+    class WatchType(_KindEnum): ...
+
+else:
+    WatchType = _KindEnum(
+        "WatchType", [(kind.name.upper(), kind.name) for kind in CONTRACT_KINDS], module=__name__
+    )
 
 
 class DriftStatus(StrEnum):
@@ -324,28 +333,10 @@ class WatchList(ApiModel):
     )
 
 
-# Where an A2A agent serves its Agent Card (`agent-card.json` since A2A 0.3).
-AGENT_CARD_PATHS = ("/.well-known/agent.json", "/.well-known/agent-card.json")
-_OPENAPI_HINT = re.compile(r"(openapi|swagger|api-docs)", re.IGNORECASE)
-_SPEC_SUFFIX = (".json", ".yaml", ".yml")
-
-
 def infer_watch_type(url: str) -> WatchType | None:
     """Guess the watch type from a URL where it is unambiguous; None when it is not."""
-    parts = urlsplit(url)
-    path = parts.path.rstrip("/").lower()
-    host = (parts.hostname or "").lower()
-    if path.endswith(AGENT_CARD_PATHS):
-        return WatchType.A2A_CARD
-    if path.endswith(("/mcp", "/sse")) or host.startswith("mcp.") or path == "/mcp":
-        return WatchType.MCP
-    if _OPENAPI_HINT.search(path) or (
-        path.endswith(_SPEC_SUFFIX) and _OPENAPI_HINT.search(path + host)
-    ):
-        return WatchType.OPENAPI
-    if path.endswith((".yaml", ".yml")):
-        return WatchType.OPENAPI  # a YAML document is a spec; REST endpoints answer JSON
-    return None
+    found = CONTRACT_KINDS.infer(url)
+    return None if found is None else WatchType(found[0].name)
 
 
 HOSTED_API = "api"
@@ -353,14 +344,15 @@ HOSTED_API = "api"
 
 def hosted_api_type(url: str) -> WatchType | None:
     """The hosted product's `api` watch type, "an HTTP API: a JSON endpoint or an OpenAPI
-    document", read as driftgate's: `openapi` where the URL says it serves a spec, None for a
-    `.json` document whose name does not tell (what it serves decides, where that can be
-    fetched), else `rest`."""
-    if infer_watch_type(url) is WatchType.OPENAPI:
-        return WatchType.OPENAPI
+    document", read as driftgate's: the kind of that family the URL names (`openapi` where
+    it says it serves a spec), None for a `.json` document whose name does not tell (what it
+    serves decides, where that can be fetched), else the kind `api` reads as (`rest`)."""
+    inferred = infer_watch_type(url)
+    if inferred is not None and CONTRACT_KINDS.of(inferred.value).family == HOSTED_API:
+        return inferred
     if urlsplit(url).path.lower().endswith(".json"):
         return None
-    return WatchType.REST
+    return WatchType(HOSTED_API)
 
 
 def read_hosted_api(
@@ -384,7 +376,7 @@ def read_hosted_api(
         if isinstance(value, str) and value.lower() == HOSTED_API:
             kind = hosted_api_type(url)
             if kind is None and not fetch_later:
-                kind = WatchType.REST
+                kind = WatchType(HOSTED_API)
             return {**data, key: kind.value if kind is not None else None}
     return data
 

@@ -19,8 +19,9 @@ Filters:
     vendor   a vendor of the org named in the question (its whole name, or the distinctive
              word of its host: `api.stripe.com` -> `stripe`)
     tag      a tag of the org written out (`team:billing`), or the word after `tag`/`tagged`
-    type     mcp, openapi, rest/api, a2a/a2a_card (for intents other than mcp_health, which
-             implies mcp)
+    type     a watch type's name or its words (`controller.contracts.kinds`): openapi,
+             rest/json, mcp, a2a_card/a2a (for intents other than mcp_health, which implies
+             mcp)
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from controller.contracts.kinds import CONTRACT_KINDS, MCP
 
 INTENTS: dict[str, str] = {
     "breaking_drift": "Which contracts broke, and where the breaking drift came from",
@@ -167,17 +170,15 @@ def read(question: str, vendors: Iterable[str] = (), tags: Iterable[str] = ()) -
         known = {t.lower(): t for t in tags}
         if match and match.group(1) in known:
             tag = known[match.group(1)]
-    watch_type = None
-    if intent == "mcp_health" or "mcp" in words:
-        watch_type = "mcp"
-    elif "openapi" in words:
-        watch_type = "openapi"
-    elif words & {"rest", "json"}:
-        watch_type = "rest"
-    elif words & {"a2a", "a2a_card"}:
-        watch_type = "a2a_card"
+    # The MCP health intent is about MCP servers.
+    watch_type = MCP.name if intent == "mcp_health" else _watch_type_named(words)
     any_severity = intent == "breaking_drift" and not _BREAKING.search(text)
     return Reading(intent, window_days(text), vendor, tag, watch_type, any_severity=any_severity)
+
+
+def _watch_type_named(words: set[str]) -> str | None:
+    """The first watch type (in registration order) whose name or words the question has."""
+    return next((k.name for k in CONTRACT_KINDS if words & {k.name, *k.words}), None)
 
 
 _BREAKING = re.compile(r"\bbreak(ing|s)?\b|\bbroke(n)?\b")

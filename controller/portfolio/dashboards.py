@@ -4,11 +4,13 @@ read and written by `controller.portfolio.service`)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
+from controller.contracts.kinds import CONTRACT_KINDS
 from controller.model.base import ApiModel, RequestModel
+from controller.model.choice import OneOf
 from controller.model.dashboard import PANELS, Panel
 from controller.model.watch import ManagedBy, Note
 
@@ -18,7 +20,7 @@ Label = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r
 class DashboardFilters(ApiModel):
     tag: Label | None = None
     vendor: Label | None = None
-    watch_type: Literal["openapi", "rest", "mcp", "a2a_card"] | None = None
+    watch_type: Annotated[str, OneOf(CONTRACT_KINDS.names())] | None = None
     environment: Label | None = None
 
 

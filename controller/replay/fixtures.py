@@ -22,6 +22,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from controller.contracts.base import MCP_SESSION
+from controller.contracts.kinds import CONTRACT_KINDS
+
 DISCLAIMER = (
     "Replay fixtures are structural examples derived from contract documents: not a "
     "certification of the vendor's behaviour and not an endorsement."
@@ -75,7 +78,10 @@ def build_fixture(
     drift_event_id: str | None = None,
     incident: dict[str, Any] | None = None,
 ) -> Fixture:
-    mocks = mcp_mocks(after) if watch_type == "mcp" else openapi_mocks(after)
+    # A contract is replayed the way it is fetched: an MCP session's as an MCP server.
+    kind = CONTRACT_KINDS.read(watch_type)
+    is_session = kind is not None and kind.fetch == MCP_SESSION
+    mocks = mcp_mocks(after) if is_session else openapi_mocks(after)
     meta: dict[str, Any] = {
         "fixtureId": fixture_id,
         "contentKind": content_kind,

@@ -19,7 +19,6 @@ from pydantic import Field, StringConstraints, model_validator
 from sqlalchemy import ColumnElement, or_, select
 from sqlalchemy.orm import Session, defer
 
-from controller.checks.engine import decode_changes, decode_snapshot
 from controller.diffs.rules import order_actions
 from controller.errors import NotFound, Unprocessable
 from controller.model.base import ApiModel, RequestModel, utc_iso
@@ -29,6 +28,7 @@ from controller.replay.fixtures import DISCLAIMER, Fixture, build_fixture, diges
 from controller.store import audit
 from controller.store.audit import Caller
 from controller.store.models import DriftEvent, Incident, ReplayPublication, Snapshot, Watch
+from controller.store.snapshots import decode_changes, decode_snapshot
 
 PRODUCT = "replay_cloud"
 ObjectId = Annotated[str, StringConstraints(max_length=64, pattern=r"^[A-Za-z0-9._:-]{1,64}$")]

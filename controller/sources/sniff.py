@@ -4,17 +4,18 @@
 infer_watch_type`); when that is ambiguous (`https://example.com/petstore.json`), the service
 fetches the document once, through the same guarded client as every check (address guard,
 credentials bound to their origin, size cap, timeouts), and reads it the way `driftgate diff`
-does: an OpenAPI or Swagger document is `openapi`, an A2A agent card (a `skills` list beside
-the card's own fields) is `a2a_card`, other JSON is `rest`. A server-sent event
-stream is an MCP server on the SSE transport. Anything else cannot be told apart, and the
-caller is asked for `watchType`.
+does, by the contract kinds' shapes (`controller.contracts`): an OpenAPI or Swagger document
+is `openapi`, an A2A agent card (a `skills` list beside the card's own fields) is `a2a_card`,
+other JSON is `rest`. A server-sent event stream is an MCP server on the SSE transport.
+Anything else cannot be told apart, and the caller is asked for `watchType`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from controller.diffs.a2a import looks_like_agent_card
+from controller.contracts.base import HTTP_DOCUMENT
+from controller.contracts.kinds import CONTRACT_KINDS
 from controller.diffs.loader import load_document
 from controller.model.watch import WatchType
 from controller.sources.http import HttpClient, fetch, make_timeout
@@ -31,21 +32,24 @@ def sniff_watch_type(
     raises `FetchError` (its message names the URL without its query)."""
     result = fetch(client, url, headers=headers, max_bytes=SNIFF_MAX_BYTES, deadline=SNIFF_DEADLINE)
     content_type = _content_type(result.headers)
-    if content_type == "text/event-stream":
-        return WatchType.MCP
+    told = CONTRACT_KINDS.served_as(content_type)
+    if told is not None:
+        return WatchType(told.name)
     try:
         # No file name: a `.json` URL may still serve YAML.
         document = load_document(result.content, None, kind="json")
     except Exception:  # noqa: BLE001 - not JSON or YAML: the content tells nothing
         return None
-    if isinstance(document, dict) and ("openapi" in document or "swagger" in document):
-        return WatchType.OPENAPI
-    if looks_like_agent_card(document):
-        return WatchType.A2A_CARD
-    if content_type.endswith("json") or content_type.endswith("+json"):
-        return WatchType.REST
-    if isinstance(document, dict | list) and result.content.lstrip()[:1] in (b"{", b"["):
-        return WatchType.REST
+    # Only a kind read from one document over HTTP can be what a URL serves as a document.
+    shaped = CONTRACT_KINDS.detect(document, fetch=HTTP_DOCUMENT)
+    if shaped is not None:
+        return WatchType(shaped.name)
+    if (
+        content_type.endswith("json")
+        or content_type.endswith("+json")
+        or (isinstance(document, dict | list) and result.content.lstrip()[:1] in (b"{", b"["))
+    ):
+        return WatchType(CONTRACT_KINDS.catch_all.name)
     return None
 
 

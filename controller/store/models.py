@@ -935,7 +935,7 @@ class DiffRun(Base):
     source: Mapped[str] = mapped_column(String(32))
     contract_type: Mapped[str] = mapped_column(String(16))
     counts: Mapped[dict[str, Any]] = mapped_column(JSONType)
-    # The changes as drift events keep theirs (`controller.checks.engine.encode_changes`).
+    # The changes as drift events keep theirs (`controller.store.snapshots.encode_changes`).
     changes: Mapped[bytes] = mapped_column(LargeBinary)
     actor: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

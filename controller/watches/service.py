@@ -15,6 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
+from controller.contracts.kinds import CONTRACT_KINDS
 from controller.crypto import SecretBox
 from controller.errors import Conflict, NotFound, Unprocessable
 from controller.model import managed, paging
@@ -57,7 +58,7 @@ def create_watch(
     watch_type = data.watch_type or infer_watch_type(data.url)
     if watch_type is None:
         raise Unprocessable(
-            "cannot infer watchType from the URL; send watchType (openapi, rest, mcp or a2a_card)",
+            f"cannot infer watchType from the URL; send watchType ({CONTRACT_KINDS.listed()})",
             details=[{"path": "/watchType", "message": "required when the URL does not tell"}],
         )
     name = data.effective_name

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from controller.contracts.kinds import CONTRACT_KINDS
 from controller.errors import Unprocessable
 from controller.model.watch import WatchCreate, infer_watch_type
 from controller.settings import Settings
@@ -21,7 +22,7 @@ def with_watch_type(data: WatchCreate, settings: Settings) -> WatchCreate:
         return data
     if not urlsplit(data.url).path.lower().endswith(".json"):
         raise Unprocessable(
-            "cannot infer watchType from the URL; send watchType (openapi, rest, mcp or a2a_card)",
+            f"cannot infer watchType from the URL; send watchType ({CONTRACT_KINDS.listed()})",
             details=[{"path": "/watchType", "message": "required when the URL does not tell"}],
         )
     with configured_client(settings, timeout=SNIFF_TIMEOUT) as client:
@@ -37,6 +38,6 @@ def with_watch_type(data: WatchCreate, settings: Settings) -> WatchCreate:
 def _unknown(why: str) -> Unprocessable:
     return Unprocessable(
         f"cannot infer watchType from the URL, and {why}; "
-        "send watchType (openapi, rest, mcp or a2a_card)",
+        f"send watchType ({CONTRACT_KINDS.listed()})",
         details=[{"path": "/watchType", "message": "required when the URL does not tell"}],
     )

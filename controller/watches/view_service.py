@@ -3,7 +3,7 @@ baseline, side by side, with the ones the diff engine found changed marked.
 
 The changes are computed by the same engine, with the same options, as the check that
 stored the snapshot (`controller.checks.engine.diff_documents`); the surface and the marks are
-`controller.diffs.surface`.
+`controller.diffs.surface`, each kind's surface named by its entry (`controller.contracts`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from controller.checks.engine import decode_snapshot, diff_documents
-from controller.diffs.surface import MARKS, Marked, SurfaceView, compare, surface_of
+from controller.checks.engine import diff_documents
+from controller.contracts.kinds import CONTRACT_KINDS
+from controller.diffs.surface import MARKS, Marked, SurfaceView, compare
 from controller.store.models import Snapshot, Watch
+from controller.store.snapshots import decode_snapshot
 from controller.watches.service import get_watch
 
 
@@ -45,9 +47,10 @@ def contract_view(session: Session, org_id: str, watch_id: str, now: datetime) -
         if current_doc is not None and baseline_doc is not None and not same
         else []
     )
+    kinds = CONTRACT_KINDS
     view = compare(
-        surface_of(watch.watch_type, baseline_doc) if baseline_doc is not None else [],
-        surface_of(watch.watch_type, current_doc) if current_doc is not None else [],
+        kinds.surface_of(watch.watch_type, baseline_doc) if baseline_doc is not None else [],
+        kinds.surface_of(watch.watch_type, current_doc) if current_doc is not None else [],
         changes,
     )
     return ContractView(

@@ -52,7 +52,8 @@ def test_only_the_http_source_imports_httpx() -> None:
 # controller.scheduler, the controller process); the use cases (every capability package's
 # `service` and `<topic>_service` modules); the rest of each capability package (its pure logic,
 # its engine, its adapter); the adapters (store, sources, events); the domain every layer reads
-# (model, diffs); the base (settings, errors, logs, crypto, registry, collector, loopback).
+# (model, diffs, and the contract kinds that name the diff engines); the base (settings, errors,
+# logs, crypto, registry, collector, loopback).
 # A module's layer follows from its name, so a new module needs no list to be placed.
 
 PACKAGES = ("controller", "web", "cli", "demo")
@@ -67,7 +68,7 @@ BASE = {
     "controller.loopback",
     "controller.targets",
 }
-DOMAIN_PACKAGES = ("controller.model", "controller.diffs")
+DOMAIN_PACKAGES = ("controller.model", "controller.diffs", "controller.contracts")
 ADAPTER_PACKAGES = ("controller.store", "controller.sources", "controller.events")
 LAYERS = ("base", "domain", "adapter", "capability", "service", "shell")
 
@@ -238,11 +239,12 @@ def test_the_graph_sees_from_imports() -> None:
 
 
 # What the web shell may take from the controller: the services (all work goes through them),
-# the shared models and errors, the base (settings, logs, crypto, the version), the database
-# handle it opens sessions on, and two names of the store (the request id generator and the
-# trial row a handler is given).
+# the shared models and errors, the contract kinds (the console's type lists and labels), the
+# base (settings, logs, crypto, the version), the database handle it opens sessions on, and two
+# names of the store (the request id generator and the trial row a handler is given).
 WEB_MAY_IMPORT = (
     "controller.model",
+    "controller.contracts",
     "controller.errors",
     "controller.settings",
     "controller.logs",

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from controller.checks import engine as checks_module
-from controller.checks.engine import CheckResult, Fetched, decode_changes, http_fetcher, run_check
+from controller.checks.engine import CheckResult, Fetched, http_fetcher, run_check
 from controller.crypto import load_secret_box
 from controller.diffs.loader import MAX_NESTING
 from controller.diffs.rules import CATALOG
@@ -18,6 +18,7 @@ from controller.model.watch import WatchCreate
 from controller.sources.http import make_client
 from controller.store.db import Database
 from controller.store.models import DriftEvent, Incident, OutboxMessage, Snapshot, Watch
+from controller.store.snapshots import decode_changes
 from controller.watches import service as watch_service
 from tests.checks.conftest import Harness, serve
 from tests.conftest import OrgKey, make_settings
@@ -319,18 +320,18 @@ def test_a_drift_event_holds_one_change_per_cause(harness: Harness) -> None:
 
 
 class CountingParser:
-    """The real OpenAPI loader, counting its calls: a check that recognises the bytes it
+    """The check's real parse step, counting its calls: a check that recognises the bytes it
     fetched does not parse them."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls = 0
-        real = checks_module.load_document
+        real = checks_module._parse
 
-        def load(*args: Any, **kwargs: Any) -> Any:
+        def parse(*args: Any, **kwargs: Any) -> Any:
             self.calls += 1
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(checks_module, "load_document", load)
+        monkeypatch.setattr(checks_module, "_parse", parse)
 
 
 def serve_plain(h: Harness, **knobs: object) -> None:

@@ -14,9 +14,9 @@ from click.testing import CliRunner, Result
 from sqlalchemy import update
 
 from cli.main import main
-from controller.checks.engine import encode_changes
 from controller.store.db import Database
 from controller.store.models import ApiKey, DriftEvent, Watch
+from controller.store.snapshots import encode_changes
 from tests.conftest import SECRET, OrgKey
 from tests.servers import WsgiServer
 

@@ -283,13 +283,14 @@ def test_every_a2a_rule_is_in_the_catalog_with_a_hint() -> None:
 
 
 def test_the_surface_of_a_card_is_its_skills() -> None:
-    from controller.diffs.surface import compare, surface_of
+    from controller.contracts.kinds import CONTRACT_KINDS
+    from controller.diffs.surface import compare
 
     before = card([skill("refund"), skill("invoice")])
     after = card([skill("invoice", description="Issue an invoice")])
     view = compare(
-        surface_of("a2a_card", before),
-        surface_of("a2a_card", after),
+        CONTRACT_KINDS.surface_of("a2a_card", before),
+        CONTRACT_KINDS.surface_of("a2a_card", after),
         diff_agent_card(before, after),
     )
     assert [(m.name, m.mark) for m in view.baseline] == [

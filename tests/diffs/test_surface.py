@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from controller.contracts.kinds import CONTRACT_KINDS
 from controller.diffs import diff_mcp
-from controller.diffs.surface import compare, surface_of
+from controller.diffs.surface import compare
 
 
 def tools(*names: str, described: str = "") -> dict[str, Any]:
@@ -26,7 +27,11 @@ def tools(*names: str, described: str = "") -> dict[str, Any]:
 def test_mcp_tools_are_marked(
     before: dict[str, Any], after: dict[str, Any], now: dict[str, str], baseline: dict[str, str]
 ) -> None:
-    view = compare(surface_of("mcp", before), surface_of("mcp", after), diff_mcp(before, after))
+    view = compare(
+        CONTRACT_KINDS.surface_of("mcp", before),
+        CONTRACT_KINDS.surface_of("mcp", after),
+        diff_mcp(before, after),
+    )
     assert {m.name: m.mark for m in view.current} == now
     assert {m.name: m.mark for m in view.baseline} == baseline
     for marked in (*view.current, *view.baseline):
@@ -35,5 +40,7 @@ def test_mcp_tools_are_marked(
 
 def test_openapi_operations_carry_method_path_and_summary() -> None:
     doc = {"openapi": "3.0.3", "paths": {"/v1/x": {"get": {"summary": "List x\nmore"}}}}
-    assert [(i.name, i.summary) for i in surface_of("openapi", doc)] == [("GET /v1/x", "List x")]
-    assert surface_of("rest", {"a": 1}) == []
+    assert [(i.name, i.summary) for i in CONTRACT_KINDS.surface_of("openapi", doc)] == [
+        ("GET /v1/x", "List x")
+    ]
+    assert CONTRACT_KINDS.surface_of("rest", {"a": 1}) == []

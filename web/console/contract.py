@@ -1,6 +1,7 @@
 """A watch's contract in the console: the operations (OpenAPI), tools (MCP) or skills (A2A
 agent card) of its last snapshot and of its baseline, browsable, with the added, removed and
-changed ones marked (`controller.watches.view_service`)."""
+changed ones marked (`controller.watches.view_service`); a kind with nothing to list (a REST
+sample) says so (`ContractKind.noun`)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,11 @@ from flask import request
 from werkzeug.wrappers import Response
 
 from controller.accounts.service import SignedIn
+from controller.contracts.kinds import CONTRACT_KINDS
 from controller.errors import ValidationFailed
 from controller.watches.view_service import MARKS, Marked, contract_view
 from web.console import blueprint, now, page, signed_in
 from web.db import request_session
-
-# What a watch type's contract is made of, by the name its page gives them.
-NOUNS = {"mcp": "tools", "a2a_card": "skills"}
 
 
 @blueprint.get("/watches/<watch_id>/contract")
@@ -43,5 +42,6 @@ def contract(user: SignedIn, watch_id: str) -> Response:
         counts=found.view.counts,
         shown=shown,
         needle=needle,
-        noun=NOUNS.get(found.watch.watch_type, "operations"),
+        # What the contract is made of (operations, tools, skills); none for a sample.
+        noun=CONTRACT_KINDS.of(found.watch.watch_type).noun,
     )

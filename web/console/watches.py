@@ -11,6 +11,7 @@ from flask import current_app, redirect, request, url_for
 from werkzeug.wrappers import Response
 
 from controller.accounts.service import SignedIn
+from controller.contracts.kinds import CONTRACT_KINDS
 from controller.drift import acknowledgement_service as acknowledgement
 from controller.drift import service as drift
 from controller.errors import NotFound, RequestError
@@ -25,7 +26,8 @@ from web.console.settings import service_interval
 from web.db import request_session
 
 STATUSES = ("ok", "drifted", "error", "disabled", "never_run")  # disabled: paused
-TYPES = ("openapi", "mcp", "rest", "a2a_card")
+# (watch type, label) in the order people pick from.
+TYPES = tuple((kind.name, kind.label) for kind in CONTRACT_KINDS.shown())
 PAGE = 25
 
 
