@@ -47,11 +47,12 @@ SECRET = "test-secret-key-for-driftgate-tests"
 # tests reach the backend some other way says so with `pytestmark = pytest.mark.db`. Every
 # other test (the diff engines, the corpora, lint, processes on their own SQLite file) does the
 # same on either backend. CI runs the whole suite on SQLite first, in a fresh clone without
-# ../shared, writing the ids of the tests that passed (`--record-passed FILE`); the Postgres
+# ../shared, writing the ids of the tests that passed (`--record-passed=FILE`); the Postgres
 # run beside ../shared then leaves out the tests without `db` that passed there
-# (`--skip-passed FILE`). What it runs: every `db` test, and every other test that did not pass
-# without ../shared (it skipped, naming it, or is only collected beside it). So no test is left
-# out of both runs, and none runs twice for nothing. Without these options every test runs.
+# (`--skip-passed=FILE`; give both with `=`, or pytest takes FILE for a path to test). What
+# it runs: every `db` test, and every other test that did not pass without ../shared (it
+# skipped, naming it, or is only collected beside it). So no test is left out of both runs,
+# and none runs twice for nothing. Without these options every test runs.
 DATABASE_FIXTURES = frozenset({"database", "_template_database"})
 BACKEND_NAMES = ("ON_POSTGRES", "TEST_DB_URL")
 
@@ -105,8 +106,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 class PassedRecorder:
-    """Collects the ids of the tests that passed (every phase, no xfail) and writes them at
-    the end of the session."""
+    """Collects the ids of the tests that passed (every phase; no skip, no xfail) and writes
+    them at the end of the session."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -114,7 +115,8 @@ class PassedRecorder:
         self.spoiled: set[str] = set()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.failed or hasattr(report, "wasxfail"):
+        # A skip spoils too: ids are not always unique (Schemathesis gives one per operation).
+        if report.failed or report.skipped or hasattr(report, "wasxfail"):
             self.spoiled.add(report.nodeid)
         elif report.when == "call" and report.passed:
             self.passed.add(report.nodeid)
