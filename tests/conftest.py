@@ -131,6 +131,22 @@ def make_settings(tmp_path: Path, **values: Any) -> Settings:
     return load_settings(env=env, **values)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _cheap_password_hashes() -> Iterator[None]:
+    """argon2id with its cheapest parameters in the test process: the defaults cost about a
+    quarter of a second of CPU per hash or sign-in, and the console's tests sign in hundreds
+    of times. The code under test is the same (a hash records its parameters; a server
+    started as a process keeps the defaults and re-hashes at the next sign-in)."""
+    from argon2 import PasswordHasher, profiles
+
+    from controller.accounts import passwords
+
+    cheap = PasswordHasher.from_parameters(profiles.CHEAPEST)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(passwords, "_hasher", lambda: cheap)
+        yield
+
+
 @pytest.fixture(scope="session")
 def _template_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A migrated database shared by the session: a SQLite file to copy, or a Postgres database."""
