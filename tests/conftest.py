@@ -44,15 +44,17 @@ SECRET = "test-secret-key-for-driftgate-tests"
 # Which tests run in which of CI's two runs (.ci/run). A test depends on the database backend
 # (marker `db`, added here) when its fixtures reach one of DATABASE_FIXTURES, or when its
 # module reads which backend runs (it imports ON_POSTGRES or TEST_DB_URL); a module whose
-# tests reach the backend some other way says so with `pytestmark = pytest.mark.db`. Every
-# other test (the diff engines, the corpora, lint, processes on their own SQLite file) does the
-# same on either backend. CI runs the whole suite on SQLite first, in a fresh clone without
-# ../shared, writing the ids of the tests that passed (`--record-passed=FILE`); the Postgres
-# run beside ../shared then leaves out the tests without `db` that passed there
-# (`--skip-passed=FILE`; give both with `=`, or pytest takes FILE for a path to test). What
-# it runs: every `db` test, and every other test that did not pass without ../shared (it
-# skipped, naming it, or is only collected beside it). So no test is left out of both runs,
-# and none runs twice for nothing. Without these options every test runs.
+# tests reach the backend some other way says so with `pytestmark = pytest.mark.db`, and one
+# whose database is incidental (the same statements on either backend) may say
+# `pytestmark = pytest.mark.nodb` to run once. Every other test (the diff engines, the
+# corpora, lint, processes on their own SQLite file) does the same on either backend. CI runs
+# the whole suite on SQLite first, in a fresh clone without ../shared, writing the ids of the
+# tests that passed (`--record-passed=FILE`); the Postgres run beside ../shared then leaves
+# out the tests without `db` that passed there (`--skip-passed=FILE`; give both with `=`, or
+# pytest takes FILE for a path to test). What it runs: every `db` test, and every other test
+# that did not pass without ../shared (it skipped, naming it, or is only collected beside
+# it). So no test is left out of both runs, and none runs twice for nothing. Without these
+# options every test runs.
 DATABASE_FIXTURES = frozenset({"database", "_template_database"})
 BACKEND_NAMES = ("ON_POSTGRES", "TEST_DB_URL")
 
@@ -83,6 +85,8 @@ def depends_on_backend(item: pytest.Item) -> bool:
     """Whether `item` may behave differently on SQLite and on Postgres."""
     if item.get_closest_marker("db") is not None:
         return True
+    if item.get_closest_marker("nodb") is not None:
+        return False
     if DATABASE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
         return True
     module = getattr(item, "module", None)
