@@ -41,10 +41,12 @@ lint: $(VENV)/.installed
 
 # The suite runs on one worker per core (pytest-xdist; each worker has its own migrated
 # template database and its own loopback servers): `make pytest PYTEST_WORKERS=0` runs it in
-# one process.
+# one process. PYTEST_ARGS adds options (CI's --record-passed and --skip-passed, see
+# tests/conftest.py).
 PYTEST_WORKERS ?= auto
+PYTEST_ARGS ?=
 pytest: $(VENV)/.installed
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 ## check: the inner loop: ruff and the suite without the slow end-to-end tests (real
 ## processes, the demo, the browser), stopping at the first failure

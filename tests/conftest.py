@@ -41,10 +41,114 @@ TEST_DB_URL = os.environ.get("DRIFTGATE_TEST_DATABASE_URL", "")
 ON_POSTGRES = TEST_DB_URL.startswith("postgresql")
 SECRET = "test-secret-key-for-driftgate-tests"
 
+# Which tests run in which of CI's two runs (.ci/run). A test depends on the database backend
+# (marker `db`, added here) when its fixtures reach one of DATABASE_FIXTURES, or when its
+# module reads which backend runs (it imports ON_POSTGRES or TEST_DB_URL); a module whose
+# tests reach the backend some other way says so with `pytestmark = pytest.mark.db`, and one
+# whose database is incidental (the same statements on either backend) may say
+# `pytestmark = pytest.mark.nodb` to run once. Every other test (the diff engines, the
+# corpora, lint, processes on their own SQLite file) does the same on either backend. CI runs
+# the whole suite on SQLite first, in a fresh clone without ../shared, writing the ids of the
+# tests that passed (`--record-passed=FILE`); the Postgres run beside ../shared then leaves
+# out the tests without `db` that passed there (`--skip-passed=FILE`; give both with `=`, or
+# pytest takes FILE for a path to test). What it runs: every `db` test, and every other test
+# that did not pass without ../shared (it skipped, naming it, or is only collected beside
+# it). So no test is left out of both runs, and none runs twice for nothing. Without these
+# options every test runs.
+DATABASE_FIXTURES = frozenset({"database", "_template_database"})
+BACKEND_NAMES = ("ON_POSTGRES", "TEST_DB_URL")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("driftgate")
+    group.addoption(
+        "--record-passed",
+        metavar="FILE",
+        help="write the ids of the tests that passed to FILE, one a line",
+    )
+    group.addoption(
+        "--skip-passed",
+        metavar="FILE",
+        help="leave out the tests that do not depend on the database backend (no `db` marker) "
+        "and are listed in FILE (written by --record-passed in a run on another backend)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    path = config.getoption("record_passed")
+    # Under xdist the controller sees every worker's reports: it alone writes the file.
+    if path and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(PassedRecorder(Path(path)), "driftgate-record-passed")
+
+
+def depends_on_backend(item: pytest.Item) -> bool:
+    """Whether `item` may behave differently on SQLite and on Postgres."""
+    if item.get_closest_marker("db") is not None:
+        return True
+    if item.get_closest_marker("nodb") is not None:
+        return False
+    if DATABASE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        return True
+    module = getattr(item, "module", None)
+    return any(hasattr(module, name) for name in BACKEND_NAMES)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects: `-m db` and `-m "not db"` work
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("db") is None and depends_on_backend(item):
+            item.add_marker(pytest.mark.db)
+    path = config.getoption("skip_passed")
+    if not path:
+        return
+    passed = set(Path(path).read_text(encoding="utf-8").splitlines())
+    done = [i for i in items if i.nodeid in passed and i.get_closest_marker("db") is None]
+    if done:
+        config.hook.pytest_deselected(items=done)
+        left = set(done)
+        items[:] = [i for i in items if i not in left]
+
+
+class PassedRecorder:
+    """Collects the ids of the tests that passed (every phase; no skip, no xfail) and writes
+    them at the end of the session."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.passed: set[str] = set()
+        self.spoiled: set[str] = set()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # A skip spoils too: ids are not always unique (Schemathesis gives one per operation).
+        if report.failed or report.skipped or hasattr(report, "wasxfail"):
+            self.spoiled.add(report.nodeid)
+        elif report.when == "call" and report.passed:
+            self.passed.add(report.nodeid)
+
+    def pytest_sessionfinish(self) -> None:
+        ids = sorted(self.passed - self.spoiled)
+        self.path.write_text("".join(f"{nodeid}\n" for nodeid in ids), encoding="utf-8")
+
 
 def make_settings(tmp_path: Path, **values: Any) -> Settings:
     env = {"DRIFTGATE_DATA_DIR": str(tmp_path / "data"), "DRIFTGATE_SECRET_KEY": SECRET}
     return load_settings(env=env, **values)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cheap_password_hashes() -> Iterator[None]:
+    """argon2id with its cheapest parameters in the test process: the defaults cost about a
+    quarter of a second of CPU per hash or sign-in, and the console's tests sign in hundreds
+    of times. The code under test is the same (a hash records its parameters; a server
+    started as a process keeps the defaults and re-hashes at the next sign-in)."""
+    from argon2 import PasswordHasher, profiles
+
+    from controller.accounts import passwords
+
+    cheap = PasswordHasher.from_parameters(profiles.CHEAPEST)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(passwords, "_hasher", lambda: cheap)
+        yield
 
 
 @pytest.fixture(scope="session")

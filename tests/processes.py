@@ -4,6 +4,7 @@ and their work is done."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -59,7 +60,8 @@ def wait_until_healthy(
     base: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 30
 ) -> None:
     """Return once `base/health` answers 200; fail with the server's log if it exits first or
-    does not answer within `timeout` seconds."""
+    does not answer within `timeout` seconds (stopping it: left running, a server on the
+    worker's Postgres database would go on writing there under the tests after this one)."""
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -68,6 +70,8 @@ def wait_until_healthy(
         except httpx.TransportError:
             pass
         if process.poll() is not None or time.monotonic() > deadline:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                stop_process(process, timeout=10)
             raise AssertionError(log.read_text())
         time.sleep(0.1)
 
