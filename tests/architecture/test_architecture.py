@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,9 +74,11 @@ ADAPTER_PACKAGES = ("controller.store", "controller.sources", "controller.events
 LAYERS = ("base", "domain", "adapter", "capability", "service", "shell")
 
 
+@cache
 def module_graph() -> dict[str, set[str]]:
     """Each module of the project and the project modules it imports (at any depth of its
-    code: an import inside a function counts too)."""
+    code: an import inside a function counts too). Read once per test process; callers do
+    not change it."""
     paths = {
         ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): path
         for package in PACKAGES
