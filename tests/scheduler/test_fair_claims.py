@@ -302,8 +302,11 @@ def budget_of(database: Database, watch_id: str) -> tuple[str | None, str | None
 
 
 def run_scheduled(controller: Controller, database: Database, watch_id: str, n: int) -> None:
+    """A scheduled check of the watch, run to its end: rounds until its job is done (on a busy
+    machine one round may end before the last check's job is marked finished, and a watch's
+    next check waits for it)."""
     with database.transaction() as session:
-        jobs.enqueue(
+        job = jobs.enqueue(
             session,
             kind=jobs.CHECK,
             key=f"check:{watch_id}",
@@ -311,7 +314,15 @@ def run_scheduled(controller: Controller, database: Database, watch_id: str, n: 
             run_after=NOW,
             payload={"watchId": watch_id},
         )
-    controller.run_until_done()
+        assert job is not None
+        job_id = job.id
+
+    def done() -> bool:
+        controller.run_until_done()
+        with database.session() as session:
+            return session.get_one(Job, job_id).status == "done"
+
+    wait_until(done, timeout=120)
 
 
 def test_a_vendor_that_timed_out_gets_a_shorter_budget_until_it_answers(
