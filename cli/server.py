@@ -2,7 +2,9 @@
 workers that read each request whole before a thread runs it), configured from Settings.
 
 The app is built inside each worker after the fork (no `preload_app`), so every worker owns
-its database engine and no connection crosses a process boundary.
+its database engine and no connection crosses a process boundary; so does tracing
+(`controller.tracing`: the span exporter's thread would not survive a fork), set up in each
+worker before its app is built and flushed when the worker exits.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from gunicorn.arbiter import Arbiter
 from gunicorn.errors import HaltServer
 
 from cli.supervision import GAVE_UP_EXIT, ControllerSupervisor, RestartPolicy, post_fork
+from controller import tracing
 from controller.errors import ConfigError
 from controller.settings import Settings
 
@@ -90,8 +93,10 @@ class DriftgateServer(BaseApplication):  # type: ignore[misc]
             "forwarded_allow_ips": "",
             "secure_scheme_headers": {},
             "forwarder_headers": "",
-            # A worker dies with its arbiter, whatever the worker class (cli/supervision.py).
-            "post_fork": post_fork,
+            # A worker dies with its arbiter, whatever the worker class (cli/supervision.py),
+            # and traces its requests when the OpenTelemetry variables ask for it.
+            "post_fork": worker_started,
+            "worker_exit": worker_exited,
             "logconfig_dict": self._logconfig(),
         }
         for key, value in options.items():
@@ -126,6 +131,17 @@ class DriftgateServer(BaseApplication):  # type: ignore[misc]
         return create_app(self.settings)
 
 
+def worker_started(server: Any, worker: Any) -> None:
+    """gunicorn `post_fork` hook: in the new worker, before it builds the app."""
+    post_fork(server, worker)
+    tracing.setup("web")
+
+
+def worker_exited(server: Any, worker: Any) -> None:
+    """gunicorn `worker_exit` hook: the worker's last spans go out before it ends."""
+    tracing.shutdown()
+
+
 def ensure_port_free(host: str, port: int) -> None:
     """Refuse to start when the address is taken, before anything else starts (a controller
     applying sources, migrations), with what to do instead of gunicorn's retries."""
@@ -152,6 +168,8 @@ def run_gunicorn(settings: Settings, supervisor: ControllerSupervisor | None = N
 def start_controller_process(config: Any) -> subprocess.Popen[bytes]:
     """The controller of `driftgate up`, as its own process beside the web workers; it dies
     with this process (cli/supervision.py)."""
+    # It inherits this process's environment: the settings, and the OpenTelemetry variables
+    # that turn its tracing on.
     command = [sys.executable, "-m", "cli"]
     if config is not None:
         command += ["--config", str(config)]

@@ -437,6 +437,17 @@ class Controller:
         if self.stopping.is_set():
             jobs.release(self.database, job, self.clock())
             return
+        if job.previous_holder is not None:
+            log(
+                logger,
+                logging.INFO,
+                "job.handed_over",
+                job=job.id,
+                kind=job.kind,
+                key=job.key,
+                previousHolder=job.previous_holder,
+                controller=self.worker,
+            )
         kind = self.kinds.get(job.kind)
         if kind is None:
             # Only registered kinds are claimed; a job of another kind cannot get here.
@@ -470,6 +481,7 @@ class Controller:
                 flap_window_seconds=self.settings.flap_window_seconds,
                 # A check asked for now gets the whole deadline, whatever the vendor did.
                 slow_deadline=None if job.priority == jobs.MANUAL else self.slow_deadline,
+                controller=self.worker,
             )
         except FencedOut:
             log(logger, logging.WARNING, "check.fenced_out", watchId=watch_id, job=job.id)
@@ -507,7 +519,7 @@ class Controller:
             else:
                 if self.reconciler is None:
                     self.reconciler = Reconciler(
-                        self.settings, self.database, self.box, env=self.env
+                        self.settings, self.database, self.box, env=self.env, controller=self.worker
                     )
                 result = self.reconciler.reconcile(spec).as_dict()
                 result.pop("plan", None)

@@ -7,6 +7,7 @@ import time
 from flask import Flask, Response, g, request
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from controller import tracing
 from controller.crypto import load_secret_box
 from controller.logs import configure_logging
 from controller.orgs.auth_service import KEY_CACHE
@@ -16,7 +17,7 @@ from controller.store.models import request_id
 from web import console, db, errors
 from web.api import REGISTRY
 from web.auth import authenticate
-from web.edge import access_log, correlation_id, refused_user_agent
+from web.edge import ROUTE_ENVIRON, access_log, correlation_id, refused_user_agent, traced
 from web.lane import Lane
 from web.ratelimit import RateLimiter
 from web.routes import CORRELATION_HEADER, Resources
@@ -74,6 +75,8 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
     def finish_request(response: Response) -> Response:
         correlation = g.get("correlation_id") or request_id()
         response.headers[CORRELATION_HEADER] = correlation
+        if request.url_rule is not None:
+            request.environ[ROUTE_ENVIRON] = request.url_rule.rule
         access_log(
             request.method,
             request.path,
@@ -96,4 +99,7 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
         app.wsgi_app = ProxyFix(  # type: ignore[method-assign]
             app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops, x_port=hops
         )
+    if tracing.enabled():
+        # A span per request, around everything (`web.edge.traced`); none when tracing is off.
+        app.wsgi_app = traced(app.wsgi_app)  # type: ignore[method-assign, assignment]
     return app

@@ -50,7 +50,13 @@ from controller.settings import Settings
 from controller.store.db import Database
 from web.auth import api_key_from
 from web.body import parse_body
-from web.edge import ARRIVED_ENVIRON, access_log, correlation_id, refused_user_agent
+from web.edge import (
+    ARRIVED_ENVIRON,
+    ROUTE_ENVIRON,
+    access_log,
+    correlation_id,
+    refused_user_agent,
+)
 from web.errors import error_answer
 from web.routes import CORRELATION_HEADER, Call, Reply, Resources, Route, as_reply
 
@@ -160,6 +166,7 @@ class Lane:
         if principal is None or length is None or (limit and length > limit):
             return self.fallback(environ, start_response)
         raw = environ["wsgi.input"].read(length) if length else b""
+        environ[ROUTE_ENVIRON] = route.rule
         correlation = correlation_id(environ.get(_CORRELATION_KEY, ""))
         status, headers, body = self._serve(route, environ, principal, raw, started, correlation)
         response_headers = [("Content-Type", "application/json")] if body is not None else []

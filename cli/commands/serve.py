@@ -109,6 +109,7 @@ def controller(
         from cli.supervision import die_with_parent
 
         die_with_parent(parent)
+    from controller import tracing
     from controller.crypto import load_secret_box
     from controller.logs import configure_logging
     from controller.scheduler import Controller
@@ -118,6 +119,7 @@ def controller(
 
     settings = obj.settings()
     configure_logging(settings)
+    tracing.setup("controller")  # when the OpenTelemetry variables ask for it
     # Every worker, delivery thread, the lease thread and the ticker may hold one at once.
     pool_size = concurrency + settings.delivery_concurrency + 4
     database = Database(
@@ -146,4 +148,5 @@ def controller(
     runner.start()
     stop.wait()
     runner.stop()
+    tracing.shutdown()  # the last spans go out
     database.dispose()

@@ -37,6 +37,7 @@ from typing import Any, Literal, cast
 from sqlalchemy import String, Table, bindparam, func, select
 from sqlalchemy.orm import Session, lazyload
 
+from controller import tracing
 from controller.agents import runtime
 from controller.collector import collector_paused
 from controller.contracts.base import HTTP_DOCUMENT, MCP_SESSION, DiffContext
@@ -54,6 +55,7 @@ from controller.drift.incidents import (
     reopenable_incident,
 )
 from controller.events.outbox import emit
+from controller.logs import log
 from controller.model.change import Change
 from controller.model.ingress_impact import affected_profiles
 from controller.model.watch import DriftStatus, FailureClass
@@ -172,6 +174,8 @@ class CheckResult:
     counts: dict[str, int] = field(default_factory=dict)
     failure_class: str | None = None
     error: str | None = None
+    # The vendor's HTTP status, when the check failed on it.
+    http_status: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v not in (None, {})}
@@ -191,6 +195,7 @@ def run_check(
     prepared: dict[str, CheckInput] | None = None,
     flap_window_seconds: float = FLAP_WINDOW_SECONDS,
     slow_deadline: float | None = None,
+    controller: str | None = None,
 ) -> CheckResult:
     """Check one watch now and record the result.
 
@@ -200,25 +205,63 @@ def run_check(
     missing from it (paused or deleted meanwhile) is read again here. `flap_window_seconds`
     is the flap damping window (the setting; 0: off). `slow_deadline` bounds the fetch when
     the watch's last check timed out (None: the fetcher's own deadline).
+    `controller` names the controller that runs it, for its span and log line.
     """
-    check = (prepared or {}).get(watch_id)
-    if check is None:
-        with database.session() as session:
-            check = _read(session, watch_id, box)
-    if check is None:
-        return _commit(database, on_commit, lambda s: CheckResult(watch_id, "skipped"))
-    if check.timed_out and slow_deadline is not None:
-        fetcher = _within(fetcher, slow_deadline)
-    try:
-        write = _evaluate(database, check, box, fetcher, now, flap_window_seconds)
-    except _Crashed as crashed:
-        write = _crash_recorder(box, check, crashed, now)
-    try:
-        return _commit(database, on_commit, _persisting(write))
-    except _Crashed as crashed:
-        # The outcome could not be written (its transaction rolled back): record the failure
-        # in a transaction of its own.
-        return _commit(database, on_commit, _crash_recorder(box, check, crashed, now))
+    with tracing.span(
+        "check", {tracing.WATCH_ID: watch_id, tracing.CONTROLLER_ID: controller}
+    ) as span:
+        check = (prepared or {}).get(watch_id)
+        if check is None:
+            with database.session() as session:
+                check = _read(session, watch_id, box)
+        if check is None:
+            return _commit(database, on_commit, lambda s: CheckResult(watch_id, "skipped"))
+        if check.timed_out and slow_deadline is not None:
+            fetcher = _within(fetcher, slow_deadline)
+        try:
+            write = _evaluate(database, check, box, fetcher, now, flap_window_seconds)
+        except _Crashed as crashed:
+            write = _crash_recorder(box, check, crashed, now)
+        with tracing.span("record"):
+            try:
+                result = _commit(database, on_commit, _persisting(write))
+            except _Crashed as crashed:
+                # The outcome could not be written (its transaction rolled back): record the
+                # failure in a transaction of its own.
+                result = _commit(database, on_commit, _crash_recorder(box, check, crashed, now))
+        _checked(span, check, result, controller)
+        return result
+
+
+def _checked(
+    span: tracing.Span, check: CheckInput, result: CheckResult, controller: str | None
+) -> None:
+    """What a check's span and the log say of its outcome: a failed check is one line, with
+    the ids and the failure class, never the URL or a header."""
+    tracing.annotate(
+        span,
+        {
+            tracing.ORG_ID: check.org_id,
+            tracing.WATCH_TYPE: check.watch_type,
+            tracing.CHECK_RESULT: result.outcome,
+            tracing.HTTP_STATUS: result.http_status,
+        },
+    )
+    if result.outcome != "error":
+        return
+    tracing.failed(span, result.failure_class or "error")
+    log(
+        logger,
+        logging.WARNING,
+        "check.failed",
+        watchId=check.watch_id,
+        orgId=check.org_id,
+        type=check.watch_type,
+        failureClass=result.failure_class,
+        httpStatus=result.http_status,
+        status=result.status,
+        controller=controller,
+    )
 
 
 Write = Callable[[Session], CheckResult]
@@ -340,11 +383,14 @@ def _evaluate(
     (a 304, the same bytes) costs no decompression and no parsing of the baseline. Raises
     `_Crashed` when a stage fails in a way it does not foresee.
     """
-    try:
-        fetched: Fetched = _stage("fetch", lambda: fetcher(check))
-    except FetchError as exc:
-        failure = (exc.failure_class, exc.message)
-        return lambda s: _record_failure(s, box, check, failure[0], failure[1], now)
+    with tracing.span("fetch") as span:
+        try:
+            fetched: Fetched = _stage("fetch", lambda: fetcher(check))
+        except FetchError as exc:
+            tracing.annotate(span, {tracing.HTTP_STATUS: exc.status})
+            tracing.failed(span, exc.failure_class)
+            kind, message, status = exc.failure_class, exc.message, exc.status
+            return lambda s: _record_failure(s, box, check, kind, message, now, status)
     if fetched.content is None and fetched.document is None:
         return lambda s: _record_unchanged(s, box, check, fetched, None, now)
     source_hash = (
@@ -353,20 +399,27 @@ def _evaluate(
     if source_hash is not None and source_hash == check.source_hash:
         return lambda s: _record_unchanged(s, box, check, fetched, source_hash, now)
     try:
-        document = _stage("parse", lambda: _document(check, fetched))
-        print_: str = _stage("fingerprint", lambda: fingerprint(document))
-        revert = revert_of(check, print_, now, flap_window_seconds)
-        baseline_document, last_fingerprint = _stage(
-            "baseline", lambda: _stored(database, check, with_baseline=revert is None)
-        )
-        if print_ == last_fingerprint:
-            return lambda s: _record_unchanged(s, box, check, fetched, source_hash, now)
-        changes: list[Change] = []
-        if baseline_document is not None:
-            changes = _stage(
-                "diff",
-                lambda: diff_documents(check.watch_type, baseline_document, document, now.date()),
+        # The spans: `parse` reads the contract into its canonical form (and fingerprint),
+        # `diff` compares it with what is stored.
+        with tracing.span("parse"):
+            document = _stage("parse", lambda: _document(check, fetched))
+            print_: str = _stage("fingerprint", lambda: fingerprint(document))
+        with tracing.span("diff") as span:
+            revert = revert_of(check, print_, now, flap_window_seconds)
+            baseline_document, last_fingerprint = _stage(
+                "baseline", lambda: _stored(database, check, with_baseline=revert is None)
             )
+            if print_ == last_fingerprint:
+                return lambda s: _record_unchanged(s, box, check, fetched, source_hash, now)
+            changes: list[Change] = []
+            if baseline_document is not None:
+                changes = _stage(
+                    "diff",
+                    lambda: diff_documents(
+                        check.watch_type, baseline_document, document, now.date()
+                    ),
+                )
+            tracing.annotate(span, {tracing.DIFF_CHANGES: len(changes)})
     except ContractParseError as exc:
         message = str(exc)
         return lambda s: _record_failure(s, box, check, "invalid_contract", message, now)
@@ -595,6 +648,7 @@ def _record_failure(
     failure_class: str,
     message: str,
     now: datetime,
+    http_status: int | None = None,
 ) -> CheckResult:
     watch = _locked_watch(session, check.watch_id)
     if watch is None:
@@ -623,7 +677,12 @@ def _record_failure(
             watch=watch,
         )
     return CheckResult(
-        watch.id, "error", watch.drift_status, failure_class=failure_class, error=message
+        watch.id,
+        "error",
+        watch.drift_status,
+        failure_class=failure_class,
+        error=message,
+        http_status=http_status,
     )
 
 

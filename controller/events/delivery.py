@@ -20,10 +20,12 @@ from typing import Any
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
+from controller import tracing
 from controller.crypto import SecretBox
 from controller.events.channels import CHANNELS, Channels, Event
 from controller.events.grouping import settle
 from controller.events.secrets import signing_secret
+from controller.logs import log
 from controller.sources.http import FetchError
 from controller.store.db import Database
 from controller.store.models import DeliveryAttempt, OutboxMessage
@@ -42,6 +44,8 @@ class Outcome:
     status_code: int | None
     latency_ms: int
     error: str | None
+    # Why it failed, as a kind (a failure class, or `http_status` for a non-2xx answer).
+    failure: str | None = None
 
 
 def backoff(attempts: int) -> timedelta:
@@ -102,11 +106,11 @@ def send(
         elapsed = int((time.perf_counter() - started) * 1000)
         # The destination URL may carry a token (Slack's do): only its host is kept.
         error = f"{exc.failure_class}: {exc.message}".replace(url, message.destination_hint)
-        return Outcome(False, exc.status, elapsed, error)
+        return Outcome(False, exc.status, elapsed, error, exc.failure_class)
     elapsed = int((time.perf_counter() - started) * 1000)
     if 200 <= status < 300:
         return Outcome(True, status, elapsed, None)
-    return Outcome(False, status, elapsed, f"HTTP {status}")
+    return Outcome(False, status, elapsed, f"HTTP {status}", "http_status")
 
 
 def outgoing_payload(message: OutboxMessage) -> dict[str, Any]:
@@ -177,9 +181,49 @@ def deliver_due(
             raise
         if settled != "send":
             continue  # held until its window ends, or suppressed into a newer message
-        outcome = send(message, box, secrets[message.org_id], client, now, channels)
-        record(database, message.id, outcome, now)
+        with tracing.span("deliver", _attributes(message)) as span:
+            outcome = send(message, box, secrets[message.org_id], client, now, channels)
+            state = record(database, message.id, outcome, now)
+            _delivered(span, message, outcome, state)
     return len(messages)
+
+
+def _attributes(message: OutboxMessage) -> dict[str, Any]:
+    return {
+        tracing.MESSAGE_ID: message.id,
+        tracing.ORG_ID: message.org_id,
+        tracing.WATCH_ID: message.watch_id,
+        tracing.EVENT_TYPE: message.event_type,
+        tracing.CHANNEL: message.channel,
+        tracing.DESTINATION: message.destination_hint,
+        tracing.ATTEMPT: message.attempts + 1,
+    }
+
+
+def _delivered(span: tracing.Span, message: OutboxMessage, outcome: Outcome, state: str) -> None:
+    """What a delivery's span and the log say: a failed attempt is one line, with the
+    destination's host only (its URL may hold a token) and no error text."""
+    tracing.annotate(
+        span, {tracing.HTTP_STATUS: outcome.status_code, tracing.DELIVERY_RESULT: state}
+    )
+    if outcome.success:
+        return
+    tracing.failed(span, outcome.failure or "error")
+    log(
+        logger,
+        logging.WARNING,
+        "delivery.failed",
+        messageId=message.id,
+        orgId=message.org_id,
+        watchId=message.watch_id,
+        eventType=message.event_type,
+        channel=message.channel,
+        destination=message.destination_hint,
+        attempt=message.attempts + 1,
+        httpStatus=outcome.status_code,
+        failureClass=outcome.failure,
+        next=state,
+    )
 
 
 def release(database: Database, ids: list[str]) -> None:

@@ -43,6 +43,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, defer
 
 import controller
+from controller import tracing
 from controller.collector import collector_paused
 from controller.crypto import SecretBox
 from controller.gitsources import load as gitops_load
@@ -187,8 +188,10 @@ class Reconciler:
         *,
         env: Mapping[str, str],
         cache: GitCache | None = None,
+        controller: str | None = None,
     ) -> None:
         self.settings = settings
+        self.controller = controller  # the controller that runs it, for its log and span
         self.database = database
         self.box = box
         self.env = env
@@ -214,20 +217,35 @@ class Reconciler:
         (`_record_run`). A step that fails ends the run with its result; nothing half-applied
         stays (apply runs in one transaction)."""
         started = time.perf_counter()
-        result = self._reconcile(spec, force=force, dry_run=dry_run)
-        result.duration_ms = int((time.perf_counter() - started) * 1000)
-        if not dry_run:
-            self._record_run(spec, result)
-        log(
-            logger,
-            logging.INFO if result.result != "unchanged" else logging.DEBUG,
-            "reconcile.complete",
-            source=spec.name,
-            result=result.result,
-            revision=result.revision,
-            durationMs=result.duration_ms,
-            **(result.plan.counts() if result.plan else {}),
-        )
+        attributes = {tracing.SOURCE_ID: spec.name, tracing.CONTROLLER_ID: self.controller}
+        with tracing.span("reconcile", attributes) as span:
+            result = self._reconcile(spec, force=force, dry_run=dry_run)
+            result.duration_ms = int((time.perf_counter() - started) * 1000)
+            if not dry_run:
+                self._record_run(spec, result)
+            tracing.annotate(
+                span, {tracing.REVISION: result.revision, tracing.RECONCILE_RESULT: result.result}
+            )
+            if result.result in ("failed", "stalled"):
+                tracing.failed(span, result.result)
+            # The run's status message is what the API shows of it (no credentials: URLs are
+            # redacted there); the problems themselves are in the source's status.
+            log(
+                logger,
+                logging.INFO if result.result != "unchanged" else logging.DEBUG,
+                "reconcile.complete",
+                source=spec.name,
+                result=result.result,
+                revision=result.revision,
+                durationMs=result.duration_ms,
+                controller=self.controller,
+                **(
+                    {"message": result.message, "problems": len(result.problems)}
+                    if result.result in ("failed", "stalled")
+                    else {}
+                ),
+                **(result.plan.counts() if result.plan else {}),
+            )
         return result
 
     def _reconcile(self, spec: SourceSpec, *, force: bool, dry_run: bool) -> RunResult:

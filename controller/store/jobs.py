@@ -12,7 +12,9 @@ Any number of controller replicas share the table and coordinate only through it
   watch's first check, which comes before a scheduled one (issue 40, point 5).
 - `finish` only succeeds with the fence of the claim, so a worker whose lease expired and
   whose job was handed to another cannot overwrite the newer result.
-- `reap` puts jobs with expired leases back in the queue (bounded attempts).
+- `reap` puts jobs with expired leases back in the queue (bounded attempts), naming the
+  holder whose lease expired in the job's `last_error` until it is claimed again: the claim
+  hands it on (`Claimed.previous_holder`), and the controller logs the hand-over.
 
 What a claimed job does is its kind's business: a `JobKinds` registry maps each kind name to
 a `JobKind` (how to run one claimed job, and when the controller should claim that kind). The
@@ -181,6 +183,7 @@ def _claim_statement(*, skip_locked: bool) -> Update:
             _JOBS.c.run_after,
             _JOBS.c.priority,
             _JOBS.c.org_id,
+            _JOBS.c.last_error,
         )
     )
 
@@ -225,6 +228,18 @@ class Claimed:
     payload: dict[str, Any]
     priority: int = SCHEDULED
     org_id: str | None = None
+    # The controller whose lease on this job expired before this claim (`reap`), if any.
+    previous_holder: str | None = None
+
+
+# A requeued job's `last_error` while it waits: whose lease expired.
+_EXPIRED_LEASE = "lease expired; held by "
+
+
+def _previous_holder(last_error: str | None) -> str | None:
+    if last_error is None or not last_error.startswith(_EXPIRED_LEASE):
+        return None
+    return last_error.removeprefix(_EXPIRED_LEASE)
 
 
 def insert_ignoring_duplicates(database: Database) -> Insert:
@@ -315,6 +330,7 @@ def claim(
                 dict(row.payload),
                 row.priority,
                 row.org_id,
+                _previous_holder(row.last_error),
             )
             for row in picked
         ]
@@ -397,8 +413,7 @@ def reap(database: Database, now: datetime, max_attempts: int = MAX_ATTEMPTS) ->
             waiting = session.scalar(
                 select(queued).where(queued.key == job.key, queued.status == "queued")
             )
-            job.lease_owner = None
-            job.lease_expires_at = None
+            holder, job.lease_owner, job.lease_expires_at = job.lease_owner, None, None
             if job.attempts >= max_attempts or waiting is not None:
                 job.status = "failed"
                 job.finished_at = now
@@ -408,6 +423,7 @@ def reap(database: Database, now: datetime, max_attempts: int = MAX_ATTEMPTS) ->
             else:
                 job.status = "queued"
                 job.run_after = now
+                job.last_error = f"{_EXPIRED_LEASE}{holder}"
         return len(stale)
 
 
@@ -417,7 +433,13 @@ def release(database: Database, job: Claimed, now: datetime) -> bool:
         result = session.execute(
             update(Job)
             .where(Job.id == job.id, Job.fence == job.fence, Job.status == "running")
-            .values(status="queued", run_after=now, lease_owner=None, lease_expires_at=None)
+            .values(
+                status="queued",
+                run_after=now,
+                lease_owner=None,
+                lease_expires_at=None,
+                last_error=None,  # given back, not handed over: no holder to name next time
+            )
         )
         return bool(getattr(result, "rowcount", 0))
 

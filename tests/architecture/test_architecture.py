@@ -54,7 +54,7 @@ def test_only_the_http_source_imports_httpx() -> None:
 # `service` and `<topic>_service` modules); the rest of each capability package (its pure logic,
 # its engine, its adapter); the adapters (store, sources, events); the domain every layer reads
 # (model, diffs, and the contract kinds that name the diff engines); the base (settings, errors,
-# logs, crypto, registry, collector, loopback).
+# logs, tracing, crypto, registry, collector, loopback).
 # A module's layer follows from its name, so a new module needs no list to be placed.
 
 PACKAGES = ("controller", "web", "cli", "demo")
@@ -68,6 +68,7 @@ BASE = {
     "controller.collector",
     "controller.loopback",
     "controller.targets",
+    "controller.tracing",
 }
 DOMAIN_PACKAGES = ("controller.model", "controller.diffs", "controller.contracts")
 ADAPTER_PACKAGES = ("controller.store", "controller.sources", "controller.events")
@@ -243,14 +244,16 @@ def test_the_graph_sees_from_imports() -> None:
 
 # What the web shell may take from the controller: the services (all work goes through them),
 # the shared models and errors, the contract kinds (the console's type lists and labels), the
-# base (settings, logs, crypto, the version), the database handle it opens sessions on, and two
-# names of the store (the request id generator and the trial row a handler is given).
+# base (settings, logs, tracing, crypto, the version), the database handle it opens sessions
+# on, and two names of the store (the request id generator and the trial row a handler is
+# given).
 WEB_MAY_IMPORT = (
     "controller.model",
     "controller.contracts",
     "controller.errors",
     "controller.settings",
     "controller.logs",
+    "controller.tracing",
     "controller.crypto",
     "controller.store.db",
 )
