@@ -15,3 +15,16 @@ class Records(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.records.append(record)
+
+
+class Lines(logging.Handler):
+    """The lines of the loggers it is added to, each formatted by `formatter` as it is
+    emitted (as the process's stderr handler does, in the thread and span that logged it)."""
+
+    def __init__(self, formatter: logging.Formatter) -> None:
+        super().__init__(logging.DEBUG)
+        self.setFormatter(formatter)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
