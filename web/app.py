@@ -17,7 +17,14 @@ from controller.store.models import request_id
 from web import console, db, errors
 from web.api import REGISTRY
 from web.auth import authenticate
-from web.edge import ROUTE_ENVIRON, access_log, correlation_id, refused_user_agent, traced
+from web.edge import (
+    ROUTE_ENVIRON,
+    access_log,
+    correlation_id,
+    refused_user_agent,
+    route_template,
+    traced,
+)
 from web.lane import Lane
 from web.ratelimit import RateLimiter
 from web.routes import CORRELATION_HEADER, Resources
@@ -76,7 +83,7 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
         correlation = g.get("correlation_id") or request_id()
         response.headers[CORRELATION_HEADER] = correlation
         if request.url_rule is not None:
-            request.environ[ROUTE_ENVIRON] = request.url_rule.rule
+            request.environ[ROUTE_ENVIRON] = route_template(request.url_rule.rule)
         access_log(
             request.method,
             request.path,

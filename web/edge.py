@@ -23,6 +23,7 @@ ARRIVED_ENVIRON = "driftgate.arrived"
 # The WSGI environ key of the route template that answered (`/api/watches/<watch_id>`), set by
 # the lane and the Flask app for the request's span (`traced`).
 ROUTE_ENVIRON = "driftgate.route"
+_CONVERTER = re.compile(r"<[^<>]*:(\w+)>")
 _CORRELATION = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 # Default user agents of HTTP libraries; refused with code 1010 when the edge rule is on.
 _DEFAULT_AGENTS = re.compile(
@@ -43,6 +44,12 @@ def refused_user_agent(settings: Settings, path: str, agent: str) -> bool:
         and not path.startswith("/health")
         and _DEFAULT_AGENTS.match(agent) is not None
     )
+
+
+def route_template(rule: str) -> str:
+    """A URL rule as its route is declared, without converters (`<except(...):watch_id>`
+    is `<watch_id>`)."""
+    return _CONVERTER.sub(r"<\1>", rule)
 
 
 def access_log(
