@@ -23,6 +23,7 @@ from gunicorn.errors import HaltServer
 from cli.supervision import GAVE_UP_EXIT, ControllerSupervisor, RestartPolicy, post_fork
 from controller import tracing
 from controller.errors import ConfigError
+from controller.logs import configure_logging
 from controller.settings import Settings
 
 
@@ -134,6 +135,8 @@ class DriftgateServer(BaseApplication):  # type: ignore[misc]
 def worker_started(server: Any, worker: Any) -> None:
     """gunicorn `post_fork` hook: in the new worker, before it builds the app."""
     post_fork(server, worker)
+    # The worker's own lines (tracing's, first) in the format of the rest, before the app's.
+    configure_logging(worker.app.settings)
     tracing.setup("web")
 
 

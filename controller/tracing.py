@@ -10,7 +10,8 @@ standard variables: the service's name and resource (`OTEL_SERVICE_NAME`,
 other than `http/protobuf` is refused with a log line (only the OTLP/HTTP exporter is shipped).
 
 Off, `span` hands back one shared context manager around the API's invalid span: no span is
-made, no context is attached, and every call a site makes on the span is a no-op.
+made, no context is attached, and every call a site makes on the span is a no-op. A process
+that never makes a span (a CLI command) does not even import OpenTelemetry.
 
 On, a span never carries an exception's message or traceback (either may quote a URL's
 credentials or a header value): a span that ends in an exception records only its type
@@ -26,15 +27,15 @@ import logging
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any
-
-from opentelemetry import propagate, trace
-from opentelemetry.context import Context
-from opentelemetry.trace import INVALID_SPAN, Status, StatusCode, Tracer
-from opentelemetry.trace import Span as Span  # what `span` yields, for the sites' annotations
-from opentelemetry.trace import SpanKind as SpanKind
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 import controller
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.trace import Span as Span  # what `span` yields, for annotations
+    from opentelemetry.trace import Tracer
 
 logger = logging.getLogger("driftgate.tracing")
 
@@ -65,7 +66,6 @@ ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_
 PROTOCOL_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
 SERVICE_NAME = "driftgate"
 
-_OFF: AbstractContextManager[Span] = nullcontext(INVALID_SPAN)
 _tracer: Tracer | None = None
 _provider: Any = None  # the SDK's TracerProvider of this process, when tracing is on
 
@@ -103,6 +103,7 @@ def setup(process: str, environ: Mapping[str, str] | None = None) -> bool:
         )
         return False
     # The SDK and the exporter load only in a process that traces.
+    from opentelemetry import trace
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import OTELResourceDetector, Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -153,15 +154,23 @@ def span(
     name: str,
     attributes: Mapping[str, Any] | None = None,
     *,
-    kind: SpanKind = SpanKind.INTERNAL,
+    server: bool = False,
     parent: Context | None = None,
 ) -> AbstractContextManager[Span]:
     """A span named `name`, current while the block runs, a child of the current one (or of
-    `parent`). Attributes whose value is None are left out. Off, nothing at all."""
+    `parent`); `server` for a request's. Attributes whose value is None are left out. Off,
+    nothing at all."""
     tracer = _tracer
     if tracer is None:
-        return _OFF
-    return _recording(tracer, name, attributes, kind, parent)
+        return _off()
+    return _recording(tracer, name, attributes, server, parent)
+
+
+@cache
+def _off() -> AbstractContextManager[Span]:
+    from opentelemetry.trace import INVALID_SPAN
+
+    return nullcontext(INVALID_SPAN)
 
 
 def annotate(target: Span, attributes: Mapping[str, Any]) -> None:
@@ -173,8 +182,14 @@ def annotate(target: Span, attributes: Mapping[str, Any]) -> None:
 def failed(target: Span, kind: str) -> None:
     """Mark `target` as failed for the reason `kind` (a failure class, never a message)."""
     if target.is_recording():
-        target.set_attribute(ERROR_TYPE, kind)
-        target.set_status(Status(StatusCode.ERROR, kind))
+        _error(target, kind)
+
+
+def _error(target: Span, kind: str) -> None:
+    from opentelemetry.trace import Status, StatusCode
+
+    target.set_attribute(ERROR_TYPE, kind)
+    target.set_status(Status(StatusCode.ERROR, kind))
 
 
 def incoming(headers: Mapping[str, str]) -> Context | None:
@@ -182,6 +197,8 @@ def incoming(headers: Mapping[str, str]) -> Context | None:
     with `headers` keyed in lower case; None when it sent none (or tracing is off)."""
     if _tracer is None or not headers:
         return None
+    from opentelemetry import propagate, trace
+
     context = propagate.extract(headers)
     return context if trace.get_current_span(context).get_span_context().is_valid else None
 
@@ -190,6 +207,8 @@ def current_ids() -> tuple[str, str] | None:
     """The current trace and span ids (hex, as the W3C header writes them), for the log."""
     if _tracer is None:
         return None
+    from opentelemetry import trace
+
     context = trace.get_current_span().get_span_context()
     if not context.is_valid:
         return None
@@ -201,14 +220,16 @@ def _recording(
     tracer: Tracer,
     name: str,
     attributes: Mapping[str, Any] | None,
-    kind: SpanKind,
+    server: bool,
     parent: Context | None,
 ) -> Iterator[Span]:
+    from opentelemetry.trace import SpanKind
+
     values = {k: v for k, v in (attributes or {}).items() if v is not None}
     with tracer.start_as_current_span(
         name,
         context=parent,
-        kind=kind,
+        kind=SpanKind.SERVER if server else SpanKind.INTERNAL,
         attributes=values,
         record_exception=False,
         set_status_on_exception=False,
@@ -217,8 +238,7 @@ def _recording(
             yield current
         except BaseException as exc:
             if current.is_recording():
-                current.set_attribute(ERROR_TYPE, type(exc).__qualname__)
-                current.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
+                _error(current, type(exc).__qualname__)
             raise
 
 

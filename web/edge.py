@@ -104,7 +104,7 @@ def traced(app: WSGIApp) -> WSGIApp:
             tracing.URL_SCHEME: environ.get("wsgi.url_scheme"),
         }
         with tracing.span(
-            method, attributes, kind=tracing.SpanKind.SERVER, parent=tracing.incoming(carrier)
+            method, attributes, server=True, parent=tracing.incoming(carrier)
         ) as span:
 
             def answering(status: str, headers: Any, exc_info: Any = None) -> Any:

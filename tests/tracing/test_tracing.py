@@ -140,7 +140,7 @@ def test_an_incoming_traceparent_is_the_parent_of_the_span_it_starts() -> None:
     with recording() as exporter:
         parent = tracing.incoming({"traceparent": f"00-{trace_id}-{parent_id}-01"})
         assert parent is not None
-        with tracing.span("GET", kind=tracing.SpanKind.SERVER, parent=parent):
+        with tracing.span("GET", server=True, parent=parent):
             pass
         assert tracing.incoming({"traceparent": "00-not-a-trace-01"}) is None
         assert tracing.incoming({}) is None
