@@ -6,8 +6,9 @@ Tracing is on in a process that called `setup` with `OTEL_EXPORTER_OTLP_ENDPOINT
 standard variables: the service's name and resource (`OTEL_SERVICE_NAME`,
 `OTEL_RESOURCE_ATTRIBUTES`), the exporter's headers, timeout, compression and certificates
 (`OTEL_EXPORTER_OTLP_*`), the sampler (`OTEL_TRACES_SAMPLER`, `_ARG`) and the batching
-(`OTEL_BSP_*`). `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none` keep it off; a protocol
-other than `http/protobuf` is refused with a log line (only the OTLP/HTTP exporter is shipped).
+(`OTEL_BSP_*`). `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none` keep it off; another
+exporter, a protocol other than `http/protobuf` (only the OTLP/HTTP exporter is shipped) or an
+endpoint that is not an http(s) URL is refused with a log line, and tracing stays off.
 
 Off, `span` hands back one shared context manager around the API's invalid span: no span is
 made, no context is attached, and every call a site makes on the span is a no-op. A process
@@ -76,9 +77,15 @@ def wanted(environ: Mapping[str, str] | None = None) -> bool:
     env = os.environ if environ is None else environ
     if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return False
-    if env.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower() in ("none", ""):
+    if "none" in _exporters(env):
         return False
     return any(env.get(name, "").strip() for name in ENDPOINT_VARIABLES)
+
+
+def _exporters(env: Mapping[str, str]) -> list[str]:
+    """`OTEL_TRACES_EXPORTER`'s names (a comma-separated list; `otlp` when unset)."""
+    listed = [n.strip().lower() for n in env.get("OTEL_TRACES_EXPORTER", "").split(",")]
+    return [n for n in listed if n] or ["otlp"]
 
 
 def setup(process: str, environ: Mapping[str, str] | None = None) -> bool:
@@ -88,16 +95,18 @@ def setup(process: str, environ: Mapping[str, str] | None = None) -> bool:
     env = os.environ if environ is None else environ
     if _provider is not None or not wanted(env):
         return _provider is not None
-    exporter_name = env.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower()
+    exporters = _exporters(env)
     protocol = next((env[n].strip() for n in PROTOCOL_VARIABLES if env.get(n, "").strip()), "")
-    if exporter_name != "otlp" or protocol not in ("", "http/protobuf"):
+    endpoint = _endpoint(env)
+    if exporters != ["otlp"] or protocol not in ("", "http/protobuf") or endpoint is None:
         logger.warning(
             "tracing.unsupported",
             extra={
                 "fields": {
-                    "exporter": exporter_name,
+                    "exporter": ",".join(exporters),
                     "protocol": protocol,
-                    "supported": "OTEL_TRACES_EXPORTER=otlp with http/protobuf",
+                    "endpoint": endpoint,
+                    "supported": "OTEL_TRACES_EXPORTER=otlp, http/protobuf, an http(s) endpoint",
                 }
             },
         )
@@ -125,7 +134,7 @@ def setup(process: str, environ: Mapping[str, str] | None = None) -> bool:
     install(provider)
     logger.info(
         "tracing.started",
-        extra={"fields": {"process": process, "endpoint": _endpoint(env)}},
+        extra={"fields": {"process": process, "endpoint": endpoint}},
     )
     return True
 
@@ -242,11 +251,14 @@ def _recording(
             raise
 
 
-def _endpoint(env: Mapping[str, str]) -> str:
-    """Where spans go, without userinfo or query (for the log line that says so)."""
+def _endpoint(env: Mapping[str, str]) -> str | None:
+    """Where spans go, without userinfo or query (for the log line that says so); None for
+    what is not an http(s) URL."""
     from urllib.parse import urlsplit
 
     raw = next(env[n].strip() for n in ENDPOINT_VARIABLES if env.get(n, "").strip())
     parts = urlsplit(raw)
     host = parts.netloc.rpartition("@")[2]
+    if parts.scheme not in ("http", "https") or not host:
+        return None
     return f"{parts.scheme}://{host}{parts.path}"

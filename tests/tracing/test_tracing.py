@@ -30,6 +30,8 @@ ENDPOINT = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}
         ({**ENDPOINT, "OTEL_SDK_DISABLED": "false"}, True),
         ({**ENDPOINT, "OTEL_TRACES_EXPORTER": "none"}, False),
         ({**ENDPOINT, "OTEL_TRACES_EXPORTER": "otlp"}, True),
+        ({**ENDPOINT, "OTEL_TRACES_EXPORTER": ""}, True),  # unset: the default, otlp
+        ({**ENDPOINT, "OTEL_TRACES_EXPORTER": "otlp, none"}, False),
     ],
 )
 def test_tracing_is_wanted_only_when_an_endpoint_is_set_and_nothing_turns_it_off(
@@ -44,9 +46,12 @@ def test_tracing_is_wanted_only_when_an_endpoint_is_set_and_nothing_turns_it_off
         {**ENDPOINT, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
         {**ENDPOINT, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json"},
         {**ENDPOINT, "OTEL_TRACES_EXPORTER": "console"},
+        {**ENDPOINT, "OTEL_TRACES_EXPORTER": "otlp,console"},
+        {"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"},
+        {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "grpc://collector:4317"},
     ],
 )
-def test_an_exporter_or_protocol_driftgate_does_not_ship_is_refused_in_one_line(
+def test_an_exporter_protocol_or_endpoint_driftgate_cannot_use_is_refused_in_one_line(
     environ: dict[str, str],
 ) -> None:
     records = Records()
