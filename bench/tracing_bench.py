@@ -1,8 +1,8 @@
 """Benchmark of tracing's cost per check (issue 43, point 2): the check engine with tracing off
 (no endpoint: the no-op span) and on (the SDK, its batch processor and the OTLP/HTTP exporter
-sending to a loopback sink that answers 200), and on with 1 trace in 10 sampled (what
-`OTEL_TRACES_SAMPLER=parentbased_traceidratio` with `_ARG=0.1` sets up), in the same process,
-rounds alternating.
+sending to a loopback sink, a process of its own, that answers 200), and on with 1 trace in
+10 sampled (what `OTEL_TRACES_SAMPLER=parentbased_traceidratio` with `_ARG=0.1` sets up), in
+the same process, rounds alternating.
 
 Each round runs `--checks` checks of one watch on SQLite through `run_check` with a fetcher
 that answers without the network: `unchanged` (the same bytes: fetch and record, 3 spans) and
@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,19 +49,26 @@ from controller.watches import service as watches  # noqa: E402
 from tests.conftest import make_settings  # noqa: E402
 from tests.specs import as_json, charges_spec  # noqa: E402
 
+# An OTLP/HTTP endpoint in a process of its own (its CPU is not the checks'): reads each export
+# and answers 200 with an empty body.
+SINK = """
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 class Sink(BaseHTTPRequestHandler):
-    """An OTLP/HTTP endpoint that reads each export and answers 200 (empty response)."""
-
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length", "0")))
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        return
+    def log_message(self, *args):
+        pass
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Sink)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
 
 
 def fetcher_of(documents: list[bytes]) -> Callable[[CheckInput], Fetched]:
@@ -108,10 +114,11 @@ def main() -> None:
         ],
     }
 
-    sink = ThreadingHTTPServer(("127.0.0.1", 0), Sink)
-    sink.daemon_threads = True
-    threading.Thread(target=sink.serve_forever, daemon=True).start()
-    endpoint = f"http://127.0.0.1:{sink.server_address[1]}/v1/traces"
+    sink = subprocess.Popen([sys.executable, "-c", SINK], stdout=subprocess.PIPE, text=True)
+    assert sink.stdout is not None
+    port = sink.stdout.readline().strip()
+    assert port.isdigit(), "the sink did not start"
+    endpoint = f"http://127.0.0.1:{port}/v1/traces"
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
     # `OTEL_TRACES_SAMPLER=parentbased_traceidratio`, `OTEL_TRACES_SAMPLER_ARG=0.1`.
@@ -173,7 +180,8 @@ def main() -> None:
     tracing.install(None)
     provider.shutdown()
     sampled.shutdown()
-    sink.shutdown()
+    sink.terminate()
+    sink.wait()
 
 
 if __name__ == "__main__":
