@@ -172,7 +172,11 @@ def _condition_of(conditions: list[dict[str, Any]] | None, kind: str) -> dict[st
 def _stalled(state: str, condition: dict[str, Any], name: str) -> StalledSource:
     since = _run_time(condition.get("lastTransitionTime"))
     message = str(condition.get("message") or condition.get("reason") or state)
+    message = _REVISION.sub(lambda m: m.group(0)[:12], message)  # as the pages show them
     return StalledSource(name, state, message, since)
+
+
+_REVISION = re.compile(r"\b[0-9a-f]{40}\b")
 
 
 def _run_time(value: object) -> datetime | None:

@@ -47,7 +47,7 @@ class BlockedAgent:
     policy: str
     runtime_state: str
     enforced: bool  # an enforcing policy blocks (the API would answer 409), not only advises
-    killed: str | None  # how it was killed, in words, when it is
+    killed_by: str | None  # who or what killed it (`breaking drift`, an actor), when it is
     killed_at: datetime | None
     unresolved: list[str]
     watches: list[WatchBlock]
@@ -55,8 +55,14 @@ class BlockedAgent:
     @property
     def why(self) -> str:
         """The reasons in one line: killed, the watches that block it, unresolved refs."""
-        parts = [self.killed] if self.killed else []
-        parts += [f"{w.name}: {w.why}" for w in self.watches]
+        return self.why_beside()
+
+    def why_beside(self, this_watch: str | None = None) -> str:
+        """`why`, on the page of `this_watch`: that watch is "this watch"."""
+        parts = [f"killed by {self.killed_by}"] if self.killed_by else []
+        parts += [
+            f"{'this watch' if w.watch_id == this_watch else w.name}: {w.why}" for w in self.watches
+        ]
         if self.unresolved:
             parts.append(f"references that name no watch: {', '.join(self.unresolved)}")
         return "; ".join(parts) or "blocked"
@@ -133,7 +139,7 @@ def watch_agents(
                 blocked=found is not None,
                 by_this_watch=found is not None
                 and any(w.watch_id == watch_id for w in found.watches),
-                why=found.why if found is not None else "",
+                why=found.why_beside(watch_id) if found is not None else "",
             )
         )
     return listed
@@ -166,12 +172,12 @@ _WORDS = {
 }
 
 
-def _killed_words(agent: Agent) -> str:
-    reason = agent.runtime_reason
-    if reason == "breaking_drift":
-        return "killed by breaking drift"
-    by = f" by {agent.runtime_changed_by}" if agent.runtime_changed_by else ""
-    return f"killed{by}"
+def _killed_by(agent: Agent | None) -> str:
+    if agent is None:
+        return "someone"
+    if agent.runtime_reason == "breaking_drift":
+        return "breaking drift"
+    return agent.runtime_changed_by or "someone"
 
 
 def _blocked_agents(
@@ -201,7 +207,7 @@ def _blocked_agents(
                 policy=answer.policy.name,
                 runtime_state=answer.runtime_state,
                 enforced=answer.decision.would_policy_block,
-                killed=(_killed_words(row) if row is not None else "killed") if killed else None,
+                killed_by=_killed_by(row) if killed else None,
                 killed_at=row.runtime_changed_at if row is not None and killed else None,
                 unresolved=list(answer.unresolved),
                 watches=[_watch_block(r) for r in answer.decision.blocked],

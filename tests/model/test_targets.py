@@ -157,9 +157,7 @@ def test_refuse_unsendable_names_every_field() -> None:
         ("https://example.com:99999/h", "(an unreadable URL)"),
     ],
 )
-def test_a_destination_shows_scheme_host_port_and_path_but_no_secret(
-    url: str, shown: str
-) -> None:
+def test_a_destination_shows_scheme_host_port_and_path_but_no_secret(url: str, shown: str) -> None:
     assert shown_destination(url) == shown
     for secret in ("secret", "token", "abc", "XXXXXXXXXXXXXXXX"):
         assert secret not in shown_destination(url)
