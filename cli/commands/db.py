@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from cli.common import Context
+from cli.common import Context, format_option
+from cli.output import emit
 
 
 @click.group()
@@ -24,11 +25,16 @@ def db_upgrade(obj: Context, revision: str) -> None:
 
 
 @db.command("current")
+@format_option("text", "json", help="text: one line; json: {current, head}.")
 @click.pass_obj
-def db_current(obj: Context) -> None:
+def db_current(obj: Context, output_format: str) -> None:
     """Print the current and the latest migration revision."""
     from controller.store import migrate
 
     database = obj.database()
-    current = migrate.current_revision(database) or "none"
-    click.echo(f"current {current}, head {migrate.head_revision(database)}")
+    current, head = migrate.current_revision(database), migrate.head_revision(database)
+    emit(
+        {"current": current, "head": head},
+        output_format,
+        lambda _: [f"current {current or 'none'}, head {head}"],
+    )
