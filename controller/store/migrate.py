@@ -88,6 +88,35 @@ def head_of(versions: Path) -> str | None:
     return heads.pop()
 
 
+def history(versions: Path = MIGRATIONS / "versions") -> list[str]:
+    """Every revision of this release, oldest first (the chain of `down_revision` links from
+    the first revision to the head); asked of Alembic when the files are not a plain chain."""
+    down_of: dict[str, str | None] = {}
+    for path in sorted(versions.glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        source = path.read_text(encoding="utf-8")
+        revision, down = _REVISION.search(source), _DOWN_REVISION.search(source)
+        if revision is None or down is None:
+            return _alembic_history(versions)
+        down_of[revision.group(1)] = down.group(2)
+    chain: list[str] = []
+    at = head_of(versions)
+    while at is not None and at in down_of and at not in chain:
+        chain.append(at)
+        at = down_of[at]
+    if len(chain) != len(down_of):
+        return _alembic_history(versions)
+    return chain[::-1]
+
+
+def _alembic_history(versions: Path) -> list[str]:
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory(str(versions.parent), version_locations=[str(versions)])
+    return [script.revision for script in script.walk_revisions()][::-1]
+
+
 def _alembic_head(versions: Path) -> str | None:
     from alembic.script import ScriptDirectory
 
