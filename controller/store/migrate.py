@@ -7,6 +7,8 @@ finds the head among the revision files' own `revision` and `down_revision` line
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +17,7 @@ from controller.store.db import Database
 
 if TYPE_CHECKING:
     from alembic.config import Config
+    from sqlalchemy import Connection
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 VERSION_TABLE = "alembic_version"  # Alembic's default, which env.py keeps
@@ -38,10 +41,42 @@ def upgrade(database: Database, revision: str = "head") -> str | None:
     from alembic import command
 
     config = alembic_config(database)
-    with database.engine.begin() as connection:
+    with _migrating(database) as connection:
         config.attributes["connection"] = connection
         command.upgrade(config, revision)
     return current_revision(database)
+
+
+@contextmanager
+def _migrating(database: Database) -> Iterator[Connection]:
+    """One transaction for the migrations; on SQLite with foreign keys off while they run.
+
+    SQLite cannot alter most of a table in place: Alembic's batch mode copies it to a new
+    table, drops the old one and renames the copy. With foreign keys on (as driftgate's
+    connections are), dropping the old `watches` deletes, by `ON DELETE CASCADE`, every
+    snapshot, drift event, incident and tag of every watch. So they are off while the
+    migrations run (the pragma is a no-op inside a transaction: it is set before it begins),
+    `PRAGMA foreign_key_check` must find nothing before the commit, and they are on again
+    before the connection goes back to the pool."""
+    with database.engine.connect() as connection:
+        sqlite = connection.dialect.name == "sqlite"
+        raw = connection.connection.driver_connection
+        if sqlite:
+            raw.execute("PRAGMA foreign_keys=OFF")
+        try:
+            with connection.begin():
+                yield connection
+                if sqlite:
+                    broken = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                    if broken:
+                        tables = sorted({str(row[0]) for row in broken})
+                        raise ConfigError(
+                            "the migrations would leave rows whose parent row is missing in "
+                            f"{', '.join(tables)}; nothing was changed"
+                        )
+        finally:
+            if sqlite:
+                raw.execute("PRAGMA foreign_keys=ON")
 
 
 def current_revision(database: Database) -> str | None:
