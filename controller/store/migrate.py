@@ -61,6 +61,7 @@ def _migrating(database: Database) -> Iterator[Connection]:
     with database.engine.connect() as connection:
         sqlite = connection.dialect.name == "sqlite"
         raw = connection.connection.driver_connection
+        assert raw is not None
         if sqlite:
             raw.execute("PRAGMA foreign_keys=OFF")
         try:
