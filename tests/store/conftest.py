@@ -5,6 +5,7 @@ the services read, every other column to a plain value of its type)."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -28,16 +29,18 @@ from sqlalchemy import (
     Text,
     create_engine,
     inspect,
+    select,
     text,
 )
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 
 from controller.crypto import SecretBox, hash_token
 from controller.diffs.openapi import diff_openapi
 from controller.store.db import Database
 from controller.store.models import Base
 from controller.store.snapshots import count_changes, encode_changes, encode_document
-from controller.store.types import UTCDateTime
+from controller.store.types import JSONType, UTCDateTime
 from tests.conftest import ON_POSTGRES, SECRET, TEST_DB_URL
 from tests.specs import charges_spec
 
@@ -255,3 +258,92 @@ def plain_value(table: str, column: Column[Any]) -> Any:
             value = f"{column.name}-1"
         return value[: kind.length] if kind.length else value
     raise AssertionError(f"no plain value for {table}.{column.name} ({kind!r})")
+
+
+# The previous release's statements (tests/store/test_expand_contract.py)
+
+PREVIOUS_RELEASE = Path(__file__).with_name("previous_release.json")
+
+
+def load_release() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(PREVIOUS_RELEASE.read_text(encoding="utf-8"))
+    return loaded
+
+
+def _type_of(column: dict[str, Any]) -> Any:
+    kind = column["type"]
+    types: dict[str, Any] = {
+        "datetime": UTCDateTime(timezone=True),
+        "jsonb": JSONType,
+        "json": JSON(),
+        "binary": LargeBinary(),
+        "boolean": Boolean(),
+        "integer": Integer(),
+        "biginteger": BigInteger(),
+        "float": Double(),
+        "text": Text(),
+        "string": String(column.get("length")),
+    }
+    return types[kind]
+
+
+def _value_of(table: str, column: dict[str, Any]) -> Any:
+    return plain_value(
+        table, Column(column["name"], _type_of(column), primary_key=column["primaryKey"])
+    )
+
+
+def release_statement_failures(connection: Connection, release: dict[str, Any]) -> list[str]:
+    """Run the previous release's statements, each in a savepoint: for every table (parents
+    first) an INSERT naming every column it wrote, a SELECT of every column it read, an
+    UPDATE of every column, then a DELETE of each row (children first). Returns the failed
+    statements, `VERB INTO table: error` (the first failure of each table)."""
+    metadata = MetaData()
+    failures: list[str] = []
+    rows: dict[str, dict[str, Any]] = {}
+    done: list[tuple[Table, dict[str, Any]]] = []
+    for recorded in release["tables"]:
+        name = recorded["name"]
+        table = Table(
+            name,
+            metadata,
+            *(
+                Column(c["name"], _type_of(c), primary_key=c["primaryKey"])
+                for c in recorded["columns"]
+            ),
+        )
+        row: dict[str, Any] = {}
+        for column in recorded["columns"]:
+            if column.get("autoincrement"):
+                continue
+            target = column.get("references")
+            if target and target.split(".")[0] in rows:
+                parent, key = target.split(".")
+                row[column["name"]] = rows[parent].get(key)
+            else:
+                row[column["name"]] = _value_of(name, column)
+        keys = [c["name"] for c in recorded["columns"] if c["primaryKey"] and c["name"] in row]
+        where = [table.c[k] == row[k] for k in keys]
+        statements = [
+            (f"INSERT INTO {name}", table.insert().values(**row)),
+            (f"SELECT FROM {name}", select(*table.c).where(*where)),
+            (f"UPDATE {name}", table.update().where(*where).values(**row)),
+        ]
+        for label, statement in statements:
+            try:
+                with connection.begin_nested():
+                    connection.execute(statement)
+            except DBAPIError as exc:
+                reason = str(exc.orig or exc).strip().splitlines()[0]
+                failures.append(f"{label}: {reason}")
+                break
+        else:
+            rows[name] = row
+            done.append((table, {k: row[k] for k in keys}))
+    for table, key in reversed(done):
+        try:
+            with connection.begin_nested():
+                connection.execute(table.delete().where(*(table.c[k] == v for k, v in key.items())))
+        except DBAPIError as exc:
+            failures.append(f"DELETE FROM {table.name}: {str(exc.orig or exc).splitlines()[0]}")
+    return failures
