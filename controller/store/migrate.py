@@ -97,6 +97,12 @@ def current_revision(database: Database) -> str | None:
     return revisions[0] if revisions else None
 
 
+def is_ahead(revision: str | None) -> bool:
+    """Whether the store is at a revision this release does not know: a newer release
+    migrated it (during a rolling upgrade, this release's replicas still serve on it)."""
+    return revision is not None and revision not in history()
+
+
 def head_revision(database: Database | None = None) -> str | None:
     """The newest revision of this release: the one no other revision file revises."""
     return head_of(MIGRATIONS / "versions")

@@ -148,3 +148,61 @@ def test_no_restore_under_a_running_server(
         assert "another process has the database " in refused.stderr
     assert refused.stderr.endswith(": stop every driftgate process on it first, then restore\n")
     assert not any(p.name.startswith("driftgate.db.before") for p in (tmp_path / "data").iterdir())
+
+
+def _ahead(env: dict[str, str]) -> None:
+    """The store as a newer release leaves it: a revision this one does not know."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(env["DRIFTGATE_DATABASE_URL"])
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+    engine.dispose()
+
+
+def test_admin_commands_on_a_newer_schema_name_the_newer_release(env: dict[str, str]) -> None:
+    run(env, "db", "upgrade")
+    _ahead(env)
+    refused = run(env, "orgs", "list", code=2)
+    head = migrate.head_revision()
+    assert refused.stderr == (
+        f"driftgate: error: the database schema is at revision 9999, newer than this "
+        f"release's {head}: a newer driftgate migrated it; use that release's driftgate\n"
+    )
+
+
+@pytest.mark.slow
+def test_a_controller_of_the_previous_release_keeps_running_on_a_newer_schema(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """During a rolling upgrade the migration runs first; a controller of the release before
+    it that restarts then must start (it refused: "run `driftgate db upgrade`", which its
+    release cannot do), and says so in its log."""
+    from sqlalchemy import create_engine, func, select
+
+    from controller.store.models import ControllerHeartbeat
+
+    run(env, "db", "upgrade")
+    _ahead(env)
+    log_path = tmp_path / "controller.log"
+    environment = driftgate_env(env["DRIFTGATE_DATABASE_URL"], tmp_path)
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [*DRIFTGATE, "controller", "--tick", "0.2"], env=environment, stdout=log, stderr=log
+        )
+    engine = create_engine(env["DRIFTGATE_DATABASE_URL"])
+    try:
+
+        def beating() -> bool:
+            assert process.poll() is None, log_path.read_text()
+            with engine.connect() as connection:
+                return bool(
+                    connection.scalar(select(func.count()).select_from(ControllerHeartbeat))
+                )
+
+        wait_until(beating, timeout=60)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+        engine.dispose()
+    assert '"event": "store.schema_ahead"' in log_path.read_text()
