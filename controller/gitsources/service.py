@@ -193,7 +193,7 @@ def _aware(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
-def _source_out(session: Session, spec: SourceSpec, org_id: str) -> SourceOut:
+def _source_out(session: Session, spec: SourceSpec, org_id: str | None) -> SourceOut:
     row = session.get(Source, spec.name)
     inventory = {}
     for kind, model in (
@@ -322,13 +322,15 @@ def reconcile_now(
         yield spec, reconciler.reconcile(spec, force=force, dry_run=dry_run)
 
 
-def readiness(session: Session, spec: SourceSpec) -> tuple[str, str | None]:
-    """A source's state in one word (`suspended`, its `Ready` condition's reason, or
-    `NotReconciled`) and its last applied revision (`driftgate sources list`)."""
-    row = session.get(Source, spec.name)
-    ready = next((c for c in (row.conditions if row else []) if c.get("type") == cond.READY), None)
-    state = "suspended" if spec.suspend else (ready or {}).get("reason", cond.NOT_RECONCILED)
-    return str(state), row.last_applied_revision if row else None
+def configured_sources(session: Session, settings: Settings) -> list[tuple[str, SourceOut]]:
+    """Every source of the settings with its org's name as configured, read from the store
+    here (`driftgate sources list` without a server): a source whose org does not exist yet
+    is listed as it is (nothing reconciled, nothing owned), not refused."""
+    found = []
+    for spec in settings.sources:
+        org = session.get(Org, spec.org) or session.scalar(select(Org).where(Org.name == spec.org))
+        found.append((spec.org, _source_out(session, spec, org.id if org else None)))
+    return found
 
 
 SHOWN_FILE_BYTES = 256 * 1024
