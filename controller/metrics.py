@@ -1,0 +1,251 @@
+"""The process's Prometheus instruments, and the one way every layer records on them.
+
+Every counter and histogram driftgate keeps is defined here, with the official
+`prometheus_client`, and recorded through the functions below (one call at each recording
+site: the check engine, preflight, the outbox delivery, reconcile, the job claims and the
+reaper, the store's view of its outages). The values are this process's; `/metrics`
+(`controller.monitoring.service`) adds what is read from the store at scrape time (watches by
+status, open incidents, the job queue, leases, whether the database answers).
+
+Under `driftgate serve` and `up`, each process (every gunicorn worker, the controller `up`
+starts) writes its values to files in a directory of the run (prometheus_client's
+multiprocess mode: `PROMETHEUS_MULTIPROC_DIR`, set by `cli.server` before anything imports
+this module), and whichever process serves `/metrics` adds them up. Elsewhere (a controller
+alone, the CLI, the tests) the values live in this process's memory.
+
+Labels are bounded: a watch type, a result, a channel, a source, a job kind, never a watch.
+The `org` label (`metrics_org_label`, off by default) is the one that grows with use;
+`configure` switches it on, before anything is recorded.
+
+Recording costs a few microseconds (a dictionary lookup under a lock and an addition; an
+`mmap` write in multiprocess mode): see docs/metrics.md.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from prometheus_client import (
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+)
+
+NAMESPACE = "driftgate"
+
+# No `_created` series beside each counter and histogram (as in multiprocess mode, which has
+# none): half the series, and nothing a dashboard reads.
+disable_created_metrics()  # type: ignore[no-untyped-call]
+
+# Seconds. A check is a fetch (up to the fetch deadline, 60 s by default) plus a diff; a
+# preflight is a few milliseconds; a delivery is bounded by its deadline (15 s); a reconcile
+# fetches a repository.
+CHECK_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+PREFLIGHT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+DELIVERY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 30.0)
+RECONCILE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+
+# The results of a reconcile that count as an error of its source.
+RECONCILE_ERRORS = frozenset({"failed", "stalled"})
+
+
+class Instruments:
+    """The instruments of one process, with or without the `org` label."""
+
+    def __init__(self, *, org_label: bool, registry: CollectorRegistry | None) -> None:
+        self.org_label = org_label
+        org: tuple[str, ...] = ("org",) if org_label else ()
+        kw: dict[str, Any] = {"namespace": NAMESPACE, "registry": registry}
+        self.checks = Counter(
+            "checks",
+            "Checks of watched contracts, by watch type and result "
+            "(unchanged, baseline, changed, error, skipped).",
+            ("type", "result", *org),
+            **kw,
+        )
+        self.check_seconds = Histogram(
+            "check_duration_seconds",
+            "Time of one check (fetch, diff, record), by watch type.",
+            ("type", *org),
+            buckets=CHECK_BUCKETS,
+            **kw,
+        )
+        self.preflights = Counter(
+            "preflight",
+            "Preflight answers, by decision (allowed, blocked, policy_blocked).",
+            ("decision", *org),
+            **kw,
+        )
+        self.preflight_seconds = Histogram(
+            "preflight_duration_seconds",
+            "Time of one preflight, from the request's arrival to its recorded decision.",
+            org,
+            buckets=PREFLIGHT_BUCKETS,
+            **kw,
+        )
+        self.deliveries = Counter(
+            "deliveries",
+            "Delivery attempts of outbox messages, by channel and result (success, failure).",
+            ("channel", "result", *org),
+            **kw,
+        )
+        self.delivery_seconds = Histogram(
+            "delivery_duration_seconds",
+            "Time of one delivery attempt, by channel.",
+            ("channel", *org),
+            buckets=DELIVERY_BUCKETS,
+            **kw,
+        )
+        # Sources are few and named in the configuration: a bounded label.
+        self.reconciles = Counter(
+            "reconciles",
+            "Reconciles of git sources, by source and result "
+            "(applied, unchanged, stalled, failed, suspended, crashed).",
+            ("source", "result"),
+            **kw,
+        )
+        self.reconcile_seconds = Histogram(
+            "reconcile_duration_seconds",
+            "Time of one reconcile (fetch, load, plan, apply, status), by source.",
+            ("source",),
+            buckets=RECONCILE_BUCKETS,
+            **kw,
+        )
+        self.reconcile_errors = Counter(
+            "reconcile_errors",
+            "Reconciles that failed, stalled on invalid files or crashed, by source.",
+            ("source",),
+            **kw,
+        )
+        self.jobs_claimed = Counter(
+            "jobs_claimed", "Jobs claimed by a controller's workers, by kind.", ("kind",), **kw
+        )
+        self.jobs_reaped = Counter(
+            "jobs_reaped",
+            "Running jobs whose lease expired (their controller died or was cut off), handed "
+            "on by the reaper, by kind.",
+            ("kind",),
+            **kw,
+        )
+        self.database_errors = Counter(
+            "database_errors",
+            "Uses of the database that failed because it could not answer, by reason: "
+            "unreachable, timeout, busy (as the driver or the wait said), refused (at once, "
+            "while an outage lasts).",
+            ("reason",),
+            **kw,
+        )
+        self.database_outages = Counter(
+            "database_outages",
+            "Outages of the database this process saw start (it stopped answering).",
+            **kw,
+        )
+
+    def collectors(self) -> Iterable[Counter | Histogram]:
+        return (value for value in vars(self).values() if isinstance(value, Counter | Histogram))
+
+
+# Made on first use, or by `configure`: a process that switches the `org` label on makes its
+# instruments once, with the label (in multiprocess mode a value, once made, stays in the
+# process's file).
+_instruments: Instruments | None = None
+_lock = threading.Lock()
+
+
+def configure(*, org_label: bool) -> None:
+    """Switch the `org` label on or off for this process (the `metrics_org_label` setting);
+    called when a process starts, before it records anything."""
+    global _instruments
+    with _lock:
+        if _instruments is not None:
+            if org_label == _instruments.org_label:
+                return
+            for collector in _instruments.collectors():
+                REGISTRY.unregister(collector)
+        _instruments = Instruments(org_label=org_label, registry=REGISTRY)
+
+
+def instruments() -> Instruments:
+    """The instruments in force (made without the `org` label if nothing configured them)."""
+    current = _instruments
+    if current is None:
+        configure(org_label=False)
+        current = _instruments
+        assert current is not None
+    return current
+
+
+def _org(m: Instruments, org: str | None) -> tuple[str, ...]:
+    return (org or "",) if m.org_label else ()
+
+
+# -- recording: one call at each site -----------------------------------------------------
+
+
+def check_done(watch_type: str, result: str, seconds: float, org: str | None = None) -> None:
+    """One check of a watch of `watch_type` ended with `result` after `seconds`."""
+    m = instruments()
+    extra = _org(m, org)
+    m.checks.labels(watch_type, result, *extra).inc()
+    m.check_seconds.labels(watch_type, *extra).observe(seconds)
+
+
+def preflight_done(decision: str, seconds: float, org: str | None = None) -> None:
+    """One preflight answered `decision` (allowed, blocked, policy_blocked) after `seconds`."""
+    m = instruments()
+    extra = _org(m, org)
+    m.preflights.labels(decision, *extra).inc()
+    if extra:
+        m.preflight_seconds.labels(*extra).observe(seconds)
+    else:
+        m.preflight_seconds.observe(seconds)
+
+
+def delivery_done(channel: str, success: bool, seconds: float, org: str | None = None) -> None:
+    """One delivery attempt through `channel` succeeded or failed after `seconds`."""
+    m = instruments()
+    extra = _org(m, org)
+    m.deliveries.labels(channel, "success" if success else "failure", *extra).inc()
+    m.delivery_seconds.labels(channel, *extra).observe(seconds)
+
+
+def reconcile_done(source: str, result: str, seconds: float) -> None:
+    """One reconcile of `source` ended with `result` (a crash: `crashed`) after `seconds`."""
+    m = instruments()
+    m.reconciles.labels(source, result).inc()
+    m.reconcile_seconds.labels(source).observe(seconds)
+    if result in RECONCILE_ERRORS:
+        m.reconcile_errors.labels(source).inc()
+
+
+def reconcile_crashed(source: str) -> None:
+    """A reconcile of `source` raised what it did not foresee (its job failed)."""
+    m = instruments()
+    m.reconciles.labels(source, "crashed").inc()
+    m.reconcile_errors.labels(source).inc()
+
+
+def jobs_claimed(kinds: Sequence[str]) -> None:
+    """A controller claimed jobs of these kinds (one entry per job)."""
+    for kind in kinds:
+        instruments().jobs_claimed.labels(kind).inc()
+
+
+def jobs_reaped(kinds: Sequence[str]) -> None:
+    """The reaper handed on jobs of these kinds whose lease had expired (one entry per job)."""
+    for kind in kinds:
+        instruments().jobs_reaped.labels(kind).inc()
+
+
+def database_error(reason: str) -> None:
+    """A use of the database met its unavailability (`controller.store.outage`)."""
+    instruments().database_errors.labels(reason).inc()
+
+
+def database_outage() -> None:
+    """An outage of the database started, as this process saw it."""
+    instruments().database_outages.inc()
