@@ -224,12 +224,13 @@ def configure(settings: Settings) -> None:
 def metrics_registry(settings: Settings, database: Database) -> CollectorRegistry:
     """What a scrape collects: the run's processes (or this one) and the store's gauges."""
     registry = CollectorRegistry()
+    # The store first: a scrape that meets the database down counts it in the same answer.
+    registry.register(StoreCollector(database, org_label=settings.metrics_org_label))
     directory = metrics_directory()
     if directory is not None:
         MultiProcessCollector(registry, path=str(directory))  # type: ignore[no-untyped-call]
     else:
         registry.register(_ThisProcess())
-    registry.register(StoreCollector(database, org_label=settings.metrics_org_label))
     return registry
 
 
