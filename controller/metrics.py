@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from prometheus_client import (
     REGISTRY,
@@ -36,6 +36,7 @@ from prometheus_client import (
 )
 
 NAMESPACE = "driftgate"
+_Metric = TypeVar("_Metric", Counter, Histogram)
 
 # No `_created` series beside each counter and histogram (as in multiprocess mode, which has
 # none): half the series, and nothing a dashboard reads.
@@ -58,6 +59,7 @@ class Instruments:
 
     def __init__(self, *, org_label: bool, registry: CollectorRegistry | None) -> None:
         self.org_label = org_label
+        self._series: dict[tuple[int, tuple[str, ...]], Any] = {}
         org: tuple[str, ...] = ("org",) if org_label else ()
         kw: dict[str, Any] = {"namespace": NAMESPACE, "registry": registry}
         self.checks = Counter(
@@ -145,6 +147,17 @@ class Instruments:
             **kw,
         )
 
+    def child(self, metric: _Metric, *values: str) -> _Metric:
+        """`metric`'s series for these label values, kept once made: prometheus_client's
+        `labels()` checks and locks on every call, a few microseconds; this is a lookup."""
+        if not values:
+            return metric
+        key = (id(metric), values)
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = metric.labels(*values)
+        return series
+
     def collectors(self) -> Iterable[Counter | Histogram]:
         return (value for value in vars(self).values() if isinstance(value, Counter | Histogram))
 
@@ -190,60 +203,60 @@ def check_done(watch_type: str, result: str, seconds: float, org: str | None = N
     """One check of a watch of `watch_type` ended with `result` after `seconds`."""
     m = instruments()
     extra = _org(m, org)
-    m.checks.labels(watch_type, result, *extra).inc()
-    m.check_seconds.labels(watch_type, *extra).observe(seconds)
+    m.child(m.checks, watch_type, result, *extra).inc()
+    m.child(m.check_seconds, watch_type, *extra).observe(seconds)
 
 
 def preflight_done(decision: str, seconds: float, org: str | None = None) -> None:
     """One preflight answered `decision` (allowed, blocked, policy_blocked) after `seconds`."""
     m = instruments()
     extra = _org(m, org)
-    m.preflights.labels(decision, *extra).inc()
-    if extra:
-        m.preflight_seconds.labels(*extra).observe(seconds)
-    else:
-        m.preflight_seconds.observe(seconds)
+    m.child(m.preflights, decision, *extra).inc()
+    m.child(m.preflight_seconds, *extra).observe(seconds)
 
 
 def delivery_done(channel: str, success: bool, seconds: float, org: str | None = None) -> None:
     """One delivery attempt through `channel` succeeded or failed after `seconds`."""
     m = instruments()
     extra = _org(m, org)
-    m.deliveries.labels(channel, "success" if success else "failure", *extra).inc()
-    m.delivery_seconds.labels(channel, *extra).observe(seconds)
+    m.child(m.deliveries, channel, "success" if success else "failure", *extra).inc()
+    m.child(m.delivery_seconds, channel, *extra).observe(seconds)
 
 
 def reconcile_done(source: str, result: str, seconds: float) -> None:
-    """One reconcile of `source` ended with `result` (a crash: `crashed`) after `seconds`."""
+    """One reconcile of `source` ended with `result` after `seconds`."""
     m = instruments()
-    m.reconciles.labels(source, result).inc()
-    m.reconcile_seconds.labels(source).observe(seconds)
+    m.child(m.reconciles, source, result).inc()
+    m.child(m.reconcile_seconds, source).observe(seconds)
     if result in RECONCILE_ERRORS:
-        m.reconcile_errors.labels(source).inc()
+        m.child(m.reconcile_errors, source).inc()
 
 
 def reconcile_crashed(source: str) -> None:
     """A reconcile of `source` raised what it did not foresee (its job failed)."""
     m = instruments()
-    m.reconciles.labels(source, "crashed").inc()
-    m.reconcile_errors.labels(source).inc()
+    m.child(m.reconciles, source, "crashed").inc()
+    m.child(m.reconcile_errors, source).inc()
 
 
 def jobs_claimed(kinds: Sequence[str]) -> None:
     """A controller claimed jobs of these kinds (one entry per job)."""
+    m = instruments()
     for kind in kinds:
-        instruments().jobs_claimed.labels(kind).inc()
+        m.child(m.jobs_claimed, kind).inc()
 
 
 def jobs_reaped(kinds: Sequence[str]) -> None:
     """The reaper handed on jobs of these kinds whose lease had expired (one entry per job)."""
+    m = instruments()
     for kind in kinds:
-        instruments().jobs_reaped.labels(kind).inc()
+        m.child(m.jobs_reaped, kind).inc()
 
 
 def database_error(reason: str) -> None:
-    """A use of the database met its unavailability (`controller.store.outage`)."""
-    instruments().database_errors.labels(reason).inc()
+    """A use of the database failed because it could not answer (`controller.store.outage`)."""
+    m = instruments()
+    m.child(m.database_errors, reason).inc()
 
 
 def database_outage() -> None:

@@ -313,22 +313,21 @@ PROMETHEUS = shutil.which("prometheus")
     PROMETHEUS is None, reason="Debian's prometheus is not installed (apt-get install prometheus)"
 )
 def test_prometheus_scrapes_driftgate(tmp_path: Path, database: Database, acme: OrgKey) -> None:
-    """The real Prometheus server scrapes `driftgate serve` with the bearer token of the sample
-    configuration (docs/metrics.md), and sees a preflight counted."""
+    """The real Prometheus server, with the sample configuration
+    (`examples/monitoring/prometheus.yml`: the bearer token from a file), scrapes
+    `driftgate serve` and sees a preflight counted."""
     assert PROMETHEUS is not None
     port, prometheus_port = free_port(), free_port()
     base = f"http://127.0.0.1:{port}"
     env = driftgate_env(database.url, tmp_path, workers="2", metrics_token=TOKEN)
-    config = {
-        "global": {"scrape_interval": "1s", "scrape_timeout": "1s"},
-        "scrape_configs": [
-            {
-                "job_name": "driftgate",
-                "authorization": {"type": "Bearer", "credentials": TOKEN},
-                "static_configs": [{"targets": [f"127.0.0.1:{port}"]}],
-            }
-        ],
-    }
+    # The sample configuration, scraping this server every second with the token's file.
+    config = yaml.safe_load((ROOT / "examples" / "monitoring" / "prometheus.yml").read_text())
+    config["global"] = {"scrape_interval": "1s", "scrape_timeout": "1s"}
+    (job,) = [j for j in config["scrape_configs"] if j["job_name"] == "driftgate"]
+    config["scrape_configs"] = [job]
+    (tmp_path / "token").write_text(TOKEN)
+    job["authorization"]["credentials_file"] = str(tmp_path / "token")
+    job["static_configs"] = [{"targets": [f"127.0.0.1:{port}"]}]
     (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
     prometheus = [
         PROMETHEUS,
