@@ -12,7 +12,8 @@ of `/metrics` with a few hundred watches.
   process writes): the median of `--scrapes`.
 
 Run: `python bench/metrics_bench.py [--watches N] [--postgres URL]` (SQLite in a temporary
-directory by default). Figures in docs/metrics.md; nothing here fails on a number.
+directory by default; on Postgres, a database made beside URL's and dropped after). Figures
+in docs/metrics.md; nothing here fails on a number.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from sqlalchemy import insert  # noqa: E402
+from sqlalchemy import create_engine, insert, text  # noqa: E402
+from sqlalchemy.engine import make_url  # noqa: E402
 
 from bench import smoke  # noqa: E402
 
@@ -164,7 +166,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--processes", type=int, default=3, help="processes' files in the run")
     parser.add_argument("--scrapes", type=int, default=50)
-    parser.add_argument("--postgres", help="a Postgres database to seed (emptied first)")
+    parser.add_argument("--postgres", help="a Postgres server (a database of its own is made)")
     args = smoke.parse(parser, {"watches": 20, "records": 2000, "scrapes": 3, "processes": 2})
 
     work = smoke.scratch("driftgate-metrics-bench-")
@@ -178,14 +180,9 @@ def main() -> None:
     from controller.settings import load_settings
     from controller.store import migrate
     from controller.store.db import Database
-    from controller.store.models import Base
 
-    url = args.postgres or f"sqlite:///{work / 'bench.db'}"
+    url = fresh_database(args.postgres) if args.postgres else f"sqlite:///{work / 'bench.db'}"
     database = Database(url)
-    if args.postgres:
-        with database.engine.begin() as connection:
-            Base.metadata.drop_all(connection)
-            connection.exec_driver_sql("DROP TABLE IF EXISTS alembic_version")
     migrate.upgrade(database)
     seed(database, args.watches)
     settings = load_settings(
@@ -217,6 +214,25 @@ def main() -> None:
         del os.environ["PROMETHEUS_MULTIPROC_DIR"]
     print(f"GET /metrics, {args.processes} processes' files: {median:.2f} ms, {size} bytes")
     database.dispose()
+    if args.postgres:
+        drop_database(args.postgres, url)
+
+
+def fresh_database(admin_url: str) -> str:
+    """A new database beside `admin_url`'s, for this run (dropped at its end)."""
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    name = f"driftgate_metrics_bench_{os.getpid()}"
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_database(admin_url: str, url: str) -> None:
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)'))
+    admin.dispose()
 
 
 if __name__ == "__main__":

@@ -125,8 +125,9 @@ def controller(
     metrics_port: int | None,
     parent: int | None,
 ) -> None:
-    """Run the controller: schedule and run checks, deliver events (no HTTP serving but its
-    own /metrics with --metrics-port)."""
+    """Run the controller: schedule and run checks, deliver events (no HTTP serving).
+
+    With --metrics-port, it serves its own Prometheus /metrics there."""
     import signal
     import threading
 
