@@ -9,38 +9,30 @@ status, open incidents, the job queue, leases, whether the database answers).
 
 Under `driftgate serve` and `up`, each process (every gunicorn worker, the controller `up`
 starts) writes its values to files in a directory of the run (prometheus_client's
-multiprocess mode: `PROMETHEUS_MULTIPROC_DIR`, set by `cli.server` before anything imports
-this module), and whichever process serves `/metrics` adds them up. Elsewhere (a controller
+multiprocess mode: `PROMETHEUS_MULTIPROC_DIR`, set by `cli.server` before prometheus_client is
+first imported, which this module does when its process first records), and whichever process
+serves `/metrics` adds them up. Elsewhere (a controller
 alone, the CLI, the tests) the values live in this process's memory.
 
 Labels are bounded: a watch type, a result, a channel, a source, a job kind, never a watch.
 The `org` label (`metrics_org_label`, off by default) is the one that grows with use;
 `configure` switches it on, before anything is recorded.
 
-Recording costs a few microseconds (a dictionary lookup under a lock and an addition; an
-`mmap` write in multiprocess mode): see docs/metrics.md.
+Recording costs a few microseconds (a dictionary lookup, an addition under prometheus_client's
+lock; an `mmap` write in multiprocess mode): see docs/metrics.md.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from prometheus_client import (
-    REGISTRY,
-    CollectorRegistry,
-    Counter,
-    Histogram,
-    disable_created_metrics,
-)
+if TYPE_CHECKING:  # imported when a process first records: a CLI command that never does
+    from prometheus_client import Counter, Histogram  # does not load prometheus_client
 
 NAMESPACE = "driftgate"
-_Metric = TypeVar("_Metric", Counter, Histogram)
-
-# No `_created` series beside each counter and histogram (as in multiprocess mode, which has
-# none): half the series, and nothing a dashboard reads.
-disable_created_metrics()  # type: ignore[no-untyped-call]
+_Metric = TypeVar("_Metric", "Counter", "Histogram")
 
 # Seconds. A check is a fetch (up to the fetch deadline, 60 s by default) plus a diff; a
 # preflight is a few milliseconds; a delivery is bounded by its deadline (15 s); a reconcile
@@ -57,11 +49,16 @@ RECONCILE_ERRORS = frozenset({"failed", "stalled"})
 class Instruments:
     """The instruments of one process, with or without the `org` label."""
 
-    def __init__(self, *, org_label: bool, registry: CollectorRegistry | None) -> None:
+    def __init__(self, *, org_label: bool) -> None:
+        from prometheus_client import REGISTRY, Counter, Histogram, disable_created_metrics
+
+        # No `_created` series beside each counter and histogram (as in multiprocess mode,
+        # which has none): half the series, and nothing a dashboard reads.
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         self.org_label = org_label
         self._series: dict[tuple[int, tuple[str, ...]], Any] = {}
         org: tuple[str, ...] = ("org",) if org_label else ()
-        kw: dict[str, Any] = {"namespace": NAMESPACE, "registry": registry}
+        kw: dict[str, Any] = {"namespace": NAMESPACE, "registry": REGISTRY}
         self.checks = Counter(
             "checks",
             "Checks of watched contracts, by watch type and result "
@@ -159,6 +156,8 @@ class Instruments:
         return series
 
     def collectors(self) -> Iterable[Counter | Histogram]:
+        from prometheus_client import Counter, Histogram
+
         return (value for value in vars(self).values() if isinstance(value, Counter | Histogram))
 
 
@@ -177,9 +176,11 @@ def configure(*, org_label: bool) -> None:
         if _instruments is not None:
             if org_label == _instruments.org_label:
                 return
+            from prometheus_client import REGISTRY
+
             for collector in _instruments.collectors():
                 REGISTRY.unregister(collector)
-        _instruments = Instruments(org_label=org_label, registry=REGISTRY)
+        _instruments = Instruments(org_label=org_label)
 
 
 def instruments() -> Instruments:
