@@ -18,6 +18,7 @@ from web.api import REGISTRY
 from web.auth import authenticate
 from web.edge import access_log, correlation_id, refused_user_agent
 from web.lane import Lane
+from web.metrics import MetricsEndpoint
 from web.ratelimit import RateLimiter
 from web.routes import CORRELATION_HEADER, Resources
 
@@ -87,7 +88,9 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
 
     # Routes that opt in (the run gate's hot path) skip Flask's per-request machinery
     # (`web.lane`).
-    app.wsgi_app = Lane(app, app.wsgi_app)  # type: ignore[method-assign]
+    # `/metrics` (Prometheus) is served ahead of Flask, behind the lane's deadline.
+    endpoint = MetricsEndpoint(settings, app.extensions["driftgate.database"], app.wsgi_app)
+    app.wsgi_app = Lane(app, endpoint)  # type: ignore[method-assign]
     if settings.trusted_proxy_hops:
         # Outermost, so the lane and Flask alike see the client's address and scheme. Each
         # trusted proxy appends what it saw; the value `hops` from the right is the one the

@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
+from controller import metrics
 from controller.crypto import SecretBox
 from controller.events.channels import CHANNELS, Channels, Event
 from controller.events.grouping import settle
@@ -179,6 +180,9 @@ def deliver_due(
             continue  # held until its window ends, or suppressed into a newer message
         outcome = send(message, box, secrets[message.org_id], client, now, channels)
         record(database, message.id, outcome, now)
+        metrics.delivery_done(
+            message.channel, outcome.success, outcome.latency_ms / 1000, message.org_id
+        )
     return len(messages)
 
 

@@ -21,6 +21,7 @@ import orjson
 from pydantic import Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from controller import metrics
 from controller.agents.policy import WATCH_ID_LIMIT, AgentState, Decision, Policy, Row, decide
 from controller.errors import NotFound, agent_not_found
 from controller.gate.readmodel import OrgView, gate_cache
@@ -276,6 +277,7 @@ def preflight(
         decisionId=decision_id,
         durationMs=duration_ms,
     )
+    metrics.preflight_done(_outcome(decision), time.perf_counter() - started, principal.org_id)
     return Outcome(decision, agent, request, decision_id, duration_ms, now, blocked, ignored)
 
 

@@ -43,6 +43,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, defer
 
 import controller
+from controller import metrics
 from controller.collector import collector_paused
 from controller.crypto import SecretBox
 from controller.gitsources import load as gitops_load
@@ -218,6 +219,7 @@ class Reconciler:
         result.duration_ms = int((time.perf_counter() - started) * 1000)
         if not dry_run:
             self._record_run(spec, result)
+            metrics.reconcile_done(spec.name, result.result, time.perf_counter() - started)
         log(
             logger,
             logging.INFO if result.result != "unchanged" else logging.DEBUG,
