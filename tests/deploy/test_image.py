@@ -55,7 +55,9 @@ def missing() -> str | None:
 def run(*args: str, timeout: float = 1800) -> str:
     """A command's stdout; its output in the failure when it fails."""
     done = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-    assert done.returncode == 0, f"{' '.join(args)}: {done.returncode}\n{done.stdout}\n{done.stderr}"
+    assert done.returncode == 0, (
+        f"{' '.join(args)}: {done.returncode}\n{done.stdout}\n{done.stderr}"
+    )
     return done.stdout.strip()
 
 
@@ -108,7 +110,7 @@ def test_the_image_starts_and_answers_health(image: str, tmp_path: Path) -> None
     container = image.rsplit("/", 1)[-1]
     run(
         "podman", f"--runtime={RUNC}", "run", "--detach", f"--name={container}", *LIMITS,
-        "--no-healthcheck", f"--publish=127.0.0.1:{port}:8080", image,
+        "--no-healthcheck", "--read-only", f"--publish=127.0.0.1:{port}:8080", image,
     )  # fmt: skip
     try:
         base = f"http://127.0.0.1:{port}"
@@ -128,8 +130,11 @@ def test_the_image_starts_and_answers_health(image: str, tmp_path: Path) -> None
         assert health == {"status": "ok", "version": __version__}
         ready = httpx.get(f"{base}/health/ready", timeout=10)
         assert ready.status_code == 200 and ready.json()["database"] == "ok", ready.text
-        # `up` ran the migrations on the SQLite file in the data volume, as the image's user.
+        # `up` ran the migrations on the SQLite file in the data volume, as the image's user,
+        # with the rest of the file system read-only (as the Kubernetes manifests run it).
         assert run("podman", "exec", container, "id", "-u") == "10001"
         assert run("podman", "exec", container, "driftgate", "version").endswith(__version__)
     finally:
-        subprocess.run(["podman", "rm", "--force", "--time=5", container], capture_output=True)
+        subprocess.run(
+            ["podman", "rm", "--force", "--volumes", "--time=5", container], capture_output=True
+        )

@@ -111,7 +111,9 @@ def test_every_variable_is_a_setting_and_secrets_are_references(
 ) -> None:
     (config,) = kinds(objects, "ConfigMap")
     assert set(config["data"]) <= SETTINGS, set(config["data"]) - SETTINGS
-    Settings.model_validate({k.removeprefix("DRIFTGATE_").lower(): v for k, v in config["data"].items()})
+    Settings.model_validate(
+        {k.removeprefix("DRIFTGATE_").lower(): v for k, v in config["data"].items()}
+    )
     assert kinds(objects, "Secret") == []
     for obj in objects:
         for container in containers(obj):
@@ -178,9 +180,10 @@ def test_budgets_and_the_service_select_the_pods_they_mean(objects: list[dict[st
     (service,) = kinds(objects, "Service")
     assert selected(service["spec"]["selector"]) == ["driftgate-web"]
     for deployment in kinds(objects, "Deployment"):
-        assert deployment["spec"]["selector"]["matchLabels"].items() <= pods[
-            deployment["metadata"]["name"]
-        ].items()
+        assert (
+            deployment["spec"]["selector"]["matchLabels"].items()
+            <= pods[deployment["metadata"]["name"]].items()
+        )
 
 
 def test_without_kubectl_the_same_objects(objects: list[dict[str, Any]]) -> None:
