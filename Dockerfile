@@ -28,7 +28,9 @@ RUN --mount=type=secret,id=ca-bundle \
     if [ -s /run/secrets/ca-bundle ]; then export PIP_CERT=/run/secrets/ca-bundle; fi; \
     /opt/driftgate/bin/pip install --require-hashes --no-deps -r /src/requirements.lock
 
+# driftgate's wheel, built from this checkout.
 FROM deps AS build
+ARG PIP_INDEX_URL
 COPY pyproject.toml README.md /src/
 COPY controller /src/controller
 COPY web /src/web
@@ -36,18 +38,22 @@ COPY cli /src/cli
 COPY demo /src/demo
 RUN --mount=type=secret,id=ca-bundle \
     if [ -s /run/secrets/ca-bundle ]; then export PIP_CERT=/run/secrets/ca-bundle; fi; \
-    /opt/driftgate/bin/pip install --no-deps /src \
-    && /opt/driftgate/bin/pip check
+    /opt/driftgate/bin/pip wheel --no-deps --wheel-dir /wheels /src
 
-FROM ${BASE_IMAGE}
+# The image: the dependencies' stage (its layers shared with every build of the same lock),
+# driftgate's wheel installed on it.
+FROM deps
 ENV PATH=/opt/driftgate/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     DRIFTGATE_DATA_DIR=/data \
     DRIFTGATE_HOST=0.0.0.0 \
     DRIFTGATE_PORT=8080
-COPY --from=build /opt/driftgate /opt/driftgate
-RUN useradd --uid 10001 --user-group --no-create-home --home-dir /data --shell /usr/sbin/nologin driftgate \
+COPY --from=build /wheels /wheels
+RUN /opt/driftgate/bin/pip install --no-deps --no-index /wheels/*.whl \
+    && /opt/driftgate/bin/pip check \
+    && rm -rf /wheels /src \
+    && useradd --uid 10001 --user-group --no-create-home --home-dir /data --shell /usr/sbin/nologin driftgate \
     && mkdir -p /data && chown 10001:10001 /data
 # Numeric, so that Kubernetes' runAsNonRoot can check it.
 USER 10001:10001
