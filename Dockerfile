@@ -1,8 +1,11 @@
 # driftgate: one image for every process (web, controller, all-in-one, the migration job).
 #
-# The base is pinned by digest (python:3.11-slim, linux/amd64) so that a build is the same
-# build tomorrow; BASE_IMAGE overrides it with any image that has python3 (3.11 or newer) and
-# its venv module: another digest, a mirror's copy, or one built from Debian's packages
+# The base is python:3.11-slim pinned by digest, so that a build is the same build tomorrow:
+# its linux/amd64 image as docker-library/repo-info recorded the tag on 2026-08-05 (the
+# multi-platform index, for other machines, was
+# sha256:90744cff8f32887f075c47d747a173ff333e9e98801667af93c357fa9f5e28ff).
+# BASE_IMAGE overrides it with any image that has python3 (3.11 or newer) and its venv module:
+# another digest, a mirror's copy, or one built from Debian's packages
 # (deploy/image/build-base.sh). Dependencies are installed from requirements.lock, every file
 # checked against its hash; driftgate itself from this checkout, into a virtual environment at
 # /opt/driftgate that is on PATH.
