@@ -8,6 +8,7 @@ from collections.abc import Callable
 import click
 
 from cli.common import CLI_ACTOR, Context
+from cli.output import emit, output_format, table, when
 from controller.model.hosted import PRODUCT_ALIASES
 from controller.model.plans import PLANS, PRODUCTS
 
@@ -36,15 +37,25 @@ def orgs_create(obj: Context, name: str, plan: str) -> None:
 
 
 @orgs.command("list")
+@output_format
 @click.pass_obj
-def orgs_list(obj: Context) -> None:
+def orgs_list(obj: Context, output_format: str) -> None:
     """List orgs with their plans and products."""
     from controller.orgs import service
 
     with obj.transaction() as session:
-        for org in service.list_orgs(session):
-            products = ",".join(org.products) or "-"
-            click.echo(f"{org.name}\t{org.plan}\t{products}\t{org.id}")
+        found = [
+            {
+                "name": org.name,
+                "plan": org.plan,
+                "products": list(org.products),
+                "id": org.id,
+                "createdAt": when(org.created_at),
+            }
+            for org in service.list_orgs(session)
+        ]
+    rows = [(o["name"], o["plan"], ",".join(o["products"]) or "-", o["id"]) for o in found]
+    emit({"orgs": found}, output_format, lambda _: table(rows, ("NAME", "PLAN", "PRODUCTS", "ID")))
 
 
 @orgs.command("set-plan")
@@ -88,17 +99,28 @@ orgs.command("disable-product", help="Disable an overlay product for an org.")(
 
 @orgs.command("products")
 @click.argument("name")
+@output_format
 @click.pass_obj
-def orgs_products(obj: Context, name: str) -> None:
+def orgs_products(obj: Context, name: str, output_format: str) -> None:
     """An org's overlay products, on or off (paid plans can enable them)."""
     from controller.orgs import service
 
     with obj.transaction() as session:
         org = service.get_org(session, name)
-        for product in PRODUCTS:
-            click.echo(f"{product}\t{'on' if product in org.products else 'off'}")
-        if not service.plan_at_least(org.plan, "pro"):
-            click.echo(f"(org {org.name} is on the free plan: products cannot be enabled)")
+        enabled = [(product, product in org.products) for product in PRODUCTS]
+        paid = service.plan_at_least(org.plan, "pro")
+    document = {
+        "org": org.name,
+        "plan": org.plan,
+        "products": [{"product": p, "enabled": on} for p, on in enabled],
+    }
+    emit(
+        document,
+        output_format,
+        lambda _: table([(p, "on" if on else "off") for p, on in enabled], ("PRODUCT", "STATE")),
+    )
+    if not paid and output_format == "text":
+        click.echo(f"(org {org.name} is on the free plan: products cannot be enabled)")
 
 
 @orgs.command("webhook-secret")
@@ -125,8 +147,9 @@ def orgs_webhook_secret(obj: Context, name: str, rotate: bool) -> None:
 
 @orgs.command("installations")
 @click.argument("name", required=False)
+@output_format
 @click.pass_obj
-def orgs_installations(obj: Context, name: str | None) -> None:
+def orgs_installations(obj: Context, name: str | None, output_format: str) -> None:
     """GitHub App installations linked to an org (or to every org), with how each link was
     proven (`legacy`: linked before ownership was checked; review those)."""
     from controller.draftpr import service as draftpr
@@ -134,11 +157,22 @@ def orgs_installations(obj: Context, name: str | None) -> None:
 
     with obj.transaction() as session:
         org = service.get_org(session, name) if name else None
-        for org_name, link in draftpr.all_links(session, org):
-            click.echo(
-                f"{org_name}\t{link.installation_id}\t{link.account or '-'}\t"
-                f"{link.status}\t{link.linked_by}"
-            )
+        found = [
+            {
+                "org": org_name,
+                "installationId": link.installation_id,
+                "account": link.account or None,
+                "status": link.status,
+                "linkedBy": link.linked_by,
+            }
+            for org_name, link in draftpr.all_links(session, org)
+        ]
+    rows = [
+        (i["org"], str(i["installationId"]), i["account"] or "-", i["status"], i["linkedBy"])
+        for i in found
+    ]
+    header = ("ORG", "INSTALLATION", "ACCOUNT", "STATUS", "LINKED BY")
+    emit({"installations": found}, output_format, lambda _: table(rows, header))
 
 
 @orgs.command("link-installation")

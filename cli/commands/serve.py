@@ -102,6 +102,7 @@ def controller(
     obj: Context, concurrency: int, tick: float, lease: float, parent: int | None
 ) -> None:
     """Run the controller: schedule and run checks, deliver events (no HTTP serving)."""
+    import logging
     import signal
     import threading
 
@@ -127,7 +128,13 @@ def controller(
         statement_timeout=settings.database_controller_statement_timeout_seconds,
     )
     current, head = migrate.current_revision(database), migrate.head_revision(database)
-    if current != head:
+    if current != head and migrate.is_ahead(current):
+        # A newer release migrated the store: a rolling upgrade is under way, and its
+        # migrations only expand (docs/operations.md, "Upgrading").
+        logging.getLogger("driftgate.controller").warning(
+            "store.schema_ahead", extra={"fields": {"revision": current, "release": head}}
+        )
+    elif current != head:
         raise ConfigError(
             f"the database schema is at {current or 'none'}; run `driftgate db upgrade`"
         )

@@ -125,7 +125,12 @@ class OverviewOut(ApiModel):
     window: WindowOut
 
 
-def overview(session: Session, org_id: str, query: PortfolioQuery, now: datetime) -> OverviewOut:
+def overview(
+    session: Session, org_id: str, query: PortfolioQuery, now: datetime, *, exact: bool = False
+) -> OverviewOut:
+    """The org's overview. The API's MTTR figures are hours to 0.01 (36 s); `exact` keeps
+    them unrounded for a reader that writes durations in its own units (the console: 9.6 s
+    reads `9.6 s`, not `0 s`)."""
     filters = query.filters()
     since = now - timedelta(days=query.days)
     return OverviewOut.model_validate(
@@ -133,7 +138,9 @@ def overview(session: Session, org_id: str, query: PortfolioQuery, now: datetime
             "health": views.health(session, org_id, filters, now),
             "analytics": {
                 "driftEventsByWeek": views.events_by_week(session, org_id, filters, now),
-                "mttr": views.mttr(session, org_id, filters, since, now),
+                "mttr": views.mttr(
+                    session, org_id, filters, since, now, digits=None if exact else 2
+                ),
                 "incidents": views.incidents(session, org_id, filters, now),
                 "checks": views.checks(session, org_id, filters, now),
             },

@@ -41,7 +41,16 @@ def test_version(run) -> None:  # type: ignore[no-untyped-def]
 def test_sources_list_without_sources_says_so(run) -> None:  # type: ignore[no-untyped-def]
     result = run("sources", "list")
     assert result.exit_code == 0
-    assert result.stdout.startswith("no sources configured: add `sources:` to the config file")
+    assert result.stdout.split() == [
+        "NAME",
+        "ORG",
+        "STATE",
+        "APPLIED",
+        "BRANCH:PATH",
+        "LAST",
+        "RUN",
+    ]
+    assert "driftgate: no sources configured: add `sources:` to the config file" in result.stderr
     assert "not a server (no DRIFTGATE_URL;" in result.stderr
 
 
@@ -51,7 +60,7 @@ def test_org_and_key_lifecycle(run, database: Database, client: FlaskClient) -> 
     assert "created org acme" in created.output
     assert run("orgs", "enable-product", "acme", "replay_cloud").exit_code == 0
     listed = run("orgs", "list")
-    assert "acme\tpro\treplay_cloud" in listed.output
+    assert listed.output.splitlines()[1].split()[:3] == ["acme", "pro", "replay_cloud"]
     # The hosted product's SKU name switches driftgate's product.
     hosted = run("orgs", "enable-product", "acme", "schemasync_repo")
     assert hosted.exit_code == 0 and "draftpr_repo, replay_cloud" in hosted.output, hosted.output

@@ -6,7 +6,6 @@ remove members; the org's last admin stays an admin."""
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
 from flask import current_app, request, url_for
 from sqlalchemy.orm import Session
@@ -81,12 +80,9 @@ def _settings_page(
 
 
 def shown_url(url: str) -> str:
-    """A destination URL as the page shows it: scheme, host, port and path, with the query
-    dropped and any long path segment (where webhooks keep their token) cut to its start."""
-    parts = urlsplit(url)
-    segments = [s if len(s) < 16 else f"{s[:4]}…" for s in parts.path.split("/")]
-    shown = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{'/'.join(segments)}"
-    return shown + ("?…" if parts.query else "")
+    """A destination URL as the console shows it everywhere (settings, deliveries): scheme,
+    host, port and path, without user info, query or token-like path segments."""
+    return notifications.shown_destination(url)
 
 
 def service_interval(session: Session, org_id: str) -> int:
