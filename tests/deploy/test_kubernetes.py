@@ -100,7 +100,7 @@ def test_every_command_is_a_driftgate_command_with_its_options(
     objects: list[dict[str, Any]],
 ) -> None:
     lines = command_lines(objects)
-    assert ["db", "upgrade"] in lines and ["db", "current"] in lines
+    assert ["db", "upgrade"] in lines and ["db", "current", "--check"] in lines
     for words in lines:
         result = CliRunner().invoke(main, [*words, "--help"])
         assert result.exit_code == 0, (words, result.output)
