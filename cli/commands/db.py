@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -27,9 +28,16 @@ def db_upgrade(obj: Context, revision: str) -> None:
 
 
 @db.command("current")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Exit 1 when the store is behind this release (`driftgate db upgrade` is due), 0 "
+    "when it is at this release's head or ahead of it (a newer release migrated it): for a "
+    "script or an init container that waits for the migration.",
+)
 @format_option("text", "json", help="text: one line; json: {current, head}.")
 @click.pass_obj
-def db_current(obj: Context, output_format: str) -> None:
+def db_current(obj: Context, check: bool, output_format: str) -> None:
     """Print the current and the latest migration revision."""
     from controller.store import migrate
 
@@ -40,6 +48,8 @@ def db_current(obj: Context, output_format: str) -> None:
         output_format,
         lambda _: [f"current {current or 'none'}, head {head}"],
     )
+    if check and current != head and not migrate.is_ahead(current):
+        sys.exit(1)
 
 
 @db.command("backup")

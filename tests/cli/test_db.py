@@ -206,3 +206,14 @@ def test_a_controller_of_the_previous_release_keeps_running_on_a_newer_schema(
         process.wait(timeout=60)
         engine.dispose()
     assert '"event": "store.schema_ahead"' in log_path.read_text()
+
+
+def test_current_check_waits_only_while_the_store_is_behind(env: dict[str, str]) -> None:
+    """`db current --check`, what the Kubernetes pods wait on: 1 before the migration, 0 at
+    this release's head and on a store a newer release migrated (a rolling upgrade)."""
+    head = migrate.head_revision()
+    assert run(env, "db", "current", "--check", code=1).stdout == f"current none, head {head}\n"
+    run(env, "db", "upgrade")
+    run(env, "db", "current", "--check")
+    _ahead(env)
+    assert run(env, "db", "current", "--check").stdout == f"current 9999, head {head}\n"
