@@ -9,7 +9,7 @@ import click
 
 from cli.common import CLI_ACTOR, Context
 from controller.model.hosted import PRODUCT_ALIASES
-from controller.model.plans import PLANS, PRODUCTS
+from controller.model.plans import PLANS, PRODUCTS, allows
 
 
 @click.group()
@@ -22,29 +22,44 @@ def orgs() -> None:
 @click.option(
     "--plan",
     type=click.Choice(PLANS),
-    default="free",
-    show_default=True,
+    help="Default: the server's default plan (setting default_plan, enterprise unless set; "
+    "docs/plans.md says what each plan unlocks).",
 )
 @click.pass_obj
-def orgs_create(obj: Context, name: str, plan: str) -> None:
+def orgs_create(obj: Context, name: str, plan: str | None) -> None:
     """Create an org."""
     from controller.orgs import service
 
+    default_plan = obj.settings().default_plan
     with obj.transaction() as session:
-        org = service.create_org(session, name, plan, actor=CLI_ACTOR)
+        org = service.create_org(session, name, plan, actor=CLI_ACTOR, default_plan=default_plan)
         click.echo(f"created org {org.name} ({org.id}) on plan {org.plan}")
 
 
 @orgs.command("list")
+@click.option(
+    "--trials",
+    is_flag=True,
+    help="Also list the sandbox orgs of trial sessions (marked `trial`, after the others).",
+)
 @click.pass_obj
-def orgs_list(obj: Context) -> None:
-    """List orgs with their plans and products."""
+def orgs_list(obj: Context, trials: bool) -> None:
+    """List orgs with their plans and products (name, plan, products, id); the sandbox orgs
+    that trial sessions made are counted on stderr, and listed with --trials."""
     from controller.orgs import service
 
     with obj.transaction() as session:
-        for org in service.list_orgs(session):
+        for org in service.list_orgs(session, trials=trials):
             products = ",".join(org.products) or "-"
-            click.echo(f"{org.name}\t{org.plan}\t{products}\t{org.id}")
+            mark = "\ttrial" if org.is_trial else ""
+            click.echo(f"{org.name}\t{org.plan}\t{products}\t{org.id}{mark}")
+        hidden = 0 if trials else service.count_trial_orgs(session)
+    if hidden:
+        click.echo(
+            f"({hidden} trial org{'s' if hidden > 1 else ''} of trial sessions not listed: "
+            "driftgate orgs list --trials)",
+            err=True,
+        )
 
 
 @orgs.command("set-plan")
@@ -97,8 +112,8 @@ def orgs_products(obj: Context, name: str) -> None:
         org = service.get_org(session, name)
         for product in PRODUCTS:
             click.echo(f"{product}\t{'on' if product in org.products else 'off'}")
-        if not service.plan_at_least(org.plan, "pro"):
-            click.echo(f"(org {org.name} is on the free plan: products cannot be enabled)")
+        if not allows(org.plan, "overlay_products"):
+            click.echo(f"(org {org.name} is on the {org.plan} plan: products cannot be enabled)")
 
 
 @orgs.command("webhook-secret")

@@ -64,9 +64,10 @@ from controller.model.base import (
 )
 from controller.model.gitops import VendoredPath
 from controller.model.hosted import product_name
+from controller.model.plans import allows
 from controller.model.principal import Principal
 from controller.orgs import service as orgs
-from controller.orgs.service import PRODUCTS, plan_at_least
+from controller.orgs.service import PRODUCTS
 from controller.settings import Settings
 from controller.sources.http import configured_client
 from controller.store import audit, jobs
@@ -333,7 +334,7 @@ def link_from_install(
 def products_of(org: Org) -> ProductsOut:
     return ProductsOut(
         plan=org.plan,
-        can_enable=plan_at_least(org.plan, "pro"),
+        can_enable=allows(org.plan, "overlay_products"),
         products=[ProductOut(product=p, enabled=p in org.products) for p in PRODUCTS],
     )
 
