@@ -13,7 +13,7 @@ from werkzeug.wrappers import Response
 
 from controller.accounts.service import SignedIn
 from controller.drift import service as drift
-from controller.model.plans import allows
+from controller.model.plans import allows, minimum_plan
 from controller.portfolio import service as portfolio
 from web.body import validate
 from web.console import blueprint, now, page, signed_in
@@ -53,6 +53,7 @@ def ask(user: SignedIn) -> Response:
         user,
         question=question,
         live=live,
+        minimum=minimum_plan("live_ask"),
         answer=answer,
         reading=reading,
         uses=_uses(reading),
