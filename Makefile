@@ -74,12 +74,13 @@ check: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal -m "not slow" -x -q
 
-## generate: regenerate config-schema/, docs/rules.md, docs/tool-lint.md and docs/openapi.json from
-## the code (tests fail when stale)
+## generate: regenerate config-schema/, docs/rules.md, docs/tool-lint.md, the table of
+## docs/plans.md and docs/openapi.json from the code (tests fail when stale)
 generate: $(VENV)/.installed
 	$(BIN)/python -m controller.gitsources.configschema
 	$(BIN)/python -m tests.diffs.gen_rules_doc
 	$(BIN)/python -m tests.gen_lint_doc
+	$(BIN)/python -m tests.gen_plans_doc
 	$(BIN)/python -m tests.gen_openapi_doc
 
 ## compat-clients: build the hosted product's TypeScript CLI and MCP server from

@@ -329,6 +329,29 @@ class Settings(BaseModel):
         default="127.0.0.1",
         description="`driftgate controller --metrics-port`: the address its own /metrics binds",
     )
+    trial_sessions_enabled: bool = Field(
+        default=False,
+        description="hosted-product route: serve POST /api/trial/session (anonymous callers "
+        "mint a trial session, each with a sandbox org) and accept X-Service-Trial; off: 404 "
+        "not_found and the header is not read",
+    )
+    funnel_events_enabled: bool = Field(
+        default=False,
+        description="hosted-product route: serve POST /api/funnel/events (anonymous usage "
+        "counters per event name and day); off: 404 not_found",
+    )
+    coverage_preview_enabled: bool = Field(
+        default=False,
+        description="hosted-product route: serve POST /api/coverage/preview (coverage without "
+        "a key); off: 404 not_found",
+    )
+    # The names of controller.model.plans.PLANS (a test holds them equal: this base module
+    # cannot import the domain's).
+    default_plan: Literal["free", "pro", "team", "enterprise"] = Field(
+        default="enterprise",
+        description="the plan of an org created without one (driftgate orgs create); "
+        "docs/plans.md says what each plan unlocks",
+    )
     trial_validations_per_month: int = Field(default=500, ge=0)
     validate_enabled: bool = Field(
         default=True, description="serve POST /api/validate (off: 503 validation_disabled)"

@@ -10,7 +10,7 @@ import click
 from cli.common import CLI_ACTOR, Context
 from cli.output import emit, output_format, table, when
 from controller.model.hosted import PRODUCT_ALIASES
-from controller.model.plans import PLANS, PRODUCTS
+from controller.model.plans import PLANS, PRODUCTS, allows
 
 
 @click.group()
@@ -23,24 +23,31 @@ def orgs() -> None:
 @click.option(
     "--plan",
     type=click.Choice(PLANS),
-    default="free",
-    show_default=True,
+    help="Default: the server's default plan (setting default_plan, enterprise unless set; "
+    "docs/plans.md says what each plan unlocks).",
 )
 @click.pass_obj
-def orgs_create(obj: Context, name: str, plan: str) -> None:
+def orgs_create(obj: Context, name: str, plan: str | None) -> None:
     """Create an org."""
     from controller.orgs import service
 
+    default_plan = obj.settings().default_plan
     with obj.transaction() as session:
-        org = service.create_org(session, name, plan, actor=CLI_ACTOR)
+        org = service.create_org(session, name, plan, actor=CLI_ACTOR, default_plan=default_plan)
         click.echo(f"created org {org.name} ({org.id}) on plan {org.plan}")
 
 
 @orgs.command("list")
+@click.option(
+    "--trials",
+    is_flag=True,
+    help="Also list the sandbox orgs of trial sessions (marked `trial`, after the others).",
+)
 @output_format
 @click.pass_obj
-def orgs_list(obj: Context, output_format: str) -> None:
-    """List orgs with their plans and products."""
+def orgs_list(obj: Context, trials: bool, output_format: str) -> None:
+    """List orgs with their plans and products (name, plan, products, id); the sandbox orgs
+    that trial sessions made are counted on stderr, and listed with --trials."""
     from controller.orgs import service
 
     with obj.transaction() as session:
@@ -50,12 +57,30 @@ def orgs_list(obj: Context, output_format: str) -> None:
                 "plan": org.plan,
                 "products": list(org.products),
                 "id": org.id,
+                "trial": bool(org.is_trial),
                 "createdAt": when(org.created_at),
             }
-            for org in service.list_orgs(session)
+            for org in service.list_orgs(session, trials=trials)
         ]
+        hidden = 0 if trials else service.count_trial_orgs(session)
     rows = [(o["name"], o["plan"], ",".join(o["products"]) or "-", o["id"]) for o in found]
-    emit({"orgs": found}, output_format, lambda _: table(rows, ("NAME", "PLAN", "PRODUCTS", "ID")))
+    header: tuple[str, ...] = ("NAME", "PLAN", "PRODUCTS", "ID")
+    if trials:  # a fifth column says which orgs are trial sessions' sandboxes
+        rows = [
+            (*row, "trial" if o["trial"] else "org") for row, o in zip(rows, found, strict=True)
+        ]
+        header = (*header, "KIND")
+    emit(
+        {"orgs": found, "trialOrgsNotListed": hidden},
+        output_format,
+        lambda _: table(rows, header),
+    )
+    if hidden:
+        click.echo(
+            f"({hidden} trial org{'s' if hidden > 1 else ''} of trial sessions not listed: "
+            "driftgate orgs list --trials)",
+            err=True,
+        )
 
 
 @orgs.command("set-plan")
@@ -108,7 +133,7 @@ def orgs_products(obj: Context, name: str, output_format: str) -> None:
     with obj.transaction() as session:
         org = service.get_org(session, name)
         enabled = [(product, product in org.products) for product in PRODUCTS]
-        paid = service.plan_at_least(org.plan, "pro")
+        paid = allows(org.plan, "overlay_products")
     document = {
         "org": org.name,
         "plan": org.plan,
@@ -120,7 +145,7 @@ def orgs_products(obj: Context, name: str, output_format: str) -> None:
         lambda _: table([(p, "on" if on else "off") for p, on in enabled], ("PRODUCT", "STATE")),
     )
     if not paid and output_format == "text":
-        click.echo(f"(org {org.name} is on the free plan: products cannot be enabled)")
+        click.echo(f"(org {org.name} is on the {org.plan} plan: products cannot be enabled)")
 
 
 @orgs.command("webhook-secret")

@@ -19,10 +19,10 @@ from controller.discovery.service import MissingOut
 from controller.errors import Conflict, NotFound, ValidationFailed
 from controller.model.base import ApiModel, RequestModel
 from controller.model.managed import ensure_unmanaged, managed_by
+from controller.model.plans import allows
 from controller.model.principal import Principal
 from controller.model.watch import WatchType
 from controller.notifications.alerts_service import AlertStats, alert_stats
-from controller.orgs.service import plan_at_least
 from controller.portfolio import answers, dashboards, views
 from controller.portfolio.answers import AskIn, AskOut
 from controller.portfolio.ask import EXAMPLES, INTENTS, Reading, read
@@ -404,7 +404,7 @@ def ask(
     session: Session, org_id: str, plan: str, is_trial: bool, data: AskIn, now: datetime
 ) -> AskOut:
     """Live answers for Pro plans and higher; fixture answers for free plans and trials."""
-    live = plan_at_least(plan, "pro") and not is_trial
+    live = allows(plan, "live_ask") and not is_trial
     return answers.answer(session, org_id, live, data, now)
 
 

@@ -138,6 +138,7 @@ def test_every_page_fits_a_desktop_and_a_phone(
         "search": "/console/search?q=pay",
         "settings": "/console/settings",
         "api-keys": "/console/settings/keys",
+        "plans": "/console/plans",
         "diff-run": f"/console/diffs/{run['id']}",
     }
     for size, (width, height) in WIDTHS.items():

@@ -1,5 +1,6 @@
 """Settings in the console: notification defaults with the weekly e-mail opt-in, overlay
-products (admins; a free plan sees why it cannot), and the org's members: admins invite
+products (admins; a free plan sees why it cannot), what each plan unlocks (`/console/plans`,
+from the table the checks read), and the org's members: admins invite
 (a one-time set-password link, as `driftgate users create` prints), change roles and
 remove members; the org's last admin stays an admin."""
 
@@ -15,6 +16,8 @@ from controller.accounts import service as accounts
 from controller.accounts.service import SignedIn
 from controller.draftpr import service as products
 from controller.errors import Conflict, NotFound, Unprocessable
+from controller.ingress.service import quota_of
+from controller.model.plans import FEATURES, PLANS, allows, quota_text
 from controller.notifications import service as notifications
 from controller.orgs.service import get_org
 from controller.summary import service as summary
@@ -76,6 +79,24 @@ def _settings_page(
         members=accounts.members(session, user.org_id),
         severities=SEVERITIES,
         weekdays=WEEKDAYS,
+    )
+
+
+@blueprint.get("/plans")
+@signed_in
+def plans(user: SignedIn) -> Response:
+    """What each plan unlocks, from the table every plan check reads
+    (`controller.model.plans.FEATURES`), with the org's plan and this server's quotas."""
+    settings = current_app.extensions["driftgate.settings"]
+    quotas = {plan: quota_of(settings, plan) for plan in PLANS}
+    return page(
+        "plans.html",
+        user,
+        plans=PLANS,
+        features=list(FEATURES.values()),
+        allows=allows,
+        quotas={plan: quota_text(plan, quotas) for plan in PLANS},
+        default_plan=settings.default_plan,
     )
 
 
