@@ -51,6 +51,7 @@ def orgs_list(obj: Context, trials: bool, output_format: str) -> None:
     from controller.orgs import service
 
     with obj.transaction() as session:
+        listed = service.list_orgs(session, trials=trials)
         found = [
             {
                 "name": org.name,
@@ -60,16 +61,16 @@ def orgs_list(obj: Context, trials: bool, output_format: str) -> None:
                 "trial": bool(org.is_trial),
                 "createdAt": when(org.created_at),
             }
-            for org in service.list_orgs(session, trials=trials)
+            for org in listed
+        ]
+        rows: list[tuple[str, ...]] = [
+            (org.name, org.plan, ",".join(org.products) or "-", org.id)
+            # a fifth column, with --trials, says which orgs are trial sessions' sandboxes
+            + ((("trial" if org.is_trial else "org"),) if trials else ())
+            for org in listed
         ]
         hidden = 0 if trials else service.count_trial_orgs(session)
-    rows = [(o["name"], o["plan"], ",".join(o["products"]) or "-", o["id"]) for o in found]
-    header: tuple[str, ...] = ("NAME", "PLAN", "PRODUCTS", "ID")
-    if trials:  # a fifth column says which orgs are trial sessions' sandboxes
-        rows = [
-            (*row, "trial" if o["trial"] else "org") for row, o in zip(rows, found, strict=True)
-        ]
-        header = (*header, "KIND")
+    header = ("NAME", "PLAN", "PRODUCTS", "ID") + (("KIND",) if trials else ())
     emit(
         {"orgs": found, "trialOrgsNotListed": hidden},
         output_format,
