@@ -58,6 +58,11 @@ class Context:
 
         database = self.database()
         current, head = migrate.current_revision(database), migrate.head_revision(database)
+        if current != head and migrate.is_ahead(current):
+            raise ConfigError(
+                f"the database schema is at revision {current}, newer than this release's "
+                f"{head}: a newer driftgate migrated it; use that release's driftgate"
+            )
         if current != head:
             raise ConfigError(
                 f"the database schema is at revision {current or 'none'}, "

@@ -11,9 +11,10 @@ from __future__ import annotations
 import atexit
 import gc
 import importlib
+import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 from click.exceptions import NoSuchCommand
@@ -168,9 +169,30 @@ class DriftgateGroup(click.Group):
             summary = command.get_short_help_str(limit=1000) if command is not None else ""
         return summary
 
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Click's entry point, and a reader that went away (`driftgate ... | head -1`) is not
+        an error: stdout is pointed at /dev/null so that nothing more is written, nor flushed
+        at exit, and the command ends quietly with its own exit code (0 when it was cut off
+        while printing), where Python would print a BrokenPipeError and click exit 1."""
+        try:
+            result = super().main(*args, **kwargs)
+            _flush_stdout()
+        except SystemExit as exc:
+            _flush_stdout()
+            raise exc from None
+        return result
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:  # `driftgate --help` and `--version` print here
+            return super().make_context(*args, **kwargs)
+        except BrokenPipeError:
+            _reader_gone()
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:
+            _reader_gone()
         except DriftgateError as exc:
             fail(exc.message)
         except OSError as exc:
@@ -181,6 +203,34 @@ class DriftgateGroup(click.Group):
             origin = getattr(exc, "orig", None)
             reason = (str(origin or exc).strip().splitlines() or ["unknown"])[0]
             fail(f"database error: {reason}")
+
+
+def _flush_stdout() -> None:
+    """Flush what is buffered for stdout now, where a reader that went away can be told."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+    except (AttributeError, ValueError):  # a replaced or closed stream
+        pass
+
+
+def _reader_gone() -> NoReturn:
+    """The reader of stdout closed it while the command printed: exit 0, quietly."""
+    _silence_stdout()
+    sys.exit(0)
+
+
+def _silence_stdout() -> None:
+    """Python's documented recipe (the `signal` module's notes on SIGPIPE): point stdout's
+    descriptor at /dev/null, so the interpreter's last flush has somewhere to go."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):  # a replaced stream (a test's runner)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, descriptor)
+    os.close(devnull)
 
 
 def _shortened(text: str, limit: int) -> str:

@@ -5,14 +5,23 @@ The app is built inside each worker after the fork (no `preload_app`), so every 
 its database engine and no connection crosses a process boundary; so does tracing
 (`controller.tracing`: the span exporter's thread would not survive a fork), set up in each
 worker before its app is built and flushed when the worker exits.
+
+The processes of one `serve` or `up` (the workers, `up`'s controller) write their metrics to a
+directory of the run (`metrics_directory_of_run`), from which any worker answers `/metrics`
+for all of them (`controller.monitoring.service`).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from flask import Flask
@@ -24,7 +33,7 @@ from cli.supervision import GAVE_UP_EXIT, ControllerSupervisor, RestartPolicy, p
 from controller import tracing
 from controller.errors import ConfigError
 from controller.logs import configure_logging
-from controller.settings import Settings
+from controller.settings import METRICS_DIRECTORY_VARIABLE, Settings, metrics_directory
 
 
 class SupervisingArbiter(Arbiter):  # type: ignore[misc]
@@ -98,6 +107,7 @@ class DriftgateServer(BaseApplication):  # type: ignore[misc]
             # and traces its requests when the OpenTelemetry variables ask for it.
             "post_fork": worker_started,
             "worker_exit": worker_exited,
+            "child_exit": child_exit,
             "logconfig_dict": self._logconfig(),
         }
         for key, value in options.items():
@@ -164,6 +174,41 @@ def ensure_port_free(host: str, port: int) -> None:
             ) from None
 
 
+@contextmanager
+def metrics_directory_of_run() -> Iterator[Path]:
+    """A new, empty directory where every process of this run writes its metrics
+    (prometheus_client's multiprocess mode), named to the processes this one starts by
+    `PROMETHEUS_MULTIPROC_DIR`; removed when the run ends. prometheus_client picks its mode
+    when it is first imported, so this comes before anything imports it."""
+    if "prometheus_client.values" in sys.modules:
+        raise RuntimeError("prometheus_client was imported before the run's metrics directory")
+    directory = Path(tempfile.mkdtemp(prefix="driftgate-metrics-"))
+    owner = os.getpid()
+    os.environ[METRICS_DIRECTORY_VARIABLE] = str(directory)
+    try:
+        yield directory
+    finally:
+        # A forked worker leaves through here too (gunicorn exits it with SystemExit): only
+        # the process that made the directory removes it.
+        if os.getpid() == owner:
+            os.environ.pop(METRICS_DIRECTORY_VARIABLE, None)
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def process_ended(pid: int) -> None:
+    """Forget the live values of a process of this run that ended (its counters stay)."""
+    directory = metrics_directory()
+    if directory is not None:
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(pid, str(directory))  # type: ignore[no-untyped-call]
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    """gunicorn `child_exit` hook (in the arbiter): a worker ended."""
+    process_ended(worker.pid)
+
+
 def run_gunicorn(settings: Settings, supervisor: ControllerSupervisor | None = None) -> None:
     DriftgateServer(settings, supervisor).run()
 
@@ -185,4 +230,6 @@ def controller_supervisor(settings: Settings, config: Any) -> ControllerSupervis
         first_delay=settings.controller_restart_delay_seconds,
         limit=settings.controller_restart_limit,
     )
-    return ControllerSupervisor(lambda: start_controller_process(config), policy)
+    return ControllerSupervisor(
+        lambda: start_controller_process(config), policy, on_exit=process_ended
+    )

@@ -125,8 +125,10 @@ class ControllerSupervisor:
         start: Callable[[], subprocess.Popen[bytes]],
         policy: RestartPolicy,
         clock: Callable[[], float] = time.monotonic,
+        on_exit: Callable[[int], None] = lambda pid: None,
     ) -> None:
         self._start = start
+        self.on_exit = on_exit  # told the pid of each controller that ended
         self.policy = policy
         self.clock = clock
         self.process: subprocess.Popen[bytes] | None = None
@@ -182,6 +184,7 @@ class ControllerSupervisor:
             pass  # the arbiter reaped it while it stopped its workers
 
     def _exited(self, pid: int, status: int | None) -> None:
+        self.on_exit(pid)
         ran = self.clock() - self.started_at
         how = _how(status)
         if self.stopping:

@@ -39,6 +39,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy import Table, and_, bindparam, func, literal, or_, select
 from sqlalchemy.orm import Session
 
+from controller import metrics
 from controller.checks import heartbeats_service as heartbeats
 from controller.checks.engine import (
     CheckInput,
@@ -525,6 +526,7 @@ class Controller:
                 result.pop("plan", None)
                 result["problems"] = result["problems"][:20]
         except Exception as exc:  # noqa: BLE001 - a crashed reconcile fails its job only
+            metrics.reconcile_crashed(name)
             if not self._failed(exc, "reconcile.crashed", source=name):
                 self._finish_quietly(job, error=f"{type(exc).__name__}: {exc}"[:500])
             return

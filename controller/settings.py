@@ -315,6 +315,43 @@ class Settings(BaseModel):
         "answering (off: a decision is visible at once and durable within about 0.6 s)",
     )
     refuse_default_user_agents: bool = False
+    metrics_token: SecretStr | None = Field(
+        default=None,
+        description="GET /metrics asks for this bearer token (Authorization: Bearer ...), "
+        "else 401; unset: /metrics answers without credentials (never logged)",
+    )
+    metrics_org_label: bool = Field(
+        default=False,
+        description="the checks, preflight and delivery metrics and the store's gauges carry "
+        "an org label (each org's own series: as many series as orgs); off by default",
+    )
+    metrics_host: str = Field(
+        default="127.0.0.1",
+        description="`driftgate controller --metrics-port`: the address its own /metrics binds",
+    )
+    trial_sessions_enabled: bool = Field(
+        default=False,
+        description="hosted-product route: serve POST /api/trial/session (anonymous callers "
+        "mint a trial session, each with a sandbox org) and accept X-Service-Trial; off: 404 "
+        "not_found and the header is not read",
+    )
+    funnel_events_enabled: bool = Field(
+        default=False,
+        description="hosted-product route: serve POST /api/funnel/events (anonymous usage "
+        "counters per event name and day); off: 404 not_found",
+    )
+    coverage_preview_enabled: bool = Field(
+        default=False,
+        description="hosted-product route: serve POST /api/coverage/preview (coverage without "
+        "a key); off: 404 not_found",
+    )
+    # The names of controller.model.plans.PLANS (a test holds them equal: this base module
+    # cannot import the domain's).
+    default_plan: Literal["free", "pro", "team", "enterprise"] = Field(
+        default="enterprise",
+        description="the plan of an org created without one (driftgate orgs create); "
+        "docs/plans.md says what each plan unlocks",
+    )
     trial_validations_per_month: int = Field(default=500, ge=0)
     validate_enabled: bool = Field(
         default=True, description="serve POST /api/validate (off: 503 validation_disabled)"
@@ -631,6 +668,17 @@ FILE_ONLY = ("sources",)  # structured settings: the config file only, no enviro
 
 def env_name(field: str) -> str:
     return ENV_PREFIX + field.upper()
+
+
+METRICS_DIRECTORY_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def metrics_directory() -> Path | None:
+    """The directory where the processes of one `driftgate serve` or `up` write their metrics
+    (prometheus_client's multiprocess mode, `controller.metrics`), set by `cli.server` for
+    the processes it starts; None in any other process."""
+    value = os.environ.get(METRICS_DIRECTORY_VARIABLE)
+    return Path(value) if value else None
 
 
 def process_environment() -> dict[str, str]:

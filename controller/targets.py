@@ -18,6 +18,9 @@ rows stored before these rules and for values read from the controller's environ
   inside: no control characters (CR, LF, NUL ...), no leading or trailing whitespace, no
   characters outside ASCII. RFC 9110 field-content also allows obs-text (bytes 0x80-0xFF),
   but new fields should not use it and httpx sends text values as ASCII.
+
+And how a destination URL (a webhook, Slack's incoming webhook) is shown to people
+(`shown_destination`): scheme, host, port and path, without what may be a secret.
 """
 
 from __future__ import annotations
@@ -199,6 +202,31 @@ def _label_problem(label: str) -> str | None:
         except (idna.IDNAError, UnicodeError, ValueError):
             return f"host label {shown} is not a valid punycode A-label (IDNA 2008)"
     return None
+
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+SECRET_SEGMENT = 16  # a path segment this long may be a token (Slack's last one is 24)
+
+
+def shown_destination(url: str) -> str:
+    """`url` as people may see it: scheme, host, port (the scheme's default written out) and
+    path; no user info, a query shown as `?…`, no fragment, and a path segment of
+    `SECRET_SEGMENT` characters or more (where webhooks keep their token) cut to its first
+    four. `https://u:p@hooks.example.com/services/T0/B0/XXXXXXXXXXXXXXXXXXXXXXXX?t=1` reads
+    `https://hooks.example.com:443/services/T0/B0/XXXX…?…`."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return "(an unreadable URL)"
+    scheme = parts.scheme.lower()
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = port if port is not None else DEFAULT_PORTS.get(scheme)
+    segments = [s if len(s) < SECRET_SEGMENT else f"{s[:4]}…" for s in parts.path.split("/")]
+    shown = f"{scheme}://{host}{f':{port}' if port is not None else ''}{'/'.join(segments)}"
+    return shown + ("?…" if parts.query else "")
 
 
 def _is_canonical_ipv4(host: str) -> bool:

@@ -203,9 +203,24 @@ def empty_database(database: Database, template: str) -> None:
     shutil.copyfile(template, path)
 
 
+# The hosted product's anonymous routes, off on a self-hosted server by default: a test of
+# them says `@pytest.mark.hosted_routes`, and the `settings` (and `live_settings`) of its
+# app switch them on.
+HOSTED_ROUTES = {
+    "trial_sessions_enabled": True,
+    "funnel_events_enabled": True,
+    "coverage_preview_enabled": True,
+}
+
+
+def hosted_routes(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The settings that switch the hosted routes on, when the test is marked for them."""
+    return HOSTED_ROUTES if request.node.get_closest_marker("hosted_routes") else {}
+
+
 @pytest.fixture
-def settings(tmp_path: Path, database: Database) -> Settings:
-    return make_settings(tmp_path, database_url=database.url)
+def settings(request: pytest.FixtureRequest, tmp_path: Path, database: Database) -> Settings:
+    return make_settings(tmp_path, database_url=database.url, **hosted_routes(request))
 
 
 @pytest.fixture
@@ -272,8 +287,10 @@ def proxy(database: Database) -> Iterator[DatabaseProxy]:
 
 
 @pytest.fixture
-def live_settings(tmp_path: Path, database: Database) -> Settings:
-    return make_settings(tmp_path, database_url=database.url, allow_private_targets=True)
+def live_settings(request: pytest.FixtureRequest, tmp_path: Path, database: Database) -> Settings:
+    return make_settings(
+        tmp_path, database_url=database.url, allow_private_targets=True, **hosted_routes(request)
+    )
 
 
 @pytest.fixture

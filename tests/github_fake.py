@@ -548,7 +548,11 @@ class FakeGitHub:
             "title": pull["title"],
             "merged_at": "2026-01-02T00:00:00Z" if pull["merged"] else None,
         }
-        return example(f"#/components/schemas/{name}", **values)
+        answer = example(f"#/components/schemas/{name}", **values)
+        # The branches it joins, as GitHub names them (the description's example has others).
+        answer["head"] = {**copy.deepcopy(answer.get("head", {})), "ref": pull["head"]}
+        answer["base"] = {**copy.deepcopy(answer.get("base", {})), "ref": pull["base"]}
+        return answer
 
     def add_labels(
         self, path: dict[str, str], query: Any, headers: Any, body: Any
@@ -643,7 +647,6 @@ def delivery(
             if pull["number"] == number:
                 answer = fake._pull_answer(fake.repositories[repo], pull, simple=False)
                 answer["merged"] = pull["merged"]
-                answer["head"] = {**copy.deepcopy(answer.get("head", {})), "ref": pull["head"]}
                 payload.update(number=number, pull_request=answer, repository=repository)
     else:
         payload["installation"] = example(

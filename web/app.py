@@ -26,6 +26,7 @@ from web.edge import (
     traced,
 )
 from web.lane import Lane
+from web.metrics import MetricsEndpoint
 from web.ratelimit import RateLimiter
 from web.routes import CORRELATION_HEADER, Resources
 
@@ -97,7 +98,9 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
 
     # Routes that opt in (the run gate's hot path) skip Flask's per-request machinery
     # (`web.lane`).
-    app.wsgi_app = Lane(app, app.wsgi_app)  # type: ignore[method-assign]
+    # `/metrics` (Prometheus) is served ahead of Flask, behind the lane's deadline.
+    endpoint = MetricsEndpoint(settings, app.extensions["driftgate.database"], app.wsgi_app)
+    app.wsgi_app = Lane(app, endpoint)  # type: ignore[method-assign]
     if settings.trusted_proxy_hops:
         # Outermost, so the lane and Flask alike see the client's address and scheme. Each
         # trusted proxy appends what it saw; the value `hops` from the right is the one the

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
-from flask import request
+from flask import current_app, request
 from sqlalchemy.exc import SQLAlchemyError
 
 from controller.accounts.service import SignedIn
@@ -22,7 +22,7 @@ from controller.model.principal import Principal
 from controller.orgs import auth_service
 from controller.store.models import TrialSession
 from web.db import database, request_session
-from web.routes import Auth
+from web.routes import TRIAL_SESSIONS, Auth
 
 TRIAL_HEADER = "X-Service-Trial"
 logger = logging.getLogger("driftgate.web")
@@ -60,6 +60,14 @@ def authenticate(auth: Auth) -> tuple[Principal | None, TrialSession | None]:
     if signed is not None:
         return signed.principal(), None
     if auth == "key_or_trial":
+        if not TRIAL_SESSIONS.enabled(current_app.extensions["driftgate.settings"]):
+            # Trial sessions are off (the default of a self-hosted server): the header is
+            # not read, and a token minted while they were on no longer opens anything.
+            raise Unauthorized(
+                "an API key is required: send `Authorization: Bearer dg_...` (trial sessions "
+                f"are off on this server: {TRIAL_SESSIONS.variable})",
+                code="missing_credentials",
+            )
         # The hosted clients send their name of the header (`X-DriftGuard-Trial`).
         token = (compat.header(request.headers, TRIAL_HEADER) or "").strip()
         if token:

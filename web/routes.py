@@ -25,9 +25,10 @@ from werkzeug.routing import BaseConverter, Map
 from controller import __version__
 from controller.crypto import SecretBox
 from controller.errors import NotFound, PayloadTooLarge
+from controller.model.plans import allows, minimum_plan
 from controller.model.principal import Principal
-from controller.orgs.service import plan_at_least, plan_required, product_required
-from controller.settings import Settings
+from controller.orgs.service import plan_required, product_required
+from controller.settings import Settings, env_name
 from controller.store.db import Database
 from controller.store.models import TrialSession
 from web.body import parse_body, request_bytes, validate
@@ -156,10 +157,13 @@ class Guard:
         self.check = check
 
 
-def requires_plan(minimum: str) -> Guard:
+def requires_plan(feature: str) -> Guard:
+    """403 `plan_required` unless the caller's plan has `feature` (`controller.model.plans`)."""
+    minimum = minimum_plan(feature)
+
     def check(principal: Principal) -> None:
-        if not plan_at_least(principal.plan, minimum):
-            raise plan_required(principal.org_name, principal.plan, minimum)
+        if not allows(principal.plan, feature):
+            raise plan_required(principal.org_name, principal.plan, feature)
 
     return Guard(f"requires the {minimum} plan or higher", check)
 
@@ -170,6 +174,48 @@ def requires_product(product: str) -> Guard:
             raise product_required(principal.org_name, principal.plan, product)
 
     return Guard(f"requires the {product} product", check)
+
+
+@dataclass(frozen=True)
+class HostedSwitch:
+    """A family of routes of the hosted product (trial sessions, funnel events, the public
+    coverage preview) that a self-hosted server serves only when its operator switches them
+    on: anonymous callers would otherwise make rows (a trial's sandbox org, usage counters)
+    or use the server as a public service. `setting` names the `Settings` field, off by
+    default; off, the route answers 404 `not_found`, like a route that does not exist."""
+
+    setting: str
+    what: str  # the family, in words ("trial sessions")
+
+    def __post_init__(self) -> None:
+        if Settings.model_fields.get(self.setting) is None:
+            raise ValueError(f"{self.setting}: no such setting")
+
+    @property
+    def variable(self) -> str:
+        return env_name(self.setting)
+
+    @property
+    def description(self) -> str:
+        return (
+            f"Served only when {self.what} are switched on (`{self.setting}`, "
+            f"`{self.variable}=true`; off by default): otherwise 404 `not_found`"
+        )
+
+    def enabled(self, settings: Settings) -> bool:
+        return bool(getattr(settings, self.setting))
+
+    def check(self, settings: Settings) -> None:
+        if not self.enabled(settings):
+            raise NotFound(
+                f"not served by this server: {self.what} are off (an operator switches them "
+                f"on with {self.variable}=true)"
+            )
+
+
+TRIAL_SESSIONS = HostedSwitch("trial_sessions_enabled", "trial sessions")
+FUNNEL_EVENTS = HostedSwitch("funnel_events_enabled", "funnel events")
+COVERAGE_PREVIEW = HostedSwitch("coverage_preview_enabled", "coverage previews without a key")
 
 
 Handler = Callable[[Call], BaseModel | Reply | Response]
@@ -196,6 +242,10 @@ class Route:
     # The hosted product's name of a route (`controller.compat`): which client calls it, and
     # the route of driftgate's it maps onto (published as `x-driftgate-compat`).
     compat: dict[str, str] | None = None
+    # A route of the hosted product that a self-hosted server serves only when switched on:
+    # the `Settings` field that switches it (`HostedSwitch`); off, it answers 404 `not_found`
+    # before anything of the request is read, as a route that does not exist.
+    switch: HostedSwitch | None = None
 
     @property
     def operation_id(self) -> str:
@@ -223,7 +273,7 @@ class Route:
             statuses.add(401)
         if self.guards:
             statuses.add(403)
-        if self.path_params:
+        if self.path_params or self.switch is not None:
             statuses.add(404)
         return sorted(statuses)
 
@@ -261,6 +311,7 @@ class Registry:
         lane: bool = False,
         max_body: int | None = None,
         compat: dict[str, str] | None = None,
+        switch: HostedSwitch | None = None,
     ) -> Callable[[Handler], Handler]:
         """Declare a route. Its success answer is `out` (by default the model the handler is
         annotated to return, if any) with `status` (200 with a model, 204 without); or
@@ -295,6 +346,7 @@ class Registry:
                     lane=lane,
                     max_body=max_body,
                     compat=compat,
+                    switch=switch,
                 )
             )
             return handler
@@ -361,6 +413,7 @@ class RouteOptions(TypedDict, total=False):
     lane: bool
     max_body: int | None
     compat: dict[str, str] | None
+    switch: HostedSwitch | None
 
 
 class Router:
@@ -388,6 +441,9 @@ def _make_view(
     route: Route, authenticate: Callable[[Auth], tuple[Principal | None, TrialSession | None]]
 ) -> Callable[..., Response]:
     def view(**path: str) -> Response:
+        resources: Resources = current_app.extensions["driftgate.resources"]
+        if route.switch is not None:
+            route.switch.check(resources.settings)
         principal, trial = authenticate(route.auth)
         if principal is not None:
             g.org_id = principal.org_id
@@ -400,7 +456,7 @@ def _make_view(
         query = _parse_query(route.query) if route.query is not None else None
         body = _parse_body(route.body, route.max_body) if route.body is not None else None
         call = Call(
-            resources=current_app.extensions["driftgate.resources"],
+            resources=resources,
             principal=principal,
             trial=trial,
             body=body,
@@ -534,6 +590,10 @@ def build_openapi(routes: list[Route], settings: Settings) -> dict[str, Any]:
             notes = "; ".join(g.description for g in route.guards)
             operation["description"] = (
                 operation.get("description", "") + f"\n\nAccess: {notes}."
+            ).strip()
+        if route.switch is not None:
+            operation["description"] = (
+                operation.get("description", "") + f"\n\n{route.switch.description}."
             ).strip()
         if route.auth == "none":
             operation["security"] = []

@@ -16,7 +16,8 @@ import click
 
 from cli import api
 from cli.common import fail
-from cli.remote import emit, server, server_command, table
+from cli.output import emit, table
+from cli.remote import server, server_command
 
 if TYPE_CHECKING:  # for annotations only: `--help` loads no HTTP client
     import httpx

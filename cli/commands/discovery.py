@@ -20,8 +20,9 @@ import click
 
 from cli import api
 from cli.common import fail
+from cli.output import emit, table
 from cli.progress import Progress, progress
-from cli.remote import emit, server, server_command, table
+from cli.remote import server, server_command
 
 MAX_FILES = 5000
 MAX_FILE_BYTES = 1024 * 1024

@@ -13,7 +13,8 @@ import click
 
 from cli import api
 from cli.common import fail
-from cli.remote import emit, server, server_command, table
+from cli.output import emit, table
+from cli.remote import server, server_command
 
 if TYPE_CHECKING:
     import httpx

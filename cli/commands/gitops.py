@@ -11,8 +11,9 @@ import click
 
 from cli import api, style
 from cli.common import Context, options
+from cli.output import emit, output_format, table
 from cli.progress import progress
-from cli.remote import emit, output_format, server, table
+from cli.remote import server
 from controller.errors import ConfigError
 
 
@@ -114,32 +115,23 @@ def sources_list(
         emit(listed, output_format, lambda d: _source_rows(d.get("sources", [])))
         return
     from controller.gitsources import service as source_service
-    from controller.orgs.service import get_org
 
     settings = obj.settings()
     _say_local(obj, url)
-    specs = settings.sources
-    if not specs:
+    if not settings.sources:
         click.echo(
-            "no sources configured: add `sources:` to the config file (--config or "
-            "DRIFTGATE_CONFIG); see docs/gitops.md"
+            "driftgate: no sources configured: add `sources:` to the config file (--config or "
+            "DRIFTGATE_CONFIG); see docs/gitops.md",
+            err=True,
         )
-        return
     with obj.transaction() as session:
-        if output_format == "json":
-            found = [
-                source_service.get_source(session, settings, get_org(session, s.org).id, s.name)
-                for s in specs
-            ]
-            listed = source_service.SourceList(sources=found)
-            click.echo(listed.model_dump_json(by_alias=True, indent=2))
-            return
-        for spec in specs:
-            state, applied = source_service.readiness(session, spec)
-            shown = (applied or "-")[:12]
-            click.echo(
-                f"{spec.name}\t{spec.org}\t{style.paint(state)}\t{shown}\t{spec.branch}:{spec.path}"
-            )
+        found = source_service.configured_sources(session, settings)
+    document = {
+        "sources": [
+            {**out.model_dump(mode="json", by_alias=True), "org": org} for org, out in found
+        ]
+    }
+    emit(document, output_format, lambda d: _source_rows(d["sources"], with_org=True))
 
 
 @sources.command("status")
@@ -181,7 +173,9 @@ def _say_local(obj: Context, url: str | None) -> None:
     )
 
 
-def _source_rows(found: list[dict[str, Any]]) -> list[str]:
+def _source_rows(found: list[dict[str, Any]], with_org: bool = False) -> list[str]:
+    """The table of `sources list`; its ORG column when the sources of several orgs are
+    listed (read from the config file here)."""
     rows = []
     for source in found:
         conditions = source.get("conditions") or []
@@ -189,13 +183,23 @@ def _source_rows(found: list[dict[str, Any]]) -> list[str]:
         state = "suspended" if source.get("suspended") else ready.get("reason") or "NotReconciled"
         runs = source.get("runs") or []
         last = f"{runs[0]['result']} {runs[0]['at']}" if runs else "-"
+        org = (source.get("org", "-"),) if with_org else ()
         rows.append(
             (
                 source["name"],
+                *org,
                 state,
                 (source.get("lastAppliedRevision") or "-")[:12],
                 f"{source['branch']}:{source['path']}",
                 last,
             )
         )
-    return table(rows, ("NAME", "STATE", "APPLIED", "BRANCH:PATH", "LAST RUN"), {1: style.paint})
+    header = (
+        "NAME",
+        *(("ORG",) if with_org else ()),
+        "STATE",
+        "APPLIED",
+        "BRANCH:PATH",
+        "LAST RUN",
+    )
+    return table(rows, header, {2 if with_org else 1: style.paint})

@@ -12,7 +12,8 @@ import click
 
 from cli import api
 from cli.common import fail
-from cli.remote import emit, server, server_command, table
+from cli.output import emit, table
+from cli.remote import server, server_command
 
 
 def _read(path: str, what: str) -> Any:

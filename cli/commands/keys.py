@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import click
 
 from cli.common import CLI_ACTOR, Context
+from cli.output import emit, output_format, table, when
 
 
 @click.group()
@@ -37,30 +38,38 @@ def keys_create(obj: Context, org_name: str, name: str) -> None:
 
 @keys.command("list")
 @click.option("--org", "org_name", required=True, help="Org name or id.")
+@output_format
 @click.pass_obj
-def keys_list(obj: Context, org_name: str) -> None:
+def keys_list(obj: Context, org_name: str, output_format: str) -> None:
     """List an org's keys: id, hint, name, created, last used, revoked."""
     from controller.orgs import auth_service as auth
     from controller.orgs import service as org_service
 
     with obj.transaction() as session:
-        for key in auth.list_api_keys(session, org_service.get_org(session, org_name)):
-            click.echo(
-                "\t".join(
-                    [
-                        key.id,
-                        f"...{key.hint}",
-                        key.name or "-",
-                        key.created_at.isoformat(timespec="seconds"),
-                        key.last_used_at.isoformat(timespec="seconds")
-                        if key.last_used_at
-                        else "never",
-                        f"revoked {key.revoked_at.isoformat(timespec='seconds')}"
-                        if key.revoked_at
-                        else "active",
-                    ]
-                )
-            )
+        found = [
+            {
+                "id": key.id,
+                "hint": key.hint,
+                "name": key.name,
+                "createdAt": when(key.created_at),
+                "lastUsedAt": key.last_used_at and when(key.last_used_at),
+                "revokedAt": key.revoked_at and when(key.revoked_at),
+            }
+            for key in auth.list_api_keys(session, org_service.get_org(session, org_name))
+        ]
+    rows = [
+        (
+            k["id"],
+            f"...{k['hint']}",
+            k["name"] or "-",
+            k["createdAt"],
+            k["lastUsedAt"] or "never",
+            f"revoked {k['revokedAt']}" if k["revokedAt"] else "active",
+        )
+        for k in found
+    ]
+    header = ("ID", "HINT", "NAME", "CREATED", "LAST USED", "STATE")
+    emit({"keys": found}, output_format, lambda _: table(rows, header))
 
 
 @keys.command("revoke")

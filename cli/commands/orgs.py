@@ -8,8 +8,9 @@ from collections.abc import Callable
 import click
 
 from cli.common import CLI_ACTOR, Context
+from cli.output import emit, output_format, table, when
 from controller.model.hosted import PRODUCT_ALIASES
-from controller.model.plans import PLANS, PRODUCTS
+from controller.model.plans import PLANS, PRODUCTS, allows
 
 
 @click.group()
@@ -22,29 +23,65 @@ def orgs() -> None:
 @click.option(
     "--plan",
     type=click.Choice(PLANS),
-    default="free",
-    show_default=True,
+    help="Default: the server's default plan (setting default_plan, enterprise unless set; "
+    "docs/plans.md says what each plan unlocks).",
 )
 @click.pass_obj
-def orgs_create(obj: Context, name: str, plan: str) -> None:
+def orgs_create(obj: Context, name: str, plan: str | None) -> None:
     """Create an org."""
     from controller.orgs import service
 
+    default_plan = obj.settings().default_plan
     with obj.transaction() as session:
-        org = service.create_org(session, name, plan, actor=CLI_ACTOR)
+        org = service.create_org(session, name, plan, actor=CLI_ACTOR, default_plan=default_plan)
         click.echo(f"created org {org.name} ({org.id}) on plan {org.plan}")
 
 
 @orgs.command("list")
+@click.option(
+    "--trials",
+    is_flag=True,
+    help="Also list the sandbox orgs of trial sessions (marked `trial`, after the others).",
+)
+@output_format
 @click.pass_obj
-def orgs_list(obj: Context) -> None:
-    """List orgs with their plans and products."""
+def orgs_list(obj: Context, trials: bool, output_format: str) -> None:
+    """List orgs with their plans and products (name, plan, products, id); the sandbox orgs
+    that trial sessions made are counted on stderr, and listed with --trials."""
     from controller.orgs import service
 
     with obj.transaction() as session:
-        for org in service.list_orgs(session):
-            products = ",".join(org.products) or "-"
-            click.echo(f"{org.name}\t{org.plan}\t{products}\t{org.id}")
+        listed = service.list_orgs(session, trials=trials)
+        found = [
+            {
+                "name": org.name,
+                "plan": org.plan,
+                "products": list(org.products),
+                "id": org.id,
+                "trial": bool(org.is_trial),
+                "createdAt": when(org.created_at),
+            }
+            for org in listed
+        ]
+        rows: list[tuple[str, ...]] = [
+            (org.name, org.plan, ",".join(org.products) or "-", org.id)
+            # a fifth column, with --trials, says which orgs are trial sessions' sandboxes
+            + ((("trial" if org.is_trial else "org"),) if trials else ())
+            for org in listed
+        ]
+        hidden = 0 if trials else service.count_trial_orgs(session)
+    header = ("NAME", "PLAN", "PRODUCTS", "ID") + (("KIND",) if trials else ())
+    emit(
+        {"orgs": found, "trialOrgsNotListed": hidden},
+        output_format,
+        lambda _: table(rows, header),
+    )
+    if hidden:
+        click.echo(
+            f"({hidden} trial org{'s' if hidden > 1 else ''} of trial sessions not listed: "
+            "driftgate orgs list --trials)",
+            err=True,
+        )
 
 
 @orgs.command("set-plan")
@@ -88,17 +125,28 @@ orgs.command("disable-product", help="Disable an overlay product for an org.")(
 
 @orgs.command("products")
 @click.argument("name")
+@output_format
 @click.pass_obj
-def orgs_products(obj: Context, name: str) -> None:
+def orgs_products(obj: Context, name: str, output_format: str) -> None:
     """An org's overlay products, on or off (paid plans can enable them)."""
     from controller.orgs import service
 
     with obj.transaction() as session:
         org = service.get_org(session, name)
-        for product in PRODUCTS:
-            click.echo(f"{product}\t{'on' if product in org.products else 'off'}")
-        if not service.plan_at_least(org.plan, "pro"):
-            click.echo(f"(org {org.name} is on the free plan: products cannot be enabled)")
+        enabled = [(product, product in org.products) for product in PRODUCTS]
+        paid = allows(org.plan, "overlay_products")
+    document = {
+        "org": org.name,
+        "plan": org.plan,
+        "products": [{"product": p, "enabled": on} for p, on in enabled],
+    }
+    emit(
+        document,
+        output_format,
+        lambda _: table([(p, "on" if on else "off") for p, on in enabled], ("PRODUCT", "STATE")),
+    )
+    if not paid and output_format == "text":
+        click.echo(f"(org {org.name} is on the {org.plan} plan: products cannot be enabled)")
 
 
 @orgs.command("webhook-secret")
@@ -125,8 +173,9 @@ def orgs_webhook_secret(obj: Context, name: str, rotate: bool) -> None:
 
 @orgs.command("installations")
 @click.argument("name", required=False)
+@output_format
 @click.pass_obj
-def orgs_installations(obj: Context, name: str | None) -> None:
+def orgs_installations(obj: Context, name: str | None, output_format: str) -> None:
     """GitHub App installations linked to an org (or to every org), with how each link was
     proven (`legacy`: linked before ownership was checked; review those)."""
     from controller.draftpr import service as draftpr
@@ -134,11 +183,22 @@ def orgs_installations(obj: Context, name: str | None) -> None:
 
     with obj.transaction() as session:
         org = service.get_org(session, name) if name else None
-        for org_name, link in draftpr.all_links(session, org):
-            click.echo(
-                f"{org_name}\t{link.installation_id}\t{link.account or '-'}\t"
-                f"{link.status}\t{link.linked_by}"
-            )
+        found = [
+            {
+                "org": org_name,
+                "installationId": link.installation_id,
+                "account": link.account or None,
+                "status": link.status,
+                "linkedBy": link.linked_by,
+            }
+            for org_name, link in draftpr.all_links(session, org)
+        ]
+    rows = [
+        (i["org"], str(i["installationId"]), i["account"] or "-", i["status"], i["linkedBy"])
+        for i in found
+    ]
+    header = ("ORG", "INSTALLATION", "ACCOUNT", "STATUS", "LINKED BY")
+    emit({"installations": found}, output_format, lambda _: table(rows, header))
 
 
 @orgs.command("link-installation")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from cli.common import CLI_ACTOR, Context
+from cli.output import emit, output_format, table, when
 
 
 @click.group()
@@ -59,15 +60,24 @@ def users_reset(obj: Context, email: str) -> None:
 
 @users.command("list")
 @click.option("--org", "org_name", required=True)
+@output_format
 @click.pass_obj
-def users_list(obj: Context, org_name: str) -> None:
+def users_list(obj: Context, org_name: str, output_format: str) -> None:
     """List an org's users with their roles and last sign-in."""
     from controller.accounts import service
     from controller.orgs.service import get_org
 
     with obj.transaction() as session:
         org = get_org(session, org_name)
-        for user in service.members(session, org.id):
-            last = user.last_sign_in_at.isoformat() if user.last_sign_in_at else "never"
-            state = "active" if user.password_hash else "invited"
-            click.echo(f"{user.email}\t{user.role}\t{state}\tlast sign-in {last}")
+        found = [
+            {
+                "email": user.email,
+                "role": user.role,
+                "state": "active" if user.password_hash else "invited",
+                "lastSignInAt": user.last_sign_in_at and when(user.last_sign_in_at),
+            }
+            for user in service.members(session, org.id)
+        ]
+    rows = [(u["email"], u["role"], u["state"], u["lastSignInAt"] or "never") for u in found]
+    header = ("EMAIL", "ROLE", "STATE", "LAST SIGN-IN")
+    emit({"users": found}, output_format, lambda _: table(rows, header))

@@ -17,7 +17,8 @@ from click.core import ParameterSource
 
 from cli import api, style
 from cli.common import pages
-from cli.remote import emit, server, server_command, table
+from cli.output import emit, table
+from cli.remote import server, server_command
 from controller.contracts.kinds import CONTRACT_KINDS
 
 
@@ -358,12 +359,21 @@ def drift_show(event_id: str, url: str | None, api_key: str | None, output_forma
     emit(event, output_format, text)
 
 
+SEVERITY_ORDER = ("breaking", "warning", "info")
+
+
+def _severity_rank(change: dict[str, Any]) -> int:
+    severity = str(change.get("severity", "")).lower()
+    return SEVERITY_ORDER.index(severity) if severity in SEVERITY_ORDER else len(SEVERITY_ORDER)
+
+
 def _change_lines(changes: Sequence[dict[str, Any]], indent: str) -> list[str]:
-    """Each change: severity, its cause (a change to a shared schema: the schema and what
+    """Each change, breaking first, then warning, then info (in the server's order within a
+    severity): severity, its cause (a change to a shared schema: the schema and what
     changed in it, and how many operations it reaches) or its summary, its agentAction token,
     and its hint below."""
     lines = []
-    for change in changes:
+    for change in sorted(changes, key=_severity_rank):
         action = change.get("agentAction")
         suffix = f" -> {action}" if action else ""
         severity = str(change.get("severity", "")).upper()

@@ -33,21 +33,27 @@ from controller.activity.timeline import (
     detail_of,
     kind_of_action,
     merge,
+    name_in,
     parse_filters,
     within,
     words_of_action,
 )
 from controller.agents.service import get_agent
+from controller.crypto import SecretBox
 from controller.drift.incidents import ACTIVE
 from controller.errors import NotFound
+from controller.notifications import deliveries_service as deliveries
 from controller.store.models import (
     Agent,
     AgentWatch,
+    ApiKey,
     AuditEntry,
     DriftEvent,
     Incident,
+    Org,
     OutboxMessage,
     Source,
+    User,
     Watch,
 )
 from controller.watches.service import get_watch
@@ -70,14 +76,16 @@ class Scope:
         return self.watch_ids is None and self.source is None
 
 
-def read(session: Session, org_id: str, filters: Filters) -> Page:
-    """A page of the org's timeline (or one object's), newest first."""
+def read(session: Session, org_id: str, filters: Filters, box: SecretBox | None = None) -> Page:
+    """A page of the org's timeline (or one object's), newest first. With the secret `box`,
+    deliveries name their destination in full without its secrets (scheme, host, port,
+    path); without, by the stored hint (scheme and host)."""
     scope = resolve_scope(session, org_id, filters)
     lists = [
         _audit(session, scope, filters),
         _drift(session, scope, filters),
         _incidents_opened(session, scope, filters),
-        _deliveries(session, scope, filters),
+        _deliveries(session, scope, filters, box),
         _runs(session, scope, filters),
     ]
     page = merge(lists, filters)
@@ -226,7 +234,10 @@ def _audit_entry(row: AuditEntry) -> Entry:
         detail=detail_of(details),
         object_type=object_type,
         object_id=row.target_id,
+        # As the entry was written: what names the object once it is gone.
+        object_name=name_in(details),
         watch_id=row.target_id if row.target_type == "watch" else None,
+        target_type=row.target_type,
     )
 
 
@@ -323,7 +334,9 @@ def _incidents_opened(session: Session, scope: Scope, filters: Filters) -> list[
     ]
 
 
-def _deliveries(session: Session, scope: Scope, filters: Filters) -> list[Entry]:
+def _deliveries(
+    session: Session, scope: Scope, filters: Filters, box: SecretBox | None
+) -> list[Entry]:
     if not filters.wants("delivery") or scope.source is not None or scope.agent_key:
         return []
     where = [
@@ -337,6 +350,7 @@ def _deliveries(session: Session, scope: Scope, filters: Filters) -> list[Entry]
             OutboxMessage.event_type,
             OutboxMessage.channel,
             OutboxMessage.destination_hint,
+            OutboxMessage.destination_ciphertext,
             OutboxMessage.status,
             OutboxMessage.attempts,
             OutboxMessage.last_error,
@@ -352,7 +366,7 @@ def _deliveries(session: Session, scope: Scope, filters: Filters) -> list[Entry]
             key=f"delivery:{row.id}",
             kind="delivery",
             action=row.event_type,
-            title=f"{row.event_type} to {row.channel} {row.destination_hint}: {row.status}"
+            title=f"{row.event_type} to {row.channel} {_destination(row, box)}: {row.status}"
             + (f" after {row.attempts} attempts" if row.attempts > 1 else ""),
             detail=(row.last_error or "")[:300] or None,
             severity=_DELIVERY_SEVERITY.get(row.status),
@@ -364,7 +378,12 @@ def _deliveries(session: Session, scope: Scope, filters: Filters) -> list[Entry]
     ]
 
 
-_DELIVERY_SEVERITY = {"delivered": "ok", "failed": "failed", "dead": "failed"}
+_DELIVERY_SEVERITY = {"delivered": "ok", "failed": "failed", "retrying": "failed"}
+
+
+def _destination(row: Any, box: SecretBox | None) -> str:
+    hint = str(row.destination_hint)
+    return hint if box is None else deliveries.shown(box, row.destination_ciphertext, hint)
 
 
 def _runs(session: Session, scope: Scope, filters: Filters) -> list[Entry]:
@@ -409,42 +428,45 @@ def _run_entry(source: str, run: dict[str, Any]) -> Entry | None:
 
 
 def _named(session: Session, org_id: str, entries: Sequence[Entry]) -> list[Entry]:
-    """The page's entries with the names of their objects (two lookups at most): an audited
-    incident links to its watch."""
+    """The page's entries with the names of their objects as they are now (a few indexed
+    lookups, one per kind of object on the page): an audited incident links to its watch; an
+    object that is gone keeps the name its entry stored (a deleted watch's `watch.delete`
+    entry holds it), else its id, and is not linked."""
     incident_ids = {e.object_id for e in entries if e.object_type == "incident" and e.object_id}
-    incident_watch: dict[str, str] = {}
-    if incident_ids:
-        incident_watch = dict(
-            (row[0], row[1])
-            for row in session.execute(
-                select(Incident.id, Incident.watch_id).where(
-                    Incident.org_id == org_id, Incident.id.in_(incident_ids)
-                )
-            )
-        )
-    watch_ids = {e.watch_id for e in entries if e.watch_id and not e.object_name}
-    watch_ids |= set(incident_watch.values())
-    names: dict[str, str] = {}
-    if watch_ids:
-        names = dict(
-            (row[0], row[1])
-            for row in session.execute(
-                select(Watch.id, Watch.name).where(Watch.org_id == org_id, Watch.id.in_(watch_ids))
-            )
-        )
+    incident_watch = _pairs(
+        session, Incident.id, Incident.watch_id, Incident.org_id == org_id, incident_ids
+    )
+    watch_ids = {e.watch_id for e in entries if e.watch_id} | set(incident_watch.values())
+    watches = _pairs(session, Watch.id, Watch.name, Watch.org_id == org_id, watch_ids)
     agent_keys = {e.object_id for e in entries if e.object_type == "agent" and e.object_id}
-    agents = (
-        dict(
-            (row[0], row[1])
-            for row in session.execute(
-                select(Agent.key, Agent.name).where(
+    agents = {
+        row.key: row.name or row.slug
+        for row in (
+            session.execute(
+                select(Agent.key, Agent.name, Agent.slug).where(
                     Agent.org_id == org_id, Agent.key.in_(agent_keys)
                 )
             )
+            if agent_keys
+            else ()
         )
-        if agent_keys
-        else {}
-    )
+    }
+    keys = _ids(entries, "api_key")
+    users = _ids(entries, "user")
+    key_names = {
+        row.id: row.name or f"key …{row.hint}"
+        for row in (
+            session.execute(
+                select(ApiKey.id, ApiKey.name, ApiKey.hint).where(
+                    ApiKey.org_id == org_id, ApiKey.id.in_(keys)
+                )
+            )
+            if keys
+            else ()
+        )
+    }
+    emails = _pairs(session, User.id, User.email, User.org_id == org_id, users)
+    orgs = _pairs(session, Org.id, Org.name, Org.id == org_id, _ids(entries, "org"))
     named = []
     for entry in entries:
         if entry.object_type == "incident":
@@ -452,23 +474,51 @@ def _named(session: Session, org_id: str, entries: Sequence[Entry]) -> list[Entr
             entry = dataclasses.replace(
                 entry,
                 object_type="watch" if watch_id else None,
-                object_id=watch_id,
+                object_id=watch_id or entry.object_id,
+                object_name=None if watch_id else f"incident {entry.object_id}",
                 watch_id=watch_id,
             )
         if entry.object_type == "agent":
-            entry = dataclasses.replace(
-                entry, object_name=agents.get(entry.object_id or "") or entry.object_id
-            )
-        elif entry.watch_id and not entry.object_name:
-            # A deleted watch keeps its entries, without a link.
-            name = names.get(entry.watch_id)
+            found = agents.get(entry.object_id or "")
             entry = dataclasses.replace(
                 entry,
-                object_name=name,
-                object_type=entry.object_type if name else None,
+                object_name=found or entry.object_name or entry.object_id,
+                object_type="agent" if found else None,
+                gone=found is None,
             )
+        elif entry.watch_id:
+            name = watches.get(entry.watch_id)
+            entry = dataclasses.replace(
+                entry,
+                object_name=name or entry.object_name,
+                object_type=entry.object_type if name else None,
+                gone=name is None,
+            )
+        elif entry.target_type in ("api_key", "user", "org"):
+            names = {"api_key": key_names, "user": emails, "org": orgs}[entry.target_type]
+            found = names.get(entry.object_id or "")
+            entry = dataclasses.replace(entry, object_name=found or entry.object_name)
         named.append(entry)
     return named
+
+
+def _ids(entries: Sequence[Entry], target_type: str) -> set[str]:
+    return {e.object_id for e in entries if e.target_type == target_type and e.object_id}
+
+
+def _pairs(
+    session: Session,
+    key: InstrumentedAttribute[Any],
+    value: InstrumentedAttribute[Any],
+    scoped: ColumnElement[bool],
+    ids: set[str],
+) -> dict[str, Any]:
+    """`key -> value` of the rows whose key is one of `ids` (no query for none)."""
+    if not ids:
+        return {}
+    return {
+        row[0]: row[1] for row in session.execute(select(key, value).where(scoped, key.in_(ids)))
+    }
 
 
 # -- the live state of a page's object ---------------------------------------------------------

@@ -41,6 +41,22 @@ class Entry:
     object_id: str | None = None
     object_name: str | None = None
     watch_id: str | None = None  # the watch a drift event or incident belongs to
+    # The object is gone (a deleted watch): named as it was, with its id, and not linked.
+    gone: bool = False
+    target_type: str | None = None  # an audit entry's target type (api_key, user, template ...)
+
+    @property
+    def named(self) -> str | None:
+        """How the entry names its object: its name, and its id when the object is gone or
+        the name is all there is to tell it by (`payments-api (w_123, deleted)`)."""
+        name = self.object_name
+        ident = self.object_id if self.object_type != "event" else self.watch_id
+        if self.gone:
+            ident = self.watch_id or self.object_id
+            if name and ident and name != ident:
+                return f"{name} ({ident}, deleted)"
+            return f"{name or ident} (deleted)" if (name or ident) else None
+        return name or ident
 
 
 @dataclass(frozen=True)
@@ -207,6 +223,23 @@ ACTION_WORDS = {
 
 def words_of_action(action: str) -> str:
     return ACTION_WORDS.get(action, action.replace("_", " ").replace(".", ": ", 1))
+
+
+# What an audit entry's details may name its object by, in order (stored when the entry was
+# written: a deleted object's name survives in its `watch.delete`, `template.delete` ... entry).
+NAME_DETAILS = ("name", "watchName", "email", "slug")
+
+
+def name_in(details: dict[str, object]) -> str | None:
+    """The name an audit entry's details give its object, if any."""
+    for key in NAME_DETAILS:
+        value = details.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()[:200]
+    hint = details.get("hint")
+    if isinstance(hint, str) and hint:
+        return f"key …{hint}"
+    return None
 
 
 def detail_of(details: dict[str, object]) -> str | None:

@@ -249,6 +249,11 @@ class AgentAck(acknowledgement.AckEvidence):
 class AckOut(ApiModel):
     acknowledged: list[str] = Field(description="incident ids acknowledged by this call")
     approval: ApprovalRuleOut | None = Field(description="the approval rule that accepted it")
+    approval_verified: bool = Field(
+        description="always false: the `repository` and `branch` of an acknowledgement are "
+        "the caller's statement, matched against the rules but not checked with GitHub (a "
+        "merged draft pull request is judged on GitHub's signed word: docs/run-gate.md)",
+    )
     status: AgentStatus
 
 

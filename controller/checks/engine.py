@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
@@ -37,7 +38,7 @@ from typing import Any, Literal, cast
 from sqlalchemy import String, Table, bindparam, func, select
 from sqlalchemy.orm import Session, lazyload
 
-from controller import tracing
+from controller import metrics, tracing
 from controller.agents import runtime
 from controller.collector import collector_paused
 from controller.contracts.base import HTTP_DOCUMENT, MCP_SESSION, DiffContext
@@ -218,6 +219,7 @@ def run_check(
             return _commit(database, on_commit, lambda s: CheckResult(watch_id, "skipped"))
         if check.timed_out and slow_deadline is not None:
             fetcher = _within(fetcher, slow_deadline)
+        started = time.perf_counter()
         try:
             write = _evaluate(database, check, box, fetcher, now, flap_window_seconds)
         except _Crashed as crashed:
@@ -229,6 +231,9 @@ def run_check(
                 # The outcome could not be written (its transaction rolled back): record the
                 # failure in a transaction of its own.
                 result = _commit(database, on_commit, _crash_recorder(box, check, crashed, now))
+        metrics.check_done(
+            check.watch_type, result.outcome, time.perf_counter() - started, check.org_id
+        )
         _checked(span, check, result, controller)
         return result
 

@@ -37,7 +37,12 @@ MAX_TEXT = 256 * 1024
 MAX_URLS = 200
 DEFAULT_CONFIDENCE = 0.7
 Text = Annotated[str, StringConstraints(max_length=MAX_TEXT)]
-Url = Annotated[str, StringConstraints(max_length=2048, pattern=r"^https?://[^\s\x00-\x1f\x7f]+$")]
+# No white space and no control character, C1 included: `\s` is Unicode's White_Space to the
+# validator and ECMA-262's to a client that reads the published pattern, and only U+0085 (a
+# C1 control) is one and not the other.
+Url = Annotated[
+    str, StringConstraints(max_length=2048, pattern=r"^https?://[^\s\x00-\x1f\x7f-\x9f]+$")
+]
 FileName = Annotated[str, StringConstraints(max_length=500, pattern=TEXT_PATTERN)]
 
 

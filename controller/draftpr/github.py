@@ -73,6 +73,7 @@ class PullRequest:
     url: str
     state: str  # draft, open, merged, closed
     draft_refused: bool = False
+    base: str | None = None  # the branch it merges into
 
 
 @dataclass(frozen=True)
@@ -397,7 +398,15 @@ def _pull(data: dict[str, Any], *, draft_refused: bool = False) -> PullRequest:
         state = "closed"
     else:
         state = "draft" if data.get("draft") else "open"
-    return PullRequest(int(data["number"]), str(data["html_url"]), state, draft_refused)
+    base = data.get("base")
+    ref = base.get("ref") if isinstance(base, dict) else None
+    return PullRequest(
+        int(data["number"]),
+        str(data["html_url"]),
+        state,
+        draft_refused,
+        str(ref) if isinstance(ref, str) and ref else None,
+    )
 
 
 def _message(answer: JsonAnswer) -> str:

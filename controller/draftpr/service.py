@@ -32,6 +32,7 @@ from controller.agents.actions import ACTIONS, Drift
 from controller.agents.actions import DRAFT_PR as DRAFT_PR_ACTION
 from controller.agents.policy import resolve_policy
 from controller.agents.runtime import bound_agents, unblock
+from controller.agents.service import ApprovalRuleOut
 from controller.contracts.kinds import CONTRACT_KINDS
 from controller.crypto import SecretBox
 from controller.diffs.explain import cause_text, hint_for
@@ -45,6 +46,7 @@ from controller.draftpr.github import (
     GitHubRateLimited,
     Installation,
 )
+from controller.drift import acknowledgement_service as acknowledgement
 from controller.drift.service import accept_baseline
 from controller.errors import (
     Conflict,
@@ -64,9 +66,10 @@ from controller.model.base import (
 )
 from controller.model.gitops import VendoredPath
 from controller.model.hosted import product_name
+from controller.model.plans import allows
 from controller.model.principal import Principal
 from controller.orgs import service as orgs
-from controller.orgs.service import PRODUCTS, plan_at_least
+from controller.orgs.service import PRODUCTS
 from controller.settings import Settings
 from controller.sources.http import configured_client
 from controller.store import audit, jobs
@@ -242,10 +245,30 @@ class MergedIn(RequestModel):
     draft_pr_id: ObjectId
 
 
+class MergeApprovalOut(ApiModel):
+    """The remediation approval rules of the agents bound to the watch, judged against the
+    merged pull request's own repository and base branch (docs/run-gate.md)."""
+
+    repository: str = Field(description="the pull request's repository, as driftgate opened it")
+    branch: str | None = Field(
+        description="the base branch it merges into, as recorded when it was opened (null: "
+        "not known, which a rule refuses)"
+    )
+    verified: bool = Field(
+        description="true only for a merge GitHub's signed delivery reported (repository and "
+        "base branch from it); false for a merge recorded by hand: the pull request's record "
+        "is driftgate's, the merge the caller's statement"
+    )
+    approvals: dict[str, ApprovalRuleOut | None] = Field(
+        description="agent id -> the rule that accepted (null: the agent has no rules)"
+    )
+
+
 class MergedOut(ApiModel):
     draft_pr: DraftPrOut
     incident_resolved: bool
     unblocked_agent_ids: list[str]
+    approval: MergeApprovalOut
 
 
 class ProductOut(ApiModel):
@@ -333,7 +356,7 @@ def link_from_install(
 def products_of(org: Org) -> ProductsOut:
     return ProductsOut(
         plan=org.plan,
-        can_enable=plan_at_least(org.plan, "pro"),
+        can_enable=allows(org.plan, "overlay_products"),
         products=[ProductOut(product=p, enabled=p in org.products) for p in PRODUCTS],
     )
 
@@ -653,6 +676,9 @@ def run_draft_pr(
     with database.transaction() as session:
         done = session.get_one(DraftPr, row_id)
         done.number, done.url, done.state = pull.number, pull.url, pull.state
+        if pull.base and not done.request.get("base"):
+            # The repository's default branch, which GitHub chose: what a merge is judged on.
+            done.request = {**done.request, "base": pull.base}
         done.draft_refused, done.error, done.updated_at = pull.draft_refused, None, now
         done.lint = linted
         jobs.finish_in(session, job, now, result={"number": pull.number})
@@ -756,16 +782,70 @@ def list_draft_prs(session: Session, org_id: str) -> DraftPrList:
 # -- merged ----------------------------------------------------------------------------------
 
 
-def record_merge(
+def merge_by_hand(
     session: Session, principal: Principal, row: DraftPr, box: SecretBox, now: datetime
 ) -> MergedOut:
+    """`POST /v1/draftpr/draft-pr/merged`: the caller says the pull request was merged. The
+    approval rules are judged against the pull request's record (its repository, and the
+    base branch it was opened against), never against anything the caller sends; a refusal
+    is 403 `approval_refused` and nothing is stored."""
+    approval = acknowledgement.merge_approval(
+        session, row.watch_id, row.repo_full_name, _base_of(row), verified=False
+    )
+    if approval.refused and row.state != "merged":
+        raise approval.refusal()
+    return record_merge(session, principal, row, box, now, approval)
+
+
+def record_merge(
+    session: Session,
+    principal: Principal,
+    row: DraftPr,
+    box: SecretBox,
+    now: datetime,
+    approval: acknowledgement.MergeApproval,
+) -> MergedOut:
     """The pull request was merged: record it, accept the event's contract as the baseline,
-    resolve the incident, unblock the agents bound to the watch. A second call changes nothing."""
+    resolve the incident, unblock the agents bound to the watch, when the approval rules of
+    those agents accept the pull request's repository and base branch (`approval`); when they
+    refuse, the merge is recorded and nothing else (the incident stays open, the agents stay
+    as they are). A second call changes nothing."""
+    answered = MergeApprovalOut(
+        repository=approval.repository,
+        branch=approval.branch,
+        verified=approval.verified,
+        approvals={
+            key: None if rule is None else ApprovalRuleOut.model_validate(rule)
+            for key, rule in approval.approvals.items()
+        },
+    )
     if row.state == "merged":
         return MergedOut(
-            draft_pr=draft_pr_out(row), incident_resolved=False, unblocked_agent_ids=[]
+            draft_pr=draft_pr_out(row),
+            incident_resolved=False,
+            unblocked_agent_ids=[],
+            approval=answered,
         )
     row.state, row.merged_at, row.updated_at = "merged", now, now
+    if approval.refused:
+        audit.by(
+            session,
+            principal,
+            "draftpr.merged",
+            row.id,
+            {
+                "repo": row.repo_full_name,
+                "number": row.number,
+                "unblocked": [],
+                **approval.audited(),
+            },
+        )
+        return MergedOut(
+            draft_pr=draft_pr_out(row),
+            incident_resolved=False,
+            unblocked_agent_ids=[],
+            approval=answered,
+        )
     watch = session.get_one(Watch, row.watch_id)
     had_incident = watch.open_breaking > 0 or watch.drift_status == "drifted"
     resolved = False
@@ -782,11 +862,26 @@ def record_merge(
         principal,
         "draftpr.merged",
         row.id,
-        {"repo": row.repo_full_name, "number": row.number, "unblocked": unblocked},
+        {
+            "repo": row.repo_full_name,
+            "number": row.number,
+            "unblocked": unblocked,
+            **approval.audited(),
+        },
     )
     return MergedOut(
-        draft_pr=draft_pr_out(row), incident_resolved=resolved, unblocked_agent_ids=unblocked
+        draft_pr=draft_pr_out(row),
+        incident_resolved=resolved,
+        unblocked_agent_ids=unblocked,
+        approval=answered,
     )
+
+
+def _base_of(row: DraftPr) -> str | None:
+    """The base branch of the pull request as recorded: the one asked for, or the one
+    GitHub reported when the App opened it (the repository's default branch)."""
+    base = row.request.get("base")
+    return str(base) if base else None
 
 
 # -- installations ---------------------------------------------------------------------------
@@ -1079,6 +1174,7 @@ class _PullRequest(ApiModel):
     number: int
     merged: bool = False
     head: _Head
+    base: _Head | None = None  # GitHub always sends it: the branch the pull request merges into
 
 
 class _InstallationRef(ApiModel):
@@ -1123,6 +1219,7 @@ def queue_delivery(
                 "merged": pull.pull_request.merged,
                 "repo": pull.repository.full_name,
                 "headRef": pull.pull_request.head.ref,
+                "baseRef": pull.pull_request.base.ref if pull.pull_request.base else None,
                 "installationId": pull.installation.id if pull.installation else None,
             }
         elif event == "installation":
@@ -1177,8 +1274,18 @@ def run_delivery(database: Database, box: SecretBox, job: jobs.Claimed) -> None:
             for row in rows:
                 if data.get("merged"):
                     org = session.get_one(Org, row.org_id)
-                    record_merge(session, _github_principal(org, job), row, box, now)
+                    # GitHub's signed word: the repository and the base branch are its.
+                    approval = acknowledgement.merge_approval(
+                        session,
+                        row.watch_id,
+                        str(data.get("repo")),
+                        data.get("baseRef") or None,
+                        verified=True,
+                    )
+                    record_merge(session, _github_principal(org, job), row, box, now, approval)
                     result = {"result": "merged", "draftPrId": row.id}
+                    if approval.refused:
+                        result["approvalRefused"] = approval.refused
                 elif row.state != "merged":
                     row.state, row.updated_at = "closed", now
                     result = {"result": "closed", "draftPrId": row.id}

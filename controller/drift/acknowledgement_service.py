@@ -7,6 +7,14 @@ whole acknowledgement (403 `approval_refused`, naming each agent, rule and the p
 failed) and nothing is stored. The API's agent and watch routes, the console's forms, the MCP
 tools and the CLI all come here: this module is the only caller of
 `controller.drift.incidents.acknowledge_incident` (tests/drift/test_acknowledgement.py holds this).
+
+What the rules are matched against, and whether anyone vouches for it (docs/run-gate.md,
+"What approval rules verify"): an acknowledgement's `repository` and `branch` are what its
+caller states (any holder of an org key can state any), so they are recorded as unverified
+(`verified: false`). The merge of a draft pull request driftgate opened (which also lifts
+the block: its contract becomes the baseline) is judged by the same rules against that pull
+request's own repository and base branch instead: from GitHub's signed delivery when GitHub
+says so (`verified: true`), else from the store's record of the pull request (`merge_approval`).
 """
 
 from __future__ import annotations
@@ -77,6 +85,7 @@ def acknowledge_agent(
             "note": evidence.note,
             "repository": evidence.repository,
             "branch": evidence.branch,
+            "verified": False,  # the caller's statement (module docstring)
             "approvalRule": acked.approvals.get(agent.key),
             "approvals": acked.approvals,
         },
@@ -106,10 +115,56 @@ def acknowledge_watch(
                 "note": evidence.note,
                 "repository": evidence.repository,
                 "branch": evidence.branch,
+                "verified": False,  # the caller's statement (module docstring)
                 "approvals": acked.approvals,
             },
         )
     return acked
+
+
+@dataclass(frozen=True)
+class MergeApproval:
+    """The approval rules' decision on a merged draft pull request: its repository and base
+    branch, whether they come from GitHub's signed delivery (`verified`), each agent's accepted
+    rule, and the refusals (empty when accepted)."""
+
+    repository: str
+    branch: str | None
+    verified: bool
+    approvals: dict[str, dict[str, Any] | None]
+    refused: list[dict[str, Any]]
+
+    def refusal(self) -> Forbidden:
+        """403 `approval_refused` naming each rule that refused and the part that failed."""
+        by_agent: dict[str, list[dict[str, Any]]] = {}
+        for failure in self.refused:
+            by_agent.setdefault(str(failure["agentId"]), []).append(failure)
+        return _refusal(by_agent, self.repository, self.branch)
+
+    def audited(self) -> dict[str, Any]:
+        """What the audit entry of the merge records of the decision."""
+        return {
+            "repository": self.repository,
+            "branch": self.branch,
+            "verified": self.verified,
+            "approvals": self.approvals,
+            "approvalRefused": self.refused,
+        }
+
+
+def merge_approval(
+    session: Session, watch_id: str, repository: str, branch: str | None, *, verified: bool
+) -> MergeApproval:
+    """The rules of every agent bound to the watch, judged against a merged pull request's
+    `repository` and base `branch` (not against anything a caller states); one refusal
+    refuses the merge's effect for all of them, as for an acknowledgement."""
+    approvals: dict[str, dict[str, Any] | None] = {}
+    refused: list[dict[str, Any]] = []
+    for agent in sorted(runtime.bound_agents(session, watch_id), key=lambda a: a.key):
+        accepted, failures = _judge(agent, repository, branch)
+        approvals[agent.key] = accepted
+        refused.extend(failures)
+    return MergeApproval(repository, branch, verified, approvals, refused)
 
 
 def approval_rules(session: Session, watch_id: str) -> dict[str, list[dict[str, Any]]]:

@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
-from controller import tracing
+from controller import metrics, tracing
 from controller.crypto import SecretBox
 from controller.events.channels import CHANNELS, Channels, Event
 from controller.events.grouping import settle
@@ -184,6 +184,9 @@ def deliver_due(
         with tracing.span("deliver", _attributes(message)) as span:
             outcome = send(message, box, secrets[message.org_id], client, now, channels)
             state = record(database, message.id, outcome, now)
+            metrics.delivery_done(
+                message.channel, outcome.success, outcome.latency_ms / 1000, message.org_id
+            )
             _delivered(span, message, outcome, state)
     return len(messages)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
@@ -20,7 +21,8 @@ import orjson
 from pydantic import Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from controller.agents.policy import WATCH_ID_LIMIT, AgentState, Decision, Row, decide
+from controller import metrics
+from controller.agents.policy import WATCH_ID_LIMIT, AgentState, Decision, Policy, Row, decide
 from controller.errors import NotFound, agent_not_found
 from controller.gate.readmodel import OrgView, gate_cache
 from controller.gate.statements import gate_cursor, record_decision
@@ -275,6 +277,7 @@ def preflight(
         decisionId=decision_id,
         durationMs=duration_ms,
     )
+    metrics.preflight_done(_outcome(decision), time.perf_counter() - started, principal.org_id)
     return Outcome(decision, agent, request, decision_id, duration_ms, now, blocked, ignored)
 
 
@@ -296,3 +299,61 @@ def _agent_json(agent: AgentState | None, decision: Decision) -> dict[str, Any] 
         "agentActions": decision.agent_actions,
         "unresolvedReferences": list(agent.unresolved),
     }
+
+
+@dataclass(frozen=True)
+class AgentNow:
+    """What an agent's preflight would answer now: the decision the gate makes for it (as a
+    dry run: `would_policy_block` says whether an enforcing policy blocks), on the same read
+    model a preflight reads, and recorded nowhere."""
+
+    key: str
+    slug: str
+    policy: Policy
+    runtime_state: str
+    watch_ids: tuple[str, ...]  # its bound watches that the org has, in order
+    unresolved: tuple[str, ...]  # its references that name no watch of the org
+    decision: Decision
+
+    @property
+    def blocked(self) -> bool:
+        return not self.decision.allowed
+
+
+def agents_now(
+    database: Database, org_id: str, now: datetime, keys: Collection[str] | None = None
+) -> list[AgentNow]:
+    """Each agent of the org (or those of `keys`), by id, with what its preflight would
+    answer at `now`: the org's gate view (one indexed read when nothing changed), the gate's
+    decision, and, as a preflight does, the last checks read again before a decision that
+    blocks on staleness is believed (`GateCache.recheck`)."""
+    cache = gate_cache(database)
+    with gate_cursor(database) as cursor:
+        view = cache.view(cursor, org_id)
+        answers = _decide_agents(view, now, keys)
+        if any(a.decision.stale for a in answers) and view.needs_recheck(now):
+            view = cache.recheck(cursor, org_id, view, now)
+            answers = _decide_agents(view, now, keys)
+    return answers
+
+
+def _decide_agents(view: OrgView, now: datetime, keys: Collection[str] | None) -> list[AgentNow]:
+    answers = []
+    for key in sorted(view.agents):
+        if keys is not None and key not in keys:
+            continue
+        cached = view.agents[key]
+        agent, ids = view.agent_input(cached)
+        decision = decide(ids, view.watches, now=now, agent=agent, dry_run=True)
+        answers.append(
+            AgentNow(
+                key=agent.key,
+                slug=agent.slug,
+                policy=agent.policy,
+                runtime_state=agent.runtime_state,
+                watch_ids=tuple(dict.fromkeys(ids)),
+                unresolved=agent.unresolved,
+                decision=decision,
+            )
+        )
+    return answers

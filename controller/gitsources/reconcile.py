@@ -43,7 +43,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, defer
 
 import controller
-from controller import tracing
+from controller import metrics, tracing
 from controller.collector import collector_paused
 from controller.crypto import SecretBox
 from controller.gitsources import load as gitops_load
@@ -223,6 +223,7 @@ class Reconciler:
             result.duration_ms = int((time.perf_counter() - started) * 1000)
             if not dry_run:
                 self._record_run(spec, result)
+                metrics.reconcile_done(spec.name, result.result, time.perf_counter() - started)
             tracing.annotate(
                 span, {tracing.REVISION: result.revision, tracing.RECONCILE_RESULT: result.result}
             )

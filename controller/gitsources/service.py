@@ -12,7 +12,7 @@ import hmac
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -27,6 +27,7 @@ from controller.model import conditions as cond
 from controller.model.base import ApiModel
 from controller.model.conditions import Condition
 from controller.model.gitops import Unreadable, describe_size
+from controller.model.watch import STALE_FACTOR, STALE_GRACE_SECONDS
 from controller.settings import Settings, SourceSpec
 from controller.sources.git import GitCache, GitError, redact_url
 from controller.store.db import Database
@@ -119,7 +120,80 @@ def queue_reconcile(
     return ReconcileQueued(source=name, job_id=request_reconcile(session, name, now, "api"))
 
 
-def _source_out(session: Session, spec: SourceSpec, org_id: str) -> SourceOut:
+@dataclass(frozen=True)
+class StalledSource:
+    """A git source whose desired state is not being applied now, and why."""
+
+    name: str
+    state: str  # `stalled` (a bad revision), `failing` (reconcile fails) or `stale` (no run)
+    message: str
+    since: datetime | None
+
+
+def stalled_sources(
+    session: Session, settings: Settings, org_id: str, now: datetime
+) -> list[StalledSource]:
+    """The org's sources that do not reconcile now: `Stalled` (a revision failed validation,
+    the applied state keeps serving), `Ready` false because reconcile fails (fetch, apply),
+    or no run for longer than twice the interval and a grace (the watches' rule of
+    staleness: the controller is not reconciling it). A suspended source is left out: it
+    stands still on purpose. One read of the org's source rows."""
+    specs = [s for s in _org_sources(settings, session, org_id) if not s.suspend]
+    if not specs:
+        return []
+    rows = {
+        row.name: row
+        for row in session.scalars(select(Source).where(Source.name.in_([s.name for s in specs])))
+    }
+    found = []
+    for spec in specs:
+        row = rows.get(spec.name)
+        if row is None:
+            continue  # never reconciled yet: nothing applied, nothing failing
+        stalled = _condition_of(row.conditions, cond.STALLED)
+        ready = _condition_of(row.conditions, cond.READY)
+        if stalled is not None and stalled.get("status") == cond.TRUE:
+            found.append(_stalled("stalled", stalled, spec.name))
+        elif ready is not None and ready.get("reason") == cond.RECONCILIATION_FAILED:
+            found.append(_stalled("failing", ready, spec.name))
+        else:
+            last = _run_time((row.runs or [{}])[0].get("at")) or row.last_fetched_at
+            limit = timedelta(seconds=STALE_FACTOR * spec.interval + STALE_GRACE_SECONDS)
+            if last is not None and now - _aware(last) > limit:
+                message = f"no reconcile since then; one is expected every {spec.interval} s"
+                found.append(StalledSource(spec.name, "stale", message, _aware(last)))
+    return found
+
+
+def _condition_of(conditions: list[dict[str, Any]] | None, kind: str) -> dict[str, Any] | None:
+    return next((c for c in conditions or [] if c.get("type") == kind), None)
+
+
+def _stalled(state: str, condition: dict[str, Any], name: str) -> StalledSource:
+    since = _run_time(condition.get("lastTransitionTime"))
+    message = str(condition.get("message") or condition.get("reason") or state)
+    message = _REVISION.sub(lambda m: m.group(0)[:12], message)  # as the pages show them
+    return StalledSource(name, state, message, since)
+
+
+_REVISION = re.compile(r"\b[0-9a-f]{40}\b")
+
+
+def _run_time(value: object) -> datetime | None:
+    """A time the reconcile wrote into a condition or a run (ISO 8601, `Z`)."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return _aware(datetime.fromisoformat(value.replace("Z", "+00:00")))
+    except ValueError:
+        return None
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+def _source_out(session: Session, spec: SourceSpec, org_id: str | None) -> SourceOut:
     row = session.get(Source, spec.name)
     inventory = {}
     for kind, model in (
@@ -248,13 +322,15 @@ def reconcile_now(
         yield spec, reconciler.reconcile(spec, force=force, dry_run=dry_run)
 
 
-def readiness(session: Session, spec: SourceSpec) -> tuple[str, str | None]:
-    """A source's state in one word (`suspended`, its `Ready` condition's reason, or
-    `NotReconciled`) and its last applied revision (`driftgate sources list`)."""
-    row = session.get(Source, spec.name)
-    ready = next((c for c in (row.conditions if row else []) if c.get("type") == cond.READY), None)
-    state = "suspended" if spec.suspend else (ready or {}).get("reason", cond.NOT_RECONCILED)
-    return str(state), row.last_applied_revision if row else None
+def configured_sources(session: Session, settings: Settings) -> list[tuple[str, SourceOut]]:
+    """Every source of the settings with its org's name as configured, read from the store
+    here (`driftgate sources list` without a server): a source whose org does not exist yet
+    is listed as it is (nothing reconciled, nothing owned), not refused."""
+    found = []
+    for spec in settings.sources:
+        org = session.get(Org, spec.org) or session.scalar(select(Org).where(Org.name == spec.org))
+        found.append((spec.org, _source_out(session, spec, org.id if org else None)))
+    return found
 
 
 SHOWN_FILE_BYTES = 256 * 1024

@@ -40,6 +40,7 @@ from controller.model.ingress_profiles import (
     content_hash,
     profile_of,
 )
+from controller.model.plans import allows
 from controller.model.principal import Principal
 from controller.orgs import service as orgs
 from controller.settings import Settings
@@ -230,9 +231,12 @@ def validate_call(
     """Validate one payload; (HTTP status, answer)."""
     if not settings.validate_enabled:
         raise ValidationDisabled("the validation API is disabled on this server")
-    if trial is None and principal.plan == "free":
+    if trial is None and not allows(principal.plan, "validate_api"):
         raise orgs.plan_required(
-            principal.org_name, principal.plan, "pro", "API validation (without a trial session)"
+            principal.org_name,
+            principal.plan,
+            "validate_api",
+            "API validation (without a trial session)",
         )
     options = data.options
     _check_webhook(settings, options.webhook_url)

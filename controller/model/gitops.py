@@ -361,8 +361,9 @@ class Agent(FileModel):
     )
     approvals: Annotated[list[ApprovalRule], Field(max_length=50)] = Field(
         default_factory=list,
-        description="remediation approval rules: an ack must come from one of them "
-        "(none: any caller with an org key)",
+        description="remediation approval rules: an ack (the repository and branch its "
+        "caller states, not verified) and a merged draft pull request (its own; verified when "
+        "GitHub reports the merge) must match one of them (none: any caller with an org key)",
     )
     a2a: A2aBinding | SkipJsonSchema[None] = Field(
         default=None, description="hosted form: the agent's A2A card (an a2a_card watch too)"

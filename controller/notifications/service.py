@@ -32,6 +32,7 @@ from controller.model.watch import HttpUrl, Interval
 from controller.store import audit
 from controller.store.models import NotificationDefaults, SmtpSettings, WebhookSecret
 from controller.targets import refuse_unsendable
+from controller.targets import shown_destination as shown_destination  # for the shells
 
 Severity = Literal["breaking", "warning", "info"]
 DEFAULT_SEVERITIES: list[Severity] = ["breaking", "warning"]

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from controller.crypto import hash_token, new_token
 from controller.errors import NotFound, Unauthorized
 from controller.model.base import ApiModel
+from controller.model.plans import TRIAL_PLAN
 from controller.model.principal import Principal
 from controller.store import audit, ids
 from controller.store.models import ApiKey, Org, TrialSession, new_id
@@ -179,7 +180,7 @@ def touch_api_key(session: Session, key_id: str, now: datetime) -> None:
 
 
 def create_trial(session: Session, now: datetime, days: int) -> tuple[TrialSession, str]:
-    org = Org(name=f"trial-{new_id()[:8]}", plan="free", products=[], is_trial=True)
+    org = Org(name=f"trial-{new_id()[:8]}", plan=TRIAL_PLAN, products=[], is_trial=True)
     session.add(org)
     session.flush()
     secret = new_token(TRIAL_PREFIX)

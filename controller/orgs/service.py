@@ -6,11 +6,12 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from controller.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from controller.model.hosted import product_name
+from controller.model.plans import DEFAULT_PLAN, allows, minimum_plan
 from controller.model.plans import PLANS as PLANS  # re-exported: other modules look here
 from controller.model.plans import PRODUCTS as PRODUCTS
 from controller.orgs.auth_service import forget_cached_keys
@@ -34,13 +35,10 @@ def view(org: Org) -> OrgView:
     return OrgView(org.id, org.name, org.plan, tuple(org.products), org.is_trial, org.created_at)
 
 
-def plan_at_least(plan: str, minimum: str) -> bool:
-    """True when `plan` is `minimum` or a higher plan ("Pro or higher" = pro, team, enterprise)."""
-    return PLANS.index(plan) >= PLANS.index(minimum)
-
-
-def plan_required(org_name: str, plan: str, minimum: str, what: str = "this call") -> Forbidden:
-    """403 `plan_required` that names the plan needed and the command that sets it."""
+def plan_required(org_name: str, plan: str, feature: str, what: str = "this call") -> Forbidden:
+    """403 `plan_required` for `feature` (`controller.model.plans.FEATURES`): names the plan
+    needed and the command that sets it."""
+    minimum = minimum_plan(feature)
     return Forbidden(
         f"{what} needs the {minimum} plan or higher; org {org_name!r} is on the {plan} plan: "
         f"an operator sets it with `driftgate orgs set-plan {org_name} {minimum}`",
@@ -52,10 +50,11 @@ def product_required(org_name: str, plan: str, product: str) -> Forbidden:
     """403 `PRODUCT_REQUIRED: <product>` that names the ways to enable it (and, on the free
     plan, the plan to set first)."""
     enable = f"`driftgate orgs enable-product {org_name} {product}`"
-    if not plan_at_least(plan, "pro"):
+    if not allows(plan, "overlay_products"):
+        minimum = minimum_plan("overlay_products")
         how = (
-            f"the {plan} plan cannot enable it: an operator sets pro or higher first "
-            f"(`driftgate orgs set-plan {org_name} pro`), then runs {enable}"
+            f"the {plan} plan cannot enable it: an operator sets {minimum} or higher first "
+            f"(`driftgate orgs set-plan {org_name} {minimum}`), then runs {enable}"
         )
     else:
         how = (
@@ -68,7 +67,17 @@ def product_required(org_name: str, plan: str, product: str) -> Forbidden:
     )
 
 
-def create_org(session: Session, name: str, plan: str = "free", *, actor: str) -> Org:
+def create_org(
+    session: Session,
+    name: str,
+    plan: str | None = None,
+    *,
+    actor: str,
+    default_plan: str = DEFAULT_PLAN,
+) -> Org:
+    """A new org on `plan`, else on the server's default plan (`default_plan`: the setting of
+    that name, `enterprise` unless the operator chose another)."""
+    plan = plan or default_plan
     if not _NAME.match(name):
         raise ValidationFailed(
             f"invalid org name {name!r}: use letters, digits, '.', '_' or '-' (at most 100)"
@@ -94,8 +103,17 @@ def get_org(session: Session, name_or_id: str) -> Org:
     return org
 
 
-def list_orgs(session: Session) -> list[Org]:
-    return list(session.scalars(select(Org).where(Org.is_trial.is_(False)).order_by(Org.name)))
+def list_orgs(session: Session, *, trials: bool = False) -> list[Org]:
+    """The orgs by name; the sandbox orgs of trial sessions only with `trials` (then last)."""
+    query = select(Org).order_by(Org.is_trial, Org.name)
+    if not trials:
+        query = query.where(Org.is_trial.is_(False))
+    return list(session.scalars(query))
+
+
+def count_trial_orgs(session: Session) -> int:
+    """How many sandbox orgs trial sessions made (`orgs list` says so when it leaves them out)."""
+    return session.scalar(select(func.count()).select_from(Org).where(Org.is_trial)) or 0
 
 
 def set_plan(session: Session, org: Org, plan: str, *, actor: str) -> Org:
@@ -104,8 +122,8 @@ def set_plan(session: Session, org: Org, plan: str, *, actor: str) -> Org:
     org.plan = plan
     forget_cached_keys(session)
     dropped: list[str] = []
-    if plan == "free" and org.products:
-        # A free org cannot hold overlay products; downgrading switches them off.
+    if not allows(plan, "overlay_products") and org.products:
+        # Such an org cannot hold overlay products; downgrading switches them off.
         dropped, org.products = list(org.products), []
     audit.on_org(
         session,
@@ -121,8 +139,8 @@ def set_product(session: Session, org: Org, product: str, enabled: bool, *, acto
     product = product_name(product)  # a hosted SKU's name reads as driftgate's
     if product not in PRODUCTS:
         raise ValidationFailed(f"unknown product {product!r} (one of: {', '.join(PRODUCTS)})")
-    if enabled and org.plan == "free":
-        raise plan_required(org.name, org.plan, "pro", f"enabling {product}")
+    if enabled and not allows(org.plan, "overlay_products"):
+        raise plan_required(org.name, org.plan, "overlay_products", f"enabling {product}")
     products = [p for p in org.products if p != product]
     if enabled:
         products.append(product)

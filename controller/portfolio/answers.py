@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from controller.model.base import ApiModel, RequestModel
 from controller.model.jsonvalue import JsonValue
+from controller.model.plans import minimum_plan
 from controller.model.watch import NOTE_PATTERN
 from controller.portfolio import ask, views
 
@@ -94,7 +95,8 @@ def answer(session: Session, org_id: str, live: bool, data: AskIn, now: datetime
         return AskOut(
             intent=reading.intent,
             filters=filters,
-            answer=f"Example answer on fixture data (live answers need a Pro plan): {text}",
+            answer="Example answer on fixture data (live answers need the "
+            f"{minimum_plan('live_ask')} plan or higher): {text}",
             data=figures,
             citations=[],
             fixture=True,

@@ -19,10 +19,10 @@ from controller.discovery.service import MissingOut
 from controller.errors import Conflict, NotFound, ValidationFailed
 from controller.model.base import ApiModel, RequestModel
 from controller.model.managed import ensure_unmanaged, managed_by
+from controller.model.plans import allows
 from controller.model.principal import Principal
 from controller.model.watch import WatchType
 from controller.notifications.alerts_service import AlertStats, alert_stats
-from controller.orgs.service import plan_at_least
 from controller.portfolio import answers, dashboards, views
 from controller.portfolio.answers import AskIn, AskOut
 from controller.portfolio.ask import EXAMPLES, INTENTS, Reading, read
@@ -125,7 +125,12 @@ class OverviewOut(ApiModel):
     window: WindowOut
 
 
-def overview(session: Session, org_id: str, query: PortfolioQuery, now: datetime) -> OverviewOut:
+def overview(
+    session: Session, org_id: str, query: PortfolioQuery, now: datetime, *, exact: bool = False
+) -> OverviewOut:
+    """The org's overview. The API's MTTR figures are hours to 0.01 (36 s); `exact` keeps
+    them unrounded for a reader that writes durations in its own units (the console: 9.6 s
+    reads `9.6 s`, not `0 s`)."""
     filters = query.filters()
     since = now - timedelta(days=query.days)
     return OverviewOut.model_validate(
@@ -133,7 +138,9 @@ def overview(session: Session, org_id: str, query: PortfolioQuery, now: datetime
             "health": views.health(session, org_id, filters, now),
             "analytics": {
                 "driftEventsByWeek": views.events_by_week(session, org_id, filters, now),
-                "mttr": views.mttr(session, org_id, filters, since, now),
+                "mttr": views.mttr(
+                    session, org_id, filters, since, now, digits=None if exact else 2
+                ),
                 "incidents": views.incidents(session, org_id, filters, now),
                 "checks": views.checks(session, org_id, filters, now),
             },
@@ -397,7 +404,7 @@ def ask(
     session: Session, org_id: str, plan: str, is_trial: bool, data: AskIn, now: datetime
 ) -> AskOut:
     """Live answers for Pro plans and higher; fixture answers for free plans and trials."""
-    live = plan_at_least(plan, "pro") and not is_trial
+    live = allows(plan, "live_ask") and not is_trial
     return answers.answer(session, org_id, live, data, now)
 
 

@@ -173,9 +173,20 @@ def _repair_hours() -> Any:
 
 
 def mttr(
-    session: Session, org_id: str, filters: Filters, since: datetime, until: datetime
+    session: Session,
+    org_id: str,
+    filters: Filters,
+    since: datetime,
+    until: datetime,
+    *,
+    digits: int | None = 2,
 ) -> dict[str, Any]:
+    """Mean time to repair in hours, rounded to `digits` decimals (None: not rounded)."""
     hours = _repair_hours()
+
+    def rounded(value: Any) -> float:
+        return float(value) if digits is None else round(float(value), digits)
+
     resolved = (
         Incident.org_id == org_id,
         Incident.status == "resolved",
@@ -193,7 +204,7 @@ def mttr(
             .group_by(key)
             .order_by(func.avg(hours).desc(), key)
         ).all()
-        return [{"key": k or "", "hours": round(float(h), 2), "resolved": n} for k, h, n in rows]
+        return [{"key": k or "", "hours": rounded(h), "resolved": n} for k, h, n in rows]
 
     overall = session.execute(
         select(func.avg(hours), func.count())
@@ -201,7 +212,7 @@ def mttr(
         .where(*resolved)
     ).one()
     return {
-        "overallHours": round(float(overall[0]), 2) if overall[1] else None,
+        "overallHours": rounded(overall[0]) if overall[1] else None,
         "resolved": int(overall[1]),
         "byVendor": grouped(Watch.vendor),
         "byWatchType": grouped(Watch.watch_type),

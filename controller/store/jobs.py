@@ -50,6 +50,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
+from controller import metrics
 from controller.registry import Registry
 from controller.store.db import Database
 from controller.store.models import Job, Watch
@@ -320,6 +321,7 @@ def claim(
             },
         )
         picked = sorted(rows, key=lambda row: (row.priority, row.run_after, row.id))
+        metrics.jobs_claimed([row.kind for row in picked])
         return [
             Claimed(
                 row.id,
@@ -424,6 +426,7 @@ def reap(database: Database, now: datetime, max_attempts: int = MAX_ATTEMPTS) ->
                 job.status = "queued"
                 job.run_after = now
                 job.last_error = f"{_EXPIRED_LEASE}{holder}"
+        metrics.jobs_reaped([job.kind for job in stale])
         return len(stale)
 
 

@@ -15,6 +15,10 @@ one database:
 - a statement that timed out or a busy SQLite file fails only its own request or job, with
   one line (`store.slow`) at most every `SLOW_LOG_SECONDS`, counting those in between.
 
+Each use that fails so counts in `driftgate_database_errors_total` by its reason
+(`unreachable`, `timeout`, `busy`, or `refused` while an outage lasts), and each outage that
+starts in `driftgate_database_outages_total` (`controller.metrics`).
+
 Neither logs a stack trace: the shells answer `StoreUnavailable` (503 with `Retry-After` on
 the web, a quiet retry in the controller).
 
@@ -43,6 +47,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import exc
 
+from controller import metrics
 from controller.errors import StoreUnavailable
 from controller.logs import log
 
@@ -51,6 +56,7 @@ logger = logging.getLogger("driftgate.store")
 UNREACHABLE = "unreachable"
 TIMEOUT = "timeout"
 BUSY = "busy"
+REFUSED = "refused"  # a use refused at once while an outage lasts (a metric's reason only)
 
 PROBE_SECONDS = 1.0
 SLOW_LOG_SECONDS = 60.0
@@ -138,6 +144,7 @@ class Reachability:
         instead of waiting out its own timeouts."""
         if self._down_since is not None:
             self._refused += 1  # an approximate count, for the recovery line
+            metrics.database_error(REFUSED)
             raise StoreUnavailable(UNREACHABLE)
 
     def report(self, error: BaseException) -> StoreUnavailable | None:
@@ -148,6 +155,7 @@ class Reachability:
         fault = store_fault(error)
         if fault is None:
             return None
+        metrics.database_error(fault)
         if fault == UNREACHABLE:
             self._start(error)
         else:
@@ -168,6 +176,7 @@ class Reachability:
                 return
             self._down_since = time.monotonic()
             self._refused = 0
+            metrics.database_outage()
             log(logger, logging.WARNING, "store.unavailable", error=_describe(error))
             threading.Thread(
                 target=self._probe_until_up,
@@ -282,11 +291,13 @@ class LockQueue:
             yield now + longest
             return
         if bound.deadline <= now:
+            metrics.database_error(BUSY)
             raise StoreUnavailable(BUSY, "this request's deadline passed before it could write")
         patience = bound.budget * LOCK_PATIENCE_SHARE
         ticket = object()
         with self._lock:
             if self._longest_wait(now) > patience or self._is_full(now, bound.writers):
+                metrics.database_error(BUSY)
                 raise StoreUnavailable(
                     BUSY,
                     "the database is busy: another writer has held it for seconds and other "
@@ -326,6 +337,7 @@ class Probe:
         try:
             running.result(timeout=budget)
         except FutureTimeout:
+            metrics.database_error(TIMEOUT)
             raise StoreUnavailable(
                 TIMEOUT, f"the database did not answer within {budget:g} s; retry shortly"
             ) from None

@@ -54,7 +54,7 @@ def test_only_the_http_source_imports_httpx() -> None:
 # `service` and `<topic>_service` modules); the rest of each capability package (its pure logic,
 # its engine, its adapter); the adapters (store, sources, events); the domain every layer reads
 # (model, diffs, and the contract kinds that name the diff engines); the base (settings, errors,
-# logs, tracing, crypto, registry, collector, loopback).
+# logs, crypto, registry, collector, loopback, metrics, tracing).
 # A module's layer follows from its name, so a new module needs no list to be placed.
 
 PACKAGES = ("controller", "web", "cli", "demo")
@@ -68,6 +68,7 @@ BASE = {
     "controller.collector",
     "controller.loopback",
     "controller.targets",
+    "controller.metrics",
     "controller.tracing",
 }
 DOMAIN_PACKAGES = ("controller.model", "controller.diffs", "controller.contracts")

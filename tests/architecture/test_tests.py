@@ -10,8 +10,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
-# Tests of no one package: whole processes as an operator runs them, and the layers.
-WHOLE = {"system", "architecture"}
+# Tests of no one package: whole processes as an operator runs them, the layers, and the ways
+# to install and run it (the lock files, the wheel, the image, deploy/, action.yml).
+WHOLE = {"system", "architecture", "deploy"}
 
 
 def modules_of_tests() -> list[Path]:

@@ -112,9 +112,9 @@ def test_the_console_shows_a_missing_controller_and_stale_watches(
     admin = sign_in(app.test_client(), "admin@example.com")
     listed = admin.get("/console/watches").get_data(as_text=True)
     assert "No controller is running" in listed
-    assert re.search(r'class="band degraded">degraded</span>, stale', listed)
+    assert re.search(r'data-label="Checks"><span class="status error">stale</span>', listed)
     shown = admin.get(f"/console/watches/{watch_id}").get_data(as_text=True)
-    assert "degraded</span>, stale" in shown
+    assert ">stale</span> every 15 min: none completed for twice that" in shown
 
     heartbeats.beat(database, "host:1:a", now, 5.0, now - timedelta(minutes=10))
     assert "No controller is alive: the last one checked in" in admin.get(

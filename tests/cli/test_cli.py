@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from sqlalchemy import select
 
 from cli.main import main
 from controller import __version__
+from controller.orgs.auth_service import create_trial
 from controller.store.db import Database
 from controller.store.models import ApiKey, AuditEntry, Org
 from tests.conftest import SECRET
@@ -41,7 +43,16 @@ def test_version(run) -> None:  # type: ignore[no-untyped-def]
 def test_sources_list_without_sources_says_so(run) -> None:  # type: ignore[no-untyped-def]
     result = run("sources", "list")
     assert result.exit_code == 0
-    assert result.stdout.startswith("no sources configured: add `sources:` to the config file")
+    assert result.stdout.split() == [
+        "NAME",
+        "ORG",
+        "STATE",
+        "APPLIED",
+        "BRANCH:PATH",
+        "LAST",
+        "RUN",
+    ]
+    assert "driftgate: no sources configured: add `sources:` to the config file" in result.stderr
     assert "not a server (no DRIFTGATE_URL;" in result.stderr
 
 
@@ -51,7 +62,7 @@ def test_org_and_key_lifecycle(run, database: Database, client: FlaskClient) -> 
     assert "created org acme" in created.output
     assert run("orgs", "enable-product", "acme", "replay_cloud").exit_code == 0
     listed = run("orgs", "list")
-    assert "acme\tpro\treplay_cloud" in listed.output
+    assert listed.output.splitlines()[1].split()[:3] == ["acme", "pro", "replay_cloud"]
     # The hosted product's SKU name switches driftgate's product.
     hosted = run("orgs", "enable-product", "acme", "schemasync_repo")
     assert hosted.exit_code == 0 and "draftpr_repo, replay_cloud" in hosted.output, hosted.output
@@ -84,7 +95,7 @@ def test_org_and_key_lifecycle(run, database: Database, client: FlaskClient) -> 
 
 
 def test_plans_and_products(run, database: Database) -> None:  # type: ignore[no-untyped-def]
-    run("orgs", "create", "small")
+    run("orgs", "create", "small", "--plan", "free")
     refused = run("orgs", "enable-product", "small", "draftpr_repo")
     assert refused.exit_code == 2
     assert refused.stderr == (
@@ -114,6 +125,41 @@ def test_input_errors_exit_2_with_one_line(run, args: tuple[str, ...], needle: s
     assert needle in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.output
+
+
+def test_an_org_gets_the_servers_default_plan_and_trial_orgs_are_not_hidden(  # type: ignore[no-untyped-def]
+    run, database: Database
+) -> None:
+    # Without --plan: the server's default plan, enterprise unless the operator chose another.
+    assert "on plan enterprise" in run("orgs", "create", "acme").output
+    chosen = run("orgs", "create", "lab", extra_env={"DRIFTGATE_DEFAULT_PLAN": "team"})
+    assert "on plan team" in chosen.output
+    assert "on plan free" in run("orgs", "create", "tiny", "--plan", "free").output
+    refused = run("orgs", "create", "x", extra_env={"DRIFTGATE_DEFAULT_PLAN": "platinum"})
+    assert refused.exit_code == 2 and "DRIFTGATE_DEFAULT_PLAN" in refused.stderr
+    with database.session() as session:
+        plans = {name: plan for name, plan in session.execute(select(Org.name, Org.plan))}
+    assert plans == {"acme": "enterprise", "lab": "team", "tiny": "free"}
+
+    # Trial sessions' sandbox orgs (where trials are switched on) are counted, then listed.
+    with database.transaction() as session:
+        trials = [create_trial(session, datetime.now(UTC), 30)[0].org.name for _ in range(2)]
+    listed = run("orgs", "list")
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == [
+        "NAME",
+        "acme",
+        "lab",
+        "tiny",
+    ]
+    assert listed.stderr == (
+        "(2 trial orgs of trial sessions not listed: driftgate orgs list --trials)\n"
+    )
+    everything = run("orgs", "list", "--trials")
+    header, *rows = [line.split() for line in everything.stdout.splitlines()]
+    assert header == ["NAME", "PLAN", "PRODUCTS", "ID", "KIND"]
+    assert [row[0] for row in rows] == ["acme", "lab", "tiny", *sorted(trials)]
+    assert [row[-1] for row in rows] == ["org", "org", "org", "trial", "trial"]
+    assert rows[3][1] == "free" and everything.stderr == ""
 
 
 def test_duplicate_org_exits_2(run) -> None:  # type: ignore[no-untyped-def]

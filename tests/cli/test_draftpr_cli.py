@@ -101,8 +101,9 @@ def test_orgs_products_lists_each_product(
     }  # type: ignore[attr-defined]
     listed = CliRunner().invoke(main, ["orgs", "products", "paid"], env=env)
     assert listed.exit_code == 0, listed.output
-    assert listed.output.splitlines()[:3] == [
-        "replay_cloud\ton",
-        "draftpr_repo\toff",
-        "toolmanifest_org\toff",
+    assert [line.split() for line in listed.output.splitlines()[:4]] == [
+        ["PRODUCT", "STATE"],
+        ["replay_cloud", "on"],
+        ["draftpr_repo", "off"],
+        ["toolmanifest_org", "off"],
     ]

@@ -108,7 +108,9 @@ def test_without_a_server_the_local_file_is_read_and_said(
     }
     listed = cli(env, "sources", "list")
     assert listed.exit_code == 0, listed.stderr
-    assert listed.stdout == f"fleet\tacme\tSucceeded\t{sha[:12]}\tmain:.driftgate\n"
+    header, row = listed.stdout.splitlines()
+    assert header.split() == ["NAME", "ORG", "STATE", "APPLIED", "BRANCH:PATH", "LAST", "RUN"]
+    assert row.split()[:6] == ["fleet", "acme", "Succeeded", sha[:12], "main:.driftgate", "applied"]
     assert listed.stderr == (
         f"driftgate: reading the config file {config} and the store here, not a server (no "
         "DRIFTGATE_URL; set DRIFTGATE_URL and DRIFTGATE_API_KEY to ask one)\n"

@@ -108,7 +108,15 @@ def live(tmp_path_factory: pytest.TempPathFactory, behind_tls: bool) -> Iterator
             keys[name] = auth_service.create_api_key(session, org, "compat", actor="test").secret
     database.dispose()
     port = free_port()
-    settings = {"workers": "1", "allow_private_targets": "true"}
+    # The hosted clients call the hosted product's anonymous routes (a trial session, the
+    # coverage preview, funnel events): switched on, as an operator serving them would.
+    settings = {
+        "workers": "1",
+        "allow_private_targets": "true",
+        "trial_sessions_enabled": "true",
+        "funnel_events_enabled": "true",
+        "coverage_preview_enabled": "true",
+    }
     tls_port = free_port() if behind_tls else None
     if tls_port is not None:
         # docs/operations.md, "Behind a TLS proxy": one proxy, and the public https URL.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
@@ -39,6 +40,7 @@ def test_fuseguards_source_label_is_metered(
         assert [(s.source, s.used) for s in sources] == [("fuseguard", 1)]
 
 
+@pytest.mark.hosted_routes
 def test_a_trial_token_under_the_hosted_name_is_accepted(client: FlaskClient) -> None:
     token = client.post("/api/trial/session").json["token"]  # type: ignore[index]
     answer = client.get("/api/me", headers={"X-DriftGuard-Trial": token})

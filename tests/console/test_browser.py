@@ -138,6 +138,7 @@ def test_every_page_fits_a_desktop_and_a_phone(
         "search": "/console/search?q=pay",
         "settings": "/console/settings",
         "api-keys": "/console/settings/keys",
+        "plans": "/console/plans",
         "diff-run": f"/console/diffs/{run['id']}",
     }
     for size, (width, height) in WIDTHS.items():
@@ -218,9 +219,30 @@ def test_the_console_tour(
     page.wait_for_load_state()
     assert api.get("/api/agents/billing-bot/status").json()["runtime"]["state"] == "killed"
     shot(page, "agent")
+    # The overview says who is blocked: the killed agent, linked, and why.
+    page.get_by_role("link", name="Overview").click()
+    blocked = page.get_by_role("region", name="Blocked now")
+    killed = blocked.locator("li.blocked-agent", has_text="billing-bot")
+    assert "killed by console:lead@example.com" in killed.inner_text()
+    shot(page, "overview-blocked")
+    killed.get_by_role("link", name="billing-bot").click()
+    page.wait_for_url(re.compile(r".*/console/agents/billing-bot$"))
     page.get_by_role("button", name="Unblock").click()
     page.wait_for_load_state()
     assert api.get("/api/agents/billing-bot/status").json()["runtime"]["state"] == "running"
+    # Running again, and its incident acknowledged: off the list. The bad commit's source is
+    # on it (once the controller has reconciled it), linked to its page.
+    page.get_by_role("link", name="Overview").click()
+    deadline = time.monotonic() + 30
+    while not blocked.locator("li.blocked-source").count() and time.monotonic() < deadline:
+        time.sleep(0.5)
+        page.reload()
+    assert "billing-bot" not in blocked.inner_text()
+    stalled = blocked.locator("li.blocked-source")
+    assert "fleet stalled" in stalled.inner_text() and "polcy" in stalled.inner_text()
+    assert stalled.get_by_role("link", name="fleet").get_attribute("href") == (
+        "/console/sources/fleet"
+    )
 
     # A product switched on.
     page.get_by_role("link", name="Settings").click()

@@ -213,7 +213,7 @@ def test_a_free_orgs_ask_shows_no_made_up_figures(
     make_user(database, "freebie", "f@example.com")
     asker = sign_in(client, "f@example.com")
     first = asker.get("/console/ask").get_data(as_text=True)
-    assert "Live answers need the Pro plan" in first and "Try one of these" in first
+    assert "Live answers need the pro plan or higher" in first and "Try one of these" in first
     for question in ("what broke this week?", "MTTR last 90 days", "is any MCP server unhealthy?"):
         page = asker.get("/console/ask", query_string={"q": question}).get_data(as_text=True)
         assert "How the question reads" in page and "Would count" in page

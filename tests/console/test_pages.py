@@ -449,3 +449,37 @@ def test_an_event_leads_with_the_cause_of_a_shared_schema_change(
     assert shared < page.index("<h2>GET /v1/refunds</h2>")
     assert "Charge: property &#39;amount&#39; became optional <small>(2 operations)</small>" in page
     assert "#/components/schemas/Charge/properties/amount" in page
+
+
+def test_the_plans_page_shows_what_each_plan_unlocks_from_the_checked_table(
+    tmp_path: Any, database: Database, make_org: Callable[..., OrgKey]
+) -> None:
+    from controller.model.plans import FEATURES, PLANS, allows
+    from tests.conftest import make_settings
+    from web.app import create_app
+
+    settings = make_settings(
+        tmp_path, database_url=database.url, default_plan="team", validate_quota_pro=5
+    )
+    app = create_app(settings, database=database)
+    make_org("small", "free")
+    make_user(database, "small", "s@example.com", role="viewer")
+    viewer = sign_in(app.test_client(), "s@example.com")
+    assert viewer.get("/console/plans").status_code == 200
+    html = viewer.get("/console/plans").get_data(as_text=True)
+    assert "small is on the <strong>free</strong> plan" in html
+    assert "this server's default plan, <strong>team</strong>" in html
+    for feature in FEATURES.values():
+        row = html.split(f'<tr id="feature-{feature.name}">', 1)[1].split("</tr>", 1)[0]
+        cells = re.findall(r'<td data-label="(\w+)">(yes|no)</td>', row)
+        assert cells == [(p, "yes" if allows(p, feature.name) else "no") for p in PLANS]
+    quota = html.split('<tr id="feature-quota">', 1)[1].split("</tr>", 1)[0]
+    assert re.findall(r'<td data-label="(\w+)">([^<]*)</td>', quota)[1:] == [
+        ("free", "none"),
+        ("pro", "5"),
+        ("team", "1,000,000"),
+        ("enterprise", "unlimited"),
+    ]
+    # Linked from Settings (and Ask), where a plan's limits show.
+    assert 'href="/console/plans"' in viewer.get("/console/settings").get_data(as_text=True)
+    assert 'href="/console/plans"' in viewer.get("/console/ask").get_data(as_text=True)

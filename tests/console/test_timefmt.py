@@ -18,6 +18,10 @@ NOW = datetime(2026, 11, 26, 14, 13, 0, tzinfo=UTC)
     ("seconds", "shown"),
     [
         (0, "0 s"),
+        (0.01, "under 0.1 s"),
+        (3, "3 s"),
+        (9.6, "9.6 s"),
+        (9.96, "10 s"),
         (36, "36 s"),
         (36.4, "36 s"),
         (240, "4 min"),
@@ -34,6 +38,9 @@ def test_durations_are_in_human_units(seconds: float | None, shown: str) -> None
 
 
 def test_hours_are_durations() -> None:
+    # An MTTR of 9.6 s is 0.00266 h: never "0 s" (the API's hours are rounded to 0.01; the
+    # console reads them unrounded).
+    assert timefmt.hours(9.6 / 3600) == "9.6 s"
     assert timefmt.hours(0.01) == "36 s"
     assert timefmt.hours(2 + 5 / 60) == "2 h 5 min"
     assert timefmt.hours(None) == "–"
@@ -82,9 +89,9 @@ def test_a_time_tag_reads_relative_with_the_absolute_in_its_title() -> None:
         ("http://127.0.0.1:8123/hooks/driftgate", "http://127.0.0.1:8123/hooks/driftgate"),
         (
             "https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX",
-            "https://hooks.slack.com/services/T0000/B0000/XXXX…",
+            "https://hooks.slack.com:443/services/T0000/B0000/XXXX…",
         ),
-        ("https://user:secret@example.com/h?token=abc", "https://example.com/h?…"),
+        ("https://user:secret@example.com/h?token=abc", "https://example.com:443/h?…"),
     ],
 )
 def test_a_destination_shows_port_and_path_not_its_secrets(url: str, shown: str) -> None:

@@ -102,6 +102,7 @@ ACK = (
 )
 
 
+@pytest.mark.hosted_routes
 def test_coverage_accepts_an_acknowledged_local_server(client: FlaskClient, acme: OrgKey) -> None:
     def files(ack: str | None, config: str = MCP) -> list[dict[str, str]]:
         listed = [{"path": ".mcp.json", "content": config}]

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from flask.testing import FlaskClient
 
 from controller.discovery.scan import VENDORS
@@ -97,6 +98,7 @@ def test_suggest_refuses_a_malformed_configuration_with_its_line(
     assert client.post("/api/watches/suggest", json={}, headers=acme.headers).status_code == 400
 
 
+@pytest.mark.hosted_routes
 def test_coverage_assert_and_preview(client: FlaskClient, make_org: Callable[..., OrgKey]) -> None:
     paid = make_org("paid", "pro")
     free = make_org("freebie", "free")
@@ -217,6 +219,7 @@ def test_repo_scan_of_a_real_tree_through_the_api_and_the_cli(
     )
 
 
+@pytest.mark.hosted_routes
 def test_secret_values_never_come_back_or_stay(
     client: FlaskClient, acme: OrgKey, database: Any, capfd: Any
 ) -> None:

@@ -224,11 +224,21 @@ def test_the_operator_links_and_unlinks_installations_from_the_cli(
     unknown = run("link-installation", "acme", "999")
     assert unknown.exit_code == 2 and "999 does not exist for this App" in unknown.stderr
     listed = run("installations")
-    assert listed.output == "globex\t88\tglobex\tactive\toperator\n", (listed, listed.stderr)
+    assert [line.split() for line in listed.output.splitlines()] == [
+        ["ORG", "INSTALLATION", "ACCOUNT", "STATUS", "LINKED", "BY"],
+        ["globex", "88", "globex", "active", "operator"],
+    ], (listed, listed.stderr)
     assert run("unlink-installation", "acme", "88").exit_code == 2
     unlinked = run("unlink-installation", "globex", "88")
     assert unlinked.exit_code == 0, unlinked.stderr
-    assert run("installations", "globex").output == ""
+    assert run("installations", "globex").output.split() == [
+        "ORG",
+        "INSTALLATION",
+        "ACCOUNT",
+        "STATUS",
+        "LINKED",
+        "BY",
+    ]
     with database.session() as session:
         assert session.scalars(select(GitHubInstallation)).all() == []
     assert other.org_id  # the org stays; only its link went

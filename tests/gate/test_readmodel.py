@@ -493,3 +493,62 @@ def test_a_view_older_than_the_stale_limit_does_not_block_a_watch_checked_since(
     with other.transaction() as session:
         session.execute(update(Watch).where(Watch.id == watch).values(last_checked_at=much_later))
     assert ask(database, acme, much_later, watchIds=[watch])[1]["allowed"] is True
+
+
+# -- who is blocked now (issue 43, point 7: the console's overview) -----------------------
+
+
+def test_agents_now_answers_as_each_agents_preflight_and_records_nothing(
+    database: Database, other: Database, acme: str
+) -> None:
+    """`agents_now` is the gate's own decision on the gate's own view, for every agent at
+    once: the same allowed and policy block as a dry-run preflight of each, nothing recorded;
+    and, as a preflight, it reads the last checks again before it believes staleness."""
+    from controller.gate.service import agents_now
+
+    charges = add_watch(other, acme, "charges")
+    refunds = add_watch(other, acme, "refunds", status="drifted")
+    with other.transaction() as session:
+        incident = Incident(org_id=acme, watch_id=refunds, status="open", breaking_count=1)
+        session.add(incident)
+        session.flush()
+        session.execute(update(Watch).where(Watch.id == refunds).values(incident_id=incident.id))
+    add_agent(other, acme, "calm", [charges])
+    add_agent(other, acme, "drifting", [charges, refunds])
+    add_agent(other, acme, "dangling", [charges, None])
+    killed = add_agent(other, acme, "killed", [charges])
+    with other.transaction() as session:
+        session.execute(update(Agent).where(Agent.id == killed).values(runtime_state="killed"))
+    now = datetime.now(UTC)
+    answers = {a.key: a for a in agents_now(database, acme, now)}
+    assert set(answers) == {"calm", "drifting", "dangling", "killed"}
+    assert decisions(database) == []  # a look, not a preflight: nothing recorded
+    for key, answer in answers.items():
+        _, asked = ask(database, acme, now, agentId=key, dryRun=True)
+        assert answer.decision.allowed is asked["allowed"], key
+        assert answer.decision.would_policy_block is asked["wouldPolicyBlock"], key
+        assert [r.watch_id for r in answer.decision.blocked] == [
+            r["watchId"]
+            for r in asked["blocked"]  # type: ignore[attr-defined]
+        ], key
+    assert [k for k, a in sorted(answers.items()) if a.blocked] == [
+        "dangling",
+        "drifting",
+        "killed",
+    ]
+    assert answers["dangling"].unresolved == ("ref-1",)
+    assert answers["drifting"].watch_ids == (charges, refunds)
+    assert answers["drifting"].decision.blocked[0].reasons == [
+        "breaking_drift",
+        "policy_block:block_new_runs",
+    ]
+    assert [a.key for a in agents_now(database, acme, now, {"calm"})] == ["calm"]
+
+    # Hours later, the view still holds the old last check of `charges`, checked since (no
+    # stamp for an `ok` watch): read again, not believed stale.
+    much_later = now + timedelta(hours=3)
+    with other.transaction() as session:
+        session.execute(update(Watch).where(Watch.id == charges).values(last_checked_at=much_later))
+    assert (
+        next(a for a in agents_now(database, acme, much_later) if a.key == "calm").blocked is False
+    )

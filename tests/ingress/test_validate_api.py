@@ -163,7 +163,9 @@ def test_quota_burst_and_switch(tmp_path: Path, database: Database, acme: OrgKey
 
 
 def test_a_trial_session_gets_its_monthly_allowance(tmp_path: Path, database: Database) -> None:
-    app, _ = app_with(tmp_path, database, trial_validations_per_month=2)
+    app, _ = app_with(
+        tmp_path, database, trial_validations_per_month=2, trial_sessions_enabled=True
+    )
     client = app.test_client()
     trial = client.post("/api/trial/session").get_json()
     headers = {"X-Service-Trial": trial["token"]}

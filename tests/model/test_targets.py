@@ -1,4 +1,5 @@
-"""What a watch's requests can carry: hosts, header names and values (pure functions)."""
+"""What a watch's requests can carry: hosts, header names and values (pure functions); and
+how a destination URL is shown to people."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from controller.targets import (
     header_value_problem,
     host_problem,
     refuse_unsendable,
+    shown_destination,
     url_problem,
 )
 
@@ -136,3 +138,26 @@ def test_refuse_unsendable_names_every_field() -> None:
     assert paths == ["/url", "/headers/X-Note", "/headers/X~0Odd"]
     assert "café" not in info.value.message
     refuse_unsendable(urls={"/url": "https://api.example.com/x"}, headers={"X-Ok": "fine"})
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://127.0.0.1:8123/hooks/driftgate", "http://127.0.0.1:8123/hooks/driftgate"),
+        ("http://127.0.0.1/hook", "http://127.0.0.1:80/hook"),
+        ("https://hooks.example.com", "https://hooks.example.com:443"),
+        ("HTTPS://Hooks.Example.COM/Path", "https://hooks.example.com:443/Path"),
+        (
+            "https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX",
+            "https://hooks.slack.com:443/services/T0000/B0000/XXXX…",
+        ),
+        ("https://user:secret@example.com:8443/h?token=abc#x", "https://example.com:8443/h?…"),
+        ("https://token@example.com/h", "https://example.com:443/h"),
+        ("http://[::1]:9000/hook", "http://[::1]:9000/hook"),
+        ("https://example.com:99999/h", "(an unreadable URL)"),
+    ],
+)
+def test_a_destination_shows_scheme_host_port_and_path_but_no_secret(url: str, shown: str) -> None:
+    assert shown_destination(url) == shown
+    for secret in ("secret", "token", "abc", "XXXXXXXXXXXXXXXX"):
+        assert secret not in shown_destination(url)

@@ -171,6 +171,7 @@ def test_live_answers_cite_the_orgs_own_objects(
     assert client.post("/api/ask", json={"question": ""}, headers=acme.headers).status_code == 400
 
 
+@pytest.mark.hosted_routes
 def test_free_plans_and_trial_sessions_get_fixture_answers(
     client: FlaskClient, make_org: Callable[..., OrgKey], database: Database
 ) -> None:

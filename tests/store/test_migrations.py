@@ -2,41 +2,17 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import create_engine, inspect, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import inspect, text
 
 from controller.store import migrate
 from controller.store.db import Database
 from controller.store.models import Base
-from tests.conftest import ON_POSTGRES, TEST_DB_URL
-
-
-@pytest.fixture
-def empty_database(tmp_path: Path) -> Iterator[Database]:
-    if not ON_POSTGRES:
-        database = Database(f"sqlite:///{tmp_path / 'empty.db'}")
-        yield database
-        database.dispose()
-        return
-    admin = create_engine(TEST_DB_URL, isolation_level="AUTOCOMMIT")
-    name = f"driftgate_empty_{uuid.uuid4().hex[:8]}"
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    database = Database(
-        make_url(TEST_DB_URL).set(database=name).render_as_string(hide_password=False)
-    )
-    yield database
-    database.dispose()
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+from tests.conftest import ON_POSTGRES
 
 
 def test_upgrade_from_empty_to_head(empty_database: Database) -> None:

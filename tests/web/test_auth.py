@@ -71,6 +71,7 @@ def test_keys_are_stored_hashed_with_a_hint_and_last_use(
     assert key.last_used_at is not None
 
 
+@pytest.mark.hosted_routes
 def test_trial_session_lists_only_its_own_sandbox(client: FlaskClient, acme: OrgKey) -> None:
     client.post(
         "/api/watches",
@@ -94,6 +95,7 @@ def test_trial_session_lists_only_its_own_sandbox(client: FlaskClient, acme: Org
     assert created.status_code == 401
 
 
+@pytest.mark.hosted_routes
 def test_invalid_and_expired_trials_are_401(client: FlaskClient, database: Database) -> None:
     token = client.post("/api/trial/session").json["token"]
     assert client.get("/api/watches", headers={"X-Service-Trial": "dgt_bogus"}).status_code == 401
@@ -105,6 +107,7 @@ def test_invalid_and_expired_trials_are_401(client: FlaskClient, database: Datab
     assert response.json["error"] == "invalid_trial"
 
 
+@pytest.mark.hosted_routes
 def test_trial_minting_is_rate_limited(client: FlaskClient) -> None:
     statuses = [client.post("/api/trial/session").status_code for _ in range(12)]
     assert statuses[:10] == [201] * 10
@@ -128,7 +131,7 @@ def guarded_client(app: Flask) -> FlaskClient:
         summary="pro only",
         tag="test",
         responses={200: Secret},
-        guards=[requires_plan("pro")],
+        guards=[requires_plan("coverage_assert")],
     )
     def pro_only(call: Call) -> Secret:
         return Secret(org=call.org_id)
@@ -139,7 +142,7 @@ def guarded_client(app: Flask) -> FlaskClient:
         summary="product",
         tag="test",
         responses={200: Secret},
-        guards=[requires_plan("pro"), requires_product("replay_cloud")],
+        guards=[requires_plan("replay_install"), requires_product("replay_cloud")],
     )
     def replay_only(call: Call) -> Secret:
         return Secret(org=call.org_id)

@@ -128,6 +128,7 @@ def test_agent_config(client: FlaskClient) -> None:
     }
 
 
+@pytest.mark.hosted_routes
 def test_funnel_events_are_counted_without_personal_data(
     client: FlaskClient, database: Database
 ) -> None:

@@ -57,6 +57,7 @@ def test_a_watch_list_reports_every_token_with_200(
     assert preflight(client, acme, {"watchIds": []})["allowed"] is True
 
 
+@pytest.mark.hosted_routes
 def test_limits_shapes_and_auth(
     client: FlaskClient, acme: OrgKey, fleet: dict[str, str], make_org: Callable[..., OrgKey]
 ) -> None:

@@ -17,7 +17,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from controller.store.db import Database
-from tests.conftest import make_settings
+from tests.conftest import HOSTED_ROUTES, make_settings
 from tests.processes import DRIFTGATE, driftgate_env, free_port, stop_process, wait_until_healthy
 from web.api.discovery import PREVIEW_BURST
 
@@ -42,7 +42,10 @@ LIMITED = [
 def proxied_app(tmp_path: Path, database: Database, hops: int) -> Flask:
     from web.app import create_app
 
-    settings = make_settings(tmp_path, database_url=database.url, trusted_proxy_hops=hops)
+    # The limited routes are the hosted product's anonymous ones: switched on.
+    settings = make_settings(
+        tmp_path, database_url=database.url, trusted_proxy_hops=hops, **HOSTED_ROUTES
+    )
     app = create_app(settings, database=database)
     app.extensions["driftgate.ratelimiter"].clock = lambda: 1000.0  # no bucket refills
     return app
@@ -118,7 +121,12 @@ def serve(tmp_path: Path, database: Database) -> Iterator[Any]:
     def start(hops: int) -> str:
         port = free_port()
         env = driftgate_env(
-            database.url, tmp_path, workers="1", threads="2", trusted_proxy_hops=str(hops)
+            database.url,
+            tmp_path,
+            workers="1",
+            threads="2",
+            trusted_proxy_hops=str(hops),
+            trial_sessions_enabled="true",  # the limit these tests count
         )
         log = tmp_path / f"serve-{hops}.log"
         with log.open("w") as out:

@@ -57,7 +57,7 @@ from controller.settings import Settings, load_settings
 from controller.sources.http import FetchError, make_client
 from controller.store.db import Database
 from controller.summary import service as summary
-from tests.conftest import ON_POSTGRES, OrgKey, empty_database, make_settings
+from tests.conftest import HOSTED_ROUTES, ON_POSTGRES, OrgKey, empty_database, make_settings
 from tests.gitrepos import RepoBuilder, isolated_git_config
 from tests.servers import SpecServer, spec_server
 from tests.specs import as_json, charges_spec
@@ -348,6 +348,7 @@ def open_world(
             github_webhook_secret=HOOK_SECRET,
             coverage_preview_per_minute=1_000_000,
             sources=[{"name": "fleet", "org": key.org_name, "url": repo.url}],
+            **HOSTED_ROUTES,  # every operation answers 2xx at least once: served here
         )
         box = load_secret_box(settings, create=True)
         spec = settings.source("fleet")

@@ -77,6 +77,7 @@ def ack_agent(call: Call) -> agent_service.AckOut:
     return agent_service.AckOut(
         acknowledged=acknowledged,
         approval=rule,
+        approval_verified=False,  # the caller's statement: `AckOut`
         status=agent_service.agent_status(call.session, call.org_id, agent.key, call.now),
     )
 

@@ -72,7 +72,7 @@ def mockdrift_catalog(call: Call) -> compat.HostedCatalog:
     "POST /v1/mockdrift/fixtures/install",
     "mockdrift: install a catalog fixture",
     body=replay.InstallIn,
-    guards=(requires_plan("pro"), PRODUCT),
+    guards=(requires_plan("replay_install"), PRODUCT),
     errors=(404,),
     compat=alias("mockdrift", "POST /v1/replay/fixtures/install"),
 )

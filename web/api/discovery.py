@@ -7,7 +7,7 @@ from pydantic import RootModel
 
 from controller.discovery import service
 from web.api import REGISTRY
-from web.routes import Call, ErrorEnvelope, Reply, requires_plan
+from web.routes import COVERAGE_PREVIEW, Call, ErrorEnvelope, Reply, requires_plan
 
 route = REGISTRY.tagged("discovery")
 
@@ -41,7 +41,7 @@ def suggest_watches(call: Call) -> service.SuggestOut:
     "Fail when a contract found is not watched",
     body=service.CoverageIn,
     responses={200: service.CoverageOk, 422: CoverageRefusal},
-    guards=(requires_plan("pro"),),
+    guards=(requires_plan("coverage_assert"),),
 )
 def coverage_assert(call: Call) -> Reply:
     """200 `{covered: true, ...}` when every contract found (at or above `minConfidence`) is
@@ -60,6 +60,7 @@ def coverage_assert(call: Call) -> Reply:
     auth="none",
     body=service.CoverageIn,
     errors=(422, 429),
+    switch=COVERAGE_PREVIEW,
 )
 def coverage_preview(call: Call) -> service.PreviewOut:
     """The contracts found, without a key and without reading any org's data (nothing says

@@ -123,14 +123,17 @@ def get_draft_pr(call: Call) -> service.DraftPrOut:
     "Record a merge by hand",
     body=service.MergedIn,
     guards=(PRODUCT,),
-    errors=(404,),
+    errors=(403, 404),
 )
 def record_merged(call: Call) -> service.MergedOut:
     """Records the merge of one of the org's pull requests: the event's contract becomes the
     baseline, the incident resolves, the bound agents are unblocked (`agent.unblocked`).
-    Recording it twice changes nothing."""
+    When an agent bound to the watch declares remediation approval rules, they are judged
+    against the pull request's own repository and base branch (as recorded when it was
+    opened; `approval`), never against anything sent here: a refusal is 403
+    `approval_refused` and nothing is recorded. Recording it twice changes nothing."""
     row = service.get_draft_pr(call.session, call.org_id, call.body.draft_pr_id)
-    return service.record_merge(
+    return service.merge_by_hand(
         call.session, call.principal_required, row, call.secret_box, call.now
     )
 

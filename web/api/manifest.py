@@ -22,7 +22,7 @@ class A2aCoverageRefusal(RootModel[service.A2aCoverageMissing | ErrorEnvelope]):
     "Fail when a watch of an agents manifest is not a watch of the org",
     body=service.A2aCoverageIn,
     responses={200: service.A2aCoverageOk, 422: A2aCoverageRefusal},
-    guards=(requires_plan("pro"),),
+    guards=(requires_plan("a2a_coverage_assert"),),
     errors=(400,),
 )
 def a2a_coverage_assert(call: Call) -> Reply:

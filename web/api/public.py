@@ -5,7 +5,7 @@ from __future__ import annotations
 from controller.agents import config_service
 from controller.orgs import funnel_service as funnel
 from web.api import REGISTRY
-from web.routes import Call
+from web.routes import FUNNEL_EVENTS, Call
 
 route = REGISTRY.tagged("public")
 
@@ -23,6 +23,7 @@ def agent_config(call: Call) -> config_service.AgentConfig:
     body=funnel.FunnelBody,
     status=202,
     errors=(429,),
+    switch=FUNNEL_EVENTS,
 )
 def funnel_events(call: Call) -> funnel.FunnelAccepted:
     """Counts events per name and day; no identifiers, addresses or properties are stored."""

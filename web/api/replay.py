@@ -52,7 +52,7 @@ def fixture_catalog(call: Call) -> service.CatalogPage:
     "Install a catalog fixture",
     body=service.InstallIn,
     out=service.InstalledOut,
-    guards=(requires_plan("pro"), PRODUCT),
+    guards=(requires_plan("replay_install"), PRODUCT),
     errors=(404,),
 )
 def fixture_install(call: Call) -> Reply | Response:

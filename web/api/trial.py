@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from controller.orgs import auth_service
 from web.api import REGISTRY
-from web.routes import Call, Reply
+from web.routes import TRIAL_SESSIONS, Call, Reply
 
 route = REGISTRY.tagged("auth")
 
@@ -16,9 +16,11 @@ route = REGISTRY.tagged("auth")
     out=auth_service.TrialOut,
     status=201,
     errors=(429,),
+    switch=TRIAL_SESSIONS,
 )
 def create_trial_session(call: Call) -> Reply:
-    """Returns a token for the `X-Service-Trial` header; it is shown once and expires."""
+    """Returns a token for the `X-Service-Trial` header; it is shown once and expires. Each
+    trial session owns a sandbox org of its own (plan `free`, never listed as a real org)."""
     call.rate_limit("trial", per_minute=6, burst=10)
     return Reply(
         201,

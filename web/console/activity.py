@@ -18,11 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from flask import Response, request, url_for
+from flask import Response, current_app, request, url_for
 
 from controller.accounts.service import SignedIn
 from controller.activity import service as activity
 from controller.activity.service import KINDS, BadFilter, Entry, parse_filters
+from controller.crypto import SecretBox
 from controller.errors import ValidationFailed
 from web.console import blueprint, current, now, page, signed_in
 from web.db import database, request_session
@@ -67,7 +68,7 @@ def _filters(limit: int | None = None) -> Any:
 @signed_in
 def activity_page(user: SignedIn) -> Response:
     filters = _filters()
-    found = activity.read(request_session(), user.org_id, filters)
+    found = activity.read(request_session(), user.org_id, filters, _box())
     scope = activity.resolve_scope(request_session(), user.org_id, filters)
     return page(
         "activity.html",
@@ -79,6 +80,12 @@ def activity_page(user: SignedIn) -> Response:
         args=request.args,
         next_url=_page_url(found.next_cursor) if found.next_cursor else None,
     )
+
+
+def _box() -> SecretBox:
+    """The secret box: deliveries name their destination from the encrypted URL."""
+    box: SecretBox = current_app.extensions["driftgate.secret_box"]
+    return box
 
 
 def _page_url(cursor: str) -> str:
@@ -96,7 +103,7 @@ def activity_part() -> Response:
 
     def draw(user: SignedIn) -> Response:
         filters = _filters(PART_LIMIT)
-        found = activity.read(request_session(), user.org_id, filters)
+        found = activity.read(request_session(), user.org_id, filters, _box())
         return page(
             "_activity_part.html",
             user,

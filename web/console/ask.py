@@ -13,7 +13,7 @@ from werkzeug.wrappers import Response
 
 from controller.accounts.service import SignedIn
 from controller.drift import service as drift
-from controller.orgs.service import plan_at_least
+from controller.model.plans import allows, minimum_plan
 from controller.portfolio import service as portfolio
 from web.body import validate
 from web.console import blueprint, now, page, signed_in
@@ -40,7 +40,7 @@ SUGGESTED = (
 @signed_in
 def ask(user: SignedIn) -> Response:
     question = request.args.get("q", "").strip()
-    live = plan_at_least(user.plan, "pro")
+    live = allows(user.plan, "live_ask")
     answer = reading = None
     if question:
         data = validate(portfolio.AskIn, {"question": question}, "query")
@@ -53,6 +53,7 @@ def ask(user: SignedIn) -> Response:
         user,
         question=question,
         live=live,
+        minimum=minimum_plan("live_ask"),
         answer=answer,
         reading=reading,
         uses=_uses(reading),

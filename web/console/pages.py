@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import redirect, request, url_for
+from flask import current_app, redirect, request, url_for
 from werkzeug.wrappers import Response
 
 from controller.accounts import service as accounts
@@ -10,6 +10,7 @@ from controller.accounts.service import SignedIn
 from controller.errors import NotFound, TooManyRequests, Unauthorized, Unprocessable
 from controller.orgs import auth_service as key_service
 from controller.orgs.service import get_org
+from controller.portfolio import blocked_service as blocked
 from controller.portfolio import service as portfolio
 from web.console import (
     CSRF_FIELD,
@@ -31,7 +32,7 @@ from web.console import (
     signed_in_response,
     sso_label,
 )
-from web.db import request_session
+from web.db import database, request_session
 
 
 def _client_address() -> str:
@@ -171,8 +172,16 @@ def _dashboard_filters(user: SignedIn) -> tuple[object, dict[str, object]]:
 def overview(user: SignedIn) -> Response:
     dashboard, filters = _dashboard_filters(user)
     query = portfolio.OverviewQuery.model_validate(filters)
-    data = portfolio.overview(request_session(), user.org_id, query, now()).model_dump(
+    data = portfolio.overview(request_session(), user.org_id, query, now(), exact=True).model_dump(
         by_alias=True, mode="json"
+    )
+    stuck = blocked.blocked_now(
+        request_session(),
+        database(),
+        current_app.extensions["driftgate.settings"],
+        current_app.extensions["driftgate.secret_box"],
+        user.org_id,
+        now(),
     )
     weeks = data["analytics"]["driftEventsByWeek"]
     mttr = [(r["key"], r["hours"]) for r in data["analytics"]["mttr"]["byVendor"][:10]]
@@ -180,6 +189,7 @@ def overview(user: SignedIn) -> Response:
         "overview.html",
         user,
         overview=data,
+        blocked=stuck,
         dashboard=dashboard,
         scope=_list_scope(filters),
         weeks_chart=charts.stacked_weeks(weeks),

@@ -1,12 +1,12 @@
 """Settings in the console: notification defaults with the weekly e-mail opt-in, overlay
-products (admins; a free plan sees why it cannot), and the org's members: admins invite
+products (admins; a free plan sees why it cannot), what each plan unlocks (`/console/plans`,
+from the table the checks read), and the org's members: admins invite
 (a one-time set-password link, as `driftgate users create` prints), change roles and
 remove members; the org's last admin stays an admin."""
 
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
 from flask import current_app, request, url_for
 from sqlalchemy.orm import Session
@@ -16,6 +16,8 @@ from controller.accounts import service as accounts
 from controller.accounts.service import SignedIn
 from controller.draftpr import service as products
 from controller.errors import Conflict, NotFound, Unprocessable
+from controller.ingress.service import quota_of
+from controller.model.plans import FEATURES, PLANS, allows, quota_text
 from controller.notifications import service as notifications
 from controller.orgs.service import get_org
 from controller.summary import service as summary
@@ -80,13 +82,28 @@ def _settings_page(
     )
 
 
+@blueprint.get("/plans")
+@signed_in
+def plans(user: SignedIn) -> Response:
+    """What each plan unlocks, from the table every plan check reads
+    (`controller.model.plans.FEATURES`), with the org's plan and this server's quotas."""
+    settings = current_app.extensions["driftgate.settings"]
+    quotas = {plan: quota_of(settings, plan) for plan in PLANS}
+    return page(
+        "plans.html",
+        user,
+        plans=PLANS,
+        features=list(FEATURES.values()),
+        allows=allows,
+        quotas={plan: quota_text(plan, quotas) for plan in PLANS},
+        default_plan=settings.default_plan,
+    )
+
+
 def shown_url(url: str) -> str:
-    """A destination URL as the page shows it: scheme, host, port and path, with the query
-    dropped and any long path segment (where webhooks keep their token) cut to its start."""
-    parts = urlsplit(url)
-    segments = [s if len(s) < 16 else f"{s[:4]}…" for s in parts.path.split("/")]
-    shown = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{'/'.join(segments)}"
-    return shown + ("?…" if parts.query else "")
+    """A destination URL as the console shows it everywhere (settings, deliveries): scheme,
+    host, port and path, without user info, query or token-like path segments."""
+    return notifications.shown_destination(url)
 
 
 def service_interval(session: Session, org_id: str) -> int:

@@ -1,6 +1,8 @@
 """How the console writes times: one absolute form with its zone (`2026-11-26 14:10 UTC`),
 relative times where people scan a list (`3 min ago`, the absolute in a title), and
-durations in human units (`36 s`, `4 min`, `2 h 5 min`).
+durations in human units (`9.6 s`, `36 s`, `4 min`, `2 h 5 min`). Every time and duration a
+page shows goes through these filters (`at`, `ago`, `duration`, `hours`); nothing writes a
+raw timestamp.
 
 The functions are pure (they take `now`); `register` installs them as Jinja filters that
 ask the clock once per call.
@@ -36,10 +38,15 @@ def relative(moment: datetime | str | None, now: datetime, default: str = "never
 
 
 def duration(seconds: float | None, default: str = "–") -> str:
-    """A span in the two largest units that matter: `36 s`, `4 min`, `2 h 5 min`, `3 d 4 h`."""
+    """A span in the two largest units that matter: `9.6 s` (tenths under 10 s), `36 s`,
+    `4 min`, `2 h 5 min`, `3 d 4 h`. Never `0 s` for a span that lasted: the one function for
+    every duration the console shows (MTTR, intervals)."""
     if seconds is None:
         return default
-    whole = round(max(seconds, 0))
+    seconds = max(seconds, 0)
+    if seconds < 9.95:
+        return f"{round(seconds, 1):g} s" if seconds >= 0.05 or seconds == 0 else "under 0.1 s"
+    whole = round(seconds)
     if whole < 60:
         return f"{whole} s"
     minutes = round(whole / 60)

@@ -15,15 +15,16 @@ from controller.contracts.kinds import CONTRACT_KINDS
 from controller.drift import acknowledgement_service as acknowledgement
 from controller.drift import service as drift
 from controller.errors import NotFound, RequestError
-from controller.model.watch import WatchCreate, WatchListQuery
+from controller.model.watch import Health, WatchCreate, WatchListQuery
 from controller.notifications import service as notifications
+from controller.portfolio import blocked_service as blocked
 from controller.portfolio import service as portfolio
 from controller.watches import service
 from controller.watches import types_service as watch_types
 from web.body import validate
 from web.console import action, admin, blueprint, now, page, signed_in
 from web.console.settings import service_interval
-from web.db import request_session
+from web.db import database, request_session
 
 STATUSES = ("ok", "drifted", "error", "disabled", "never_run")  # disabled: paused
 # (watch type, label) in the order people pick from.
@@ -149,7 +150,28 @@ def watch(user: SignedIn, watch_id: str) -> Response:
         request_session(), user.org_id, drift.DriftQuery(watch_id=watch_id, limit=20)
     )
     rules = acknowledgement.approval_rules(request_session(), status.watch_id)
-    return page("watch.html", user, status=status, events=history.events, approvals=rules)
+    agents = blocked.watch_agents(
+        request_session(), database(), user.org_id, status.watch_id, now()
+    )
+    return page(
+        "watch.html", user, status=status, events=history.events, approvals=rules, agents=agents
+    )
+
+
+@blueprint.app_template_global("checks_state")
+def checks_state(drift_status: str, health: Health) -> tuple[str, str]:
+    """How a watch's checks are doing, as (badge class, word): `working`, `failing`,
+    `stale`, `none yet`, `paused`. It says nothing of the contract (its `driftStatus` does),
+    so a drifted watch reads "Checks: working", never "healthy" beside "drifted"."""
+    if drift_status == "disabled":
+        return "paused", "paused"
+    if health.is_stale_check:
+        return "error", "stale"
+    if drift_status == "error":
+        return "error", "failing"
+    if drift_status == "never_run" or health.minutes_since_last_check is None:
+        return "never_run", "none yet"
+    return "ok", "working"
 
 
 @blueprint.get("/watches/<watch_id>/events/<event_id>")
