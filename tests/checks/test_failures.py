@@ -74,7 +74,7 @@ class World:
 
     def check(self, watch_id: str) -> dict[str, Any]:
         response = self.client.post(
-            f"/api/watches/{watch_id}/check?wait=20", headers=self.org.headers
+            f"/api/watches/{watch_id}/check?wait=60", headers=self.org.headers
         )
         body = response.get_json()
         assert response.status_code == 200 and body["status"] == "done", body

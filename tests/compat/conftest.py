@@ -55,7 +55,7 @@ class Live:
 
     def http(self, key: str | None = None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {key or self.key}", "User-Agent": "driftgate-tests"}
-        return httpx.Client(base_url=self.base, headers=headers, timeout=40)
+        return httpx.Client(base_url=self.base, headers=headers, timeout=90)
 
     def watch_id(self, name: str) -> str:
         with self.http() as http:
@@ -66,10 +66,10 @@ class Live:
     def drift(self, watch_id: str, path: str) -> None:
         """Check the watch (its baseline), break its contract, check again: drifted."""
         with self.http() as http:
-            first = http.post(f"/api/watches/{watch_id}/check?wait=30").json()
+            first = http.post(f"/api/watches/{watch_id}/check?wait=60").json()
             assert first["watch"]["driftStatus"] == "ok", first
             self.specs.set(path, as_json(charges_spec(refunds=False)))
-            second = http.post(f"/api/watches/{watch_id}/check?wait=30").json()
+            second = http.post(f"/api/watches/{watch_id}/check?wait=60").json()
             assert second["watch"]["driftStatus"] == "drifted", second
 
     def drifted_watch(self, name: str) -> str:
@@ -77,10 +77,10 @@ class Live:
         url = self.specs.set(f"/{name}.json", as_json(charges_spec()))
         with self.http() as http:
             watch = http.post("/api/watches", json={"name": name, "url": url}).json()
-            first = http.post(f"/api/watches/{watch['id']}/check?wait=30").json()
+            first = http.post(f"/api/watches/{watch['id']}/check?wait=60").json()
             assert first["watch"]["driftStatus"] == "ok", first
             self.specs.set(f"/{name}.json", as_json(charges_spec(refunds=False)))
-            second = http.post(f"/api/watches/{watch['id']}/check?wait=30").json()
+            second = http.post(f"/api/watches/{watch['id']}/check?wait=60").json()
             assert second["watch"]["driftStatus"] == "drifted", second
         watch_id: str = watch["id"]
         return watch_id

@@ -86,9 +86,9 @@ def test_another_orgs_installation_is_refused_everywhere(
         agent.policy, agent.policy_rules = "dev-pr", {"on_breaking": ["notify", "draft_pr"]}
         agent.repo_ref = REPO
     server.set("/openapi.json", as_json(charges_spec()))
-    client.post(f"/api/watches/{watch_id}/check?wait=30", headers=intruder.headers)
+    client.post(f"/api/watches/{watch_id}/check?wait=60", headers=intruder.headers)
     server.set("/openapi.json", as_json(charges_spec(refunds=False)))
-    client.post(f"/api/watches/{watch_id}/check?wait=30", headers=intruder.headers)
+    client.post(f"/api/watches/{watch_id}/check?wait=60", headers=intruder.headers)
 
     def policy_failed() -> bool:
         with database.session() as session:

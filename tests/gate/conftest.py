@@ -132,7 +132,7 @@ class Gate:
         return response.get_json()
 
     def check(self) -> dict[str, Any]:
-        body = self.post(f"/api/watches/{self.watch_id}/check?wait=20")
+        body = self.post(f"/api/watches/{self.watch_id}/check?wait=60")
         assert body["status"] == "done", body
         return dict(body["watch"])
 

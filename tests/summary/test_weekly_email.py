@@ -112,11 +112,11 @@ def drifted_watch(client: FlaskClient, who: OrgKey, spec: SpecServer, name: str)
     assert created.status_code == 201, created.get_json()
     watch_id: str = created.get_json()["id"]
     assert (
-        client.post(f"/api/watches/{watch_id}/check?wait=30", headers=who.headers).status_code
+        client.post(f"/api/watches/{watch_id}/check?wait=60", headers=who.headers).status_code
         == 200
     )
     spec.set(f"/{name}.json", as_json(charges_spec(refunds=False)))
-    second = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=who.headers)
+    second = client.post(f"/api/watches/{watch_id}/check?wait=60", headers=who.headers)
     assert second.get_json()["watch"]["driftStatus"] == "drifted", second.get_json()
     return watch_id
 

@@ -98,10 +98,10 @@ def test_a_killed_controller_is_restarted_logged_and_checks_again(
     driftgate(up.env, "orgs", "create", "acme", "--plan", "pro")
     key = driftgate(up.env, "keys", "create", "--org", "acme")
     auth = {"Authorization": f"Bearer {key}", "User-Agent": "driftgate-tests"}
-    with spec_server() as specs, httpx.Client(base_url=up.base, headers=auth, timeout=40) as http:
+    with spec_server() as specs, httpx.Client(base_url=up.base, headers=auth, timeout=90) as http:
         url = specs.set("/openapi.json", as_json(charges_spec()))
         watch = http.post("/api/watches", json={"name": "local", "url": url}).json()
-        first = http.post(f"/api/watches/{watch['id']}/check?wait=30").json()["watch"]
+        first = http.post(f"/api/watches/{watch['id']}/check?wait=60").json()["watch"]
         assert first["driftStatus"] == "ok"
         assert http.get("/health/ready").json()["controller"]["state"] == "alive"
 
@@ -117,7 +117,7 @@ def test_a_killed_controller_is_restarted_logged_and_checks_again(
 
         # The new controller runs checks: the vendor drifted, and the check sees it.
         specs.set("/openapi.json", as_json(charges_spec(refunds=False)))
-        second = http.post(f"/api/watches/{watch['id']}/check?wait=30").json()["watch"]
+        second = http.post(f"/api/watches/{watch['id']}/check?wait=60").json()["watch"]
         assert second["driftStatus"] == "drifted"
         assert second["lastCheckedAt"] > first["lastCheckedAt"]
     assert up.process.poll() is None  # `up` serves on

@@ -320,7 +320,7 @@ def test_driftgate_watches_its_own_tool_server(
         watch_id = created.get_json()["id"]
 
         def check() -> dict[str, Any]:
-            answer = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=acme.headers)
+            answer = client.post(f"/api/watches/{watch_id}/check?wait=60", headers=acme.headers)
             assert answer.status_code == 200, answer.get_json()
             return dict(answer.get_json())
 
@@ -353,7 +353,7 @@ def test_a_legacy_session_subscribed_to_a_watch_hears_of_its_drift(
     ).get_json()["id"]
 
     def check() -> None:
-        answer = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=acme.headers)
+        answer = client.post(f"/api/watches/{watch_id}/check?wait=60", headers=acme.headers)
         assert answer.status_code == 200, answer.get_json()
 
     check()
