@@ -31,7 +31,7 @@ GRACE = 5.0
 OUTPUT_KEY = "driftgate_leaked_processes"
 
 
-@dataclass
+@dataclass(eq=False)  # a plugin: pluggy keeps plugins in sets
 class LeakCheck:
     """A pytest plugin: marks this process's environment and checks for leftovers at the end."""
 

@@ -122,9 +122,9 @@ class Terminal(io.StringIO):
 def test_progress_draws_on_a_terminal_and_erases_itself() -> None:
     screen = Terminal()
     with progress("scanning big/", stream=screen, after=0, every=0.01) as line:
-        wait_until(lambda: "scanning big/ (0 s)" in screen.getvalue(), timeout=30)
+        wait_until(lambda: "scanning big/ (0 s)" in screen.getvalue())
         line.say("scanning big/: 12 files read")
-        wait_until(lambda: "12 files read" in screen.getvalue(), timeout=30)
+        wait_until(lambda: "12 files read" in screen.getvalue())
     drawn = screen.getvalue()
     assert drawn.startswith("\rdriftgate: scanning big/ (0 s)")
     width = len("driftgate: scanning big/: 12 files read (0 s)")

@@ -82,7 +82,7 @@ def server(tmp_path: Path, database: Database, repo: RepoBuilder, acme: OrgKey) 
         )
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_until_healthy(base, process, log, timeout=60)
+        wait_until_healthy(base, process, log)
         yield base
     finally:
         stop_process(process)

@@ -122,7 +122,7 @@ def test_drift_opens_a_draft_pull_request_and_its_merge_resolves_everything(
             == "merged"
         )
 
-    wait_until(merged, timeout=15)
+    wait_until(merged)
     with database.session() as session:
         watch = session.get_one(Watch, watch_id)
         event = session.get_one(DriftEvent, event_id)
@@ -165,7 +165,7 @@ def test_a_draft_pr_policy_opens_the_pull_request_when_the_watch_drifts(
             rows = session.scalars(select(DraftPr)).all()
             return len(rows) == 1 and rows[0].state == "draft"
 
-    wait_until(opened, timeout=15)
+    wait_until(opened)
     repo = github.repositories[REPO]
     assert len(repo.pulls) == 1 and repo.pulls[0]["base"] == "main"
     with database.session() as session:

@@ -256,7 +256,7 @@ def test_quarantine_sends_a_signed_event_without_the_payload(
         }
         answer = app.test_client().post("/api/validate", json=body, headers=headers)
         assert answer.status_code == 422
-        wait_until(lambda: bool(receiver.received), timeout=15)
+        wait_until(lambda: bool(receiver.received))
     finally:
         controller.stop(grace=5)
         receiver.close()

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.processes import DRIFTGATE, free_port, stop_process
+from tests.processes import DRIFTGATE, free_port, spawn, stop_process
 
 # Real processes end to end: left out of `make check`, run by `make test`.
 pytestmark = pytest.mark.slow
@@ -76,7 +76,7 @@ class RunningDemo:
 def demo(tmp_path: Path) -> Iterator[RunningDemo]:
     port, vendor_port, receiver_port = free_port(), free_port(), free_port()
     data_dir = tmp_path / "demo"
-    process = subprocess.Popen(
+    process = spawn(
         [
             *DRIFTGATE,
             "demo",
@@ -175,7 +175,7 @@ def test_a_data_directory_in_use_is_refused(tmp_path: Path) -> None:
 def start_demo(tmp_path: Path, *args: str) -> RunningDemo:
     """`driftgate demo` with its temporary folder under `tmp_path` (TMPDIR), output read."""
     port, vendor_port, receiver_port = free_port(), free_port(), free_port()
-    process = subprocess.Popen(
+    process = spawn(
         [
             *DRIFTGATE,
             "demo",

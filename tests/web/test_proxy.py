@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,14 @@ from flask.testing import FlaskClient
 
 from controller.store.db import Database
 from tests.conftest import make_settings
-from tests.processes import DRIFTGATE, driftgate_env, free_port, stop_process, wait_until_healthy
+from tests.processes import (
+    DRIFTGATE,
+    driftgate_env,
+    free_port,
+    started,
+    stop_process,
+    wait_until_healthy,
+)
 from web.api.discovery import PREVIEW_BURST
 
 # Real processes end to end: left out of `make check`, run by `make test`.
@@ -113,26 +121,24 @@ def presession_cookie(set_cookies: list[str]) -> str:
 
 @pytest.fixture
 def serve(tmp_path: Path, database: Database) -> Iterator[Any]:
-    started: list[subprocess.Popen[bytes]] = []
+    with ExitStack() as stack:
+        running: list[subprocess.Popen[Any]] = []
 
-    def start(hops: int) -> str:
-        port = free_port()
-        env = driftgate_env(
-            database.url, tmp_path, workers="1", threads="2", trusted_proxy_hops=str(hops)
-        )
-        log = tmp_path / f"serve-{hops}.log"
-        with log.open("w") as out:
-            process = subprocess.Popen(
-                [*DRIFTGATE, "serve", "--port", str(port)], env=env, stdout=out, stderr=out
+        def start(hops: int) -> str:
+            port = free_port()
+            env = driftgate_env(
+                database.url, tmp_path, workers="1", threads="2", trusted_proxy_hops=str(hops)
             )
-        started.append(process)
-        base = f"http://127.0.0.1:{port}"
-        wait_until_healthy(base, process, log)
-        return base
+            log = tmp_path / f"serve-{hops}.log"
+            command = [*DRIFTGATE, "serve", "--port", str(port)]
+            process = stack.enter_context(started(command, env=env, log=log))
+            running.append(process)
+            base = f"http://127.0.0.1:{port}"
+            wait_until_healthy(base, process, log)
+            return base
 
-    yield start
-    for process in started:
-        assert stop_process(process) == 0
+        yield start
+        assert [stop_process(process) for process in running] == [0] * len(running)
 
 
 def trial(base: str, headers: dict[str, str]) -> int:
