@@ -5,7 +5,6 @@ docs/operations.md runs it, for the clients that take only an https:// base URL.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from tests.processes import (
     DRIFTGATE,
     driftgate_env,
     free_port,
+    spawn,
     stop_process,
     wait_until,
     wait_until_healthy,
@@ -126,7 +126,7 @@ def live(tmp_path_factory: pytest.TempPathFactory, behind_tls: bool) -> Iterator
         ExitStack() as fronts,
     ):
         config = git_source(tmp, specs)
-        process = subprocess.Popen(
+        process = spawn(
             [*DRIFTGATE, "--config", str(config), "up", "--port", str(port)],
             env=env,
             stdout=log,
