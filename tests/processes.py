@@ -167,7 +167,7 @@ def spawn(command: Sequence[str], **options: Any) -> subprocess.Popen[Any]:
 
 @contextmanager
 def started(
-    command: Sequence[str], *, log: Path | None = None, timeout: float = 30, **options: Any
+    command: Sequence[str], *, log: Path | None = None, timeout: float = PATIENCE, **options: Any
 ) -> Iterator[subprocess.Popen[Any]]:
     """`spawn(command)`, stopped with its process group when the block ends however it ends
     (a set-up that fails halfway included); `log` takes its stdout and stderr."""
@@ -183,7 +183,7 @@ def started(
             stop_process(process, timeout=timeout)
 
 
-def stop_process(process: subprocess.Popen[Any], timeout: float = 30) -> int:
+def stop_process(process: subprocess.Popen[Any], timeout: float = PATIENCE) -> int:
     """SIGTERM, then SIGKILL after `timeout` seconds (the test then fails); its exit code.
     What is left of its process group (a child it did not stop) is killed once it has
     exited: a no-op for a process not started in a session of its own (`spawn`)."""

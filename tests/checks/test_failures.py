@@ -28,6 +28,7 @@ from controller.settings import Settings
 from controller.store.db import Database
 from controller.store.models import Job, OutboxMessage
 from tests.conftest import OrgKey
+from tests.processes import PATIENCE
 from tests.receivers import Receiver
 from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
@@ -97,7 +98,7 @@ class World:
                 )
             )
             queued = [p["data"] for p in rows if p["data"]["watchId"] == watch_id]
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + PATIENCE
         while time.monotonic() < deadline:
             delivered = [
                 m["body"]["data"]

@@ -31,6 +31,7 @@ from tests.console.browser import (  # noqa: F401 - the fixtures
     shot,
     spec,
 )
+from tests.processes import PATIENCE
 from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
 
@@ -231,9 +232,9 @@ def test_the_console_tour(
     # The bad commit: its problem leads to the line.
     page.get_by_role("link", name="Sources").click()
     page.get_by_role("link", name="fleet").click()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + PATIENCE
     while "agents.yaml:" not in page.content() and time.monotonic() < deadline:
-        time.sleep(0.5)
+        time.sleep(0.1)
         page.reload()
     shot(page, "source")
     page.get_by_role("link", name=re.compile(r"agents\.yaml:\d+")).first.click()

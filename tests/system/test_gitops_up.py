@@ -311,7 +311,7 @@ def test_up_reconciles_the_examples_stalls_on_a_bad_commit_and_recovers(
             # SIGTERM stops `up`, which stops its controller: nothing of the group is left.
             http.close()  # an idle keep-alive connection would hold gunicorn's graceful stop
             up.send_signal(signal.SIGTERM)
-            assert up.wait(timeout=30) == 0, log_path.read_text(errors="replace")[-4000:]
+            assert up.wait(timeout=PATIENCE) == 0, log_path.read_text(errors="replace")[-4000:]
             deadline = time.monotonic() + PATIENCE
             while True:
                 try:

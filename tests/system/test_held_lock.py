@@ -25,6 +25,7 @@ from controller.store.types import utcnow
 from tests.conftest import OrgKey
 from tests.processes import (
     DRIFTGATE,
+    PATIENCE,
     driftgate_env,
     free_port,
     spawn,
@@ -102,7 +103,7 @@ class Holder:
             assert self.process.stdin is not None
             self.process.stdin.write("release\n")
             self.process.stdin.close()
-        assert self.process.wait(timeout=30) == 0
+        assert self.process.wait(timeout=PATIENCE) == 0
         if self.process.stdout is not None:
             self.process.stdout.close()
 
