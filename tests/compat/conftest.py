@@ -138,7 +138,7 @@ def live(tmp_path_factory: pytest.TempPathFactory, behind_tls: bool) -> Iterator
             agent_status = f"{base}/api/agents/{AGENT}/status"
             auth = {"Authorization": f"Bearer {keys['acme']}"}
             # The controller's first reconcile of the source makes the agent.
-            wait_until(lambda: httpx.get(agent_status, headers=auth).status_code == 200)
+            wait_until(lambda: httpx.get(agent_status, headers=auth, timeout=60).status_code == 200)
             home = tmp / "home"
             home.mkdir()
             front = None

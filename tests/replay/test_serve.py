@@ -184,7 +184,7 @@ def test_the_cli_serves_until_interrupted_and_prints_its_url(tmp_path: Path) -> 
         try:
             url = process.stdout.readline().strip()
             assert url.startswith("http://127.0.0.1:")
-            assert httpx.get(f"{url}/v1/charges/ch_1").status_code == 200
+            assert httpx.get(f"{url}/v1/charges/ch_1", timeout=60).status_code == 200
         finally:
             assert stop_process(process) == 0
         assert "serving payments:evt (openapi, 5 operations)" in process.stderr.read()

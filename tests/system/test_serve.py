@@ -54,7 +54,7 @@ def test_a_user_session_against_the_running_server(server: tuple[str, dict[str, 
     driftgate(env, "orgs", "create", "acme", "--plan", "pro")
     key = driftgate(env, "keys", "create", "--org", "acme")
     auth = {"Authorization": f"Bearer {key}", "User-Agent": "driftgate-tests"}
-    with httpx.Client(base_url=base, headers=auth, timeout=10) as http:
+    with httpx.Client(base_url=base, headers=auth, timeout=60) as http:
         ready = http.get("/health/ready").json()
         assert (ready["status"], ready["database"]) == ("ok", "ok")
         assert ready["controller"]["state"] in ("alive", "absent")  # `up` starts one

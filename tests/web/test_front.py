@@ -306,7 +306,7 @@ def test_whole_requests_still_work_in_every_framing(served: int) -> None:
     received, _ = exchange(served, chunked)
     final = received.split(b"HTTP/1.1 100 Continue\r\n\r\n")[-1]
     assert envelope(final)[0] == 401  # read whole and handed to the app, which wants a key
-    with httpx.Client(base_url=f"http://127.0.0.1:{served}", timeout=5) as http:
+    with httpx.Client(base_url=f"http://127.0.0.1:{served}", timeout=60) as http:
         big = http.post("/api/preflight", content=b" " * 60_000 + b"{}")
         assert big.status_code == 401
         assert [http.get("/health").status_code for _ in range(5)] == [200] * 5

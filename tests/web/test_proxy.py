@@ -143,7 +143,9 @@ def serve(tmp_path: Path, database: Database) -> Iterator[Any]:
 
 def trial(base: str, headers: dict[str, str]) -> int:
     answer = httpx.post(
-        f"{base}/api/trial/session", headers={"User-Agent": "driftgate-tests", **headers}
+        f"{base}/api/trial/session",
+        headers={"User-Agent": "driftgate-tests", **headers},
+        timeout=60,
     )
     return answer.status_code
 
@@ -159,6 +161,7 @@ def test_a_real_server_behind_one_proxy_limits_each_client(serve: Any) -> None:
         httpx.get(
             f"{base}/console/sign-in",
             headers={"User-Agent": "driftgate-tests", "X-Forwarded-Proto": "https"},
+            timeout=60,
         ).headers.get_list("Set-Cookie")
     )
     assert "Secure" in cookie
@@ -174,6 +177,7 @@ def test_a_real_server_without_hops_trusts_no_forwarding_header(serve: Any) -> N
         httpx.get(
             f"{base}/console/sign-in",
             headers={"User-Agent": "driftgate-tests", "X-Forwarded-Proto": "https"},
+            timeout=60,
         ).headers.get_list("Set-Cookie")
     )
     assert "Secure" not in cookie
