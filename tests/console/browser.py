@@ -78,7 +78,7 @@ def server(tmp_path: Path, database: Database, repo: RepoBuilder, acme: OrgKey) 
         yield f"http://127.0.0.1:{port}"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")  # one Chromium for a module's tests, a new page each
 def browser() -> Iterator[Any]:
     assert CHROMIUM is not None, "DRIFTGATE_REQUIRE_BROWSER=1 but Chromium is not installed"
     with sync_api.sync_playwright() as playwright:
