@@ -21,6 +21,7 @@ import os
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -47,7 +48,7 @@ class LeakCheck:
         os.environ[MARK] = self.token
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
-        self.starts.append(time.time())
+        self.starts.append(time.clock_gettime(time.CLOCK_BOOTTIME))
         self.tests.append(nodeid)
 
     @pytest.hookimpl(trylast=True)  # after every fixture's teardown
@@ -83,9 +84,9 @@ class LeakCheck:
                 if process.status() == psutil.STATUS_ZOMBIE:
                     continue
                 command = " ".join(process.cmdline())
-                started = process.create_time()
+                started = _started_since_boot(process.pid)
                 process.kill()
-            except psutil.NoSuchProcess:
+            except (psutil.NoSuchProcess, OSError):
                 continue
             lines.append(f"pid {process.pid} ({self._test_at(started)}): {command}")
         return sorted(lines)
@@ -111,7 +112,14 @@ class LeakCheck:
         return running
 
     def _test_at(self, started: float) -> str:
-        # psutil counts a process's start from the boot time, which Linux gives in whole
-        # seconds: the test is the last one that began by then, give or take a second.
-        index = bisect.bisect_right(self.starts, started + 1.0) - 1
-        return f"started about {self.tests[index]}" if index >= 0 else "started before the tests"
+        # The start is counted in whole clock ticks: the test is the last one that began by
+        # the end of that tick.
+        index = bisect.bisect_right(self.starts, started + 1 / os.sysconf("SC_CLK_TCK")) - 1
+        return f"started during {self.tests[index]}" if index >= 0 else "started before the tests"
+
+
+def _started_since_boot(pid: int) -> float:
+    """When `pid` started, in seconds since boot (Linux's /proc/PID/stat, in clock ticks: the
+    clock `time.CLOCK_BOOTTIME` reads; psutil's start times are rounded to whole seconds)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[19]) / os.sysconf("SC_CLK_TCK")
