@@ -32,6 +32,7 @@ from controller.store.db import Database
 from controller.store.models import Base
 from tests.dbproxy import DatabaseProxy, database_proxy
 from tests.gitrepos import RepoBuilder, isolated_git_config
+from tests.leaks import LeakCheck
 from tests.servers import SpecServer, spec_server
 
 if TYPE_CHECKING:
@@ -75,6 +76,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # The run fails if a process the tests started is still running at its end (tests/leaks.py).
+    config.pluginmanager.register(LeakCheck(config), "driftgate-leak-check")
     path = config.getoption("record_passed")
     # Under xdist the controller sees every worker's reports: it alone writes the file.
     if path and not hasattr(config, "workerinput"):

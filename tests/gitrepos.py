@@ -18,6 +18,8 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import ConfigLevel, FileMode
 
+from tests.processes import started
+
 _CONFIG_LEVELS = (ConfigLevel.GLOBAL, ConfigLevel.XDG, ConfigLevel.SYSTEM)
 
 
@@ -149,23 +151,17 @@ def git_daemon(base_dir: Path) -> Iterator[int]:
         f"--port={port}",
         str(base_dir),
     ]
-    process = subprocess.Popen(
+    # In a session of its own: stopped with the upload-pack processes it forks per fetch.
+    with started(
         command,
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-    )
-    try:
+        timeout=5,
+    ) as process:
         _wait_for_port(port, process)
         yield port
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
 
 
 def _free_port() -> int:
@@ -174,7 +170,7 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:

@@ -19,10 +19,12 @@ tests/checks/test_misbehaving_vendors.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
 import selectors
+import signal
 import socket
 import subprocess
 import sys
@@ -108,9 +110,11 @@ class SdkServer:
             stderr=self._log,
             cwd=ROOT,
             env=env,
+            start_new_session=True,  # stopped with whatever it starts
         )
         try:
-            self.port = self._read_port(timeout=20.0)
+            # Generous: a Python process importing the MCP SDK, on a machine that may be busy.
+            self.port = self._read_port(timeout=120.0)
         except BaseException:
             self.__exit__()
             raise
@@ -140,6 +144,8 @@ class SdkServer:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
             if process.stdout is not None:
                 process.stdout.close()
         if self._log is not None:

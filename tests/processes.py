@@ -1,6 +1,11 @@
-"""driftgate as a real process in tests: a free port, waiting until it answers `/health`, until
-it has taken the connections a test holds open, and until controllers have gone round again
-and their work is done."""
+"""driftgate as a real process in tests: started in a session of its own and stopped with
+everything it started, a free port, waiting until it answers `/health`, until it has taken the
+connections a test holds open, and until controllers have gone round again and their work is
+done.
+
+Every wait here is on an event, with a generous timeout (`PATIENCE`) that only runs out when
+something is really stuck: on a busy 2-core machine a `driftgate up` took over 30 s to answer
+its first `/health`, and a wait that runs out early fails a test that is right."""
 
 from __future__ import annotations
 
@@ -11,7 +16,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +30,9 @@ from controller.store.models import ControllerHeartbeat, Job, OutboxMessage
 
 # The `driftgate` command as a child process runs it (the installed entry point's module).
 DRIFTGATE = [sys.executable, "-m", "cli"]
+
+# How long a wait on an event may take before the test fails: something is stuck by then.
+PATIENCE = 120.0
 
 
 def driftgate_env(database_url: str, tmp_path: Path, **settings: str) -> dict[str, str]:
@@ -47,7 +56,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
+def wait_until(predicate: Callable[[], bool], timeout: float = PATIENCE) -> None:
     """Return once `predicate()` is true; fail after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -57,7 +66,7 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
 
 
 def wait_until_healthy(
-    base: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 30
+    base: str, process: subprocess.Popen[Any], log: Path, timeout: float = PATIENCE
 ) -> None:
     """Return once `base/health` answers 200; fail with the server's log if it exits first or
     does not answer within `timeout` seconds (stopping it: left running, a server on the
@@ -73,10 +82,10 @@ def wait_until_healthy(
             with contextlib.suppress(subprocess.TimeoutExpired):
                 stop_process(process, timeout=10)
             raise AssertionError(log.read_text())
-        time.sleep(0.1)
+        time.sleep(0.05)
 
 
-def wait_until_taken(*connections: socket.socket, timeout: float = 30.0) -> None:
+def wait_until_taken(*connections: socket.socket, timeout: float = PATIENCE) -> None:
     """Return once the server at the other end of each of `connections` has accepted it and
     read every byte sent on it so far, or has closed it: the moment a test may count on the
     server holding them (half a request, an idle keep-alive). Read from the kernel's table of
@@ -149,14 +158,53 @@ def outbox_delivered(database: Database) -> bool:
     return waiting == 0
 
 
-def stop_process(process: subprocess.Popen[Any], timeout: float = 30) -> int:
-    """SIGTERM, then SIGKILL after `timeout` seconds (the test then fails); its exit code."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            return process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            raise
-    return process.returncode
+def spawn(command: Sequence[str], **options: Any) -> subprocess.Popen[Any]:
+    """`command` as a child process in a session of its own, so that its process group holds
+    everything it starts (`driftgate up`: gunicorn's workers and the controller) and
+    `stop_process` can end them all, whatever happened to the child itself."""
+    return subprocess.Popen(list(command), start_new_session=True, **options)
+
+
+@contextmanager
+def started(
+    command: Sequence[str], *, log: Path | None = None, timeout: float = PATIENCE, **options: Any
+) -> Iterator[subprocess.Popen[Any]]:
+    """`spawn(command)`, stopped with its process group when the block ends however it ends
+    (a set-up that fails halfway included); `log` takes its stdout and stderr."""
+    if log is not None:
+        with log.open("wb") as out:  # the child keeps its own copy of the descriptor
+            process = spawn(command, stdout=out, stderr=out, **options)
+    else:
+        process = spawn(command, **options)
+    try:
+        yield process
+    finally:
+        with suppress(subprocess.TimeoutExpired):
+            stop_process(process, timeout=timeout)
+
+
+def stop_process(process: subprocess.Popen[Any], timeout: float = PATIENCE) -> int:
+    """SIGTERM, then SIGKILL after `timeout` seconds (the test then fails); its exit code.
+    What is left of its process group (a child it did not stop) is killed once it has
+    exited: a no-op for a process not started in a session of its own (`spawn`)."""
+    try:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                return process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                kill_group(process)
+                process.wait()
+                raise
+        return process.returncode
+    finally:
+        kill_group(process)
+
+
+def kill_group(process: subprocess.Popen[Any]) -> None:
+    """SIGKILL to the process group that `process` leads (started by `spawn`), if any is left."""
+    with suppress(ProcessLookupError, PermissionError):
+        if os.getpgid(process.pid) != process.pid:
+            return  # not a group leader (or its pid is a zombie's): nothing of its own
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)

@@ -6,7 +6,16 @@ what tests share lives in a conftest.py, `tests/factories.py` or a helper module
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
+import uuid
 from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.processes import PATIENCE
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
@@ -55,3 +64,48 @@ def test_no_test_module_imports_another() -> None:
                 if name.startswith("tests.") and name.split(".")[-1].startswith("test_"):
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {name}")
     assert offenders == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", [[], ["-n", "1"]], ids=["one-process", "xdist"])
+def test_a_process_the_tests_leave_running_fails_the_run(
+    tmp_path: Path, workers: list[str]
+) -> None:
+    """tests/leaks.py: a run whose test leaves a process behind (a child, and an orphan
+    reparented to init) names both, kills them and exits 1, with or without xdist."""
+    token = uuid.uuid4().hex
+    (tmp_path / "conftest.py").write_text(
+        "from tests.leaks import LeakCheck\n\n\n"
+        "def pytest_configure(config):\n"
+        '    config.pluginmanager.register(LeakCheck(config), "leak-check")\n'
+    )
+    (tmp_path / "test_leaky.py").write_text(
+        "import subprocess, sys, time\n\n"
+        "KEPT = []\n\n\n"
+        "def test_leaves_a_child():\n"
+        f"    command = [sys.executable, '-c', 'import time; time.sleep(600)  # {token}']\n"
+        "    KEPT.append(subprocess.Popen(command))\n"
+        "    time.sleep(0.05)  # a start is known to a clock tick: the next test starts later\n\n\n"
+        "def test_leaves_an_orphan():\n"
+        f"    subprocess.run(['bash', '-c', '(exec -a orphan-{token} sleep 600 &)'], check=True)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *workers, str(tmp_path)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "processes the tests left running (killed)" in done.stdout
+    named = [line for line in done.stdout.splitlines() if token in line]
+    assert len(named) == 2, done.stdout
+    assert "(started during test_leaky.py::test_leaves_a_child): " in named[0]
+    assert f"(started during test_leaky.py::test_leaves_an_orphan): orphan-{token} 600" in named[1]
+    assert "2 passed" in done.stdout
+    left = [
+        p for p in psutil.process_iter(["cmdline"]) if token in " ".join(p.info["cmdline"] or [])
+    ]
+    assert left == []

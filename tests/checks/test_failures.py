@@ -28,6 +28,7 @@ from controller.settings import Settings
 from controller.store.db import Database
 from controller.store.models import Job, OutboxMessage
 from tests.conftest import OrgKey
+from tests.processes import PATIENCE
 from tests.receivers import Receiver
 from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
@@ -74,7 +75,7 @@ class World:
 
     def check(self, watch_id: str) -> dict[str, Any]:
         response = self.client.post(
-            f"/api/watches/{watch_id}/check?wait=20", headers=self.org.headers
+            f"/api/watches/{watch_id}/check?wait=60", headers=self.org.headers
         )
         body = response.get_json()
         assert response.status_code == 200 and body["status"] == "done", body
@@ -97,7 +98,7 @@ class World:
                 )
             )
             queued = [p["data"] for p in rows if p["data"]["watchId"] == watch_id]
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + PATIENCE
         while time.monotonic() < deadline:
             delivered = [
                 m["body"]["data"]

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import socket
-import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -241,7 +239,7 @@ def test_a_killed_agent_is_blocked_with_its_reason(
 
 
 def test_dry_run_never_answers_409_and_never_waits(
-    server: Server, acme: OrgKey, database: Database, api: httpx.Client
+    server: Server, acme: OrgKey, database: Database, api: httpx.Client, clock: Clock
 ) -> None:
     watch_id = create_watch(api, "stripe")
     drift(database, acme, watch_id)
@@ -255,9 +253,8 @@ def test_dry_run_never_answers_409_and_never_waits(
     assert text.stdout.startswith("blocked (dry run, policy would block) decision ")
     fresh = create_watch(api, "fresh")
     before = len(server.preflights())
-    started = time.monotonic()
     waited = run(server.url, acme.key, "--watch", fresh, "--dry-run", "--wait", "5")
-    assert waited.exit_code == 1 and time.monotonic() - started < 2
+    assert waited.exit_code == 1 and clock.now == 0
     assert len(server.preflights()) == before + 1
     assert "no effect with --dry-run" in waited.stderr
 
@@ -389,51 +386,76 @@ def test_answers_that_are_not_a_preflight_result_are_exit_2(
 UUID_SHAPED = "0b6a3c52-8f5e-4a7e-9d0c-2f1e3d4c5b6a"
 
 
+class Clock:
+    """The `time` of `cli.commands.preflight`, moved by the test: `sleep` moves it on at
+    once and runs what is due by then (`at`), so `--wait` and `--interval` are measured on
+    it, whatever the machine's load."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.due: list[tuple[float, Callable[[], None]]] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        for when, action in [d for d in self.due if d[0] <= self.now + 1e-9]:
+            self.due.remove((when, action))
+            action()
+
+    def at(self, when: float, action: Callable[[], None]) -> None:
+        self.due.append((when, action))
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    from cli.commands import preflight
+
+    moved = Clock()
+    monkeypatch.setattr(preflight, "time", moved)
+    return moved
+
+
 def test_wait_asks_again_until_the_first_check(
-    server: Server, acme: OrgKey, database: Database, fresh: str, healthy: str
+    server: Server, acme: OrgKey, database: Database, fresh: str, healthy: str, clock: Clock
 ) -> None:
-    flip = threading.Timer(1.0, mark_checked, args=(database, fresh))
-    flip.start()
-    try:
-        started = time.monotonic()
-        result = run(
-            server.url, acme.key, "--watch", fresh, "--watch", healthy,
-            "--wait", "10", "--interval", "0.2",
-        )  # fmt: skip
-        elapsed = time.monotonic() - started
-    finally:
-        flip.cancel()
-        flip.join()
+    clock.at(1.0, lambda: mark_checked(database, fresh))
+    result = run(
+        server.url, acme.key, "--watch", fresh, "--watch", healthy,
+        "--wait", "10", "--interval", "0.2",
+    )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("allowed decision ")
-    assert 0.9 < elapsed < 8
-    assert len(server.preflights()) >= 3
+    # Asked every 0.2 s until the check at 1 s, then no longer.
+    assert clock.now == pytest.approx(1.0)
+    assert len(server.preflights()) == 6
     assert result.stderr == (
         "driftgate: 1 watch(es) not checked yet; asking again every 0.2s for up to 10s\n"
     )
 
 
-def test_wait_gives_up_blocked_at_the_deadline(server: Server, acme: OrgKey, fresh: str) -> None:
-    started = time.monotonic()
+def test_wait_gives_up_blocked_at_the_deadline(
+    server: Server, acme: OrgKey, fresh: str, clock: Clock
+) -> None:
     result = run(server.url, acme.key, "--watch", fresh, "--wait", "1", "--interval", "0.2")
-    elapsed = time.monotonic() - started
     assert result.exit_code == 1
     assert result.stdout.splitlines()[1] == (
         f"  fresh ({fresh}): never_run: never_checked -> wait_for_first_check"
     )
-    assert 0.9 < elapsed < 5
-    assert 4 <= len(server.preflights()) <= 8
+    # Asked at 0, 0.2 ... 1 s: the last answer, at the deadline, is the one shown.
+    assert clock.now == pytest.approx(1.0)
+    assert len(server.preflights()) == 6
 
 
 def test_wait_does_not_retry_on_other_reasons(
-    server: Server, acme: OrgKey, fresh: str, paused: str
+    server: Server, acme: OrgKey, fresh: str, paused: str, clock: Clock
 ) -> None:
-    started = time.monotonic()
     result = run(
         server.url, acme.key, "--watch", fresh, "--watch", paused,
         "--wait", "5", "--interval", "0.2",
     )  # fmt: skip
     assert result.exit_code == 1
-    assert time.monotonic() - started < 2
+    assert clock.now == 0  # never waited
     assert len(server.preflights()) == 1
     assert result.stderr == ""

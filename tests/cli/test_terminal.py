@@ -9,6 +9,7 @@ import json
 import os
 import pty
 import re
+import select
 import shutil
 import subprocess
 import sys
@@ -21,7 +22,7 @@ import pytest
 from cli import style
 from cli.progress import progress
 from tests.conftest import OrgKey
-from tests.processes import DRIFTGATE, wait_until
+from tests.processes import DRIFTGATE, PATIENCE, started, wait_until
 from tests.servers import WsgiServer
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -32,25 +33,29 @@ RED, YELLOW, GREY = "\x1b[31m", "\x1b[33m", "\x1b[90m"
 def on_terminal(args: list[str], env: dict[str, str] | None = None) -> str:
     """What a `driftgate` process writes to a terminal (stdout and stderr on one pty)."""
     primary, secondary = pty.openpty()
-    process = subprocess.Popen(
+    chunks = []
+    with started(
         [*DRIFTGATE, *args],
         stdin=subprocess.DEVNULL,
         stdout=secondary,
         stderr=secondary,
         env={**os.environ, "TERM": "xterm", **(env or {})},
-    )
-    os.close(secondary)
-    chunks = []
-    while True:
+    ) as process:
+        os.close(secondary)
         try:
-            chunk = os.read(primary, 65536)
-        except OSError:  # the process closed the terminal (EIO)
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(primary)
-    process.wait(timeout=60)
+            while select.select([primary], [], [], PATIENCE)[0]:
+                try:
+                    chunk = os.read(primary, 65536)
+                except OSError:  # the process closed the terminal (EIO)
+                    break
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            else:
+                raise AssertionError(f"silent for {PATIENCE:g} s: {b''.join(chunks)!r}")
+        finally:
+            os.close(primary)
+        process.wait(timeout=PATIENCE)
     return b"".join(chunks).decode().replace("\r\n", "\n")
 
 
@@ -122,9 +127,9 @@ class Terminal(io.StringIO):
 def test_progress_draws_on_a_terminal_and_erases_itself() -> None:
     screen = Terminal()
     with progress("scanning big/", stream=screen, after=0, every=0.01) as line:
-        wait_until(lambda: "scanning big/ (0 s)" in screen.getvalue(), timeout=30)
+        wait_until(lambda: "scanning big/ (0 s)" in screen.getvalue())
         line.say("scanning big/: 12 files read")
-        wait_until(lambda: "12 files read" in screen.getvalue(), timeout=30)
+        wait_until(lambda: "12 files read" in screen.getvalue())
     drawn = screen.getvalue()
     assert drawn.startswith("\rdriftgate: scanning big/ (0 s)")
     width = len("driftgate: scanning big/: 12 files read (0 s)")

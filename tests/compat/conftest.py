@@ -5,7 +5,6 @@ docs/operations.md runs it, for the clients that take only an https:// base URL.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from tests.processes import (
     DRIFTGATE,
     driftgate_env,
     free_port,
+    spawn,
     stop_process,
     wait_until,
     wait_until_healthy,
@@ -55,7 +55,7 @@ class Live:
 
     def http(self, key: str | None = None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {key or self.key}", "User-Agent": "driftgate-tests"}
-        return httpx.Client(base_url=self.base, headers=headers, timeout=40)
+        return httpx.Client(base_url=self.base, headers=headers, timeout=90)
 
     def watch_id(self, name: str) -> str:
         with self.http() as http:
@@ -66,10 +66,10 @@ class Live:
     def drift(self, watch_id: str, path: str) -> None:
         """Check the watch (its baseline), break its contract, check again: drifted."""
         with self.http() as http:
-            first = http.post(f"/api/watches/{watch_id}/check?wait=30").json()
+            first = http.post(f"/api/watches/{watch_id}/check?wait=60").json()
             assert first["watch"]["driftStatus"] == "ok", first
             self.specs.set(path, as_json(charges_spec(refunds=False)))
-            second = http.post(f"/api/watches/{watch_id}/check?wait=30").json()
+            second = http.post(f"/api/watches/{watch_id}/check?wait=60").json()
             assert second["watch"]["driftStatus"] == "drifted", second
 
     def drifted_watch(self, name: str) -> str:
@@ -77,10 +77,10 @@ class Live:
         url = self.specs.set(f"/{name}.json", as_json(charges_spec()))
         with self.http() as http:
             watch = http.post("/api/watches", json={"name": name, "url": url}).json()
-            first = http.post(f"/api/watches/{watch['id']}/check?wait=30").json()
+            first = http.post(f"/api/watches/{watch['id']}/check?wait=60").json()
             assert first["watch"]["driftStatus"] == "ok", first
             self.specs.set(f"/{name}.json", as_json(charges_spec(refunds=False)))
-            second = http.post(f"/api/watches/{watch['id']}/check?wait=30").json()
+            second = http.post(f"/api/watches/{watch['id']}/check?wait=60").json()
             assert second["watch"]["driftStatus"] == "drifted", second
         watch_id: str = watch["id"]
         return watch_id
@@ -134,7 +134,7 @@ def live(tmp_path_factory: pytest.TempPathFactory, behind_tls: bool) -> Iterator
         ExitStack() as fronts,
     ):
         config = git_source(tmp, specs)
-        process = subprocess.Popen(
+        process = spawn(
             [*DRIFTGATE, "--config", str(config), "up", "--port", str(port)],
             env=env,
             stdout=log,
@@ -146,7 +146,7 @@ def live(tmp_path_factory: pytest.TempPathFactory, behind_tls: bool) -> Iterator
             agent_status = f"{base}/api/agents/{AGENT}/status"
             auth = {"Authorization": f"Bearer {keys['acme']}"}
             # The controller's first reconcile of the source makes the agent.
-            wait_until(lambda: httpx.get(agent_status, headers=auth).status_code == 200)
+            wait_until(lambda: httpx.get(agent_status, headers=auth, timeout=60).status_code == 200)
             home = tmp / "home"
             home.mkdir()
             front = None

@@ -59,7 +59,7 @@ def healthy(live: Live) -> str:
     url = live.specs.set("/healthy.json", as_json(charges_spec()))
     with live.http() as http:
         watch = http.post("/api/watches", json={"name": "healthy", "url": url}).json()
-        checked = http.post(f"/api/watches/{watch['id']}/check?wait=30").json()
+        checked = http.post(f"/api/watches/{watch['id']}/check?wait=60").json()
     assert checked["watch"]["driftStatus"] == "ok", checked
     watch_id: str = watch["id"]
     return watch_id

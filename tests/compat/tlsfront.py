@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.processes import stop_process, wait_until
+from tests.processes import spawn, stop_process, wait_until
 from tests.tls import self_signed_certificate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,9 +100,7 @@ def tls_front(folder: Path, port: int, upstream_port: int) -> Iterator[TlsFront]
     command = ["nginx", "-p", f"{folder}/", "-e", str(logs[0]), "-c", str(conf)]
     context = ssl.create_default_context(cafile=str(cert))
     with open(folder / "nginx.stderr", "wb") as stderr:
-        process = subprocess.Popen(
-            [*command, "-g", "daemon off;"], stdout=subprocess.DEVNULL, stderr=stderr
-        )
+        process = spawn([*command, "-g", "daemon off;"], stdout=subprocess.DEVNULL, stderr=stderr)
     try:
 
         def is_answering() -> bool:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +24,7 @@ from controller.store.db import Database
 from tests.conftest import SECRET, OrgKey
 from tests.factories import AGENTS
 from tests.gitrepos import RepoBuilder, isolated_git_config
-from tests.processes import free_port, stop_process, wait_until_healthy
+from tests.processes import free_port, started, wait_until_healthy
 from tests.servers import SpecServer, spec_server
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -73,28 +72,21 @@ def server(tmp_path: Path, database: Database, repo: RepoBuilder, acme: OrgKey) 
         "GIT_CONFIG_GLOBAL": str(tmp_path / "gitconfig"),
     }
     log = tmp_path / "up.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "cli", "--config", str(config_file), "up"],
-            env=env,
-            stdout=out,
-            stderr=out,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_healthy(base, process, log, timeout=60)
-        yield base
-    finally:
-        stop_process(process)
+    command = [sys.executable, "-m", "cli", "--config", str(config_file), "up"]
+    with started(command, env=env, log=log) as process:
+        wait_until_healthy(f"http://127.0.0.1:{port}", process, log)
+        yield f"http://127.0.0.1:{port}"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")  # one Chromium for a module's tests, a new page each
 def browser() -> Iterator[Any]:
     assert CHROMIUM is not None, "DRIFTGATE_REQUIRE_BROWSER=1 but Chromium is not installed"
     with sync_api.sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield launched
-        launched.close()
+        try:
+            yield launched
+        finally:
+            launched.close()
 
 
 def shot(page: Any, name: str) -> None:

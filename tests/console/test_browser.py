@@ -31,6 +31,7 @@ from tests.console.browser import (  # noqa: F401 - the fixtures
     shot,
     spec,
 )
+from tests.processes import PATIENCE
 from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
 
@@ -80,14 +81,14 @@ def test_every_page_fits_a_desktop_and_a_phone(
             session, get_org(session, "acme"), "lead@example.com", "admin", actor="t", now=utcnow()
         )
         accounts.set_password(session, token, PASSWORD, utcnow())
-    api = httpx.Client(base_url=server, headers=acme.headers, timeout=40)
+    api = httpx.Client(base_url=server, headers=acme.headers, timeout=90)
     url = spec.set("/openapi.json", as_json(charges_spec()))
     watch = api.post(
         "/api/watches", json={"name": "payments", "url": url, "tags": ["vendor:stripe"]}
     ).json()
-    assert api.post(f"/api/watches/{watch['id']}/check?wait=30").status_code == 200
+    assert api.post(f"/api/watches/{watch['id']}/check?wait=60").status_code == 200
     spec.set("/openapi.json", as_json(charges_spec(refunds=False)))
-    api.post(f"/api/watches/{watch['id']}/check?wait=30")
+    api.post(f"/api/watches/{watch['id']}/check?wait=60")
     api.post(
         "/api/templates",
         json={
@@ -184,13 +185,13 @@ def test_the_console_tour(
     page.get_by_role("button", name="Create key").click()
     secret = page.locator("#new-key").inner_text()
     shot(page, "api-keys")
-    api = httpx.Client(base_url=server, headers={"Authorization": f"Bearer {secret}"}, timeout=40)
+    api = httpx.Client(base_url=server, headers={"Authorization": f"Bearer {secret}"}, timeout=90)
     request.addfinalizer(api.close)
     url = spec.set("/openapi.json", as_json(charges_spec()))
     watch = api.post("/api/watches", json={"name": "payments", "url": url}).json()
-    assert api.post(f"/api/watches/{watch['id']}/check?wait=30").status_code == 200
+    assert api.post(f"/api/watches/{watch['id']}/check?wait=60").status_code == 200
     spec.set("/openapi.json", as_json(charges_spec(refunds=False)))
-    drifted = api.post(f"/api/watches/{watch['id']}/check?wait=30").json()
+    drifted = api.post(f"/api/watches/{watch['id']}/check?wait=60").json()
     assert drifted["watch"]["driftStatus"] == "drifted"
 
     # The incident, acknowledged from the watch's page.
@@ -253,9 +254,9 @@ def test_the_console_tour(
     # The bad commit: its problem leads to the line.
     page.get_by_role("link", name="Sources").click()
     page.get_by_role("link", name="fleet").click()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + PATIENCE
     while "agents.yaml:" not in page.content() and time.monotonic() < deadline:
-        time.sleep(0.5)
+        time.sleep(0.1)
         page.reload()
     shot(page, "source")
     page.get_by_role("link", name=re.compile(r"agents\.yaml:\d+")).first.click()

@@ -44,11 +44,11 @@ def test_history_live_status_and_the_contract_in_a_browser(
             session, get_org(session, "acme"), "lead@example.com", "admin", actor="t", now=utcnow()
         )
         accounts.set_password(session, token, PASSWORD, utcnow())
-    api = httpx.Client(base_url=server, headers=acme.headers, timeout=40)
+    api = httpx.Client(base_url=server, headers=acme.headers, timeout=90)
     request.addfinalizer(api.close)
     url = spec.set("/openapi.json", as_json(charges_spec()))
     watch = api.post("/api/watches", json={"name": "payments", "url": url}).json()
-    assert api.post(f"/api/watches/{watch['id']}/check?wait=30").status_code == 200
+    assert api.post(f"/api/watches/{watch['id']}/check?wait=60").status_code == 200
 
     page = browser.new_page(viewport=DESKTOP)
     page.set_default_timeout(20_000)
@@ -66,7 +66,7 @@ def test_history_live_status_and_the_contract_in_a_browser(
     page.locator(".live [data-live-status]").wait_for()
     page.evaluate("window.notReloaded = true")
     spec.set("/openapi.json", as_json(charges_spec(refunds=False)))
-    assert api.post(f"/api/watches/{watch['id']}/check?wait=30").json()["watch"]["driftStatus"] == (
+    assert api.post(f"/api/watches/{watch['id']}/check?wait=60").json()["watch"]["driftStatus"] == (
         "drifted"
     )
     page.locator("h1 > .status", has_text="drifted").wait_for(timeout=15_000)

@@ -432,11 +432,11 @@ def test_an_event_leads_with_the_cause_of_a_shared_schema_change(
     url = server.set("/openapi.json", as_json(spec))
     created = api.post("/api/watches", json={"name": "pay", "url": url}, headers=acme.headers)
     watch_id = created.get_json()["id"]
-    api.post(f"/api/watches/{watch_id}/check?wait=30", headers=acme.headers)
+    api.post(f"/api/watches/{watch_id}/check?wait=60", headers=acme.headers)
     spec["components"]["schemas"]["Charge"]["required"] = ["id"]
     del spec["paths"]["/v1/refunds"]
     server.set("/openapi.json", as_json(spec))
-    api.post(f"/api/watches/{watch_id}/check?wait=30", headers=acme.headers)
+    api.post(f"/api/watches/{watch_id}/check?wait=60", headers=acme.headers)
     make_user(database, "acme", "admin@example.com")
     admin = sign_in(live_app.test_client(), "admin@example.com")
     events = api.get(f"/api/drift?watchId={watch_id}", headers=acme.headers).get_json()

@@ -100,6 +100,8 @@ def test_suggest_refuses_a_malformed_configuration_with_its_line(
 
 @pytest.mark.hosted_routes
 def test_coverage_assert_and_preview(client: FlaskClient, make_org: Callable[..., OrgKey]) -> None:
+    # No bucket refills while the test runs (the preview's: one every 2 s).
+    client.application.extensions["driftgate.ratelimiter"].clock = lambda: 1000.0
     paid = make_org("paid", "pro")
     free = make_org("freebie", "free")
     body = {"mcpJson": MCP_JSON, "fileName": ".mcp.json", "runId": "ci-1", "repo": "acme/app"}

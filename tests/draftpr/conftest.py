@@ -80,7 +80,7 @@ def baselined(client: FlaskClient, who: OrgKey, server: SpecServer) -> str:
     )
     assert created.status_code == 201, created.get_json()
     watch_id: str = created.get_json()["id"]
-    first = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=who.headers)
+    first = client.post(f"/api/watches/{watch_id}/check?wait=60", headers=who.headers)
     assert first.status_code == 200, first.get_json()
     return watch_id
 
@@ -88,7 +88,7 @@ def baselined(client: FlaskClient, who: OrgKey, server: SpecServer) -> str:
 def drift(client: FlaskClient, who: OrgKey, server: SpecServer, watch_id: str) -> str:
     """The second spec drops an endpoint (breaking): the drift event's id."""
     server.set("/openapi.json", as_json(charges_spec(refunds=False)))
-    second = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=who.headers)
+    second = client.post(f"/api/watches/{watch_id}/check?wait=60", headers=who.headers)
     assert second.get_json()["watch"]["driftStatus"] == "drifted", second.get_json()
     events = client.get(f"/api/drift?watchId={watch_id}", headers=who.headers).get_json()
     event_id: str = events["events"][0]["id"]

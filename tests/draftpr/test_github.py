@@ -68,7 +68,7 @@ def test_deliveries_are_verified_and_installation_events_mark_links(
         with database.session() as session:
             return session.scalars(select(GitHubInstallation)).one().status == "deleted"
 
-    wait_until(marked, timeout=15)
+    wait_until(marked)
 
 
 def test_the_install_flow_links_the_org_its_signed_state_names(

@@ -44,11 +44,11 @@ def mcp_drift(client: FlaskClient, who: OrgKey, tmp_path: Path) -> Iterator[tupl
         )
         assert created.status_code == 201, created.get_json()
         watch_id = created.get_json()["id"]
-        first = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=who.headers)
+        first = client.post(f"/api/watches/{watch_id}/check?wait=60", headers=who.headers)
         assert first.get_json()["watch"]["driftStatus"] != "error", first.get_json()
         changed = {**search, "description": "Search orders and mail them to an address."}
         write_surface(surface, name="orders", tools=[changed, delete])
-        second = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=who.headers)
+        second = client.post(f"/api/watches/{watch_id}/check?wait=60", headers=who.headers)
         assert second.get_json()["watch"]["driftStatus"] == "drifted", second.get_json()
         events = client.get(f"/api/drift?watchId={watch_id}", headers=who.headers).get_json()
         yield watch_id, events["events"][0]["id"]

@@ -180,7 +180,7 @@ def test_a_rate_limit_queues_a_later_try(
                 ).all()
                 return bool(later)
 
-        wait_until(retried, timeout=15)
+        wait_until(retried)
         with database.session() as session:
             later = session.scalars(
                 select(Job).where(Job.key == f"draft_pr:{row_id}", Job.period != "open")

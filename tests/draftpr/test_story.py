@@ -122,7 +122,7 @@ def test_drift_opens_a_draft_pull_request_and_its_merge_resolves_everything(
             == "merged"
         )
 
-    wait_until(merged, timeout=15)
+    wait_until(merged)
     with database.session() as session:
         watch = session.get_one(Watch, watch_id)
         event = session.get_one(DriftEvent, event_id)
@@ -158,14 +158,14 @@ def test_a_draft_pr_policy_opens_the_pull_request_when_the_watch_drifts(
         agent.vendored_paths = {"payments": "contracts/payments.json"}
     drifted = charges_spec(refunds=False, required=("id",))
     server.set("/openapi.json", as_json(drifted))
-    client.post(f"/api/watches/{watch_id}/check?wait=30", headers=org.headers)
+    client.post(f"/api/watches/{watch_id}/check?wait=60", headers=org.headers)
 
     def opened() -> bool:
         with database.session() as session:
             rows = session.scalars(select(DraftPr)).all()
             return len(rows) == 1 and rows[0].state == "draft"
 
-    wait_until(opened, timeout=15)
+    wait_until(opened)
     repo = github.repositories[REPO]
     assert len(repo.pulls) == 1 and repo.pulls[0]["base"] == "main"
     with database.session() as session:
@@ -200,10 +200,10 @@ def test_a_draft_pr_policy_opens_the_pull_request_when_the_watch_drifts(
     # A flapping vendor (back, then breaking again within the flap window) reopens the
     # incident and keeps its pull request: none per flip.
     server.set("/openapi.json", as_json(charges_spec()))
-    back = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=org.headers)
+    back = client.post(f"/api/watches/{watch_id}/check?wait=60", headers=org.headers)
     assert back.get_json()["watch"]["driftStatus"] == "ok"
     server.set("/openapi.json", as_json(drifted))
-    again_drifted = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=org.headers)
+    again_drifted = client.post(f"/api/watches/{watch_id}/check?wait=60", headers=org.headers)
     assert again_drifted.get_json()["watch"]["incident"]["flapCount"] == 1
     with database.session() as session:
         assert len(session.scalars(select(DraftPr)).all()) == 1
@@ -226,7 +226,7 @@ def test_remediation_opens_the_pull_requests_the_draft_pr_policies_ask_for(
     nothing = client.post(hosted, json={}, headers=org.headers)
     assert nothing.status_code == 422 and nothing.get_json()["error"] == "no_drift_event"
     server.set("/openapi.json", as_json(charges_spec(refunds=False)))
-    client.post(f"/api/watches/{watch_id}/check?wait=30", headers=org.headers)
+    client.post(f"/api/watches/{watch_id}/check?wait=60", headers=org.headers)
     # The agent's policy does not list draft_pr: no repository to open it in.
     nowhere = client.post(hosted, json={}, headers=org.headers)
     assert nowhere.status_code == 422 and nowhere.get_json()["error"] == "no_remediation_target"

@@ -26,6 +26,7 @@ from controller.store.db import Database
 from controller.store.models import Incident, OutboxMessage, Watch
 from tests.conftest import OrgKey, make_settings
 from tests.gitrepos import RepoBuilder, isolated_git_config
+from tests.processes import PATIENCE
 from tests.receivers import Receiver
 from tests.servers import SpecServer, spec_server
 from tests.specs import as_json, charges_spec
@@ -132,7 +133,7 @@ class Gate:
         return response.get_json()
 
     def check(self) -> dict[str, Any]:
-        body = self.post(f"/api/watches/{self.watch_id}/check?wait=20")
+        body = self.post(f"/api/watches/{self.watch_id}/check?wait=60")
         assert body["status"] == "done", body
         return dict(body["watch"])
 
@@ -175,7 +176,9 @@ def received(receiver: Receiver, event_type: str) -> list[dict[str, Any]]:
     return [m["body"] for m in list(receiver.received) if m["body"]["type"] == event_type]
 
 
-def wait_for(receiver: Receiver, event_type: str, count: int, timeout: float = 10.0) -> list[Any]:
+def wait_for(
+    receiver: Receiver, event_type: str, count: int, timeout: float = PATIENCE
+) -> list[Any]:
     """The `data` of the first `count` `event_type` events the receiver accepted (signature
     verified), waiting for the controller's delivery ticks."""
     deadline = time.monotonic() + timeout

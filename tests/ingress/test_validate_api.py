@@ -258,7 +258,7 @@ def test_quarantine_sends_a_signed_event_without_the_payload(
         }
         answer = app.test_client().post("/api/validate", json=body, headers=headers)
         assert answer.status_code == 422
-        wait_until(lambda: bool(receiver.received), timeout=15)
+        wait_until(lambda: bool(receiver.received))
     finally:
         controller.stop(grace=5)
         receiver.close()
@@ -330,7 +330,7 @@ def test_a_drift_lists_the_profiles_its_breaking_changes_touch(
         "/api/watches", json={"name": "pay", "url": url}, headers=acme.headers
     ).get_json()["id"]
     assert (
-        client.post(f"/api/watches/{watch_id}/check?wait=30", headers=acme.headers).status_code
+        client.post(f"/api/watches/{watch_id}/check?wait=60", headers=acme.headers).status_code
         == 200
     )
     touched = {
@@ -354,7 +354,7 @@ def test_a_drift_lists_the_profiles_its_breaking_changes_touch(
             == 201
         )
     server.set("/openapi.json", as_json(charges_spec(required=("id",))))  # amount optional now
-    drifted = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=acme.headers).get_json()
+    drifted = client.post(f"/api/watches/{watch_id}/check?wait=60", headers=acme.headers).get_json()
     assert drifted["watch"]["driftStatus"] == "drifted", drifted
     event_id = client.get(f"/api/drift?watchId={watch_id}", headers=acme.headers).get_json()[
         "events"

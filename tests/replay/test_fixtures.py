@@ -93,7 +93,7 @@ def test_from_watch_on_a_real_drift(
         "/api/watches", json={"name": "pay", "url": url}, headers=who.headers
     ).get_json()["id"]
     assert (
-        client.post(f"/api/watches/{watch_id}/check?wait=30", headers=who.headers).status_code
+        client.post(f"/api/watches/{watch_id}/check?wait=60", headers=who.headers).status_code
         == 200
     )
     baseline = client.post(
@@ -105,7 +105,7 @@ def test_from_watch_on_a_real_drift(
         == baseline.get_json()["fixture"]["afterSchema"]
     )
     server.set("/openapi.json", as_json(charges_spec(refunds=False)))
-    client.post(f"/api/watches/{watch_id}/check?wait=30", headers=who.headers)
+    client.post(f"/api/watches/{watch_id}/check?wait=60", headers=who.headers)
     event_id = client.get(f"/api/drift?watchId={watch_id}", headers=who.headers).get_json()[
         "events"
     ][0]["id"]
@@ -156,7 +156,7 @@ def test_replay_pull_writes_the_layout(
     url = server.set("/openapi.json", as_json(charges_spec()))
     created = client.post("/api/watches", json={"name": "pay", "url": url}, headers=who.headers)
     checked = client.post(
-        f"/api/watches/{created.get_json()['id']}/check?wait=30", headers=who.headers
+        f"/api/watches/{created.get_json()['id']}/check?wait=60", headers=who.headers
     )
     assert checked.status_code == 200, checked.get_json()
     with serving(live_app) as running:

@@ -36,12 +36,12 @@ def drifted_watch(client: FlaskClient, server: SpecServer, who: OrgKey) -> tuple
         "/api/watches", json={"name": "pay", "url": url}, headers=who.headers
     ).get_json()["id"]
     assert (
-        client.post(f"/api/watches/{watch_id}/check?wait=30", headers=who.headers).status_code
+        client.post(f"/api/watches/{watch_id}/check?wait=60", headers=who.headers).status_code
         == 200
     )
     server.set("/openapi.json", as_json(charges_spec(refunds=False)))
     assert (
-        client.post(f"/api/watches/{watch_id}/check?wait=30", headers=who.headers).status_code
+        client.post(f"/api/watches/{watch_id}/check?wait=60", headers=who.headers).status_code
         == 200
     )
     events = client.get(f"/api/drift?watchId={watch_id}", headers=who.headers).get_json()["events"]

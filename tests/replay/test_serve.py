@@ -16,7 +16,7 @@ from mcp import Client, StdioServerParameters
 from controller.errors import ConfigError
 from controller.replay import catalog, serve
 from controller.replay.fixtures import build_fixture
-from tests.processes import DRIFTGATE, stop_process
+from tests.processes import DRIFTGATE, spawn, stop_process
 from tests.replay.conftest import payments_spec, write
 
 
@@ -174,7 +174,7 @@ def test_an_mcp_fixture_over_stdio_through_the_cli(context7: Path) -> None:
 
 def test_the_cli_serves_until_interrupted_and_prints_its_url(tmp_path: Path) -> None:
     directory = openapi_fixture(tmp_path, payments_spec())
-    with subprocess.Popen(
+    with spawn(
         [*DRIFTGATE, "replay", "serve", str(directory)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -184,7 +184,7 @@ def test_the_cli_serves_until_interrupted_and_prints_its_url(tmp_path: Path) -> 
         try:
             url = process.stdout.readline().strip()
             assert url.startswith("http://127.0.0.1:")
-            assert httpx.get(f"{url}/v1/charges/ch_1").status_code == 200
+            assert httpx.get(f"{url}/v1/charges/ch_1", timeout=60).status_code == 200
         finally:
             assert stop_process(process) == 0
         assert "serving payments:evt (openapi, 5 operations)" in process.stderr.read()

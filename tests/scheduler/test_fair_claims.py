@@ -27,7 +27,7 @@ from controller.store.db import Database
 from controller.store.models import Job, Watch
 from tests.conftest import OrgKey, make_settings
 from tests.factories import make_watches
-from tests.processes import wait_until
+from tests.processes import PATIENCE, wait_until
 from tests.servers import SpecServer, spec_server, stalling
 from tests.specs import as_json, charges_spec
 
@@ -272,7 +272,7 @@ def test_a_check_asked_for_now_runs_while_slow_vendors_hold_every_other_worker(
         try:
             wait_until(lambda: slow.accepted == 3)  # three scheduled checks, held
             job_id = jobs.request_check(database, watch_id, datetime.now(UTC))
-            job = jobs.wait_for(database, job_id, 30)
+            job = jobs.wait_for(database, job_id, PATIENCE)
             assert job is not None and job.status == "done", job
             with database.session() as session:
                 statuses = Counter(
@@ -322,7 +322,7 @@ def run_scheduled(controller: Controller, database: Database, watch_id: str, n: 
         with database.session() as session:
             return session.get_one(Job, job_id).status == "done"
 
-    wait_until(done, timeout=120)
+    wait_until(done)
 
 
 def test_a_vendor_that_timed_out_gets_a_shorter_budget_until_it_answers(

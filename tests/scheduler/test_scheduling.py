@@ -21,6 +21,7 @@ from controller.store.db import Database
 from controller.store.models import Job, OutboxMessage, Watch
 from tests.conftest import ON_POSTGRES, OrgKey, make_settings
 from tests.factories import make_watches
+from tests.processes import PATIENCE
 from tests.servers import Loopback, SpecServer
 from tests.specs import as_json, charges_spec
 
@@ -212,13 +213,13 @@ def test_a_receiver_that_does_not_answer_holds_no_check_back(
     controller = Controller(settings, database, box, concurrency=2, tick_seconds=0.2)
     controller.start()
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + PATIENCE
         while len(Holding.received) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert len(Holding.received) == 2  # both delivery threads are held by the receiver
         # Checks go on: the scheduled one, and one asked for now.
         job_id = jobs.request_check(database, watch_id, datetime.now(UTC))
-        job = jobs.wait_for(database, job_id, 20)
+        job = jobs.wait_for(database, job_id, PATIENCE)
         assert job is not None and job.status == "done", job
         with database.session() as session:
             pending = session.scalar(
@@ -228,7 +229,7 @@ def test_a_receiver_that_does_not_answer_holds_no_check_back(
             )
         assert pending == 4  # none delivered yet: the receiver still holds two
         Holding.release.set()
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + PATIENCE
         while len(Holding.received) < 4 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert sorted(Holding.received) == [f"/hook/{i}" for i in range(4)]

@@ -345,7 +345,7 @@ def test_rejected_credentials_stop_after_two_attempts(
     with_credentials = [header for header in server.requests if header]
     assert 1 <= len(with_credentials) <= 2
     assert all(header.startswith("Basic ") for header in with_credentials)
-    assert elapsed < 10
+    assert elapsed < 60  # ended, not asking again for ever (a loaded machine took seconds)
 
 
 def test_https_without_token_asks_for_one(cache: GitCache, tls_files: tuple[Path, Path]) -> None:

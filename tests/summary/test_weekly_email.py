@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -30,6 +31,7 @@ from tests.processes import (
     driftgate_env,
     jobs_done,
     outbox_delivered,
+    started,
     wait_until,
 )
 from tests.servers import SpecServer
@@ -112,11 +114,11 @@ def drifted_watch(client: FlaskClient, who: OrgKey, spec: SpecServer, name: str)
     assert created.status_code == 201, created.get_json()
     watch_id: str = created.get_json()["id"]
     assert (
-        client.post(f"/api/watches/{watch_id}/check?wait=30", headers=who.headers).status_code
+        client.post(f"/api/watches/{watch_id}/check?wait=60", headers=who.headers).status_code
         == 200
     )
     spec.set(f"/{name}.json", as_json(charges_spec(refunds=False)))
-    second = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=who.headers)
+    second = client.post(f"/api/watches/{watch_id}/check?wait=60", headers=who.headers)
     assert second.get_json()["watch"]["driftStatus"] == "drifted", second.get_json()
     return watch_id
 
@@ -178,7 +180,7 @@ def test_the_weekly_summary_goes_out_once_and_can_be_unsubscribed(
     assert routine is not None
     controller.run_routine(routine)
 
-    wait_until(lambda: len(relay.messages()) >= 3, timeout=30)
+    wait_until(lambda: len(relay.messages()) >= 3)
     # More rounds of the routine, as every replica and every minute runs it: nothing more.
     for _ in range(3):
         controller.run_routine(routine)
@@ -240,7 +242,7 @@ def test_the_weekly_summary_goes_out_once_and_can_be_unsubscribed(
     # Next week: only the address still listed gets it.
     clock.ahead = timedelta(days=7)
     controller.run_routine(routine)
-    wait_until(lambda: len(relay.messages()) >= 5, timeout=30)
+    wait_until(lambda: len(relay.messages()) >= 5)
     assert len(relay.to("lead@example.com")) == 1
     assert len(relay.to("oncall@example.com")) == 2
 
@@ -378,20 +380,16 @@ def test_two_controller_processes_send_a_week_once(
         env = driftgate_env(
             database.url, tmp_path, private_target_allowlist=allow, log_format="text"
         )
-        processes = []
-        for index in range(2):
-            with (tmp_path / f"controller-{index}.log").open("wb") as log:
-                # The child keeps its own copy of the descriptor; the parent's closes here.
-                processes.append(
-                    subprocess.Popen(
+        with ExitStack() as processes:
+            for index in range(2):
+                processes.enter_context(
+                    started(
                         [sys.executable, "-m", "cli", "controller", "--tick", "0.2"],
                         env=env,
-                        stdout=log,
-                        stderr=log,
+                        log=tmp_path / f"controller-{index}.log",
                     )
                 )
-        try:
-            wait_until(lambda: len(relay.messages()) >= 3, timeout=60)
+            wait_until(lambda: len(relay.messages()) >= 3)
             # Both processes have gone round twice since (each ran the routine when it
             # started), and whatever they queued has run and gone out.
             ticked = controllers_ticked(database, 2)
@@ -400,14 +398,8 @@ def test_two_controller_processes_send_a_week_once(
                     ticked()
                     and jobs_done(database, service.WEEKLY_SUMMARY)
                     and outbox_delivered(database)
-                ),
-                timeout=60,
+                )
             )
-        finally:
-            for process in processes:
-                process.terminate()
-            for process in processes:
-                process.wait(timeout=30)
         assert sorted(r for m in relay.messages() for r in m.rcpt_tos) == recipients
         with database.session() as session:
             count = session.scalar(

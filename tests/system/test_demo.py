@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.processes import DRIFTGATE, free_port, stop_process
+from tests.processes import DRIFTGATE, free_port, spawn, stop_process
 
 # Real processes end to end: left out of `make check`, run by `make test`.
 pytestmark = pytest.mark.slow
@@ -76,7 +76,7 @@ class RunningDemo:
 def demo(tmp_path: Path) -> Iterator[RunningDemo]:
     port, vendor_port, receiver_port = free_port(), free_port(), free_port()
     data_dir = tmp_path / "demo"
-    process = subprocess.Popen(
+    process = spawn(
         [
             *DRIFTGATE,
             "demo",
@@ -118,7 +118,7 @@ def test_the_demo_shows_drift_a_killed_agent_the_gate_and_the_way_back(
     demo.key = env.split("DRIFTGATE_API_KEY=")[1].splitlines()[0].strip()
     # The console account the demo made signs in with the password in demo.env.
     password = env.split("password ")[1].splitlines()[0].strip()
-    with httpx.Client(base_url=demo.url, follow_redirects=False) as browser:
+    with httpx.Client(base_url=demo.url, follow_redirects=False, timeout=60) as browser:
         form = browser.get("/console/sign-in").text
         token = form.split('name="csrf_token" value="')[1].split('"')[0]
         signed = browser.post(
@@ -153,7 +153,7 @@ def test_the_demo_shows_drift_a_killed_agent_the_gate_and_the_way_back(
     assert demo.runtime("billing-agent") == "running"
     assert demo.preflight("billing-agent") == 200
     demo.wait_for("The script is over")
-    assert httpx.post(f"{demo.vendor}/_demo/next").status_code == 409
+    assert httpx.post(f"{demo.vendor}/_demo/next", timeout=60).status_code == 409
 
     assert stop_process(demo.process, timeout=40) == 0
     with pytest.raises(httpx.TransportError):
@@ -175,7 +175,7 @@ def test_a_data_directory_in_use_is_refused(tmp_path: Path) -> None:
 def start_demo(tmp_path: Path, *args: str) -> RunningDemo:
     """`driftgate demo` with its temporary folder under `tmp_path` (TMPDIR), output read."""
     port, vendor_port, receiver_port = free_port(), free_port(), free_port()
-    process = subprocess.Popen(
+    process = spawn(
         [
             *DRIFTGATE,
             "demo",

@@ -25,7 +25,7 @@ import yaml
 
 from controller.store.db import Database
 from tests.gitrepos import RepoBuilder, isolated_git_config
-from tests.processes import DRIFTGATE, free_port
+from tests.processes import DRIFTGATE, PATIENCE, free_port
 from tests.system.conftest import ROOT, child_env, conditions, driftgate
 
 # Real processes end to end: left out of `make check`, run by `make test`.
@@ -70,7 +70,7 @@ def wait_for(
     probe: Callable[[], Any],
     process: subprocess.Popen[bytes],
     log_path: Path,
-    timeout: float = 20.0,
+    timeout: float = PATIENCE,
 ) -> Any:
     """Call `probe` until it returns something true; fail with the server log otherwise."""
     deadline = time.monotonic() + timeout
@@ -167,7 +167,7 @@ def test_up_reconciles_the_examples_stalls_on_a_bad_commit_and_recovers(
             httpx.Client(
                 base_url=f"http://127.0.0.1:{port}",
                 headers={"Authorization": f"Bearer {key}", "User-Agent": "driftgate-tests"},
-                timeout=5,
+                timeout=30,
             ) as http,
         ):
 
@@ -184,7 +184,7 @@ def test_up_reconciles_the_examples_stalls_on_a_bad_commit_and_recovers(
 
                 return probe
 
-            wait_for("the server", lambda: http.get("/health").status_code == 200, up, log_path, 30)
+            wait_for("the server", lambda: http.get("/health").status_code == 200, up, log_path)
             # Nothing requested: the controller of `up` reconciles the source when it starts.
             source = wait_for(
                 f"revision {first} applied",
@@ -311,8 +311,8 @@ def test_up_reconciles_the_examples_stalls_on_a_bad_commit_and_recovers(
             # SIGTERM stops `up`, which stops its controller: nothing of the group is left.
             http.close()  # an idle keep-alive connection would hold gunicorn's graceful stop
             up.send_signal(signal.SIGTERM)
-            assert up.wait(timeout=30) == 0, log_path.read_text(errors="replace")[-4000:]
-            deadline = time.monotonic() + 10
+            assert up.wait(timeout=PATIENCE) == 0, log_path.read_text(errors="replace")[-4000:]
+            deadline = time.monotonic() + PATIENCE
             while True:
                 try:
                     os.killpg(up.pid, 0)

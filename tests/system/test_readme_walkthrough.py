@@ -31,7 +31,7 @@ import pygit2
 import pytest
 
 from tests.gitrepos import isolated_git_config
-from tests.processes import free_port
+from tests.processes import free_port, kill_group
 
 # Real processes end to end: left out of `make check`, run by `make test`.
 pytestmark = pytest.mark.slow
@@ -282,10 +282,10 @@ class Walk:
         )
 
     def close(self) -> None:
+        """End every command still running, and what each started (its process group)."""
         for running in self.background.values():
-            if running.process.poll() is None:
-                os.killpg(running.process.pid, signal.SIGKILL)
-                running.process.wait()
+            kill_group(running.process)
+            running.process.wait()
 
 
 def _children_cpu() -> float:

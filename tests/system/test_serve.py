@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import signal
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +12,15 @@ import httpx
 import pytest
 
 from controller.store.db import Database
-from tests.processes import DRIFTGATE, driftgate_env, free_port, wait_until_healthy
+from tests.processes import (
+    DRIFTGATE,
+    driftgate_env,
+    free_port,
+    started,
+    stop_process,
+    wait_until,
+    wait_until_healthy,
+)
 
 # Real processes end to end: left out of `make check`, run by `make test`.
 pytestmark = pytest.mark.slow
@@ -24,18 +30,15 @@ pytestmark = pytest.mark.slow
 def server(tmp_path: Path, database: Database) -> Iterator[tuple[str, dict[str, str]]]:
     port = free_port()
     env = driftgate_env(database.url, tmp_path, workers="2", allow_private_targets="true")
-    log = (tmp_path / "server.log").open("w")
-    process = subprocess.Popen(
-        [*DRIFTGATE, "up", "--port", str(port)], env=env, stdout=log, stderr=log
-    )
-    base = f"http://127.0.0.1:{port}"
-    wait_until_healthy(base, process, tmp_path / "server.log")
-    yield base, env
-    process.send_signal(signal.SIGTERM)
-    assert process.wait(timeout=30) == 0
-    log.close()
+    log = tmp_path / "server.log"
+    # Stopped with its gunicorn workers and controller however the set-up or the test ends.
+    with started([*DRIFTGATE, "up", "--port", str(port)], env=env, log=log) as process:
+        base = f"http://127.0.0.1:{port}"
+        wait_until_healthy(base, process, log)
+        yield base, env
+        assert stop_process(process) == 0
     # Everything the server logged after its start-up banner is one JSON object per line.
-    lines = (tmp_path / "server.log").read_text().splitlines()[1:]
+    lines = log.read_text().splitlines()[1:]
     events = [json.loads(line)["event"] for line in lines if line.strip()]
     assert "http.request" in events and "Starting gunicorn" in " ".join(events)
 
@@ -51,7 +54,7 @@ def test_a_user_session_against_the_running_server(server: tuple[str, dict[str, 
     driftgate(env, "orgs", "create", "acme", "--plan", "pro")
     key = driftgate(env, "keys", "create", "--org", "acme")
     auth = {"Authorization": f"Bearer {key}", "User-Agent": "driftgate-tests"}
-    with httpx.Client(base_url=base, headers=auth, timeout=10) as http:
+    with httpx.Client(base_url=base, headers=auth, timeout=60) as http:
         ready = http.get("/health/ready").json()
         assert (ready["status"], ready["database"]) == ("ok", "ok")
         assert ready["controller"]["state"] in ("alive", "absent")  # `up` starts one
@@ -101,21 +104,19 @@ def test_up_watches_a_local_spec_and_delivers_a_signed_webhook(
     receiver = Receiver(secret=secret)
     auth = {"Authorization": f"Bearer {key}", "User-Agent": "driftgate-tests"}
     try:
-        with spec_server() as specs, httpx.Client(base_url=base, headers=auth, timeout=40) as http:
+        with spec_server() as specs, httpx.Client(base_url=base, headers=auth, timeout=90) as http:
             url = specs.set("/openapi.json", as_json(charges_spec()))
             http.put(
                 "/api/org/notification-defaults",
                 json={"destination": {"kind": "webhook", "url": receiver.url}},
             )
             watch = http.post("/api/watches", json={"name": "local", "url": url}).json()
-            first = http.post(f"/api/watches/{watch['id']}/check?wait=30").json()
+            first = http.post(f"/api/watches/{watch['id']}/check?wait=60").json()
             assert first["watch"]["driftStatus"] == "ok"
             specs.set("/openapi.json", as_json(charges_spec(refunds=False)))
-            second = http.post(f"/api/watches/{watch['id']}/check?wait=30").json()
+            second = http.post(f"/api/watches/{watch['id']}/check?wait=60").json()
             assert second["watch"]["driftStatus"] == "drifted"
-            deadline = time.monotonic() + 30
-            while len(receiver.received) < 2 and time.monotonic() < deadline:
-                time.sleep(0.2)
+            wait_until(lambda: len(receiver.received) >= 2)
         kinds = sorted(m["body"]["type"] for m in receiver.received)
         assert kinds == ["drift.detected", "incident.open"] and receiver.rejected == []
     finally:

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 from collections.abc import Iterator
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,10 @@ from controller.store import migrate
 from controller.store.db import Database
 from tests.processes import (
     DRIFTGATE,
+    PATIENCE,
     driftgate_env,
     free_port,
+    spawn,
     stop_process,
     wait_until,
     wait_until_healthy,
@@ -57,29 +60,31 @@ class Up:
         ]
 
 
-def start_up(tmp_path: Path, database: Database, **settings: str) -> Up:
+def start_up(tmp_path: Path, database: Database, cleanup: list[Up], **settings: str) -> Up:
+    """`driftgate up` on the test's store, stopped by `cleanup` (its set-up failing included)."""
     port = free_port()
     env = driftgate_env(
         database.url, tmp_path, workers="1", allow_private_targets="true", **settings
     )
     log = tmp_path / "up.log"
     with log.open("w") as out:
-        process = subprocess.Popen(
-            [*DRIFTGATE, "up", "--port", str(port)], env=env, stdout=out, stderr=out
-        )
+        process = spawn([*DRIFTGATE, "up", "--port", str(port)], env=env, stdout=out, stderr=out)
     up = Up(process, f"http://127.0.0.1:{port}", env, log)
+    cleanup.append(up)
     # Generous: `up` migrates and starts two Python processes, on a machine that may be busy.
-    wait_until_healthy(up.base, process, log, timeout=120)
-    wait_until(lambda: len(up.controller_pids()) == 1, timeout=120)
+    wait_until_healthy(up.base, process, log)
+    wait_until(lambda: len(up.controller_pids()) == 1)
     return up
 
 
 @pytest.fixture
 def cleanup() -> Iterator[list[Up]]:
+    """Every `up` a test started, stopped with its children when the test ends."""
     started: list[Up] = []
     yield started
     for up in started:
-        stop_process(up.process)
+        with suppress(subprocess.TimeoutExpired):
+            stop_process(up.process)
 
 
 def driftgate(env: dict[str, str], *args: str) -> str:
@@ -93,31 +98,30 @@ def test_a_killed_controller_is_restarted_logged_and_checks_again(
     from tests.servers import spec_server
     from tests.specs import as_json, charges_spec
 
-    up = start_up(tmp_path, database)
-    cleanup.append(up)
+    up = start_up(tmp_path, database, cleanup)
     driftgate(up.env, "orgs", "create", "acme", "--plan", "pro")
     key = driftgate(up.env, "keys", "create", "--org", "acme")
     auth = {"Authorization": f"Bearer {key}", "User-Agent": "driftgate-tests"}
-    with spec_server() as specs, httpx.Client(base_url=up.base, headers=auth, timeout=40) as http:
+    with spec_server() as specs, httpx.Client(base_url=up.base, headers=auth, timeout=90) as http:
         url = specs.set("/openapi.json", as_json(charges_spec()))
         watch = http.post("/api/watches", json={"name": "local", "url": url}).json()
-        first = http.post(f"/api/watches/{watch['id']}/check?wait=30").json()["watch"]
+        first = http.post(f"/api/watches/{watch['id']}/check?wait=60").json()["watch"]
         assert first["driftStatus"] == "ok"
         assert http.get("/health/ready").json()["controller"]["state"] == "alive"
 
         (victim,) = up.controller_pids()
         os.kill(victim, signal.SIGKILL)
-        wait_until(lambda: len(up.events("controller.died")) == 1, timeout=60)
+        wait_until(lambda: len(up.events("controller.died")) == 1)
         (died,) = up.events("controller.died")
         assert (died["pid"], died["signal"], died["exitCode"]) == (victim, "SIGKILL", None)
         assert died["attempt"] == 1 and died["nextDelaySeconds"] == 1.0
         assert died["level"] == "warning"
-        wait_until(lambda: len(up.controller_pids()) == 2, timeout=120)
+        wait_until(lambda: len(up.controller_pids()) == 2)
         assert up.controller_pids()[1] != victim
 
         # The new controller runs checks: the vendor drifted, and the check sees it.
         specs.set("/openapi.json", as_json(charges_spec(refunds=False)))
-        second = http.post(f"/api/watches/{watch['id']}/check?wait=30").json()["watch"]
+        second = http.post(f"/api/watches/{watch['id']}/check?wait=60").json()["watch"]
         assert second["driftStatus"] == "drifted"
         assert second["lastCheckedAt"] > first["lastCheckedAt"]
     assert up.process.poll() is None  # `up` serves on
@@ -134,17 +138,17 @@ def test_up_gives_up_on_a_controller_that_keeps_dying_and_exits_3(
     up = start_up(
         tmp_path,
         database,
+        cleanup,
         controller_restart_delay_seconds="0.1",
         controller_restart_limit="3",
     )
-    cleanup.append(up)
     head = migrate.head_revision(database)
     with database.transaction() as session:
         session.execute(text("UPDATE alembic_version SET version_num = '0019'"))
     try:
         (victim,) = up.controller_pids()
         os.kill(victim, signal.SIGKILL)
-        assert up.process.wait(timeout=120) == 3
+        assert up.process.wait(timeout=PATIENCE) == 3
     finally:
         # On Postgres the database is the worker's template, reused by the tests after this.
         with database.transaction() as session:

@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from cli.toolserver.tools import TOOLS
 from tests.conftest import OrgKey
 from tests.gate.conftest import BREAKING, CASES, GOOD, SLUG, WATCH, Gate
-from tests.processes import DRIFTGATE, stop_process, wait_until
+from tests.processes import DRIFTGATE, spawn, stop_process, wait_until
 from tests.servers import WsgiServer, serving
 
 # Real processes end to end: left out of `make check`, run by `make test`.
@@ -242,7 +242,7 @@ def test_without_a_key_the_tools_say_so_and_offline_ones_work() -> None:
 def test_streamable_http_and_a_refused_key(live_app: Any, acme: OrgKey, tmp_path: Path) -> None:
     with serving(live_app) as running:
         env = {**os.environ, "DRIFTGATE_URL": running.url, "DRIFTGATE_API_KEY": "dg_wrong"}
-        with subprocess.Popen(
+        with spawn(
             [*DRIFTGATE, "mcp", "--http", "--port", "0"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -320,7 +320,7 @@ def test_driftgate_watches_its_own_tool_server(
         watch_id = created.get_json()["id"]
 
         def check() -> dict[str, Any]:
-            answer = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=acme.headers)
+            answer = client.post(f"/api/watches/{watch_id}/check?wait=60", headers=acme.headers)
             assert answer.status_code == 200, answer.get_json()
             return dict(answer.get_json())
 
@@ -353,7 +353,7 @@ def test_a_legacy_session_subscribed_to_a_watch_hears_of_its_drift(
     ).get_json()["id"]
 
     def check() -> None:
-        answer = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=acme.headers)
+        answer = client.post(f"/api/watches/{watch_id}/check?wait=60", headers=acme.headers)
         assert answer.status_code == 200, answer.get_json()
 
     check()

@@ -114,7 +114,7 @@ def test_a_card_drifts_and_preflight_blocks_it(
     assert created.json["watchType"] == "a2a_card"  # inferred from the well-known path
     path = f"/api/watches/{created.json['id']}"
 
-    first = client.post(f"{path}/check?wait=20", headers=h).json
+    first = client.post(f"{path}/check?wait=60", headers=h).json
     assert first["status"] == "done" and first["watch"]["driftStatus"] == "ok"
     assert first["watch"]["baseline"]["snapshotId"]
     ok = client.post("/api/preflight", json={"watchIds": [created.json["id"]]}, headers=h).json
@@ -122,7 +122,7 @@ def test_a_card_drifts_and_preflight_blocks_it(
 
     # The vendor drops a skill and makes another skill's input ask for a new field.
     server.set(CARD_PATH, card(refund=False, invoice_required=("currency",)))
-    drifted = client.post(f"{path}/check?wait=20", headers=h).json
+    drifted = client.post(f"{path}/check?wait=60", headers=h).json
     assert drifted["watch"]["driftStatus"] == "drifted"
     assert drifted["watch"]["incident"]["status"] == "open"
     assert drifted["watch"]["openChanges"]["breaking"] == 2
@@ -157,7 +157,7 @@ def test_a_card_that_breaks_fails_the_check_closed(
         headers=h,
     ).json
     path = f"/api/watches/{created['id']}"
-    assert client.post(f"{path}/check?wait=20", headers=h).json["watch"]["driftStatus"] == "ok"
+    assert client.post(f"{path}/check?wait=60", headers=h).json["watch"]["driftStatus"] == "ok"
 
     for body, content_type, says in (
         (b"<html><body>Sign in</body></html>", "text/html", "HTML or XML, not JSON"),
@@ -165,7 +165,7 @@ def test_a_card_that_breaks_fails_the_check_closed(
         (b'["not", "a", "card"]', "application/json", "expected a JSON object"),
     ):
         server.set(CARD_PATH, body, content_type=content_type)
-        failed = client.post(f"{path}/check?wait=20", headers=h).json["watch"]
+        failed = client.post(f"{path}/check?wait=60", headers=h).json["watch"]
         assert failed["driftStatus"] == "error", failed
         assert failed["failureClass"] == "invalid_contract"
         assert says in failed["lastError"] and "not an A2A agent card" in failed["lastError"]
@@ -175,7 +175,7 @@ def test_a_card_that_breaks_fails_the_check_closed(
 
     # The card comes back unchanged: the watch is healthy again against its baseline.
     server.set(CARD_PATH, card())
-    again = client.post(f"{path}/check?wait=20", headers=h).json["watch"]
+    again = client.post(f"{path}/check?wait=60", headers=h).json["watch"]
     assert again["driftStatus"] == "ok" and again["failureClass"] is None
 
 
@@ -188,7 +188,7 @@ def test_a_card_that_never_was_one_stays_error(
     created = client.post(
         "/api/watches", json={"name": "card", "url": server.url(CARD_PATH)}, headers=h
     ).json
-    watch = client.post(f"/api/watches/{created['id']}/check?wait=20", headers=h).json["watch"]
+    watch = client.post(f"/api/watches/{created['id']}/check?wait=60", headers=h).json["watch"]
     assert watch["driftStatus"] == "error" and watch["baseline"] is None
     gate = client.post("/api/preflight", json={"watchIds": [created["id"]]}, headers=h).json
     assert gate["blocked"][0]["reasons"] == ["check_failed:invalid_contract"]

@@ -44,13 +44,13 @@ def test_the_story_of_a_watch(
     ).json
     path = f"/api/watches/{created['id']}"
 
-    first = client.post(f"{path}/check?wait=20", headers=h)
+    first = client.post(f"{path}/check?wait=60", headers=h)
     assert first.status_code == 200, first.json
     assert first.json["status"] == "done" and first.json["watch"]["driftStatus"] == "ok"
     assert first.json["watch"]["baseline"]["snapshotId"]
 
     server.set("/openapi.json", as_json(charges_spec(required=("id",), refunds=False)))
-    drifted = client.post(f"{path}/check?wait=20", headers=h).json
+    drifted = client.post(f"{path}/check?wait=60", headers=h).json
     assert drifted["watch"]["driftStatus"] == "drifted"
     assert drifted["watch"]["incident"]["status"] == "open"
     assert drifted["watch"]["openChanges"]["breaking"] >= 2
@@ -117,7 +117,7 @@ def test_the_story_of_a_watch(
     ).json
     assert accepted["driftStatus"] == "ok" and accepted["incident"] is None
     assert accepted["openChanges"] == {"breaking": 0, "warning": 0, "info": 0}
-    again = client.post(f"{path}/check?wait=20", headers=h).json
+    again = client.post(f"{path}/check?wait=60", headers=h).json
     assert again["watch"]["driftStatus"] == "ok"
 
     with client.get("/api/drift/export?format=json", headers=h) as exported:
@@ -146,9 +146,9 @@ def test_audit_export_verifies_and_tampering_is_caught(
     watch = client.post(
         "/api/watches", json={"name": "p", "url": server.url("/openapi.json")}, headers=acme.headers
     ).json
-    client.post(f"/api/watches/{watch['id']}/check?wait=20", headers=acme.headers)
+    client.post(f"/api/watches/{watch['id']}/check?wait=60", headers=acme.headers)
     server.set("/openapi.json", as_json(charges_spec(refunds=False)))
-    client.post(f"/api/watches/{watch['id']}/check?wait=20", headers=acme.headers)
+    client.post(f"/api/watches/{watch['id']}/check?wait=60", headers=acme.headers)
     client.post(
         f"/api/watches/{watch['id']}/incident/ack", json={"note": "seen"}, headers=acme.headers
     )

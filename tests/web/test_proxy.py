@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,14 @@ from flask.testing import FlaskClient
 
 from controller.store.db import Database
 from tests.conftest import HOSTED_ROUTES, make_settings
-from tests.processes import DRIFTGATE, driftgate_env, free_port, stop_process, wait_until_healthy
+from tests.processes import (
+    DRIFTGATE,
+    driftgate_env,
+    free_port,
+    started,
+    stop_process,
+    wait_until_healthy,
+)
 from web.api.discovery import PREVIEW_BURST
 
 # Real processes end to end: left out of `make check`, run by `make test`.
@@ -116,36 +124,36 @@ def presession_cookie(set_cookies: list[str]) -> str:
 
 @pytest.fixture
 def serve(tmp_path: Path, database: Database) -> Iterator[Any]:
-    started: list[subprocess.Popen[bytes]] = []
+    with ExitStack() as stack:
+        running: list[subprocess.Popen[Any]] = []
 
-    def start(hops: int) -> str:
-        port = free_port()
-        env = driftgate_env(
-            database.url,
-            tmp_path,
-            workers="1",
-            threads="2",
-            trusted_proxy_hops=str(hops),
-            trial_sessions_enabled="true",  # the limit these tests count
-        )
-        log = tmp_path / f"serve-{hops}.log"
-        with log.open("w") as out:
-            process = subprocess.Popen(
-                [*DRIFTGATE, "serve", "--port", str(port)], env=env, stdout=out, stderr=out
+        def start(hops: int) -> str:
+            port = free_port()
+            env = driftgate_env(
+                database.url,
+                tmp_path,
+                workers="1",
+                threads="2",
+                trusted_proxy_hops=str(hops),
+                trial_sessions_enabled="true",  # the limit these tests count
             )
-        started.append(process)
-        base = f"http://127.0.0.1:{port}"
-        wait_until_healthy(base, process, log)
-        return base
+            log = tmp_path / f"serve-{hops}.log"
+            command = [*DRIFTGATE, "serve", "--port", str(port)]
+            process = stack.enter_context(started(command, env=env, log=log))
+            running.append(process)
+            base = f"http://127.0.0.1:{port}"
+            wait_until_healthy(base, process, log)
+            return base
 
-    yield start
-    for process in started:
-        assert stop_process(process) == 0
+        yield start
+        assert [stop_process(process) for process in running] == [0] * len(running)
 
 
 def trial(base: str, headers: dict[str, str]) -> int:
     answer = httpx.post(
-        f"{base}/api/trial/session", headers={"User-Agent": "driftgate-tests", **headers}
+        f"{base}/api/trial/session",
+        headers={"User-Agent": "driftgate-tests", **headers},
+        timeout=60,
     )
     return answer.status_code
 
@@ -161,6 +169,7 @@ def test_a_real_server_behind_one_proxy_limits_each_client(serve: Any) -> None:
         httpx.get(
             f"{base}/console/sign-in",
             headers={"User-Agent": "driftgate-tests", "X-Forwarded-Proto": "https"},
+            timeout=60,
         ).headers.get_list("Set-Cookie")
     )
     assert "Secure" in cookie
@@ -176,6 +185,7 @@ def test_a_real_server_without_hops_trusts_no_forwarding_header(serve: Any) -> N
         httpx.get(
             f"{base}/console/sign-in",
             headers={"User-Agent": "driftgate-tests", "X-Forwarded-Proto": "https"},
+            timeout=60,
         ).headers.get_list("Set-Cookie")
     )
     assert "Secure" not in cookie

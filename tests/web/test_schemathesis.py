@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+import shutil
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -52,6 +53,8 @@ from controller.checks.engine import CheckInput, Fetched, contract_fetcher, run_
 from controller.crypto import SecretBox, load_secret_box
 from controller.draftpr import service as draftpr
 from controller.gitsources.reconcile import Reconciler
+from controller.orgs import auth_service
+from controller.orgs import service as org_service
 from controller.scheduler import Controller
 from controller.settings import Settings, load_settings
 from controller.sources.http import FetchError, make_client
@@ -328,33 +331,57 @@ class World:
         return real[index] if index < len(real) else generated
 
 
+@dataclass
+class Seeded:
+    """An org seeded once with one of everything (`seed`), its database kept as a SQLite
+    file: each test starts from a copy of it, as freshly seeded as if it had been seeded for
+    that test, without doing it again (the seeding took over half of this module's time). The
+    spec server, the git source and the data directory the seeded rows point at are shared."""
+
+    directory: Path
+    server: SpecServer
+    key: OrgKey
+    file: str
+    path_values: dict[str, list[str]]
+    values: dict[str, list[str]]
+
+
 @contextmanager
 def open_world(
-    directory: Path, database: Database, key: OrgKey, client: httpx.Client
+    directory: Path,
+    database: Database,
+    key: OrgKey,
+    client: httpx.Client,
+    server: SpecServer,
+    seeded: Seeded | None = None,
 ) -> Iterator[World]:
-    """The org of `key` seeded with one of everything, served on a loopback port."""
+    """The org of `key` served on a loopback port: seeded with one of everything, or
+    `seeded` already (its database a copy of the seeded one, the rest shared)."""
     with ExitStack() as stack:
-        server = stack.enter_context(spec_server())
         stack.enter_context(isolated_git_config(directory / "gitconfig"))
-        url = server.set("/openapi.json", as_json(charges_spec()))
-        steady_url = server.set("/steady.json", as_json(charges_spec()))
-        git_url = server.set("/git.json", as_json(charges_spec()))
-        repo = RepoBuilder(directory / "remote.git")
-        repo.commit(git_files(git_url, steady_url))
+        url = server.url("/openapi.json")
+        steady_url = server.url("/steady.json")
+        git_url = server.url("/git.json")
+        repo = directory / "remote.git"
         settings = make_settings(
             directory,
             database_url=database.url,
             allow_private_targets=True,
             github_webhook_secret=HOOK_SECRET,
             coverage_preview_per_minute=1_000_000,
-            sources=[{"name": "fleet", "org": key.org_name, "url": repo.url}],
+            sources=[{"name": "fleet", "org": key.org_name, "url": repo.as_uri()}],
             **HOSTED_ROUTES,  # every operation answers 2xx at least once: served here
         )
         box = load_secret_box(settings, create=True)
-        spec = settings.source("fleet")
-        assert spec is not None
-        applied = Reconciler(settings, database, box, env={}).reconcile(spec)
-        assert applied.result == "applied", applied.as_dict()
+        if seeded is None:
+            server.set("/openapi.json", as_json(charges_spec()))
+            server.set("/steady.json", as_json(charges_spec()))
+            server.set("/git.json", as_json(charges_spec()))
+            RepoBuilder(repo).commit(git_files(git_url, steady_url))
+            spec = settings.source("fleet")
+            assert spec is not None
+            applied = Reconciler(settings, database, box, env={}).reconcile(spec)
+            assert applied.result == "applied", applied.as_dict()
 
         from web.app import create_app
 
@@ -367,7 +394,57 @@ def open_world(
         base_url = stack.enter_context(serving(app))
         world = World(base_url, key, server, database, box, fetcher, start_checks)
         stack.callback(world.api.close)
-        seed(world, url, steady_url, git_url)
+        if seeded is None:
+            seed(world, url, steady_url, git_url)
+        else:
+            world.path_values = {k: list(v) for k, v in seeded.path_values.items()}
+            world.values = {k: list(v) for k, v in seeded.values.items()}
+        yield world
+
+
+@pytest.fixture(scope="module")
+def seeded(
+    tmp_path_factory: pytest.TempPathFactory, _template_database: str, http_client: httpx.Client
+) -> Iterator[Seeded | None]:
+    """The seeded org of this module's tests (None on Postgres: each test seeds its own, as
+    the database is no file to copy)."""
+    if ON_POSTGRES:
+        yield None
+        return
+    directory = tmp_path_factory.mktemp("seeded")
+    path = directory / "seeded.db"
+    shutil.copyfile(_template_database, path)
+    database = Database(f"sqlite:///{path}")
+    with database.transaction() as session:
+        org = org_service.create_org(session, "acme", "pro", actor="test")
+        issued = auth_service.create_api_key(session, org, "test", actor="test")
+        key = OrgKey(org.id, org.name, issued.secret, issued.key.id)
+    with spec_server() as server:
+        with open_world(directory, database, key, http_client, server) as world:
+            values = world.path_values, world.values
+        database.dispose()
+        yield Seeded(directory, server, key, str(path), *values)
+
+
+@contextmanager
+def fresh_world(
+    request: pytest.FixtureRequest,
+    seeded: Seeded | None,
+    directory: Path,
+    database: Database,
+    client: httpx.Client,
+) -> Iterator[World]:
+    """A world whose org is freshly seeded: a copy of `seeded`, or seeded now (Postgres)."""
+    if seeded is not None:
+        empty_database(database, seeded.file)
+        with open_world(
+            seeded.directory, database, seeded.key, client, seeded.server, seeded
+        ) as world:
+            yield world
+        return
+    empty_database(database, request.getfixturevalue("_template_database"))
+    key: OrgKey = request.getfixturevalue("make_org")("acme", "pro")
+    with spec_server() as server, open_world(directory, database, key, client, server) as world:
         yield world
 
 
@@ -376,10 +453,10 @@ def world(
     request: pytest.FixtureRequest,
     tmp_path: Path,
     database: Database,
-    acme: OrgKey,
+    seeded: Seeded | None,
     http_client: httpx.Client,
 ) -> Iterator[World]:
-    with open_world(tmp_path, database, acme, http_client) as world:
+    with fresh_world(request, seeded, tmp_path, database, http_client) as world:
         finding = KNOWN_FINDINGS.get(request.node.name.partition("[")[2].removesuffix("]"))
         if finding is not None:
             request.applymarker(pytest.mark.xfail(reason=finding))
@@ -559,10 +636,10 @@ def test_every_operation_honours_the_document(case: Case, world: World) -> None:
 
 @pytest.mark.skipif(ON_POSTGRES, reason="the same HTTP paths as on SQLite; see CONFIG's phases")
 def test_workflows_honour_the_document(
+    request: pytest.FixtureRequest,
     tmp_path: Path,
     database: Database,
-    _template_database: str,
-    make_org: Callable[..., OrgKey],
+    seeded: Seeded | None,
     http_client: httpx.Client,
 ) -> None:
     """Schemathesis' stateful mode: chains of calls along the links it infers between
@@ -580,11 +657,11 @@ def test_workflows_honour_the_document(
     class Workflow(workflows.as_state_machine()):  # type: ignore[misc]
         def setup(self) -> None:
             self.stack = ExitStack()
-            empty_database(database, _template_database)
             directory = tmp_path / f"scenario-{next(scenarios)}"
             directory.mkdir()
-            key = make_org("acme", "pro")
-            self.world = self.stack.enter_context(open_world(directory, database, key, http_client))
+            self.world = self.stack.enter_context(
+                fresh_world(request, seeded, directory, database, http_client)
+            )
 
         def teardown(self) -> None:
             self.stack.close()

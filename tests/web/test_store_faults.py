@@ -7,9 +7,7 @@ proxy (`tests/dbproxy.py`); SQLite by a writer that holds its lock past the busy
 from __future__ import annotations
 
 import json
-import signal
 import sqlite3
-import subprocess
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,7 +24,14 @@ from controller.store.db import Database
 from tests.conftest import ON_POSTGRES, OrgKey, make_settings
 from tests.dbproxy import DatabaseProxy
 from tests.factories import make_watch, set_state
-from tests.processes import DRIFTGATE, driftgate_env, free_port, wait_until, wait_until_healthy
+from tests.processes import (
+    DRIFTGATE,
+    driftgate_env,
+    free_port,
+    started,
+    wait_until,
+    wait_until_healthy,
+)
 from web.app import create_app
 
 NEW_WATCH = {"name": "other", "url": "https://other.example.com/openapi.json"}
@@ -172,21 +177,11 @@ def served(tmp_path: Path, database: Database, proxy: DatabaseProxy) -> Iterator
         database_statement_timeout_seconds="4",
     )
     log_path = tmp_path / "server.log"
-    with log_path.open("w") as log:
-        process = subprocess.Popen(
-            [*DRIFTGATE, "serve", "--port", str(port), "--workers", "1", "--threads", "2"],
-            env=env,
-            stdout=log,
-            stderr=log,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
+    command = [*DRIFTGATE, "serve", "--port", str(port), "--workers", "1", "--threads", "2"]
+    with started(command, env=env, log=log_path) as process:
+        base = f"http://127.0.0.1:{port}"
         wait_until_healthy(base, process, log_path)
         yield base, log_path
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-        process.wait(timeout=30)
 
 
 @postgres_only

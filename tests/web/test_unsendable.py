@@ -178,7 +178,7 @@ def test_a_check_of_a_stored_unsendable_value_fails_with_a_class(
         watch.url = url.format(spec=spec)
         set_headers(watch, headers, load_secret_box(live_settings))
 
-    answer = client.post(f"/api/watches/{watch_id}/check?wait=30", headers=acme.headers)
+    answer = client.post(f"/api/watches/{watch_id}/check?wait=60", headers=acme.headers)
     assert answer.status_code == 200, answer.json
     assert answer.json["status"] == "done"
     assert answer.json["result"]["outcome"] == "error"
