@@ -3,8 +3,6 @@ through the CLI, refusals in one line with exit 2, and no restore under a runnin
 
 from __future__ import annotations
 
-import signal
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +13,15 @@ from click.testing import CliRunner, Result
 from cli.main import main
 from controller.store import migrate
 from tests.conftest import SECRET
-from tests.processes import DRIFTGATE, driftgate_env, free_port, wait_until, wait_until_healthy
+from tests.processes import (
+    DRIFTGATE,
+    driftgate_env,
+    free_port,
+    spawn,
+    stop_process,
+    wait_until,
+    wait_until_healthy,
+)
 
 pytestmark = pytest.mark.nodb  # a SQLite file of its own, whatever the run's backend
 
@@ -110,7 +116,7 @@ def running(request: pytest.FixtureRequest, env: dict[str, str], tmp_path: Path)
     log_path = tmp_path / "server.log"
     environment = driftgate_env(env["DRIFTGATE_DATABASE_URL"], tmp_path, workers="1")
     with log_path.open("w") as log:
-        process = subprocess.Popen(
+        process = spawn(
             [*DRIFTGATE, request.param, "--port", str(port)],
             env=environment,
             stdout=log,
@@ -127,11 +133,10 @@ def running(request: pytest.FixtureRequest, env: dict[str, str], tmp_path: Path)
             alive = answer.json()["controller"]["state"] == "alive"
             return answer.status_code == 200 and (alive or request.param != "up")
 
-        wait_until(ready, timeout=60)
+        wait_until(ready)
         yield request.param
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=60)
+        stop_process(process)
 
 
 @pytest.mark.slow
@@ -187,7 +192,7 @@ def test_a_controller_of_the_previous_release_keeps_running_on_a_newer_schema(
     log_path = tmp_path / "controller.log"
     environment = driftgate_env(env["DRIFTGATE_DATABASE_URL"], tmp_path)
     with log_path.open("w") as log:
-        process = subprocess.Popen(
+        process = spawn(
             [*DRIFTGATE, "controller", "--tick", "0.2"], env=environment, stdout=log, stderr=log
         )
     engine = create_engine(env["DRIFTGATE_DATABASE_URL"])
@@ -200,10 +205,9 @@ def test_a_controller_of_the_previous_release_keeps_running_on_a_newer_schema(
                     connection.scalar(select(func.count()).select_from(ControllerHeartbeat))
                 )
 
-        wait_until(beating, timeout=60)
+        wait_until(beating)
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=60)
+        stop_process(process)
         engine.dispose()
     assert '"event": "store.schema_ahead"' in log_path.read_text()
 

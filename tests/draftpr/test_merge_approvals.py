@@ -71,7 +71,7 @@ def merged_on_github(
         with database.session() as session:
             return session.get_one(DraftPr, pr["draftPrId"]).state == "merged"
 
-    wait_until(recorded, timeout=15)
+    wait_until(recorded)
     with database.session() as session:
         entry = session.scalars(
             select(AuditEntry).where(

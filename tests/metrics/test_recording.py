@@ -70,10 +70,10 @@ def test_a_check_a_preflight_a_delivery_and_reconciles_each_move_their_metrics(
     )
     watch = http.post("/api/watches", json={"name": "local", "url": url}, headers=headers).json
     assert watch is not None
-    first = http.post(f"/api/watches/{watch['id']}/check?wait=30", headers=headers).json
+    first = http.post(f"/api/watches/{watch['id']}/check?wait=60", headers=headers).json
     assert first is not None and first["watch"]["driftStatus"] == "ok"
     server.set("/openapi.json", as_json(charges_spec(refunds=False)))
-    second = http.post(f"/api/watches/{watch['id']}/check?wait=30", headers=headers).json
+    second = http.post(f"/api/watches/{watch['id']}/check?wait=60", headers=headers).json
     assert second is not None and second["watch"]["driftStatus"] == "drifted"
     # A preflight on the drifted watch.
     gate = http.post("/api/preflight", json={"watchIds": [watch["id"]]}, headers=headers)

@@ -34,7 +34,7 @@ from controller.store.models import ControllerHeartbeat
 from tests.conftest import OrgKey
 from tests.factories import make_watches
 from tests.gitrepos import RepoBuilder, isolated_git_config
-from tests.processes import DRIFTGATE, driftgate_env, free_port, wait_until
+from tests.processes import DRIFTGATE, PATIENCE, driftgate_env, free_port, wait_until
 from tests.receivers import Receiver
 from tests.scrapes import scrape
 from tests.servers import SpecServer, spec_server
@@ -80,7 +80,7 @@ def started(command: list[str], log_path: Path, env: dict[str, str]) -> Iterator
             process.wait(timeout=10)
 
 
-def wait_for(what: str, probe: Callable[[], Any], log_path: Path, timeout: float = 30.0) -> Any:
+def wait_for(what: str, probe: Callable[[], Any], log_path: Path, timeout: float = PATIENCE) -> Any:
     """Call `probe` until it returns something true; fail with the server's log otherwise."""
     deadline = time.monotonic() + timeout
     last: Any = None
@@ -189,10 +189,10 @@ def _exercise(
         == 200
     )
     watch = http.post("/api/watches", json={"name": "local", "url": local_url}).json()
-    first = http.post(f"/api/watches/{watch['id']}/check?wait=30").json()
+    first = http.post(f"/api/watches/{watch['id']}/check?wait=60").json()
     assert first["watch"]["driftStatus"] == "ok"
     specs.set("/openapi.json", as_json(charges_spec(refunds=False)))  # refunds are gone
-    second = http.post(f"/api/watches/{watch['id']}/check?wait=30").json()
+    second = http.post(f"/api/watches/{watch['id']}/check?wait=60").json()
     assert second["watch"]["driftStatus"] == "drifted"
     # A preflight on the drifted watch, answered by a web worker.
     gate = http.post("/api/preflight", json={"watchIds": [watch["id"]]})

@@ -21,6 +21,7 @@ from tests.processes import (
     DRIFTGATE,
     driftgate_env,
     free_port,
+    spawn,
     stop_process,
     wait_until_healthy,
 )
@@ -90,9 +91,7 @@ def test_up_exports_a_checks_trace_and_a_requests_span_to_an_otlp_receiver(
     log_path = tmp_path / "server.log"
     base = f"http://127.0.0.1:{port}"
     with log_path.open("w") as log, spec_server() as vendor:
-        process = subprocess.Popen(
-            [*DRIFTGATE, "up", "--port", str(port)], env=env, stdout=log, stderr=log
-        )
+        process = spawn([*DRIFTGATE, "up", "--port", str(port)], env=env, stdout=log, stderr=log)
         try:
             wait_until_healthy(base, process, log_path)
             driftgate(env, "orgs", "create", "acme", "--plan", "pro")
@@ -101,11 +100,11 @@ def test_up_exports_a_checks_trace_and_a_requests_span_to_an_otlp_receiver(
             with httpx.Client(base_url=base, headers=auth, timeout=60) as http:
                 url = vendor.set("/openapi.json", as_json(charges_spec()))
                 watch = http.post("/api/watches", json={"name": "local", "url": url}).json()
-                first = http.post(f"/api/watches/{watch['id']}/check?wait=30").json()
+                first = http.post(f"/api/watches/{watch['id']}/check?wait=60").json()
                 assert first["watch"]["driftStatus"] == "ok", first
                 vendor.set("/openapi.json", as_json(charges_spec(refunds=False)))
                 traced = {"traceparent": f"00-{TRACE}-{CALLER}-01"}
-                second = http.post(f"/api/watches/{watch['id']}/check?wait=30", headers=traced)
+                second = http.post(f"/api/watches/{watch['id']}/check?wait=60", headers=traced)
                 assert second.json()["watch"]["driftStatus"] == "drifted"
                 gone = http.post(
                     "/api/watches",
@@ -119,7 +118,7 @@ def test_up_exports_a_checks_trace_and_a_requests_span_to_an_otlp_receiver(
                         },
                     },
                 ).json()
-                failed = http.post(f"/api/watches/{gone['id']}/check?wait=30").json()
+                failed = http.post(f"/api/watches/{gone['id']}/check?wait=60").json()
                 assert failed["result"]["outcome"] == "error", failed
             changed = collector.wait_for(a_check("changed", watch["id"]))
             failing = collector.wait_for(a_check("error", gone["id"]))
