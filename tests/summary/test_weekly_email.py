@@ -380,13 +380,16 @@ def test_two_controller_processes_send_a_week_once(
         env = driftgate_env(
             database.url, tmp_path, private_target_allowlist=allow, log_format="text"
         )
-        with ExitStack() as processes:
+        processes = []
+        with ExitStack() as stack:
             for index in range(2):
-                processes.enter_context(
-                    started(
-                        [sys.executable, "-m", "cli", "controller", "--tick", "0.2"],
-                        env=env,
-                        log=tmp_path / f"controller-{index}.log",
+                processes.append(
+                    stack.enter_context(
+                        started(
+                            [sys.executable, "-m", "cli", "controller", "--tick", "0.2"],
+                            env=env,
+                            log=tmp_path / f"controller-{index}.log",
+                        )
                     )
                 )
             wait_until(lambda: len(relay.messages()) >= 3)
