@@ -58,21 +58,25 @@ lint: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-# The suite runs on one worker per core (pytest-xdist; each worker has its own migrated
-# template database and its own loopback servers): `make pytest PYTEST_WORKERS=0` runs it in
-# one process. PYTEST_ARGS adds options (CI's --record-passed and --skip-passed, see
-# tests/conftest.py).
+# The suite runs on two workers a core (pytest-xdist's `auto`, set in tests/conftest.py: much
+# of its time is waiting on processes and sockets; each worker has its own migrated template
+# database and its own loopback servers): `make pytest PYTEST_WORKERS=0` runs it in one
+# process. PYTEST_ARGS adds options (CI's --record-passed and --skip-passed, see
+# tests/conftest.py). The run writes bytecode caches (__pycache__/, ignored by git) even
+# where PYTHONDONTWRITEBYTECODE is set: without them every worker and every `driftgate`
+# process the tests start compiles the sources again (measured: 4 s a worker, 0.4 s a process).
 PYTEST_WORKERS ?= auto
 PYTEST_ARGS ?=
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest
 pytest: $(VENV)/.installed
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
+	$(PYTEST) -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 ## check: the inner loop: ruff and the suite without the slow end-to-end tests (real
 ## processes, the demo, the browser), stopping at the first failure
 check: $(VENV)/.installed
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal -m "not slow" -x -q
+	$(PYTEST) -n $(PYTEST_WORKERS) --dist worksteal -m "not slow" -x -q
 
 ## generate: regenerate config-schema/, docs/rules.md, docs/tool-lint.md, the table of
 ## docs/plans.md and docs/openapi.json from the code (tests fail when stale)

@@ -84,6 +84,17 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(PassedRecorder(Path(path)), "driftgate-record-passed")
 
 
+# Workers per core for `-n auto` (the Makefile's default; `make pytest PYTEST_WORKERS=N`
+# chooses). Much of the suite's time is spent waiting: on a `driftgate up` starting, a
+# loopback server answering, a controller's check. Two workers a core fill those waits with
+# another test's work (docs/performance.md has the figures).
+WORKERS_PER_CORE = 2
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    return WORKERS_PER_CORE * len(os.sched_getaffinity(0))
+
+
 def depends_on_backend(item: pytest.Item) -> bool:
     """Whether `item` may behave differently on SQLite and on Postgres."""
     if item.get_closest_marker("db") is not None:
