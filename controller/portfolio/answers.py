@@ -12,6 +12,7 @@ from pydantic import Field, StringConstraints
 from pydantic_core import to_jsonable_python
 from sqlalchemy.orm import Session
 
+from controller.model import durations
 from controller.model.base import ApiModel, RequestModel
 from controller.model.jsonvalue import JsonValue
 from controller.model.plans import minimum_plan
@@ -210,25 +211,27 @@ def _mcp_health(
 def _mttr(
     session: Session, org_id: str, filters: views.Filters, since: datetime, now: datetime
 ) -> Live:
-    mttr = views.mttr(session, org_id, filters, since, now)
+    # The text writes durations in human units from the exact figures (a 9.6 s repair reads
+    # `9.6 s`, not `0.0 h`); the figures keep the API's hours to 0.01.
+    mttr = views.mttr(session, org_id, filters, since, now, digits=None)
     if not mttr["resolved"]:
         return "No incident was resolved", {"mttr": mttr}, []
-    slowest = views.slowest_repairs(session, org_id, filters, since, now)
+    slowest = views.slowest_repairs(session, org_id, filters, since, now, digits=None)
     worst = mttr["byVendor"][0]
     text = (
-        f"Mean time to repair: {mttr['overallHours']} h over {mttr['resolved']} resolved "
-        f"incident(s); slowest vendor {worst['key']} ({worst['hours']} h)"
+        f"Mean time to repair: {durations.hours(mttr['overallHours'])} over {mttr['resolved']} "
+        f"resolved incident(s); slowest vendor {worst['key']} ({durations.hours(worst['hours'])})"
     )
     citations = [
         Citation(
             kind="incident",
             id=i["id"],
             url=f"/api/watches/{i['watchId']}/status",
-            label=f"{i['watchName']}: {i['hours']} h, {i['resolution']}",
+            label=f"{i['watchName']}: {durations.hours(i['hours'])}, {i['resolution']}",
         )
         for i in slowest
     ]
-    return text, {"mttr": mttr, "slowest": slowest}, citations
+    return text, {"mttr": views.round_hours(mttr), "slowest": views.round_hours(slowest)}, citations
 
 
 def _hotspots(

@@ -168,6 +168,21 @@ def events_by_week(
     return table
 
 
+def round_hours(figures: Any, digits: int = 2) -> Any:
+    """`figures` (from `mttr` or `slowest_repairs` with `digits=None`) with every `hours` and
+    `overallHours` rounded to `digits` decimals, as the API gives them."""
+    if isinstance(figures, list):
+        return [round_hours(item, digits) for item in figures]
+    if not isinstance(figures, dict):
+        return figures
+    return {
+        key: round(value, digits)
+        if key in ("hours", "overallHours") and isinstance(value, float)
+        else round_hours(value, digits)
+        for key, value in figures.items()
+    }
+
+
 def _repair_hours() -> Any:
     return (epoch_seconds(Incident.resolved_at) - epoch_seconds(Incident.opened_at)) / 3600.0
 
@@ -442,7 +457,10 @@ def slowest_repairs(
     since: datetime,
     until: datetime,
     limit: int = 5,
+    *,
+    digits: int | None = 2,
 ) -> list[dict[str, Any]]:
+    """The longest repairs, in hours rounded to `digits` decimals (None: not rounded)."""
     hours = _repair_hours()
     rows = session.execute(
         select(Incident.id, Incident.watch_id, Watch.name, Watch.vendor, hours, Incident.resolution)
@@ -463,7 +481,7 @@ def slowest_repairs(
             "watchId": w,
             "watchName": n,
             "vendor": v,
-            "hours": round(float(h), 2),
+            "hours": float(h) if digits is None else round(float(h), digits),
             "resolution": r,
         }
         for i, w, n, v, h, r in rows

@@ -15,6 +15,7 @@ from email.utils import format_datetime, make_msgid
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from pydantic import Field
 
+from controller.model import durations
 from controller.model.base import ApiModel
 
 SUBJECT_PREFIX = "driftgate weekly summary"
@@ -89,6 +90,7 @@ _TEMPLATES = Environment(
     lstrip_blocks=True,
     keep_trailing_newline=True,
 )
+_TEMPLATES.filters["hours"] = durations.hours  # MTTR in human units: `9.6 s`, `2 h 5 min`
 
 
 def subject(figures: WeeklyFigures) -> str:

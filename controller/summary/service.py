@@ -243,7 +243,9 @@ def figures(session: Session, org: Org, now: datetime) -> WeeklyFigures:
     everything = views.Filters()
     drift, drifted = views.drift_between(session, org.id, since, now)
     counts, oldest = views.unresolved_incidents(session, org.id)
-    repair = views.mttr(session, org.id, everything, now - timedelta(days=MTTR_DAYS), now)
+    repair = views.mttr(
+        session, org.id, everything, now - timedelta(days=MTTR_DAYS), now, digits=None
+    )
     return WeeklyFigures(
         org_name=org.name,
         week=schedule.iso_week(now),

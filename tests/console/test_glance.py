@@ -247,6 +247,11 @@ def test_mttr_reads_to_the_tenth_of_a_second(
     overview = admin.get("/console/").get_data(as_text=True)
     assert '<span class="figure">9.6 s</span> MTTR' in overview
     assert ">9.6 s</text>" in overview  # the vendor chart's bar
+    # Ask writes it in the same units; its figures keep the API's hours.
+    answer = client.post("/api/ask", json={"question": "mttr"}, headers=acme.headers)
+    assert answer.status_code == 200, answer.get_json()
+    assert answer.get_json()["answer"].startswith("Mean time to repair: 9.6 s over 1 resolved")
+    assert answer.get_json()["data"]["mttr"]["overallHours"] == 0.0
 
 
 def test_every_activity_row_names_its_object(

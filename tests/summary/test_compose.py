@@ -131,7 +131,7 @@ def test_the_message_has_both_parts_and_one_click_unsubscribe() -> None:
     assert text is not None and html is not None
     plain, markup = text.get_content(), html.get_content()
     assert "2 breaking, 1 warning, 4 info (7 events)" in plain
-    assert "5.2 hours on average over 3 incidents" in plain
+    assert "5 h 15 min on average over 3 incidents" in plain
     assert "payments (stripe): 9 breaking" in plain
     assert url in plain and f'href="{url}"' in markup
     # A watch's name is the vendor's text: escaped in HTML, as it is in text.

@@ -16,7 +16,10 @@ from datetime import UTC, datetime
 from flask import Flask
 from markupsafe import Markup, escape
 
+from controller.model.durations import duration, hours
+
 ABSOLUTE = "%Y-%m-%d %H:%M UTC"
+__all__ = ["absolute", "as_utc", "duration", "hours", "register", "relative", "time_tag"]
 
 
 def absolute(moment: datetime | str | None, default: str = "never") -> str:
@@ -35,33 +38,6 @@ def relative(moment: datetime | str | None, now: datetime, default: str = "never
         return "just now"
     span = _coarse(abs(seconds))
     return f"{span} ago" if seconds > 0 else f"in {span}"
-
-
-def duration(seconds: float | None, default: str = "–") -> str:
-    """A span in the two largest units that matter: `9.6 s` (tenths under 10 s), `36 s`,
-    `4 min`, `2 h 5 min`, `3 d 4 h`. Never `0 s` for a span that lasted: the one function for
-    every duration the console shows (MTTR, intervals)."""
-    if seconds is None:
-        return default
-    seconds = max(seconds, 0)
-    if seconds < 9.95:
-        return f"{round(seconds, 1):g} s" if seconds >= 0.05 or seconds == 0 else "under 0.1 s"
-    whole = round(seconds)
-    if whole < 60:
-        return f"{whole} s"
-    minutes = round(whole / 60)
-    if minutes < 60:
-        return f"{minutes} min"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 24:
-        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
-    days, hours = divmod(hours, 24)
-    return f"{days} d {hours} h" if hours else f"{days} d"
-
-
-def hours(value: float | None, default: str = "–") -> str:
-    """A duration given in hours (the portfolio's MTTR figures), in human units."""
-    return duration(value * 3600, default) if value is not None else default
 
 
 def as_utc(moment: datetime | str | None) -> datetime | None:
