@@ -238,23 +238,28 @@ def test_a_killed_agent_is_blocked_with_its_reason(
     assert result.stdout.startswith("blocked (policy) decision ")
 
 
-def test_dry_run_never_answers_409_and_never_waits(
+def test_dry_run_never_answers_409_exits_0_and_never_waits(
     server: Server, acme: OrgKey, database: Database, api: httpx.Client, clock: Clock
 ) -> None:
     watch_id = create_watch(api, "stripe")
     drift(database, acme, watch_id)
     add_agent(database, acme, "billing", [watch_id])
     result = run(server.url, acme.key, "--agent", "billing", "--dry-run", "--format", "json")
-    assert result.exit_code == 1
+    assert result.exit_code == 0  # the break-glass: the decision is reported, not enforced
     answer = json.loads(result.stdout)
     assert answer["policyBlocked"] is False and answer["wouldPolicyBlock"] is True
-    assert answer["dryRun"] is True
+    assert answer["dryRun"] is True and answer["allowed"] is False
+    assert result.stderr == (
+        f"driftgate: dry run: the run would be blocked; exit 0 (the decision "
+        f"{answer['decisionId']} is recorded and audited)\n"
+    )
     text = run(server.url, acme.key, "--agent", "billing", "--dry-run")
+    assert text.exit_code == 0
     assert text.stdout.startswith("blocked (dry run, policy would block) decision ")
     fresh = create_watch(api, "fresh")
     before = len(server.preflights())
     waited = run(server.url, acme.key, "--watch", fresh, "--dry-run", "--wait", "5")
-    assert waited.exit_code == 1 and clock.now == 0
+    assert waited.exit_code == 0 and clock.now == 0
     assert len(server.preflights()) == before + 1
     assert "no effect with --dry-run" in waited.stderr
 
