@@ -60,7 +60,11 @@ class PreflightRequest(RequestModel):
     ignore: Annotated[list[IgnoreEntry], Field(max_length=WATCH_ID_LIMIT)] = Field(
         default_factory=list, description="watches not to block on, each with a reason"
     )
-    dry_run: BodyBool = Field(default=False, description="evaluate and record; never answer 409")
+    dry_run: BodyBool = Field(
+        default=False,
+        description="the break-glass: evaluate and record, never answer 409; audited as "
+        "`preflight.dry_run` with the decision it would have been",
+    )
 
     @field_validator("watch_ids", "agent_id", mode="before")
     @classmethod
