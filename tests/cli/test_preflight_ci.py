@@ -23,7 +23,7 @@ from controller.settings import Settings
 from controller.sources.http import make_client
 from controller.store.db import Database
 from controller.store.models import AuditEntry
-from tests.cli.test_preflight import (
+from tests.cli.preflights import (
     Clock,
     add_agent,
     create_watch,
