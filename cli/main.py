@@ -54,6 +54,7 @@ COMMANDS = {
     "sources": "cli.commands.gitops:sources",
     "validate": "cli.commands.validate:validate",
     "preflight": "cli.commands.preflight:preflight",
+    "pr-comment": "cli.commands.prcomment:pr_comment",
     "watches": "cli.commands.watches:watches",
     "drift": "cli.commands.watches:drift",
     "demo": "cli.commands.demo:demo",
@@ -96,6 +97,8 @@ SUMMARIES = {
     "explanations, acknowledgements, discovery, offline compare and payload checks), the "
     "watches as resources and the triage_drift prompt.",
     "orgs": "Administer organizations (plans and overlay products).",
+    "pr-comment": "Put REPORT in driftgate's comment on a GitHub pull request (edited, not "
+    "repeated).",
     "preflight": "Ask the server whether a run may start (POST /api/preflight).",
     "profiles": "The org's consumer profiles (the registry of POST /api/validate's profileId).",
     "reconcile": "Reconcile git sources now: fetch, validate, plan (creates, updates, prunes), "

@@ -37,7 +37,9 @@ OPERATIONS: tuple[tuple[str, str], ...] = (
     ("/repos/{owner}/{repo}/pulls", "get"),
     ("/repos/{owner}/{repo}/pulls", "post"),
     ("/repos/{owner}/{repo}/issues/{issue_number}/labels", "post"),
+    ("/repos/{owner}/{repo}/issues/{issue_number}/comments", "get"),
     ("/repos/{owner}/{repo}/issues/{issue_number}/comments", "post"),
+    ("/repos/{owner}/{repo}/issues/comments/{comment_id}", "patch"),
 )
 # Component schemas the fake builds answers and webhook payloads from (`github_fake.example`).
 COMPONENTS: tuple[str, ...] = (

@@ -253,6 +253,9 @@ class FakeGitHub:
             def do_POST(self) -> None:  # noqa: N802
                 self._serve("POST")
 
+            def do_PATCH(self) -> None:  # noqa: N802
+                self._serve("PATCH")
+
             def _serve(self, method: str) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
@@ -567,7 +570,53 @@ class FakeGitHub:
         repo = self._repo(path, headers)
         assert repo is not None
         repo.comments.append((int(path["number"]), body["body"]))
-        return 201, example("#/components/schemas/issue-comment", body=body["body"])
+        return 201, self._comment_answer(repo, len(repo.comments) - 1)
+
+    def list_comments(
+        self, path: dict[str, str], query: dict[str, str], headers: Any, body: Any
+    ) -> tuple[int, Any]:
+        """A page of an issue's comments, oldest first (`per_page` at most 100, `page`)."""
+        repo = self._repo(path, headers)
+        if repo is None:
+            return 404, {"message": "Not Found", "documentation_url": "https://docs"}
+        number = int(path["number"])
+        per_page = min(int(query.get("per_page", "30")), 100)
+        page = int(query.get("page", "1"))
+        ours = [i for i, (n, _) in enumerate(repo.comments) if n == number]
+        shown = ours[(page - 1) * per_page : page * per_page]
+        return 200, [self._comment_answer(repo, i) for i in shown]
+
+    def update_comment(
+        self, path: dict[str, str], query: Any, headers: Any, body: Any
+    ) -> tuple[int, Any]:
+        repo = self._repo(path, headers)
+        index = int(path["comment_id"]) - COMMENT_IDS
+        if repo is None or not 0 <= index < len(repo.comments):
+            return 404, {"message": "Not Found", "documentation_url": "https://docs"}
+        repo.comments[index] = (repo.comments[index][0], body["body"])
+        return 200, self._comment_answer(repo, index)
+
+    @staticmethod
+    def _comment_answer(repo: Repository, index: int) -> dict[str, Any]:
+        number, text = repo.comments[index]
+        comment_id = COMMENT_IDS + index
+        return example(
+            "#/components/schemas/issue-comment",
+            id=comment_id,
+            body=text,
+            html_url=f"https://github.example/{repo.full_name}/pull/{number}#issuecomment-{comment_id}",
+        )
+
+    def workflow_token(self, repo: str) -> str:
+        """A token like a workflow's `GITHUB_TOKEN`: an installation token of `repo` alone."""
+        installation_id = 9000 + len(self.installations)
+        self.add_installation(installation_id, repo.split("/")[0], repo)
+        token = "ghs_" + secrets.token_urlsafe(24)
+        self.tokens[token] = (installation_id, datetime.now(UTC) + timedelta(hours=1))
+        return token
+
+
+COMMENT_IDS = 5_000_000  # a comment's id is this plus its index in `Repository.comments`
 
 
 _REPO = r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)"
@@ -615,9 +664,21 @@ ROUTES: list[tuple[str, str, str, Any]] = [
     ),
     (
         _REPO + r"/issues/(?P<number>\d+)/comments",
+        "GET",
+        "/repos/{owner}/{repo}/issues/{issue_number}/comments",
+        FakeGitHub.list_comments,
+    ),
+    (
+        _REPO + r"/issues/(?P<number>\d+)/comments",
         "POST",
         "/repos/{owner}/{repo}/issues/{issue_number}/comments",
         FakeGitHub.comment,
+    ),
+    (
+        _REPO + r"/issues/comments/(?P<comment_id>\d+)",
+        "PATCH",
+        "/repos/{owner}/{repo}/issues/comments/{comment_id}",
+        FakeGitHub.update_comment,
     ),
 ]
 

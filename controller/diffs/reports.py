@@ -18,6 +18,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from controller import __version__
 from controller.diffs.explain import hint_for, summarize_counts, with_hints
@@ -37,6 +38,8 @@ ANNOTATIONS = 9
 _CLOSING_ROOM = 300
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SRCROOT = "%SRCROOT%"
+_URL_SAFE = ":/?#[]@!$&'()*+,;=%~"
+"""What a URL keeps unescaped in SARIF: its delimiters and its existing escapes."""
 _SARIF_LEVEL = {Severity.BREAKING: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 _GITHUB_LEVEL = {Severity.BREAKING: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 _LEVEL_WORDS = {
@@ -588,9 +591,12 @@ def _fingerprint(change: Change) -> str:
 
 
 def _sarif_uri(uri: str, is_url: bool) -> dict[str, Any]:
+    """An artifactLocation: a URL as it is, a file by its path relative to the working
+    directory (`%SRCROOT%`, the checkout in CI). SARIF's `uri` is a URI reference, so a path
+    is percent-encoded (a space, `%` or a non-ASCII letter in a file name)."""
     if is_url or "://" in uri:
-        return {"uri": uri}
-    return {"uri": uri.removeprefix("./"), "uriBaseId": SRCROOT}
+        return {"uri": quote(uri, safe=_URL_SAFE)}
+    return {"uri": quote(uri.removeprefix("./"), safe="/"), "uriBaseId": SRCROOT}
 
 
 def _artifact(location: str, source: Source | None) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from controller.logs import log
 from controller.model.base import ApiModel, BodyBool, RequestModel, utc_iso
 from controller.model.principal import Principal
 from controller.model.watch import Label, ObjectId, ShortNote, refuse_null
+from controller.store import audit
 from controller.store.db import Database
 from controller.store.models import (
     ordered_id,
@@ -59,7 +60,11 @@ class PreflightRequest(RequestModel):
     ignore: Annotated[list[IgnoreEntry], Field(max_length=WATCH_ID_LIMIT)] = Field(
         default_factory=list, description="watches not to block on, each with a reason"
     )
-    dry_run: BodyBool = Field(default=False, description="evaluate and record; never answer 409")
+    dry_run: BodyBool = Field(
+        default=False,
+        description="the break-glass: evaluate and record, never answer 409; audited as "
+        "`preflight.dry_run` with the decision it would have been",
+    )
 
     @field_validator("watch_ids", "agent_id", mode="before")
     @classmethod
@@ -262,6 +267,8 @@ def preflight(
             if record_decision(database, cursor, values, low):
                 break
             peeked = None  # the store changed since the view was read
+    if request.dry_run:
+        _audit_dry_run(database, principal, decision_id, request, agent, ids, decision)
     log(
         logger,
         logging.INFO,
@@ -279,6 +286,34 @@ def preflight(
     )
     metrics.preflight_done(_outcome(decision), time.perf_counter() - started, principal.org_id)
     return Outcome(decision, agent, request, decision_id, duration_ms, now, blocked, ignored)
+
+
+def _audit_dry_run(
+    database: Database,
+    principal: Principal,
+    decision_id: str,
+    request: PreflightRequest,
+    agent: AgentState | None,
+    ids: list[str],
+    decision: Decision,
+) -> None:
+    """A dry run is the gate's break-glass (nothing is enforced, `driftgate preflight
+    --dry-run` exits 0), so it is an administrative act: the audit log names who asked, for
+    what, and the decision it would have been. Written before the answer; a failure here
+    answers an error instead of an unaudited pass."""
+    details: dict[str, Any] = {
+        "decisionId": decision_id,
+        "agentId": agent.key if agent else None,
+        "watchIds": None if request.watch_ids is None else ids[:WATCH_ID_LIMIT],
+        "wouldAllow": decision.allowed,
+        "wouldPolicyBlock": decision.would_policy_block,
+        "wouldStatus": 409 if decision.would_policy_block else 200,
+        "blocked": [{"watchId": row.watch_id, "reasons": row.reasons} for row in decision.blocked],
+        "agentReasons": decision.agent_reasons,
+        "ignored": [row.watch_id for row in decision.ignored],
+    }
+    with database.transaction() as session:
+        audit.by(session, principal, "preflight.dry_run", decision_id, details)
 
 
 def _outcome(decision: Decision) -> str:

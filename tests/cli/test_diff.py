@@ -14,6 +14,7 @@ from sarif_pydantic import Sarif
 from cli.main import main
 from controller.diffs.explain import hint_for
 from controller.diffs.rules import CATALOG
+from tests.formats import assert_valid_junit, assert_valid_sarif
 from tests.servers import spec_server
 from tests.specs import charges_spec
 
@@ -101,6 +102,7 @@ def test_sarif_output_validates(files: dict[str, str]) -> None:
     result = run("diff", files["base"], files["breaking"], "--format", "sarif")
     log = json.loads(result.output)
     Sarif.model_validate(log)  # the SARIF 2.1.0 object model
+    assert_valid_sarif(log)  # and OASIS's published schema
     assert log["version"] == "2.1.0"
     run_ = log["runs"][0]
     rule_ids = [rule["id"] for rule in run_["tool"]["driver"]["rules"]]
@@ -116,6 +118,7 @@ def test_junit_output_parses(files: dict[str, str], tmp_path: Path) -> None:
     target = tmp_path / "report.xml"
     result = run("diff", files["base"], files["breaking"], "--format", "junit", "-o", str(target))
     assert result.exit_code == 1 and result.output == ""
+    assert_valid_junit(target.read_text(encoding="utf-8"))
     root = ET.parse(target).getroot()
     suite = root.find("testsuite")
     assert suite is not None
@@ -125,7 +128,9 @@ def test_junit_output_parses(files: dict[str, str], tmp_path: Path) -> None:
         int(suite.get("tests", "0")) == len(cases)
         and int(suite.get("failures", "0")) == len(failures) > 0
     )
-    clean = ET.fromstring(run("diff", files["base"], files["same"], "--format", "junit").output)
+    clean_text = run("diff", files["base"], files["same"], "--format", "junit").output
+    assert_valid_junit(clean_text)
+    clean = ET.fromstring(clean_text)
     assert clean.find("testsuite/testcase").get("name") == "no contract changes"  # type: ignore[union-attr]
 
 
@@ -201,6 +206,12 @@ def test_diff_over_http(files: dict[str, str]) -> None:
         base = server.set("/v1/openapi.json", Path(files["base"]).read_text())
         revision = server.set("/v2/openapi.json", Path(files["breaking"]).read_text())
         assert run("diff", base, revision).exit_code == 1
+        log = json.loads(run("diff", base, revision, "--format", "sarif").output)
+        assert_valid_sarif(log)
+        for result in log["runs"][0]["results"]:
+            place = result["locations"][0]["physicalLocation"]
+            assert place["artifactLocation"] == {"uri": revision}
+            assert place["region"]["startLine"] >= 1
         result = CliRunner().invoke(main, ["diff", base, server.url("/missing.json")])
         assert result.exit_code == 2 and "HTTP 404" in result.stderr
     assert server.requests[0][2]["User-Agent"].startswith("driftgate-cli/")

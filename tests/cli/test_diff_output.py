@@ -20,6 +20,7 @@ from sarif_pydantic import Sarif
 
 from cli.main import main
 from controller.diffs.rules import CATALOG, Direction, hint_misfits, side_of
+from tests.formats import assert_valid_junit, assert_valid_sarif
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BENCH = Path(__file__).resolve().parents[3] / "shared" / "bench" / "openapi"
@@ -180,6 +181,7 @@ def test_sarif_results_have_relative_uris_and_lines(shop: dict[str, str], ext: s
     base, revision = shop[f"shop-v1.{ext}"], shop[f"shop-v2.{ext}"]
     log = json.loads(run(base, str(Path(revision).resolve()), "--format", "sarif").output)
     Sarif.model_validate(log)
+    assert_valid_sarif(log)
     run_ = log["runs"][0]
     assert run_["artifacts"] == [{"location": {"uri": revision, "uriBaseId": "%SRCROOT%"}}]
     for result in run_["results"]:
@@ -198,6 +200,55 @@ def test_sarif_results_have_relative_uris_and_lines(shop: dict[str, str], ext: s
     (before,) = removed["relatedLocations"]
     assert before["physicalLocation"]["artifactLocation"]["uri"] == base
     assert "delete" in line_of(base, before["physicalLocation"]["region"]["startLine"])
+
+
+def test_sarif_and_junit_validate_for_any_file_name_and_kind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OASIS's schema wants URI references: a file name with a space, `%` or a non-ASCII
+    letter is percent-encoded. MCP snapshots are located to the line too; an ignored change
+    is a suppressed result (SARIF) and a skipped case (JUnit)."""
+    monkeypatch.chdir(tmp_path)
+    tools = {"search": "Search", "fetch": "Fetch"}
+
+    def snapshot(name: str, names: list[str]) -> str:
+        doc = {
+            "server_info": {"name": "demo", "version": "1"},
+            "protocol_version": "2025-06-18",
+            "capabilities": {"tools": {}},
+            "tools": [
+                {"name": t, "description": tools[t], "inputSchema": {"type": "object"}}
+                for t in names
+            ],
+        }
+        (tmp_path / name).write_text(json.dumps(doc, indent=2), encoding="utf-8")
+        return name
+
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("ignore:\n  - rule: tool-removed\n    reason: retired with the server\n")
+    base = snapshot("tools v1.json", ["search", "fetch"])
+    revision = snapshot("outils é 100%.json", ["search"])
+    for extra in ([], ["--rules", str(rules)]):
+        log = json.loads(run(base, revision, "--format", "sarif", *extra).output)
+        assert_valid_sarif(log)
+        (result,) = log["runs"][0]["results"]
+        assert result["ruleId"] == "tool-removed" and result["level"] == "error"
+        place = result["locations"][0]["physicalLocation"]
+        assert place["artifactLocation"] == {
+            "uri": "outils%20%C3%A9%20100%25.json",
+            "uriBaseId": "%SRCROOT%",
+        }
+        assert place["region"]["startLine"] >= 1
+        (before,) = result["relatedLocations"]
+        assert before["physicalLocation"]["artifactLocation"]["uri"] == "tools%20v1.json"
+        start = before["physicalLocation"]["region"]["startLine"]  # the removed tool's object
+        assert line_of(base, start).strip() == "{"
+        assert line_of(base, start + 1).strip() == '"name": "fetch",'
+        assert ("suppressions" in result) == bool(extra)
+        junit = run(base, revision, "--format", "junit", *extra).output
+        assert_valid_junit(junit)
+        (case,) = ET.fromstring(junit).iter("testcase")
+        assert case.find("skipped" if extra else "failure") is not None
 
 
 def test_unrelated_documents_are_warned_about_in_every_format(
@@ -229,6 +280,8 @@ def test_unrelated_documents_are_warned_about_in_every_format(
     assert outputs["text"].splitlines()[1].startswith("WARNING: The two documents")
     assert outputs["github"].startswith("::warning title=driftgate%3A unrelated-documents::")
     assert "> [!WARNING]" in outputs["markdown"]
+    assert_valid_sarif(json.loads(outputs["sarif"]))
+    assert_valid_junit(outputs["junit"])
     sarif = json.loads(outputs["sarif"])["runs"][0]
     (notice,) = sarif["invocations"][0]["toolExecutionNotifications"]
     assert notice["descriptor"]["id"] == "unrelated-documents"

@@ -7,24 +7,26 @@ import json
 import logging
 import socket
 from collections.abc import Callable, Iterable, Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import pytest
-from click.testing import CliRunner, Result
 from flask import Flask
-from sqlalchemy import update
 
-from cli.main import main
 from controller import __version__
 from controller.store.db import Database
-from controller.store.models import Agent, AgentWatch, Incident, Watch
+from tests.cli.preflights import (
+    Clock,
+    add_agent,
+    create_watch,
+    drift,
+    mark_checked,
+    run,
+)
 from tests.conftest import OrgKey
 from tests.servers import WsgiServer as Server
 from tests.servers import serving
 
-SPEC_URL = "https://api.example.com/openapi.json"
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
@@ -57,62 +59,6 @@ def api(server: Server, acme: OrgKey) -> Iterator[httpx.Client]:
     headers = {**acme.headers, "User-Agent": "driftgate-tests"}
     with httpx.Client(base_url=server.url, headers=headers, timeout=10) as client:
         yield client
-
-
-def run(server_url: str | None, key: str | None, *args: str) -> Result:
-    env = {"DRIFTGATE_URL": server_url, "DRIFTGATE_API_KEY": key, "DRIFTGATE_CONFIG": None}
-    return CliRunner().invoke(main, ["preflight", *args], env=env, catch_exceptions=False)
-
-
-def create_watch(api: httpx.Client, name: str) -> str:
-    response = api.post("/api/watches", json={"name": name, "url": SPEC_URL})
-    assert response.status_code == 201, response.text
-    return str(response.json()["id"])
-
-
-def set_watch(database: Database, watch_id: str, **values: Any) -> None:
-    with database.transaction() as session:
-        session.execute(update(Watch).where(Watch.id == watch_id).values(**values))
-
-
-def mark_checked(database: Database, watch_id: str) -> None:
-    now = datetime.now(UTC)
-    set_watch(database, watch_id, drift_status="ok", last_checked_at=now, last_check_status="ok")
-
-
-def drift(database: Database, org: OrgKey, watch_id: str) -> str:
-    """Breaking drift with an open incident, as a check would leave it."""
-    with database.transaction() as session:
-        incident = Incident(org_id=org.org_id, watch_id=watch_id, status="open", breaking_count=1)
-        session.add(incident)
-        session.flush()
-        incident_id = incident.id
-    mark_checked(database, watch_id)
-    set_watch(database, watch_id, drift_status="drifted", incident_id=incident_id)
-    return incident_id
-
-
-def add_agent(
-    database: Database,
-    org: OrgKey,
-    slug: str,
-    watch_ids: list[str],
-    policy: str = "staging-strict",
-    runtime_state: str = "running",
-) -> None:
-    with database.transaction() as session:
-        session.add(
-            Agent(
-                org_id=org.org_id,
-                key=slug,
-                slug=slug,
-                policy=policy,
-                runtime_state=runtime_state,
-                bindings=[
-                    AgentWatch(position=i, ref=w, watch_id=w) for i, w in enumerate(watch_ids)
-                ],
-            )
-        )
 
 
 @pytest.fixture
@@ -238,23 +184,28 @@ def test_a_killed_agent_is_blocked_with_its_reason(
     assert result.stdout.startswith("blocked (policy) decision ")
 
 
-def test_dry_run_never_answers_409_and_never_waits(
+def test_dry_run_never_answers_409_exits_0_and_never_waits(
     server: Server, acme: OrgKey, database: Database, api: httpx.Client, clock: Clock
 ) -> None:
     watch_id = create_watch(api, "stripe")
     drift(database, acme, watch_id)
     add_agent(database, acme, "billing", [watch_id])
     result = run(server.url, acme.key, "--agent", "billing", "--dry-run", "--format", "json")
-    assert result.exit_code == 1
+    assert result.exit_code == 0  # the break-glass: the decision is reported, not enforced
     answer = json.loads(result.stdout)
     assert answer["policyBlocked"] is False and answer["wouldPolicyBlock"] is True
-    assert answer["dryRun"] is True
+    assert answer["dryRun"] is True and answer["allowed"] is False
+    assert result.stderr == (
+        f"driftgate: dry run: the run would be blocked; exit 0 (the decision "
+        f"{answer['decisionId']} is recorded and audited)\n"
+    )
     text = run(server.url, acme.key, "--agent", "billing", "--dry-run")
+    assert text.exit_code == 0
     assert text.stdout.startswith("blocked (dry run, policy would block) decision ")
     fresh = create_watch(api, "fresh")
     before = len(server.preflights())
     waited = run(server.url, acme.key, "--watch", fresh, "--dry-run", "--wait", "5")
-    assert waited.exit_code == 1 and clock.now == 0
+    assert waited.exit_code == 0 and clock.now == 0
     assert len(server.preflights()) == before + 1
     assert "no effect with --dry-run" in waited.stderr
 
@@ -384,28 +335,6 @@ def test_answers_that_are_not_a_preflight_result_are_exit_2(
 
 
 UUID_SHAPED = "0b6a3c52-8f5e-4a7e-9d0c-2f1e3d4c5b6a"
-
-
-class Clock:
-    """The `time` of `cli.commands.preflight`, moved by the test: `sleep` moves it on at
-    once and runs what is due by then (`at`), so `--wait` and `--interval` are measured on
-    it, whatever the machine's load."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.due: list[tuple[float, Callable[[], None]]] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-        for when, action in [d for d in self.due if d[0] <= self.now + 1e-9]:
-            self.due.remove((when, action))
-            action()
-
-    def at(self, when: float, action: Callable[[], None]) -> None:
-        self.due.append((when, action))
 
 
 @pytest.fixture

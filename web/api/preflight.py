@@ -25,7 +25,8 @@ def preflight(call: Call) -> Reply:
     `watchIds` (at most 100) has no policy: 200 with `allowed` true or false; ids the org does
     not have are blocked with `not_found`. `agentId` applies the agent's policy: 409 with
     `policyBlocked: true` when an enforcing policy blocks (never with `dryRun`); an unknown
-    agent is 404. Every decision is recorded for the audit export (`decisionId`)."""
+    agent is 404. Every decision is recorded for the audit export (`decisionId`); a `dryRun`,
+    the gate's break-glass, is also written to the audit log (`preflight.dry_run`)."""
     outcome = service.preflight(
         call.database, call.principal_required, call.body, call.now, call.started
     )

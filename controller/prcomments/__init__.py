@@ -1,0 +1,1 @@
+"""One comment per pull request that driftgate keeps up to date (the GitHub Action's diff)."""
