@@ -18,6 +18,8 @@ import json
 import re
 import secrets
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -233,6 +235,21 @@ class FakeGitHub:
 
     def stop(self) -> None:
         self.loopback.stop()
+
+    @classmethod
+    @contextmanager
+    def serving(cls, *repositories: str) -> Iterator[FakeGitHub]:
+        """A started fake holding `repositories`, stopped afterwards; it must have seen no
+        request its description refuses."""
+        fake = cls()
+        for repository in repositories:
+            fake.add_repository(repository)
+        fake.start()
+        try:
+            yield fake
+        finally:
+            fake.stop()
+        assert fake.problems == []
 
     def paths(self) -> list[str]:
         return [f"{method} {path}" for method, path, _ in self.calls]

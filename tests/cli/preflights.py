@@ -3,7 +3,8 @@ set through the API and the store, and a clock the command's waits are measured 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +23,14 @@ SPEC_URL = "https://api.example.com/openapi.json"
 def run(server_url: str | None, key: str | None, *args: str) -> Result:
     env = {"DRIFTGATE_URL": server_url, "DRIFTGATE_API_KEY": key, "DRIFTGATE_CONFIG": None}
     return CliRunner().invoke(main, ["preflight", *args], env=env, catch_exceptions=False)
+
+
+@contextmanager
+def api_client(server_url: str, org: OrgKey) -> Iterator[httpx.Client]:
+    """An HTTP client of the server at `server_url`, with `org`'s key."""
+    headers = {**org.headers, "User-Agent": "driftgate-tests"}
+    with httpx.Client(base_url=server_url, headers=headers, timeout=10) as client:
+        yield client
 
 
 def create_watch(api: httpx.Client, name: str) -> str:

@@ -18,6 +18,7 @@ from controller.store.db import Database
 from tests.cli.preflights import (
     Clock,
     add_agent,
+    api_client,
     create_watch,
     drift,
     mark_checked,
@@ -56,8 +57,7 @@ def server(app: Flask, server_log: _Records) -> Iterator[Server]:
 
 @pytest.fixture
 def api(server: Server, acme: OrgKey) -> Iterator[httpx.Client]:
-    headers = {**acme.headers, "User-Agent": "driftgate-tests"}
-    with httpx.Client(base_url=server.url, headers=headers, timeout=10) as client:
+    with api_client(server.url, acme) as client:
         yield client
 
 

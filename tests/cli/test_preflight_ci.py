@@ -26,6 +26,7 @@ from controller.store.models import AuditEntry
 from tests.cli.preflights import (
     Clock,
     add_agent,
+    api_client,
     create_watch,
     drift,
     mark_checked,
@@ -57,8 +58,7 @@ def gate(app: Flask, monkeypatch: pytest.MonkeyPatch) -> Iterator[WsgiServer]:
 
 @pytest.fixture
 def api(gate: WsgiServer, acme: OrgKey) -> Iterator[httpx.Client]:
-    headers = {**acme.headers, "User-Agent": "driftgate-tests"}
-    with httpx.Client(base_url=gate.url, headers=headers, timeout=10) as client:
+    with api_client(gate.url, acme) as client:
         yield client
 
 

@@ -235,12 +235,8 @@ REPO = "acme/shop"
 
 @pytest.fixture
 def github(tmp_path: Path) -> Iterator[FakeGitHub]:
-    fake = FakeGitHub()
-    fake.add_repository(REPO)
-    fake.start()
-    yield fake
-    fake.stop()
-    assert fake.problems == []
+    with FakeGitHub.serving(REPO) as fake:
+        yield fake
 
 
 def pull_request(fake: FakeGitHub, tmp_path: Path, number: int, token: str) -> dict[str, str]:

@@ -22,12 +22,8 @@ REPO = "acme/shop"
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
-    fake = FakeGitHub()
-    fake.add_repository(REPO)
-    fake.start()
-    yield fake
-    fake.stop()
-    assert fake.problems == []
+    with FakeGitHub.serving(REPO) as fake:
+        yield fake
 
 
 def test_the_marker_leads_and_a_long_report_is_cut_to_githubs_limit() -> None:
