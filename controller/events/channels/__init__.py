@@ -4,11 +4,14 @@ An outbox message names its channel (`webhook` or `slack`: the org's destination
 channel whose hosts claim the URL, `outbox.channel_of`); delivery looks the name up in
 `CHANNELS` and sends what that channel renders. Every list of channels derives from `CHANNELS`:
 the kinds the API's notification defaults accept and the console's select offers
-(`Channels.destination_kinds`), and the channel a URL goes out by (`Channels.for_url`).
+(`Channels.destination_kinds`), the kinds of an org's named destinations and their settings
+and secrets (`Channel.destination`, `Channels.org_destination_kinds`), and the channel a URL
+goes out by (`Channels.for_url`).
 
 A shared channel is its module here, its entry below and its test, nothing else. A channel that
 needs a capability's store or settings (the weekly summary's `email`) is built by that
-capability (`controller.summary.service.channels`), and the process that delivers (the
+capability (`controller.summary.service.channels`, the Slack bot and incident e-mail of
+`controller.destinations.service.channels`), and the process that delivers (the
 controller, `driftgate summary send`) adds it with `delivering`, as it adds job kinds.
 """
 
@@ -17,10 +20,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from controller.events.channels.base import Channel, Channels, Event, Outgoing, Transport
+from controller.events.channels.discord import DISCORD
+from controller.events.channels.opsgenie import OPSGENIE
+from controller.events.channels.pagerduty import PAGERDUTY
 from controller.events.channels.slack import SLACK
+from controller.events.channels.teams import TEAMS
 from controller.events.channels.webhook import WEBHOOK
 
-CHANNELS = Channels([WEBHOOK, SLACK], fallback=WEBHOOK.name)
+CHANNELS = Channels([WEBHOOK, SLACK, PAGERDUTY, OPSGENIE, TEAMS, DISCORD], fallback=WEBHOOK.name)
 
 
 def delivering(extra: Iterable[Channel], deadline_seconds: float) -> Channels:
