@@ -24,13 +24,17 @@ from controller.events.outbox import EVENT_TYPES, destination_hint, emit
 from controller.model.base import ApiModel, BodyBool, BodyInt, RequestModel
 from controller.model.choice import OneOf
 from controller.model.principal import Principal
-from controller.model.watch import NAME_PATTERN, Tag
+from controller.model.watch import NAME_PATTERN
 from controller.store import audit
 from controller.store.models import Destination, OutboxMessage
 from controller.targets import refuse_unsendable
 
 Severity = Literal["breaking", "warning", "info"]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=NAME_PATTERN)]
+# A tag, or a glob over tags (`team:*`).
+TagGlob = Annotated[
+    str, StringConstraints(pattern=r"^[A-Za-z0-9*?\[][A-Za-z0-9_.:/=@+*?\[\]!-]{0,199}$")
+]
 Label = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=NAME_PATTERN)]
 MAX_FILTER = 50
 MAX_GROUP_SECONDS = 86400
@@ -45,7 +49,7 @@ class DestinationRoutingIn(RequestModel):
     severities: Annotated[list[Severity], Field(max_length=3)] = Field(
         default_factory=list, description="severities (empty: the org's alert policy)"
     )
-    tags: Annotated[list[Tag], Field(max_length=MAX_FILTER)] = Field(
+    tags: Annotated[list[TagGlob], Field(max_length=MAX_FILTER)] = Field(
         default_factory=list, description="watch tags, globs allowed (`team:*`); any one matches"
     )
     watch_sets: Annotated[list[Label], Field(max_length=MAX_FILTER)] = Field(
@@ -325,13 +329,13 @@ def _validated(model: type[BaseModel], value: dict[str, Any], where: str) -> dic
     except ValidationError as exc:
         details = [
             {
-                "pointer": where + "".join(f"/{part}" for part in error["loc"]),
+                "path": where + "".join(f"/{part}" for part in error["loc"]),
                 "message": error["msg"],
             }
             for error in exc.errors(include_input=False, include_url=False)
         ]
         raise Unprocessable(
-            f"{where[1:]}: " + "; ".join(f"{d['pointer']}: {d['message']}" for d in details),
+            f"{where[1:]}: " + "; ".join(f"{d['path']}: {d['message']}" for d in details),
             code="invalid_destination",
             details=details,
         ) from None
