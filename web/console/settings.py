@@ -14,6 +14,7 @@ from werkzeug.wrappers import Response
 
 from controller.accounts import service as accounts
 from controller.accounts.service import SignedIn
+from controller.destinations import service as destinations
 from controller.draftpr import service as products
 from controller.errors import Conflict, NotFound, Unprocessable
 from controller.ingress.service import quota_of
@@ -79,6 +80,7 @@ def _settings_page(
         members=accounts.members(session, user.org_id),
         severities=SEVERITIES,
         weekdays=WEEKDAYS,
+        named_destinations=destinations.list_destinations(session, user.org_id).destinations,
     )
 
 
