@@ -51,7 +51,7 @@ from controller.checks.engine import (
     slow_vendor_deadline,
 )
 from controller.crypto import SecretBox
-from controller.destinations.channels import channels as destination_channels
+from controller.destinations.service import channels as destination_channels
 from controller.draftpr import service as draftpr
 from controller.events.channels import delivering
 from controller.events.workers import DeliveryWorkers

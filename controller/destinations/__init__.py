@@ -1,5 +1,6 @@
 """An org's named destinations: where its events go besides a watch's own webhook and the
-org's default destination (issue 44). `model` is the pure routing and digest rule, `store`
-reads and writes the rows, `fanout` queues an event for every destination that takes it,
-`channels` holds the kinds that need the store (a Slack bot, e-mail per incident), and
+org's default destination (issue 44). The routing and digest rule is pure
+(`controller.model.routing`); the channels are registry entries (`controller.events.channels`:
+`ORG_DESTINATION_KINDS`); `controller.events.fanout` queues an event for every destination that
+takes it and `controller.events.health` keeps each one's health; `store` reads the rows and
 `service` is what the API and the console call."""

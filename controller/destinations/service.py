@@ -11,23 +11,30 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, JsonValue, StringConstraints, ValidationError
+from pydantic import BaseModel, Field, StringConstraints, ValidationError
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from controller.crypto import SecretBox
 from controller.destinations import store
-from controller.destinations.kinds import KINDS, hint_of
-from controller.destinations.model import DIGESTS, Routing
 from controller.errors import Conflict, NotFound, Unprocessable
-from controller.events.outbox import EVENT_TYPES, destination_hint, emit
-from controller.model.base import ApiModel, BodyBool, BodyInt, RequestModel
+from controller.events.channels import ORG_DESTINATION_KINDS as KINDS
+from controller.events.channels import Channel
+from controller.events.channels import destination_hint_of as hint_of
+from controller.events.channels.mail import mail_channel
+from controller.events.channels.slack_bot import slack_bot_channel
+from controller.events.outbox import EVENT_TYPES, emit
+from controller.model.base import ApiModel, BodyBool, BodyInt, JsonNumber, RequestModel
 from controller.model.choice import OneOf
 from controller.model.principal import Principal
+from controller.model.routing import DIGESTS, Routing
 from controller.model.watch import NAME_PATTERN
+from controller.settings import Settings
 from controller.store import audit
+from controller.store.db import Database
 from controller.store.models import Destination, OutboxMessage
-from controller.targets import refuse_unsendable
+from controller.summary.service import send_by_relay
+from controller.targets import destination_hint, refuse_unsendable
 
 Severity = Literal["breaking", "warning", "info"]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=NAME_PATTERN)]
@@ -37,6 +44,14 @@ TagGlob = Annotated[
 ]
 Label = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=NAME_PATTERN)]
 MAX_FILTER = 50
+# A setting's or a secret's name, and its value: text (no control characters), a number or a
+# boolean; what each kind takes is its own model's business (422 naming the field).
+FieldName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9]{0,63}$")]
+FieldValue = (
+    Annotated[str, StringConstraints(max_length=2048, pattern=r"^[^\x00-\x1f\x7f]*$")]
+    | BodyBool
+    | BodyInt
+)
 MAX_GROUP_SECONDS = 86400
 
 
@@ -64,16 +79,16 @@ class NamedDestinationIn(RequestModel):
     name: Name
     kind: Annotated[str, OneOf(KINDS)]
     enabled: BodyBool = True
-    settings: dict[str, JsonValue] = Field(
+    settings: Annotated[dict[FieldName, FieldValue], Field(max_length=20)] = Field(
         default_factory=dict, description="the kind's settings (docs/destinations.md)"
     )
-    secrets: dict[str, JsonValue] | None = Field(
+    secrets: Annotated[dict[FieldName, FieldValue], Field(max_length=20)] | None = Field(
         default=None,
         description="the kind's secrets, stored encrypted and never answered; omitted on a "
         "replacement: the stored ones are kept",
     )
     routing: DestinationRoutingIn = Field(default_factory=DestinationRoutingIn)
-    group_seconds: Annotated[BodyInt, Field(ge=0, le=MAX_GROUP_SECONDS)] | None = Field(
+    group_seconds: Annotated[int, Field(ge=0, le=MAX_GROUP_SECONDS), JsonNumber] | None = Field(
         default=None, description="the grouping window (null: the server's delivery_group_seconds)"
     )
     digest: Annotated[str, OneOf(DIGESTS)] = Field(
@@ -107,7 +122,7 @@ class NamedDestinationOut(ApiModel):
     kind: str
     enabled: bool
     address: str = Field(description="where messages go, as a hint (a URL's scheme and host)")
-    settings: dict[str, Any]
+    settings: dict[str, str | int | bool]
     secrets: dict[str, str] = Field(description="each secret's hint; never its value")
     routing: DestinationRoutingOut
     group_seconds: int | None
@@ -240,6 +255,16 @@ def health_of(row: Destination) -> DestinationHealth:
 def failing(session: Session, org_id: str) -> list[NamedDestinationOut]:
     """The org's destinations failing now (the overview's "blocked now")."""
     return [out(row) for row in store.org_destinations(session, org_id) if row.failing_since]
+
+
+def channels(settings: Settings, database: Database, box: SecretBox) -> list[Channel]:
+    """The delivery channels of destinations that need the store or the SMTP relay (a Slack
+    bot, e-mail per incident), for `controller.events.channels.delivering`."""
+
+    def by_relay(org_id: str, recipient: str, write: Any) -> int:
+        return send_by_relay(settings, database, box, org_id, recipient, write)
+
+    return [slack_bot_channel(database), mail_channel(by_relay)]
 
 
 def secret_hint(name: str, value: Any) -> str:

@@ -24,13 +24,12 @@ def destination_config(
 ) -> tuple[dict[str, Any] | None, int | None]:
     """The settings and secrets of the message's destination (None: it was deleted) and its
     own grouping window (None: the server's)."""
+    from controller.events.fanout import config_of
+
     row = session.get(Destination, message.destination_id) if message.destination_id else None
     if row is None:
         return None, None
-    secrets = box.decrypt_json(row.secrets_ciphertext) if row.secrets_ciphertext else {}
-    return {**(row.settings or {}), **(secrets if isinstance(secrets, dict) else {})}, (
-        row.group_seconds
-    )
+    return config_of(box, row), row.group_seconds
 
 
 def note(

@@ -15,14 +15,15 @@ import uuid
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 from sqlalchemy.orm import Session
 
 from controller.crypto import SecretBox
 from controller.events.channels import CHANNELS
+from controller.events.fanout import fan_out
 from controller.events.grouping import topic_of
 from controller.store.models import NotificationDefaults, OutboxMessage, Watch
+from controller.targets import destination_hint as destination_hint  # for its callers
 
 EVENT_TYPES = (
     "drift.detected",
@@ -68,10 +69,8 @@ def emit(
     Without `org_defaults` only `extra_destinations` get it (an ingress quarantine event
     goes to the webhook its request named, nowhere else). Besides the watch's webhook and the
     org's default destination, every named destination of the org whose routing takes the
-    event gets it (`controller.destinations.fanout`), but `except_destination`; with
+    event gets it (`controller.events.fanout`), but `except_destination`; with
     `only_destination`, that one destination alone gets it (a test)."""
-    from controller.destinations.fanout import fan_out
-
     defaults = session.get(NotificationDefaults, org_id)
     policy = (
         tuple(defaults.alert_severities)
@@ -162,9 +161,3 @@ def queue(
     )
     session.add(message)
     return message
-
-
-def destination_hint(url: str) -> str:
-    """What a person may see of a destination: scheme and host, never the path or token."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname or '?'}"

@@ -37,6 +37,7 @@ from controller.store.db import Database
 from controller.store.models import NotificationDefaults, Org, OutboxMessage, SmtpSettings
 from controller.summary import compose, smtp
 from controller.summary.compose import WeeklyFigures as WeeklyFigures  # for the shells
+from controller.targets import address_hint as address_hint  # for its callers
 from controller.targets import host_problem
 
 logger = logging.getLogger("driftgate.summary")
@@ -452,12 +453,6 @@ def send_by_relay(
         )
     # The channel's deadline bounds the whole conversation (`Channel.transport`).
     return smtp.send(found, recipient, mail(found), settings)
-
-
-def address_hint(address: str) -> str:
-    """What a person may see of a recipient in delivery stats: its first letter and domain."""
-    local, _, domain = address.partition("@")
-    return f"{local[:1]}…@{domain}"
 
 
 # -- unsubscribe -----------------------------------------------------------------------------

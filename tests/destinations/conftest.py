@@ -13,7 +13,7 @@ import pytest
 
 from controller.crypto import SecretBox, load_secret_box
 from controller.destinations import service
-from controller.destinations.channels import channels as destination_channels
+from controller.destinations.service import channels as destination_channels
 from controller.events.channels import delivering
 from controller.events.delivery import deliver_due
 from controller.events.outbox import emit

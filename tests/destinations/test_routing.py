@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from controller.destinations.model import Facts, Routing, is_digested, period_of, takes
+from controller.model.routing import Facts, Routing, is_digested, period_of, takes
 from controller.store.models import Watch, WatchSet
 from tests.destinations import fakes
 from tests.destinations.conftest import NOW, World

@@ -19,7 +19,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from controller.crypto import SecretBox, load_secret_box
-from controller.destinations.channels import channels as destination_channels
+from controller.destinations.service import channels as destination_channels
 from controller.events.channels import Channels, Event, Outgoing, delivering
 from controller.events.delivery import deliver_due
 from controller.events.outbox import emit

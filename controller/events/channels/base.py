@@ -150,10 +150,6 @@ class Channels(Registry[Channel]):
         order."""
         return tuple(channel.name for channel in self if channel.is_destination_kind)
 
-    def org_destination_kinds(self) -> tuple[str, ...]:
-        """The kinds an org's named destinations may have (`controller.destinations`)."""
-        return tuple(channel.name for channel in self if channel.destination is not None)
-
     def within(self, seconds: float) -> Channels:
         """These channels with every attempt bounded by `seconds` (the operator's
         `delivery_deadline_seconds`)."""

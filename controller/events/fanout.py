@@ -1,6 +1,7 @@
-"""Queueing an event for the org's destinations: every enabled destination whose kind and
-routing take it gets one outbox message (`controller.events.outbox.queue`), or, in digest
-mode, the event joins the digest message of the current period.
+"""Queueing an event for the org's named destinations (`controller.destinations`): every
+enabled destination whose kind and routing take it gets one outbox message
+(`controller.events.outbox.queue`), or, in digest mode, the event joins the digest message of
+the current period.
 
 Called by `controller.events.outbox.emit` in the transaction of the event's cause, beside the
 watch's webhook and the org's default destination. A message names its destination
@@ -18,11 +19,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from controller.crypto import SecretBox
-from controller.destinations import store
-from controller.destinations.kinds import KINDS, hint_of
-from controller.destinations.model import Routing, is_digested, period_of, takes
+from controller.events.channels import ORG_DESTINATION_KINDS as KINDS
+from controller.events.channels import destination_hint_of as hint_of
 from controller.events.grouping import topic_of
-from controller.store.models import Destination, OutboxMessage, Watch
+from controller.model.routing import Facts, Routing, is_digested, period_of, severity_of, takes
+from controller.store.models import Destination, OutboxMessage, Watch, WatchSet
 
 DIGEST_EVENT = "digest"
 MAX_DIGEST_EVENTS = 500
@@ -47,10 +48,14 @@ def fan_out(
 ) -> list[OutboxMessage]:
     """Queue the event for the destinations that take it; return the messages queued (a
     digest's message once per period)."""
-    rows = store.org_destinations(session, org_id)
+    rows = list(
+        session.scalars(
+            select(Destination).where(Destination.org_id == org_id).order_by(Destination.name)
+        )
+    )
     if not rows:
         return []
-    facts = store.facts_of(session, event_type, severity, watch)
+    facts = facts_of(session, event_type, severity, watch)
     watch_id = watch.id if watch is not None else None
     incident_id = (payload.get("data") or {}).get("incidentId")
     queued: list[OutboxMessage] = []
@@ -63,7 +68,7 @@ def fan_out(
                 continue
         elif not row.enabled or not _takes(row, kind.events, facts, org_policy):
             continue
-        config = store.config_of(box, row)
+        config = config_of(box, row)
         address = kind.address(config)
         if is_digested(row.digest, event_type, kind.digests):
             queued.extend(_digest(session, box, queue, row, address, payload, now))
@@ -87,8 +92,31 @@ def fan_out(
     return queued
 
 
+def config_of(box: SecretBox, row: Destination) -> dict[str, Any]:
+    """A destination's settings and decrypted secrets in one mapping: what its channel renders
+    with and what its address is made of."""
+    secrets = box.decrypt_json(row.secrets_ciphertext) if row.secrets_ciphertext else {}
+    return {**(row.settings or {}), **(secrets if isinstance(secrets, dict) else {})}
+
+
+def facts_of(session: Session, event_type: str, severity: str | None, watch: Watch | None) -> Facts:
+    """What routing reads of an event about `watch` (or about none)."""
+    judged = severity_of(event_type, severity)
+    if watch is None:
+        return Facts(event_type, judged)
+    watch_set = session.get(WatchSet, watch.watch_set_id) if watch.watch_set_id else None
+    return Facts(
+        event_type,
+        judged,
+        watch=True,
+        tags=tuple(watch.tags),
+        watch_set=watch_set.name if watch_set is not None else None,
+        environment=watch_set.environment if watch_set is not None else None,
+    )
+
+
 def _takes(
-    row: Destination, kind_events: tuple[str, ...] | None, facts: Any, org_policy: tuple[str, ...]
+    row: Destination, kind_events: tuple[str, ...] | None, facts: Facts, org_policy: tuple[str, ...]
 ) -> bool:
     if kind_events is not None and facts.event_type not in kind_events:
         return False

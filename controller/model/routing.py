@@ -1,4 +1,4 @@
-"""Which events a destination takes, and when a digest goes out: pure rules, no I/O.
+"""Which events an org destination takes, and when a digest goes out: pure rules, no I/O.
 
 A destination's routing filters an event by its type, its severity, and, for an event about a
 watch, the watch's tags (globs), its watch set and that set's environment. An empty filter
