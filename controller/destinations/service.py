@@ -138,7 +138,7 @@ class NamedDestinationList(ApiModel):
 
 
 class DestinationTestOut(ApiModel):
-    queued: int = Field(description="messages queued (1, or 0 when the destination is disabled)")
+    queued: int = Field(description="messages queued (1: a disabled destination is tested too)")
     message_ids: list[str]
 
 

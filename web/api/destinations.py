@@ -33,14 +33,14 @@ def create_destination(call: Call) -> Reply:
     return Reply(201, created)
 
 
-@route("GET /api/org/destinations/<id>", "A destination and its health", errors=(404,))
+@route("GET /api/org/destinations/<destination_id>", "A destination and its health", errors=(404,))
 def get_destination(call: Call) -> service.NamedDestinationOut:
     """One destination (404 for an id of another org)."""
-    return service.get(call.session, call.org_id, call.path["id"])
+    return service.get(call.session, call.org_id, call.path["destination_id"])
 
 
 @route(
-    "PUT /api/org/destinations/<id>",
+    "PUT /api/org/destinations/<destination_id>",
     "Replace a destination",
     body=service.NamedDestinationIn,
     errors=(404, 409, 422),
@@ -49,19 +49,23 @@ def replace_destination(call: Call) -> service.NamedDestinationOut:
     """Replaces a destination (audited); without `secrets` the stored ones are kept while the
     kind is unchanged."""
     return service.replace(
-        call.session, call.principal_required, call.path["id"], call.body, call.secret_box
+        call.session,
+        call.principal_required,
+        call.path["destination_id"],
+        call.body,
+        call.secret_box,
     )
 
 
-@route("DELETE /api/org/destinations/<id>", "Delete a destination", errors=(404,))
+@route("DELETE /api/org/destinations/<destination_id>", "Delete a destination", errors=(404,))
 def delete_destination(call: Call) -> Reply:
     """Deletes a destination (audited); its messages not yet sent give up."""
-    service.delete(call.session, call.principal_required, call.path["id"], call.now)
+    service.delete(call.session, call.principal_required, call.path["destination_id"], call.now)
     return Reply(204)
 
 
 @route(
-    "POST /api/org/destinations/<id>/test",
+    "POST /api/org/destinations/<destination_id>/test",
     "Send a test message to a destination",
     responses={202: service.DestinationTestOut},
     errors=(404,),
@@ -70,6 +74,10 @@ def test_destination(call: Call) -> Reply:
     """Queues a `destination.test` event for this destination alone; the controller's
     delivery lane sends it, and the destination's health says how it went."""
     queued = service.send_test(
-        call.session, call.principal_required, call.path["id"], call.secret_box, call.now
+        call.session,
+        call.principal_required,
+        call.path["destination_id"],
+        call.secret_box,
+        call.now,
     )
     return Reply(202, queued)
