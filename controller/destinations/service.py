@@ -176,6 +176,9 @@ def replace(
     _refuse_taken(session, principal.org_id, data.name, row.id)
     kept = store.secrets_of(box, row) if data.kind == row.kind else None
     _apply(row, data, box, stored_secrets=kept)
+    if data.kind != row.kind:
+        # Messages rendered for the old kind cannot go to the new one: they give up.
+        _give_up(session, row.id, "gone: the destination's kind changed")
     row.name, row.kind = data.name, data.kind
     session.flush()
     _audit(session, principal, "org.destination.update", row)
@@ -185,14 +188,7 @@ def replace(
 def delete(session: Session, principal: Principal, destination_id: str, now: datetime) -> None:
     """Delete a destination; its messages not yet sent give up."""
     row = _found(session, principal.org_id, destination_id)
-    session.execute(
-        update(OutboxMessage)
-        .where(
-            OutboxMessage.destination_id == row.id,
-            OutboxMessage.status.in_(("pending", "retrying")),
-        )
-        .values(status="failed", last_error="gone: the destination was deleted")
-    )
+    _give_up(session, row.id, "gone: the destination was deleted")
     _audit(session, principal, "org.destination.delete", row)
     session.delete(row)
 
@@ -282,6 +278,18 @@ def _addressable(row: Destination) -> bool:
     return "url" not in spec.secrets.model_fields
 
 
+def _give_up(session: Session, destination_id: str, why: str) -> None:
+    """Mark the destination's messages not sent yet failed, with `why`."""
+    session.execute(
+        update(OutboxMessage)
+        .where(
+            OutboxMessage.destination_id == destination_id,
+            OutboxMessage.status.in_(("pending", "retrying")),
+        )
+        .values(status="failed", last_error=why, lease_expires_at=None)
+    )
+
+
 def _found(session: Session, org_id: str, destination_id: str) -> Destination:
     row = store.find(session, org_id, destination_id)
     if row is None:
@@ -305,7 +313,14 @@ def _apply(
     *,
     stored_secrets: dict[str, Any] | None,
 ) -> None:
+    """Check everything first (422), then write the row: a refused body changes nothing."""
     spec = KINDS[data.kind]
+    if data.digest != "off" and not spec.digests:
+        raise Unprocessable(
+            f"a {data.kind} destination cannot take a digest: its alerts open and close one "
+            "by one (digest: off)",
+            code="digest_unsupported",
+        )
     settings = _validated(spec.settings, data.settings, "/settings")
     if data.secrets is None and stored_secrets is None:
         if spec.secrets.model_fields and any(
@@ -338,12 +353,6 @@ def _apply(
     ).stored()
     row.group_seconds = data.group_seconds
     row.digest = data.digest
-    if data.digest != "off" and not spec.digests:
-        raise Unprocessable(
-            f"a {data.kind} destination cannot take a digest: its alerts open and close one "
-            "by one (digest: off)",
-            code="digest_unsupported",
-        )
 
 
 def _validated(model: type[BaseModel], value: dict[str, Any], where: str) -> dict[str, Any]:

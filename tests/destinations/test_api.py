@@ -154,3 +154,16 @@ def test_a_test_send_queues_one_message_for_that_destination_alone(
     assert [(r.event_type, r.destination_id, r.channel) for r in rows] == [
         ("destination.test", first["id"], "pagerduty")
     ]
+    # Another kind needs its own secrets; given them, what was queued for the old kind gives up.
+    path = f"/api/org/destinations/{first['id']}"
+    teams = {**PAGERDUTY, "kind": "teams", "settings": {}, "secrets": None}
+    refused = client.put(path, json=teams, headers=acme.headers)
+    assert refused.status_code == 422 and refused.get_json()["error"] == "secrets_required"
+    with database.session() as session:
+        assert session.get(OutboxMessage, rows[0].id).status == "pending"  # type: ignore[union-attr]
+    teams["secrets"] = {"url": "https://example.webhook.office.com/workflows/abc"}
+    assert client.put(path, json=teams, headers=acme.headers).status_code == 200
+    with database.session() as session:
+        gave_up = session.get(OutboxMessage, rows[0].id)
+        assert gave_up is not None and gave_up.status == "failed"
+        assert gave_up.last_error == "gone: the destination's kind changed"
