@@ -9,6 +9,7 @@ from html import unescape
 
 from flask import Flask
 
+from tests.console.conftest import post
 from tests.destinations import fakes
 from tests.destinations.conftest import World
 from tests.factories import make_user, sign_in
@@ -27,7 +28,7 @@ def test_a_failing_destination_shows_on_the_overview_and_the_settings(
     fake, _ = fakes.pagerduty(ROUTING_KEY)
     fake.failing_with = 502
     try:
-        world.add(
+        failing = world.add(
             {
                 "name": "on-call",
                 "kind": "pagerduty",
@@ -59,3 +60,8 @@ def test_a_failing_destination_shows_on_the_overview_and_the_settings(
     assert "on-call pagerduty tags: team:*" in row
     assert "failing 1 attempt in a row, next retry in 30 s; last error: HTTP 502" in row
     assert ROUTING_KEY not in page and ROUTING_KEY not in overview
+
+    # An admin sends a test from the settings page: one message for that destination alone.
+    assert post(admin, f"/console/settings/destinations/{failing}/test", "/console/settings") == 302
+    tests = [m for m in world.messages(failing) if m.event_type == "destination.test"]
+    assert len(tests) == 1 and tests[0].status == "pending"

@@ -175,6 +175,16 @@ def save_smtp(user: SignedIn) -> str:
     return url_for("console.settings")
 
 
+@blueprint.post("/settings/destinations/<destination_id>/test")
+@action
+def test_destination(user: SignedIn, destination_id: str) -> str:
+    """Queue a test message for one of the org's named destinations (the delivery lane sends
+    it; the table shows how it went)."""
+    box = current_app.extensions["driftgate.secret_box"]
+    destinations.send_test(request_session(), user.principal(), destination_id, box, now())
+    return url_for("console.settings")
+
+
 @blueprint.post("/settings/products/<product>")
 @action
 def toggle_product(user: SignedIn, product: str) -> str:
