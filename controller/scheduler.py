@@ -51,6 +51,7 @@ from controller.checks.engine import (
     slow_vendor_deadline,
 )
 from controller.crypto import SecretBox
+from controller.destinations.service import channels as destination_channels
 from controller.draftpr import service as draftpr
 from controller.events.channels import delivering
 from controller.events.workers import DeliveryWorkers
@@ -285,10 +286,15 @@ class Controller:
                 *retention.job_kinds(settings, database, self.clock),
             ]
         )
-        # Where the outbox goes: webhooks, Slack, and e-mail through each org's relay, sent
+        # Where the outbox goes: webhooks, Slack, on-call tools (`controller.destinations`) and
+        # e-mail through each org's relay, sent
         # by a lane of its own (never in the tick, never on the checks' workers or client).
         self.channels = delivering(
-            summary.channels(settings, database, box), settings.delivery_deadline_seconds
+            [
+                *summary.channels(settings, database, box),
+                *destination_channels(settings, database, box),
+            ],
+            settings.delivery_deadline_seconds,
         )
         self.deliveries = DeliveryWorkers(
             database,

@@ -238,3 +238,15 @@ def _is_canonical_ipv4(host: str) -> bool:
 
 def _shown(text: str) -> str:
     return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
+def destination_hint(url: str) -> str:
+    """What a person may see of a destination: scheme and host, never the path or token."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname or '?'}"
+
+
+def address_hint(address: str) -> str:
+    """What a person may see of an e-mail recipient: its first letter and domain."""
+    local, _, domain = address.partition("@")
+    return f"{local[:1]}…@{domain}"

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from controller import metrics, tracing
 from controller.crypto import SecretBox
+from controller.events import health
 from controller.events.channels import CHANNELS, Channels, Event
 from controller.events.grouping import settle
 from controller.events.secrets import signing_secret
@@ -87,16 +88,22 @@ def send(
     client: Any,
     now: datetime,
     channels: Channels = CHANNELS,
+    config: dict[str, Any] | None = None,
 ) -> Outcome:
-    """Post one message to its destination through its channel; never raises."""
+    """Post one message to its destination through its channel; never raises. `config` is
+    the settings and secrets of the org destination the message goes to, if any."""
     url = str(box.decrypt_json(message.destination_ciphertext))
     channel = channels.for_message(message.channel)
+    if message.destination_id is not None and config is None:
+        return Outcome(False, None, 0, "gone: the destination was deleted", "gone")
     event = Event(
         payload=outgoing_payload(message),
         message_id=str(message.payload.get("_messageId") or message.id),
         secret=secret,
         now=now,
         org_id=message.org_id,
+        config=config or {},
+        destination_id=message.destination_id,
     )
     outgoing = channel.render(event)
     started = time.perf_counter()
@@ -104,8 +111,12 @@ def send(
         status = channel.transport(client, url, outgoing, event)
     except FetchError as exc:
         elapsed = int((time.perf_counter() - started) * 1000)
-        # The destination URL may carry a token (Slack's do): only its host is kept.
+        # The destination URL may carry a token (Slack's do): only its host is kept, and no
+        # secret of an org destination is ever quoted.
         error = f"{exc.failure_class}: {exc.message}".replace(url, message.destination_hint)
+        for value in (config or {}).values():
+            if isinstance(value, str) and len(value) >= 8 and value in error:
+                error = error.replace(value, "…")
         return Outcome(False, exc.status, elapsed, error, exc.failure_class)
     elapsed = int((time.perf_counter() - started) * 1000)
     if 200 <= status < 300:
@@ -122,8 +133,16 @@ def outgoing_payload(message: OutboxMessage) -> dict[str, Any]:
     return payload
 
 
-def record(database: Database, message_id: str, outcome: Outcome, now: datetime) -> str:
-    """Store the attempt and the message's next state; return that state."""
+def record(
+    database: Database,
+    message_id: str,
+    outcome: Outcome,
+    now: datetime,
+    box: SecretBox | None = None,
+) -> str:
+    """Store the attempt and the message's next state; return that state. A message to an
+    org destination writes the destination's health too (`health.note`), and with `box` the
+    first failure of a streak tells the org's other destinations."""
     with database.transaction() as session:
         message = session.get(OutboxMessage, message_id)
         if message is None:
@@ -149,6 +168,8 @@ def record(database: Database, message_id: str, outcome: Outcome, now: datetime)
             message.status = "retrying"
             message.last_error = outcome.error
             message.next_attempt_at = now + backoff(message.attempts)
+        if message.destination_id is not None:
+            health.note(session, box, message, outcome.success, outcome.error, now)
         return message.status
 
 
@@ -169,11 +190,17 @@ def deliver_due(
     messages = claim_due(database, now, limit if ids is None else len(ids), ids)
     secrets: dict[str, str] = {}
     for index, message in enumerate(messages):
+        config: dict[str, Any] | None = None
+        window = group_seconds
         try:
             if message.org_id not in secrets:
                 with database.transaction() as session:
                     secrets[message.org_id] = signing_secret(session, message.org_id, box)
-            settled = settle(database, message, now, group_seconds)
+            if message.destination_id is not None:
+                with database.session() as session:
+                    config, own_window = health.destination_config(session, box, message)
+                window = own_window if own_window is not None else group_seconds
+            settled = settle(database, message, now, window)
         except Exception:
             # Nothing was sent: hand the claimed messages back at once rather than letting
             # them wait out their lease, then let the lane report the failure.
@@ -182,8 +209,8 @@ def deliver_due(
         if settled != "send":
             continue  # held until its window ends, or suppressed into a newer message
         with tracing.span("deliver", _attributes(message)) as span:
-            outcome = send(message, box, secrets[message.org_id], client, now, channels)
-            state = record(database, message.id, outcome, now)
+            outcome = send(message, box, secrets[message.org_id], client, now, channels, config)
+            state = record(database, message.id, outcome, now, box)
             metrics.delivery_done(
                 message.channel, outcome.success, outcome.latency_ms / 1000, message.org_id
             )

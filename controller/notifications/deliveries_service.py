@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from controller.crypto import SecretBox
 from controller.errors import DriftgateError
-from controller.store.models import OutboxMessage
+from controller.store.models import Destination, OutboxMessage
 from controller.targets import shown_destination
 
 FAILED_WINDOW = timedelta(hours=24)  # a message that gave up counts this long
@@ -52,6 +52,11 @@ class FailingDestination:
     last_at: datetime | None = None
     event_types: list[str] = field(default_factory=list)
     watch_ids: list[str] = field(default_factory=list)
+    # An org's named destination (`controller.destinations`): its name, the attempts in a row
+    # that failed and when the next retry is due, from its health.
+    name: str | None = None
+    failed_attempts: int = 0
+    next_retry_at: datetime | None = None
 
 
 def failing_destinations(
@@ -72,6 +77,7 @@ def failing_destinations(
             OutboxMessage.created_at,
             OutboxMessage.event_type,
             OutboxMessage.watch_id,
+            OutboxMessage.destination_id,
         )
         .where(
             OutboxMessage.org_id == org_id,
@@ -86,9 +92,10 @@ def failing_destinations(
     groups: dict[tuple[str, str], FailingDestination] = {}
     for row in failing:
         where = shown(box, row.destination_ciphertext, row.destination_hint)
-        group = groups.get((row.channel, where))
+        key = _key(row.channel, where, row.destination_id)
+        group = groups.get(key)
         if group is None:
-            group = groups[(row.channel, where)] = FailingDestination(
+            group = groups[key] = FailingDestination(
                 channel=row.channel,
                 destination=where,
                 last_error=row.last_error,
@@ -109,6 +116,7 @@ def failing_destinations(
             OutboxMessage.destination_ciphertext,
             OutboxMessage.destination_hint,
             OutboxMessage.created_at,
+            OutboxMessage.destination_id,
         )
         .where(
             OutboxMessage.org_id == org_id,
@@ -119,8 +127,30 @@ def failing_destinations(
         .limit(RECOVERY_READ)
     ).all()
     for later in delivered:
-        key = (later.channel, shown(box, later.destination_ciphertext, later.destination_hint))
+        where = shown(box, later.destination_ciphertext, later.destination_hint)
+        key = _key(later.channel, where, later.destination_id)
         group = groups.get(key)
         if group is not None and group.last_at is not None and later.created_at > group.last_at:
             del groups[key]  # a later message went through: it works again
+    _name_destinations(session, groups)
     return list(groups.values())
+
+
+def _key(channel: str, where: str, destination_id: str | None) -> tuple[str, str]:
+    """A named destination is one, whatever its address; another is its channel and address."""
+    return ("destination", destination_id) if destination_id else (channel, where)
+
+
+def _name_destinations(session: Session, groups: dict[tuple[str, str], FailingDestination]) -> None:
+    """Name the org's named destinations among `groups` and add their health; drop those
+    whose health says they work again (an attempt succeeded since), and those deleted."""
+    for (scope, destination_id), group in list(groups.items()):
+        if scope != "destination":
+            continue
+        row = session.get(Destination, destination_id)
+        if row is None or row.failing_since is None:
+            del groups[(scope, destination_id)]
+            continue
+        group.name, group.failed_attempts = row.name, row.failed_attempts
+        group.next_retry_at = row.next_retry_at
+        group.last_error = row.last_error or group.last_error

@@ -9,6 +9,7 @@ from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from controller.crypto import SecretBox
 from controller.store.models import (
+    Destination,
     NotificationDefaults,
     OutboxMessage,
     SmtpSettings,
@@ -25,6 +26,7 @@ ENCRYPTED: tuple[InstrumentedAttribute[Any], ...] = (
     OutboxMessage.destination_ciphertext,
     Template.headers_ciphertext,
     SmtpSettings.password_ciphertext,
+    Destination.secrets_ciphertext,
 )
 
 

@@ -447,6 +447,9 @@ class OutboxMessage(Base):
     # messages of that topic this one stands for (status `suppressed` on theirs).
     topic: Mapped[str | None] = mapped_column(String(64), default=None)
     suppressed_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    # The org destination (`controller.destinations`) the message goes to, if any: its
+    # channel settings, secrets, grouping window and health come from that row (migration 0024).
+    destination_id: Mapped[str | None] = mapped_column(String(36), default=None, index=True)
 
 
 class DeliveryAttempt(Base):
@@ -481,6 +484,50 @@ class NotificationDefaults(Base):
     # The weekly summary e-mail's opt-in (`controller.model.summary_schedule.WeeklySummaryIn`).
     weekly_summary: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class Destination(Base):
+    """An org's named destination (`controller.destinations`): a channel, its settings, its
+    secrets encrypted, which events it takes, how they are grouped, and its health."""
+
+    __tablename__ = "destinations"
+    __table_args__ = (UniqueConstraint("org_id", "name"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(16))
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    settings: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    secrets_ciphertext: Mapped[str | None] = mapped_column(Text, default=None)
+    secret_hints: Mapped[dict[str, str]] = mapped_column(JSONType, default=dict)
+    # Routing (`controller.destinations.routing.Routing`), as its JSON form.
+    routing: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    group_seconds: Mapped[int | None] = mapped_column(Integer, default=None)
+    digest: Mapped[str] = mapped_column(String(16), default="off")
+    # Health, written by every delivery attempt (`controller.events.delivery.record`).
+    last_attempt_at: Mapped[datetime | None] = mapped_column(default=None)
+    last_delivered_at: Mapped[datetime | None] = mapped_column(default=None)
+    last_error: Mapped[str | None] = mapped_column(Text, default=None)
+    failing_since: Mapped[datetime | None] = mapped_column(default=None)
+    failed_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_retry_at: Mapped[datetime | None] = mapped_column(default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class DestinationThread(Base):
+    """What a destination's service calls the message it posted about an incident (Slack's
+    channel and `ts`), so that later steps update that message instead of posting anew."""
+
+    __tablename__ = "destination_threads"
+
+    destination_id: Mapped[str] = mapped_column(
+        ForeignKey("destinations.id", ondelete="CASCADE"), primary_key=True
+    )
+    incident_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    reference: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class WebhookSecret(Base):

@@ -37,6 +37,7 @@ from controller.store.db import Database
 from controller.store.models import NotificationDefaults, Org, OutboxMessage, SmtpSettings
 from controller.summary import compose, smtp
 from controller.summary.compose import WeeklyFigures as WeeklyFigures  # for the shells
+from controller.targets import address_hint as address_hint  # for its callers
 from controller.targets import host_problem
 
 logger = logging.getLogger("driftgate.summary")
@@ -427,23 +428,33 @@ def email_channel(settings: Settings, database: Database, box: SecretBox) -> Cha
     """The `email` channel: rendered by `render_email`, sent through the org's relay."""
 
     def transport(_client: Any, recipient: str, outgoing: Outgoing, event: Event) -> int:
-        with database.session() as session:
-            found = relay(session, box, event.org_id, settings)
-        if found is None:
-            raise FetchError(
-                "the org has no SMTP relay (PUT /api/org/smtp), and the server has none",
-                "smtp_not_configured",
-            )
-        # The channel's deadline bounds the whole conversation (`Channel.transport`).
-        return smtp.send(found, recipient, outgoing.body, settings)
+        return send_by_relay(
+            settings, database, box, event.org_id, recipient, lambda _relay: outgoing.body
+        )
 
     return Channel(EMAIL, render_email, transport)
 
 
-def address_hint(address: str) -> str:
-    """What a person may see of a recipient in delivery stats: its first letter and domain."""
-    local, _, domain = address.partition("@")
-    return f"{local[:1]}…@{domain}"
+def send_by_relay(
+    settings: Settings,
+    database: Database,
+    box: SecretBox,
+    org_id: str,
+    recipient: str,
+    mail: Callable[[smtp.Relay], bytes],
+) -> int:
+    """Send the e-mail `mail` writes for the relay (its sender) through the org's relay, else
+    the server's; `FetchError` (`smtp_not_configured`) with neither. The e-mail channels of
+    every capability send this way (the weekly summary, e-mail per incident)."""
+    with database.session() as session:
+        found = relay(session, box, org_id, settings)
+    if found is None:
+        raise FetchError(
+            "the org has no SMTP relay (PUT /api/org/smtp), and the server has none",
+            "smtp_not_configured",
+        )
+    # The channel's deadline bounds the whole conversation (`Channel.transport`).
+    return smtp.send(found, recipient, mail(found), settings)
 
 
 # -- unsubscribe -----------------------------------------------------------------------------

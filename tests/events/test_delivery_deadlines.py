@@ -19,6 +19,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from controller.crypto import SecretBox, load_secret_box
+from controller.destinations.service import channels as destination_channels
 from controller.events.channels import Channels, Event, Outgoing, delivering
 from controller.events.delivery import deliver_due
 from controller.events.outbox import emit
@@ -56,10 +57,11 @@ def test_every_channel_keeps_the_configured_deadline(
     live_settings: Settings, database: Database
 ) -> None:
     channels = delivery_channels(live_settings, database, load_secret_box(live_settings))
+    names = ("webhook", "slack", "pagerduty", "opsgenie", "teams", "discord", "email")
     assert {c.name: c.deadline_seconds for c in channels} == {
-        "webhook": DEADLINE,
-        "slack": DEADLINE,
-        "email": DEADLINE,
+        **dict.fromkeys(names, DEADLINE),
+        "slack_bot": DEADLINE,
+        "mail": DEADLINE,
     }
     assert channels.for_message("anything else").deadline_seconds == DEADLINE
 
@@ -165,4 +167,10 @@ def test_the_email_channel_gives_up_on_the_org_relay_at_the_deadline(
 
 def delivery_channels(settings: Settings, database: Database, box: SecretBox) -> Channels:
     """The channels the controller delivers with (controller/scheduler.py)."""
-    return delivering(summary.channels(settings, database, box), settings.delivery_deadline_seconds)
+    return delivering(
+        [
+            *summary.channels(settings, database, box),
+            *destination_channels(settings, database, box),
+        ],
+        settings.delivery_deadline_seconds,
+    )

@@ -562,6 +562,13 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
         {"id": "order", "version": 1, "schema": {}},
         201,
     )
+    # A named destination (a webhook never reached: no check or delivery runs here).
+    destination = world.call(
+        "POST",
+        "/api/org/destinations",
+        {"name": "hook", "kind": "webhook", "secrets": {"url": "https://hooks.example.com/x"}},
+        201,
+    )
     # Diff runs: the documents as text (JSON), a run to read.
     before, after = as_json(charges_spec()), breaking
     run = world.call("POST", "/api/openapi/diffs", {"before": before, "after": after}, 201)
@@ -585,6 +592,7 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
         "row_id": [published["row"]["id"]],
         "dashboard_id": [dashboard["id"]],
         "run_id": [run["id"]],
+        "destination_id": [destination["id"]],
     }
     world.values = {
         "watchId": watch_ids,
@@ -603,6 +611,10 @@ def seed(world: World, url: str, steady_url: str, git_url: str) -> None:
         "token": [unsubscribe],
         "before": [before],
         "after": [after],
+        # A destination's kind and what that kind needs (a webhook: its URL, no settings).
+        "kind": ["webhook"],
+        "settings": [{}],
+        "secrets": [{"url": "https://hooks.example.com/y"}],
     }
 
 

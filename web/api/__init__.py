@@ -8,6 +8,7 @@ REGISTRY = Registry()
 from web.api import (  # noqa: E402,F401  (registration)
     agents,
     compat,
+    destinations,
     diffruns,
     discovery,
     draftpr,

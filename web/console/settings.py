@@ -14,6 +14,7 @@ from werkzeug.wrappers import Response
 
 from controller.accounts import service as accounts
 from controller.accounts.service import SignedIn
+from controller.destinations import service as destinations
 from controller.draftpr import service as products
 from controller.errors import Conflict, NotFound, Unprocessable
 from controller.ingress.service import quota_of
@@ -79,6 +80,7 @@ def _settings_page(
         members=accounts.members(session, user.org_id),
         severities=SEVERITIES,
         weekdays=WEEKDAYS,
+        named_destinations=destinations.list_destinations(session, user.org_id).destinations,
     )
 
 
@@ -170,6 +172,16 @@ def save_smtp(user: SignedIn) -> str:
     box = current_app.extensions["driftgate.secret_box"]
     settings = current_app.extensions["driftgate.settings"]
     summary.put_smtp(request_session(), user.principal(), body, box, now(), settings)
+    return url_for("console.settings")
+
+
+@blueprint.post("/settings/destinations/<destination_id>/test")
+@action
+def test_destination(user: SignedIn, destination_id: str) -> str:
+    """Queue a test message for one of the org's named destinations (the delivery lane sends
+    it; the table shows how it went)."""
+    box = current_app.extensions["driftgate.secret_box"]
+    destinations.send_test(request_session(), user.principal(), destination_id, box, now())
     return url_for("console.settings")
 
 

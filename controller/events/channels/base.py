@@ -17,10 +17,12 @@ never answers ends as a failed attempt (`timeout`) by then, retried with backoff
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
+
+from pydantic import BaseModel
 
 from controller.registry import Registry
 from controller.sources import deadlines
@@ -36,6 +38,10 @@ class Event:
     secret: str
     now: datetime
     org_id: str = ""
+    # An org destination's settings and decrypted secrets (`controller.destinations`), and
+    # its id; empty for a watch's webhook or the org's default destination.
+    config: Mapping[str, Any] = field(default_factory=dict)
+    destination_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,9 @@ class Outgoing:
 
     body: bytes
     headers: Mapping[str, str]
+    # Where this request goes when not the message's destination itself (Opsgenie's
+    # acknowledge and close go to the alert's own path).
+    url: str | None = None
 
 
 Transport = Callable[[Any, str, Outgoing, Event], int]
@@ -53,7 +62,25 @@ Transport = Callable[[Any, str, Outgoing, Event], int]
 def post(client: Any, url: str, outgoing: Outgoing, _event: Event) -> int:
     """The default way to send: POST the rendered body and headers to the URL."""
     # The channel's deadline bounds the call (`Channel.transport`).
-    return post_json(client, url, outgoing.body, outgoing.headers, deadline=None)
+    return post_json(client, outgoing.url or url, outgoing.body, outgoing.headers, deadline=None)
+
+
+@dataclass(frozen=True)
+class DestinationKind:
+    """What an org destination of a channel is made of (`controller.destinations`): the
+    non-secret `settings` and the `secrets` (pydantic models, validated when a destination is
+    saved), the address its messages go to (`address`, from settings and secrets: a URL, an
+    e-mail address), and whether a digest of several events can be one message of it
+    (`digests`: not for on-call tools, whose alerts are opened and closed one by one)."""
+
+    settings: type[BaseModel]
+    secrets: type[BaseModel]
+    address: Callable[[Mapping[str, Any]], str]
+    digests: bool = True
+    # The event types it takes (None: every one): an on-call tool takes incidents, not drift.
+    events: tuple[str, ...] | None = None
+    # What people see of the address (None: a URL's scheme and host).
+    hint: Callable[[str], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +100,7 @@ class Channel:
     deadline_seconds: float = DEFAULT_CALL_DEADLINE
     is_destination_kind: bool = False
     hosts: tuple[str, ...] = ()
+    destination: DestinationKind | None = None
 
     def claims(self, host: str) -> bool:
         """Whether a URL on `host` (lower case) is this channel's."""

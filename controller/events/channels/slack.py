@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from controller.events.channels.base import Channel, Event, Outgoing
+from controller.events.channels.base import Channel, DestinationKind, Event, Outgoing
+from controller.events.channels.kinds import NoSettings, SecretUrl, secret_url
 
 
 def render_slack(event: Event) -> Outgoing:
@@ -48,7 +49,11 @@ def slack_text(payload: dict[str, Any]) -> str:
 
 
 SLACK = Channel(
-    "slack", render_slack, is_destination_kind=True, hosts=("hooks.slack.com", "*.slack.com")
+    "slack",
+    render_slack,
+    is_destination_kind=True,
+    hosts=("hooks.slack.com", "*.slack.com"),
+    destination=DestinationKind(NoSettings, SecretUrl, address=secret_url),
 )
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from controller.events import signing
-from controller.events.channels.base import Channel, Event, Outgoing
+from controller.events.channels.base import Channel, DestinationKind, Event, Outgoing
+from controller.events.channels.kinds import NoSettings, SecretUrl, secret_url
 
 
 def render_webhook(event: Event) -> Outgoing:
@@ -16,4 +17,9 @@ def render_webhook(event: Event) -> Outgoing:
     return Outgoing(body, signing.headers(event.secret, event.message_id, timestamp, body))
 
 
-WEBHOOK = Channel("webhook", render_webhook, is_destination_kind=True)
+WEBHOOK = Channel(
+    "webhook",
+    render_webhook,
+    is_destination_kind=True,
+    destination=DestinationKind(NoSettings, SecretUrl, address=secret_url),
+)
