@@ -456,6 +456,7 @@ def accept_baseline(
         opened.info,
     )
     watch.drift_status = decided.status.value
+    watch.waived_until = None  # nothing waived is left against the new baseline
     incident = current_incident(session, watch.id)
     if incident is not None and decided.resolve_incident is not None:
         close_incident(
