@@ -65,6 +65,7 @@ from controller.store.jobs import CHECK, RECONCILE
 from controller.store.lockfile import ControllerLock, acquire_controller_lock
 from controller.store.models import Job, Watch
 from controller.summary import service as summary
+from controller.waivers import service as waivers
 
 logger = logging.getLogger("driftgate.controller")
 TICK_SECONDS = 5
@@ -322,6 +323,7 @@ class Controller:
                 ),
                 *retention.routines(database),
                 *summary.routines(database),
+                *waivers.routines(settings, database, box),
             ]
         )
 

@@ -817,14 +817,19 @@ def reapply_waivers(
     watch_id: str,
     now: datetime,
     flap_window_seconds: float = FLAP_WINDOW_SECONDS,
+    *,
+    due: bool = False,
 ) -> CheckResult | None:
     """Count the watch's current comparison (its last snapshot against its baseline, as its
     newest drift event holds it) again under the waivers in force at `now`: a waiver that
     expired or left git lets its findings count (a drift event, an incident, agents told), a
-    new one waives them. None when nothing changed (only `waived_until` is set again)."""
+    new one waives them. None when nothing changed (only `waived_until` is set again).
+    `due`: only if the watch's `waived_until` has passed (read under the row's lock)."""
     watch = _locked_watch(session, watch_id)
     if watch is None:
         return None
+    if due and (watch.waived_until is None or watch.waived_until > now):
+        return None  # counted again already (another controller), or a waiver renewed
     event = None
     if watch.last_snapshot_id is not None and watch.baseline_snapshot_id is not None:
         event = session.scalar(

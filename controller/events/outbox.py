@@ -33,6 +33,8 @@ EVENT_TYPES = (
     "agent.contract.blocked",
     "agent.unblocked",
     "ingress.quarantine",
+    "waiver.expiring",
+    "waiver.expired",
 )
 DEFAULT_ALERT_SEVERITIES = ("breaking", "warning")
 SEVERITY_RANK = {"breaking": 3, "warning": 2, "info": 1}

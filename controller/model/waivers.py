@@ -13,6 +13,8 @@ the clock is passed in.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, time
 from fnmatch import fnmatchcase
@@ -95,6 +97,13 @@ class WatchWaiver(Waiver):
         """Whether this waiver is for the watch named `name` (in `watch_set`, with `tags`)."""
         candidates = [name, *([watch_set] if watch_set else []), *tags]
         return any(fnmatchcase(candidate, self.watch) for candidate in candidates)
+
+
+def waiver_key(waiver: WatchWaiver) -> str:
+    """A waiver's identity: what it matches (watch, rule, path, operation, tool). Its owner,
+    reason and expiry may change and it stays the same waiver (with its notices)."""
+    parts = [waiver.watch, waiver.rule, waiver.path, waiver.operation, waiver.tool]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
 def waive(changes: Iterable[Change], waivers: Sequence[Waiver], now: datetime) -> list[Change]:
