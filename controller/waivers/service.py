@@ -12,6 +12,7 @@ moment the waiver ends, before this has run (fail closed).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -35,6 +36,7 @@ from controller.store.models import DriftEvent, WaiverRow, Watch
 from controller.store.snapshots import decode_changes
 from controller.waivers.rows import org_waivers, waiver_of, watch_labels
 
+logger = logging.getLogger("driftgate.waivers")
 REEVALUATED_PER_TICK = 100
 
 
@@ -183,8 +185,10 @@ def run_due(
             session.commit()
         sent["reevaluated"] += 1
         log(
+            logger,
+            logging.INFO,
             "waivers.reevaluated",
-            watch_id=watch_id,
+            watchId=watch_id,
             outcome=result.outcome if result else "unchanged",
             status=result.status if result else None,
         )
