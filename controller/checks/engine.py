@@ -873,7 +873,7 @@ def _record_comparison(
     watch: Watch,
     snapshot: Snapshot,
     changes: list[Change],
-    revert: str | None,
+    revert: Revert | None,
     replaced: str | None,
     now: datetime,
     flap_window_seconds: float,
