@@ -512,6 +512,7 @@ def _parse(name: str, file: str, raw: bytes, max_file_bytes: int = MAX_FILE_BYTE
 
 
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
+DATED_FILES = ("waivers.yaml",)  # the files with date keys (`expires`)
 
 
 class _Builder:
@@ -532,8 +533,9 @@ class _Builder:
             raise _Unreadable(node.start_mark, f"nested deeper than {MAX_DEPTH} levels", path)
         self.positions.values[path] = _position(node.start_mark)
         if isinstance(node, yaml.ScalarNode):
-            if node.tag == _TIMESTAMP:
-                # A date (`expires: 2027-03-31`) stays the text it is: the data is JSON.
+            if node.tag == _TIMESTAMP and self.document.kind in DATED_FILES:
+                # A date (`expires: 2027-03-31`) stays the text it is: the data is JSON. In
+                # the other files no key is a date, and an unquoted one is asked to be quoted.
                 return str(node.value)
             return self.loader.construct_object(node)
         if isinstance(node, yaml.SequenceNode):

@@ -23,7 +23,7 @@ from controller.store.models import AuditEntry, DriftEvent, Incident, OutboxMess
 from controller.store.snapshots import decode_changes
 from controller.waivers.service import run_due
 from tests.conftest import OrgKey
-from tests.factories import Make, run
+from tests.factories import Make, make_user, run, sign_in
 from tests.gitrepos import RepoBuilder
 from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
@@ -139,6 +139,14 @@ def test_a_waived_breaking_change_allows_until_its_waiver_expires(
     assert [(w["watches"], w["expired"], [f["rule"] for f in w["findings"]]) for w in listed] == [
         (["stripe-api"], False, ["endpoint-removed"])
     ]
+
+    # The console: the watch page lists the waiver, the drift event shows the finding waived.
+    sign_in(client, make_user(database, acme.org_id, "admin@example.com") and "admin@example.com")
+    page = client.get(f"/console/watches/{watch_id}").get_data(as_text=True)
+    assert "Waivers" in page and "payments-team@example.com" in page
+    assert "we never call refunds (TICKET-123)" in page and str(expires) in page
+    shown_page = client.get(f"/console/watches/{watch_id}/events/{event.id}").get_data(as_text=True)
+    assert "waived</span> by payments-team@example.com until" in shown_page
 
     # A week before: the owner is told once, however many controllers run the routine.
     week_before = datetime(expires.year, expires.month, expires.day, tzinfo=UTC) - timedelta(7)
