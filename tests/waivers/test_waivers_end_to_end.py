@@ -212,3 +212,59 @@ def _waivers(database: Database) -> list[object]:
 
     with database.session() as session:
         return list(session.scalars(select(WaiverRow.expires)))
+
+
+def test_a_waiver_removed_from_git_stops_hiding_its_finding_at_once(
+    repo: RepoBuilder,
+    make_reconciler: Make,
+    acme: OrgKey,
+    database: Database,
+    server: SpecServer,
+) -> None:
+    """Taking a waiver out of the file blocks the watch from the revision on (fail closed);
+    the controller's next round counts the finding: drifted, an incident, audited."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    expires = (now + timedelta(days=30)).date()
+    url = server.set("/openapi.json", as_json(charges_spec()))
+    repo.commit(
+        {
+            ".driftgate/watch-sets.yaml": sets(url),
+            ".driftgate/waivers.yaml": WAIVERS.format(expires=expires.isoformat()),
+        }
+    )
+    reconciler, settings = make_reconciler(
+        {"name": "fleet", "org": "acme", "url": repo.url}, allow_private_targets=True
+    )
+    assert run(reconciler, settings).result == "applied"
+    box = load_secret_box(settings)
+    principal = Principal(acme.org_id, acme.org_name, "pro", frozenset(), "api_key", acme.key_id)
+    with database.session() as session:
+        watch_id = session.scalars(select(Watch.id).where(Watch.name == "stripe-api")).one()
+    with make_client(allow_private=True, timeout=5.0) as http:
+        fetcher = http_fetcher(settings, http)
+        assert run_check(database, watch_id, box=box, fetcher=fetcher, now=now).status == "ok"
+        server.set("/openapi.json", as_json(charges_spec(refunds=False)))
+        assert run_check(database, watch_id, box=box, fetcher=fetcher, now=now).status == "ok"
+
+    def gate() -> tuple[bool, list[list[str]]]:
+        at = datetime.now(UTC)
+        outcome = preflight(
+            database, principal, PreflightRequest(watch_ids=[watch_id]), at, time.perf_counter()
+        )
+        return outcome.decision.allowed, [row.reasons for row in outcome.decision.blocked]
+
+    assert gate() == (True, [])
+    repo.commit({".driftgate/waivers.yaml": "version: 1\nwaivers: []\n"})
+    assert run(reconciler, settings).result == "applied"
+    assert gate() == (False, [["waiver_expired"]])
+    assert run_due(database, box, datetime.now(UTC), 0)["reevaluated"] == 1
+    assert gate() == (False, [["breaking_drift"]])
+    with database.session() as session:
+        watch = session.get_one(Watch, watch_id)
+        assert (watch.drift_status, watch.waived_until) == ("drifted", None)
+        actions = session.scalars(
+            select(AuditEntry.action)
+            .where(AuditEntry.target_type == "waiver")
+            .order_by(AuditEntry.created_at)
+        ).all()
+    assert list(actions) == ["waiver.create", "waiver.delete"]
