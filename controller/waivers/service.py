@@ -91,6 +91,13 @@ def describe(
         query = query.where(Watch.id == watch_id)
     watches = list(session.scalars(query.order_by(Watch.name)))
     labels = {watch.id: watch_labels(session, watch) for watch in watches}
+    found: dict[str, list[Change]] = {}  # each watch's current changes, read once
+
+    def changes_of(watch: Watch) -> list[Change]:
+        if watch.id not in found:
+            found[watch.id] = _current_changes(session, watch)
+        return found[watch.id]
+
     out: list[WaiverOut] = []
     for row in rows:
         waiver = waiver_of(row)
@@ -107,7 +114,7 @@ def describe(
                 summary=change.summary,
             )
             for watch in applies
-            for change in _current_changes(session, watch)
+            for change in changes_of(watch)
             if waiver.matches(change)
         ]
         out.append(
