@@ -289,7 +289,11 @@ class Controller:
         # Where the outbox goes: webhooks, Slack, and e-mail through each org's relay, sent
         # by a lane of its own (never in the tick, never on the checks' workers or client).
         self.channels = delivering(
-            summary.channels(settings, database, box), settings.delivery_deadline_seconds
+            [
+                *summary.channels(settings, database, box),
+                *waivers.channels(settings, database, box),
+            ],
+            settings.delivery_deadline_seconds,
         )
         self.deliveries = DeliveryWorkers(
             database,

@@ -13,6 +13,7 @@ moment the waiver ends, before this has run (fail closed).
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -23,6 +24,8 @@ from sqlalchemy.orm import Session
 
 from controller.checks.engine import reapply_waivers
 from controller.crypto import SecretBox
+from controller.events import outbox
+from controller.events.channels import Channel, Event, Outgoing
 from controller.events.outbox import emit
 from controller.logs import log
 from controller.model.base import ApiModel
@@ -30,13 +33,19 @@ from controller.model.change import Change
 from controller.model.principal import Principal
 from controller.model.waivers import NOTICE_DAYS
 from controller.settings import Settings
+from controller.sources.http import FetchError
 from controller.store import jobs
 from controller.store.db import Database
 from controller.store.models import DriftEvent, WaiverRow, Watch
 from controller.store.snapshots import decode_changes
+from controller.summary import smtp
+from controller.summary.service import address_hint, relay
+from controller.waivers import email
 from controller.waivers.rows import org_waivers, waiver_of, watch_labels
 
 logger = logging.getLogger("driftgate.waivers")
+WAIVER_EMAIL = "waiver_email"  # the channel of the owners' e-mails
+ADDRESS = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 REEVALUATED_PER_TICK = 100
 
 
@@ -163,19 +172,56 @@ def routines(settings: Settings, database: Database, box: SecretBox) -> list[job
     return [
         jobs.Routine(
             "waivers",
-            run=lambda now: run_due(database, box, now, settings.flap_window_seconds),
+            run=lambda now: run_due(
+                database, box, now, settings.flap_window_seconds, settings=settings
+            ),
         )
     ]
 
 
+def channels(settings: Settings, database: Database, box: SecretBox) -> list[Channel]:
+    """The delivery channel of the owners' e-mails (through each org's relay), for
+    `controller.events.channels.delivering`."""
+
+    def render(event: Event) -> Outgoing:
+        data = event.payload["data"]
+        mail = email.message(
+            data,
+            expired=event.payload["type"] == "waiver.expired",
+            sender=data["sender"],
+            recipient=data["recipient"],
+            message_id=event.message_id,
+            now=event.now,
+        )
+        return Outgoing(mail.as_bytes(), {})
+
+    def transport(_client: Any, recipient: str, outgoing: Outgoing, event: Event) -> int:
+        with database.session() as session:
+            found = relay(session, box, event.org_id, settings)
+        if found is None:
+            raise FetchError(
+                "the org has no SMTP relay (PUT /api/org/smtp), and the server has none",
+                "smtp_not_configured",
+            )
+        return smtp.send(found, recipient, outgoing.body, settings)
+
+    return [Channel(WAIVER_EMAIL, render, transport)]
+
+
 def run_due(
-    database: Database, box: SecretBox, now: datetime, flap_window_seconds: float
+    database: Database,
+    box: SecretBox,
+    now: datetime,
+    flap_window_seconds: float,
+    *,
+    settings: Settings | None = None,
 ) -> dict[str, int]:
-    """Send the notices due at `now` and count again the watches whose waiver ended."""
+    """Send the notices due at `now` and count again the watches whose waiver ended; with
+    `settings`, an owner that is an address also gets an e-mail when the org has a relay."""
     sent = {"expiring": 0, "expired": 0, "reevaluated": 0}
     with database.session() as session:
-        sent["expiring"] = _notify(session, box, now, expired=False)
-        sent["expired"] = _notify(session, box, now, expired=True)
+        sent["expiring"] = _notify(session, box, now, expired=False, settings=settings)
+        sent["expired"] = _notify(session, box, now, expired=True, settings=settings)
         session.commit()
     with database.session() as session:
         due = list(
@@ -202,7 +248,9 @@ def run_due(
     return sent
 
 
-def _notify(session: Session, box: SecretBox, now: datetime, *, expired: bool) -> int:
+def _notify(
+    session: Session, box: SecretBox, now: datetime, *, expired: bool, settings: Settings | None
+) -> int:
     """Queue `waiver.expired` (or `waiver.expiring`, NOTICE_DAYS before) for each waiver
     that is due and not yet told; returns how many were queued."""
     today = now.date()
@@ -223,16 +271,43 @@ def _notify(session: Session, box: SecretBox, now: datetime, *, expired: bool) -
             continue  # another controller told this owner
         if not expired and row.expires <= today:
             continue  # already over when first seen: only the expiry is told
-        emit(
-            session,
-            box,
-            org_id=row.org_id,
-            event_type="waiver.expired" if expired else "waiver.expiring",
-            data=_notice(session, row, now),
-            now=now,
-        )
+        kind = "waiver.expired" if expired else "waiver.expiring"
+        data = _notice(session, row, now)
+        emit(session, box, org_id=row.org_id, event_type=kind, data=data, now=now)
+        if settings is not None and ADDRESS.fullmatch(row.owner):
+            _mail(session, box, settings, row, kind, data, now)
         queued += 1
     return queued
+
+
+def _mail(
+    session: Session,
+    box: SecretBox,
+    settings: Settings,
+    row: WaiverRow,
+    kind: str,
+    data: dict[str, Any],
+    now: datetime,
+) -> None:
+    """Queue the owner's e-mail of the notice, when the org has a relay to send it through."""
+    found = relay(session, box, row.org_id, settings)
+    if found is None:
+        return
+    outbox.queue(
+        session,
+        box,
+        org_id=row.org_id,
+        event_type=kind,
+        channel=WAIVER_EMAIL,
+        destination=row.owner,
+        hint=address_hint(row.owner),
+        payload={
+            "type": kind,
+            "timestamp": now.isoformat(),
+            "data": {**data, "sender": found.sender, "recipient": row.owner},
+        },
+        now=now,
+    )
 
 
 def _notice(session: Session, row: WaiverRow, now: datetime) -> dict[str, Any]:

@@ -8,24 +8,30 @@ drifted) and queues the expiry notice, once, however often it runs."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from controller.checks.engine import http_fetcher, run_check
 from controller.crypto import load_secret_box
+from controller.events.channels import delivering
+from controller.events.delivery import deliver_due
 from controller.gate.service import PreflightRequest, preflight
 from controller.model.principal import Principal
 from controller.sources.http import make_client
 from controller.store.db import Database
 from controller.store.models import AuditEntry, DriftEvent, Incident, OutboxMessage, Watch
 from controller.store.snapshots import decode_changes
-from controller.waivers.service import run_due
+from controller.waivers import service as waivers
+from controller.waivers.service import WAIVER_EMAIL, run_due
 from tests.conftest import OrgKey
 from tests.factories import Make, make_user, run, sign_in
 from tests.gitrepos import RepoBuilder
 from tests.servers import SpecServer
+from tests.smtp_server import SmtpServer, smtp_server
 from tests.specs import as_json, charges_spec
 
 WAIVERS = """\
@@ -47,6 +53,13 @@ def sets(url: str) -> str:
     )
 
 
+@pytest.fixture
+def mail() -> Iterator[SmtpServer]:
+    """The server's SMTP relay (the operator's `smtp_*` settings), on 127.0.0.1."""
+    with smtp_server() as running:
+        yield running
+
+
 def test_a_waived_breaking_change_allows_until_its_waiver_expires(
     repo: RepoBuilder,
     make_reconciler: Make,
@@ -54,6 +67,7 @@ def test_a_waived_breaking_change_allows_until_its_waiver_expires(
     database: Database,
     server: SpecServer,
     client: FlaskClient,
+    mail: SmtpServer,
 ) -> None:
     now = datetime.now(UTC).replace(microsecond=0)
     expires = (now + timedelta(days=30)).date()
@@ -65,7 +79,12 @@ def test_a_waived_breaking_change_allows_until_its_waiver_expires(
         }
     )
     reconciler, settings = make_reconciler(
-        {"name": "fleet", "org": "acme", "url": repo.url}, allow_private_targets=True
+        {"name": "fleet", "org": "acme", "url": repo.url},
+        allow_private_targets=True,
+        smtp_host=mail.host,
+        smtp_port=mail.port,
+        smtp_security="none",
+        smtp_from_address="driftgate@example.com",
     )
     assert run(reconciler, settings).result == "applied"
     box = load_secret_box(settings)
@@ -105,9 +124,23 @@ def test_a_waived_breaking_change_allows_until_its_waiver_expires(
     def outbox(kind: str) -> list[dict[str, object]]:
         with database.session() as session:
             rows = session.scalars(
-                select(OutboxMessage).where(OutboxMessage.event_type == kind)
+                select(OutboxMessage).where(
+                    OutboxMessage.event_type == kind, OutboxMessage.channel != WAIVER_EMAIL
+                )
             ).all()
             return [row.payload["data"] for row in rows]
+
+    def send_mail(at: datetime) -> list[str]:
+        """Deliver the owners' e-mails queued so far; the subjects the relay received."""
+        with database.session() as session:
+            ids = list(
+                session.scalars(
+                    select(OutboxMessage.id).where(OutboxMessage.channel == WAIVER_EMAIL)
+                )
+            )
+        channels = delivering(waivers.channels(settings, database, box), 10)
+        deliver_due(database, box, None, at, ids=ids, channels=channels)
+        return [m["Subject"] for m in mail.to("payments-team@example.com")]
 
     assert check(now) == "ok"  # the first good check: the baseline
     server.set("/openapi.json", as_json(charges_spec(refunds=False)))
@@ -150,8 +183,11 @@ def test_a_waived_breaking_change_allows_until_its_waiver_expires(
 
     # A week before: the owner is told once, however many controllers run the routine.
     week_before = datetime(expires.year, expires.month, expires.day, tzinfo=UTC) - timedelta(7)
-    assert run_due(database, box, week_before, 0)["expiring"] == 1
+    assert run_due(database, box, week_before, 0, settings=settings)["expiring"] == 1
     assert run_due(database, box, week_before + timedelta(hours=1), 0)["expiring"] == 0
+    assert send_mail(week_before) == [
+        f"driftgate: your waiver of endpoint-removed expires on {expires.isoformat()}"
+    ]
     [expiring] = outbox("waiver.expiring")
     assert expiring["owner"] == "payments-team@example.com"
     assert expiring["watches"] == ["stripe-api"]
@@ -164,8 +200,14 @@ def test_a_waived_breaking_change_allows_until_its_waiver_expires(
     allowed, reasons = gate(end)
     assert not allowed and reasons == [["waiver_expired"]]
     # ... and the routine counts it: drifted, an incident, the owner told once.
-    assert run_due(database, box, end, 0) == {"expiring": 0, "expired": 1, "reevaluated": 1}
-    assert run_due(database, box, end + timedelta(minutes=1), 0)["expired"] == 0
+    counted = run_due(database, box, end, 0, settings=settings)
+    assert counted == {"expiring": 0, "expired": 1, "reevaluated": 1}
+    assert run_due(database, box, end + timedelta(minutes=1), 0, settings=settings)["expired"] == 0
+    assert send_mail(end)[1:] == [
+        f"driftgate: your waiver of endpoint-removed expired on {expires.isoformat()}"
+    ]
+    [expired_mail] = mail.to("payments-team@example.com")[1:]
+    assert "the findings it covered count again" in expired_mail.get_content()
     assert len(outbox("waiver.expired")) == 1
     assert incidents() == ["open"]
     with database.session() as session:
