@@ -842,13 +842,23 @@ def reapply_waivers(
             .order_by(DriftEvent.detected_at.desc(), DriftEvent.id.desc())
             .limit(1)
         )
-    if event is None:
+    if event is not None:
+        stored = decode_changes(event.changes)
+    elif watch.last_snapshot_id not in (None, watch.baseline_snapshot_id):
+        # No drift event holds the comparison (pruned): diff the stored snapshots again
+        # rather than let a waiver's end pass unseen.
+        base = session.get_one(Snapshot, watch.baseline_snapshot_id)
+        last = session.get_one(Snapshot, watch.last_snapshot_id)
+        found_now = diff_documents(
+            watch.watch_type, decode_snapshot(base), decode_snapshot(last), now.date()
+        )
+        stored = [change.to_json() for change in found_now]
+    else:
         watch.waived_until = None
         return None
-    stored = decode_changes(event.changes)
     found = unwaive(Change.model_validate(change) for change in stored)
     changes = waive(found, watch_waivers(session, watch), now)
-    if [change.to_json() for change in changes] == [
+    if event is not None and [change.to_json() for change in changes] == [
         Change.model_validate(c).to_json() for c in stored
     ]:
         watch.waived_until = waived_until(changes)

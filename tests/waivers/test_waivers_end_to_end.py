@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from flask.testing import FlaskClient
-from sqlalchemy import select
+from sqlalchemy import delete, select
 
 from controller.checks.engine import http_fetcher, run_check
 from controller.crypto import load_secret_box
@@ -310,3 +310,44 @@ def test_a_waiver_removed_from_git_stops_hiding_its_finding_at_once(
             .order_by(AuditEntry.created_at)
         ).all()
     assert list(actions) == ["waiver.create", "waiver.delete"]
+
+
+def test_a_waiver_ends_even_when_its_drift_event_was_pruned(
+    repo: RepoBuilder,
+    make_reconciler: Make,
+    acme: OrgKey,
+    database: Database,
+    server: SpecServer,
+) -> None:
+    """With no drift event left to hold the comparison, the routine diffs the stored snapshots
+    again: the finding still counts at the waiver's end (never an allow by omission)."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    expires = (now + timedelta(days=3)).date()
+    url = server.set("/openapi.json", as_json(charges_spec()))
+    repo.commit(
+        {
+            ".driftgate/watch-sets.yaml": sets(url),
+            ".driftgate/waivers.yaml": WAIVERS.format(expires=expires.isoformat()),
+        }
+    )
+    reconciler, settings = make_reconciler(
+        {"name": "fleet", "org": "acme", "url": repo.url}, allow_private_targets=True
+    )
+    assert run(reconciler, settings).result == "applied"
+    box = load_secret_box(settings)
+    with database.session() as session:
+        watch_id = session.scalars(select(Watch.id).where(Watch.name == "stripe-api")).one()
+    with make_client(allow_private=True, timeout=5.0) as http:
+        fetcher = http_fetcher(settings, http)
+        assert run_check(database, watch_id, box=box, fetcher=fetcher, now=now).status == "ok"
+        server.set("/openapi.json", as_json(charges_spec(refunds=False)))
+        assert run_check(database, watch_id, box=box, fetcher=fetcher, now=now).status == "ok"
+    with database.transaction() as session:
+        session.execute(delete(DriftEvent).where(DriftEvent.watch_id == watch_id))
+    end = datetime(expires.year, expires.month, expires.day, tzinfo=UTC)
+    assert run_due(database, box, end, 0)["reevaluated"] == 1
+    with database.session() as session:
+        watch = session.get_one(Watch, watch_id)
+        assert (watch.drift_status, watch.open_breaking, watch.waived_until) == ("drifted", 1, None)
+        [event] = session.scalars(select(DriftEvent).where(DriftEvent.watch_id == watch_id)).all()
+        assert event.breaking_count == 1 and event.incident_id is not None
