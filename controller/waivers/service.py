@@ -61,7 +61,10 @@ class CoveredFinding(ApiModel):
 class WaiverOut(ApiModel):
     """One waiver of `.driftgate/waivers.yaml` as the org has it now."""
 
-    id: str = Field(description="the waiver's key: a digest of what it matches")
+    id: str = Field(
+        description="the waiver's key: its rule and a digest of what it matches "
+        "(`endpoint-removed:3f2a9c01b7d4`)"
+    )
     watch: str
     rule: str
     path: str | None
