@@ -168,6 +168,12 @@ def test_a_waived_breaking_change_allows_until_its_waiver_expires(
     assert served.status_code == 200, served.get_data(as_text=True)
     [shown] = served.get_json()["changes"]
     assert shown["waived"] is True and shown["waiver"]["reason"].startswith("we never call")
+    # A served change goes back to the explanation as it is, and stays waived there.
+    explained = client.post(
+        "/api/drift/explain", json={"changes": [shown]}, headers=acme.headers
+    ).get_json()
+    assert explained["changes"][0]["waived"] is True and explained["counts"]["breaking"] == 0
+    assert explained["changes"][0]["waiver"]["owner"] == "payments-team@example.com"
     listed = client.get("/api/waivers", headers=acme.headers).get_json()["items"]
     assert [(w["watches"], w["expired"], [f["rule"] for f in w["findings"]]) for w in listed] == [
         (["stripe-api"], False, ["endpoint-removed"])
