@@ -66,6 +66,7 @@ from controller.store.jobs import CHECK, RECONCILE
 from controller.store.lockfile import ControllerLock, acquire_controller_lock
 from controller.store.models import Job, Watch
 from controller.summary import service as summary
+from controller.waivers import service as waivers
 
 logger = logging.getLogger("driftgate.controller")
 TICK_SECONDS = 5
@@ -293,6 +294,7 @@ class Controller:
             [
                 *summary.channels(settings, database, box),
                 *destination_channels(settings, database, box),
+                *waivers.channels(settings, database, box),
             ],
             settings.delivery_deadline_seconds,
         )
@@ -328,6 +330,7 @@ class Controller:
                 ),
                 *retention.routines(database),
                 *summary.routines(database),
+                *waivers.routines(settings, database, box),
             ]
         )
 

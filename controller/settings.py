@@ -300,6 +300,13 @@ class Settings(BaseModel):
         "instead of opening a new one, and a baseline that advanced by itself (info-only "
         "changes) within this time is restored when the contract returns to it (0: off)",
     )
+    waiver_max_days: int = Field(
+        default=180,
+        ge=1,
+        le=731,
+        description="how far ahead a waiver's `expires` may be (`.driftgate/waivers.yaml`): "
+        "an accepted finding is looked at again at least this often",
+    )
     delivery_group_seconds: float = Field(
         default=3600,
         ge=0,

@@ -4,7 +4,7 @@ report in the chosen format, with an exit code for CI."""
 from __future__ import annotations
 
 import sys
-from datetime import datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,8 @@ _report_options = options(
     click.option(
         "--rules",
         type=click.Path(dir_okay=False),
-        help="Rules file: severity overrides and ignores (with reasons).",
+        help="Rules file: severity overrides, ignores (with reasons) and waivers (with an "
+        "owner and an expiry; an expired one does not apply and is said on stderr).",
     ),
     click.option(
         "--markdown-max-chars",
@@ -85,6 +86,19 @@ def _emit(
     sys.exit(1 if report.reaches(fail_on) else 0)
 
 
+def _say_expired(rules_file: Any, today: date | None) -> None:
+    """Each waiver of the rules file that has expired, on stderr: it does not apply."""
+    from controller.diffruns.offline_service import expired_waivers
+
+    for waiver in expired_waivers(rules_file, today or datetime.now(UTC).date()):
+        where = waiver.operation or waiver.path or waiver.tool or "every place"
+        click.echo(
+            f"driftgate: the waiver of {waiver.rule} ({where}, owner {waiver.owner}) expired "
+            f"on {waiver.expires.isoformat()}: its findings count again",
+            err=True,
+        )
+
+
 @click.command()
 @click.argument("base")
 @click.argument("revision")
@@ -130,6 +144,8 @@ def diff(
     from controller.diffruns.offline_service import diff_contracts, load_rules
 
     rules_file = load_rules(rules) if rules else None
+    if rules_file is not None:
+        _say_expired(rules_file, today.date() if today else None)
     with progress(f"diffing {base} and {revision}", shown=fmt == "text") as line:
         report = diff_contracts(
             base,
@@ -169,6 +185,8 @@ def compare(
     from controller.diffruns.offline_service import compare_payloads, load_rules
 
     rules_file = load_rules(rules) if rules else None
+    if rules_file is not None:
+        _say_expired(rules_file, None)
     with progress(f"comparing {base} and {revision}", shown=fmt == "text") as line:
         report = compare_payloads(base, revision, profile=profile, rules=rules_file)  # type: ignore[arg-type]
         _emit(report, fmt, fail_on, output, markdown_max_chars, annotations, line)

@@ -68,6 +68,10 @@ ACTIONS_NEVER_RUN = ("wait_for_first_check",)
 ACTIONS_DISABLED = ("resume_watch",)
 ACTIONS_STALE = ("check_controller",)
 STALE = "check_failed:stale"
+# A waiver that hid breaking changes of the watch ended (`controller.model.waivers`): the
+# gate blocks from that moment, before anything has counted the findings again.
+WAIVER_EXPIRED = "waiver_expired"
+ACTIONS_WAIVER_EXPIRED = ("renew_waiver_or_fix",)
 ACTION_ACK = "ack_incident"
 ACTION_UNBLOCK = "unblock_agent"
 ACTION_FIX_REFERENCE = "fix_watch_reference"
@@ -120,6 +124,8 @@ class WatchState:
     incident_id: str | None
     incident_status: str | None
     change_actions: tuple[str, ...] = ()
+    # When the first waiver hiding a breaking change of the current comparison ends.
+    waived_until: datetime | None = None
 
     @cached_property
     def stale_from(self) -> datetime | None:
@@ -165,6 +171,25 @@ class WatchState:
             self.last_checked_at,
             self.incident_id,
             state=self,
+        )
+
+    @cached_property
+    def waived_until_ts(self) -> float:
+        """`waived_until` as a POSIX time (infinite: no waiver ends)."""
+        return math.inf if self.waived_until is None else self.waived_until.timestamp()
+
+    @cached_property
+    def waiver_row(self) -> Row:
+        """This watch's blocked row once a waiver of its breaking changes has ended: its own
+        reasons and `waiver_expired`, the stored status as it is."""
+        return Row(
+            self.id,
+            self.name,
+            self.drift_status,
+            [*self.reasons, WAIVER_EXPIRED],
+            order_actions({*self.actions, *ACTIONS_WAIVER_EXPIRED}),
+            self.last_checked_at,
+            self.incident_id,
         )
 
     @cached_property
@@ -287,9 +312,11 @@ def decide(
         else:
             # Stale: whatever the status says, nothing vouches for it now.
             stale = now_ts > state.stale_from_ts
-            if not stale and (state.drift_status == "ok" or not state.reasons):
+            # A waiver ended: fail closed until its findings are counted again.
+            unwaived = now_ts >= state.waived_until_ts
+            if not stale and not unwaived and (state.drift_status == "ok" or not state.reasons):
                 continue  # most watches
-            row = state.stale_row if stale else state.row
+            row = state.stale_row if stale else state.waiver_row if unwaived else state.row
             any_stale |= stale
             if agent is not None and state.drift_status == "drifted":
                 if state.incident_status == "acknowledged" and not stale:

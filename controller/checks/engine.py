@@ -59,6 +59,7 @@ from controller.events.outbox import emit
 from controller.logs import log
 from controller.model.change import Change
 from controller.model.ingress_impact import affected_profiles
+from controller.model.waivers import count_waived, unwaive, waive, waived_until
 from controller.model.watch import DriftStatus, FailureClass
 from controller.settings import Settings
 from controller.sources import deadlines
@@ -75,11 +76,13 @@ from controller.store.models import (
 from controller.store.outage import store_fault
 from controller.store.snapshots import (
     count_changes,
+    decode_changes,
     decode_snapshot,
     encode_changes,
     encode_document,
 )
 from controller.store.watch_rows import decrypted_headers
+from controller.waivers.rows import watch_waivers
 from controller.watches.status import CheckFailed, CheckSucceeded, Counts, facts_of, transition
 
 logger = logging.getLogger("driftgate.checks")
@@ -802,10 +805,99 @@ def _record_new_snapshot(
     replaced = watch.baseline_snapshot_id
     if found.revert == "prior":
         _restore_prior_baseline(watch)
+    changes = waive(changes, watch_waivers(session, watch), now)
+    return _record_comparison(
+        session, box, watch, snapshot, changes, found.revert, replaced, now, flap_window_seconds
+    )
+
+
+def reapply_waivers(
+    session: Session,
+    box: SecretBox,
+    watch_id: str,
+    now: datetime,
+    flap_window_seconds: float = FLAP_WINDOW_SECONDS,
+    *,
+    due: bool = False,
+) -> CheckResult | None:
+    """Count the watch's current comparison (its last snapshot against its baseline, as its
+    newest drift event holds it) again under the waivers in force at `now`: a waiver that
+    expired or left git lets its findings count (a drift event, an incident, agents told), a
+    new one waives them. None when nothing changed (only `waived_until` is set again).
+    `due`: only if the watch's `waived_until` has passed (read under the row's lock)."""
+    watch = _locked_watch(session, watch_id)
+    if watch is None:
+        return None
+    if due and (watch.waived_until is None or watch.waived_until > now):
+        return None  # counted again already (another controller), or a waiver renewed
+    event = None
+    if watch.last_snapshot_id is not None and watch.baseline_snapshot_id is not None:
+        event = session.scalar(
+            select(DriftEvent)
+            .where(
+                DriftEvent.watch_id == watch.id,
+                DriftEvent.snapshot_id == watch.last_snapshot_id,
+                DriftEvent.base_snapshot_id == watch.baseline_snapshot_id,
+            )
+            .order_by(DriftEvent.detected_at.desc(), DriftEvent.id.desc())
+            .limit(1)
+        )
+    if event is not None:
+        stored = decode_changes(event.changes)
+    elif watch.last_snapshot_id not in (None, watch.baseline_snapshot_id):
+        # No drift event holds the comparison (pruned): diff the stored snapshots again
+        # rather than let a waiver's end pass unseen.
+        base = session.get_one(Snapshot, watch.baseline_snapshot_id)
+        last = session.get_one(Snapshot, watch.last_snapshot_id)
+        found_now = diff_documents(
+            watch.watch_type, decode_snapshot(base), decode_snapshot(last), now.date()
+        )
+        stored = [change.to_json() for change in found_now]
+    else:
+        watch.waived_until = None
+        return None
+    found = unwaive(Change.model_validate(change) for change in stored)
+    changes = waive(found, watch_waivers(session, watch), now)
+    if event is not None and [change.to_json() for change in changes] == [
+        Change.model_validate(c).to_json() for c in stored
+    ]:
+        watch.waived_until = waived_until(changes)
+        return None
+    snapshot = session.get_one(Snapshot, watch.last_snapshot_id)
+    return _record_comparison(
+        session,
+        box,
+        watch,
+        snapshot,
+        changes,
+        None,
+        watch.baseline_snapshot_id,
+        now,
+        flap_window_seconds,
+    )
+
+
+def _record_comparison(
+    session: Session,
+    box: SecretBox,
+    watch: Watch,
+    snapshot: Snapshot,
+    changes: list[Change],
+    revert: Revert | None,
+    replaced: str | None,
+    now: datetime,
+    flap_window_seconds: float,
+) -> CheckResult:
+    """Record the comparison of `snapshot` with the watch's baseline: its drift event, the
+    status move and its consequences (incident, agents, outbox)."""
     counts = count_changes(changes)
     decided = transition(
-        facts_of(watch), CheckSucceeded(Counts(**counts), at_baseline=found.revert is not None)
+        facts_of(watch),
+        CheckSucceeded(
+            Counts(**counts, waived=count_waived(changes)), at_baseline=revert is not None
+        ),
     )
+    watch.waived_until = waived_until(changes) if decided.row != "first_good_check" else None
 
     if decided.row == "first_good_check":
         assert decided.advance_baseline is not None
@@ -890,8 +982,8 @@ def _record_new_snapshot(
             _set_baseline(watch, snapshot, now, decided.advance_baseline)
         _set_open_changes(watch, decided.open_changes)
         watch.drift_status = decided.status.value
-        if found.revert is not None and (decided.changed or closed or found.revert == "prior"):
-            _audit_revert(session, watch, found.revert, replaced, closed, decided.before.value, now)
+        if revert is not None and (decided.changed or closed or revert == "prior"):
+            _audit_revert(session, watch, revert, replaced, closed, decided.before.value, now)
 
     if event is not None and decided.announce_drift is not None:
         emit(

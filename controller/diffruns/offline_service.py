@@ -28,6 +28,7 @@ from controller.diffs import (
 )
 from controller.diffs.grouping import group_changes, occurrences, totals
 from controller.diffs.overlap import Overlap, title_of
+from controller.diffs.overrides import expired_waivers as expired_waivers  # for the CLI
 from controller.diffs.overrides import parse_rules_file
 from controller.diffs.reports import ANNOTATIONS, MARKDOWN_MAX_CHARS, RenderOptions, render
 from controller.errors import DriftgateError
@@ -124,7 +125,7 @@ def diff_contracts(
         with collector_paused():  # a large contract's diff (controller/collector.py)
             changes = kind.diff(base_doc, rev_doc, context)
         if rules is not None:
-            changes = apply_rules_file(changes, rules)
+            changes = apply_rules_file(changes, rules, today)
         common = kind.overlap(base_doc, rev_doc) if kind.overlap is not None else None
         report: dict[str, Any] = {
             "overlap": common.to_json() if common is not None else None,
@@ -243,7 +244,9 @@ def load_rules(path: str) -> RulesFile:
         line = f":{mark.line + 1}" if mark is not None else ""
         raise InputError(f"{path}{line}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(data, dict):
-        raise InputError(f"{path}: a rules file is a mapping with `overrides` and `ignore`")
+        raise InputError(
+            f"{path}: a rules file is a mapping with `overrides`, `ignore` and `waivers`"
+        )
     try:
         return parse_rules_file(data)
     except RulesFileError as exc:

@@ -64,6 +64,9 @@ def explain_changes(changes: Iterable[Change | Mapping[str, Any]]) -> dict[str, 
         if change.ignored:
             entry["ignored"] = True
             entry["ignoreReason"] = change.ignoreReason
+            if change.waived and change.waiver is not None:
+                entry["waived"] = True
+                entry["waiver"] = change.waiver.model_dump()
             ignored += 1
         else:
             counts[change.severity.value] += 1

@@ -11,13 +11,24 @@ A rules file (YAML or JSON, parsed by the caller) looks like::
         operation: "GET /v1/legacy/*"
         reason: "we never read these fields (JIRA-123)"
 
+    waivers:
+      - rule: response-property-removed-required
+        operation: "GET /v1/legacy/*"
+        owner: payments-team@example.com
+        reason: "we never read these fields (TICKET-123)"
+        expires: 2027-03-31
+
 Matching: `rule` exactly, `path`, `operation` and `tool` as shell-style globs; every given
-field must match. Ignored findings stay in the result, marked `ignored` with the reason.
+field must match. Ignored findings stay in the result, marked `ignored` with the reason; a
+waiver (`controller.model.waivers`, the entries of `.driftgate/waivers.yaml` without `watch`)
+is an ignore with an owner and an expiry: its findings are also marked `waived`, and from its
+`expires` day it no longer applies.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import UTC, date, datetime, time
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -25,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from controller.diffs.rules import CATALOG
 from controller.model.change import Change, Severity
+from controller.model.waivers import Waiver, waive
 
 
 class RulesFileError(ValueError):
@@ -77,6 +89,7 @@ class RulesFile(BaseModel):
     version: int = 1
     overrides: list[Override] = Field(default_factory=list)
     ignore: list[Ignore] = Field(default_factory=list)
+    waivers: list[Waiver] = Field(default_factory=list)
 
 
 def parse_rules_file(data: Mapping[str, Any] | RulesFile) -> RulesFile:
@@ -100,10 +113,20 @@ def parse_rules_file(data: Mapping[str, Any] | RulesFile) -> RulesFile:
     return rules
 
 
+def expired_waivers(rules: RulesFile, today: date) -> list[Waiver]:
+    """The waivers of `rules` that no longer apply on `today` (UTC)."""
+    return [waiver for waiver in rules.waivers if waiver.is_expired(_start_of(today))]
+
+
+def _start_of(today: date) -> datetime:
+    return datetime.combine(today, time(0), tzinfo=UTC)
+
+
 def apply_rules_file(
-    changes: Iterable[Change], rules: Mapping[str, Any] | RulesFile
+    changes: Iterable[Change], rules: Mapping[str, Any] | RulesFile, today: date | None = None
 ) -> list[Change]:
-    """Return the changes with severity overrides applied and ignored findings marked."""
+    """Return the changes with severity overrides applied and ignored findings marked, then
+    waived findings marked (waivers that have not expired on `today`, default today UTC)."""
     parsed = parse_rules_file(rules)
     out: list[Change] = []
     for change in changes:
@@ -115,4 +138,7 @@ def apply_rules_file(
                 change = change.model_copy(update={"ignored": True, "ignoreReason": ignore.reason})
                 break
         out.append(change)
+    if parsed.waivers:
+        on = today or datetime.now(UTC).date()
+        out = waive(out, parsed.waivers, _start_of(on))
     return out

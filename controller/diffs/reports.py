@@ -178,7 +178,8 @@ def render_text(report: DiffReport, fail_on: Threshold, options: RenderOptions) 
                 )
         lines.append("")
     for change in ordered(report.changes):
-        label = "IGNORED" if change.ignored else change.severity.value.upper()
+        label = ("WAIVED" if change.waived else "IGNORED") if change.ignored else None
+        label = label or change.severity.value.upper()
         head = headline(change)
         if head.is_cause:
             lines.append(
@@ -188,13 +189,26 @@ def render_text(report: DiffReport, fail_on: Threshold, options: RenderOptions) 
         else:
             lines.append(f"  {label:<8} {head.subject}: {head.what} [{change.rule}]")
         if change.ignored:
-            lines.append(f"           ignored: {change.ignoreReason}")
+            lines.append(f"           {ignored_note(change)}")
         else:
             lines.append(f"           hint: {hint_for(change)}")
     lines.append(_summary(report))
     verdict = "FAIL" if report.reaches(fail_on) else "PASS"
     lines.append(f"{verdict} (--fail-on {fail_on})")
     return "\n".join(lines) + "\n"
+
+
+def ignored_note(change: Change) -> str:
+    """Why a finding does not count: `waived by OWNER until DAY: REASON` or `ignored: REASON`."""
+    if change.waived and change.waiver is not None:
+        waiver = change.waiver
+        return f"waived by {waiver.owner} until {waiver.expires}: {waiver.reason}"
+    return f"ignored: {change.ignoreReason or ''}"
+
+
+def _why(change: Change) -> str:
+    """The reason alone for an ignored finding, the whole waiver for a waived one."""
+    return ignored_note(change) if change.waived else change.ignoreReason or ""
 
 
 def render_json(report: DiffReport, fail_on: Threshold, options: RenderOptions) -> str:
@@ -269,9 +283,10 @@ def render_markdown(report: DiffReport, fail_on: Threshold, options: RenderOptio
     rows = []
     for change in changes:
         line = headline(change)
-        severity = "ignored" if change.ignored else change.severity.value
+        severity = change.severity.value
         if change.ignored:
-            hint = f"ignored: {change.ignoreReason or ''}"
+            severity = "waived" if change.waived else "ignored"
+            hint = ignored_note(change)
         else:
             hint = hint_for(change)
         rows.append(
@@ -416,9 +431,7 @@ def render_sarif(report: DiffReport, fail_on: Threshold, options: RenderOptions)
                 {"id": 1, "physicalLocation": place.old_sarif, "message": {"text": "before"}}
             ]
         if change.ignored:
-            result["suppressions"] = [
-                {"kind": "external", "justification": change.ignoreReason or ""}
-            ]
+            result["suppressions"] = [{"kind": "external", "justification": _why(change)}]
         results.append(result)
     run: dict[str, Any] = {
         "tool": {
@@ -471,7 +484,7 @@ def render_junit(report: DiffReport, fail_on: Threshold, options: RenderOptions)
         )
         if change.ignored:
             skipped += 1
-            ET.SubElement(case, "skipped", message=change.ignoreReason or "ignored")
+            ET.SubElement(case, "skipped", message=_why(change) or "ignored")
         elif floor is not None and change.severity.rank >= floor:
             failures += 1
             head = headline(change)

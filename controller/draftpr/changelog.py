@@ -28,6 +28,9 @@ class ChangeLine:
     rule: str = ""
     hint: str = ""
     agent_action: str = ""
+    # A finding a waiver accepts (`.driftgate/waivers.yaml`): "by OWNER until DAY: REASON".
+    # Listed, marked, and not counted.
+    waived: str = ""
 
 
 def branch_name(event_id: str) -> str:
@@ -51,8 +54,12 @@ def title(watch_name: str, changes: Sequence[ChangeLine]) -> str:
 
 
 def _counts(changes: Sequence[ChangeLine]) -> str:
-    found = {s: sum(1 for c in changes if c.severity == s) for s in _SEVERITY_ORDER}
+    counted = [c for c in changes if not c.waived]
+    found = {s: sum(1 for c in counted if c.severity == s) for s in _SEVERITY_ORDER}
     parts = [f"{n} {s}" for s, n in found.items() if n]
+    waived = len(changes) - len(counted)
+    if waived:
+        parts.append(f"{waived} waived")
     return ", ".join(parts) or "no changes listed"
 
 
@@ -77,7 +84,9 @@ def render_changelog(
     """The changelog file: what drifted, each change with its severity, rule and the hint
     an agent or a person acts on, and where to read more. With `max_chars` (a pull request
     body), the rows that do not fit are left out and counted."""
-    ordered = sorted(changes, key=lambda c: (_SEVERITY_ORDER.get(c.severity, 3), c.path))
+    ordered = sorted(
+        changes, key=lambda c: (bool(c.waived), _SEVERITY_ORDER.get(c.severity, 3), c.path)
+    )
     lines = [
         f"# Contract drift: {watch_name}",
         "",
@@ -95,8 +104,11 @@ def render_changelog(
     rows = []
     for change in ordered:
         todo = change.hint + (f" (`{change.agent_action}`)" if change.agent_action else "")
+        severity = change.severity
+        if change.waived:
+            severity, todo = f"waived ({change.severity})", f"waived {change.waived}"
         rows.append(
-            f"| {change.severity} | {_cell(change.rule) or '-'} | `{_cell(change.path)}` | "
+            f"| {severity} | {_cell(change.rule) or '-'} | `{_cell(change.path)}` | "
             f"{_cell(change.message)} | {_cell(todo) or '-'} |"
         )
     closing = [

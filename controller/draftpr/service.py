@@ -744,6 +744,11 @@ def _requested(change: dict[str, Any]) -> dict[str, Any]:
     fails = what_fails(change)
     if fails is not None:
         requested["fails"] = fails
+    waiver = change.get("waiver")
+    if change.get("waived") and isinstance(waiver, dict):
+        requested["waived"] = (
+            f"by {waiver.get('owner')} until {waiver.get('expires')}: {waiver.get('reason')}"
+        )
     return requested
 
 
@@ -756,6 +761,7 @@ def _line(change: dict[str, Any]) -> changelog.ChangeLine:
         rule=rule,
         hint=hint_for({**change, "severity": change.get("severity", "info")}) if rule else "",
         agent_action=known.agent_action if (known := CATALOG.get(rule)) else "",
+        waived=str(change.get("waived") or ""),
     )
 
 
@@ -1384,7 +1390,12 @@ def open_for_agent(
     if repo_ref is None:
         return None
     repo, base = repo_ref
-    changes = [_requested(c) for c in decode_changes(event.changes) if not c.get("ignored")][:250]
+    # Waived findings are listed, marked (`.driftgate/waivers.yaml`); other ignored ones not.
+    changes = [
+        _requested(c)
+        for c in decode_changes(event.changes)
+        if not c.get("ignored") or c.get("waived")
+    ][:250]
     request = {
         "watchId": watch.id,
         "driftEventId": event.id,

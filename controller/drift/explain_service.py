@@ -10,7 +10,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from controller.diffs.explain import explain_changes
 from controller.model.base import ApiModel, BodyBool, JsonNumber, RequestModel
-from controller.model.change import Change, Location, Severity
+from controller.model.change import Change, Location, Severity, WaiverNote
 from controller.model.watch import ChangeCounts, refuse_null
 
 MAX_CHANGES = 5000
@@ -25,6 +25,14 @@ ActionToken = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,63}$"
 class LocationIn(RequestModel):
     operation: Annotated[str, StringConstraints(max_length=2048)] | None = None
     tool: Annotated[str, StringConstraints(max_length=512)] | None = None
+
+
+class WaiverIn(RequestModel):
+    """The waiver of a waived change, as served (`.driftgate/waivers.yaml`)."""
+
+    owner: Text
+    reason: Text
+    expires: Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}$")]
 
 
 class ChangeIn(RequestModel):
@@ -46,6 +54,8 @@ class ChangeIn(RequestModel):
     after: Any = None
     ignored: BodyBool = False
     ignore_reason: Text | None = None
+    waived: BodyBool = Field(default=False, description="as served: a waiver accepts it")
+    waiver: WaiverIn | None = Field(default=None, description="as served: the waiver")
     hint: Text | None = Field(
         default=None,
         description="accepted so that a served change can be sent back as it is; the "
@@ -99,6 +109,8 @@ class ChangeIn(RequestModel):
             "ignored": self.ignored,
             "ignoreReason": self.ignore_reason,
         }
+        if self.waived and self.waiver is not None:
+            data |= {"waived": True, "waiver": self.waiver.model_dump(), "ignored": True}
         if self.agent_action is not None:
             data["agentAction"] = self.agent_action
         if self.origin is not None:  # a served cause: explained by its schema place
@@ -136,6 +148,8 @@ class ExplainedChange(ApiModel):
     )
     ignored: bool = False
     ignore_reason: str | None = None
+    waived: bool = Field(default=False, description="a waiver accepts it (not counted)")
+    waiver: WaiverNote | None = None
 
 
 class ExplainOut(ApiModel):
@@ -163,6 +177,8 @@ def explain(request: ExplainRequest) -> ExplainOut:
                 affected_count=item.get("affectedCount"),
                 ignored=item.get("ignored", False),
                 ignore_reason=item.get("ignoreReason"),
+                waived=item.get("waived", False),
+                waiver=WaiverNote(**item["waiver"]) if "waiver" in item else None,
             )
             for item in result["changes"]
         ],

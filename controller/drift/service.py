@@ -15,7 +15,7 @@ from pydantic import Field
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from controller.agents.policy import ACTIONS_STALE, STALE, reasons_for
+from controller.agents.policy import ACTIONS_STALE, STALE, WAIVER_EXPIRED, reasons_for
 from controller.checks.engine import forget_prior_baseline
 from controller.crypto import SecretBox
 from controller.diffs.explain import with_hints
@@ -149,6 +149,11 @@ class WatchStatus(ApiModel):
     )
     agent_actions: list[str]
     reasons: list[str] = Field(description="the watch's preflight reason tokens")
+    waived_until: datetime | None = Field(
+        default=None,
+        description="when the first waiver hiding a breaking change of the current comparison "
+        "ends (.driftgate/waivers.yaml): from then the gate blocks until it is counted again",
+    )
     watch: WatchOut
 
 
@@ -291,6 +296,8 @@ def reasons_of(watch: Watch, now: datetime) -> list[str]:
         interval_minutes=watch.interval_minutes,
         now=now,
     )
+    if watch.waived_until is not None and now >= watch.waived_until:
+        reasons = [*reasons, WAIVER_EXPIRED]
     return [*reasons, STALE] if stale else reasons
 
 
@@ -333,6 +340,7 @@ def watch_status(session: Session, org_id: str, watch_id: str, now: datetime) ->
         last_drift_event=status_event(event, watch.name) if event else None,
         agent_actions=actions,
         reasons=reasons_of(watch, now),
+        waived_until=watch.waived_until,
         watch=out,
     )
 
@@ -456,6 +464,7 @@ def accept_baseline(
         opened.info,
     )
     watch.drift_status = decided.status.value
+    watch.waived_until = None  # nothing waived is left against the new baseline
     incident = current_incident(session, watch.id)
     if incident is not None and decided.resolve_incident is not None:
         close_incident(

@@ -39,6 +39,8 @@ EVENT_TYPES = (
     "destination.recovered",
     "destination.test",
     "digest",
+    "waiver.expiring",
+    "waiver.expired",
 )
 DEFAULT_ALERT_SEVERITIES = ("breaking", "warning")
 SEVERITY_RANK = {"breaking": 3, "warning": 2, "info": 1}

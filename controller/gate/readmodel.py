@@ -114,7 +114,13 @@ class Json:
             (Watch.id.is_(None), null()),
             (
                 Watch.drift_status == "ok",
-                self.array(Watch.id, Watch.name, Watch.last_checked_at, Watch.interval_minutes),
+                self.array(
+                    Watch.id,
+                    Watch.name,
+                    Watch.last_checked_at,
+                    Watch.interval_minutes,
+                    Watch.waived_until,
+                ),
             ),
             else_=self.array(
                 Watch.id,
@@ -126,6 +132,7 @@ class Json:
                 Watch.incident_id,
                 Incident.status,
                 self.embed(DriftEvent.agent_actions),
+                Watch.waived_until,
             ),
         )
 
@@ -145,13 +152,13 @@ def _time(value: str | None) -> datetime | None:
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
-OK_ELEMENT = 4  # the length of an `ok` watch's element
+OK_ELEMENT = 5  # the length of an `ok` watch's element
 
 
 def state(element: list[Any]) -> tuple[str, WatchState]:
     """A watch element of `Json.watch` as its id and state."""
     if len(element) == OK_ELEMENT:
-        wid, name, checked, interval = element
+        wid, name, checked, interval, waived = element
         return wid, WatchState(
             id=wid,
             name=name,
@@ -161,8 +168,20 @@ def state(element: list[Any]) -> tuple[str, WatchState]:
             interval_minutes=interval,
             incident_id=None,
             incident_status=None,
+            waived_until=_time(waived),
         )
-    (wid, name, status, failure, checked, interval, incident_id, incident_status, actions) = element
+    (
+        wid,
+        name,
+        status,
+        failure,
+        checked,
+        interval,
+        incident_id,
+        incident_status,
+        actions,
+        waived,
+    ) = element
     return wid, WatchState(
         id=wid,
         name=name,
@@ -173,6 +192,7 @@ def state(element: list[Any]) -> tuple[str, WatchState]:
         incident_id=incident_id,
         incident_status=incident_status,
         change_actions=tuple(actions or ()),
+        waived_until=_time(waived),
     )
 
 

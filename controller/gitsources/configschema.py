@@ -15,7 +15,13 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 
 from controller.model.coverage import CoverageFile
-from controller.model.gitops import AgentsFile, DashboardsFile, TemplatesFile, WatchSetsFile
+from controller.model.gitops import (
+    AgentsFile,
+    DashboardsFile,
+    TemplatesFile,
+    WaiversFile,
+    WatchSetsFile,
+)
 from controller.model.ingress_profiles import ProfileDocument
 from controller.settings import Settings
 
@@ -48,6 +54,7 @@ GITOPS_FILES: dict[str, tuple[str, type[BaseModel]]] = {
     "templates.yaml": ("templates.schema.json", TemplatesFile),
     "watch-sets.yaml": ("watch-sets.schema.json", WatchSetsFile),
     "dashboards.yaml": ("dashboards.schema.json", DashboardsFile),
+    "waivers.yaml": ("waivers.schema.json", WaiversFile),
 }
 
 

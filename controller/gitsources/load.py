@@ -54,6 +54,7 @@ from controller.model.gitops import (
     Template,
     TemplatesFile,
     Unreadable,
+    WaiversFile,
     WatchSetEntry,
     WatchSetsFile,
 )
@@ -68,7 +69,7 @@ from controller.model.watch import (
     explain_bad_url,
 )
 
-FILES = ("agents.yaml", "templates.yaml", "watch-sets.yaml", "dashboards.yaml")
+FILES = ("agents.yaml", "templates.yaml", "watch-sets.yaml", "dashboards.yaml", "waivers.yaml")
 PROFILES = "profiles"  # the subdirectory of consumer profiles, one file each
 # The subdirectory of watch-set files: each like watch-sets.yaml, all of them one namespace.
 WATCH_SETS = "watch-sets"
@@ -155,6 +156,7 @@ class Bundle:
     # `watch-sets/prod.yaml`) -> its model, for those that validated.
     watch_set_files: dict[str, WatchSetsFile] = field(default_factory=dict)
     dashboards: DashboardsFile | None = None
+    waivers: WaiversFile | None = None
     # Consumer profiles of `profiles/*.json|yaml`: id -> (file as shown, the profile).
     profiles: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
@@ -271,6 +273,7 @@ def load_bundle(
         watch_sets=_merged(set_files),
         watch_set_files={name: model for name, model in set_files.items() if model is not None},
         dashboards=validate("dashboards.yaml", DashboardsFile),
+        waivers=validate("waivers.yaml", WaiversFile),
         positions={
             name: document.positions
             for name, document in documents.items()
@@ -283,6 +286,7 @@ def load_bundle(
         ("templates.yaml", bundle.templates),
         *set_files.items(),
         ("dashboards.yaml", bundle.dashboards),
+        ("waivers.yaml", bundle.waivers),
     ):
         if model is not None and not documents[name].problems:
             bundle.data[name] = documents[name].data
@@ -507,6 +511,10 @@ def _parse(name: str, file: str, raw: bytes, max_file_bytes: int = MAX_FILE_BYTE
     return document
 
 
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+DATED_FILES = ("waivers.yaml",)  # the files with date keys (`expires`)
+
+
 class _Builder:
     """Turns composed YAML nodes into plain data, recording where every value starts."""
 
@@ -525,6 +533,10 @@ class _Builder:
             raise _Unreadable(node.start_mark, f"nested deeper than {MAX_DEPTH} levels", path)
         self.positions.values[path] = _position(node.start_mark)
         if isinstance(node, yaml.ScalarNode):
+            if node.tag == _TIMESTAMP and self.document.kind in DATED_FILES:
+                # A date (`expires: 2027-03-31`) stays the text it is: the data is JSON. In
+                # the other files no key is a date, and an unquoted one is asked to be quoted.
+                return str(node.value)
             return self.loader.construct_object(node)
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, (*path, i), depth + 1) for i, item in enumerate(node.value)]

@@ -32,7 +32,7 @@ import time
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,7 @@ from controller.model import conditions as cond
 from controller.model.catalog import SYSTEM_TEMPLATES
 from controller.model.gitops import HOSTED_PRESETS, Unreadable
 from controller.model.ingress_profiles import content_hash
+from controller.model.waivers import waiver_key
 from controller.settings import Settings, SourceSpec
 from controller.sources.git import (
     GitCache,
@@ -70,6 +71,7 @@ from controller.sources.git import (
     redact_url,
     set_network_timeouts,
 )
+from controller.store import audit
 from controller.store.db import Database
 from controller.store.models import (
     Agent,
@@ -79,6 +81,7 @@ from controller.store.models import (
     Org,
     Source,
     Template,
+    WaiverRow,
     Watch,
     WatchSet,
 )
@@ -89,7 +92,7 @@ from controller.watches.status import INITIAL as INITIAL_DRIFT_STATUS
 
 logger = logging.getLogger("driftgate.reconcile")
 
-KINDS = ("templates", "watchSets", "watches", "agents", "profiles", "dashboards")
+KINDS = ("templates", "watchSets", "watches", "agents", "profiles", "dashboards", "waivers")
 RUNS_KEPT = 10
 PRESET_POLICIES = ("notify-only", "staging-strict", "production-guard")
 ENV_REFERENCE = re.compile(r"^\$\{env:([A-Z_][A-Z0-9_]*)\}$")
@@ -110,6 +113,7 @@ class Desired:
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
     profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
     dashboards: dict[str, dict[str, Any]] = field(default_factory=dict)
+    waivers: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def of(self, kind: str) -> dict[str, dict[str, Any]]:
         return {
@@ -119,6 +123,7 @@ class Desired:
             "agents": self.agents,
             "profiles": self.profiles,
             "dashboards": self.dashboards,
+            "waivers": self.waivers,
         }[kind]
 
 
@@ -658,7 +663,45 @@ class Reconciler:
                     "path": f"{base}/dashboards.yaml",
                 }
                 desired.dashboards[dashboard.name] = self._with_digest(values)
+        if bundle.waivers is not None:
+            problems += self._desired_waivers(bundle, f"{base}/waivers.yaml", desired)
         return desired, problems
+
+    def _desired_waivers(self, bundle: Bundle, file: str, desired: Desired) -> list[Problem]:
+        """Each waiver by what it matches (`waiver_key`); an expiry beyond the setting
+        `waiver_max_days` from today, or the same waiver twice, is a problem at its place."""
+        assert bundle.waivers is not None
+        problems: list[Problem] = []
+        latest = utcnow().date() + timedelta(days=self.settings.waiver_max_days)
+
+        def problem(where: tuple[str | int, ...], message: str) -> None:
+            line, column = bundle.locate("waivers.yaml", where)
+            path = f"waivers[{where[1]}]" + (f".{where[2]}" if len(where) > 2 else "")
+            problems.append(
+                Problem(file=file, line=line, column=column, path=path, message=message)
+            )
+
+        for index, waiver in enumerate(bundle.waivers.waivers):
+            if waiver.expires > latest:
+                problem(
+                    ("waivers", index, "expires"),
+                    f"expires {waiver.expires.isoformat()} is more than "
+                    f"{self.settings.waiver_max_days} days away (setting waiver_max_days): "
+                    f"the latest allowed is {latest.isoformat()}",
+                )
+            key = waiver_key(waiver)
+            if key in desired.waivers:
+                problem(
+                    ("waivers", index), "the same waiver (watch, rule and where) is listed twice"
+                )
+                continue
+            values = {
+                **waiver.model_dump(mode="json"),
+                "path": file,
+                "match_path": waiver.path,
+            }
+            desired.waivers[key] = self._with_digest(values)
+        return problems
 
     def _resolve_headers(
         self, bundle: Bundle, file: str, where: tuple[Any, ...], declared: Mapping[str, Any]
@@ -796,6 +839,7 @@ class Reconciler:
         session.flush()
         # Agents whose bindings pointed at something this revision created or removed.
         self._rebind(session, spec.name, org_id)
+        self._audit_waivers(applying)
 
     def _write_template(self, applying: _Applying, template: Template, values: Values) -> None:
         template.watch_type = values["watch_type"]
@@ -850,6 +894,63 @@ class Reconciler:
         profile.content_hash = content_hash(content)
         profile.watch_id = content.get("watchId")
         profile.updated_at = utcnow()
+
+    def _write_waiver(self, applying: _Applying, row: WaiverRow, values: Values) -> None:
+        expires = date.fromisoformat(values["expires"])
+        if row.expires != expires:
+            # A new expiry is a new waiver for its owner: both notices again.
+            row.expiring_notified_at = row.expired_notified_at = None
+        row.watch = values["watch"]
+        row.rule = values["rule"]
+        row.path = values["match_path"]
+        row.operation = values["operation"]
+        row.tool = values["tool"]
+        row.owner = values["owner"]
+        row.reason = values["reason"]
+        row.expires = expires
+        row.updated_at = utcnow()
+
+    def _audit_waivers(self, applying: _Applying) -> None:
+        """One audit entry per waiver this revision adds, changes or removes, and the org's
+        watches whose comparison a waiver touched counted again (`controller.waivers`)."""
+        plan, session = applying.plan, applying.session
+        moves = (
+            ("waiver.create", plan.create["waivers"]),
+            ("waiver.update", plan.update["waivers"]),
+            ("waiver.delete", plan.prune["waivers"]),
+        )
+        actor = f"source:{applying.source}"
+        for action, keys in moves:
+            for key in keys:
+                values = applying.desired.waivers.get(key, {})
+                audit.record(
+                    session,
+                    actor=actor,
+                    action=action,
+                    target_type="waiver",
+                    target_id=key,
+                    org_id=applying.org_id,
+                    details={
+                        "revision": applying.revision,
+                        **{
+                            k: values[k]
+                            for k in ("watch", "rule", "owner", "expires")
+                            if k in values
+                        },
+                    },
+                )
+        if any(keys for _, keys in moves):
+            # Counted again on the controller's next tick; the gate blocks them meanwhile
+            # (fail closed): a waiver that left git must not keep hiding a finding.
+            session.execute(
+                update(Watch)
+                .where(
+                    Watch.org_id == applying.org_id,
+                    or_(Watch.waived_until.is_not(None), Watch.drift_status == "drifted"),
+                )
+                .values(waived_until=utcnow())
+                .execution_options(synchronize_session=False)
+            )
 
     def _rebind(self, session: Session, source: str, org_id: str) -> int:
         """Resolve this source's bindings again when some point at nothing; returns how many
@@ -1140,6 +1241,13 @@ APPLY: tuple[ApplyKind, ...] = (
         Dashboard.name,
         lambda org_id, name: Dashboard(org_id=org_id, name=name),
         Reconciler._write_dashboard,
+    ),
+    ApplyKind(
+        "waivers",
+        WaiverRow,
+        WaiverRow.key,
+        lambda org_id, key: WaiverRow(org_id=org_id, key=key),
+        Reconciler._write_waiver,
     ),
 )
 assert tuple(kind.name for kind in APPLY) == KINDS

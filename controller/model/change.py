@@ -41,6 +41,17 @@ class Location(BaseModel):
     tool: str | None = Field(default=None, exclude_if=_absent)
 
 
+class WaiverNote(BaseModel):
+    """The waiver a finding is waived by (`.driftgate/waivers.yaml`, `diff --rules`): who
+    accepted it, why, and until when (the first day it no longer applies, UTC)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    owner: str
+    reason: str
+    expires: str = Field(description="ISO date: from this day (00:00 UTC) the finding counts")
+
+
 class Change(BaseModel):
     """One classified change. `summary` is also accepted as `message` (draft-PR webhook)."""
 
@@ -58,6 +69,9 @@ class Change(BaseModel):
     agentAction: str = "accept_baseline"
     ignored: bool = Field(default=False, exclude_if=lambda value: value is False)
     ignoreReason: str | None = Field(default=None, exclude_if=_absent)
+    # A waived finding is also `ignored` (so nothing counts it), with the waiver's reason.
+    waived: bool = Field(default=False, exclude_if=lambda value: value is False)
+    waiver: WaiverNote | None = Field(default=None, exclude_if=_absent)
     # The referenced schema the change lives in (`#/components/schemas/charge/properties/id`):
     # the same cause met through every operation that reaches the schema.
     origin: str | None = Field(default=None, exclude_if=_absent)
@@ -90,6 +104,9 @@ class Change(BaseModel):
         if self.ignored:
             data["ignored"] = True
             data["ignoreReason"] = self.ignoreReason
+        if self.waived and self.waiver is not None:
+            data["waived"] = True
+            data["waiver"] = self.waiver.model_dump()
         if self.origin is not None:
             data["origin"] = self.origin
         if self.affected is not None:

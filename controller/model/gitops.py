@@ -32,6 +32,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from controller.contracts.kinds import CONTRACT_KINDS
 from controller.model.dashboard import PANELS, Panel
+from controller.model.waivers import WatchWaiver
 from controller.model.watch import (
     LABEL_PATTERN,
     NOTE_PATTERN,
@@ -532,6 +533,15 @@ class DashboardsFile(CamelFileModel):
 
     version: Literal[1]
     dashboards: list[DashboardSpec]
+
+
+class WaiversFile(FileModel):
+    """`.driftgate/waivers.yaml`: accepted findings (`controller.model.waivers`)."""
+
+    model_config = ConfigDict(title="waivers.yaml")
+
+    version: Literal[1]
+    waivers: list[WatchWaiver] = Field(default_factory=list)
 
 
 # Paths that cannot be read: each is a problem at its path, so a revision with one applies

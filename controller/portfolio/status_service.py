@@ -74,6 +74,7 @@ def portfolio_status(
                 Watch.interval_minutes,
                 Watch.open_breaking,
                 Watch.created_at,
+                Watch.waived_until,  # a waiver that ended blocks (`reasons_of`)
                 raiseload=True,
             ),
             raiseload(Watch.tag_rows),  # not shown here: no second query for the tags

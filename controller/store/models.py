@@ -10,13 +10,14 @@ import os
 import random
 import time
 import uuid
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 from sqlalchemy import (
     BigInteger,
     Boolean,
+    Date,
     ForeignKey,
     Index,
     Integer,
@@ -134,6 +135,7 @@ class Watch(Base):
         Index("ix_watches_org_status", "org_id", "drift_status"),
         Index("ix_watches_org_created", "org_id", "created_at", "id"),
         Index("ix_watches_gate_stamp", "gate_stamp"),
+        Index("ix_watches_waived_until", "waived_until"),
         Index("ix_watches_org_vendor", "org_id", "vendor"),
         # What the controller schedules: the watches not paused, by when they are due.
         Index(
@@ -182,6 +184,9 @@ class Watch(Base):
     open_warning: Mapped[int] = mapped_column(Integer, default=0)
     open_info: Mapped[int] = mapped_column(Integer, default=0)
     incident_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    # When the first waiver hiding a breaking change of the current comparison ends (the gate
+    # blocks from then until the findings are counted again; `controller.waivers`).
+    waived_until: Mapped[datetime | None] = mapped_column(default=None)
 
     etag: Mapped[str | None] = mapped_column(String(512), default=None)
     last_modified: Mapped[str | None] = mapped_column(String(128), default=None)
@@ -964,6 +969,30 @@ class Dashboard(ManagedBySource, Base):
     description: Mapped[str] = mapped_column(Text, default="")
     filters: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     panels: Mapped[list[str]] = mapped_column(JSONType, default=list)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class WaiverRow(ManagedBySource, Base):
+    """A waiver of a git source's `.driftgate/waivers.yaml` (`controller.model.waivers`), keyed
+    by what it matches; the notices to its owner are each sent once."""
+
+    __tablename__ = "waivers"
+    __table_args__ = (UniqueConstraint("org_id", "key"), Index("ix_waivers_expires", "expires"))
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    org_id: Mapped[str] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(64))
+    watch: Mapped[str] = mapped_column(String(300))
+    rule: Mapped[str] = mapped_column(String(120))
+    path: Mapped[str | None] = mapped_column(String(300), default=None)
+    operation: Mapped[str | None] = mapped_column(String(300), default=None)
+    tool: Mapped[str | None] = mapped_column(String(300), default=None)
+    owner: Mapped[str] = mapped_column(String(254))
+    reason: Mapped[str] = mapped_column(String(500))
+    expires: Mapped[date] = mapped_column(Date)
+    expiring_notified_at: Mapped[datetime | None] = mapped_column(default=None)
+    expired_notified_at: Mapped[datetime | None] = mapped_column(default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 

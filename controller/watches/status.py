@@ -81,6 +81,9 @@ class Counts:
     breaking: int = 0
     warning: int = 0
     info: int = 0
+    # Changes a waiver accepts (not counted above): they keep the baseline where it is, so
+    # that they count again when the waiver ends.
+    waived: int = 0
 
 
 NO_CHANGES = Counts()
@@ -258,7 +261,7 @@ def _new_snapshot(facts: StatusFacts, current: DriftStatus, counts: Counts) -> T
             notify_agents=not paused,
             announce_drift="breaking",
         )
-    info_only = counts.warning == 0
+    info_only = counts.warning == 0 and counts.waived == 0
     return Transition(
         current,
         _keep_if_paused(current, DriftStatus.OK),
@@ -268,7 +271,7 @@ def _new_snapshot(facts: StatusFacts, current: DriftStatus, counts: Counts) -> T
         open_changes=NO_CHANGES if info_only else Counts(0, counts.warning, counts.info),
         resolve_incident="reverted",
         announce_cleared=current == DriftStatus.DRIFTED,
-        announce_drift=None if info_only else "warning",
+        announce_drift="warning" if counts.warning else None,
     )
 
 

@@ -57,7 +57,7 @@ def test_invalid_files_print_every_problem_and_exit_1(repo: Path) -> None:
         "at most 64 characters, starting and ending with a letter or digit",
         ".driftgate/agents.yaml:5:5: missing required key 'id'",
         ".driftgate/templates.yml:1:1: did you mean templates.yaml? driftgate reads only "
-        "agents.yaml, templates.yaml, watch-sets.yaml, dashboards.yaml",
+        "agents.yaml, templates.yaml, watch-sets.yaml, dashboards.yaml, waivers.yaml",
     ]
     assert result.stderr == "driftgate: 3 problems in .driftgate\n"
 
@@ -130,7 +130,7 @@ def test_unusable_directories_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert empty.exit_code == 2
     assert empty.stderr == (
         "driftgate: error: empty has none of agents.yaml, templates.yaml, watch-sets.yaml, "
-        "dashboards.yaml, watch-sets/*.yaml, .driftguard/agents.yaml\n"
+        "dashboards.yaml, waivers.yaml, watch-sets/*.yaml, .driftguard/agents.yaml\n"
     )
 
 

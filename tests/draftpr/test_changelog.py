@@ -44,3 +44,29 @@ def test_a_pull_request_body_stays_under_githubs_limit() -> None:
     assert 0 < kept < 250
     assert f"…and {250 - kept} more of 250 changes: see `.driftgate/changes/e.md`." in shown
     assert shown.rstrip().endswith("unblocks the agents bound to the watch.")
+
+
+def test_a_waived_finding_is_listed_marked_and_not_counted() -> None:
+    """A finding a waiver of `.driftgate/waivers.yaml` accepts: a row of its own, last, with
+    the waiver; the title and the counts leave it out."""
+    lines = [
+        changelog.ChangeLine(
+            "breaking",
+            "/paths/~1v1~1legacy/get",
+            "operation GET /v1/legacy removed",
+            "endpoint-removed",
+            waived="by payments@example.com until 2027-03-31: never called (T-1)",
+        ),
+        changelog.ChangeLine("breaking", "/z", "gone", "endpoint-removed"),
+    ]
+    assert changelog.title("w", lines) == "driftgate: w contract drift (1 breaking, 1 waived)"
+    text = changelog.render_changelog(
+        watch_name="w", watch_url="https://v/x", event_id="e", changes=lines, link=None
+    )
+    rows = [line for line in text.splitlines() if line.startswith("| ")][1:]
+    assert rows[0].startswith("| breaking | endpoint-removed | `/z` |")
+    assert rows[1].startswith("| waived (breaking) | endpoint-removed |")
+    assert rows[1].endswith(
+        "| waived by payments@example.com until 2027-03-31: never called (T-1) |"
+    )
+    assert "- changes: 1 breaking, 1 waived" in text

@@ -294,9 +294,9 @@ def test_misnamed_files_are_pointed_out_and_others_ignored() -> None:
     )
     assert [str(p) for p in bundle.problems] == [
         "repo/.driftgate/agents.yml:1:1: did you mean agents.yaml? driftgate reads only "
-        "agents.yaml, templates.yaml, watch-sets.yaml, dashboards.yaml",
+        "agents.yaml, templates.yaml, watch-sets.yaml, dashboards.yaml, waivers.yaml",
         "repo/.driftgate/watch_sets.yaml:1:1: did you mean watch-sets.yaml? driftgate reads only "
-        "agents.yaml, templates.yaml, watch-sets.yaml, dashboards.yaml",
+        "agents.yaml, templates.yaml, watch-sets.yaml, dashboards.yaml, waivers.yaml",
     ]
     assert bundle.agents is None
 
@@ -343,7 +343,7 @@ def test_a_file_that_could_not_be_read_is_a_problem_and_never_counts_as_absent()
     )
     assert [str(problem) for problem in bundle.problems] == [
         ".driftgate/agents.yml:1:1: did you mean agents.yaml? driftgate reads only agents.yaml, "
-        "templates.yaml, watch-sets.yaml, dashboards.yaml",
+        "templates.yaml, watch-sets.yaml, dashboards.yaml, waivers.yaml",
         ".driftgate/profiles/orders.json:1:1: the file has 2,048 bytes (2 KiB), more than the "
         "limit of 1 KiB per file (git_max_file_bytes); driftgate did not read it (split it, or "
         "raise the limit)",

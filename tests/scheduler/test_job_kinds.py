@@ -155,6 +155,7 @@ def test_the_controller_runs_its_routines_in_order_and_survives_a_failing_one(
         "reap",
         "enqueue_sources",
         "enqueue_checks",
+        "waivers",
     ]
     assert [(r.name, r.every) for r in idle.routines.periodic()] == [
         ("retention", 60),

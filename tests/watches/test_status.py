@@ -93,6 +93,33 @@ ROWS: list[tuple[str, StatusFacts, Event, DriftStatus, dict[str, Any]]] = [
             "announce_drift": None,
         },
     ),
+    # ok | only waived breaking changes (and info) | ok, no incident, the baseline kept
+    (
+        "ok-waived-only",
+        facts(OK),
+        CheckSucceeded(Counts(0, 0, 2, waived=1)),
+        OK,
+        {
+            "row": "warning_info_only",
+            "open_incident": False,
+            "open_changes": Counts(0, 0, 2),
+            "advance_baseline": None,
+            "announce_drift": None,
+        },
+    ),
+    # drifted | every breaking change now waived | ok, the incident resolved (reverted)
+    (
+        "drifted-waived",
+        facts(DRIFTED, open_breaking=1),
+        CheckSucceeded(Counts(0, 0, 0, waived=1)),
+        OK,
+        {
+            "row": "breaking_gone",
+            "resolve_incident": "reverted",
+            "advance_baseline": None,
+            "announce_cleared": True,
+        },
+    ),
     (
         "ok-no-semantic-change",
         facts(OK),

@@ -27,5 +27,6 @@ from web.api import (  # noqa: E402,F401  (registration)
     summary,
     templates,
     trial,
+    waivers,
     watches,
 )

@@ -19,6 +19,7 @@ from controller.model.watch import Health, WatchCreate, WatchListQuery
 from controller.notifications import service as notifications
 from controller.portfolio import blocked_service as blocked
 from controller.portfolio import service as portfolio
+from controller.waivers import service as waivers
 from controller.watches import service
 from controller.watches import types_service as watch_types
 from web.body import validate
@@ -153,8 +154,15 @@ def watch(user: SignedIn, watch_id: str) -> Response:
     agents = blocked.watch_agents(
         request_session(), database(), user.org_id, status.watch_id, now()
     )
+    covering = waivers.describe(request_session(), user.org_id, now(), watch_id=status.watch_id)
     return page(
-        "watch.html", user, status=status, events=history.events, approvals=rules, agents=agents
+        "watch.html",
+        user,
+        status=status,
+        events=history.events,
+        approvals=rules,
+        agents=agents,
+        waivers=covering,
     )
 
 
