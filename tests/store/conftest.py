@@ -19,6 +19,7 @@ from sqlalchemy import (
     Boolean,
     Column,
     Connection,
+    Date,
     Double,
     Float,
     Integer,
@@ -239,6 +240,8 @@ def plain_value(table: str, column: Column[Any]) -> Any:
     kind = column.type
     if isinstance(kind, UTCDateTime):
         return WHEN
+    if isinstance(kind, Date):
+        return WHEN.date()
     if isinstance(kind, Boolean):
         return False
     if isinstance(kind, Integer | BigInteger):
