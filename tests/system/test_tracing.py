@@ -164,14 +164,19 @@ def test_up_exports_a_checks_trace_and_a_requests_span_to_an_otlp_receiver(
     lines = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
     started = [x["process"] for x in lines if x["event"] == "tracing.started"]
     assert sorted(started) == ["controller", "web"]
-    (line,) = [x for x in lines if x["event"] == "check.failed"]
-    assert {k: line[k] for k in ("watchId", "orgId", "type", "failureClass", "httpStatus")} == {
-        "watchId": gone["id"],
-        "orgId": org_id,
-        "type": "openapi",
-        "failureClass": "http_error",
-        "httpStatus": 404,
-    }
-    assert (line["controller"], line["traceId"]) == (controller_id, failing.trace_id)
+    # One line a failed check: the check asked for, and on a busy machine maybe the
+    # controller's own first round of the new watch as well.
+    failures = [x for x in lines if x["event"] == "check.failed"]
+    assert failures
+    for line in failures:
+        assert {k: line[k] for k in ("watchId", "orgId", "type", "failureClass", "httpStatus")} == {
+            "watchId": gone["id"],
+            "orgId": org_id,
+            "type": "openapi",
+            "failureClass": "http_error",
+            "httpStatus": 404,
+        }
+        assert line["controller"] == controller_id
+    assert failing.trace_id in {line["traceId"] for line in failures}
     exported = json.dumps([(s.name, s.attributes, s.status_message) for s in spans])
     assert [secret for secret in SECRETS if secret in text + exported] == []
