@@ -23,8 +23,6 @@ from werkzeug.wrappers import Response
 from controller.accounts.service import SignedIn
 from controller.destinations import service as destinations
 from controller.errors import Conflict, Unprocessable, ValidationFailed
-from controller.events.channels import ORG_DESTINATION_KINDS as KINDS
-from controller.events.outbox import EVENT_TYPES
 from controller.model.routing import DIGESTS
 from web.body import validate
 from web.console import action, admin, blueprint, now, page, signed_in
@@ -121,7 +119,7 @@ def delete_destination(user: SignedIn, destination_id: str) -> str | Response:
 
 def kind_fields(kind: str) -> tuple[list[FieldView], list[FieldView]]:
     """The settings and the secrets of a kind, as form fields."""
-    spec = KINDS[kind]
+    spec = destinations.kind_of(kind)
     return _fields(spec.settings), _fields(spec.secrets)
 
 
@@ -134,7 +132,7 @@ def _form_page(
     deleting: bool = False,
 ) -> Response:
     settings, secrets = kind_fields(kind)
-    spec = KINDS[kind]
+    spec = destinations.kind_of(kind)
     problems: dict[str, str] = {}
     if error is not None and isinstance(error.details, list):
         for detail in error.details:
@@ -146,12 +144,12 @@ def _form_page(
         code=error.status if error is not None else 200,
         found=found,
         kind=kind,
-        kinds=list(KINDS),
+        kinds=destinations.kinds(),
         settings_fields=settings,
         secret_fields=secrets,
         # A secret is kept only while the kind stays (the service's rule): say so.
         keeps_secrets=found is not None and found.kind == kind,
-        events=spec.events or EVENT_TYPES,
+        events=destinations.events_of(kind),
         severities=SEVERITIES,
         lists=LISTS,
         digests=DIGESTS if spec.digests else ("off",),
@@ -265,7 +263,8 @@ def _field_of(path: str) -> str:
 def _kind(value: str | None) -> str:
     """The kind asked for; an unknown one falls back to the first so the page draws, and the
     service refuses it by name if it is posted."""
-    return value if value in KINDS else next(iter(KINDS))
+    kinds = destinations.kinds()
+    return value if value in kinds else kinds[0]
 
 
 def _lines(text: str) -> list[str]:
