@@ -19,7 +19,7 @@ from controller.crypto import SecretBox
 from controller.destinations import store
 from controller.errors import Conflict, NotFound, Unprocessable
 from controller.events.channels import ORG_DESTINATION_KINDS as KINDS
-from controller.events.channels import Channel
+from controller.events.channels import Channel, DestinationKind
 from controller.events.channels import destination_hint_of as hint_of
 from controller.events.channels.mail import mail_channel
 from controller.events.channels.slack_bot import slack_bot_channel
@@ -144,7 +144,23 @@ class DestinationTestOut(ApiModel):
 
 def list_destinations(session: Session, org_id: str) -> NamedDestinationList:
     rows = store.org_destinations(session, org_id)
-    return NamedDestinationList(destinations=[out(row) for row in rows], kinds=list(KINDS))
+    return NamedDestinationList(destinations=[out(row) for row in rows], kinds=kinds())
+
+
+def kinds() -> list[str]:
+    """The kinds a destination may have, in the registry's order."""
+    return list(KINDS)
+
+
+def kind_of(kind: str) -> DestinationKind:
+    """The registry entry of a kind (its settings and secrets models, whether it takes a
+    digest), for the console's forms; `KeyError` for an unknown kind."""
+    return KINDS[kind]
+
+
+def events_of(kind: str) -> tuple[str, ...]:
+    """The event types a destination of `kind` can take: what its routing may choose from."""
+    return KINDS[kind].events or EVENT_TYPES
 
 
 def get(session: Session, org_id: str, destination_id: str) -> NamedDestinationOut:

@@ -281,6 +281,7 @@ def init_app(app: Flask) -> None:
         agents,
         ask,
         contract,
+        destinations,
         diffruns,
         pages,
         search,

@@ -63,6 +63,7 @@ def _settings_page(
         relay = None
     box = current_app.extensions["driftgate.secret_box"]
     destination = notifications.current_destination(session, user.org_id, box)
+    named = destinations.list_destinations(session, user.org_id)
     return page(
         "settings.html",
         user,
@@ -80,7 +81,8 @@ def _settings_page(
         members=accounts.members(session, user.org_id),
         severities=SEVERITIES,
         weekdays=WEEKDAYS,
-        named_destinations=destinations.list_destinations(session, user.org_id).destinations,
+        named_destinations=named.destinations,
+        named_kinds=named.kinds,
     )
 
 
