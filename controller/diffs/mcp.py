@@ -14,12 +14,14 @@ snapshots stored before that rule is ignored.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from controller.diffs.core import changes_from_findings, compare_keys, escape_pointer, make_change
 from controller.diffs.jsonschema import Finding, SchemaDiffer
 from controller.diffs.refs import Document
+from controller.diffs.renames import changed_parts, pair_renames, schema_shape
 from controller.diffs.rules import Direction
 from controller.model.change import Change, Location
 
@@ -148,12 +150,53 @@ def _tools(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
     rtools = r.tools if r.tools is not None else ({} if _capability_gone(b, r, "tools") else None)
     if rtools is None:
         return  # tools not listed this time (not advertised or failed): not drift by itself
-    for presence, name in compare_keys(btools, rtools, kept_last=True):
-        if presence != "kept":
+    keys = list(compare_keys(btools, rtools, kept_last=True))
+    renamed = dict(
+        pair_renames(
+            {n: btools[n] for p, n in keys if p == "removed"},
+            {n: rtools[n] for p, n in keys if p == "added"},
+            _same_tool_contract,
+        )
+    )
+    new_names = set(renamed.values())
+    for presence, name in keys:
+        if name in renamed and presence == "removed":
+            out.append(_renamed(name, btools[name], renamed[name], rtools[renamed[name]]))
+        elif presence == "added" and name in new_names:
+            continue  # reported with its old name
+        elif presence != "kept":
             loc = Location(tool=name)
             out.append(make_change(f"tool-{presence}", _tool_ptr(name), location=loc, name=name))
         elif btools[name] != rtools[name]:
             _tool(name, btools[name], rtools[name], out)
+
+
+# The parts of a renamed tool the rename finding names when they changed too.
+_TOOL_PARTS = {
+    "description": "description",
+    "inputSchema": "input schema",
+    "outputSchema": "output schema",
+    "annotations": "annotations",
+}
+
+
+def _same_tool_contract(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    bin_, rin = before.get("inputSchema"), after.get("inputSchema")
+    return isinstance(bin_, dict) and schema_shape(bin_) == schema_shape(rin)
+
+
+def _renamed(old: str, before: dict[str, Any], new: str, after: dict[str, Any]) -> Change:
+    """One finding for a tool renamed: breaking for callers by the old name (`location.tool`),
+    with the new name and what else changed (`controller.diffs.renames`)."""
+    return make_change(
+        "tool-renamed",
+        _tool_ptr(old),
+        location=Location(tool=old),
+        name=old,
+        before=old,
+        after=new,
+        detail=changed_parts(before, after, _TOOL_PARTS),
+    )
 
 
 def _capability_gone(b: McpSnapshot, r: McpSnapshot, cap: str) -> bool:

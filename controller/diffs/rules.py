@@ -3120,6 +3120,19 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         reason="Nobody breaks: one more tool.",
     ),
     _r(
+        "tool-renamed",
+        B,
+        "tool renamed from {before} to {after}{detail}",
+        REMOVE_TOOL,
+        "Renamed from the old name to the new one (the summary names both): call the tool, and "
+        "pin it, by its new name.",
+        "mcp",
+        reason="Agents break: calls that name the tool by its old name fail, though the tool "
+        "is still there under its new name (a removal and an addition paired by their "
+        "spelling, or by an equal input schema and a similar description).",
+        fails="{call} now fails: the server lists the tool as {after} now.",
+    ),
+    _r(
         "tool-description-changed",
         W,
         "description of tool {name} changed",
@@ -3445,6 +3458,19 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Backward compatible.",
         "a2a",
         reason="Nobody breaks: one more skill.",
+    ),
+    _r(
+        "skill-renamed",
+        B,
+        "skill renamed from {before} to {after}{detail}",
+        REMOVE_TOOL,
+        "Renamed from the old id to the new one (the summary names both): ask the agent for "
+        "the skill by its new id.",
+        "a2a",
+        reason="Agents break: delegations that name the skill by its old id fail, though the "
+        "skill is still there under its new id (a removal and an addition paired by their "
+        "spelling, or by equal schemas and modes and a similar description).",
+        fails="{call} now fails: the agent lists the skill as {after} now.",
     ),
     _r(
         "skill-name-changed",
