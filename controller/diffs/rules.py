@@ -3394,6 +3394,17 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         reason="Nobody breaks: notification flags.",
     ),
     _r(
+        "capability-flag-removed",
+        W,
+        "capability flag {name} no longer advertised",
+        CHECK_CONFIG,
+        "Clients that relied on the feature (list-changed notifications, resource "
+        "subscriptions) stop getting it; refresh lists yourself or stop subscribing.",
+        "mcp",
+        reason="Agents may miss an optional feature: a notification no longer comes, or a "
+        "subscription is refused; no listed tool, prompt or resource is gone (a warning).",
+    ),
+    _r(
         "instructions-changed",
         W,
         "server instructions changed",
@@ -3437,6 +3448,18 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Informational; the tool surface is compared separately.",
         "mcp",
         reason="Nobody breaks: the surface is compared on its own.",
+    ),
+    _r(
+        "protocol-version-downgraded",
+        W,
+        "protocol version went back from {before} to {after}",
+        CHECK_CONFIG,
+        "The server now speaks an older MCP revision: features of the newer one (structured "
+        "output, elicitation, tasks) may be gone for clients that use them; check the server's "
+        "release.",
+        "mcp",
+        reason="Agents may lose features of the newer revision; the tool surface is compared on "
+        "its own (a warning).",
     ),
     # A2A agent card (skills diff like MCP tools; schema findings use the tool-input/-output ids).
     _r(
