@@ -338,7 +338,8 @@ def run_mcp_case(case: dict[str, Any], corpus: Path) -> tuple[Outcome, dict[str,
             f"max severity ours {names[worst]}, expected {case['expected_max_severity']}"
         )
     renames = {(c.before, c.after) for c in changes if c.rule == "tool-renamed"}
-    candidates = {(r["from"], r["to"]) for r in case["expected"].get("rename_candidates", [])}
+    hinted = case.get("expected", {}).get("rename_candidates", [])
+    candidates = {(r["from"], r["to"]) for r in hinted}
     stats["renames_expected"] = len(candidates)
     stats["renames_found"] = len(renames & candidates)
     for old, new in sorted(renames - candidates, key=str):
