@@ -209,20 +209,10 @@ def _capabilities(b: AgentCard, r: AgentCard, out: list[Change]) -> None:
 def _skills(b: AgentCard, r: AgentCard, out: list[Change]) -> None:
     keys = list(compare_keys(b.skills, r.skills, kept_last=True))
 
-    def same_contract(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
-        return (
-            schema_shape(before.get("inputSchema")) == schema_shape(after.get("inputSchema"))
-            and schema_shape(before.get("outputSchema")) == schema_shape(after.get("outputSchema"))
-            and _skill_modes(before, b) == _skill_modes(after, r)
-        )
-
-    renamed = dict(
-        pair_renames(
-            {k: b.skills[k] for p, k in keys if p == "removed"},
-            {k: r.skills[k] for p, k in keys if p == "added"},
-            same_contract,
-        )
-    )
+    # Paired with their modes resolved (their own or their card's defaults).
+    removed = {k: _resolved(b.skills[k], b) for p, k in keys if p == "removed"}
+    added = {k: _resolved(r.skills[k], r) for p, k in keys if p == "added"}
+    renamed = dict(pair_renames(removed, added, _skill_contract))
     new_ids = set(renamed.values())
     for presence, skill_id in keys:
         if presence == "removed" and skill_id in renamed:
@@ -301,12 +291,27 @@ _SKILL_PARTS = {
 }
 
 
-def _skill_modes(skill: Mapping[str, Any], card: AgentCard) -> tuple[list[str], list[str]]:
-    """A skill's input and output modes, its own or the card's defaults."""
-    return (
-        _modes(skill["inputModes"]) if "inputModes" in skill else card.default_input_modes,
-        _modes(skill["outputModes"]) if "outputModes" in skill else card.default_output_modes,
-    )
+def _resolved(skill: dict[str, Any], card: AgentCard) -> dict[str, Any]:
+    """A skill with its input and output modes, its own or the card's defaults."""
+    return {
+        **skill,
+        "inputModes": _modes(skill["inputModes"])
+        if "inputModes" in skill
+        else card.default_input_modes,
+        "outputModes": _modes(skill["outputModes"])
+        if "outputModes" in skill
+        else card.default_output_modes,
+    }
+
+
+def _skill_contract(skill: Mapping[str, Any]) -> Any:
+    """What two skills must share to be paired by content: schemas and modes."""
+    return [
+        schema_shape(skill.get("inputSchema")),
+        schema_shape(skill.get("outputSchema")),
+        skill["inputModes"],
+        skill["outputModes"],
+    ]
 
 
 def _modes_diff(

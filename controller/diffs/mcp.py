@@ -244,7 +244,7 @@ def _tools(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
         pair_renames(
             {n: btools[n] for p, n in keys if p == "removed"},
             {n: rtools[n] for p, n in keys if p == "added"},
-            _same_tool_contract,
+            _tool_contract,
         )
     )
     new_names = set(renamed.values())
@@ -269,9 +269,9 @@ _TOOL_PARTS = {
 }
 
 
-def _same_tool_contract(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
-    bin_, rin = before.get("inputSchema"), after.get("inputSchema")
-    return isinstance(bin_, dict) and schema_shape(bin_) == schema_shape(rin)
+def _tool_contract(tool: Mapping[str, Any]) -> Any:
+    """What two tools must share to be paired by content: the input schema's shape."""
+    return schema_shape(tool.get("inputSchema"))
 
 
 def _renamed(old: str, before: dict[str, Any], new: str, after: dict[str, Any]) -> Change:

@@ -22,6 +22,7 @@ first; content pairs only among the units left.
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -32,6 +33,11 @@ DESCRIPTION_RATIO = 0.6
 MIN_DESCRIPTION_WORDS = 5
 # Keywords that document a schema without constraining what it accepts.
 _ANNOTATIONS = frozenset({"description", "title", "examples", "$comment", "$schema"})
+# Keywords whose value is a map of names to subschemas, and those whose value is data.
+_NAMED_SUBSCHEMAS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+)
+_VALUES = frozenset({"enum", "const", "default"})
 _SEPARATORS = re.compile(r"[\s_\-.:/]+")
 
 Unit = Mapping[str, Any]
@@ -40,22 +46,21 @@ Unit = Mapping[str, Any]
 def pair_renames(
     removed: Mapping[str, Unit],
     added: Mapping[str, Unit],
-    same_contract: Callable[[Unit, Unit], bool],
+    contract_of: Callable[[Unit], Any],
 ) -> list[tuple[str, str]]:
     """The (old name, new name) pairs of `removed` and `added` units that are one unit renamed,
-    in `removed`'s order; every name is in at most one pair."""
-    pairs = _unique_pairs(removed, added, lambda old, new, _b, _a: name_key(old) == name_key(new))
-    left_removed = {k: v for k, v in removed.items() if k not in {o for o, _ in pairs}}
-    left_added = {k: v for k, v in added.items() if k not in {n for _, n in pairs}}
+    in `removed`'s order; every name is in at most one pair. `contract_of` gives what must be
+    equal for a content pair (a JSON value: an input schema's `schema_shape` ...)."""
+    pairs = _unique_pairs(removed, added, lambda name, _unit: name_key(name), lambda _b, _a: True)
+    paired = {name for pair in pairs for name in pair}
     pairs += _unique_pairs(
-        left_removed,
-        left_added,
-        lambda _old, _new, b, a: (
-            same_contract(b, a) and is_similar_text(b.get("description"), a.get("description"))
-        ),
+        {k: v for k, v in removed.items() if k not in paired},
+        {k: v for k, v in added.items() if k not in paired},
+        lambda _name, unit: json.dumps(contract_of(unit), sort_keys=True, default=str),
+        lambda b, a: is_similar_text(b.get("description"), a.get("description")),
     )
-    order = list(removed)
-    return sorted(pairs, key=lambda pair: order.index(pair[0]))
+    order = {name: i for i, name in enumerate(removed)}
+    return sorted(pairs, key=lambda pair: order[pair[0]])
 
 
 def name_key(name: str) -> str:
@@ -69,16 +74,34 @@ def is_similar_text(before: Any, after: Any) -> bool:
     b, a = _words(before), _words(after)
     if min(len(b.split()), len(a.split())) < MIN_DESCRIPTION_WORDS:
         return False
-    return difflib.SequenceMatcher(None, b, a, autojunk=False).ratio() >= DESCRIPTION_RATIO
+    matcher = difflib.SequenceMatcher(None, b, a, autojunk=False)
+    # The cheap upper bounds first: most pairs of texts fail them.
+    return (
+        matcher.real_quick_ratio() >= DESCRIPTION_RATIO
+        and matcher.quick_ratio() >= DESCRIPTION_RATIO
+        and matcher.ratio() >= DESCRIPTION_RATIO
+    )
 
 
 def schema_shape(schema: Any) -> Any:
-    """A JSON Schema without the keywords that only document it, to compare what it accepts."""
-    if isinstance(schema, dict):
-        return {k: schema_shape(v) for k, v in schema.items() if k not in _ANNOTATIONS}
+    """A JSON Schema without the keywords that only document it, to compare what it accepts.
+    The keys of `properties` (and the other maps of named subschemas) are names, kept as they
+    are; `enum`, `const` and `default` values are data, kept whole."""
     if isinstance(schema, list):
-        return [schema_shape(v) for v in schema]
-    return schema
+        return [schema_shape(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    shape: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _ANNOTATIONS:
+            continue
+        if key in _VALUES:
+            shape[key] = value
+        elif key in _NAMED_SUBSCHEMAS and isinstance(value, dict):
+            shape[key] = {name: schema_shape(sub) for name, sub in value.items()}
+        else:
+            shape[key] = schema_shape(value)
+    return shape
 
 
 def changed_parts(before: Unit, after: Unit, parts: Mapping[str, str]) -> str:
@@ -91,11 +114,17 @@ def changed_parts(before: Unit, after: Unit, parts: Mapping[str, str]) -> str:
 def _unique_pairs(
     removed: Mapping[str, Unit],
     added: Mapping[str, Unit],
-    matches: Callable[[str, str, Unit, Unit], bool],
+    key: Callable[[str, Unit], str],
+    matches: Callable[[Unit, Unit], bool],
 ) -> list[tuple[str, str]]:
+    """Pairs of units with an equal `key(name, unit)` that `matches`, each the only candidate of
+    the other."""
+    by_key: dict[str, list[str]] = {}
+    for new, unit in added.items():
+        by_key.setdefault(key(new, unit), []).append(new)
     candidates = {
-        old: [new for new in added if matches(old, new, removed[old], added[new])]
-        for old in removed
+        old: [new for new in by_key.get(key(old, unit), []) if matches(unit, added[new])]
+        for old, unit in removed.items()
     }
     claims: dict[str, int] = {}
     for news in candidates.values():

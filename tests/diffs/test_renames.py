@@ -14,7 +14,7 @@ from controller.diffs import diff_mcp
 from controller.diffs.a2a import diff_agent_card
 from controller.diffs.explain import hint_for
 from controller.diffs.loader import load_document
-from controller.diffs.renames import name_key, pair_renames
+from controller.diffs.renames import name_key, pair_renames, schema_shape
 from tests.diffs.conftest import card, skill, snap, tool
 
 LONG = "Search the product catalogue by keyword and return the matching items with prices."
@@ -66,6 +66,21 @@ def found(before: Any, after: Any) -> list[tuple[str, str | None, str, Any, Any]
                 ("tool-added", "search", "info", None, None),
             ],
             id="different-description",
+        ),
+        pytest.param(
+            [tool("find", description=LONG)],
+            [
+                tool(
+                    "search",
+                    description=LONG,
+                    inputSchema={**SCHEMA, "properties": {"description": {"type": "string"}}},
+                )
+            ],
+            [
+                ("tool-removed", "find", "breaking", None, None),
+                ("tool-added", "search", "info", None, None),
+            ],
+            id="a-property-named-description-counts",
         ),
         pytest.param(
             [tool("find", description=LONG)],
@@ -193,7 +208,36 @@ def test_name_key(name: str, key: str) -> None:
 def test_pairing_is_in_the_removed_order() -> None:
     removed = {"b-x": {}, "a-x": {}}
     added = {"a_x": {}, "b_x": {}}
-    assert pair_renames(removed, added, lambda _b, _a: False) == [("b-x", "b_x"), ("a-x", "a_x")]
+    assert pair_renames(removed, added, lambda _unit: None) == [("b-x", "b_x"), ("a-x", "a_x")]
+
+
+@pytest.mark.parametrize(
+    ("schema", "shape"),
+    [
+        pytest.param(
+            {"type": "object", "title": "T", "description": "d", "$schema": "x"},
+            {"type": "object"},
+            id="documenting-keywords-left-out",
+        ),
+        pytest.param(
+            {"properties": {"title": {"type": "string", "description": "d"}}},
+            {"properties": {"title": {"type": "string"}}},
+            id="a-property-named-title-is-a-name",
+        ),
+        pytest.param(
+            {"enum": [{"description": 1}], "default": {"title": "t"}},
+            {"enum": [{"description": 1}], "default": {"title": "t"}},
+            id="values-kept-whole",
+        ),
+        pytest.param(
+            {"anyOf": [{"type": "string", "examples": ["a"]}]},
+            {"anyOf": [{"type": "string"}]},
+            id="into-subschemas",
+        ),
+    ],
+)
+def test_schema_shape(schema: Any, shape: Any) -> None:
+    assert schema_shape(schema) == shape
 
 
 MCP_CORPUS = DEFAULT_CORPUS / "mcp"
