@@ -8,8 +8,8 @@ name", not "find a replacement". The pairing is deterministic and conservative:
 1. **Spelling**: the two names are equal ignoring case and separators (`tavily-search` and
    `tavily_search`, `getUser` and `get_user`). Their contracts may differ too; the rename
    finding says which parts did.
-2. **Content**: otherwise the two units carry an equal contract (the engine's `same_contract`:
-   an equal input schema with annotations left out, for a skill equal modes too) and similar
+2. **Content**: otherwise the two units carry an equal contract (the engine's `contract_of`:
+   an MCP tool's input schema shape, `schema_shape`; a skill's schemas and modes) and similar
    descriptions (`difflib` ratio of the normalised texts at least `DESCRIPTION_RATIO`). A
    description shorter than `MIN_DESCRIPTION_WORDS` words is no evidence: two short texts
    (`a tool`, `b tool`) agree by chance.
