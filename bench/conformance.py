@@ -293,6 +293,9 @@ _MCP_RULES = {
     "tool-output-schema-removed": "output-schema-removed",
     "resource-template-removed": "resource-template-removed",
     "capability-removed-minor": "capability-removed",
+    # The corpus keeps a rename as the removal it is for callers (its `rename_candidates`
+    # are a hint); driftgate reports it once, as `tool-renamed` on the old name.
+    "tool-renamed": "tool-removed",
 }
 
 
@@ -315,7 +318,7 @@ def to_mcp_rule(change: Change) -> str:
 def run_mcp_case(case: dict[str, Any], corpus: Path) -> tuple[Outcome, dict[str, int]]:
     folder = corpus / "mcp" / case["dir"]
     out = Outcome(case["id"], "agree", rules=sorted({f["rule"] for f in case["findings"]}))
-    stats = {"info_expected": 0, "info_matched": 0}
+    stats = {"info_expected": 0, "info_matched": 0, "renames_expected": 0, "renames_found": 0}
     try:
         before = load_document((folder / "before.json").read_bytes(), "before.json", kind="mcp")
         after = load_document((folder / "after.json").read_bytes(), "after.json", kind="mcp")
@@ -334,6 +337,13 @@ def run_mcp_case(case: dict[str, Any], corpus: Path) -> tuple[Outcome, dict[str,
         out.problems.append(
             f"max severity ours {names[worst]}, expected {case['expected_max_severity']}"
         )
+    renames = {(c.before, c.after) for c in changes if c.rule == "tool-renamed"}
+    hinted = case.get("expected", {}).get("rename_candidates", [])
+    candidates = {(r["from"], r["to"]) for r in hinted}
+    stats["renames_expected"] = len(candidates)
+    stats["renames_found"] = len(renames & candidates)
+    for old, new in sorted(renames - candidates, key=str):
+        out.problems.append(f"rename {old} -> {new} not among the case's rename candidates")
     theirs = Counter()
     for f in case["findings"]:
         theirs[(f["rule"], f.get("tool") or "", f["severity"])] += 1
@@ -594,6 +604,10 @@ def run(corpus: Path, verbose: bool = False, peers: bool = True) -> dict[str, An
     info_hit = sum(s["info_matched"] for _, s in results)
     print(f"  MCP info-level findings matched (not scored): {info_hit}/{info_exp}")
     report["mcp"]["info_matched"] = [info_hit, info_exp]
+    found = sum(s["renames_found"] for _, s in results)
+    expected = sum(s["renames_expected"] for _, s in results)
+    print(f"  MCP renames found (one tool-renamed each): {found}/{expected} rename candidates")
+    report["mcp"]["renames"] = [found, expected]
     if not peers:
         pass
     elif (corpus / "peers").exists():

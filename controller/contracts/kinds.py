@@ -159,15 +159,11 @@ def _mcp_url(path: str, host: str) -> str | None:
     return None
 
 
-_SERVER_KEYS = ("server_info", "serverInfo", "protocol_version", "protocolVersion", "capabilities")
-
-
 def _is_mcp_snapshot(document: Any) -> bool:
-    return (
-        isinstance(document, dict)
-        and "tools" in document
-        and any(key in document for key in _SERVER_KEYS)
-    )
+    # A snapshot, a `tools/list` result or its JSON-RPC answer (`controller.diffs.mcp`).
+    from controller.diffs.mcp import looks_like_mcp_snapshot
+
+    return looks_like_mcp_snapshot(document)
 
 
 def _load_mcp(data: bytes, where: str | None) -> Any:

@@ -19,6 +19,7 @@ Every skill change carries `location.tool` (the skill id), as an MCP tool change
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ from controller.diffs.core import compare_keys, escape_pointer, make_change
 from controller.diffs.errors import ContractParseError
 from controller.diffs.loader import MAX_NESTING, check_nesting
 from controller.diffs.mcp import SchemaRules, diff_io_schemas
+from controller.diffs.renames import changed_parts, pair_renames, schema_shape
 from controller.model.change import Change, Location
 
 SKILL_SCHEMA_RULES = SchemaRules(
@@ -205,8 +207,30 @@ def _capabilities(b: AgentCard, r: AgentCard, out: list[Change]) -> None:
 
 
 def _skills(b: AgentCard, r: AgentCard, out: list[Change]) -> None:
-    for presence, skill_id in compare_keys(b.skills, r.skills, kept_last=True):
-        if presence != "kept":
+    keys = list(compare_keys(b.skills, r.skills, kept_last=True))
+
+    # Paired with their modes resolved (their own or their card's defaults).
+    removed = {k: _resolved(b.skills[k], b) for p, k in keys if p == "removed"}
+    added = {k: _resolved(r.skills[k], r) for p, k in keys if p == "added"}
+    renamed = dict(pair_renames(removed, added, _skill_contract))
+    new_ids = set(renamed.values())
+    for presence, skill_id in keys:
+        if presence == "removed" and skill_id in renamed:
+            new_id = renamed[skill_id]
+            out.append(
+                make_change(
+                    "skill-renamed",
+                    _skill_ptr(skill_id),
+                    location=Location(tool=skill_id),
+                    name=skill_id,
+                    before=skill_id,
+                    after=new_id,
+                    detail=changed_parts(b.skills[skill_id], r.skills[new_id], _SKILL_PARTS),
+                )
+            )
+        elif presence == "added" and skill_id in new_ids:
+            continue  # reported with its old id
+        elif presence != "kept":
             loc = Location(tool=skill_id)
             out.append(
                 make_change(f"skill-{presence}", _skill_ptr(skill_id), location=loc, name=skill_id)
@@ -255,6 +279,39 @@ def _skill(
         out=out,
         rules=SKILL_SCHEMA_RULES,
     )
+
+
+# The parts of a renamed skill the rename finding names when they changed too.
+_SKILL_PARTS = {
+    "name": "name",
+    "description": "description",
+    "inputSchema": "input schema",
+    "outputSchema": "output schema",
+    "security": "security",
+}
+
+
+def _resolved(skill: dict[str, Any], card: AgentCard) -> dict[str, Any]:
+    """A skill with its input and output modes, its own or the card's defaults."""
+    return {
+        **skill,
+        "inputModes": _modes(skill["inputModes"])
+        if "inputModes" in skill
+        else card.default_input_modes,
+        "outputModes": _modes(skill["outputModes"])
+        if "outputModes" in skill
+        else card.default_output_modes,
+    }
+
+
+def _skill_contract(skill: Mapping[str, Any]) -> Any:
+    """What two skills must share to be paired by content: schemas and modes."""
+    return [
+        schema_shape(skill.get("inputSchema")),
+        schema_shape(skill.get("outputSchema")),
+        skill["inputModes"],
+        skill["outputModes"],
+    ]
 
 
 def _modes_diff(

@@ -14,12 +14,14 @@ snapshots stored before that rule is ignored.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from controller.diffs.core import changes_from_findings, compare_keys, escape_pointer, make_change
 from controller.diffs.jsonschema import Finding, SchemaDiffer
 from controller.diffs.refs import Document
+from controller.diffs.renames import changed_parts, pair_renames, schema_shape
 from controller.diffs.rules import Direction
 from controller.model.change import Change, Location
 
@@ -45,10 +47,49 @@ class McpSnapshot:
     prompts: dict[str, dict[str, Any]] | None = None
     resources: dict[str, dict[str, Any]] | None = None
     resource_templates: dict[str, dict[str, Any]] | None = None
+    # Whether the document said anything about the server (a bare tool list does not).
+    has_server: bool = True
+
+
+CAPTURE_FORMAT = "mcp-surface-capture/v1"
+_SERVER_KEYS = ("server_info", "serverInfo", "protocol_version", "protocolVersion", "capabilities")
+# What a `tools/list` result may hold besides its tools (MCP's ListToolsResult).
+_LIST_RESULT_KEYS = frozenset({"tools", "nextCursor", "_meta"})
+
+
+def looks_like_mcp_snapshot(document: Any) -> bool:
+    """Whether a parsed document is an MCP surface by its shape: a snapshot (driftgate's or
+    the corpus capture format), a `tools/list` result (`{"tools": [...]}`, every tool with a
+    `name` and an `inputSchema` object) or that result in its JSON-RPC answer."""
+    doc = unwrap_json_rpc(document)
+    if not isinstance(doc, dict) or "tools" not in doc:
+        return False
+    if doc.get("format") == CAPTURE_FORMAT or any(key in doc for key in _SERVER_KEYS):
+        return True
+    tools = doc["tools"]
+    if not isinstance(tools, list) or not all(_is_tool(t) for t in tools):
+        return False
+    # An empty list is a tool list only when nothing else is in the document.
+    return bool(tools) or set(doc) <= _LIST_RESULT_KEYS
+
+
+def unwrap_json_rpc(document: Any) -> Any:
+    """The `result` of a JSON-RPC answer (`{"jsonrpc": "2.0", "id": 1, "result": {...}}`), else
+    the document itself."""
+    if (
+        isinstance(document, dict)
+        and "jsonrpc" in document
+        and isinstance(document.get("result"), dict)
+    ):
+        return document["result"]
+    return document
 
 
 def normalize_mcp_snapshot(doc: Any) -> McpSnapshot:
-    """Build an `McpSnapshot` from a capture file or from raw list results."""
+    """Build an `McpSnapshot` from a capture file, from raw list results or from a JSON-RPC
+    answer holding one. A document without a server part (a bare tool list) has no protocol
+    version or capabilities: those are compared only when both sides have them."""
+    doc = unwrap_json_rpc(doc)
     if not isinstance(doc, dict):
         return McpSnapshot()
 
@@ -59,6 +100,7 @@ def normalize_mcp_snapshot(doc: Any) -> McpSnapshot:
         return None
 
     info = pick("server_info", "serverInfo")
+    has_server = any(key in doc for key in (*_SERVER_KEYS, "instructions"))
     caps = pick("capabilities")
     return McpSnapshot(
         server_info=info if isinstance(info, dict) else {},
@@ -69,6 +111,7 @@ def normalize_mcp_snapshot(doc: Any) -> McpSnapshot:
         prompts=_by_key(pick("prompts"), "name"),
         resources=_by_key(pick("resources"), "uri"),
         resource_templates=_by_key(pick("resource_templates", "resourceTemplates"), "uriTemplate"),
+        has_server=has_server,
     )
 
 
@@ -85,6 +128,14 @@ def diff_mcp(base: Any, revision: Any) -> list[Change]:
     return out
 
 
+def _is_tool(item: Any) -> bool:
+    return (
+        isinstance(item, dict)
+        and isinstance(item.get("name"), str)
+        and isinstance(item.get("inputSchema"), dict)
+    )
+
+
 def _by_key(items: Any, key: str) -> dict[str, dict[str, Any]] | None:
     if items is None:
         return None
@@ -96,6 +147,8 @@ def _by_key(items: Any, key: str) -> dict[str, dict[str, Any]] | None:
 
 
 def _server(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
+    if not (b.has_server and r.has_server):
+        return  # a bare tool list says nothing of the server: nothing to compare it with
     bname, rname = b.server_info.get("name"), r.server_info.get("name")
     if bname != rname:
         out.append(
@@ -108,10 +161,13 @@ def _server(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
         )
     if any(b.server_info.get(k) != r.server_info.get(k) for k in _SERVER_INFO_META):
         out.append(make_change("server-info-metadata-changed", "/server_info"))
-    if b.protocol_version != r.protocol_version:
+    # A snapshot stored without its protocol version is no evidence of a change.
+    if None not in (b.protocol_version, r.protocol_version) and (
+        b.protocol_version != r.protocol_version
+    ):
         out.append(
             make_change(
-                "protocol-version-changed",
+                _protocol_rule(b.protocol_version, r.protocol_version),
                 "/protocol_version",
                 before=b.protocol_version,
                 after=r.protocol_version,
@@ -132,15 +188,50 @@ def _capabilities(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
         elif presence == "added":
             out.append(make_change("capability-added", ptr, name=name))
         elif b.capabilities[name] != r.capabilities[name]:
-            out.append(
-                make_change(
-                    "capability-flags-changed",
-                    ptr,
-                    name=name,
-                    before=b.capabilities[name],
-                    after=r.capabilities[name],
-                )
+            _capability_flags(name, b.capabilities[name], r.capabilities[name], ptr, out)
+
+
+def _protocol_rule(before: Any, after: Any) -> str:
+    """An older protocol version than before is a downgrade (MCP versions are dates, so they
+    order as strings): what the newer revisions added may be gone."""
+    older = isinstance(before, str) and isinstance(after, str) and after < before
+    return "protocol-version-downgraded" if older else "protocol-version-changed"
+
+
+def _capability_flags(name: str, before: Any, after: Any, ptr: str, out: list[Change]) -> None:
+    """A sub-flag turned off (`tools.listChanged`, `resources.subscribe`) is a warning each;
+    any other change of the capability's object is one informational change."""
+    bflags, aflags = _flags(before), _flags(after)
+    removed = [flag for flag, value in bflags.items() if value and not aflags.get(flag)]
+    for flag in removed:
+        out.append(
+            make_change(
+                "capability-flag-removed",
+                f"{ptr}/{'/'.join(escape_pointer(step) for step in flag.split('.'))}",
+                name=f"{name}.{flag}",
+                before=bflags[flag],
+                after=aflags.get(flag),
             )
+        )
+    rest_b = {k: v for k, v in bflags.items() if k not in removed}
+    rest_a = {k: v for k, v in aflags.items() if k not in removed}
+    if rest_b != rest_a or not removed:
+        out.append(
+            make_change("capability-flags-changed", ptr, name=name, before=before, after=after)
+        )
+
+
+def _flags(value: Any, prefix: str = "") -> dict[str, Any]:
+    """A capability's object as dotted flag paths (`listChanged`, `requests.tools.call`); an
+    empty object stands for "present" (`{}` is how MCP spells a flag without options)."""
+    if not isinstance(value, dict):
+        return {prefix: value} if prefix else {}
+    if not value:
+        return {prefix: True} if prefix else {}
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        out.update(_flags(item, f"{prefix}.{key}" if prefix else str(key)))
+    return out
 
 
 def _tools(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
@@ -148,12 +239,53 @@ def _tools(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
     rtools = r.tools if r.tools is not None else ({} if _capability_gone(b, r, "tools") else None)
     if rtools is None:
         return  # tools not listed this time (not advertised or failed): not drift by itself
-    for presence, name in compare_keys(btools, rtools, kept_last=True):
-        if presence != "kept":
+    keys = list(compare_keys(btools, rtools, kept_last=True))
+    renamed = dict(
+        pair_renames(
+            {n: btools[n] for p, n in keys if p == "removed"},
+            {n: rtools[n] for p, n in keys if p == "added"},
+            _tool_contract,
+        )
+    )
+    new_names = set(renamed.values())
+    for presence, name in keys:
+        if name in renamed and presence == "removed":
+            out.append(_renamed(name, btools[name], renamed[name], rtools[renamed[name]]))
+        elif presence == "added" and name in new_names:
+            continue  # reported with its old name
+        elif presence != "kept":
             loc = Location(tool=name)
             out.append(make_change(f"tool-{presence}", _tool_ptr(name), location=loc, name=name))
         elif btools[name] != rtools[name]:
             _tool(name, btools[name], rtools[name], out)
+
+
+# The parts of a renamed tool the rename finding names when they changed too.
+_TOOL_PARTS = {
+    "description": "description",
+    "inputSchema": "input schema",
+    "outputSchema": "output schema",
+    "annotations": "annotations",
+}
+
+
+def _tool_contract(tool: Mapping[str, Any]) -> Any:
+    """What two tools must share to be paired by content: the input schema's shape."""
+    return schema_shape(tool.get("inputSchema"))
+
+
+def _renamed(old: str, before: dict[str, Any], new: str, after: dict[str, Any]) -> Change:
+    """One finding for a tool renamed: breaking for callers by the old name (`location.tool`),
+    with the new name and what else changed (`controller.diffs.renames`)."""
+    return make_change(
+        "tool-renamed",
+        _tool_ptr(old),
+        location=Location(tool=old),
+        name=old,
+        before=old,
+        after=new,
+        detail=changed_parts(before, after, _TOOL_PARTS),
+    )
 
 
 def _capability_gone(b: McpSnapshot, r: McpSnapshot, cap: str) -> bool:

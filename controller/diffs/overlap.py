@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from controller.diffs.mcp import normalize_mcp_snapshot
 from controller.diffs.refs import resolve_pointer
 
 UNRELATED_SHARE = 0.1
@@ -128,7 +129,6 @@ def _skills(document: Any) -> set[str]:
 
 
 def _tools(document: Any) -> set[str]:
-    tools = document.get("tools") if isinstance(document, dict) else None
-    if not isinstance(tools, list):
-        return set()
-    return {str(tool["name"]) for tool in tools if isinstance(tool, dict) and "name" in tool}
+    # Read as the engine reads it: a snapshot, a tool list or a JSON-RPC answer.
+    tools = normalize_mcp_snapshot(document).tools or {}
+    return {name for name, tool in tools.items() if "name" in tool}

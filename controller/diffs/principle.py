@@ -96,3 +96,33 @@ same values are compared in one normal form first, so one meaning gets one verdi
   `partner_item: {oneOf: [$ref: ...Slack]}` -> `{allOf: [$ref: ...Slack]}` is no change
   (it was `response-property-restructured`, breaking).
 """
+
+AGENTS_MARKDOWN = """\
+## Renames and protocol drift (MCP servers, A2A agents)
+
+**Renames.** A tool removed and another added in the same check are paired as one
+`tool-renamed` (an A2A skill: `skill-renamed`), still breaking for a caller by the old name,
+reported on the old name with the new one in the summary (`tool renamed from tavily-search to
+tavily_search; also changed: description, input schema`). The pairing
+(`controller/diffs/renames.py`) is deterministic: first by **spelling** (the names are equal
+ignoring case and the separators `-`, `_`, `.`, `:`, `/` and spaces), then, among the units
+left, by **content**: an equal input schema with its documenting keywords (`description`,
+`title`, `examples`, `$comment`, `$schema`) left out (a skill: equal input and output schemas
+and equal input and output modes, its own or the card's defaults) and similar descriptions
+(`difflib` ratio of the whitespace-normalised lower-case texts at least 0.6, each text at
+least 5 words: two short texts agree by chance). A removed unit with two candidates, or an
+added one claimed twice, is not paired: it stays a removal and an addition.
+
+**Protocol drift.** A snapshot holds the server's negotiated `protocol_version` and its
+`capabilities`. A newer version is `protocol-version-changed` (info: driftgate negotiates its
+own session, each client negotiates its own, and the surface is compared on its own); an
+older one is `protocol-version-downgraded` (warning: features of the newer revision may be
+gone). A core capability (`tools`, `prompts`, `resources`: what the snapshot lists) no longer
+advertised is `capability-removed` (breaking); another one (`logging`, `completions`,
+`tasks` ...) `capability-removed-minor` (warning). A sub-flag turned off (`listChanged`,
+`subscribe`, a nested `tasks` request) is `capability-flag-removed` (warning: a notification
+stops coming or a subscription is refused, nothing listed is gone); any other change of a
+capability's flags is `capability-flags-changed` (info). A side without a protocol version
+or capabilities (a snapshot stored without them, a bare `tools/list` result) is no evidence
+of a change: they are compared only when both sides have them.
+"""

@@ -3120,6 +3120,19 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         reason="Nobody breaks: one more tool.",
     ),
     _r(
+        "tool-renamed",
+        B,
+        "tool renamed from {before} to {after}{detail}",
+        REMOVE_TOOL,
+        "Renamed from the old name to the new one (the summary names both): call the tool, and "
+        "pin it, by its new name.",
+        "mcp",
+        reason="Agents break: calls that name the tool by its old name fail, though the tool "
+        "is still there under its new name (a removal and an addition paired by their "
+        "spelling, or by an equal input schema and a similar description).",
+        fails="{call} now fails: the server lists the tool as {after} now.",
+    ),
+    _r(
         "tool-description-changed",
         W,
         "description of tool {name} changed",
@@ -3381,6 +3394,17 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         reason="Nobody breaks: notification flags.",
     ),
     _r(
+        "capability-flag-removed",
+        W,
+        "capability flag {name} no longer advertised",
+        CHECK_CONFIG,
+        "Clients that relied on the feature (list-changed notifications, resource "
+        "subscriptions) stop getting it; refresh lists yourself or stop subscribing.",
+        "mcp",
+        reason="Agents may miss an optional feature: a notification no longer comes, or a "
+        "subscription is refused; no listed tool, prompt or resource is gone (a warning).",
+    ),
+    _r(
         "instructions-changed",
         W,
         "server instructions changed",
@@ -3425,6 +3449,18 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "mcp",
         reason="Nobody breaks: the surface is compared on its own.",
     ),
+    _r(
+        "protocol-version-downgraded",
+        W,
+        "protocol version went back from {before} to {after}",
+        CHECK_CONFIG,
+        "The server now speaks an older MCP revision: features of the newer one (structured "
+        "output, elicitation, tasks) may be gone for clients that use them; check the server's "
+        "release.",
+        "mcp",
+        reason="Agents may lose features of the newer revision; the tool surface is compared on "
+        "its own (a warning).",
+    ),
     # A2A agent card (skills diff like MCP tools; schema findings use the tool-input/-output ids).
     _r(
         "skill-removed",
@@ -3445,6 +3481,19 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Backward compatible.",
         "a2a",
         reason="Nobody breaks: one more skill.",
+    ),
+    _r(
+        "skill-renamed",
+        B,
+        "skill renamed from {before} to {after}{detail}",
+        REMOVE_TOOL,
+        "Renamed from the old id to the new one (the summary names both): ask the agent for "
+        "the skill by its new id.",
+        "a2a",
+        reason="Agents break: delegations that name the skill by its old id fail, though the "
+        "skill is still there under its new id (a removal and an addition paired by their "
+        "spelling, or by equal schemas and modes and a similar description).",
+        fails="{call} now fails: the agent lists the skill as {after} now.",
     ),
     _r(
         "skill-name-changed",

@@ -5,7 +5,7 @@ tables from `principle.py`."""
 
 from __future__ import annotations
 
-from controller.diffs.principle import PRINCIPLE_MARKDOWN, SPELLINGS_MARKDOWN
+from controller.diffs.principle import AGENTS_MARKDOWN, PRINCIPLE_MARKDOWN, SPELLINGS_MARKDOWN
 from controller.diffs.rules import CONTRACT_RULES, SCHEMA_FAMILIES, SUBJECTS, Direction
 
 
@@ -64,6 +64,7 @@ def render_rules_markdown() -> str:
             f"| `{rule.id}` | {rule.family} | {rule.severity.value} | `{rule.agent_action}` "
             f"| {rule.summary} | {rule.hint} |"
         )
+    lines += ["", *AGENTS_MARKDOWN.rstrip("\n").split("\n")]
     lines += ["", *SPELLINGS_MARKDOWN.rstrip("\n").split("\n")]
     lines += _reasons()
     lines.append("")

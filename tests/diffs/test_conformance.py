@@ -35,6 +35,9 @@ def test_conformance_figures(capsys: pytest.CaptureFixture[str]) -> None:
     assert report["openapi"]["percent"] >= OPENAPI_MIN_PERCENT
     assert report["openapi"]["no_change_misses"] == []
     assert report["mcp"]["no_change_misses"] == []
+    # Every rename of a real pair is one `tool-renamed` (issue 45, point 2).
+    found, candidates = report["mcp"]["renames"]
+    assert found == candidates and candidates > 0
     # Per rule id: every expected id is counted, and only the reasoned differences fall short.
     by_rule = report["openapi"]["by_rule"]
     assert len(by_rule) > 150
