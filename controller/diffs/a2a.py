@@ -26,6 +26,7 @@ from controller.diffs.core import compare_keys, escape_pointer, make_change
 from controller.diffs.errors import ContractParseError
 from controller.diffs.loader import MAX_NESTING, check_nesting
 from controller.diffs.mcp import SchemaRules, diff_io_schemas
+from controller.diffs.poisoning import poisoning_changes, skill_texts
 from controller.model.change import Change, Location
 
 SKILL_SCHEMA_RULES = SchemaRules(
@@ -188,6 +189,15 @@ def _agent(b: AgentCard, r: AgentCard, out: list[Change]) -> None:
             out.append(make_change(rule, ptr, before=before, after=after))
     if (b.description or "") != (r.description or ""):
         out.append(make_change("agent-description-changed", "/description"))
+        if r.description:
+            out += poisoning_changes(
+                "agent-description-poisoning-suspected",
+                "",
+                {"description": b.description} if b.description else None,
+                {"description": r.description},
+                name=r.name or "",
+                own_tools=set(r.skills),
+            )
     if b.metadata != r.metadata:
         out.append(make_change("agent-metadata-changed", ""))
 
@@ -213,6 +223,17 @@ def _skills(b: AgentCard, r: AgentCard, out: list[Change]) -> None:
             )
         elif b.skills[skill_id] != r.skills[skill_id]:
             _skill(skill_id, b.skills[skill_id], r.skills[skill_id], b, r, out)
+        if presence != "removed" and b.skills.get(skill_id) != r.skills[skill_id]:
+            out += poisoning_changes(
+                "skill-poisoning-suspected",
+                _skill_ptr(skill_id),
+                b.skills.get(skill_id),
+                r.skills[skill_id],
+                name=skill_id,
+                location=Location(tool=skill_id),
+                own_tools=set(r.skills),
+                texts=skill_texts,
+            )
 
 
 def _skill(

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from controller.diffs.core import changes_from_findings, compare_keys, escape_pointer, make_change
 from controller.diffs.jsonschema import Finding, SchemaDiffer
+from controller.diffs.poisoning import poisoning_changes
 from controller.diffs.refs import Document
 from controller.diffs.rules import Direction
 from controller.model.change import Change, Location
@@ -119,6 +120,15 @@ def _server(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
         )
     if (b.instructions or "") != (r.instructions or ""):
         out.append(make_change("instructions-changed", "/instructions"))
+        if isinstance(r.instructions, str):
+            out += poisoning_changes(
+                "server-instructions-poisoning-suspected",
+                "",
+                {"instructions": b.instructions} if b.instructions else None,
+                {"instructions": r.instructions},
+                name=str(r.server_info.get("name") or ""),
+                own_tools=set(r.tools or ()),
+            )
 
 
 def _capabilities(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
@@ -154,6 +164,16 @@ def _tools(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
             out.append(make_change(f"tool-{presence}", _tool_ptr(name), location=loc, name=name))
         elif btools[name] != rtools[name]:
             _tool(name, btools[name], rtools[name], out)
+        if presence != "removed" and btools.get(name) != rtools[name]:
+            out += poisoning_changes(
+                "tool-poisoning-suspected",
+                _tool_ptr(name),
+                btools.get(name),
+                rtools[name],
+                name=name,
+                location=Location(tool=name),
+                own_tools=set(rtools),
+            )
 
 
 def _capability_gone(b: McpSnapshot, r: McpSnapshot, cap: str) -> bool:
@@ -316,8 +336,18 @@ def _prompts(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
     rp = r.prompts if r.prompts is not None else ({} if _capability_gone(b, r, "prompts") else None)
     if rp is None:
         return
+    own_tools = set(r.tools or ())
     for presence, name in compare_keys(bp, rp):
         ptr = f"/prompts/{escape_pointer(name)}"
+        if presence != "removed" and bp.get(name) != rp[name]:
+            out += poisoning_changes(
+                "prompt-poisoning-suspected",
+                ptr,
+                bp.get(name),
+                rp[name],
+                name=name,
+                own_tools=own_tools,
+            )
         if presence != "kept":
             out.append(make_change(f"prompt-{presence}", ptr, name=name))
             continue
@@ -376,6 +406,15 @@ def _resources(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
                 out.append(make_change(f"{stem}-{presence}", ptr, name=uri))
             elif before[uri] != after[uri]:
                 out.append(make_change(changed, ptr, name=uri))
+            if presence != "removed" and before.get(uri) != after[uri]:
+                out += poisoning_changes(
+                    "resource-poisoning-suspected",
+                    ptr,
+                    before.get(uri),
+                    after[uri],
+                    name=uri,
+                    own_tools=set(r.tools or ()),
+                )
 
 
 def _tool_ptr(name: str) -> str:

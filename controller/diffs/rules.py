@@ -2096,6 +2096,21 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
 # What a client sees fail, shared by contract rules.
 _SUNSET = "{call} may stop working at any time: "
 
+# Description risk (`controller/diffs/poisoning.py`): text a model reads that holds a
+# prompt-injection cue.
+_POISON_HINT = (
+    "A new or changed text the model reads holds a prompt-injection cue (tool poisoning); "
+    "read the quoted text and the whole description before any agent lists this server "
+    "again, and waive the finding only once a person has judged the text harmless."
+)
+_POISON_REASON = (
+    "Agents are attacked: the model reads the text as instructions (read secrets, send data "
+    "out, call other tools, keep it from the user), whatever the schema says."
+)
+_POISON_FAILS = (
+    "A model that lists the server reads the quoted text as instructions and may leak data "
+    "or misuse tools."
+)
 # Reason phrases shared by contract rules.
 _OPERATION_GONE = "Callers break: requests to the operation fail."
 _VENDOR_CLOCK = "Callers break on the vendor's schedule: the grace period they planned on changed."
@@ -3130,6 +3145,46 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "warning).",
     ),
     _r(
+        "tool-poisoning-suspected",
+        B,
+        "tool {name} may carry instructions for the model: {detail}",
+        REVIEW_DESCRIPTION,
+        _POISON_HINT,
+        "mcp",
+        reason=_POISON_REASON,
+        fails=_POISON_FAILS,
+    ),
+    _r(
+        "prompt-poisoning-suspected",
+        B,
+        "prompt {name} may carry instructions for the model: {detail}",
+        REVIEW_DESCRIPTION,
+        _POISON_HINT,
+        "mcp",
+        reason=_POISON_REASON,
+        fails=_POISON_FAILS,
+    ),
+    _r(
+        "resource-poisoning-suspected",
+        B,
+        "resource {name} may carry instructions for the model: {detail}",
+        REVIEW_DESCRIPTION,
+        _POISON_HINT,
+        "mcp",
+        reason=_POISON_REASON,
+        fails=_POISON_FAILS,
+    ),
+    _r(
+        "server-instructions-poisoning-suspected",
+        B,
+        "server {name} may carry instructions for the model: {detail}",
+        REVIEW_DESCRIPTION,
+        _POISON_HINT,
+        "mcp",
+        reason=_POISON_REASON,
+        fails=_POISON_FAILS,
+    ),
+    _r(
         "tool-title-changed",
         I,
         "title of tool {name} changed",
@@ -3464,6 +3519,26 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "differently.",
         "a2a",
         reason="Nobody breaks: the skill is the same; an orchestrator may route differently.",
+    ),
+    _r(
+        "skill-poisoning-suspected",
+        B,
+        "skill {name} may carry instructions for the model: {detail}",
+        REVIEW_DESCRIPTION,
+        _POISON_HINT,
+        "a2a",
+        reason=_POISON_REASON,
+        fails=_POISON_FAILS,
+    ),
+    _r(
+        "agent-description-poisoning-suspected",
+        B,
+        "agent {name} may carry instructions for the model: {detail}",
+        REVIEW_DESCRIPTION,
+        _POISON_HINT,
+        "a2a",
+        reason=_POISON_REASON,
+        fails=_POISON_FAILS,
     ),
     _r(
         "skill-tags-changed",
