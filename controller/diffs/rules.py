@@ -75,6 +75,9 @@ class Rule:
     direction: Direction | None = None
     reason: str = ""
     fails: str = ""
+    # The run gate's reason token a non-ignored finding of this rule adds to
+    # `breaking_drift` (SPEC.md "Reason tokens"), when it has one of its own.
+    gate_reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -2111,6 +2114,8 @@ _POISON_FAILS = (
     "A model that lists the server reads the quoted text as instructions and may leak data "
     "or misuse tools."
 )
+# The gate's reason token of a watch whose breaking drift holds a poisoning finding.
+TOOL_POISONING_SUSPECTED = "tool_poisoning_suspected"
 # Reason phrases shared by contract rules.
 _OPERATION_GONE = "Callers break: requests to the operation fail."
 _VENDOR_CLOCK = "Callers break on the vendor's schedule: the grace period they planned on changed."
@@ -2127,10 +2132,21 @@ def _r(
     *,
     reason: str,
     fails: str = "",
+    gate_reason: str = "",
 ) -> Rule:
     """A contract rule; `reason` says why it has its severity (who breaks, and how), `fails`
-    what a client sees fail when it breaks."""
-    return Rule(rule_id, severity, summary, action, hint, family, reason=reason, fails=fails)
+    what a client sees fail when it breaks, `gate_reason` the gate's token of its own."""
+    return Rule(
+        rule_id,
+        severity,
+        summary,
+        action,
+        hint,
+        family,
+        reason=reason,
+        fails=fails,
+        gate_reason=gate_reason,
+    )
 
 
 # Contract-level rules: operations, parameters, media types, statuses, security, MCP surface.
@@ -3153,6 +3169,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "mcp",
         reason=_POISON_REASON,
         fails=_POISON_FAILS,
+        gate_reason=TOOL_POISONING_SUSPECTED,
     ),
     _r(
         "prompt-poisoning-suspected",
@@ -3163,6 +3180,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "mcp",
         reason=_POISON_REASON,
         fails=_POISON_FAILS,
+        gate_reason=TOOL_POISONING_SUSPECTED,
     ),
     _r(
         "resource-poisoning-suspected",
@@ -3173,6 +3191,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "mcp",
         reason=_POISON_REASON,
         fails=_POISON_FAILS,
+        gate_reason=TOOL_POISONING_SUSPECTED,
     ),
     _r(
         "server-instructions-poisoning-suspected",
@@ -3183,6 +3202,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "mcp",
         reason=_POISON_REASON,
         fails=_POISON_FAILS,
+        gate_reason=TOOL_POISONING_SUSPECTED,
     ),
     _r(
         "tool-title-changed",
@@ -3529,6 +3549,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "a2a",
         reason=_POISON_REASON,
         fails=_POISON_FAILS,
+        gate_reason=TOOL_POISONING_SUSPECTED,
     ),
     _r(
         "agent-description-poisoning-suspected",
@@ -3539,6 +3560,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "a2a",
         reason=_POISON_REASON,
         fails=_POISON_FAILS,
+        gate_reason=TOOL_POISONING_SUSPECTED,
     ),
     _r(
         "skill-tags-changed",
@@ -3915,3 +3937,9 @@ def breaks(aspect: str, direction: Direction) -> bool:
 def get_rule(rule_id: str) -> Rule:
     """Return the rule with this id; KeyError for an unknown id."""
     return CATALOG[rule_id]
+
+
+def gate_reasons(rule_ids: Iterable[str]) -> list[str]:
+    """The gate's own reason tokens of the rules of a comparison's counted breaking findings
+    (`tool_poisoning_suspected`), sorted, without repeats; unknown ids add none."""
+    return sorted({CATALOG[r].gate_reason for r in rule_ids if r in CATALOG} - {""})

@@ -13,7 +13,7 @@ import pytest
 
 from controller.diffs import diff_agent_card, diff_mcp
 from controller.diffs.poisoning import MAX_QUOTE, quote, scan, unit_texts
-from controller.diffs.rules import CATALOG, REVIEW_DESCRIPTION
+from controller.diffs.rules import CATALOG, REVIEW_DESCRIPTION, gate_reasons
 from controller.model.change import Severity
 from controller.model.waivers import Waiver, waive
 from tests.diffs.conftest import card, skill, snap, tool
@@ -240,3 +240,10 @@ def test_rules_are_declared_breaking_with_review_action() -> None:
     for rule_id in POISON_RULES:
         rule = CATALOG[rule_id]
         assert rule.severity is Severity.BREAKING and rule.agent_action == REVIEW_DESCRIPTION
+
+
+def test_the_gate_reason_of_counted_breaking_findings() -> None:
+    changes = diff_mcp(snap([tool("a")]), snap([tool("a"), tool("add", description=POISON)]))
+    counted = [c.rule for c in changes if c.severity is Severity.BREAKING and not c.ignored]
+    assert gate_reasons(counted) == ["tool_poisoning_suspected"]
+    assert gate_reasons(["tool-removed", "tool-description-changed", "no-such-rule"]) == []
