@@ -149,7 +149,7 @@ CUES: tuple[Cue, ...] = (
     ),
     _cue(
         "hidden-padding",
-        r"[ \t]{80,}|(?:\s*\n){25,}",
+        r"[ \t]{80,}|(?:[ \t]*\r?\n){25,}",
         "a long run of blank space that pushes text out of a reviewer's view",
     ),
 )
