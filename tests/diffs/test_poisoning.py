@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from controller.diffs import diff_agent_card, diff_mcp
-from controller.diffs.poisoning import MAX_QUOTE, quote, scan, unit_texts
+from controller.diffs.poisoning import CUES, MAX_QUOTE, quote, scan, unit_texts
 from controller.diffs.rules import CATALOG, REVIEW_DESCRIPTION, gate_reasons
 from controller.model.change import Severity
 from controller.model.waivers import Waiver, waive
@@ -43,9 +43,10 @@ def test_every_published_poisoned_description_is_flagged(case: dict[str, Any]) -
     assert set(case["expect"]) <= kinds, kinds
 
 
-def test_poisoned_corpus_count() -> None:
+def test_poisoned_corpus_count_and_every_cue_kind_exercised() -> None:
     flagged = [c for c in POISONED if scan(c["description"], {c["name"]})]
     assert len(flagged) == len(POISONED) >= 15
+    assert {kind for c in POISONED for kind in c["expect"]} == {cue.kind for cue in CUES}
 
 
 def test_vendored_benign_descriptions_are_not_flagged() -> None:
