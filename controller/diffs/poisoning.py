@@ -37,8 +37,9 @@ class Cue:
     why: str
 
 
-def _cue(kind: str, pattern: str, why: str) -> Cue:
-    return Cue(kind, re.compile(pattern, re.IGNORECASE | re.DOTALL), why)
+def _cue(kind: str, pattern: str, why: str, *, case_sensitive: bool = False) -> Cue:
+    flags = re.DOTALL if case_sensitive else re.IGNORECASE | re.DOTALL
+    return Cue(kind, re.compile(pattern, flags), why)
 
 
 _INVISIBLE = (
@@ -83,7 +84,9 @@ CUES: tuple[Cue, ...] = (
         r"otherwise\s+the\s+tool\s+will\s+not\s+work"
         r"|before\s+(?:using|calling|invoking|running)\s+(?:this|any\s+other|any)\s+tool\s*,?\s*"
         r"(?:you\s+)?(?:must|should|need\s+to|always|first|read|call|send|pass)"
-        r"|\bsystem\s+(?:prompt|override|message)\b"
+        r"|\b(?:reveal|print|output|ignore|override|disregard|replace)\s+(?:\w+\s+){0,2}"
+        r"system\s+(?:prompt|message|instructions?)\b"
+        r"|\bsystem\s+override\b"
         r"|\byou\s+are\s+now\b"
         r"|\bnew\s+instructions\s*:",
         "an order to the model about how to behave beyond calling this tool",
@@ -96,14 +99,14 @@ CUES: tuple[Cue, ...] = (
         r"|/etc/(?:passwd|shadow|sudoers)\b"
         r"|\bmcp\.json\b"
         r"|(?:^|[\s'\"`(/])\.env(?:\.\w+)?\b(?!\s*var)"
-        r"|\bcredentials\.json\b|\.aws/credentials\b"
-        r"|\bprivate[\s_-]+keys?\b",
+        r"|\bcredentials\.json\b|\.aws/credentials\b",
         "names a secret or a credentials file a tool has no reason to need",
     ),
     _cue(
         "secret-access",
-        _FILE_VERBS + r"\s+(?:\w+\s+){0,4}(?:the\s+)?(?:user'?s?\s+)?"
-        r"(?:api[\s_-]?keys?|passwords?|secrets?|access\s+tokens?|session\s+cookies?"
+        _FILE_VERBS + r"\s+(?:\w+\s+){0,4}(?:the|their|its|your|all|any|every)\s+"
+        r"(?:\w+\s+)?(?:user'?s?\s+)?"
+        r"(?:api[\s_-]?keys?|passwords?|secrets?|access\s+tokens?|session\s+cookies?|private\s+keys?"
         r"|ssh\s+keys?|credentials|conversation\s+history|chat\s+history|system\s+prompt)\b",
         "asks the model to gather secrets or private context",
     ),
@@ -111,7 +114,8 @@ CUES: tuple[Cue, ...] = (
         "exfiltration",
         r"\b(?:send|post|upload|forward|transmit|exfiltrate|report|bcc|cc|copy|redirect)\w*\s+"
         r"(?:[\w'`\"-]+\s+){0,8}to\s+(?:https?://|[\w.+-]+@[\w-]+\.[\w.]+|\+?\d[\d\s-]{7,})"
-        r"|\b(?:curl|wget)\s+(?:-\S+\s+)*https?://"
+        r"|\|\s*(?:curl|wget|nc)\b"
+        r"|\b(?:curl|wget)\s[^\n]{0,120}?(?:-d|--data\S*|-F|--form|-T|--upload-file)\s+['\"]?@"
         r"|\bpass\s+(?:its|their|the|this|that|all)\s+(?:\w+\s+){0,2}contents?\s+(?:as|in|into)\b",
         "asks the model to move data out: to a URL, an address, or a parameter it fills",
     ),
@@ -141,15 +145,19 @@ CUES: tuple[Cue, ...] = (
     ),
     _cue(
         "encoded-blob",
+        # Mixed case and digits, and no path: `/a/b/c` runs are URLs, not blobs.
         r"(?<![\w/+=])(?=[A-Za-z0-9+/]*\d)(?=[A-Za-z0-9+/]*[A-Z])(?=[A-Za-z0-9+/]*[a-z])"
+        r"(?![A-Za-z0-9+]*/[A-Za-z0-9+]*/[A-Za-z0-9+]*/)"
         r"[A-Za-z0-9+/]{64,}={0,2}"
-        r"|\b[0-9a-f]{96,}\b"
-        r"|(?:\\x[0-9a-f]{2}){16,}",
+        r"|\b[0-9a-fA-F]{96,}\b"
+        r"|(?:\\x[0-9a-fA-F]{2}){16,}",
         "a long base64 or hex run: text the model can decode and a person cannot read",
+        case_sensitive=True,
     ),
     _cue(
         "hidden-padding",
-        r"[ \t]{80,}|(?:[ \t]*\r?\n){25,}",
+        # Not a Markdown table's padded cell (the run ends at `|`).
+        r"(?<![ \t])[ \t]{80,}+(?![|\r\n]|$)|(?<![ \t])(?:[ \t]*+\r?\n){25,}",
         "a long run of blank space that pushes text out of a reviewer's view",
     ),
 )
@@ -181,15 +189,17 @@ def scan(text: str, own_tools: Collection[str] = ()) -> list[Hit]:
 
 
 # `mcp_tool_send_email tool`, `the send_email tool` of another server: an identifier-shaped
-# name (with `_` or `.`) followed by "tool" that this server does not list.
-_TOOL_REFERENCE = re.compile(r"[`'\"]?\b([a-z][\w.-]*[_.][\w.-]*[a-z0-9])\b[`'\"]?\s+tool\b", re.I)
+# name (with `_` or `.`) followed by "tool" that this server does not list. Possessive and
+# anchored at a token's start, so a long token costs one pass.
+_TOOL_REFERENCE = re.compile(r"(?<![\w.-])([A-Za-z][\w.-]*+)[`'\"]?\s+tool\b", re.IGNORECASE)
 
 
 def _foreign_tool(text: str, own_tools: Collection[str]) -> tuple[int, int] | None:
     if not own_tools:
         return None
     for match in _TOOL_REFERENCE.finditer(text):
-        if match.group(1) not in own_tools:
+        name = match.group(1).rstrip(".-")
+        if ("_" in name or "." in name) and name not in own_tools:
             return match.start(), match.end()
     return None
 
