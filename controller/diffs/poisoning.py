@@ -44,6 +44,7 @@ def _cue(kind: str, pattern: str, why: str, *, case_sensitive: bool = False) -> 
 
 _INVISIBLE = (
     "\U000e0000-\U000e007f"  # tag characters: ASCII spelled invisibly
+    "\U000e0100-\U000e01ef"  # variation selectors supplement: bytes smuggled after a glyph
     "\u200b-\u200f"  # zero-width space, joiners, LRM/RLM
     "\u202a-\u202e"  # bidi embeddings and overrides
     "\u2060-\u2064"  # word joiner, invisible operators
@@ -140,7 +141,8 @@ CUES: tuple[Cue, ...] = (
     _cue(
         "hidden-unicode",
         f"[{_INVISIBLE}]+",
-        "characters a person does not see but a model reads (tag characters, zero-width, "
+        "characters a person does not see but a model reads (tag characters, variation "
+        "selectors supplement, zero-width, "
         "bidirectional controls)",
     ),
     _cue(

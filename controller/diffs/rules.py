@@ -2114,6 +2114,10 @@ _POISON_FAILS = (
     "A model that lists the server reads the quoted text as instructions and may leak data "
     "or misuse tools."
 )
+_POISON_FAILS_CARD = (
+    "A model that reads the agent card takes the quoted text as instructions and may leak "
+    "data or delegate where it should not."
+)
 # The gate's reason token of a watch whose breaking drift holds a poisoning finding.
 TOOL_POISONING_SUSPECTED = "tool_poisoning_suspected"
 # Reason phrases shared by contract rules.
@@ -3548,7 +3552,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         _POISON_HINT,
         "a2a",
         reason=_POISON_REASON,
-        fails=_POISON_FAILS,
+        fails=_POISON_FAILS_CARD,
         gate_reason=TOOL_POISONING_SUSPECTED,
     ),
     _r(
@@ -3559,7 +3563,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         _POISON_HINT,
         "a2a",
         reason=_POISON_REASON,
-        fails=_POISON_FAILS,
+        fails=_POISON_FAILS_CARD,
         gate_reason=TOOL_POISONING_SUSPECTED,
     ),
     _r(
