@@ -124,6 +124,9 @@ class WatchState:
     incident_id: str | None
     incident_status: str | None
     change_actions: tuple[str, ...] = ()
+    # The reason tokens of the drift's findings themselves (`tool_poisoning_suspected`:
+    # `controller.diffs.rules.gate_reasons`), added to `breaking_drift`.
+    change_reasons: tuple[str, ...] = ()
     # When the first waiver hiding a breaking change of the current comparison ends.
     waived_until: datetime | None = None
 
@@ -249,10 +252,13 @@ class Decision:
     stale: bool = False
 
 
-def reasons_for(drift_status: str, failure_class: str | None) -> list[str]:
-    """Rule 1's reason token of a watch in `drift_status` (empty when it does not block)."""
+def reasons_for(
+    drift_status: str, failure_class: str | None, change_reasons: Sequence[str] = ()
+) -> list[str]:
+    """Rule 1's reason tokens of a watch in `drift_status` (empty when it does not block);
+    drifted, `breaking_drift` then its findings' own tokens (`change_reasons`)."""
     if drift_status == "drifted":
-        return ["breaking_drift"]
+        return ["breaking_drift", *change_reasons]
     if drift_status == "error":
         return [f"check_failed:{failure_class}" if failure_class else "check_failed"]
     if drift_status == "never_run":
@@ -264,7 +270,7 @@ def reasons_for(drift_status: str, failure_class: str | None) -> list[str]:
 
 def watch_reasons(state: WatchState) -> list[str]:
     """Rule 1's reason token of a watch state by its status (empty when it does not block)."""
-    return reasons_for(state.drift_status, state.failure_class)
+    return reasons_for(state.drift_status, state.failure_class, state.change_reasons)
 
 
 def reasons_at(state: WatchState, now: datetime) -> list[str]:

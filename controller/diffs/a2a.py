@@ -27,6 +27,7 @@ from controller.diffs.core import compare_keys, escape_pointer, make_change
 from controller.diffs.errors import ContractParseError
 from controller.diffs.loader import MAX_NESTING, check_nesting
 from controller.diffs.mcp import SchemaRules, diff_io_schemas
+from controller.diffs.poisoning import poisoning_changes, skill_texts
 from controller.diffs.renames import changed_parts, pair_renames, schema_shape
 from controller.model.change import Change, Location
 
@@ -190,6 +191,15 @@ def _agent(b: AgentCard, r: AgentCard, out: list[Change]) -> None:
             out.append(make_change(rule, ptr, before=before, after=after))
     if (b.description or "") != (r.description or ""):
         out.append(make_change("agent-description-changed", "/description"))
+        if r.description:
+            out += poisoning_changes(
+                "agent-description-poisoning-suspected",
+                "",
+                {"description": b.description} if b.description else None,
+                {"description": r.description},
+                name=r.name or "",
+                own_tools=set(r.skills),
+            )
     if b.metadata != r.metadata:
         out.append(make_change("agent-metadata-changed", ""))
 
@@ -213,7 +223,7 @@ def _skills(b: AgentCard, r: AgentCard, out: list[Change]) -> None:
     removed = {k: _resolved(b.skills[k], b) for p, k in keys if p == "removed"}
     added = {k: _resolved(r.skills[k], r) for p, k in keys if p == "added"}
     renamed = dict(pair_renames(removed, added, _skill_contract))
-    new_ids = set(renamed.values())
+    old_ids = {new: old for old, new in renamed.items()}
     for presence, skill_id in keys:
         if presence == "removed" and skill_id in renamed:
             new_id = renamed[skill_id]
@@ -228,8 +238,8 @@ def _skills(b: AgentCard, r: AgentCard, out: list[Change]) -> None:
                     detail=changed_parts(b.skills[skill_id], r.skills[new_id], _SKILL_PARTS),
                 )
             )
-        elif presence == "added" and skill_id in new_ids:
-            continue  # reported with its old id
+        elif presence == "added" and skill_id in old_ids:
+            pass  # reported with its old id; its texts are scanned below like any skill's
         elif presence != "kept":
             loc = Location(tool=skill_id)
             out.append(
@@ -237,6 +247,19 @@ def _skills(b: AgentCard, r: AgentCard, out: list[Change]) -> None:
             )
         elif b.skills[skill_id] != r.skills[skill_id]:
             _skill(skill_id, b.skills[skill_id], r.skills[skill_id], b, r, out)
+        # A renamed skill's texts are judged against its old self: a text it had is not news.
+        before = b.skills.get(skill_id, b.skills.get(old_ids.get(skill_id, "")))
+        if presence != "removed" and before != r.skills[skill_id]:
+            out += poisoning_changes(
+                "skill-poisoning-suspected",
+                _skill_ptr(skill_id),
+                before,
+                r.skills[skill_id],
+                name=skill_id,
+                location=Location(tool=skill_id),
+                own_tools=set(r.skills),
+                texts=skill_texts,
+            )
 
 
 def _skill(

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from controller.diffs.core import changes_from_findings, compare_keys, escape_pointer, make_change
 from controller.diffs.jsonschema import Finding, SchemaDiffer
+from controller.diffs.poisoning import poisoning_changes
 from controller.diffs.refs import Document
 from controller.diffs.renames import changed_parts, pair_renames, schema_shape
 from controller.diffs.rules import Direction
@@ -175,6 +176,15 @@ def _server(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
         )
     if (b.instructions or "") != (r.instructions or ""):
         out.append(make_change("instructions-changed", "/instructions"))
+        if isinstance(r.instructions, str):
+            out += poisoning_changes(
+                "server-instructions-poisoning-suspected",
+                "",
+                {"instructions": b.instructions} if b.instructions else None,
+                {"instructions": r.instructions},
+                name=str(r.server_info.get("name") or ""),
+                own_tools=set(r.tools or ()),
+            )
 
 
 def _capabilities(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
@@ -247,17 +257,29 @@ def _tools(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
             _tool_contract,
         )
     )
-    new_names = set(renamed.values())
+    old_names = {new: old for old, new in renamed.items()}
     for presence, name in keys:
         if name in renamed and presence == "removed":
             out.append(_renamed(name, btools[name], renamed[name], rtools[renamed[name]]))
-        elif presence == "added" and name in new_names:
-            continue  # reported with its old name
+        elif presence == "added" and name in old_names:
+            pass  # reported with its old name; its texts are scanned below like any tool's
         elif presence != "kept":
             loc = Location(tool=name)
             out.append(make_change(f"tool-{presence}", _tool_ptr(name), location=loc, name=name))
         elif btools[name] != rtools[name]:
             _tool(name, btools[name], rtools[name], out)
+        # A renamed tool's texts are judged against its old self: a text it had is not news.
+        before = btools.get(name, btools.get(old_names.get(name, "")))
+        if presence != "removed" and before != rtools[name]:
+            out += poisoning_changes(
+                "tool-poisoning-suspected",
+                _tool_ptr(name),
+                before,
+                rtools[name],
+                name=name,
+                location=Location(tool=name),
+                own_tools=set(rtools),
+            )
 
 
 # The parts of a renamed tool the rename finding names when they changed too.
@@ -448,8 +470,18 @@ def _prompts(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
     rp = r.prompts if r.prompts is not None else ({} if _capability_gone(b, r, "prompts") else None)
     if rp is None:
         return
+    own_tools = set(r.tools or ())
     for presence, name in compare_keys(bp, rp):
         ptr = f"/prompts/{escape_pointer(name)}"
+        if presence != "removed" and bp.get(name) != rp[name]:
+            out += poisoning_changes(
+                "prompt-poisoning-suspected",
+                ptr,
+                bp.get(name),
+                rp[name],
+                name=name,
+                own_tools=own_tools,
+            )
         if presence != "kept":
             out.append(make_change(f"prompt-{presence}", ptr, name=name))
             continue
@@ -508,6 +540,15 @@ def _resources(b: McpSnapshot, r: McpSnapshot, out: list[Change]) -> None:
                 out.append(make_change(f"{stem}-{presence}", ptr, name=uri))
             elif before[uri] != after[uri]:
                 out.append(make_change(changed, ptr, name=uri))
+            if presence != "removed" and before.get(uri) != after[uri]:
+                out += poisoning_changes(
+                    "resource-poisoning-suspected",
+                    ptr,
+                    before.get(uri),
+                    after[uri],
+                    name=uri,
+                    own_tools=set(r.tools or ()),
+                )
 
 
 def _tool_ptr(name: str) -> str:

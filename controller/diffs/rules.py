@@ -75,6 +75,9 @@ class Rule:
     direction: Direction | None = None
     reason: str = ""
     fails: str = ""
+    # The run gate's reason token a non-ignored finding of this rule adds to
+    # `breaking_drift` (SPEC.md "Reason tokens"), when it has one of its own.
+    gate_reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -2096,6 +2099,27 @@ SCHEMA_FAMILIES: tuple[SchemaFamily, ...] = (
 # What a client sees fail, shared by contract rules.
 _SUNSET = "{call} may stop working at any time: "
 
+# Description risk (`controller/diffs/poisoning.py`): text a model reads that holds a
+# prompt-injection cue.
+_POISON_HINT = (
+    "A new or changed text the model reads holds a prompt-injection cue (tool poisoning); "
+    "read the quoted text and the whole description before any agent lists this server "
+    "again, and waive the finding only once a person has judged the text harmless."
+)
+_POISON_REASON = (
+    "Agents are attacked: the model reads the text as instructions (read secrets, send data "
+    "out, call other tools, keep it from the user), whatever the schema says."
+)
+_POISON_FAILS = (
+    "A model that lists the server reads the quoted text as instructions and may leak data "
+    "or misuse tools."
+)
+_POISON_FAILS_CARD = (
+    "A model that reads the agent card takes the quoted text as instructions and may leak "
+    "data or delegate where it should not."
+)
+# The gate's reason token of a watch whose breaking drift holds a poisoning finding.
+TOOL_POISONING_SUSPECTED = "tool_poisoning_suspected"
 # Reason phrases shared by contract rules.
 _OPERATION_GONE = "Callers break: requests to the operation fail."
 _VENDOR_CLOCK = "Callers break on the vendor's schedule: the grace period they planned on changed."
@@ -2112,10 +2136,21 @@ def _r(
     *,
     reason: str,
     fails: str = "",
+    gate_reason: str = "",
 ) -> Rule:
     """A contract rule; `reason` says why it has its severity (who breaks, and how), `fails`
-    what a client sees fail when it breaks."""
-    return Rule(rule_id, severity, summary, action, hint, family, reason=reason, fails=fails)
+    what a client sees fail when it breaks, `gate_reason` the gate's token of its own."""
+    return Rule(
+        rule_id,
+        severity,
+        summary,
+        action,
+        hint,
+        family,
+        reason=reason,
+        fails=fails,
+        gate_reason=gate_reason,
+    )
 
 
 # Contract-level rules: operations, parameters, media types, statuses, security, MCP surface.
@@ -3143,6 +3178,50 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "warning).",
     ),
     _r(
+        "tool-poisoning-suspected",
+        B,
+        "tool {name} may carry instructions for the model: {detail}",
+        REVIEW_DESCRIPTION,
+        _POISON_HINT,
+        "mcp",
+        reason=_POISON_REASON,
+        fails=_POISON_FAILS,
+        gate_reason=TOOL_POISONING_SUSPECTED,
+    ),
+    _r(
+        "prompt-poisoning-suspected",
+        B,
+        "prompt {name} may carry instructions for the model: {detail}",
+        REVIEW_DESCRIPTION,
+        _POISON_HINT,
+        "mcp",
+        reason=_POISON_REASON,
+        fails=_POISON_FAILS,
+        gate_reason=TOOL_POISONING_SUSPECTED,
+    ),
+    _r(
+        "resource-poisoning-suspected",
+        B,
+        "resource {name} may carry instructions for the model: {detail}",
+        REVIEW_DESCRIPTION,
+        _POISON_HINT,
+        "mcp",
+        reason=_POISON_REASON,
+        fails=_POISON_FAILS,
+        gate_reason=TOOL_POISONING_SUSPECTED,
+    ),
+    _r(
+        "server-instructions-poisoning-suspected",
+        B,
+        "server {name} may carry instructions for the model: {detail}",
+        REVIEW_DESCRIPTION,
+        _POISON_HINT,
+        "mcp",
+        reason=_POISON_REASON,
+        fails=_POISON_FAILS,
+        gate_reason=TOOL_POISONING_SUSPECTED,
+    ),
+    _r(
         "tool-title-changed",
         I,
         "title of tool {name} changed",
@@ -3513,6 +3592,28 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "differently.",
         "a2a",
         reason="Nobody breaks: the skill is the same; an orchestrator may route differently.",
+    ),
+    _r(
+        "skill-poisoning-suspected",
+        B,
+        "skill {name} may carry instructions for the model: {detail}",
+        REVIEW_DESCRIPTION,
+        _POISON_HINT,
+        "a2a",
+        reason=_POISON_REASON,
+        fails=_POISON_FAILS_CARD,
+        gate_reason=TOOL_POISONING_SUSPECTED,
+    ),
+    _r(
+        "agent-description-poisoning-suspected",
+        B,
+        "agent {name} may carry instructions for the model: {detail}",
+        REVIEW_DESCRIPTION,
+        _POISON_HINT,
+        "a2a",
+        reason=_POISON_REASON,
+        fails=_POISON_FAILS_CARD,
+        gate_reason=TOOL_POISONING_SUSPECTED,
     ),
     _r(
         "skill-tags-changed",
@@ -3889,3 +3990,9 @@ def breaks(aspect: str, direction: Direction) -> bool:
 def get_rule(rule_id: str) -> Rule:
     """Return the rule with this id; KeyError for an unknown id."""
     return CATALOG[rule_id]
+
+
+def gate_reasons(rule_ids: Iterable[str]) -> list[str]:
+    """The gate's own reason tokens of the rules of a comparison's counted breaking findings
+    (`tool_poisoning_suspected`), sorted, without repeats; unknown ids add none."""
+    return sorted({CATALOG[r].gate_reason for r in rule_ids if r in CATALOG} - {""})

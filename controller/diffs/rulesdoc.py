@@ -5,6 +5,7 @@ tables from `principle.py`."""
 
 from __future__ import annotations
 
+from controller.diffs.poisoning import cues_markdown
 from controller.diffs.principle import AGENTS_MARKDOWN, PRINCIPLE_MARKDOWN, SPELLINGS_MARKDOWN
 from controller.diffs.rules import CONTRACT_RULES, SCHEMA_FAMILIES, SUBJECTS, Direction
 
@@ -66,6 +67,7 @@ def render_rules_markdown() -> str:
         )
     lines += ["", *AGENTS_MARKDOWN.rstrip("\n").split("\n")]
     lines += ["", *SPELLINGS_MARKDOWN.rstrip("\n").split("\n")]
+    lines += _description_risk()
     lines += _reasons()
     lines.append("")
     return "\n".join(lines)
@@ -94,6 +96,32 @@ def _reasons() -> list[str]:
     for rule in CONTRACT_RULES:
         lines.append(f"| `{rule.id}` | {rule.severity.value} | {rule.reason} |")
     return lines
+
+
+def _description_risk() -> list[str]:
+    """How the `*-poisoning-suspected` rules read the text a model reads."""
+    return [
+        "",
+        "## Description risk (tool poisoning)",
+        "",
+        "The text a model reads of an MCP server or an A2A agent is scanned for prompt-injection",
+        "cues: tool, prompt and resource descriptions and titles, every description, title,",
+        "default, example, `const` and `enum` value in a tool's input and output schemas, prompt",
+        "arguments' descriptions, the server's `instructions`, a skill's description, name,",
+        "examples and tags, and the card's description. Only a text that is new (a unit added)",
+        "or changed is scanned: a text the baseline already had as it is now is not reported",
+        "again. One finding per text that holds a cue, with the rule of its unit",
+        "(`tool-poisoning-suspected`, `prompt-poisoning-suspected`,",
+        "`resource-poisoning-suspected`, `server-instructions-poisoning-suspected`,",
+        "`skill-poisoning-suspected`, `agent-description-poisoning-suspected`): breaking,",
+        "`agentAction` `review_tool_description`, its `after` the cue kinds found and its summary",
+        "the offending text quoted (at most 160 characters around each cue, invisible and",
+        "control characters written `\\uXXXX`). A waiver on the rule id (with `tool` or `path`)",
+        "accepts a text a person judged harmless. The cues",
+        "(`controller/diffs/poisoning.py`, one row per pattern):",
+        "",
+        *cues_markdown(),
+    ]
 
 
 def _subjects_text(direction: Direction) -> str:

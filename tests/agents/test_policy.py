@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -237,3 +238,19 @@ def test_staleness_overrides_an_acknowledgement_but_not_a_waiver() -> None:
     assert stale.blocked[1].reasons == ["check_failed:stale"]
     waived = decide(["ok"], STATES, ignore={"ok": "known"}, now=STALE_AT)
     assert waived.allowed and waived.ignored[0].reasons == ["check_failed:stale"]
+
+
+def test_a_findings_own_reason_token_follows_breaking_drift() -> None:
+    """`tool_poisoning_suspected` (issue 45): a drift whose counted breaking findings hold a
+    poisoning finding says so beside `breaking_drift`; other statuses carry no such token."""
+    poisoned = replace(
+        state("p", "drifted", incident="open", actions=("review_tool_description",)),
+        change_reasons=("tool_poisoning_suspected",),
+    )
+    decision = decide(["p"], {"p": poisoned}, now=NOW)
+    assert decision.blocked[0].reasons == ["breaking_drift", "tool_poisoning_suspected"]
+    assert decision.blocked[0].agent_actions == ["review_tool_description", "ack_incident"]
+    errored = replace(
+        state("e", "error", failure="timeout"), change_reasons=poisoned.change_reasons
+    )
+    assert decide(["e"], {"e": errored}, now=NOW).blocked[0].reasons == ["check_failed:timeout"]
