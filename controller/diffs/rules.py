@@ -2153,6 +2153,22 @@ def _r(
     )
 
 
+def _poisoning(unit: str, family: str) -> Rule:
+    """The description-risk rule of `unit` (`tool`, `prompt`, `skill`...): breaking, a review
+    of the quoted text, the gate's own reason token."""
+    return _r(
+        f"{unit}-poisoning-suspected",
+        B,
+        f"{unit.split('-')[0]} {{name}} may carry instructions for the model: {{detail}}",
+        REVIEW_DESCRIPTION,
+        _POISON_HINT,
+        family,
+        reason=_POISON_REASON,
+        fails=_POISON_FAILS if family == "mcp" else _POISON_FAILS_CARD,
+        gate_reason=TOOL_POISONING_SUSPECTED,
+    )
+
+
 # Contract-level rules: operations, parameters, media types, statuses, security, MCP surface.
 CONTRACT_RULES: tuple[Rule, ...] = (
     # A difference no rule classifies: never "no change" when the documents differ.
@@ -3177,50 +3193,10 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         reason="Agents may change behaviour: the model reads the new text (rug-pull risk; a "
         "warning).",
     ),
-    _r(
-        "tool-poisoning-suspected",
-        B,
-        "tool {name} may carry instructions for the model: {detail}",
-        REVIEW_DESCRIPTION,
-        _POISON_HINT,
-        "mcp",
-        reason=_POISON_REASON,
-        fails=_POISON_FAILS,
-        gate_reason=TOOL_POISONING_SUSPECTED,
-    ),
-    _r(
-        "prompt-poisoning-suspected",
-        B,
-        "prompt {name} may carry instructions for the model: {detail}",
-        REVIEW_DESCRIPTION,
-        _POISON_HINT,
-        "mcp",
-        reason=_POISON_REASON,
-        fails=_POISON_FAILS,
-        gate_reason=TOOL_POISONING_SUSPECTED,
-    ),
-    _r(
-        "resource-poisoning-suspected",
-        B,
-        "resource {name} may carry instructions for the model: {detail}",
-        REVIEW_DESCRIPTION,
-        _POISON_HINT,
-        "mcp",
-        reason=_POISON_REASON,
-        fails=_POISON_FAILS,
-        gate_reason=TOOL_POISONING_SUSPECTED,
-    ),
-    _r(
-        "server-instructions-poisoning-suspected",
-        B,
-        "server {name} may carry instructions for the model: {detail}",
-        REVIEW_DESCRIPTION,
-        _POISON_HINT,
-        "mcp",
-        reason=_POISON_REASON,
-        fails=_POISON_FAILS,
-        gate_reason=TOOL_POISONING_SUSPECTED,
-    ),
+    _poisoning("tool", "mcp"),
+    _poisoning("prompt", "mcp"),
+    _poisoning("resource", "mcp"),
+    _poisoning("server-instructions", "mcp"),
     _r(
         "tool-title-changed",
         I,
@@ -3593,28 +3569,8 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "a2a",
         reason="Nobody breaks: the skill is the same; an orchestrator may route differently.",
     ),
-    _r(
-        "skill-poisoning-suspected",
-        B,
-        "skill {name} may carry instructions for the model: {detail}",
-        REVIEW_DESCRIPTION,
-        _POISON_HINT,
-        "a2a",
-        reason=_POISON_REASON,
-        fails=_POISON_FAILS_CARD,
-        gate_reason=TOOL_POISONING_SUSPECTED,
-    ),
-    _r(
-        "agent-description-poisoning-suspected",
-        B,
-        "agent {name} may carry instructions for the model: {detail}",
-        REVIEW_DESCRIPTION,
-        _POISON_HINT,
-        "a2a",
-        reason=_POISON_REASON,
-        fails=_POISON_FAILS_CARD,
-        gate_reason=TOOL_POISONING_SUSPECTED,
-    ),
+    _poisoning("skill", "a2a"),
+    _poisoning("agent-description", "a2a"),
     _r(
         "skill-tags-changed",
         I,
