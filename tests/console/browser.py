@@ -37,6 +37,13 @@ if CHROMIUM is None and os.environ.get("DRIFTGATE_REQUIRE_BROWSER") != "1":
 sync_api = pytest.importorskip("playwright.sync_api")
 
 
+def shown(locator: Any) -> None:
+    """Wait (the page's default timeout) until the locator is visible; fail if it never is.
+    A click that loads a page returns before the page is there, so a plain `is_visible()`
+    right after it races the load."""
+    sync_api.expect(locator).to_be_visible()
+
+
 @pytest.fixture
 def spec() -> Iterator[SpecServer]:
     with spec_server() as running:

@@ -29,6 +29,7 @@ from tests.console.browser import (  # noqa: F401 - the fixtures
     repo,
     server,
     shot,
+    shown,
     spec,
 )
 from tests.processes import PATIENCE
@@ -123,7 +124,7 @@ def test_every_page_fits_a_desktop_and_a_phone(
     page.goto(f"{server}/console/")
     page.get_by_role("link", name=re.compile(r"^\d+ drifted$")).click()
     page.wait_for_url(re.compile(r".*/console/watches\?status=drifted$"))
-    assert page.get_by_role("link", name="payments").is_visible()
+    shown(page.get_by_role("link", name="payments"))
     pages = {
         "overview": "/console/",
         "watches": "/console/watches",
@@ -177,7 +178,7 @@ def test_the_console_tour(
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(f"{server}/console/")
-    assert page.get_by_role("heading", name="Overview of acme").is_visible()
+    shown(page.get_by_role("heading", name="Overview of acme"))
 
     # A key, created in the console, works against the API.
     page.get_by_role("link", name="API keys").click()
@@ -200,11 +201,10 @@ def test_the_console_tour(
     page.get_by_role("link", name="payments").click()
     page.get_by_label("Note").fill("on it")
     page.get_by_role("button", name="Acknowledge incident").click()
-    page.wait_for_load_state()
-    assert "acknowledged since" in page.content()
+    shown(page.get_by_text("acknowledged since", exact=False))
     shot(page, "watch")
     page.get_by_role("link", name=re.compile(r"\d{4}-\d\d-\d\d")).first.click()
-    assert page.get_by_text("/v1/refunds", exact=False).first.is_visible()
+    shown(page.get_by_text("/v1/refunds", exact=False).first)
     shot(page, "drift-event")
     assert api.get(f"/api/watches/{watch['id']}/status").json()["incident"]["status"] == (
         "acknowledged"
@@ -217,7 +217,7 @@ def test_the_console_tour(
     page.get_by_label("Policy (for a new agent)").select_option("production-guard")
     page.get_by_role("button", name="Bind").click()
     page.get_by_role("button", name="Kill").click()
-    page.wait_for_load_state()
+    shown(page.get_by_role("button", name="Unblock"))
     assert api.get("/api/agents/billing-bot/status").json()["runtime"]["state"] == "killed"
     shot(page, "agent")
     # The overview says who is blocked: the killed agent, linked, and why.
@@ -229,7 +229,7 @@ def test_the_console_tour(
     killed.get_by_role("link", name="billing-bot").click()
     page.wait_for_url(re.compile(r".*/console/agents/billing-bot$"))
     page.get_by_role("button", name="Unblock").click()
-    page.wait_for_load_state()
+    shown(page.get_by_role("button", name="Kill"))
     assert api.get("/api/agents/billing-bot/status").json()["runtime"]["state"] == "running"
     # Running again, and its incident acknowledged: off the list. The bad commit's source is
     # on it (once the controller has reconciled it), linked to its page.
@@ -248,7 +248,7 @@ def test_the_console_tour(
     # A product switched on.
     page.get_by_role("link", name="Settings").click()
     page.get_by_role("button", name="Turn on replay_cloud").click()
-    assert page.get_by_role("button", name="Turn off replay_cloud").is_visible()
+    shown(page.get_by_role("button", name="Turn off replay_cloud"))
     shot(page, "settings")
 
     # The bad commit: its problem leads to the line.
@@ -268,7 +268,7 @@ def test_the_console_tour(
     page.get_by_role("link", name="Ask").click()
     page.get_by_label("Question").fill("is any MCP server unhealthy?")
     page.get_by_role("button", name="Ask").click()
-    assert page.get_by_role("heading", name=re.compile("Answer")).is_visible()
+    shown(page.get_by_role("heading", name=re.compile("Answer")))
     shot(page, "ask")
 
     # Keyboard only: the skip link is the first stop. A phone's width fits.
