@@ -195,6 +195,18 @@ class Watch(Base):
     last_success_at: Mapped[datetime | None] = mapped_column(default=None)
     next_check_at: Mapped[datetime | None] = mapped_column(default=None)
     protocol_version: Mapped[str | None] = mapped_column(String(32), default=None)
+    # Issue 45 (migration 0025). The keys an `a2a_card` watch trusts for the card's signatures
+    # (`{"jwksUrl": ..., "keys": [JWK, ...]}`; `controller.cardtrust`).
+    card_keys: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    # OAuth 2.1 for a remote MCP watch (`controller.mcpauth`): the non-secret settings, the
+    # secrets (client secret, refresh token) encrypted, and the cached access token.
+    oauth: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    oauth_ciphertext: Mapped[str | None] = mapped_column(Text, default=None, deferred=True)
+    oauth_token_ciphertext: Mapped[str | None] = mapped_column(Text, default=None, deferred=True)
+    oauth_token_expires_at: Mapped[datetime | None] = mapped_column(default=None, deferred=True)
+    # The pinned tool set of an MCP watch's server (its `.driftgate/mcp.lock` entry;
+    # `controller.toollock`).
+    tool_lock: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
 
     managed_source: Mapped[str | None] = mapped_column(String(200), default=None)
     managed_path: Mapped[str | None] = mapped_column(String(1024), default=None)
@@ -367,6 +379,9 @@ class DriftEvent(Base):
     agent_actions: Mapped[list[str]] = mapped_column(JSONType, default=list)
     # consumer profiles naming this watch whose schema the breaking changes touch
     affected_profiles: Mapped[list[str] | None] = mapped_column(JSONType, default=None)
+    # The gate's reason tokens for this comparison's breaking changes (`breaking_drift`,
+    # `tool_poisoning_suspected`, ...); null for events recorded before migration 0025.
+    gate_reasons: Mapped[list[str] | None] = mapped_column(JSONType, default=None)
 
 
 class Job(Base):
