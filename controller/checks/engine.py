@@ -40,6 +40,8 @@ from sqlalchemy.orm import Session, lazyload
 
 from controller import metrics, tracing
 from controller.agents import runtime
+from controller.checks import verdicts
+from controller.checks.assessments import ASSESSMENTS
 from controller.collector import collector_paused
 from controller.contracts.base import HTTP_DOCUMENT, MCP_SESSION, DiffContext
 from controller.contracts.kinds import CONTRACT_KINDS
@@ -167,6 +169,10 @@ class CheckInput:
     prior_baseline_fingerprint: str | None = None
     # The watch's last check timed out (its vendor has not answered since).
     timed_out: bool = False
+    # What the watch asks of its contract whatever its history (`controller.checks.verdicts`):
+    # the keys its agent card must be signed with, the tool set its MCP server is pinned to.
+    card_keys: dict[str, Any] | None = None
+    tool_lock: dict[str, Any] | None = None
 
 
 @dataclass
@@ -420,6 +426,12 @@ def _evaluate(
             if print_ == last_fingerprint:
                 return lambda s: _record_unchanged(s, box, check, fetched, source_hash, now)
             changes: list[Change] = []
+            untrusted = verdicts.failing(document)
+            if untrusted and check.baseline_snapshot_id is None:
+                # No baseline to diff against: a contract that fails what the watch asks of
+                # it is no baseline to trust either (fail closed).
+                message = "; ".join(untrusted)
+                return lambda s: _record_failure(s, box, check, "invalid_contract", message, now)
             if baseline_document is not None:
                 changes = _stage(
                     "diff",
@@ -484,11 +496,41 @@ def contract_fetcher(settings: Settings, client: Any) -> Fetcher:
     MCP session, every redirect and the whole body), else as a `timeout` failure."""
     adapters = {name: build(settings, client) for name, build in FETCH_ADAPTERS.items()}
     by_type = {kind.name: adapters[kind.fetch] for kind in CONTRACT_KINDS}
+    assessors = {entry.name: entry.build(settings, client) for entry in ASSESSMENTS}
 
     def fetch_contract(check: CheckInput) -> Fetched:
-        return by_type[check.watch_type](check)
+        return _judged(check, by_type[check.watch_type](check), assessors)
 
     return fetch_contract
+
+
+def _judged(check: CheckInput, fetched: Fetched, assessors: dict[str, Any]) -> Fetched:
+    """The fetched contract with the verdicts of the assessors that judge this watch
+    (`controller.checks.verdicts`), parsed here so that they do: a judged contract is never
+    "unchanged" by its bytes alone, since what it is judged against (keys, a lock) can change
+    while its bytes do not. A contract that does not parse is left to the check to fail."""
+    if not assessors or (check.card_keys is None and check.tool_lock is None):
+        return fetched
+    if fetched.content is None and fetched.document is None:
+        return fetched  # a 304: the stored snapshot was judged when it was fetched
+    try:
+        document = _document(check, fetched)
+    except ContractParseError:
+        return fetched
+    found = {}
+    for name, assess in assessors.items():
+        verdict = assess(check, document)
+        if verdict is not None:
+            found[name] = verdict
+    if not found:
+        return fetched
+    return Fetched(
+        None,
+        fetched.etag,
+        fetched.last_modified,
+        document=verdicts.judged(document, found),
+        protocol_version=fetched.protocol_version,
+    )
 
 
 def mcp_fetcher(settings: Settings, client: Any) -> Fetcher:
@@ -518,14 +560,16 @@ def http_fetcher(settings: Settings, client: Any) -> Fetcher:
     method)."""
 
     def fetch_contract(check: CheckInput) -> Fetched:
+        conditional = check.method in (None, "GET") and check.card_keys is None
         result = fetch(
             client,
             check.url,
             method=check.method or "GET",
             headers=check.headers,
             body=check.body,
-            etag=check.etag if check.method in (None, "GET") else None,
-            last_modified=check.last_modified if check.method in (None, "GET") else None,
+            # A judged contract is fetched whole every time (`_judged`).
+            etag=check.etag if conditional else None,
+            last_modified=check.last_modified if conditional else None,
             max_bytes=settings.fetch_max_bytes,
             deadline=settings.fetch_deadline_seconds,
         )
@@ -589,6 +633,8 @@ def _input(watch: Watch, box: SecretBox) -> CheckInput:
         baseline_accepted_by=watch.baseline_accepted_by,
         prior_baseline_fingerprint=watch.prior_baseline_fingerprint,
         timed_out=watch.failure_class == FailureClass.TIMEOUT,
+        card_keys=watch.card_keys,
+        tool_lock=watch.tool_lock,
     )
 
 
