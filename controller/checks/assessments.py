@@ -4,6 +4,7 @@ its own package."""
 
 from __future__ import annotations
 
+from controller.cardtrust.assessor import CARD_SIGNATURE
 from controller.checks.verdicts import Assessments
 
-ASSESSMENTS = Assessments([])
+ASSESSMENTS = Assessments([CARD_SIGNATURE])

@@ -27,6 +27,7 @@ Breaking drift within the window after a revert reopens the reverted incident
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -42,6 +43,7 @@ from controller import metrics, tracing
 from controller.agents import runtime
 from controller.checks import verdicts
 from controller.checks.assessments import ASSESSMENTS
+from controller.checks.verdicts import Assessment, Assessor
 from controller.collector import collector_paused
 from controller.contracts.base import HTTP_DOCUMENT, MCP_SESSION, DiffContext
 from controller.contracts.kinds import CONTRACT_KINDS
@@ -496,7 +498,7 @@ def contract_fetcher(settings: Settings, client: Any) -> Fetcher:
     MCP session, every redirect and the whole body), else as a `timeout` failure."""
     adapters = {name: build(settings, client) for name, build in FETCH_ADAPTERS.items()}
     by_type = {kind.name: adapters[kind.fetch] for kind in CONTRACT_KINDS}
-    assessors = {entry.name: entry.build(settings, client) for entry in ASSESSMENTS}
+    assessors = [(entry, entry.build(settings, client)) for entry in ASSESSMENTS]
 
     def fetch_contract(check: CheckInput) -> Fetched:
         return _judged(check, by_type[check.watch_type](check), assessors)
@@ -504,7 +506,9 @@ def contract_fetcher(settings: Settings, client: Any) -> Fetcher:
     return fetch_contract
 
 
-def _judged(check: CheckInput, fetched: Fetched, assessors: dict[str, Any]) -> Fetched:
+def _judged(
+    check: CheckInput, fetched: Fetched, assessors: list[tuple[Assessment, Assessor]]
+) -> Fetched:
     """The fetched contract with the verdicts of the assessors that judge this watch
     (`controller.checks.verdicts`), parsed here so that they do: a judged contract is never
     "unchanged" by its bytes alone, since what it is judged against (keys, a lock) can change
@@ -518,10 +522,10 @@ def _judged(check: CheckInput, fetched: Fetched, assessors: dict[str, Any]) -> F
     except ContractParseError:
         return fetched
     found = {}
-    for name, assess in assessors.items():
-        verdict = assess(check, document)
+    for entry, assess in assessors:
+        verdict = assess(check, _as_sent(fetched, document) if entry.reads_as_sent else document)
         if verdict is not None:
-            found[name] = verdict
+            found[entry.name] = verdict
     if not found:
         return fetched
     return Fetched(
@@ -531,6 +535,17 @@ def _judged(check: CheckInput, fetched: Fetched, assessors: dict[str, Any]) -> F
         document=verdicts.judged(document, found),
         protocol_version=fetched.protocol_version,
     )
+
+
+def _as_sent(fetched: Fetched, document: Any) -> Any:
+    """The fetched JSON as its server sent it (the kind's reading, bounded in nesting, has
+    already accepted it); the parsed document for a fetcher that parses itself."""
+    if fetched.content is None:
+        return document
+    try:
+        return json.loads(fetched.content)
+    except (ValueError, RecursionError):
+        return document
 
 
 def mcp_fetcher(settings: Settings, client: Any) -> Fetcher:

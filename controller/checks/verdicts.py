@@ -39,10 +39,14 @@ Assessor = Callable[["CheckInput", Any], "dict[str, Any] | None"]
 class Assessment:
     """A registered assessor: `name` (its key under `VERDICTS_KEY`) and `build`, which makes
     the assessor once per controller from its settings and outbound HTTP client (a JWKS URL
-    is fetched through the same address guard as contracts), as the fetch adapters are."""
+    is fetched through the same address guard as contracts), as the fetch adapters are.
+    `reads_as_sent`: the assessor judges the document as its server sent it (its JSON parsed,
+    before the kind's reading leaves out what it does not diff, such as a card's
+    `signatures`); the verdict is still attached to the contract as the kind reads it."""
 
     name: str
     build: Callable[[Settings, Any], Assessor]
+    reads_as_sent: bool = False
 
 
 class Assessments(Registry[Assessment]):

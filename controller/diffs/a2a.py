@@ -14,6 +14,12 @@ Input and output modes are media types: one removed narrows the contract (breaki
 added widens it (information). A skill without modes of its own takes the card's
 `defaultInputModes` / `defaultOutputModes`, whose changes are reported once, on the card.
 Every skill change carries `location.tool` (the skill id), as an MCP tool change does.
+
+A watch that names trusted keys has each card's signatures verified by its check
+(`controller.cardtrust`); the verdict rides in the document under `x-driftgate-verdicts`, which
+is no part of the card and is compared on its own: a verdict that turned bad (no signature, one
+that does not verify, one by a key the watch does not trust) is a breaking
+`card-signature-*` finding.
 """
 
 from __future__ import annotations
@@ -42,6 +48,15 @@ CAPABILITY_FLAGS = ("streaming", "pushNotifications", "stateTransitionHistory")
 # A card's own fields that carry no contract of their own (`signatures` are re-made by each
 # signing; they are left out of the stored card, see `card_contract`).
 _METADATA = ("provider", "iconUrl", "documentationUrl")
+# The check's verdicts in a document (`controller.checks.verdicts.VERDICTS_KEY`) and the one
+# on the card's signatures (`controller.cardtrust.assessor.NAME`), by status.
+VERDICTS_KEY = "x-driftgate-verdicts"
+CARD_SIGNATURE = "cardSignature"
+SIGNATURE_RULES = {
+    "unsigned": "card-signature-removed",
+    "invalid": "card-signature-invalid",
+    "untrusted": "card-signature-untrusted",
+}
 _SKILL_TEXT = (
     ("name", "skill-name-changed"),
     ("description", "skill-description-changed"),
@@ -167,6 +182,7 @@ def diff_agent_card(base: Any, revision: Any) -> list[Change]:
     b = base if isinstance(base, AgentCard) else normalize_agent_card(base)
     r = revision if isinstance(revision, AgentCard) else normalize_agent_card(revision)
     out: list[Change] = []
+    _signature(base, revision, out)
     _agent(b, r, out)
     _capabilities(b, r, out)
     _modes_diff(b.default_input_modes, r.default_input_modes, "agent-default-input-mode", None, out)
@@ -176,6 +192,32 @@ def diff_agent_card(base: Any, revision: Any) -> list[Change]:
     _security(b.security, r.security, "agent-security-requirement", "/security", None, out)
     _skills(b, r, out)
     return out
+
+
+def _signature(base: Any, revision: Any, out: list[Change]) -> None:
+    """A card-signature verdict that turned bad since the base (or is bad where the base had
+    none: the watch named its keys after the baseline)."""
+    before, after = _signature_verdict(base), _signature_verdict(revision)
+    status = after.get("status")
+    if after.get("ok") is not False or status not in SIGNATURE_RULES:
+        return
+    if before.get("status") == status:
+        return  # the same verdict as the base's (a baseline a person accepted as it is)
+    out.append(
+        make_change(
+            SIGNATURE_RULES[status],
+            "/signatures",
+            before=before.get("status"),
+            after=status,
+            detail=str(after.get("summary") or status),
+        )
+    )
+
+
+def _signature_verdict(document: Any) -> dict[str, Any]:
+    verdicts = document.get(VERDICTS_KEY) if isinstance(document, dict) else None
+    verdict = verdicts.get(CARD_SIGNATURE) if isinstance(verdicts, dict) else None
+    return verdict if isinstance(verdict, dict) else {}
 
 
 def _agent(b: AgentCard, r: AgentCard, out: list[Change]) -> None:

@@ -37,6 +37,7 @@ REMOVE_TOOL = "remove_tool_usage"
 NEW_ENUM = "handle_new_enum_value"
 SEND_REQUIRED = "send_new_required_field"
 REVIEW_DESCRIPTION = "review_tool_description"
+VERIFY_CARD = "verify_agent_card"
 ACK = "ack_incident"
 ACCEPT = "accept_baseline"
 CHECK_CONFIG = "check_watch_config"
@@ -47,6 +48,7 @@ AGENT_ACTIONS = (
     NEW_ENUM,
     SEND_REQUIRED,
     REVIEW_DESCRIPTION,
+    VERIFY_CARD,
     ACK,
     ACCEPT,
     CHECK_CONFIG,
@@ -2120,6 +2122,24 @@ _POISON_FAILS_CARD = (
 )
 # The gate's reason token of a watch whose breaking drift holds a poisoning finding.
 TOOL_POISONING_SUSPECTED = "tool_poisoning_suspected"
+# The gate's reason token of a watch whose breaking drift holds a card-signature finding.
+CARD_SIGNATURE_INVALID = "card_signature_invalid"
+# Signed agent cards (`controller/cardtrust/`): a card's signatures checked against the keys
+# the watch trusts, read from the check's verdict (`controller/diffs/a2a.py`).
+_CARD_HINT = (
+    "Find out who published this card before any agent reads it again: if the agent's owner "
+    "rotated keys, add the new key to the watch's cardKeys (or its JWKS); otherwise treat the "
+    "card as forged. A jku inside the card is never trusted by itself."
+)
+_CARD_REASON = (
+    "Agents are attacked: whoever can serve the card can point callers at their own endpoint, "
+    "skills and credentials, and only a signature by a key the watch trusts says the card's "
+    "owner wrote it."
+)
+_CARD_FAILS = (
+    "An agent that trusts the card delegates to whatever endpoint and skills it names, which "
+    "its owner may not have written."
+)
 # Reason phrases shared by contract rules.
 _OPERATION_GONE = "Callers break: requests to the operation fail."
 _VENDOR_CLOCK = "Callers break on the vendor's schedule: the grace period they planned on changed."
@@ -3796,6 +3816,39 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "Informational.",
         "a2a",
         reason="Nobody breaks: extensions and other flags.",
+    ),
+    _r(
+        "card-signature-removed",
+        B,
+        "agent card no longer signed by a trusted key ({detail})",
+        VERIFY_CARD,
+        _CARD_HINT,
+        "a2a",
+        reason=_CARD_REASON,
+        fails=_CARD_FAILS,
+        gate_reason=CARD_SIGNATURE_INVALID,
+    ),
+    _r(
+        "card-signature-invalid",
+        B,
+        "agent card signature does not verify ({detail})",
+        VERIFY_CARD,
+        _CARD_HINT,
+        "a2a",
+        reason=_CARD_REASON,
+        fails=_CARD_FAILS,
+        gate_reason=CARD_SIGNATURE_INVALID,
+    ),
+    _r(
+        "card-signature-untrusted",
+        B,
+        "agent card signed by a key the watch does not trust ({detail})",
+        VERIFY_CARD,
+        _CARD_HINT,
+        "a2a",
+        reason=_CARD_REASON,
+        fails=_CARD_FAILS,
+        gate_reason=CARD_SIGNATURE_INVALID,
     ),
     _r(
         "agent-name-changed",

@@ -26,6 +26,8 @@ from pydantic.json_schema import SkipJsonSchema
 
 from controller.contracts.kinds import CONTRACT_KINDS
 from controller.model.base import ApiModel, JsonNumber, RequestModel
+from controller.model.cardkeys import MAX_KEYS as MAX_CARD_KEYS
+from controller.model.cardkeys import Jwk, jwk_problem
 from controller.model.jsonvalue import JsonValue
 
 DEFAULT_INTERVAL_MINUTES = 15
@@ -170,6 +172,44 @@ def _unique_tags(tags: list[str] | None) -> list[str] | None:
     return list(seen)
 
 
+class CardKeys(RequestModel):
+    """The keys an `a2a_card` watch trusts for its agent card's signatures
+    (`controller.model.cardkeys`): the card must carry a signature one of them verifies.
+    `jwksUrl` is fetched at each check through the same address guard as the card; a `jku`
+    the card names is never fetched nor trusted."""
+
+    jwks_url: HttpUrl | SkipJsonSchema[None] = Field(
+        default=None, description="a JSON Web Key Set of the keys the card may be signed with"
+    )
+    keys: Annotated[list[Jwk], Field(max_length=MAX_CARD_KEYS)] | SkipJsonSchema[None] = Field(
+        default=None, description="public JSON Web Keys (RFC 7517) the card may be signed with"
+    )
+
+    @field_validator("jwks_url", "keys", mode="before")
+    @classmethod
+    def _not_null(cls, value: object) -> object:
+        return refuse_null(value)
+
+    @field_validator("keys")
+    @classmethod
+    def _public(cls, keys: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        for index, jwk in enumerate(keys or []):
+            problem = jwk_problem(jwk)
+            if problem is not None:
+                raise ValueError(f"key {index}: {problem}")
+        return keys
+
+    @model_validator(mode="after")
+    def _some(self) -> CardKeys:
+        if self.jwks_url is None and not self.keys:
+            raise ValueError("name jwksUrl or at least one key")
+        return self
+
+    def stored(self) -> dict[str, Any]:
+        """The shape of `watches.card_keys` (as the API writes it)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
 class WatchCreate(RequestModel):
     """Body of `POST /api/watches`. `label` is accepted as an alias of `name` (send one)."""
 
@@ -187,6 +227,9 @@ class WatchCreate(RequestModel):
     webhook_url: HttpUrl | None = None
     method: Method | None = None
     body: JsonValue = None
+    card_keys: CardKeys | None = Field(
+        default=None, description="a2a_card watches: the keys the card must be signed with"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -229,6 +272,10 @@ class WatchUpdate(RequestModel):
     webhook_url: HttpUrl | None = None
     method: Method | None = None
     body: JsonValue = None
+    card_keys: CardKeys | None = Field(
+        default=None,
+        description="a2a_card watches: the keys the card must be signed with; null clears",
+    )
 
     @field_validator("tags")
     @classmethod
@@ -312,6 +359,9 @@ class WatchOut(ApiModel):
     webhook_url: str | None
     method: str | None
     body: Any = None
+    card_keys: CardKeys | None = Field(
+        default=None, description="the keys the agent card must be signed with (a2a_card)"
+    )
     health: Health
     last_checked_at: datetime | None
     last_check_status: str | None

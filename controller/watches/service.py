@@ -15,14 +15,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
-from controller.contracts.kinds import CONTRACT_KINDS
+from controller.contracts.kinds import A2A_CARD, CONTRACT_KINDS
 from controller.crypto import SecretBox
-from controller.errors import Conflict, NotFound, Unprocessable
+from controller.errors import Conflict, NotFound, Unprocessable, ValidationFailed
 from controller.model import managed, paging
 from controller.model.principal import Principal
 from controller.model.watch import (
     REDACTED,
     Baseline,
+    CardKeys,
     ChangeCounts,
     DriftStatus,
     FailureClass,
@@ -42,6 +43,8 @@ from controller.targets import refuse_unsendable
 from controller.watches.status import INITIAL, Paused, Resumed, facts_of, transition
 
 DEFAULT_INTERVAL_MINUTES = 15
+# The watch type whose contract carries signatures a watch's `cardKeys` verify.
+CARD_WATCH_TYPE = A2A_CARD.name
 
 
 def create_watch(
@@ -61,6 +64,7 @@ def create_watch(
             f"cannot infer watchType from the URL; send watchType ({CONTRACT_KINDS.listed()})",
             details=[{"path": "/watchType", "message": "required when the URL does not tell"}],
         )
+    _ensure_card_keys_fit(watch_type.value, data.card_keys)
     name = data.effective_name
     _ensure_name_free(session, principal.org_id, name)
     watch = Watch(
@@ -72,6 +76,7 @@ def create_watch(
         webhook_url=data.webhook_url,
         method=data.method,
         request_body=data.body,
+        card_keys=data.card_keys.stored() if data.card_keys is not None else None,
         drift_status=INITIAL.value,
     )
     set_headers(watch, data.headers, box)
@@ -148,6 +153,9 @@ def update_watch(
         watch.method = data.method
     if "body" in fields:
         watch.request_body = data.body
+    if "card_keys" in fields:
+        _ensure_card_keys_fit(watch.watch_type, data.card_keys)
+        watch.card_keys = data.card_keys.stored() if data.card_keys is not None else None
     _flush_unique(session, watch.name)
     audit.by(session, principal, "watch.update", watch.id, {"fields": sorted(changed)})
     return watch
@@ -220,6 +228,7 @@ def watch_out(watch: Watch, now: datetime) -> WatchOut:
         webhook_url=watch.webhook_url,
         method=watch.method,
         body=watch.request_body,
+        card_keys=CardKeys.model_validate(watch.card_keys) if watch.card_keys else None,
         health=compute_health(
             status=watch.drift_status,
             last_checked_at=watch.last_checked_at,
@@ -245,6 +254,15 @@ def watch_out(watch: Watch, now: datetime) -> WatchOut:
 
 def watch_list_out(watches: list[Watch], next_cursor: str | None, now: datetime) -> WatchList:
     return WatchList(watches=[watch_out(w, now) for w in watches], next_cursor=next_cursor)
+
+
+def _ensure_card_keys_fit(watch_type: str, card_keys: CardKeys | None) -> None:
+    """Trusted keys are for agent cards: no other contract carries A2A signatures."""
+    if card_keys is not None and watch_type != CARD_WATCH_TYPE:
+        raise ValidationFailed(
+            f"cardKeys is for {CARD_WATCH_TYPE} watches (this one is {watch_type}); leave it out",
+            details=[{"path": "/cardKeys", "message": f"only for {CARD_WATCH_TYPE} watches"}],
+        )
 
 
 def _ensure_name_free(session: Session, org_id: str, name: str) -> None:

@@ -1,0 +1,76 @@
+"""The card-signature assessment (`controller.checks.verdicts`): each check of an `a2a_card`
+watch that names trusted keys verifies the card as its server sent it against them.
+
+The trusted keys are the watch's inline JWKs plus those of its JWKS URL, fetched at each check
+through `controller.sources.http` (the same address guard, size cap and deadline as the card),
+so a key the operator rotates in or out counts from the next check. A JWKS that cannot be
+fetched or read fails the check (the watch is `error`, which blocks the gate): no keys to
+verify against is no verdict, never a pass. The verdict holds the status and the key ids, not
+the signature bytes, so a card re-signed by the same key is the same snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from controller.cardtrust.verify import verify_card
+from controller.checks.verdicts import Assessment, Assessor
+from controller.sources.http import FetchError, fetch
+
+if TYPE_CHECKING:
+    from controller.checks.engine import CheckInput
+    from controller.settings import Settings
+
+NAME = "cardSignature"  # its key under the document's verdicts, read by `controller.diffs.a2a`
+MAX_JWKS_BYTES = 1024 * 1024
+
+
+def build(settings: Settings, client: Any) -> Assessor:
+    """The assessor of one controller: its JWKS fetches share the contracts' client."""
+
+    def assess(check: CheckInput, card: Any) -> dict[str, Any] | None:
+        if not check.card_keys:
+            return None
+        trusted = list(check.card_keys.get("keys") or [])
+        url = check.card_keys.get("jwksUrl")
+        if url:
+            trusted += _jwks_keys(settings, client, url)
+        verdict = verify_card(card, trusted)
+        return {
+            "ok": verdict.is_ok,
+            "status": verdict.status,
+            "summary": verdict.summary,
+            "kids": list(verdict.kids),
+        }
+
+    return assess
+
+
+def _jwks_keys(settings: Settings, client: Any, url: str) -> list[dict[str, Any]]:
+    """The keys of the watch's JWKS; a failure is the check's (`FetchError`)."""
+    try:
+        result = fetch(
+            client,
+            url,
+            max_bytes=min(settings.fetch_max_bytes, MAX_JWKS_BYTES),
+            deadline=settings.fetch_deadline_seconds,
+        )
+    except FetchError as exc:
+        message = f"the watch's trusted keys (jwksUrl): {exc.message}"
+        raise FetchError(message, exc.failure_class, status=exc.status) from None
+    try:
+        document = json.loads(result.content)
+    except ValueError:
+        document = None
+    keys = document.get("keys") if isinstance(document, dict) else None
+    if not isinstance(keys, list):
+        raise FetchError(
+            "the watch's trusted keys (jwksUrl) are not a JSON Web Key Set (an object with a "
+            "'keys' list)",
+            "invalid_contract",
+        )
+    return [key for key in keys if isinstance(key, dict)]
+
+
+CARD_SIGNATURE = Assessment(NAME, build, reads_as_sent=True)
