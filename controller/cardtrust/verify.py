@@ -39,7 +39,8 @@ INVALID = "invalid"
 UNTRUSTED = "untrusted"
 STATUSES = (TRUSTED, UNSIGNED, INVALID, UNTRUSTED)
 # Asymmetric signature algorithms only: no `none`, and no HMAC, which would take a public
-# key's bytes as a shared secret.
+# key's bytes as a shared secret. Ed25519 by its fully specified name (RFC 9864); the
+# polymorphic `EdDSA` it deprecates is not accepted.
 ALGORITHMS = (
     "RS256",
     "RS384",
@@ -50,7 +51,6 @@ ALGORITHMS = (
     "ES256",
     "ES384",
     "ES512",
-    "EdDSA",
     "Ed25519",
 )
 MAX_SIGNATURES = 10  # a card's signatures checked at most (each costs a verification per key)

@@ -55,9 +55,7 @@ def create_watch(
     *,
     default_interval: int | None = None,
 ) -> Watch:
-    refuse_unsendable(
-        urls={"/url": data.url, "/webhookUrl": data.webhook_url}, headers=data.headers
-    )
+    refuse_unsendable(urls=_urls(data), headers=data.headers)
     watch_type = data.watch_type or infer_watch_type(data.url)
     if watch_type is None:
         raise Unprocessable(
@@ -130,9 +128,7 @@ def update_watch(
     watch = get_watch(session, principal.org_id, watch_id)
     ensure_unmanaged(watch)
     fields = data.model_fields_set
-    refuse_unsendable(
-        urls={"/url": data.url, "/webhookUrl": data.webhook_url}, headers=data.headers
-    )
+    refuse_unsendable(urls=_urls(data), headers=data.headers)
     changed: list[str] = sorted(f for f in fields if f != "headers")
     if "name" in fields and data.name is not None and data.name != watch.name:
         _ensure_name_free(session, principal.org_id, data.name)
@@ -254,6 +250,16 @@ def watch_out(watch: Watch, now: datetime) -> WatchOut:
 
 def watch_list_out(watches: list[Watch], next_cursor: str | None, now: datetime) -> WatchList:
     return WatchList(watches=[watch_out(w, now) for w in watches], next_cursor=next_cursor)
+
+
+def _urls(data: WatchCreate | WatchUpdate) -> dict[str, str | None]:
+    """The URLs of a request the fetcher will send to, by JSON pointer."""
+    keys = data.card_keys
+    return {
+        "/url": data.url,
+        "/webhookUrl": data.webhook_url,
+        "/cardKeys/jwksUrl": keys.jwks_url if keys is not None else None,
+    }
 
 
 def _ensure_card_keys_fit(watch_type: str, card_keys: CardKeys | None) -> None:
