@@ -176,12 +176,19 @@ class CardKeys(RequestModel):
     """The keys an `a2a_card` watch trusts for its agent card's signatures
     (`controller.model.cardkeys`): the card must carry a signature one of them verifies.
     `jwksUrl` is fetched at each check through the same address guard as the card; a `jku`
-    the card names is never fetched nor trusted."""
+    the card names is never fetched nor trusted. That each key is a public signature key is
+    `problems()`' to say (the API answers 422, a file names the line)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"anyOf": [{"required": ["jwksUrl"]}, {"required": ["keys"]}]}
+    )
 
     jwks_url: HttpUrl | SkipJsonSchema[None] = Field(
         default=None, description="a JSON Web Key Set of the keys the card may be signed with"
     )
-    keys: Annotated[list[Jwk], Field(max_length=MAX_CARD_KEYS)] | SkipJsonSchema[None] = Field(
+    keys: (
+        Annotated[list[Jwk], Field(min_length=1, max_length=MAX_CARD_KEYS)] | SkipJsonSchema[None]
+    ) = Field(
         default=None, description="public JSON Web Keys (RFC 7517) the card may be signed with"
     )
 
@@ -190,24 +197,31 @@ class CardKeys(RequestModel):
     def _not_null(cls, value: object) -> object:
         return refuse_null(value)
 
-    @field_validator("keys")
-    @classmethod
-    def _public(cls, keys: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
-        for index, jwk in enumerate(keys or []):
-            problem = jwk_problem(jwk)
-            if problem is not None:
-                raise ValueError(f"key {index}: {problem}")
-        return keys
-
     @model_validator(mode="after")
     def _some(self) -> CardKeys:
         if self.jwks_url is None and not self.keys:
             raise ValueError("name jwksUrl or at least one key")
         return self
 
+    def problems(self) -> list[tuple[str, str]]:
+        """Each key that is no public signature key: (its JSON pointer below the keys, why)."""
+        found = []
+        for index, jwk in enumerate(self.keys or []):
+            problem = jwk_problem(jwk)
+            if problem is not None:
+                found.append((f"/keys/{index}", f"key {index}: {problem}"))
+        return found
+
     def stored(self) -> dict[str, Any]:
         """The shape of `watches.card_keys` (as the API writes it)."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class CardKeysOut(ApiModel):
+    """The keys a card watch trusts, as the API shows them (public keys: nothing to hide)."""
+
+    jwks_url: str | None = None
+    keys: list[dict[str, Any]] | None = None
 
 
 class WatchCreate(RequestModel):
@@ -359,7 +373,7 @@ class WatchOut(ApiModel):
     webhook_url: str | None
     method: str | None
     body: Any = None
-    card_keys: CardKeys | None = Field(
+    card_keys: CardKeysOut | None = Field(
         default=None, description="the keys the agent card must be signed with (a2a_card)"
     )
     health: Health

@@ -17,13 +17,14 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from controller.contracts.kinds import A2A_CARD, CONTRACT_KINDS
 from controller.crypto import SecretBox
-from controller.errors import Conflict, NotFound, Unprocessable, ValidationFailed
+from controller.errors import Conflict, NotFound, Unprocessable
 from controller.model import managed, paging
 from controller.model.principal import Principal
 from controller.model.watch import (
     REDACTED,
     Baseline,
     CardKeys,
+    CardKeysOut,
     ChangeCounts,
     DriftStatus,
     FailureClass,
@@ -224,7 +225,7 @@ def watch_out(watch: Watch, now: datetime) -> WatchOut:
         webhook_url=watch.webhook_url,
         method=watch.method,
         body=watch.request_body,
-        card_keys=CardKeys.model_validate(watch.card_keys) if watch.card_keys else None,
+        card_keys=CardKeysOut.model_validate(watch.card_keys) if watch.card_keys else None,
         health=compute_health(
             status=watch.drift_status,
             last_checked_at=watch.last_checked_at,
@@ -263,11 +264,20 @@ def _urls(data: WatchCreate | WatchUpdate) -> dict[str, str | None]:
 
 
 def _ensure_card_keys_fit(watch_type: str, card_keys: CardKeys | None) -> None:
-    """Trusted keys are for agent cards: no other contract carries A2A signatures."""
-    if card_keys is not None and watch_type != CARD_WATCH_TYPE:
-        raise ValidationFailed(
+    """Trusted keys are for agent cards (no other contract carries A2A signatures), and each
+    is a public signature key: what the published schema cannot say, answered 422."""
+    if card_keys is None:
+        return
+    if watch_type != CARD_WATCH_TYPE:
+        raise Unprocessable(
             f"cardKeys is for {CARD_WATCH_TYPE} watches (this one is {watch_type}); leave it out",
             details=[{"path": "/cardKeys", "message": f"only for {CARD_WATCH_TYPE} watches"}],
+        )
+    problems = card_keys.problems()
+    if problems:
+        raise Unprocessable(
+            "cardKeys names keys a watch cannot trust: " + "; ".join(m for _, m in problems),
+            details=[{"path": "/cardKeys" + path, "message": m} for path, m in problems],
         )
 
 
