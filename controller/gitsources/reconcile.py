@@ -55,12 +55,13 @@ from controller.gitsources.load import (
     Bundle,
     Problem,
     file_of,
+    json_path,
     load_bundle,
 )
 from controller.logs import log
 from controller.model import conditions as cond
 from controller.model.catalog import SYSTEM_TEMPLATES
-from controller.model.gitops import HOSTED_PRESETS, Unreadable
+from controller.model.gitops import CARD_WATCH_TYPE, HOSTED_PRESETS, Unreadable
 from controller.model.ingress_profiles import content_hash
 from controller.model.waivers import waiver_key
 from controller.settings import Settings, SourceSpec
@@ -587,9 +588,23 @@ class Reconciler:
                         "headers": merged_headers,
                         "tags": tags,
                         "interval_minutes": entry.get("intervalMinutes"),
+                        "card_keys": entry.get("cardKeys"),
                         "watch_set": watch_set["name"],
                         "path": sets_file,
                     }
+                    if values["card_keys"] and values["watch_type"] != CARD_WATCH_TYPE:
+                        # A template's type is known here only (the entry's own, in the file).
+                        line, column = bundle.locate(set_name, (*where, "cardKeys"))
+                        problems.append(
+                            Problem(
+                                file=sets_file,
+                                line=line,
+                                column=column,
+                                path=json_path((*where, "cardKeys")),
+                                message=f"cardKeys: only for {CARD_WATCH_TYPE} watches (this "
+                                f"one is {values['watch_type']}, from its template)",
+                            )
+                        )
                     desired.watches[entry["name"]] = self._with_digest(values)
         policies: dict[str, Any] = {}
         for agents_model in bundle.agent_files.values():
@@ -865,6 +880,7 @@ class Reconciler:
         watch.watch_set_id = applying.set_ids.get(set_name) if set_name else None
         set_headers(watch, values["headers"], self.box)
         set_tags(watch, values["tags"])
+        watch.card_keys = values.get("card_keys")
 
     def _write_agent(self, applying: _Applying, agent: Agent, values: Values) -> None:
         agent.slug = values["slug"]

@@ -24,19 +24,22 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    ValidationInfo,
     WithJsonSchema,
+    field_validator,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
-from controller.contracts.kinds import CONTRACT_KINDS
+from controller.contracts.kinds import A2A_CARD, CONTRACT_KINDS
 from controller.model.dashboard import PANELS, Panel
 from controller.model.waivers import WatchWaiver
 from controller.model.watch import (
     LABEL_PATTERN,
     NOTE_PATTERN,
     URL_PATTERN,
+    CardKeys,
     HeaderName,
     HeaderValue,
     HttpUrl,
@@ -57,6 +60,8 @@ DEFAULT_POLICY = "notify-only"
 HOSTED_PRESETS: dict[str, str] = {"dev-flexible": "notify-only"}
 ALL_PRESETS = (*POLICY_PRESETS, *HOSTED_PRESETS)
 
+# The watch type whose `cardKeys` verify its contract's signatures (`controller.cardtrust`).
+CARD_WATCH_TYPE = A2A_CARD.name
 SLUG_PATTERN = r"^[a-z0-9](?:[a-z0-9_-]{0,62}[a-z0-9])?$"
 ENVIRONMENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 REPOSITORY_PATTERN = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"
@@ -471,6 +476,22 @@ class WatchSetEntry(CamelFileModel):
         default=None, description="added to the template's tags"
     )
     interval_minutes: Interval | SkipJsonSchema[None] = None
+    card_keys: CardKeys | SkipJsonSchema[None] = Field(
+        default=None,
+        description="a2a_card watches: the keys the agent card must be signed with (a JWKS "
+        "URL and/or public JWKs); a jku inside the card is never trusted by itself",
+    )
+
+    @field_validator("card_keys")
+    @classmethod
+    def _trusted_keys(cls, keys: CardKeys | None, info: ValidationInfo) -> CardKeys | None:
+        watch_type = info.data.get("watch_type")
+        if keys is not None and watch_type is not None and watch_type != CARD_WATCH_TYPE:
+            raise ValueError(f"only for {CARD_WATCH_TYPE} watches (this one is {watch_type})")
+        problems = keys.problems() if keys is not None else []
+        if problems:
+            raise ValueError("; ".join(message for _, message in problems))
+        return keys
 
     @model_validator(mode="after")
     def _template_or_url(self) -> WatchSetEntry:
