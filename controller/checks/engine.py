@@ -51,7 +51,7 @@ from controller.crypto import SecretBox
 from controller.diffs import ContractParseError, fingerprint
 from controller.diffs.explain import with_hints
 from controller.diffs.loader import MAX_NESTING, check_nesting
-from controller.diffs.rules import order_actions
+from controller.diffs.rules import gate_reasons, order_actions
 from controller.drift.incidents import (
     close_incident,
     current_incident,
@@ -61,7 +61,7 @@ from controller.drift.incidents import (
 )
 from controller.events.outbox import emit
 from controller.logs import log
-from controller.model.change import Change
+from controller.model.change import Change, Severity
 from controller.model.ingress_impact import affected_profiles
 from controller.model.waivers import count_waived, unwaive, waive, waived_until
 from controller.model.watch import DriftStatus, FailureClass
@@ -979,6 +979,9 @@ def _record_comparison(
             info_count=counts["info"],
             changes=encode_changes(changes),
             agent_actions=order_actions(c.agentAction for c in changes if not c.ignored),
+            gate_reasons=gate_reasons(
+                c.rule for c in changes if not c.ignored and c.severity == Severity.BREAKING
+            ),
             affected_profiles=_affected_profiles(session, watch, changes)
             if counts["breaking"]
             else [],

@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING, Any
 from controller.registry import Registry
 
 if TYPE_CHECKING:
-    from controller.checks.engine import CheckInput
     from controller.settings import Settings
 
 VERDICTS_KEY = "x-driftgate-verdicts"
 
-# An assessor judges a check's parsed document: its verdict, or None when the watch asks
-# nothing of it (no keys named, no lock).
-Assessor = Callable[["CheckInput", Any], "dict[str, Any] | None"]
+# An assessor judges a check's parsed document (given the check's `CheckInput`, which holds
+# the watch's `card_keys` and `tool_lock`; typed loosely, as the engine imports this module):
+# its verdict, or None when the watch asks nothing of it (no keys named, no lock).
+Assessor = Callable[[Any, Any], "dict[str, Any] | None"]
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ resolving an incident are audited and emit the matching events through the outbo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
@@ -286,10 +286,11 @@ def watch_out(session: Session, watch: Watch, now: datetime) -> WatchOut:
     return out
 
 
-def reasons_of(watch: Watch, now: datetime) -> list[str]:
+def reasons_of(watch: Watch, now: datetime, change_reasons: Sequence[str] = ()) -> list[str]:
     """The preflight reason tokens of SPEC.md for a watch's state at `now` (`policy`'s rule
-    1, `check_failed:stale` included)."""
-    reasons = reasons_for(watch.drift_status, watch.failure_class)
+    1, `check_failed:stale` included); `change_reasons` are the drift's own tokens
+    (`change_reasons_of`)."""
+    reasons = reasons_for(watch.drift_status, watch.failure_class, change_reasons)
     stale = is_stale_check(
         status=watch.drift_status,
         last_checked_at=watch.last_checked_at,
@@ -299,6 +300,20 @@ def reasons_of(watch: Watch, now: datetime) -> list[str]:
     if watch.waived_until is not None and now >= watch.waived_until:
         reasons = [*reasons, WAIVER_EXPIRED]
     return [*reasons, STALE] if stale else reasons
+
+
+def change_reasons_of(session: Session, watches: Sequence[Watch]) -> dict[str, list[str]]:
+    """The gate reason tokens of the drifted watches' findings (`tool_poisoning_suspected`...)
+    as the gate reads them: those of the drift event of each watch's open incident."""
+    drifted = [w.incident_id for w in watches if w.drift_status == DriftStatus.DRIFTED]
+    if not any(drifted):
+        return {}
+    rows = session.execute(
+        select(Incident.watch_id, DriftEvent.gate_reasons)
+        .join(DriftEvent, DriftEvent.id == Incident.drift_event_id)
+        .where(Incident.id.in_([i for i in drifted if i is not None]))
+    )
+    return {watch_id: list(reasons or ()) for watch_id, reasons in rows}
 
 
 def watch_status(session: Session, org_id: str, watch_id: str, now: datetime) -> WatchStatus:
@@ -339,7 +354,7 @@ def watch_status(session: Session, org_id: str, watch_id: str, now: datetime) ->
         ),
         last_drift_event=status_event(event, watch.name) if event else None,
         agent_actions=actions,
-        reasons=reasons_of(watch, now),
+        reasons=reasons_of(watch, now, change_reasons_of(session, [watch]).get(watch.id, ())),
         waived_until=watch.waived_until,
         watch=out,
     )

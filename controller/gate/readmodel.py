@@ -133,6 +133,7 @@ class Json:
                 Incident.status,
                 self.embed(DriftEvent.agent_actions),
                 Watch.waived_until,
+                self.embed(DriftEvent.gate_reasons),
             ),
         )
 
@@ -181,6 +182,7 @@ def state(element: list[Any]) -> tuple[str, WatchState]:
         incident_status,
         actions,
         waived,
+        reasons,
     ) = element
     return wid, WatchState(
         id=wid,
@@ -192,6 +194,7 @@ def state(element: list[Any]) -> tuple[str, WatchState]:
         incident_id=incident_id,
         incident_status=incident_status,
         change_actions=tuple(actions or ()),
+        change_reasons=tuple(reasons or ()),
         waived_until=_time(waived),
     )
 

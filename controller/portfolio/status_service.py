@@ -16,7 +16,7 @@ from pydantic import Field, StringConstraints
 from sqlalchemy import select
 from sqlalchemy.orm import Session, load_only, raiseload
 
-from controller.drift.service import reasons_of, status_counts
+from controller.drift.service import change_reasons_of, reasons_of, status_counts
 from controller.model import paging
 from controller.model.base import ApiModel, RequestModel, utc_iso
 from controller.model.watch import CURSOR_PATTERN, DriftStatus
@@ -75,6 +75,7 @@ def portfolio_status(
                 Watch.open_breaking,
                 Watch.created_at,
                 Watch.waived_until,  # a waiver that ended blocks (`reasons_of`)
+                Watch.incident_id,  # the drift's own reason tokens (`change_reasons_of`)
                 raiseload=True,
             ),
             raiseload(Watch.tag_rows),  # not shown here: no second query for the tags
@@ -84,6 +85,7 @@ def portfolio_status(
         session, stmt, Watch.created_at, Watch.id, query.cursor, query.limit
     )
     counts = status_counts(session, org_id)
+    found = change_reasons_of(session, rows)
     return PortfolioStatus(
         counts=counts,
         total=sum(counts.values()),
@@ -93,7 +95,7 @@ def portfolio_status(
                 name=w.name,
                 watch_type=w.watch_type,
                 drift_status=DriftStatus(w.drift_status),
-                reasons=reasons_of(w, now),
+                reasons=reasons_of(w, now, found.get(w.id, ())),
                 last_checked_at=utc_iso(w.last_checked_at) if w.last_checked_at else None,
                 open_breaking=w.open_breaking,
             )

@@ -15,8 +15,10 @@ from sqlalchemy import select
 
 from controller.checks.engine import contract_fetcher, run_check
 from controller.crypto import load_secret_box
+from controller.drift.service import watch_status
 from controller.gate.service import PreflightRequest, preflight
 from controller.model.principal import Principal
+from controller.portfolio.status_service import PortfolioStatusQuery, portfolio_status
 from controller.sources.http import make_client
 from controller.store.db import Database
 from controller.store.models import DriftEvent, Watch
@@ -124,8 +126,20 @@ def test_a_poisoned_description_blocks_unless_a_waiver_accepts_it(
         allowed, rows = gate(at)
         assert not allowed
         [(reasons, actions)] = rows
-        assert reasons == ["breaking_drift"]
+        # The finding's own token beside `breaking_drift`, stored with its drift event.
+        assert reasons == ["breaking_drift", "tool_poisoning_suspected"]
         assert actions[0] == "review_tool_description"
+        with database.transaction() as session:
+            assert [
+                r
+                for r in portfolio_status(session, acme.org_id, PortfolioStatusQuery(), at)
+                .watches[0]
+                .reasons
+            ] == ["breaking_drift", "tool_poisoning_suspected"]
+            assert watch_status(session, acme.org_id, watch_id, at).reasons == [
+                "breaking_drift",
+                "tool_poisoning_suspected",
+            ]
         found = {
             (c["location"]["tool"], c.get("waived", False))
             for c in last_changes()

@@ -18,6 +18,8 @@ columns.
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -31,7 +33,7 @@ depends_on = None
 _JSON = controller.store.types.JSONType
 _TIME = controller.store.types.UTCDateTime(timezone=True)
 
-_COLUMNS = (
+_COLUMNS: tuple[tuple[str, sa.Column[Any]], ...] = (
     ("drift_events", sa.Column("gate_reasons", _JSON, nullable=True)),
     ("watches", sa.Column("card_keys", _JSON, nullable=True)),
     ("watches", sa.Column("oauth", _JSON, nullable=True)),
