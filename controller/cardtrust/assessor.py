@@ -19,7 +19,6 @@ from controller.checks.verdicts import Assessment, Assessor
 from controller.sources.http import FetchError, fetch
 
 if TYPE_CHECKING:
-    from controller.checks.engine import CheckInput
     from controller.settings import Settings
 
 NAME = "cardSignature"  # its key under the document's verdicts, read by `controller.diffs.a2a`
@@ -29,7 +28,9 @@ MAX_JWKS_BYTES = 1024 * 1024
 def build(settings: Settings, client: Any) -> Assessor:
     """The assessor of one controller: its JWKS fetches share the contracts' client."""
 
-    def assess(check: CheckInput, card: Any) -> dict[str, Any] | None:
+    # `check` is the check's `CheckInput` (typed loosely, as `Assessor` is: the engine
+    # imports this module through the assessments).
+    def assess(check: Any, card: Any) -> dict[str, Any] | None:
         if not check.card_keys:
             return None
         trusted = list(check.card_keys.get("keys") or [])

@@ -2137,7 +2137,7 @@ _CARD_REASON = (
     "owner wrote it."
 )
 _CARD_FAILS = (
-    "An agent that trusts the card delegates to whatever endpoint and skills it names, which "
+    "A caller that trusts the card delegates to whatever endpoint and skills it names, which "
     "its owner may not have written."
 )
 # Reason phrases shared by contract rules.

@@ -117,7 +117,7 @@ def test_a_card_re_signed_or_unsigned_blocks_the_gate(
     answer = agent.gate(watch_id)
     assert answer["allowed"] is False
     (row,) = answer["blocked"]
-    assert row["reasons"] == ["breaking_drift"]
+    assert row["reasons"] == ["breaking_drift", "card_signature_invalid"]
     assert row["agentActions"][0] == "verify_agent_card"
 
     # Unsigned: still blocked, for its own reason.
