@@ -60,8 +60,9 @@ from controller.gitsources.load import (
 )
 from controller.logs import log
 from controller.model import conditions as cond
+from controller.model.cardkeys import CARD_WATCH_TYPE
 from controller.model.catalog import SYSTEM_TEMPLATES
-from controller.model.gitops import CARD_WATCH_TYPE, HOSTED_PRESETS, Unreadable
+from controller.model.gitops import HOSTED_PRESETS, Unreadable
 from controller.model.ingress_profiles import content_hash
 from controller.model.waivers import waiver_key
 from controller.settings import Settings, SourceSpec

@@ -15,6 +15,10 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
+from controller.contracts.kinds import A2A_CARD
+
+# The watch type whose contract carries the signatures trusted keys verify.
+CARD_WATCH_TYPE = A2A_CARD.name
 MAX_KEYS = 20
 # JWK members that hold private key material (RFC 7518 section 6: RSA, EC and OKP's `d`, an
 # RSA key's primes and CRT values, `oth`), and an `oct` key's secret `k`.

@@ -32,7 +32,8 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
-from controller.contracts.kinds import A2A_CARD, CONTRACT_KINDS
+from controller.contracts.kinds import CONTRACT_KINDS
+from controller.model.cardkeys import CARD_WATCH_TYPE
 from controller.model.dashboard import PANELS, Panel
 from controller.model.waivers import WatchWaiver
 from controller.model.watch import (
@@ -60,8 +61,6 @@ DEFAULT_POLICY = "notify-only"
 HOSTED_PRESETS: dict[str, str] = {"dev-flexible": "notify-only"}
 ALL_PRESETS = (*POLICY_PRESETS, *HOSTED_PRESETS)
 
-# The watch type whose `cardKeys` verify its contract's signatures (`controller.cardtrust`).
-CARD_WATCH_TYPE = A2A_CARD.name
 SLUG_PATTERN = r"^[a-z0-9](?:[a-z0-9_-]{0,62}[a-z0-9])?$"
 ENVIRONMENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 REPOSITORY_PATTERN = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"

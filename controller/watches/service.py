@@ -15,10 +15,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
-from controller.contracts.kinds import A2A_CARD, CONTRACT_KINDS
+from controller.contracts.kinds import CONTRACT_KINDS
 from controller.crypto import SecretBox
 from controller.errors import Conflict, NotFound, Unprocessable
 from controller.model import managed, paging
+from controller.model.cardkeys import CARD_WATCH_TYPE
 from controller.model.principal import Principal
 from controller.model.watch import (
     REDACTED,
@@ -44,8 +45,6 @@ from controller.targets import refuse_unsendable
 from controller.watches.status import INITIAL, Paused, Resumed, facts_of, transition
 
 DEFAULT_INTERVAL_MINUTES = 15
-# The watch type whose contract carries signatures a watch's `cardKeys` verify.
-CARD_WATCH_TYPE = A2A_CARD.name
 
 
 def create_watch(
