@@ -5,5 +5,6 @@ its own package."""
 from __future__ import annotations
 
 from controller.checks.verdicts import Assessments
+from controller.toollock.assessor import TOOL_LOCK_ASSESSMENT
 
-ASSESSMENTS = Assessments([])
+ASSESSMENTS = Assessments([TOOL_LOCK_ASSESSMENT])
