@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -45,6 +45,8 @@ class Lock:
 
     format: str
     servers: dict[str, dict[str, Any]]
+    # Where each server is named in the file (line, column), for problems about it.
+    lines: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def load_lock(raw: bytes, *, max_bytes: int = MAX_LOCK_BYTES) -> Lock:
@@ -73,7 +75,14 @@ def load_lock(raw: bytes, *, max_bytes: int = MAX_LOCK_BYTES) -> Lock:
                 for path, message in exc.problems
             ]
         ) from None
-    return Lock(DRIFTGUARD if hosted else DRIFTGATE, servers)
+    paths: dict[str, tuple[str | int, ...]]
+    if hosted:
+        listed = [str(s.get("name") or "").strip() for s in data["servers"]]
+        paths = {name: ("servers", listed.index(name), "name") for name in servers}
+    else:
+        paths = {name: ("servers", name) for name in servers}
+    lines = {name: _locate(text, path) for name, path in paths.items()}
+    return Lock(DRIFTGUARD if hosted else DRIFTGATE, servers, lines)
 
 
 class _DuplicateKey(Exception):
