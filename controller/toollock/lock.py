@@ -55,6 +55,41 @@ _SERVER_KEYS = frozenset({TOOLS, PROTOCOL, CAPABILITIES})
 _TOOL_KEYS = ("description", "inputSchema")
 
 
+def lock_schema() -> dict[str, Any]:
+    """The JSON Schema of the lock file (`config-schema/mcp-lock.schema.json`): the same rules
+    `parse` applies, for editors and CI without driftgate."""
+    hash_string = {"type": "string", "pattern": HASH.pattern}
+    tool = {
+        "type": "object",
+        "properties": {"description": hash_string, "inputSchema": hash_string},
+        "required": list(_TOOL_KEYS),
+        "additionalProperties": False,
+    }
+    server = {
+        "type": "object",
+        "properties": {
+            TOOLS: {"type": "object", "additionalProperties": tool},
+            PROTOCOL: {"type": "string"},
+            CAPABILITIES: {"type": "object"},
+        },
+        "required": [TOOLS],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "version": {"const": VERSION},
+            "servers": {
+                "type": "object",
+                "propertyNames": {"minLength": 1, "pattern": r"\S"},
+                "additionalProperties": server,
+            },
+        },
+        "required": ["version", "servers"],
+        "additionalProperties": False,
+    }
+
+
 class LockInvalid(Exception):
     """A lock that cannot be used: each problem is (JSON path as keys, message)."""
 

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 import cli.commands.mcp  # noqa: F401 - loaded before a test changes directory
+import cli.commands.validate  # noqa: F401
 from cli.main import main
 from tests.mcp_servers import COUNT, DELETE, SEARCH, SdkServer, full_surface, write_surface
 from tests.toollock.conftest import hosted_lock
@@ -169,3 +170,22 @@ def test_the_tool_server_still_starts_without_a_subcommand(tmp_path: Path) -> No
     printed = driftgate(tmp_path, "mcp", "--print-config", "cursor")
     assert printed.exit_code == 0 and '"mcpServers"' in printed.output
     write_surface(tmp_path / "unused.json")
+
+
+def test_validate_checks_the_locks_offline(tmp_path: Path) -> None:
+    folder = tmp_path / ".driftgate"
+    folder.mkdir()
+    (folder / "watch-sets.yaml").write_text(
+        "version: 1\nwatchSets:\n  - name: tools\n    watches:\n"
+        "      - name: catalog\n        url: https://mcp.example.com/mcp\n        watchType: mcp\n"
+    )
+    (folder / "mcp.lock").write_text('{"version": 1,\n "servers": {"catalog": {}}}\n')
+    bad = driftgate(tmp_path, "validate", ".")
+    assert bad.exit_code == 1, bad.output
+    assert ".driftgate/mcp.lock:2:" in bad.output and "tools must be an object" in bad.output
+    (folder / "mcp.lock").unlink()
+    hosted = tmp_path / ".driftguard" / "mcp"
+    hosted.mkdir(parents=True)
+    (hosted / "driftguard-lock.json").write_text('{"lockfileVersion": 2, "servers": []}')
+    bad = driftgate(tmp_path, "validate", ".")
+    assert bad.exit_code == 1 and ".driftguard/mcp/driftguard-lock.json:1:" in bad.output

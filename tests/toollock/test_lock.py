@@ -203,3 +203,17 @@ def test_the_rules_and_the_key_agree_with_the_checks() -> None:
     assert CHECKS_KEY == VERDICTS_KEY
     assert {CATALOG[r].gate_reason for r in LOCK_RULES} == {TOOL_LOCK_VIOLATED}
     assert {CATALOG[r].severity for r in LOCK_RULES} == {"breaking"}
+
+
+def test_the_published_schema_takes_a_lock_and_refuses_a_bad_one() -> None:
+    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+
+    from controller.gitsources.configschema import mcp_lock_schema
+
+    validator = Draft202012Validator(mcp_lock_schema())
+    good = json.loads(render({"catalog": entry_of(surface([tool("search")]))}))
+    assert list(validator.iter_errors(good)) == []
+    bad = {**good, "servers": {"catalog": {"tools": {"search": {"description": "x"}}}}}
+    assert list(validator.iter_errors(bad))
+    with pytest.raises(LockFileInvalid):
+        load_lock(json.dumps(bad).encode())
