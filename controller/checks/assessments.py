@@ -1,10 +1,11 @@
 """The assessments a check runs on a fetched contract (`controller.checks.verdicts`): one
 entry per capability that judges contracts against a watch's trust settings, each defined in
-its own package."""
+its own package (which imports nothing of the checks: the entry is made here)."""
 
 from __future__ import annotations
 
-from controller.checks.verdicts import Assessments
-from controller.toollock.assessor import TOOL_LOCK_ASSESSMENT
+from controller.checks.verdicts import Assessment, Assessments
+from controller.diffs.toollock import TOOL_LOCK
+from controller.toollock import assessor as tool_lock
 
-ASSESSMENTS = Assessments([TOOL_LOCK_ASSESSMENT])
+ASSESSMENTS = Assessments([Assessment(TOOL_LOCK, tool_lock.build)])

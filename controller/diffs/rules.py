@@ -3237,8 +3237,7 @@ CONTRACT_RULES: tuple[Rule, ...] = (
     _lock(
         "tool-lock-description-changed",
         "description of tool {name} differs from the lock of server {detail}",
-        "Agents are exposed: the model reads a text nobody reviewed (a rug pull of a pinned "
-        "tool).",
+        "Agents are exposed: the model reads a text nobody reviewed (a rug pull of a pinned tool).",
         "A model that lists the server reads a description of the tool nobody reviewed.",
     ),
     _lock(

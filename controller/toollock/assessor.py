@@ -11,16 +11,26 @@ verdict fails the check closed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
-from controller.checks.verdicts import Assessment, Assessor
 from controller.contracts.kinds import MCP
-from controller.diffs.toollock import TOOL_LOCK
 from controller.toollock.lock import compare
 
 if TYPE_CHECKING:
-    from controller.checks.engine import CheckInput
     from controller.settings import Settings
+
+
+class Judged(Protocol):
+    """What the assessor reads of a check's input (`controller.checks.engine.CheckInput`;
+    not imported: the checks import this module through their registry)."""
+
+    @property
+    def watch_type(self) -> str: ...
+
+    @property
+    def tool_lock(self) -> dict[str, Any] | None: ...
+
 
 # How many violations a verdict's summary names before it counts the rest.
 _NAMED = 3
@@ -49,16 +59,14 @@ def verdict(lock: dict[str, Any], document: Any) -> dict[str, Any]:
     }
 
 
-def build(settings: Settings, client: Any) -> Assessor:
-    """The assessor (nothing to build: a lock is judged offline)."""
+def build(settings: Settings, client: Any) -> Callable[[Judged, Any], dict[str, Any] | None]:
+    """The assessor (nothing to build: a lock is judged offline); registered as
+    `controller.diffs.toollock.TOOL_LOCK` in `controller.checks.assessments`."""
 
-    def assess(check: CheckInput, document: Any) -> dict[str, Any] | None:
+    def assess(check: Judged, document: Any) -> dict[str, Any] | None:
         lock = check.tool_lock
         if not isinstance(lock, dict) or check.watch_type != MCP.name:
             return None
         return verdict(lock, document)
 
     return assess
-
-
-TOOL_LOCK_ASSESSMENT = Assessment(TOOL_LOCK, build)

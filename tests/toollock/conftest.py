@@ -39,13 +39,10 @@ def hosted_lock(servers: dict[str, tuple[str, list[dict[str, Any]]]]) -> bytes:
                 "name": name,
                 "transport": "streamable-http",
                 "url": url,
-                "tools": sorted(
-                    (
-                        {k: t[k] for k in ("name", "description", "inputSchema") if k in t}
-                        for t in tools
-                    ),
-                    key=lambda t: t["name"],
-                ),
+                "tools": [
+                    {k: t[k] for k in ("name", "description", "inputSchema") if k in t}
+                    for t in sorted(tools, key=lambda t: str(t["name"]))
+                ],
             }
             for name, (url, tools) in sorted(servers.items())
         ],

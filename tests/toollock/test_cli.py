@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -90,7 +91,7 @@ def test_a_stdio_server_needs_the_operators_switch(tmp_path: Path) -> None:
     assert "locked local: 3 tools" in allowed.output
 
 
-def snapshot_file(path: Path, tools: list[dict[str, object]]) -> Path:
+def snapshot_file(path: Path, tools: list[dict[str, Any]]) -> Path:
     path.write_text(
         json.dumps(
             {
@@ -115,8 +116,7 @@ def test_verify_a_snapshot_offline(tmp_path: Path) -> None:
     assert found.exit_code == 1
     assert found.output.splitlines() == [
         "catalog: tool count of the lock is not listed [tool-lock-tool-missing]",
-        "catalog: the input schema of tool search differs from the lock "
-        "[tool-lock-schema-changed]",
+        "catalog: the input schema of tool search differs from the lock [tool-lock-schema-changed]",
     ]
     # A second server in the lock: the snapshot's must be named.
     driftgate(tmp_path, "mcp", "lock", "--snapshot", str(before), "--server", "other")

@@ -15,8 +15,8 @@ from controller.diffs.rules import CATALOG, TOOL_LOCK_VIOLATED, gate_reasons
 from controller.diffs.toollock import TOOL_LOCK, VERDICTS_KEY
 from controller.toollock.assessor import verdict, watch_lock
 from controller.toollock.files import DRIFTGUARD, LockFileInvalid, load_lock
-from controller.toollock.lock import digest, entry_of, parse, render
 from controller.toollock.lock import compare as compare_lock
+from controller.toollock.lock import digest, entry_of, parse, render
 from tests.toollock.conftest import SCHEMA, hosted_lock, surface, tool
 
 LOCK_RULES = [
@@ -94,9 +94,7 @@ def test_the_file_is_deterministic_sorted_json_with_a_version() -> None:
             [("tool-lock-capabilities-changed", None)],
             id="capabilities",
         ),
-        pytest.param(
-            {"tools": [tool("count"), tool("search")]}, [], id="a-bare-tools-list-result"
-        ),
+        pytest.param({"tools": [tool("count"), tool("search")]}, [], id="a-bare-tools-list-result"),
     ],
 )
 def test_a_surface_against_its_lock(after: dict[str, Any], expected: list[Any]) -> None:
