@@ -178,5 +178,6 @@ def test_a_server_that_leaves_its_lock_blocks_the_gate(
         )
         assert not outcome.decision.allowed
         [row] = outcome.decision.blocked
+        assert row.reasons == ["breaking_drift", "tool_lock_violated"]
         assert "review_tool_lock" in row.agent_actions
     http.close()
