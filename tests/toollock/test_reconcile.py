@@ -1,7 +1,8 @@
 """Reconcile reads the tool locks of a real git repository into the managed MCP watches
 (`watches.tool_lock`), and a check of a watch whose server (the official SDK on 127.0.0.1)
-left its lock gives the breaking finding and blocks the gate; a watch that is out of its lock
-from the first check fails closed. A bad lock, or one naming no watch, changes nothing."""
+left its lock gives the breaking finding and blocks the gate until the server is locked again;
+a watch that is out of its lock from the first check fails closed. A bad lock, or one naming
+no watch, changes nothing."""
 
 from __future__ import annotations
 
@@ -180,4 +181,29 @@ def test_a_server_that_leaves_its_lock_blocks_the_gate(
         [row] = outcome.decision.blocked
         assert row.reasons == ["breaking_drift", "tool_lock_violated"]
         assert "review_tool_lock" in row.agent_actions
+
+        # A person reviewed the new text, locked the server again and committed the lock: the
+        # next check holds no lock violation any more.
+        relocked = entry_of(fetch_mcp_snapshot(mcp.url, client=http))
+        repo.commit({".driftgate/mcp.lock": render({"catalog": relocked, "stale": stale})})
+        assert run(reconciler, settings).result == "applied"
+        at += timedelta(minutes=15)
+        again = check("catalog", at)
+        with database.session() as session:
+            latest = session.scalars(
+                select(DriftEvent)
+                .where(DriftEvent.watch_id == ids["catalog"])
+                .order_by(DriftEvent.detected_at.desc())
+            ).first()
+            assert latest is not None
+            rules = [c["rule"] for c in decode_changes(latest.changes)]
+        assert again.status == "ok" and rules == ["tool-description-changed"]
+        outcome = preflight(
+            database,
+            principal,
+            PreflightRequest(watch_ids=[ids["catalog"]]),
+            at,
+            time.perf_counter(),
+        )
+        assert outcome.decision.allowed
     http.close()
