@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 import cli.commands.mcp  # noqa: F401 - loaded before a test changes directory
 import cli.commands.validate  # noqa: F401
 from cli.main import main
-from tests.mcp_servers import COUNT, DELETE, SEARCH, SdkServer, full_surface, write_surface
+from tests.mcp_servers import COUNT, DELETE, SEARCH, SdkServer, full_surface, stdio_command
 from tests.toollock.conftest import hosted_lock
 
 
@@ -74,8 +74,6 @@ def test_lock_then_verify_a_live_server(tmp_path: Path) -> None:
 
 def test_a_stdio_server_needs_the_operators_switch(tmp_path: Path) -> None:
     surface = full_surface(tmp_path / "surface.json")
-    from tests.mcp_servers import stdio_command
-
     command = stdio_command(surface)
     config = tmp_path / ".mcp.json"
     config.write_text(
@@ -169,7 +167,6 @@ def test_the_hosted_lock_is_verified_too(tmp_path: Path) -> None:
 def test_the_tool_server_still_starts_without_a_subcommand(tmp_path: Path) -> None:
     printed = driftgate(tmp_path, "mcp", "--print-config", "cursor")
     assert printed.exit_code == 0 and '"mcpServers"' in printed.output
-    write_surface(tmp_path / "unused.json")
 
 
 def test_validate_checks_the_locks_offline(tmp_path: Path) -> None:
