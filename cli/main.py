@@ -95,7 +95,8 @@ SUMMARIES = {
     "keys": "Administer API keys (shown once, stored hashed).",
     "mcp": "Serve driftgate's MCP tools (preflight, watch and agent status, drift events, "
     "explanations, acknowledgements, discovery, offline compare and payload checks), the "
-    "watches as resources and the triage_drift prompt.",
+    "watches as resources and the triage_drift prompt; `lock` and `verify` pin servers' tool "
+    "sets in git.",
     "orgs": "Administer organizations (plans and overlay products).",
     "pr-comment": "Put REPORT in driftgate's comment on a GitHub pull request (edited, not "
     "repeated).",

@@ -51,6 +51,7 @@ def validate(directory: Path, output_format: str, templates: tuple[str, ...]) ->
     """
     from controller.gitsources.load import FILES, HOSTED_AGENTS, WATCH_SETS, load_bundle
     from controller.model.catalog import SYSTEM_TEMPLATES
+    from controller.toollock.hosted import HOSTED_LOCK
 
     target, hosted = _directories(directory)
     for folder in (target, hosted):
@@ -65,6 +66,14 @@ def validate(directory: Path, output_format: str, templates: tuple[str, ...]) ->
             files[HOSTED_AGENTS] = read
         else:
             unreadable[HOSTED_AGENTS] = read
+    # The hosted product's MCP lock, read as reconcile reads it (`controller.toollock`).
+    hosted_lock = None if hosted is None else hosted.parent / HOSTED_LOCK
+    if hosted_lock is not None and _mode(hosted_lock) is not None:
+        read = _read_regular(hosted_lock)
+        if isinstance(read, bytes):
+            files[HOSTED_LOCK] = read
+        else:
+            unreadable[HOSTED_LOCK] = read
     shown = target.as_posix() if target.is_dir() or hosted is None else hosted.as_posix()
 
     known = {*templates, *SYSTEM_TEMPLATES}

@@ -1,5 +1,6 @@
-"""The card-signature assessment (`controller.checks.verdicts`): each check of an `a2a_card`
-watch that names trusted keys verifies the card as its server sent it against them.
+"""The card-signature assessor (`controller.checks.verdicts`; registered by the checks as
+`controller.diffs.a2a.CARD_SIGNATURE`): each check of an `a2a_card` watch that names trusted
+keys verifies the card as its server sent it against them.
 
 The trusted keys are the watch's inline JWKs plus those of its JWKS URL, fetched at each check
 through `controller.sources.http` (the same address guard, size cap and deadline as the card),
@@ -12,24 +13,24 @@ the signature bytes, so a card re-signed by the same key is the same snapshot.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from controller.cardtrust.verify import verify_card
-from controller.checks.verdicts import Assessment, Assessor
 from controller.sources.http import FetchError, fetch
 
 if TYPE_CHECKING:
     from controller.settings import Settings
 
-NAME = "cardSignature"  # its key under the document's verdicts, read by `controller.diffs.a2a`
 MAX_JWKS_BYTES = 1024 * 1024
 
 
-def build(settings: Settings, client: Any) -> Assessor:
+def build(settings: Settings, client: Any) -> Callable[[Any, Any], dict[str, Any] | None]:
     """The assessor of one controller: its JWKS fetches share the contracts' client."""
 
-    # `check` is the check's `CheckInput` (typed loosely, as `Assessor` is: the engine
-    # imports this module through the assessments).
+    # `check` is the check's `CheckInput` (typed loosely: the checks import this module
+    # through their registry, `controller.checks.assessments`, under the name
+    # `controller.diffs.a2a.CARD_SIGNATURE`).
     def assess(check: Any, card: Any) -> dict[str, Any] | None:
         if not check.card_keys:
             return None
@@ -72,6 +73,3 @@ def _jwks_keys(settings: Settings, client: Any, url: str) -> list[dict[str, Any]
             "invalid_contract",
         )
     return [key for key in keys if isinstance(key, dict)]
-
-
-CARD_SIGNATURE = Assessment(NAME, build, reads_as_sent=True)

@@ -10,6 +10,10 @@ responses; every change carries `location.tool` where a tool is concerned.
 A snapshot is a complete surface: a list the server did not finish fails the check
 (`controller.sources.mcp`), so there is no "list failed" change. The `errors` field of
 snapshots stored before that rule is ignored.
+
+A snapshot a check judged carries its verdicts (`x-driftgate-verdicts`); the surface is read
+without them, and a tool-lock violation that appeared is a finding of its own
+(`controller.diffs.toollock`).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from controller.diffs.poisoning import poisoning_changes
 from controller.diffs.refs import Document
 from controller.diffs.renames import changed_parts, pair_renames, schema_shape
 from controller.diffs.rules import Direction
+from controller.diffs.toollock import lock_changes
 from controller.model.change import Change, Location
 
 HINT_DEFAULTS = {
@@ -126,6 +131,9 @@ def diff_mcp(base: Any, revision: Any) -> list[Change]:
     _tools(b, r, out)
     _prompts(b, r, out)
     _resources(b, r, out)
+    # The verdicts a check attached (`controller.diffs.toollock`): only a lock violation that
+    # appeared is a finding; the verdicts are no part of the surface otherwise.
+    out += lock_changes(base, revision)
     return out
 
 

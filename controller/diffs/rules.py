@@ -38,6 +38,7 @@ NEW_ENUM = "handle_new_enum_value"
 SEND_REQUIRED = "send_new_required_field"
 REVIEW_DESCRIPTION = "review_tool_description"
 VERIFY_CARD = "verify_agent_card"
+REVIEW_LOCK = "review_tool_lock"
 ACK = "ack_incident"
 ACCEPT = "accept_baseline"
 CHECK_CONFIG = "check_watch_config"
@@ -49,6 +50,7 @@ AGENT_ACTIONS = (
     SEND_REQUIRED,
     REVIEW_DESCRIPTION,
     VERIFY_CARD,
+    REVIEW_LOCK,
     ACK,
     ACCEPT,
     CHECK_CONFIG,
@@ -2140,6 +2142,14 @@ _CARD_FAILS = (
     "A caller that trusts the card delegates to whatever endpoint and skills it names, which "
     "its owner may not have written."
 )
+# The gate's reason token of a watch whose server left its pinned tool set
+# (`.driftgate/mcp.lock`, `controller.toollock`).
+TOOL_LOCK_VIOLATED = "tool_lock_violated"
+_LOCK_HINT = (
+    "The server no longer matches the tool set pinned in the repository's lock; review what "
+    "changed, then lock it again (`driftgate mcp lock`) and commit the lock, or keep agents "
+    "off the server."
+)
 # Reason phrases shared by contract rules.
 _OPERATION_GONE = "Callers break: requests to the operation fail."
 _VENDOR_CLOCK = "Callers break on the vendor's schedule: the grace period they planned on changed."
@@ -2170,6 +2180,22 @@ def _r(
         reason=reason,
         fails=fails,
         gate_reason=gate_reason,
+    )
+
+
+def _lock(rule_id: str, summary: str, reason: str, fails: str) -> Rule:
+    """A tool-lock rule (`controller.toollock`): breaking, the gate's own reason token, a
+    review of the lock as the action."""
+    return _r(
+        rule_id,
+        B,
+        summary,
+        REVIEW_LOCK,
+        _LOCK_HINT,
+        "mcp",
+        reason=reason,
+        fails=fails,
+        gate_reason=TOOL_LOCK_VIOLATED,
     )
 
 
@@ -3214,6 +3240,44 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "warning).",
     ),
     _poisoning("tool", "mcp"),
+    _lock(
+        "tool-not-in-lock",
+        "tool {name} is not in the lock of server {detail}",
+        "Agents may call what nobody reviewed: the server lists a tool its pinned tool set "
+        "does not hold.",
+        "A run that trusts the lock meets a tool nobody reviewed and may call it.",
+    ),
+    _lock(
+        "tool-lock-schema-changed",
+        "input schema of tool {name} differs from the lock of server {detail}",
+        "Agents break or are misled: the tool takes other arguments than the ones pinned and "
+        "reviewed.",
+        "{call} may now fail or do something else: its input schema is not the one pinned.",
+    ),
+    _lock(
+        "tool-lock-description-changed",
+        "description of tool {name} differs from the lock of server {detail}",
+        "Agents are exposed: the model reads a text nobody reviewed (a rug pull of a pinned tool).",
+        "A model that lists the server reads a description of the tool nobody reviewed.",
+    ),
+    _lock(
+        "tool-lock-tool-missing",
+        "tool {name} of the lock of server {detail} is not listed",
+        "Agents break: calls to a pinned tool fail.",
+        "{call} now fails: the server no longer lists a tool its lock pins.",
+    ),
+    _lock(
+        "tool-lock-protocol-changed",
+        "protocol version of server {detail} differs from the lock ({before} -> {after})",
+        "Agents may break: the server speaks another protocol revision than the one pinned.",
+        "A client pinned to the locked protocol revision may fail to talk to the server.",
+    ),
+    _lock(
+        "tool-lock-capabilities-changed",
+        "capabilities of server {detail} differ from the lock",
+        "Agents may break: the server offers other features than the ones pinned.",
+        "A client that relies on a pinned capability may find it gone or changed.",
+    ),
     _poisoning("prompt", "mcp"),
     _poisoning("resource", "mcp"),
     _poisoning("server-instructions", "mcp"),

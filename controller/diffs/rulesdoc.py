@@ -68,6 +68,7 @@ def render_rules_markdown() -> str:
     lines += ["", *AGENTS_MARKDOWN.rstrip("\n").split("\n")]
     lines += ["", *SPELLINGS_MARKDOWN.rstrip("\n").split("\n")]
     lines += _description_risk()
+    lines += _tool_lock()
     lines += _reasons()
     lines.append("")
     return "\n".join(lines)
@@ -121,6 +122,25 @@ def _description_risk() -> list[str]:
         "(`controller/diffs/poisoning.py`, one row per pattern):",
         "",
         *cues_markdown(),
+    ]
+
+
+def _tool_lock() -> list[str]:
+    """How the `tool-lock-*` rules come about: a check against a pinned tool set."""
+    return [
+        "",
+        "## Pinned tool sets (`.driftgate/mcp.lock`)",
+        "",
+        "An MCP watch whose server a lock names ([mcp-lock.md](mcp-lock.md)) is judged against",
+        "it on every check: each tool's input schema and description hash, the tool names, and",
+        "the server's protocol version and capabilities where pinned. A violation that appears",
+        "is one finding (`tool-not-in-lock`, `tool-lock-schema-changed`,",
+        "`tool-lock-description-changed`, `tool-lock-tool-missing`, `tool-lock-protocol-changed`,",
+        "`tool-lock-capabilities-changed`): breaking, `agentAction` `review_tool_lock`, the",
+        "gate's token `tool_lock_violated`, the summary naming the lock's server. A violation the",
+        "baseline had already is not reported again; on a watch's first check a surface out of",
+        "its lock fails the check (`invalid_contract`) instead of becoming the baseline.",
+        "`driftgate mcp verify` reports the same rules offline.",
     ]
 
 

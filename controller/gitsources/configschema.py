@@ -24,6 +24,7 @@ from controller.model.gitops import (
 )
 from controller.model.ingress_profiles import ProfileDocument
 from controller.settings import Settings
+from controller.toollock.lock import lock_schema
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -93,11 +94,23 @@ def coverage_schema() -> dict[str, Any]:
     }
 
 
+def mcp_lock_schema() -> dict[str, Any]:
+    """Schema of `.driftgate/mcp.lock`, the pinned tool sets of MCP servers
+    (`controller.toollock`); JSON, written by `driftgate mcp lock`."""
+    return {
+        "$schema": SCHEMA_DIALECT,
+        "$id": "https://driftgate.dev/schemas/mcp-lock.schema.json",
+        **lock_schema(),
+        "title": ".driftgate/mcp.lock",
+    }
+
+
 def all_schemas() -> dict[str, dict[str, Any]]:
     schemas = {
         "driftgate.schema.json": settings_schema(),
         "consumer-profile.schema.json": profile_schema(),
         "coverage.schema.json": coverage_schema(),
+        "mcp-lock.schema.json": mcp_lock_schema(),
     }
     for file_name, (schema_name, _) in GITOPS_FILES.items():
         schemas[schema_name] = gitops_schema(file_name)

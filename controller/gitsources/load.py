@@ -68,6 +68,9 @@ from controller.model.watch import (
     explain_bad_name,
     explain_bad_url,
 )
+from controller.toollock.files import LockFileInvalid, load_lock
+from controller.toollock.hosted import HOSTED_LOCK
+from controller.toollock.lock import LOCK_FILE
 
 FILES = ("agents.yaml", "templates.yaml", "watch-sets.yaml", "dashboards.yaml", "waivers.yaml")
 PROFILES = "profiles"  # the subdirectory of consumer profiles, one file each
@@ -159,6 +162,12 @@ class Bundle:
     waivers: WaiversFile | None = None
     # Consumer profiles of `profiles/*.json|yaml`: id -> (file as shown, the profile).
     profiles: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    # The pinned tool sets of `mcp.lock` and of the hosted `.driftguard/mcp/driftguard-lock.json`
+    # (`controller.toollock`): server name -> (file as shown, its entry); driftgate's lock
+    # wins for a server both name.
+    tool_locks: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    # Where each of those servers is named in its lock (line, column).
+    tool_lock_lines: dict[str, tuple[int, int]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     positions: dict[str, Positions] = field(default_factory=dict, repr=False, compare=False)
     # Base name -> parsed data of each file that passed steps 1 to 3 with no problem of its
@@ -292,9 +301,11 @@ def load_bundle(
             bundle.data[name] = documents[name].data
     _Checks(documents, set(known_templates), set(known_watches), org).run(bundle)
     profile_documents = _load_profiles(files, directory, bundle, max_file_bytes)
+    lock_problems = _load_tool_locks(files, directory, bundle, max_file_bytes)
     found = (
         misnamed
         + not_read
+        + lock_problems
         + [
             problem
             for document in [*documents.values(), *profile_documents]
@@ -364,8 +375,32 @@ def is_read(name: str) -> bool:
     watch-set file `watch-sets/<name>.yaml|yml`. What it does not read need not be read from
     git or disk at all."""
     if "/" not in name:
-        return name in FILES or _meant_file(name) is not None
+        return name in FILES or name == LOCK_FILE or _meant_file(name) is not None
     return _is_profile(name) or _is_watch_set_part(name)
+
+
+def _load_tool_locks(
+    files: Mapping[str, bytes], directory: str, bundle: Bundle, max_file_bytes: int
+) -> list[Problem]:
+    """Read the tool locks into `bundle.tool_locks`: the hosted product's first, then
+    driftgate's, whose entries replace the hosted ones of the same server. A lock that cannot
+    be read is a problem at its line (and pins nothing: the revision stalls)."""
+    problems: list[Problem] = []
+    for name in (HOSTED_LOCK, LOCK_FILE):
+        if name not in files:
+            continue
+        file = _join(directory, name)
+        try:
+            lock = load_lock(files[name], max_bytes=max_file_bytes)
+        except LockFileInvalid as exc:
+            problems += [
+                Problem(file, p.line, p.column, p.message, p.path, p.parts) for p in exc.problems
+            ]
+            continue
+        for server, entry in lock.servers.items():
+            bundle.tool_locks[server] = (file, entry)
+            bundle.tool_lock_lines[server] = lock.lines.get(server, (1, 1))
+    return problems
 
 
 def _is_profile(name: str) -> bool:
@@ -978,7 +1013,7 @@ def _subject(path: JsonPath) -> str:
 
 
 def _join(directory: str, name: str) -> str:
-    if name == HOSTED_AGENTS:  # beside the directory, not in it
+    if name in (HOSTED_AGENTS, HOSTED_LOCK):  # beside the directory, not in it
         return posixpath.join(posixpath.dirname(directory.rstrip("/")), name)
     return f"{directory.rstrip('/')}/{name}" if directory else name
 

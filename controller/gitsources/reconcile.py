@@ -45,6 +45,7 @@ from sqlalchemy.orm import Session, defer
 import controller
 from controller import metrics, tracing
 from controller.collector import collector_paused
+from controller.contracts.kinds import MCP
 from controller.crypto import SecretBox
 from controller.gitsources import load as gitops_load
 from controller.gitsources.configschema import gitops_schema
@@ -90,6 +91,8 @@ from controller.store.models import (
 from controller.store.types import utcnow
 from controller.store.watch_rows import set_contract, set_headers, set_tags
 from controller.targets import header_value_problem
+from controller.toollock.assessor import watch_lock
+from controller.toollock.hosted import HOSTED_LOCK, HOSTED_URL
 from controller.watches.status import INITIAL as INITIAL_DRIFT_STATUS
 
 logger = logging.getLogger("driftgate.reconcile")
@@ -317,6 +320,18 @@ class Reconciler:
                 unreadable[HOSTED_AGENTS] = found
             elif found is not None:
                 files[HOSTED_AGENTS] = found
+            # And its MCP lock (`controller.toollock.hosted`), read as driftgate's own.
+            folder, _, lock_name = HOSTED_LOCK.removeprefix(HOSTED_DIRECTORY + "/").rpartition("/")
+            try:
+                found = self.cache.read_file(spec.name, revision, f"{hosted}/{folder}", lock_name)
+            except GitError as exc:
+                return RunResult(
+                    spec.name, "failed", revision, message=f"read failed: {exc.message}"
+                )
+            if isinstance(found, Unreadable):
+                unreadable[HOSTED_LOCK] = found
+            elif found is not None:
+                files[HOSTED_LOCK] = found
         with collector_paused():
             loaded = self._load(spec, org_id, revision, files, inventory.get("files"), unreadable)
             if isinstance(loaded, RunResult):
@@ -665,6 +680,7 @@ class Reconciler:
                     "path": agents_file,
                 }
                 desired.agents[agent["id"]] = self._with_digest(values)
+        problems += self._desired_tool_locks(bundle, desired)
         for profile_id, (file, content) in bundle.profiles.items():
             values = {"content": content, "path": file}
             desired.profiles[profile_id] = self._with_digest(values)
@@ -682,6 +698,49 @@ class Reconciler:
         if bundle.waivers is not None:
             problems += self._desired_waivers(bundle, f"{base}/waivers.yaml", desired)
         return desired, problems
+
+    def _desired_tool_locks(self, bundle: Bundle, desired: Desired) -> list[Problem]:
+        """Pin each MCP watch a lock names (`controller.toollock`): its values get the lock
+        entry of its server as `tool_lock`, so the digest, and the watch, change with the
+        lock. A server maps to the MCP watch of its name; a server of the hosted lock, whose
+        names are slugs, also to the one MCP watch of its URL. A server that maps to no MCP
+        watch of this source is a problem at its line (the revision is not applied)."""
+        problems: list[Problem] = []
+        for server, (file, entry) in sorted(bundle.tool_locks.items()):
+            name = self._locked_watch(server, entry, desired)
+            if name is None:
+                line, column = bundle.tool_lock_lines.get(server, (1, 1))
+                problems.append(
+                    Problem(
+                        file=file,
+                        line=line,
+                        column=column,
+                        path=f"servers.{server}",
+                        message=f"server {server!r} of the lock names no MCP watch of this "
+                        "source: name the watch after the server (watch-sets or agents), or "
+                        "lock the server under the watch's name",
+                    )
+                )
+                continue
+            values = {k: v for k, v in desired.watches[name].items() if k != "digest"}
+            pins = {k: v for k, v in entry.items() if k != HOSTED_URL}
+            values["tool_lock"] = watch_lock(server, pins, file)
+            desired.watches[name] = self._with_digest(values)
+        return problems
+
+    def _locked_watch(self, server: str, entry: Mapping[str, Any], desired: Desired) -> str | None:
+        watch = desired.watches.get(server)
+        if watch is not None:
+            return server if watch["watch_type"] == MCP.name else None
+        url = str(entry.get(HOSTED_URL) or "").rstrip("/")
+        if not url:
+            return None
+        found = [
+            name
+            for name, values in desired.watches.items()
+            if values["watch_type"] == MCP.name and str(values["url"]).rstrip("/") == url
+        ]
+        return found[0] if len(found) == 1 else None
 
     def _desired_waivers(self, bundle: Bundle, file: str, desired: Desired) -> list[Problem]:
         """Each waiver by what it matches (`waiver_key`); an expiry beyond the setting
@@ -882,6 +941,8 @@ class Reconciler:
         set_headers(watch, values["headers"], self.box)
         set_tags(watch, values["tags"])
         watch.card_keys = values.get("card_keys")
+        # The pinned tool set of its server (`controller.toollock`); none without a lock.
+        watch.tool_lock = values.get("tool_lock")
 
     def _write_agent(self, applying: _Applying, agent: Agent, values: Values) -> None:
         agent.slug = values["slug"]
