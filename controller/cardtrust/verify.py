@@ -8,10 +8,11 @@ sent, drops `signatures`, canonicalizes the rest and checks each signature over
 `protected || "." || BASE64URL(canonical card)` with a key it trusts.
 
 A key is chosen by the signature's `kid` among the trusted keys only (a signature without a
-`kid` is tried against each of them). A `jku` or `x5u` in the header names where the signer
-says its key lives; it is never fetched, so a card re-signed by someone else who points its
-`jku` at their own key set is `untrusted`, as any key the watch does not name. The outcome is
-one of four statuses, the first that holds:
+`kid` is tried against each of them, a trusted key without a `kid` against each signature).
+A `jku` or `x5u` in the header names where the signer says its key lives; it is never
+fetched, so a card re-signed by someone else who points its `jku` at their own key set is
+`untrusted`, as any key the watch does not name. The outcome is one of four statuses, the
+first that holds:
 
 - `trusted`: a signature verifies with a trusted key;
 - `unsigned`: the card has no signatures;
@@ -149,24 +150,22 @@ def _one(index: int, signature: Any, payload: bytes, keys: list[_Key]) -> CardVe
         return CardVerdict(
             INVALID, f"the agent card's {where} uses algorithm {alg!r}, not a signature one", kids
         )
-    candidates = [k for k in keys if kid is None or k.kid == kid]
-    if not candidates:
-        pointer = " (the jku it names is not trusted by itself)" if _names_key_url(header) else ""
-        return CardVerdict(
-            UNTRUSTED,
-            f"the agent card is signed by {named}{pointer}, which the watch does not trust",
-            kids,
-        )
+    # The trusted keys of its kid, and those without a kid (a hint only, RFC 7515 4.1.4).
+    named_keys = [k for k in keys if kid is not None and k.kid == kid]
+    candidates = named_keys + [k for k in keys if k.kid is None or kid is None]
     if any(_verifies(protected, value, payload, k.key, alg) for k in candidates):
         return CardVerdict(TRUSTED, f"the agent card is signed by trusted {named}", kids)
-    if kid is None:
+    if named_keys:
         return CardVerdict(
-            UNTRUSTED, "the agent card is signed by a key the watch does not trust", kids
+            INVALID,
+            f"the agent card's signature by {named} does not verify: the card changed after "
+            "it was signed, or another key signed under that kid",
+            kids,
         )
+    pointer = " (the jku it names is not trusted by itself)" if _names_key_url(header) else ""
     return CardVerdict(
-        INVALID,
-        f"the agent card's signature by {named} does not verify: the card changed after it "
-        "was signed, or another key signed under that kid",
+        UNTRUSTED,
+        f"the agent card is signed by {named}{pointer}, which the watch does not trust",
         kids,
     )
 

@@ -101,6 +101,15 @@ def test_a_signature_without_kid_is_tried_against_each_trusted_key(
     assert verify_card(sign(card(), stranger), trusted).status == UNTRUSTED
 
 
+def test_a_trusted_key_without_kid_is_tried_against_each_signature(
+    owner_key: ECKey, attacker_key: ECKey
+) -> None:
+    anonymous = {k: v for k, v in public(owner_key).items() if k != "kid"}
+    assert verify_card(sign(card(), owner_key), [anonymous]).status == TRUSTED
+    # Another key's signature is a stranger's, not a broken one.
+    assert verify_card(sign(card(), attacker_key), [anonymous]).status == UNTRUSTED
+
+
 def _with_header(signed: dict[str, Any], header: dict[str, Any]) -> dict[str, Any]:
     (signature,) = signed["signatures"]
     encoded = base64.urlsafe_b64encode(json.dumps(header).encode()).rstrip(b"=").decode()
