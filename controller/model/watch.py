@@ -170,6 +170,60 @@ def _unique_tags(tags: list[str] | None) -> list[str] | None:
     return list(seen)
 
 
+# OAuth of a remote MCP watch (controller.mcpauth). Secrets are write-only: a watch shows
+# whether each is set, never its value.
+OAuthGrant = Literal["client_credentials", "refresh_token"]
+OAuthSecret = Annotated[str, StringConstraints(min_length=1, max_length=4096, pattern=TEXT_PATTERN)]
+# RFC 6749 3.3: space-separated scope tokens of printable ASCII without `"` and `\\`.
+OAUTH_SCOPE_PATTERN = r"^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$"
+OAuthScope = Annotated[str, StringConstraints(max_length=1000, pattern=OAUTH_SCOPE_PATTERN)]
+OAuthClientId = Annotated[
+    str, StringConstraints(min_length=1, max_length=500, pattern=LABEL_PATTERN)
+]
+
+
+class McpOAuth(RequestModel):
+    """`oauth` of a remote MCP watch: OAuth 2.1 against the authorization server the server
+    advertises (docs/checks.md, "MCP servers behind OAuth"). `client_credentials` needs
+    `clientSecret`; `refresh_token` needs `refreshToken` (and `clientSecret` for a
+    confidential client). Secrets are sent whole every time `oauth` is sent."""
+
+    grant: OAuthGrant
+    client_id: OAuthClientId
+    client_secret: OAuthSecret | None = Field(default=None, description="write-only")
+    refresh_token: OAuthSecret | None = Field(default=None, description="write-only")
+    scope: OAuthScope | None = None
+    authorization_server: HttpUrl | None = Field(
+        default=None,
+        description="the issuer to trust; default: the first the server's metadata names",
+    )
+
+    @model_validator(mode="after")
+    def _grant_secrets(self) -> McpOAuth:
+        if self.grant == "client_credentials":
+            if self.client_secret is None:
+                raise ValueError("grant client_credentials needs clientSecret")
+            if self.refresh_token is not None:
+                raise ValueError("refreshToken is for grant refresh_token")
+        elif self.refresh_token is None:
+            raise ValueError("grant refresh_token needs refreshToken")
+        return self
+
+
+class McpOAuthOut(ApiModel):
+    """A watch's OAuth as the API shows it: the secrets redacted, the cached token's expiry."""
+
+    grant: OAuthGrant
+    client_id: str
+    client_secret: str | None = Field(description="`<redacted>` when set")
+    refresh_token: str | None = Field(description="`<redacted>` when set")
+    scope: str | None
+    authorization_server: str | None
+    token_expires_at: datetime | None = Field(
+        description="when the cached access token expires; null when none is cached"
+    )
+
+
 class WatchCreate(RequestModel):
     """Body of `POST /api/watches`. `label` is accepted as an alias of `name` (send one)."""
 
@@ -187,6 +241,9 @@ class WatchCreate(RequestModel):
     webhook_url: HttpUrl | None = None
     method: Method | None = None
     body: JsonValue = None
+    oauth: McpOAuth | None = Field(
+        default=None, description="OAuth 2.1 of a remote MCP watch (mcp watches only)"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -229,6 +286,9 @@ class WatchUpdate(RequestModel):
     webhook_url: HttpUrl | None = None
     method: Method | None = None
     body: JsonValue = None
+    oauth: McpOAuth | None = Field(
+        default=None, description="OAuth 2.1 of a remote MCP watch; null removes it"
+    )
 
     @field_validator("tags")
     @classmethod
@@ -312,6 +372,7 @@ class WatchOut(ApiModel):
     webhook_url: str | None
     method: str | None
     body: Any = None
+    oauth: McpOAuthOut | None = None
     health: Health
     last_checked_at: datetime | None
     last_check_status: str | None
