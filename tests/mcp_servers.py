@@ -592,6 +592,8 @@ class OAuthServer:
         # Every token request: grant_type, resource, client_id, how the client authenticated.
         self.requests: list[dict[str, Any]] = []
         self.counter = 0
+        # Introspection calls every token inactive: the MCP server refuses even new ones.
+        self.refusing = False
         self.loopback = Loopback(_oauth_handler(self))
 
     @property
@@ -700,7 +702,7 @@ class OAuthServer:
     def introspect(self, token: str) -> dict[str, Any]:
         with self.lock:
             found = self.tokens.get(token)
-            if found is None or not found["active"] or found["exp"] < time.time():
+            if self.refusing or found is None or not found["active"] or found["exp"] < time.time():
                 return {"active": False}
             if found["uses_left"] is not None:
                 if found["uses_left"] <= 0:

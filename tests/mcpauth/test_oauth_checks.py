@@ -97,6 +97,7 @@ def h(
 ) -> Iterator[Harness]:
     auth, mcp = servers
     auth.revoke_all()  # each test starts with no token its server would take
+    auth.refusing = False
     with auth.lock:
         auth.requests.clear()
     settings = make_settings(tmp_path, database_url=database.url, allow_private_targets=True)
@@ -123,7 +124,7 @@ def test_the_first_check_discovers_and_buys_a_token_the_next_reuses_it(h: Harnes
     watch = h.get(watch_id)
     assert watch.oauth_token_expires_at == h.now + timedelta(seconds=h.auth.expires_in)
     assert watch.oauth_token_ciphertext is not None
-    issued = next(iter(h.auth.tokens))
+    issued = list(h.auth.tokens)[-1]
     assert issued not in watch.oauth_token_ciphertext  # stored encrypted
     second = h.check(watch_id)
     assert second.outcome == "unchanged", second.error
@@ -186,3 +187,16 @@ def test_a_server_that_names_another_issuer_than_the_pinned_one_is_refused(h: Ha
     assert result.outcome == "error" and result.failure_class == "http_error"
     assert result.error is not None and "not the watch's authorizationServer" in result.error
     assert h.auth.requests == []  # the secret never went to an issuer the watch does not trust
+
+
+def test_a_server_that_refuses_a_token_just_bought_fails_the_check_once(h: Harness) -> None:
+    watch_id = h.watch(clientSecret=SECRET)
+    h.auth.refusing = True
+    result = h.check(watch_id)
+    assert result.outcome == "error" and result.http_status == 401
+    assert result.error is not None and "still answers HTTP 401" in result.error
+    assert h.auth.grants() == ["client_credentials"]  # bought once, not in a loop
+    bought = list(h.auth.tokens)[-1]
+    assert bought not in result.error and SECRET not in result.error
+    # The token is kept all the same: the next check tries it before buying another.
+    assert h.get(watch_id).oauth_token_ciphertext is not None
