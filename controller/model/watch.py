@@ -188,12 +188,25 @@ class McpOAuth(RequestModel):
     `clientSecret`; `refresh_token` needs `refreshToken` (and `clientSecret` for a
     confidential client). Secrets are sent whole every time `oauth` is sent."""
 
+    # What the validator below asks, published so that a client can validate it too.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {"properties": {"grant": {"const": "client_credentials"}}},
+            "then": {"required": ["clientSecret"], "not": {"required": ["refreshToken"]}},
+            "else": {"required": ["refreshToken"]},
+        }
+    )
+
     grant: OAuthGrant
     client_id: OAuthClientId
-    client_secret: OAuthSecret | None = Field(default=None, description="write-only")
-    refresh_token: OAuthSecret | None = Field(default=None, description="write-only")
-    scope: OAuthScope | None = None
-    authorization_server: HttpUrl | None = Field(
+    client_secret: OAuthSecret | SkipJsonSchema[None] = Field(
+        default=None, description="write-only"
+    )
+    refresh_token: OAuthSecret | SkipJsonSchema[None] = Field(
+        default=None, description="write-only"
+    )
+    scope: OAuthScope | SkipJsonSchema[None] = None
+    authorization_server: HttpUrl | SkipJsonSchema[None] = Field(
         default=None,
         description="the issuer to trust; default: the first the server's metadata names",
     )

@@ -18,7 +18,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from controller.contracts.base import MCP_SESSION
 from controller.contracts.kinds import CONTRACT_KINDS
 from controller.crypto import SecretBox
-from controller.errors import Conflict, NotFound, Unprocessable, ValidationFailed
+from controller.errors import Conflict, NotFound, Unprocessable
 from controller.mcpauth.grants import OAuthSecrets, OAuthSettings
 from controller.mcpauth.rows import set_oauth, settings_of, token_expires_at
 from controller.model import managed, paging
@@ -223,19 +223,20 @@ def _set_oauth(watch: Watch, oauth: McpOAuth, box: SecretBox) -> None:
 
 
 def _refuse_misplaced_oauth(watch: Watch, headers: dict[str, str] | None) -> None:
-    """OAuth is for remote MCP watches, and it owns the Authorization header (400 else)."""
+    """OAuth is for remote MCP watches, and it owns the Authorization header (422 else, as
+    any well-formed value the watch cannot use)."""
     if CONTRACT_KINDS.of(watch.watch_type).fetch != MCP_SESSION:
-        raise ValidationFailed(
+        raise Unprocessable(
             f"oauth is for MCP watches; this watch's type is {watch.watch_type}",
             details=[{"path": "/oauth", "message": "only for watchType mcp"}],
         )
     if not watch.url.lower().startswith(("http://", "https://")):
-        raise ValidationFailed(
+        raise Unprocessable(
             "oauth is for remote (http or https) MCP servers",
             details=[{"path": "/oauth", "message": "only for http(s) URLs"}],
         )
     if any(name.lower() == "authorization" for name in headers or {}):
-        raise ValidationFailed(
+        raise Unprocessable(
             "oauth sends the Authorization header itself; remove it from headers",
             details=[{"path": "/headers/Authorization", "message": "conflicts with oauth"}],
         )

@@ -1,5 +1,5 @@
 """The `oauth` field of MCP watches through the API: secrets write-only and encrypted, shown
-redacted, refused where it cannot apply (400 envelope)."""
+redacted; a malformed `oauth` is a 400 envelope, one the watch cannot use a 422."""
 
 from __future__ import annotations
 
@@ -84,14 +84,16 @@ def test_oauth_only_on_remote_mcp_watches(client: FlaskClient, acme: OrgKey) -> 
     openapi = create(
         client, acme, url="https://api.example.com/openapi.json", watchType="openapi", oauth=OAUTH
     )
-    assert openapi.status_code == 400 and openapi.json["error"] == "validation_error"
+    # Well-formed but unusable on this watch: 422, as a URL or header that cannot be sent.
+    assert openapi.status_code == 422 and openapi.json["error"] == "validation_error"
     assert "only for watchType mcp" in json.dumps(openapi.json)
     both = create(client, acme, headers={"Authorization": "Bearer x"}, oauth=OAUTH)
-    assert both.status_code == 400 and "conflicts with oauth" in json.dumps(both.json)
+    assert both.status_code == 422 and "conflicts with oauth" in json.dumps(both.json)
+    assert SECRET not in json.dumps(both.json)
     watch_id = create(client, acme, oauth=OAUTH).json["id"]
     header = client.patch(
         f"/api/watches/{watch_id}",
         json={"headers": {"authorization": "Bearer x"}},
         headers=acme.headers,
     )
-    assert header.status_code == 400
+    assert header.status_code == 422
