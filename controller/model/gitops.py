@@ -456,14 +456,27 @@ def _env_secret(value: object) -> object:
 EnvSecret = Annotated[
     str,
     BeforeValidator(_env_secret),
-    StringConstraints(pattern=ENV_VALUE_PATTERN),
-    Field(description="a ${env:NAME} reference: secrets never live in git"),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": ENV_VALUE_PATTERN,
+            "description": "a ${env:NAME} reference: secrets never live in git",
+        }
+    ),
 ]
 
 
 class FileMcpOAuth(CamelFileModel):
     """`oauth` of a remote MCP watch (docs/checks.md, "MCP servers behind OAuth"): the
     grant and client, its secrets as `${env:NAME}` references the controller resolves."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {"properties": {"grant": {"const": "client_credentials"}}},
+            "then": {"required": ["clientSecret"], "not": {"required": ["refreshToken"]}},
+            "else": {"required": ["refreshToken"]},
+        }
+    )
 
     grant: OAuthGrant
     client_id: OAuthClientId
