@@ -21,6 +21,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from controller import tracing
 from controller.mcpauth.grants import (
     OAuthState,
     Token,
@@ -88,7 +89,20 @@ def buy_token(
     client: HttpClient, url: str, state: OAuthState, challenge: str | None, now: datetime
 ) -> Token:
     """Discover the server's authorization server and buy a token with the watch's grant;
-    the new token (and a rotated refresh token) go to `state.renewal`."""
+    the new token (and a rotated refresh token) go to `state.renewal`. Its span, `oauth`,
+    is a child of the check's `fetch`."""
+    with tracing.span("oauth", {tracing.OAUTH_GRANT: state.settings.grant}) as span:
+        try:
+            return _buy_token(client, url, state, challenge, now)
+        except FetchError as exc:
+            tracing.annotate(span, {tracing.HTTP_STATUS: exc.status})
+            tracing.failed(span, exc.failure_class)
+            raise
+
+
+def _buy_token(
+    client: HttpClient, url: str, state: OAuthState, challenge: str | None, now: datetime
+) -> Token:
     label = redact_url(url)
     try:
         resource = _protected_resource(client, url, challenge, state)

@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
+from controller import tracing
 from controller.checks.engine import CheckResult, contract_fetcher, run_check
 from controller.crypto import load_secret_box
 from controller.gate.service import PreflightRequest, preflight
@@ -25,6 +26,7 @@ from controller.store.models import Watch
 from controller.watches import service as watch_service
 from tests.conftest import OrgKey, make_settings
 from tests.mcp_servers import OAuthServer, SdkServer, full_surface
+from tests.traces import named, recording
 
 SECRET = "s3cret-of-the-driftgate-client"
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -200,3 +202,15 @@ def test_a_server_that_refuses_a_token_just_bought_fails_the_check_once(h: Harne
     assert bought not in result.error and SECRET not in result.error
     # The token is kept all the same: the next check tries it before buying another.
     assert h.get(watch_id).oauth_token_ciphertext is not None
+
+
+def test_buying_a_token_is_an_oauth_span_under_fetch(h: Harness) -> None:
+    watch_id = h.watch(clientSecret=SECRET)
+    with recording() as exporter:
+        assert h.check(watch_id).outcome == "baseline"
+        assert h.check(watch_id).outcome == "unchanged"  # the cached token: no span
+    spans = list(exporter.get_finished_spans())
+    (oauth,) = named(spans, "oauth")
+    (fetch,) = [s for s in named(spans, "fetch") if s.context.trace_id == oauth.context.trace_id]
+    assert oauth.parent is not None and oauth.parent.span_id == fetch.context.span_id
+    assert dict(oauth.attributes or {}) == {tracing.OAUTH_GRANT: "client_credentials"}
