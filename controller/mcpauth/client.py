@@ -109,7 +109,7 @@ def _buy_token(
         server = _authorization_server(client, resource.issuer, url)
     except DiscoveryProblem as problem:
         raise FetchError(f"{label}: OAuth discovery: {problem}", "http_error") from None
-    unusable = auth_method_problem(state.settings, state.secrets, server.auth_methods)
+    unusable = auth_method_problem(state.secrets, server.auth_methods)
     if unusable is not None:
         raise FetchError(f"{label}: OAuth: {unusable}", "http_error")
     request = token_request(state.settings, state.secrets, resource.resource, server.auth_methods)

@@ -133,7 +133,7 @@ def token_request(
     return TokenRequest(form, headers)
 
 
-def auth_method_problem(settings: OAuthSettings, secrets: OAuthSecrets, methods: Any) -> str | None:
+def auth_method_problem(secrets: OAuthSecrets, methods: Any) -> str | None:
     """Why the server's advertised client authentication methods exclude this client, or None."""
     if not isinstance(methods, list) or not methods:
         return None

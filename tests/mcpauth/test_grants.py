@@ -14,6 +14,7 @@ from controller.mcpauth.grants import (
     OAuthSecrets,
     OAuthSettings,
     Token,
+    auth_method_problem,
     read_token_answer,
     redact,
     token_request,
@@ -99,3 +100,22 @@ def test_redact_blanks_secrets_and_their_longer_words() -> None:
     assert redact(text, ["client-secret-1", "Bearer abcdefghij", "short"]) == (
         "refused [redacted] for [redacted] (short)"
     )
+
+
+@pytest.mark.parametrize(
+    ("secret", "methods", "refused"),
+    [
+        ("s", None, False),  # RFC 8414's default: client_secret_basic
+        ("s", ["client_secret_post"], False),
+        ("s", ["private_key_jwt", "tls_client_auth"], True),
+        (None, ["none", "client_secret_basic"], False),
+        (None, ["client_secret_basic"], True),
+    ],
+)
+def test_client_authentication_the_server_must_offer(
+    secret: str | None, methods: list[str] | None, refused: bool
+) -> None:
+    problem = auth_method_problem(OAuthSecrets(client_secret=secret), methods)
+    assert (problem is not None) is refused
+    if problem is not None:
+        assert secret is None or secret not in problem
