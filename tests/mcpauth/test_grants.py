@@ -105,9 +105,9 @@ def test_redact_blanks_secrets_and_their_longer_words() -> None:
 @pytest.mark.parametrize(
     ("secret", "methods", "refused"),
     [
-        ("s", None, False),  # RFC 8414's default: client_secret_basic
-        ("s", ["client_secret_post"], False),
-        ("s", ["private_key_jwt", "tls_client_auth"], True),
+        ("client-secret-1", None, False),  # RFC 8414's default: client_secret_basic
+        ("client-secret-1", ["client_secret_post"], False),
+        ("client-secret-1", ["private_key_jwt", "tls_client_auth"], True),
         (None, ["none", "client_secret_basic"], False),
         (None, ["client_secret_basic"], True),
     ],
