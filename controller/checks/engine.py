@@ -3,7 +3,9 @@
 A check reads what it needs in a short transaction, fetches and diffs outside any
 transaction (network and CPU), then writes everything it learned in one transaction: the
 snapshot (compressed, one row per distinct fingerprint), the drift event, the watch's status
-and counts, the incident, and the outbox events. A failure leaves the baseline and the last
+and counts, the incident, and the outbox events; and, whatever the outcome, the access token
+(and rotated refresh token) an MCP watch's fetch bought from its authorization server
+(`controller.mcpauth`). A failure leaves the baseline and the last
 good snapshot untouched. `driftStatus` moves as `controller.watches.status` decides (CONTRACT.md's
 table); this module persists what the decision says.
 
