@@ -7,6 +7,15 @@ The child reads the surface file (server name, tools, prompts, resources, templa
 size) on every list call, so a test changes what the server advertises by rewriting it;
 which lists exist is fixed when the child starts, because that decides its capabilities.
 
+Mode `oauth` is the Streamable HTTP server behind OAuth, as the SDK builds one (`AuthSettings`,
+a `TokenVerifier`): it answers 401 with a `resource_metadata` challenge, serves its RFC 9728
+metadata, and verifies each bearer token by RFC 7662 introspection at the `OAuthServer` the
+surface file names (`"oauth": {"issuer": ..., "introspection": ...}`), accepting only tokens
+issued for its own URL (RFC 8707). `OAuthServer` is that authorization server: a small
+http.server in a thread with RFC 8414 metadata, client credentials and refresh token grants
+(refresh tokens rotate), short-lived tokens a test can revoke or cut off after a number of
+uses (a token that expires mid-way), and a record of every token request.
+
 `RawMcpServer` is a small JSON-RPC server on http.server, in a thread, for what the SDK will
 not do: send fields outside the schema, paginate without end, choose an unknown protocol
 version, answer garbage. It records every request it sees. It speaks Streamable HTTP with the
@@ -35,7 +44,7 @@ from pathlib import Path
 from typing import IO, Any
 
 ROOT = Path(__file__).resolve().parents[1]
-MODES = ("streamable", "stateless-json", "sse", "stdio")
+MODES = ("streamable", "stateless-json", "sse", "stdio", "oauth")
 
 
 def write_surface(path: Path, **surface: Any) -> Path:
@@ -514,6 +523,229 @@ def _serve_http(mode: str, surface_path: Path) -> None:
     uvicorn.Server(config).run(sockets=[sock])
 
 
+def _serve_oauth(surface_path: Path) -> None:
+    """The SDK's Streamable HTTP server behind OAuth (mode `oauth`)."""
+    import urllib.request
+    from urllib.parse import urlencode
+
+    import anyio
+    import uvicorn
+    from mcp.server.auth.provider import AccessToken
+    from mcp.server.auth.settings import AuthSettings
+
+    server = _build_server(surface_path)
+    oauth = json.loads(surface_path.read_text(encoding="utf-8"))["oauth"]
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    class Introspecting:
+        """A `TokenVerifier` that asks the authorization server (RFC 7662)."""
+
+        async def verify_token(self, token: str) -> AccessToken | None:
+            def ask() -> Any:
+                data = urlencode({"token": token}).encode()
+                with opener.open(oauth["introspection"], data=data, timeout=10) as answer:
+                    return json.loads(answer.read())
+
+            found = await anyio.to_thread.run_sync(ask)
+            if not found.get("active"):
+                return None
+            return AccessToken(
+                token=token,
+                client_id=found["client_id"],
+                scopes=str(found.get("scope") or "").split(),
+                expires_at=found.get("exp"),
+                resource=found.get("aud"),
+            )
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    port = sock.getsockname()[1]
+    app = server.streamable_http_app(
+        streamable_http_path="/mcp",
+        auth=AuthSettings(
+            issuer_url=oauth["issuer"],
+            resource_server_url=f"http://127.0.0.1:{port}/mcp",
+            validate_token_resource=True,
+            required_scopes=oauth.get("scopes"),
+        ),
+        token_verifier=Introspecting(),
+    )
+    print(f"PORT {port}", flush=True)
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+class OAuthServer:
+    """`with OAuthServer({"driftgate": "s3cret"}) as auth:` an authorization server on
+    127.0.0.1 for those clients until exit (see the module's docstring)."""
+
+    def __init__(self, clients: dict[str, str], *, expires_in: int = 3600) -> None:
+        from tests.servers import Loopback
+
+        self.clients = dict(clients)
+        self.expires_in = expires_in
+        self.lock = threading.Lock()
+        self.tokens: dict[str, dict[str, Any]] = {}
+        self.refresh_tokens: dict[str, str] = {}
+        # Every token request: grant_type, resource, client_id, how the client authenticated.
+        self.requests: list[dict[str, Any]] = []
+        self.counter = 0
+        # Introspection calls every token inactive: the MCP server refuses even new ones.
+        self.refusing = False
+        self.loopback = Loopback(_oauth_handler(self))
+
+    @property
+    def issuer(self) -> str:
+        return self.loopback.url("")
+
+    def __enter__(self) -> OAuthServer:
+        self.loopback.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.loopback.stop()
+
+    def refresh_token(self, client_id: str) -> str:
+        """A refresh token for `client_id`, as if a person had authorized it once."""
+        with self.lock:
+            self.counter += 1
+            token = f"rt-{self.counter}-{os.urandom(8).hex()}"
+            self.refresh_tokens[token] = client_id
+            return token
+
+    def revoke_all(self) -> None:
+        with self.lock:
+            for token in self.tokens.values():
+                token["active"] = False
+
+    def cut_off_after(self, uses: int) -> None:
+        """Every live token stops working after `uses` more requests (it expires mid-way)."""
+        with self.lock:
+            for token in self.tokens.values():
+                token["uses_left"] = uses
+
+    def grants(self) -> list[str]:
+        with self.lock:
+            return [r["grant_type"] for r in self.requests]
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "issuer": self.issuer,
+            "token_endpoint": self.loopback.url("/token"),
+            "introspection_endpoint": self.loopback.url("/introspect"),
+            "grant_types_supported": ["client_credentials", "refresh_token"],
+            "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+            "response_types_supported": ["code"],
+        }
+
+    def token(self, form: dict[str, str], authorization: str | None) -> tuple[int, dict[str, Any]]:
+        """Answer one token request (RFC 6749 4.4, 6; RFC 8707's resource kept as `aud`)."""
+        import base64
+        from urllib.parse import unquote_plus
+
+        client_id, secret, how = form.get("client_id"), form.get("client_secret"), "post"
+        if authorization and authorization.startswith("Basic "):
+            pair = base64.b64decode(authorization[6:]).decode()
+            user, _, password = pair.partition(":")
+            client_id, secret, how = unquote_plus(user), unquote_plus(password), "basic"
+        elif secret is None:
+            how = "none"
+        grant = form.get("grant_type", "")
+        with self.lock:
+            self.requests.append(
+                {
+                    "grant_type": grant,
+                    "resource": form.get("resource"),
+                    "client_id": client_id,
+                    "auth": how,
+                    "scope": form.get("scope"),
+                }
+            )
+            if client_id not in self.clients or (
+                secret is not None and secret != self.clients[client_id]
+            ):
+                return 401, {"error": "invalid_client", "error_description": "bad client"}
+            if grant == "client_credentials":
+                if secret is None:
+                    return 401, {"error": "invalid_client"}
+                refresh = None
+            elif grant == "refresh_token":
+                old = form.get("refresh_token", "")
+                if self.refresh_tokens.pop(old, None) != client_id:
+                    return 400, {"error": "invalid_grant", "error_description": "unknown token"}
+                self.counter += 1
+                refresh = f"rt-{self.counter}-{os.urandom(8).hex()}"  # rotated
+                self.refresh_tokens[refresh] = client_id
+            else:
+                return 400, {"error": "unsupported_grant_type"}
+            self.counter += 1
+            access = f"at-{self.counter}-{os.urandom(12).hex()}"
+            self.tokens[access] = {
+                "client_id": client_id,
+                "aud": form.get("resource"),
+                "scope": form.get("scope") or "",
+                "exp": int(time.time()) + self.expires_in,
+                "active": True,
+                "uses_left": None,
+            }
+        answer: dict[str, Any] = {
+            "access_token": access,
+            "token_type": "Bearer",
+            "expires_in": self.expires_in,
+        }
+        if refresh is not None:
+            answer["refresh_token"] = refresh
+        return 200, answer
+
+    def introspect(self, token: str) -> dict[str, Any]:
+        with self.lock:
+            found = self.tokens.get(token)
+            if self.refusing or found is None or not found["active"] or found["exp"] < time.time():
+                return {"active": False}
+            if found["uses_left"] is not None:
+                if found["uses_left"] <= 0:
+                    found["active"] = False
+                    return {"active": False}
+                found["uses_left"] -= 1
+            return {
+                "active": True,
+                "client_id": found["client_id"],
+                "scope": found["scope"],
+                "exp": found["exp"],
+                "aud": found["aud"],
+            }
+
+
+def _oauth_handler(auth: OAuthServer) -> type[Any]:
+    from urllib.parse import parse_qsl
+
+    from tests.servers import QuietHandler
+
+    class Handler(QuietHandler):
+        def do_GET(self) -> None:
+            if self.path == "/.well-known/oauth-authorization-server":
+                self.answer(200, json.dumps(auth.metadata()).encode())
+            else:
+                self.answer(404, b"{}")
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            form = dict(parse_qsl(self.rfile.read(length).decode()))
+            if self.path == "/token":
+                status, body = auth.token(form, self.headers.get("Authorization"))
+                self.answer(
+                    status, json.dumps(body).encode(), headers={"Cache-Control": "no-store"}
+                )
+            elif self.path == "/introspect":
+                self.answer(200, json.dumps(auth.introspect(form.get("token", ""))).encode())
+            else:
+                self.answer(404, b"{}")
+
+    return Handler
+
+
 def _serve_stdio(surface_path: Path) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
@@ -560,5 +792,7 @@ if __name__ == "__main__":
         _serve_raw_stdio(surface_arg)
     elif mode_arg == "stdio":
         _serve_stdio(surface_arg)
+    elif mode_arg == "oauth":
+        _serve_oauth(surface_arg)
     else:
         _serve_http(mode_arg, surface_arg)

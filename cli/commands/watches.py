@@ -138,6 +138,39 @@ def watches_list(
     metavar="NAME:VALUE",
     help="A header sent with every check (repeatable; stored encrypted).",
 )
+@click.option(
+    "--oauth-client-id",
+    metavar="ID",
+    help="An MCP server behind OAuth: the client driftgate authenticates as "
+    "(docs/checks.md, 'MCP servers behind OAuth').",
+)
+@click.option(
+    "--oauth-grant",
+    type=click.Choice(["client_credentials", "refresh_token"]),
+    default="client_credentials",
+    show_default=True,
+    help="How the access token is obtained.",
+)
+@click.option(
+    "--oauth-client-secret",
+    envvar="DRIFTGATE_OAUTH_CLIENT_SECRET",
+    show_envvar=True,
+    metavar="SECRET",
+    help="The client secret; give it in the environment, not on the command line.",
+)
+@click.option(
+    "--oauth-refresh-token",
+    envvar="DRIFTGATE_OAUTH_REFRESH_TOKEN",
+    show_envvar=True,
+    metavar="TOKEN",
+    help="The refresh token (grant refresh_token); give it in the environment.",
+)
+@click.option("--oauth-scope", metavar="SCOPE", help="Scopes to ask for (space-separated).")
+@click.option(
+    "--oauth-issuer",
+    metavar="URL",
+    help="The authorization server to trust (default: the first the server names).",
+)
 @server_command
 def watches_create(
     name: str,
@@ -146,6 +179,12 @@ def watches_create(
     interval: int | None,
     tags: tuple[str, ...],
     headers: tuple[str, ...],
+    oauth_client_id: str | None,
+    oauth_grant: str,
+    oauth_client_secret: str | None,
+    oauth_refresh_token: str | None,
+    oauth_scope: str | None,
+    oauth_issuer: str | None,
     url: str | None,
     api_key: str | None,
     output_format: str,
@@ -158,6 +197,18 @@ def watches_create(
         body["intervalMinutes"] = interval
     if headers:
         body["headers"] = dict(_header(value) for value in headers)
+    if oauth_client_id is not None:
+        oauth = {
+            "grant": oauth_grant,
+            "clientId": oauth_client_id,
+            "clientSecret": oauth_client_secret,
+            "refreshToken": oauth_refresh_token,
+            "scope": oauth_scope,
+            "authorizationServer": oauth_issuer,
+        }
+        body["oauth"] = {k: v for k, v in oauth.items() if v is not None}
+    elif oauth_scope is not None or oauth_issuer is not None:
+        raise click.UsageError("--oauth-scope and --oauth-issuer need --oauth-client-id")
     with server(url, api_key) as http:
         created = api.call(http, "POST", "/api/watches", json=body)
     emit(created, output_format, _watch_text)

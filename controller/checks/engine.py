@@ -3,7 +3,9 @@
 A check reads what it needs in a short transaction, fetches and diffs outside any
 transaction (network and CPU), then writes everything it learned in one transaction: the
 snapshot (compressed, one row per distinct fingerprint), the drift event, the watch's status
-and counts, the incident, and the outbox events. A failure leaves the baseline and the last
+and counts, the incident, and the outbox events; and, whatever the outcome, the access token
+(and rotated refresh token) an MCP watch's fetch bought from its authorization server
+(`controller.mcpauth`). A failure leaves the baseline and the last
 good snapshot untouched. `driftStatus` moves as `controller.watches.status` decides (CONTRACT.md's
 table); this module persists what the decision says.
 
@@ -31,7 +33,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from functools import cache, partial
 from typing import Any, Literal, cast
@@ -61,6 +63,9 @@ from controller.drift.incidents import (
 )
 from controller.events.outbox import emit
 from controller.logs import log
+from controller.mcpauth.client import fetch_authorized_snapshot
+from controller.mcpauth.grants import OAuthState
+from controller.mcpauth.rows import keep_renewal, oauth_state
 from controller.model.change import Change, Severity
 from controller.model.ingress_impact import affected_profiles
 from controller.model.waivers import count_waived, unwaive, waive, waived_until
@@ -68,7 +73,7 @@ from controller.model.watch import DriftStatus, FailureClass
 from controller.settings import Settings
 from controller.sources import deadlines
 from controller.sources.http import FetchError, fetch
-from controller.sources.mcp import McpLimits, fetch_mcp_snapshot, redact_url
+from controller.sources.mcp import McpLimits, fetch_mcp_snapshot, parse_stdio_target, redact_url
 from controller.store import audit
 from controller.store.models import (
     DriftEvent,
@@ -175,6 +180,9 @@ class CheckInput:
     # the keys its agent card must be signed with, the tool set its MCP server is pinned to.
     card_keys: dict[str, Any] | None = None
     tool_lock: dict[str, Any] | None = None
+    # A remote MCP watch's OAuth (`controller.mcpauth`): its settings, secrets and cached
+    # token; the fetch leaves what it bought there, and the check's record stores it.
+    oauth: OAuthState | None = None
 
 
 @dataclass
@@ -230,6 +238,9 @@ def run_check(
             return _commit(database, on_commit, lambda s: CheckResult(watch_id, "skipped"))
         if check.timed_out and slow_deadline is not None:
             fetcher = _within(fetcher, slow_deadline)
+        if check.oauth is not None:
+            # The token cache decides on the check's clock; its own copy keeps what it buys.
+            check = replace(check, oauth=replace(check.oauth, now=now, renewal=None, spent=[]))
         started = time.perf_counter()
         try:
             write = _evaluate(database, check, box, fetcher, now, flap_window_seconds)
@@ -237,11 +248,12 @@ def run_check(
             write = _crash_recorder(box, check, crashed, now)
         with tracing.span("record"):
             try:
-                result = _commit(database, on_commit, _persisting(write))
+                result = _commit(database, on_commit, _persisting(_renewing(write, check, box)))
             except _Crashed as crashed:
                 # The outcome could not be written (its transaction rolled back): record the
                 # failure in a transaction of its own.
-                result = _commit(database, on_commit, _crash_recorder(box, check, crashed, now))
+                recorder = _renewing(_crash_recorder(box, check, crashed, now), check, box)
+                result = _commit(database, on_commit, recorder)
         metrics.check_done(
             check.watch_type, result.outcome, time.perf_counter() - started, check.org_id
         )
@@ -281,6 +293,20 @@ def _checked(
 
 
 Write = Callable[[Session], CheckResult]
+
+
+def _renewing(write: Write, check: CheckInput, box: SecretBox) -> Write:
+    """`write`, storing first what the check's fetch bought from an authorization server (a
+    token, a rotated refresh token) whatever the outcome: a refresh token the server rotated
+    is the only one that still works."""
+    if check.oauth is None:
+        return write
+
+    def renew_and_write(session: Session) -> CheckResult:
+        keep_renewal(session, check.watch_id, check.oauth, box)
+        return write(session)
+
+    return renew_and_write
 
 
 def _within(fetcher: Fetcher, seconds: float) -> Fetcher:
@@ -556,13 +582,18 @@ def mcp_fetcher(settings: Settings, client: Any) -> Fetcher:
     )
 
     def fetch_contract(check: CheckInput) -> Fetched:
-        snapshot = fetch_mcp_snapshot(
-            check.url,
-            client=client,
-            headers=check.headers,
-            allow_stdio=settings.allow_stdio_mcp,
-            limits=limits,
-        )
+        if check.oauth is not None and parse_stdio_target(check.url) is None:
+            snapshot = fetch_authorized_snapshot(
+                client, check.url, check.oauth, headers=check.headers, limits=limits
+            )
+        else:
+            snapshot = fetch_mcp_snapshot(
+                check.url,
+                client=client,
+                headers=check.headers,
+                allow_stdio=settings.allow_stdio_mcp,
+                limits=limits,
+            )
         # How the server was reached is not part of its contract.
         snapshot.pop("transport", None)
         return Fetched(None, document=snapshot, protocol_version=snapshot.get("protocol_version"))
@@ -650,6 +681,7 @@ def _input(watch: Watch, box: SecretBox) -> CheckInput:
         timed_out=watch.failure_class == FailureClass.TIMEOUT,
         card_keys=watch.card_keys,
         tool_lock=watch.tool_lock,
+        oauth=oauth_state(watch, box),
     )
 
 

@@ -60,6 +60,8 @@ from controller.gitsources.load import (
     load_bundle,
 )
 from controller.logs import log
+from controller.mcpauth.grants import OAuthSecrets, OAuthSettings
+from controller.mcpauth.rows import set_oauth
 from controller.model import conditions as cond
 from controller.model.cardkeys import CARD_WATCH_TYPE
 from controller.model.catalog import SYSTEM_TEMPLATES
@@ -597,11 +599,16 @@ class Reconciler:
                     problems += header_problems
                     merged_headers = {**(template.get("headers") or {}), **headers}
                     tags = list(dict.fromkeys([*template.get("tags", []), *entry.get("tags", [])]))
+                    oauth, oauth_problems = self._resolve_oauth(
+                        bundle, set_name, (*where, "oauth"), entry
+                    )
+                    problems += oauth_problems
                     values = {
                         "name": entry["name"],
                         "watch_type": entry.get("watchType") or template.get("watch_type"),
                         "url": entry.get("url") or template.get("url_pattern"),
                         "headers": merged_headers,
+                        "oauth": oauth,
                         "tags": tags,
                         "interval_minutes": entry.get("intervalMinutes"),
                         "card_keys": entry.get("cardKeys"),
@@ -779,7 +786,12 @@ class Reconciler:
         return problems
 
     def _resolve_headers(
-        self, bundle: Bundle, file: str, where: tuple[Any, ...], declared: Mapping[str, Any]
+        self,
+        bundle: Bundle,
+        file: str,
+        where: tuple[Any, ...],
+        declared: Mapping[str, Any],
+        what: str = "header",
     ) -> tuple[dict[str, str], list[Problem]]:
         headers: dict[str, str] = {}
         problems: list[Problem] = []
@@ -806,10 +818,24 @@ class Reconciler:
                     line=line,
                     column=column,
                     path=".".join(str(p) for p in (*where, name)),
-                    message=f"header {name!r} references ${{env:{variable}}}, {problem}",
+                    message=f"{what} {name!r} references ${{env:{variable}}}, {problem}",
                 )
             )
         return headers, problems
+
+    def _resolve_oauth(
+        self, bundle: Bundle, file: str, where: tuple[Any, ...], declared: Mapping[str, Any]
+    ) -> tuple[dict[str, Any] | None, list[Problem]]:
+        """A watch's `oauth` with its `${env:NAME}` secrets resolved (as headers are)."""
+        oauth = declared.get("oauth")
+        if oauth is None:
+            return None, []
+        secrets = {k: oauth[k] for k in ("clientSecret", "refreshToken") if k in oauth}
+        resolved, problems = self._resolve_headers(
+            bundle, file, where, {"headers": secrets}, what="oauth secret"
+        )
+        settings = {k: v for k, v in oauth.items() if k not in secrets}
+        return {"settings": settings, "secrets": resolved}, problems
 
     def _with_digest(self, values: dict[str, Any]) -> dict[str, Any]:
         # Keyed, so resolved secret header values never appear in the store, not even hashed
@@ -939,6 +965,25 @@ class Reconciler:
         set_name = values["watch_set"]
         watch.watch_set_id = applying.set_ids.get(set_name) if set_name else None
         set_headers(watch, values["headers"], self.box)
+        oauth = values.get("oauth")
+        if oauth is None:
+            set_oauth(watch, None, None, self.box)
+        else:
+            declared, secrets = oauth["settings"], oauth["secrets"]
+            set_oauth(
+                watch,
+                OAuthSettings(
+                    grant=declared["grant"],
+                    client_id=declared["clientId"],
+                    scope=declared.get("scope"),
+                    authorization_server=declared.get("authorizationServer"),
+                ),
+                OAuthSecrets(
+                    client_secret=secrets.get("clientSecret"),
+                    refresh_token=secrets.get("refreshToken"),
+                ),
+                self.box,
+            )
         set_tags(watch, values["tags"])
         watch.card_keys = values.get("card_keys")
         # The pinned tool set of its server (`controller.toollock`); none without a lock.

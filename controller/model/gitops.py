@@ -32,6 +32,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
+from controller.contracts.base import MCP_SESSION
 from controller.contracts.kinds import CONTRACT_KINDS
 from controller.model.cardkeys import CARD_WATCH_TYPE
 from controller.model.dashboard import PANELS, Panel
@@ -45,6 +46,9 @@ from controller.model.watch import (
     HeaderValue,
     HttpUrl,
     Interval,
+    OAuthClientId,
+    OAuthGrant,
+    OAuthScope,
     Tag,
     WatchName,
     WatchType,
@@ -447,6 +451,59 @@ class TemplatesFile(CamelFileModel):
 # watch-sets.yaml
 
 
+def _env_secret(value: object) -> object:
+    if isinstance(value, str) and not re.match(ENV_VALUE_PATTERN, value):
+        raise ValueError(SECRET_MESSAGE)
+    return value
+
+
+EnvSecret = Annotated[
+    str,
+    BeforeValidator(_env_secret),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": ENV_VALUE_PATTERN,
+            "description": "a ${env:NAME} reference: secrets never live in git",
+        }
+    ),
+]
+
+
+class FileMcpOAuth(CamelFileModel):
+    """`oauth` of a remote MCP watch (docs/checks.md, "MCP servers behind OAuth"): the
+    grant and client, its secrets as `${env:NAME}` references the controller resolves."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {"properties": {"grant": {"const": "client_credentials"}}},
+            "then": {"required": ["clientSecret"], "not": {"required": ["refreshToken"]}},
+            "else": {"required": ["refreshToken"]},
+        }
+    )
+
+    grant: OAuthGrant
+    client_id: OAuthClientId
+    client_secret: EnvSecret | SkipJsonSchema[None] = None
+    refresh_token: EnvSecret | SkipJsonSchema[None] = None
+    scope: OAuthScope | SkipJsonSchema[None] = None
+    authorization_server: SendableUrl | SkipJsonSchema[None] = Field(
+        default=None,
+        description="the issuer to trust; default: the first the server's metadata names",
+    )
+
+    @model_validator(mode="after")
+    def _grant_secrets(self) -> FileMcpOAuth:
+        if self.grant == "client_credentials":
+            if self.client_secret is None:
+                raise ValueError("grant client_credentials needs clientSecret")
+            if self.refresh_token is not None:
+                raise ValueError("refreshToken is for grant refresh_token")
+        elif self.refresh_token is None:
+            raise ValueError("grant refresh_token needs refreshToken")
+        return self
+
+
 class WatchSetEntry(CamelFileModel):
     """A watch in a watch set: from a `template` (with overrides) or from `url` + `watchType`."""
 
@@ -492,6 +549,10 @@ class WatchSetEntry(CamelFileModel):
             raise ValueError("; ".join(message for _, message in problems))
         return keys
 
+    oauth: FileMcpOAuth | SkipJsonSchema[None] = Field(
+        default=None, description="OAuth 2.1 of a remote MCP watch (watchType mcp)"
+    )
+
     @model_validator(mode="after")
     def _template_or_url(self) -> WatchSetEntry:
         if self.template is not None:
@@ -499,6 +560,13 @@ class WatchSetEntry(CamelFileModel):
                 raise ValueError("watchType comes from the template; remove it")
         elif self.url is None or self.watch_type is None:
             raise ValueError("give template, or url and watchType")
+        if self.oauth is not None and self.watch_type is not None:
+            if CONTRACT_KINDS.of(self.watch_type).fetch != MCP_SESSION:
+                raise ValueError("oauth is for MCP watches (watchType mcp)")
+        if self.oauth is not None and any(
+            name.lower() == "authorization" for name in self.headers or {}
+        ):
+            raise ValueError("oauth sends the Authorization header itself; remove it from headers")
         return self
 
 

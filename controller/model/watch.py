@@ -224,6 +224,73 @@ class CardKeysOut(ApiModel):
     keys: list[dict[str, Any]] | None = None
 
 
+# OAuth of a remote MCP watch (controller.mcpauth). Secrets are write-only: a watch shows
+# whether each is set, never its value.
+OAuthGrant = Literal["client_credentials", "refresh_token"]
+OAuthSecret = Annotated[str, StringConstraints(min_length=1, max_length=4096, pattern=TEXT_PATTERN)]
+# RFC 6749 3.3: space-separated scope tokens of printable ASCII without `"` and `\\`.
+OAUTH_SCOPE_PATTERN = r"^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$"
+OAuthScope = Annotated[str, StringConstraints(max_length=1000, pattern=OAUTH_SCOPE_PATTERN)]
+OAuthClientId = Annotated[
+    str, StringConstraints(min_length=1, max_length=500, pattern=LABEL_PATTERN)
+]
+
+
+class McpOAuth(RequestModel):
+    """`oauth` of a remote MCP watch: OAuth 2.1 against the authorization server the server
+    advertises (docs/checks.md, "MCP servers behind OAuth"). `client_credentials` needs
+    `clientSecret`; `refresh_token` needs `refreshToken` (and `clientSecret` for a
+    confidential client). Secrets are sent whole every time `oauth` is sent."""
+
+    # What the validator below asks, published so that a client can validate it too.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {"properties": {"grant": {"const": "client_credentials"}}},
+            "then": {"required": ["clientSecret"], "not": {"required": ["refreshToken"]}},
+            "else": {"required": ["refreshToken"]},
+        }
+    )
+
+    grant: OAuthGrant
+    client_id: OAuthClientId
+    client_secret: OAuthSecret | SkipJsonSchema[None] = Field(
+        default=None, description="write-only"
+    )
+    refresh_token: OAuthSecret | SkipJsonSchema[None] = Field(
+        default=None, description="write-only"
+    )
+    scope: OAuthScope | SkipJsonSchema[None] = None
+    authorization_server: HttpUrl | SkipJsonSchema[None] = Field(
+        default=None,
+        description="the issuer to trust; default: the first the server's metadata names",
+    )
+
+    @model_validator(mode="after")
+    def _grant_secrets(self) -> McpOAuth:
+        if self.grant == "client_credentials":
+            if self.client_secret is None:
+                raise ValueError("grant client_credentials needs clientSecret")
+            if self.refresh_token is not None:
+                raise ValueError("refreshToken is for grant refresh_token")
+        elif self.refresh_token is None:
+            raise ValueError("grant refresh_token needs refreshToken")
+        return self
+
+
+class McpOAuthOut(ApiModel):
+    """A watch's OAuth as the API shows it: the secrets redacted, the cached token's expiry."""
+
+    grant: OAuthGrant
+    client_id: str
+    client_secret: str | None = Field(description="`<redacted>` when set")
+    refresh_token: str | None = Field(description="`<redacted>` when set")
+    scope: str | None
+    authorization_server: str | None
+    token_expires_at: datetime | None = Field(
+        description="when the cached access token expires; null when none is cached"
+    )
+
+
 class WatchCreate(RequestModel):
     """Body of `POST /api/watches`. `label` is accepted as an alias of `name` (send one)."""
 
@@ -243,6 +310,9 @@ class WatchCreate(RequestModel):
     body: JsonValue = None
     card_keys: CardKeys | None = Field(
         default=None, description="a2a_card watches: the keys the card must be signed with"
+    )
+    oauth: McpOAuth | None = Field(
+        default=None, description="OAuth 2.1 of a remote MCP watch (mcp watches only)"
     )
 
     @model_validator(mode="before")
@@ -289,6 +359,9 @@ class WatchUpdate(RequestModel):
     card_keys: CardKeys | None = Field(
         default=None,
         description="a2a_card watches: the keys the card must be signed with; null clears",
+    )
+    oauth: McpOAuth | None = Field(
+        default=None, description="OAuth 2.1 of a remote MCP watch; null removes it"
     )
 
     @field_validator("tags")
@@ -376,6 +449,7 @@ class WatchOut(ApiModel):
     card_keys: CardKeysOut | None = Field(
         default=None, description="the keys the agent card must be signed with (a2a_card)"
     )
+    oauth: McpOAuthOut | None = None
     health: Health
     last_checked_at: datetime | None
     last_check_status: str | None

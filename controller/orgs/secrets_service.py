@@ -21,6 +21,8 @@ from controller.store.models import (
 # Every encrypted column of the store.
 ENCRYPTED: tuple[InstrumentedAttribute[Any], ...] = (
     Watch.headers_ciphertext,
+    Watch.oauth_ciphertext,
+    Watch.oauth_token_ciphertext,
     NotificationDefaults.destination_ciphertext,
     WebhookSecret.secret_ciphertext,
     OutboxMessage.destination_ciphertext,

@@ -70,10 +70,19 @@ class FetchError(DriftgateError):
 
     code = "fetch_failed"
 
-    def __init__(self, message: str, failure_class: str, *, status: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        failure_class: str,
+        *,
+        status: int | None = None,
+        challenge: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.failure_class = failure_class
         self.status = status
+        # A 401's `WWW-Authenticate`: where an OAuth client starts discovery (controller.mcpauth).
+        self.challenge = challenge
 
 
 class BlockedAddress(OSError):

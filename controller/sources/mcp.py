@@ -438,6 +438,7 @@ def _http_failure(label: str, refused: _Refused) -> FetchError:
         f"{label} answered HTTP {refused.status} to {refused.method}",
         "http_error",
         status=refused.status,
+        challenge=refused.challenge,
     )
 
 
@@ -445,12 +446,14 @@ def _http_failure(label: str, refused: _Refused) -> FetchError:
 
 
 class _Refused(Exception):
-    """The HTTP request was answered with an error status and no JSON-RPC body."""
+    """The HTTP request was answered with an error status and no JSON-RPC body; `challenge`
+    is its `WWW-Authenticate` header (a 401 names the server's OAuth metadata there)."""
 
-    def __init__(self, status: int, method: str) -> None:
+    def __init__(self, status: int, method: str, challenge: str | None = None) -> None:
         super().__init__(f"HTTP {status}")
         self.status = status
         self.method = method
+        self.challenge = challenge
 
 
 class _NotJsonRpc(Exception):
@@ -650,7 +653,8 @@ class _SseChannel(_Channel):
         channel.stream = stream
         try:
             if response.status in _HTTP_FAILURES:
-                raise _http_failure(budget.label, _Refused(response.status, "GET"))
+                challenge = response.header("www-authenticate")
+                raise _http_failure(budget.label, _Refused(response.status, "GET", challenge))
             if response.status != 200 or _content_type(response) != "text/event-stream":
                 raise FetchError(
                     f"{budget.label} is not an MCP server: POST initialize answered HTTP "
@@ -695,7 +699,7 @@ class _SseChannel(_Channel):
         ) as response:
             _read_body(response, self.budget, _MAX_ERROR_BODY)
             if response.status >= 400:
-                raise _Refused(response.status, method)
+                raise _Refused(response.status, method, response.header("www-authenticate"))
 
     def request(
         self, method: str, params: dict[str, Any], *, timeout: float | None = None
@@ -854,7 +858,7 @@ def _read_answer(
         answer = _match_answer(_parse_json(body.decode("utf-8", "replace"), budget), request_id)
         if answer is not None and "error" in answer:
             return answer
-        raise _Refused(response.status, method)
+        raise _Refused(response.status, method, response.header("www-authenticate"))
     if content_type == "text/event-stream":
         for event, data in _sse_events(response.iter_bytes(), budget):
             if event == "message":

@@ -15,9 +15,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
+from controller.contracts.base import MCP_SESSION
 from controller.contracts.kinds import CONTRACT_KINDS
 from controller.crypto import SecretBox
 from controller.errors import Conflict, NotFound, Unprocessable
+from controller.mcpauth.grants import OAuthSecrets, OAuthSettings
+from controller.mcpauth.rows import set_oauth, settings_of, token_expires_at
 from controller.model import managed, paging
 from controller.model.cardkeys import CARD_WATCH_TYPE
 from controller.model.principal import Principal
@@ -29,6 +32,8 @@ from controller.model.watch import (
     ChangeCounts,
     DriftStatus,
     FailureClass,
+    McpOAuth,
+    McpOAuthOut,
     WatchCreate,
     WatchList,
     WatchListQuery,
@@ -78,6 +83,9 @@ def create_watch(
         drift_status=INITIAL.value,
     )
     set_headers(watch, data.headers, box)
+    if data.oauth is not None:
+        _refuse_misplaced_oauth(watch, data.headers)
+        _set_oauth(watch, data.oauth, box)
     set_tags(watch, data.tags)
     session.add(watch)
     _flush_unique(session, name)
@@ -129,7 +137,7 @@ def update_watch(
     ensure_unmanaged(watch)
     fields = data.model_fields_set
     refuse_unsendable(urls=_urls(data), headers=data.headers)
-    changed: list[str] = sorted(f for f in fields if f != "headers")
+    changed: list[str] = sorted(f for f in fields if f not in ("headers", "oauth"))
     if "name" in fields and data.name is not None and data.name != watch.name:
         _ensure_name_free(session, principal.org_id, data.name)
         watch.name = data.name
@@ -152,6 +160,16 @@ def update_watch(
     if "card_keys" in fields:
         _ensure_card_keys_fit(watch.watch_type, data.card_keys)
         watch.card_keys = data.card_keys.stored() if data.card_keys is not None else None
+    if "oauth" in fields:
+        if data.oauth is not None:
+            _set_oauth(watch, data.oauth, box)
+        else:
+            set_oauth(watch, None, None, box)
+        changed.append("oauth")  # the field's name only: never its secrets
+    if watch.oauth is not None:
+        # A later URL or header change must not leave OAuth where it cannot apply.
+        headers = data.headers if "headers" in fields else {n: "" for n in watch.header_names}
+        _refuse_misplaced_oauth(watch, headers)
     _flush_unique(session, watch.name)
     audit.by(session, principal, "watch.update", watch.id, {"fields": sorted(changed)})
     return watch
@@ -197,6 +215,54 @@ def _move(
     return watch
 
 
+def _set_oauth(watch: Watch, oauth: McpOAuth, box: SecretBox) -> None:
+    settings = OAuthSettings(
+        grant=oauth.grant,
+        client_id=oauth.client_id,
+        scope=oauth.scope,
+        authorization_server=oauth.authorization_server,
+    )
+    secrets = OAuthSecrets(client_secret=oauth.client_secret, refresh_token=oauth.refresh_token)
+    set_oauth(watch, settings, secrets, box)
+
+
+def _refuse_misplaced_oauth(watch: Watch, headers: dict[str, str] | None) -> None:
+    """OAuth is for remote MCP watches, and it owns the Authorization header (422 else, as
+    any well-formed value the watch cannot use)."""
+    if CONTRACT_KINDS.of(watch.watch_type).fetch != MCP_SESSION:
+        raise Unprocessable(
+            f"oauth is for MCP watches; this watch's type is {watch.watch_type}",
+            details=[{"path": "/oauth", "message": "only for watchType mcp"}],
+        )
+    if not watch.url.lower().startswith(("http://", "https://")):
+        raise Unprocessable(
+            "oauth is for remote (http or https) MCP servers",
+            details=[{"path": "/oauth", "message": "only for http(s) URLs"}],
+        )
+    if any(name.lower() == "authorization" for name in headers or {}):
+        raise Unprocessable(
+            "oauth sends the Authorization header itself; remove it from headers",
+            details=[{"path": "/headers/Authorization", "message": "conflicts with oauth"}],
+        )
+
+
+def oauth_out(watch: Watch) -> McpOAuthOut | None:
+    """A watch's OAuth as shown: whether each secret is set, never its value."""
+    settings = settings_of(watch)
+    if settings is None:
+        return None
+    stored = set((watch.oauth or {}).get("secrets") or ())
+    return McpOAuthOut(
+        grant=settings.grant,
+        client_id=settings.client_id,
+        client_secret=REDACTED if "clientSecret" in stored else None,
+        refresh_token=REDACTED if "refreshToken" in stored else None,
+        scope=settings.scope,
+        authorization_server=settings.authorization_server,
+        token_expires_at=token_expires_at(watch),
+    )
+
+
 def ensure_unmanaged(watch: Watch) -> None:
     """Watches declared in git are read-only through the API; git is the source of truth."""
     managed.ensure_unmanaged(watch, "watch", watch.name)
@@ -225,6 +291,7 @@ def watch_out(watch: Watch, now: datetime) -> WatchOut:
         method=watch.method,
         body=watch.request_body,
         card_keys=CardKeysOut.model_validate(watch.card_keys) if watch.card_keys else None,
+        oauth=oauth_out(watch),
         health=compute_health(
             status=watch.drift_status,
             last_checked_at=watch.last_checked_at,
