@@ -2199,6 +2199,22 @@ def _lock(rule_id: str, summary: str, reason: str, fails: str) -> Rule:
     )
 
 
+def _card_signature(rule_id: str, summary: str) -> Rule:
+    """A signed card's rule (`controller.cardtrust`): breaking, the card to verify, the gate's
+    own reason token."""
+    return _r(
+        rule_id,
+        B,
+        summary,
+        VERIFY_CARD,
+        _CARD_HINT,
+        "a2a",
+        reason=_CARD_REASON,
+        fails=_CARD_FAILS,
+        gate_reason=CARD_SIGNATURE_INVALID,
+    )
+
+
 def _poisoning(unit: str, family: str) -> Rule:
     """The description-risk rule of `unit` (`tool`, `prompt`, `skill`...): breaking, a review
     of the quoted text, the gate's own reason token."""
@@ -3881,38 +3897,12 @@ CONTRACT_RULES: tuple[Rule, ...] = (
         "a2a",
         reason="Nobody breaks: extensions and other flags.",
     ),
-    _r(
-        "card-signature-removed",
-        B,
-        "agent card no longer signed by a trusted key ({detail})",
-        VERIFY_CARD,
-        _CARD_HINT,
-        "a2a",
-        reason=_CARD_REASON,
-        fails=_CARD_FAILS,
-        gate_reason=CARD_SIGNATURE_INVALID,
+    _card_signature(
+        "card-signature-removed", "agent card no longer signed by a trusted key ({detail})"
     ),
-    _r(
-        "card-signature-invalid",
-        B,
-        "agent card signature does not verify ({detail})",
-        VERIFY_CARD,
-        _CARD_HINT,
-        "a2a",
-        reason=_CARD_REASON,
-        fails=_CARD_FAILS,
-        gate_reason=CARD_SIGNATURE_INVALID,
-    ),
-    _r(
-        "card-signature-untrusted",
-        B,
-        "agent card signed by a key the watch does not trust ({detail})",
-        VERIFY_CARD,
-        _CARD_HINT,
-        "a2a",
-        reason=_CARD_REASON,
-        fails=_CARD_FAILS,
-        gate_reason=CARD_SIGNATURE_INVALID,
+    _card_signature("card-signature-invalid", "agent card signature does not verify ({detail})"),
+    _card_signature(
+        "card-signature-untrusted", "agent card signed by a key the watch does not trust ({detail})"
     ),
     _r(
         "agent-name-changed",

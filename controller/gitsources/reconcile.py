@@ -311,29 +311,22 @@ class Reconciler:
         hosted = _hosted_directory(spec.path)
         if hosted is not None:
             # The hosted product's `.driftguard/agents.yaml` beside the directory (its other
-            # files are the hosted harness's, not read).
-            try:
-                found = self.cache.read_file(spec.name, revision, hosted, "agents.yaml")
-            except GitError as exc:
-                return RunResult(
-                    spec.name, "failed", revision, message=f"read failed: {exc.message}"
-                )
-            if isinstance(found, Unreadable):
-                unreadable[HOSTED_AGENTS] = found
-            elif found is not None:
-                files[HOSTED_AGENTS] = found
-            # And its MCP lock (`controller.toollock.hosted`), read as driftgate's own.
-            folder, _, lock_name = HOSTED_LOCK.removeprefix(HOSTED_DIRECTORY + "/").rpartition("/")
-            try:
-                found = self.cache.read_file(spec.name, revision, f"{hosted}/{folder}", lock_name)
-            except GitError as exc:
-                return RunResult(
-                    spec.name, "failed", revision, message=f"read failed: {exc.message}"
-                )
-            if isinstance(found, Unreadable):
-                unreadable[HOSTED_LOCK] = found
-            elif found is not None:
-                files[HOSTED_LOCK] = found
+            # files are the hosted harness's, not read), and its MCP lock
+            # (`controller.toollock.hosted`), read as driftgate's own.
+            for name in (HOSTED_AGENTS, HOSTED_LOCK):
+                folder, _, file_name = name.removeprefix(HOSTED_DIRECTORY).rpartition("/")
+                try:
+                    found = self.cache.read_file(
+                        spec.name, revision, f"{hosted}{folder}", file_name
+                    )
+                except GitError as exc:
+                    return RunResult(
+                        spec.name, "failed", revision, message=f"read failed: {exc.message}"
+                    )
+                if isinstance(found, Unreadable):
+                    unreadable[name] = found
+                elif found is not None:
+                    files[name] = found
         with collector_paused():
             loaded = self._load(spec, org_id, revision, files, inventory.get("files"), unreadable)
             if isinstance(loaded, RunResult):

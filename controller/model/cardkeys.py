@@ -27,7 +27,8 @@ PRIVATE_MEMBERS = ("d", "p", "q", "dp", "dq", "qi", "oth", "k")
 PUBLIC_KEY_TYPES = ("RSA", "EC", "OKP")
 
 _Member = Annotated[str, StringConstraints(max_length=4096, pattern=r"^[^\x00-\x1f\x7f]*$")]
-_MemberName = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[!-~]+$")]
+# The length inside the pattern: a JSON Schema of the keys is then one pattern, as headers'.
+_MemberName = Annotated[str, StringConstraints(pattern=r"^[!-~]{1,64}$")]
 Jwk = Annotated[
     dict[_MemberName, _Member | Annotated[list[_Member], Field(max_length=20)]],
     Field(max_length=30, json_schema_extra={"required": ["kty"]}),

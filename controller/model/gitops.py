@@ -53,6 +53,7 @@ from controller.model.watch import (
     WatchName,
     WatchType,
     explain_bad_url,
+    oauth_grant_problem,
     read_hosted_api,
 )
 from controller.targets import check_header_value, check_url, check_url_template
@@ -494,13 +495,9 @@ class FileMcpOAuth(CamelFileModel):
 
     @model_validator(mode="after")
     def _grant_secrets(self) -> FileMcpOAuth:
-        if self.grant == "client_credentials":
-            if self.client_secret is None:
-                raise ValueError("grant client_credentials needs clientSecret")
-            if self.refresh_token is not None:
-                raise ValueError("refreshToken is for grant refresh_token")
-        elif self.refresh_token is None:
-            raise ValueError("grant refresh_token needs refreshToken")
+        problem = oauth_grant_problem(self.grant, self.client_secret, self.refresh_token)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
 

@@ -221,7 +221,7 @@ class CardKeysOut(ApiModel):
     """The keys a card watch trusts, as the API shows them (public keys: nothing to hide)."""
 
     jwks_url: str | None = None
-    keys: list[dict[str, Any]] | None = None
+    keys: list[Jwk] | None = None
 
 
 # OAuth of a remote MCP watch (controller.mcpauth). Secrets are write-only: a watch shows
@@ -267,14 +267,22 @@ class McpOAuth(RequestModel):
 
     @model_validator(mode="after")
     def _grant_secrets(self) -> McpOAuth:
-        if self.grant == "client_credentials":
-            if self.client_secret is None:
-                raise ValueError("grant client_credentials needs clientSecret")
-            if self.refresh_token is not None:
-                raise ValueError("refreshToken is for grant refresh_token")
-        elif self.refresh_token is None:
-            raise ValueError("grant refresh_token needs refreshToken")
+        problem = oauth_grant_problem(self.grant, self.client_secret, self.refresh_token)
+        if problem is not None:
+            raise ValueError(problem)
         return self
+
+
+def oauth_grant_problem(grant: str, client_secret: object, refresh_token: object) -> str | None:
+    """What is wrong with the secrets given for `grant` (the API's and the files' `oauth`)."""
+    if grant == "client_credentials":
+        if client_secret is None:
+            return "grant client_credentials needs clientSecret"
+        if refresh_token is not None:
+            return "refreshToken is for grant refresh_token"
+    elif refresh_token is None:
+        return "grant refresh_token needs refreshToken"
+    return None
 
 
 class McpOAuthOut(ApiModel):
