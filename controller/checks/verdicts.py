@@ -22,12 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from controller.diffs.verdicts import VERDICTS_KEY
 from controller.registry import Registry
 
 if TYPE_CHECKING:
     from controller.settings import Settings
 
-VERDICTS_KEY = "x-driftgate-verdicts"
+__all__ = ["VERDICTS_KEY"]
 
 # An assessor judges a check's parsed document (given the check's `CheckInput`, which holds
 # the watch's `card_keys` and `tool_lock`; typed loosely, as the engine imports this module):

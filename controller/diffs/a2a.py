@@ -35,6 +35,7 @@ from controller.diffs.loader import MAX_NESTING, check_nesting
 from controller.diffs.mcp import SchemaRules, diff_io_schemas
 from controller.diffs.poisoning import poisoning_changes, skill_texts
 from controller.diffs.renames import changed_parts, pair_renames, schema_shape
+from controller.diffs.verdicts import verdict_of
 from controller.model.change import Change, Location
 
 SKILL_SCHEMA_RULES = SchemaRules(
@@ -48,9 +49,7 @@ CAPABILITY_FLAGS = ("streaming", "pushNotifications", "stateTransitionHistory")
 # A card's own fields that carry no contract of their own (`signatures` are re-made by each
 # signing; they are left out of the stored card, see `card_contract`).
 _METADATA = ("provider", "iconUrl", "documentationUrl")
-# The check's verdicts in a document (`controller.checks.verdicts.VERDICTS_KEY`) and the one
-# on the card's signatures (`controller.cardtrust.assessor.NAME`), by status.
-VERDICTS_KEY = "x-driftgate-verdicts"
+# The verdict on the card's signatures (`controller.cardtrust`), by status.
 CARD_SIGNATURE = "cardSignature"
 SIGNATURE_RULES = {
     "unsigned": "card-signature-removed",
@@ -215,9 +214,7 @@ def _signature(base: Any, revision: Any, out: list[Change]) -> None:
 
 
 def _signature_verdict(document: Any) -> dict[str, Any]:
-    verdicts = document.get(VERDICTS_KEY) if isinstance(document, dict) else None
-    verdict = verdicts.get(CARD_SIGNATURE) if isinstance(verdicts, dict) else None
-    return verdict if isinstance(verdict, dict) else {}
+    return verdict_of(document, CARD_SIGNATURE)
 
 
 def _agent(b: AgentCard, r: AgentCard, out: list[Change]) -> None:

@@ -8,9 +8,8 @@ server it concerns. A violation the revision has and the base did not is a findi
 base had already was reported when it appeared (and blocks until the lock or the server is
 fixed, since the watch stays drifted until then). Pure: no I/O.
 
-The key and the verdict's name are spelled here, in the domain, because the diff engines
-cannot import the checks: `controller.checks.verdicts.VERDICTS_KEY` is this very string (a
-test holds them equal).
+The verdict's name is spelled here, in the domain, because the diff engines cannot import
+the checks (`controller.diffs.verdicts` holds the key).
 """
 
 from __future__ import annotations
@@ -19,18 +18,16 @@ from typing import Any
 
 from controller.diffs.core import escape_pointer, make_change
 from controller.diffs.rules import CATALOG
+from controller.diffs.verdicts import verdict_of
 from controller.model.change import Change, Location
 
-VERDICTS_KEY = "x-driftgate-verdicts"
 # The name of the tool-lock assessor: its verdict's key under VERDICTS_KEY.
 TOOL_LOCK = "toolLock"
 
 
 def violations_of(document: Any) -> list[dict[str, Any]]:
     """The violations of the tool-lock verdict a document carries (none without one)."""
-    verdicts = document.get(VERDICTS_KEY) if isinstance(document, dict) else None
-    verdict = verdicts.get(TOOL_LOCK) if isinstance(verdicts, dict) else None
-    found = verdict.get("violations") if isinstance(verdict, dict) else None
+    found = verdict_of(document, TOOL_LOCK).get("violations")
     if not isinstance(found, list):
         return []
     return [v for v in found if isinstance(v, dict) and v.get("rule") in CATALOG]

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from controller.checks.verdicts import VERDICTS_KEY as CHECKS_KEY
+from controller.checks.assessments import ASSESSMENTS
 from controller.diffs import diff_mcp
 from controller.diffs.rules import CATALOG, TOOL_LOCK_VIOLATED, gate_reasons
-from controller.diffs.toollock import TOOL_LOCK, VERDICTS_KEY
+from controller.diffs.toollock import TOOL_LOCK
+from controller.diffs.verdicts import VERDICTS_KEY
 from controller.toollock.assessor import verdict, watch_lock
 from controller.toollock.files import DRIFTGUARD, LockFileInvalid, load_lock
 from controller.toollock.lock import compare as compare_lock
@@ -197,8 +198,8 @@ def test_the_verdict_names_what_failed() -> None:
     assert found["summary"].endswith("(+1 more)")
 
 
-def test_the_rules_and_the_key_agree_with_the_checks() -> None:
-    assert CHECKS_KEY == VERDICTS_KEY
+def test_the_lock_rules_block_with_their_own_token() -> None:
+    assert TOOL_LOCK in {entry.name for entry in ASSESSMENTS}  # the check writes this verdict
     assert {CATALOG[r].gate_reason for r in LOCK_RULES} == {TOOL_LOCK_VIOLATED}
     assert {CATALOG[r].severity for r in LOCK_RULES} == {"breaking"}
 
