@@ -40,6 +40,7 @@ from controller.model.waivers import WatchWaiver
 from controller.model.watch import (
     LABEL_PATTERN,
     NOTE_PATTERN,
+    OAUTH_GRANT_SCHEMA,
     URL_PATTERN,
     CardKeys,
     HeaderName,
@@ -475,13 +476,7 @@ class FileMcpOAuth(CamelFileModel):
     """`oauth` of a remote MCP watch (docs/checks.md, "MCP servers behind OAuth"): the
     grant and client, its secrets as `${env:NAME}` references the controller resolves."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "if": {"properties": {"grant": {"const": "client_credentials"}}},
-            "then": {"required": ["clientSecret"], "not": {"required": ["refreshToken"]}},
-            "else": {"required": ["refreshToken"]},
-        }
-    )
+    model_config = ConfigDict(json_schema_extra=OAUTH_GRANT_SCHEMA)
 
     grant: OAuthGrant
     client_id: OAuthClientId

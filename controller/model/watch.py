@@ -228,6 +228,13 @@ class CardKeysOut(ApiModel):
 # whether each is set, never its value.
 OAuthGrant = Literal["client_credentials", "refresh_token"]
 OAuthSecret = Annotated[str, StringConstraints(min_length=1, max_length=4096, pattern=TEXT_PATTERN)]
+# What `oauth_grant_problem` asks of an `oauth` object, published in its JSON Schema (the API's
+# and the files') so that a client can validate it too.
+OAUTH_GRANT_SCHEMA: dict[str, Any] = {
+    "if": {"properties": {"grant": {"const": "client_credentials"}}},
+    "then": {"required": ["clientSecret"], "not": {"required": ["refreshToken"]}},
+    "else": {"required": ["refreshToken"]},
+}
 # RFC 6749 3.3: space-separated scope tokens of printable ASCII without `"` and `\\`.
 OAUTH_SCOPE_PATTERN = r"^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$"
 OAuthScope = Annotated[str, StringConstraints(max_length=1000, pattern=OAUTH_SCOPE_PATTERN)]
@@ -242,14 +249,7 @@ class McpOAuth(RequestModel):
     `clientSecret`; `refresh_token` needs `refreshToken` (and `clientSecret` for a
     confidential client). Secrets are sent whole every time `oauth` is sent."""
 
-    # What the validator below asks, published so that a client can validate it too.
-    model_config = ConfigDict(
-        json_schema_extra={
-            "if": {"properties": {"grant": {"const": "client_credentials"}}},
-            "then": {"required": ["clientSecret"], "not": {"required": ["refreshToken"]}},
-            "else": {"required": ["refreshToken"]},
-        }
-    )
+    model_config = ConfigDict(json_schema_extra=OAUTH_GRANT_SCHEMA)
 
     grant: OAuthGrant
     client_id: OAuthClientId
