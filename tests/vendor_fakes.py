@@ -19,8 +19,11 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
+from joserfc.jwk import ECKey
+
+from tests.cardtrust.conftest import card, jwks, sign
 from tests.mcp_servers import Answer, RawMcpServer, RawReplies, raw_stdio_command
 from tests.servers import SpecServer
 from tests.specs import as_json, charges_spec
@@ -79,6 +82,10 @@ class VendorFake(Protocol):
     def serve_good(self) -> None: ...
 
     def misbehave(self, name: str) -> None: ...
+
+    def watch_fields(self) -> dict[str, Any]:
+        """What the watch on the fake asks beside its URL and type (trusted keys...)."""
+        ...
 
     def close(self) -> None: ...
 
@@ -141,6 +148,9 @@ class DocumentVendor:
     def serve_good(self) -> None:
         self.server.set(self.path, self.good)
 
+    def watch_fields(self) -> dict[str, Any]:
+        return {}
+
     def misbehave(self, name: str) -> None:
         serve = self.server.set
         path = self.path
@@ -173,6 +183,36 @@ class DocumentVendor:
 
     def close(self) -> None:
         """The routes end with the server."""
+
+
+class KeySetVendor(DocumentVendor):
+    """A signed agent card whose watch trusts the keys at a JWKS URL, and that key set
+    misbehaving (the card itself stays good): a check that cannot read the keys it must judge
+    the card by fails; a key set never reads as "no keys, so no verdict"."""
+
+    def __init__(self, server: SpecServer, path: str) -> None:
+        key = ECKey.generate_key("P-256", parameters={"kid": "owner"})
+        super().__init__("a2a_card", KEY_SET_FEATURES, server, f"{path}/keys", "", "")
+        self.good = jwks(key).decode()
+        self.card_path = f"{path}/card"
+        self.card = json.dumps(sign(card(), key))
+
+    def target(self) -> str:
+        return self.server.url(self.card_path)
+
+    def watch_fields(self) -> dict[str, Any]:
+        return {"cardKeys": {"jwksUrl": self.server.url(self.path)}}
+
+    def serve_good(self) -> None:
+        self.server.set(self.card_path, self.card)
+        super().serve_good()
+
+    def misbehave(self, name: str) -> None:
+        self.server.set(self.card_path, self.card)
+        super().misbehave(name)
+
+
+KEY_SET_FEATURES = frozenset({"http"})
 
 
 def _document_entry(
@@ -245,6 +285,9 @@ class McpVendor:
             assert answer is not None, name
             self.replies.misbehave = {"tools/list": answer}
 
+    def watch_fields(self) -> dict[str, Any]:
+        return {}
+
     def close(self) -> None:
         """Nothing of its own to stop."""
 
@@ -306,6 +349,13 @@ VENDOR_FAKES: dict[str, FakeEntry] = {
     "rest": _document_entry("rest", set(), lambda: '{"id": "ch_1", "amount": 100}'),
     "a2a_card": _document_entry(
         "a2a_card", {"fields"}, agent_card, missing_fields='{"name": "Billing agent"}'
+    ),
+    # The watch's trusted keys fetched beside the card (`cardKeys.jwksUrl`), misbehaving.
+    "a2a_card/key-set": FakeEntry(
+        "a2a_card",
+        None,
+        KEY_SET_FEATURES,
+        lambda server, tmp: KeySetVendor(server, f"/key-set/{tmp.name}"),
     ),
     "mcp/streamable-http-stateless": _http_mcp_entry("streamable-http", modern=True),
     "mcp/streamable-http-handshake": _http_mcp_entry("streamable-http"),

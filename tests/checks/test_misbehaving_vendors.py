@@ -1,9 +1,10 @@
 """The matrix of misbehaving vendors: a check either completes and yields a contract, or fails.
 
 For every registered vendor fake (tests/vendor_fakes.py: each watch type, MCP over each
-transport) and every misbehaviour that applies to it (5,000-deep JSON, a body over the
-configured byte limit, trickle, hang, an HTML page with 200, a redirect loop, HTTP 500,
-invalid JSON or YAML, truncated, empty, a JSON-RPC error, endless pagination, a crash
+transport, the key set a signed agent card's watch trusts) and every misbehaviour that
+applies to it (5,000-deep JSON, a body over the configured byte limit, trickle, hang, an HTML
+page with 200, a redirect loop, HTTP 500, invalid JSON or YAML, truncated, empty, a JSON-RPC
+error, endless pagination, a crash
 mid-handshake, missing result fields), the check, run through `controller.checks.engine` with the
 controller's fetcher, ends `error` with a failure class (never `internal_error`: a misbehaving
 vendor is not a defect of driftgate), stores no baseline, and preflight through the API blocks
@@ -91,7 +92,9 @@ class Matrix:
         principal = Principal(org.org_id, org.org_name, "pro", frozenset(), "api_key", org.key_id)
         target = fake.target()
         url = target if target.startswith("http") else "http://127.0.0.1:9/stdio"
-        data = WatchCreate.model_validate({"name": name, "url": url, "watchType": fake.watch_type})
+        data = WatchCreate.model_validate(
+            {"name": name, "url": url, "watchType": fake.watch_type, **fake.watch_fields()}
+        )
         with self.database.transaction() as session:
             watch = watch_service.create_watch(session, principal, data, self.box)
             if url != target:
